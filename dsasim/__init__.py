@@ -1,0 +1,22 @@
+"""dsasim: a trace-driven simulator for deep-learning accelerators (DSAs).
+
+Write a tiled schedule as plain Python over traced DDR tensors and SRAM scopes; get real numbers checked
+against torch, honest DDR traffic, and a trace for timing and analysis.
+"""
+
+from .bounds import Conv2dBoundsInfer
+from .errors import (CoherenceError, ReadOnlyError, RegionError, ReuseError, ScheduleError, SramOverflowError,
+                     StaleTileError, UnfinishedError)
+from .hardware import PRESETS, Accelerator, load_hardware, preset
+from .memory import GlobalHierarchy, Session, Tile, TracedArray
+from .schedule import RunResult, Schedule, Workload, run_schedule
+from .segments import Segment, Segments
+from .tensorcore import TensorCore, VectorUnit
+from .trace import EventKind, Trace
+
+__all__ = [
+    "Accelerator", "CoherenceError", "Conv2dBoundsInfer", "EventKind", "GlobalHierarchy", "PRESETS",
+    "ReadOnlyError", "RegionError", "ReuseError", "RunResult", "Schedule", "ScheduleError", "Segment",
+    "Segments", "Session", "SramOverflowError", "StaleTileError", "TensorCore", "Tile", "Trace", "TracedArray",
+    "UnfinishedError", "VectorUnit", "Workload", "load_hardware", "preset", "run_schedule",
+]

@@ -1,0 +1,151 @@
+"""The `dsasim` command line: `dsasim demo` runs the schedule suite and prints honest traffic beside the blog's count.
+
+Schedules are found through the `dsasim.schedules` entry-point group (each entry names a list of `Schedule`s),
+so the library itself never imports `kernels/`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import sys
+from importlib.metadata import entry_points
+from pathlib import Path
+from typing import Sequence
+
+from .hardware import PRESETS, load_hardware
+from .schedule import RunResult, Schedule, run_schedule
+
+
+def all_schedules() -> list[Schedule]:
+    """Every schedule registered under the `dsasim.schedules` entry-point group, in registration order."""
+    found: list[Schedule] = []
+    for entry in sorted(entry_points(group="dsasim.schedules"), key=lambda e: e.name):
+        found.extend(entry.load())
+    names = [s.name for s in found]
+    duplicates = sorted({n for n in names if names.count(n) > 1})
+    if duplicates:
+        raise ValueError(f"schedule names registered twice: {duplicates}")
+    return found
+
+
+def find_schedule(name: str) -> Schedule:
+    """The registered schedule called `name`."""
+    schedules = {s.name: s for s in all_schedules()}
+    if name not in schedules:
+        raise SystemExit(f"dsasim: unknown schedule {name!r}; known: {', '.join(schedules)}")
+    return schedules[name]
+
+
+def _fmt_int(value: int | None) -> str:
+    return "-" if value is None else f"{value:,}"
+
+
+def _fmt_err(result: RunResult) -> str:
+    if result.max_abs_err is None:
+        return "-"
+    return f"{result.max_abs_err:.1e}"
+
+
+def format_table(results: Sequence[RunResult]) -> str:
+    """The demo table: one row per schedule, bytes and counts with thousands separators."""
+    header = ("schedule", "hw", "status", "loaded B", "stored B", "rmw B", "hits", "peak SRAM B", "blog count",
+              "MACs", "max|err|")
+    rows = [header]
+    for r in results:
+        rows.append((r.name, r.hardware, r.status, _fmt_int(r.loaded_bytes), _fmt_int(r.stored_bytes),
+                     _fmt_int(r.rmw_bytes), _fmt_int(r.hits), _fmt_int(r.peak_sram_bytes),
+                     _fmt_int(r.blog_loaded_elements), _fmt_int(r.macs), _fmt_err(r)))
+    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
+    lines = []
+    for i, row in enumerate(rows):
+        cells = [row[0].ljust(widths[0]), row[1].ljust(widths[1]), row[2].ljust(widths[2])]
+        cells += [cell.rjust(w) for cell, w in zip(row[3:], widths[3:])]
+        lines.append("  ".join(cells))
+        if i == 0:
+            lines.append("  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def format_tensors(result: RunResult) -> str:
+    """Per-tensor breakdown of one run: bytes moved and the re-fetch factor (loaded / tensor bytes)."""
+    header = ("tensor", "size B", "loaded B", "stored B", "rmw B", "hits", "re-fetch", "blog count")
+    rows = [header] + [(t.name, f"{t.tensor_bytes:,}", f"{t.loaded_bytes:,}", f"{t.stored_bytes:,}",
+                        f"{t.rmw_bytes:,}", f"{t.hits:,}", f"{t.refetch_factor:.2f}x",
+                        f"{t.blog_loaded_elements:,}") for t in result.tensors]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
+    lines = [f"{result.name} on {result.hardware}: per-tensor traffic"]
+    for i, row in enumerate(rows):
+        lines.append("  ".join([row[0].ljust(widths[0])] + [c.rjust(w) for c, w in zip(row[1:], widths[1:])]))
+        if i == 0:
+            lines.append("  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def _cmd_demo(args: argparse.Namespace) -> int:
+    schedules = all_schedules()
+    if args.only:
+        known = {s.name for s in schedules}
+        unknown = [n for n in args.only if n not in known]
+        if unknown:
+            print(f"dsasim demo: unknown schedule(s) {unknown}; known: {', '.join(sorted(known))}", file=sys.stderr)
+            return 2
+        schedules = [s for s in schedules if s.name in args.only]
+    if args.per_tensor and args.per_tensor not in {s.name for s in schedules}:
+        print(f"dsasim demo: --per-tensor {args.per_tensor!r} is not among the schedules run", file=sys.stderr)
+        return 2
+    try:
+        override = load_hardware(args.hardware) if args.hardware else None
+    except ValueError as err:
+        print(f"dsasim demo: {err}", file=sys.stderr)
+        return 2
+    results = []
+    for schedule in schedules:
+        hardware = override or load_hardware(schedule.hardware)
+        if not args.quiet:
+            print(f"running {schedule.name} on {hardware.name} ({'count-only' if args.count_only else 'numeric'})"
+                  f" ...", file=sys.stderr, flush=True)
+        results.append(run_schedule(schedule, hardware, numeric=not args.count_only, seed=args.seed,
+                                    record_trace=False))
+    print(format_table(results))
+    for r in results:
+        if r.status != "ok":
+            print(f"\n{r.name}: {r.status}: {r.message}")
+    if args.per_tensor:
+        print()
+        print(format_tensors(next(r for r in results if r.name == args.per_tensor)))
+    if args.json:
+        Path(args.json).write_text(json.dumps([r.to_json() for r in results], indent=2) + "\n")
+    return 0 if all(r.status != "error" for r in results) else 1
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of the `dsasim` command."""
+    parser = argparse.ArgumentParser(prog="dsasim", description="Trace-driven DSA simulator.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    demo = sub.add_parser("demo", help="run the demo schedules and print their traffic table")
+    demo.add_argument("--only", nargs="+", metavar="NAME", help="run only these schedules")
+    demo.add_argument("--count-only", action="store_true", help="no data, no torch check: counts only (fast)")
+    demo.add_argument("--hardware", metavar="PRESET|FILE",
+                      help=f"run every schedule on this hardware (presets: {', '.join(PRESETS)}; or a .toml "
+                           f"file); default: each schedule's own preset")
+    demo.add_argument("--json", metavar="PATH", help="also write the results as a JSON list")
+    demo.add_argument("--per-tensor", metavar="NAME", help="print the per-tensor breakdown of this schedule")
+    demo.add_argument("--seed", type=int, default=0, help="seed of the random input data (default 0)")
+    demo.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    demo.set_defaults(func=_cmd_demo)
+    if importlib.util.find_spec("dsasim.timing") is not None and importlib.util.find_spec("dsasim.timing.cli") is not None:
+        from .timing import cli as timing_cli
+        timing_cli.register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the `dsasim` console script."""
+    args = build_parser().parse_args(argv)
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

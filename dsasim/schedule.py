@@ -1,0 +1,212 @@
+"""Workloads, schedules, and running a schedule into a report (traffic, SRAM, MACs, error vs torch).
+
+A `Workload` names its DDR tensors and a torch reference; a `Schedule` is plain Python over the traced tensors
+of one workload. `run_schedule` runs one on an `Accelerator` and returns a `RunResult`.
+"""
+
+from __future__ import annotations
+
+import gc
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping
+
+import numpy as np
+import torch
+
+from .errors import ScheduleError, SramOverflowError
+from .hardware import Accelerator
+from .memory import Counters, Session, TracedArray
+from .trace import Trace
+
+Shape = tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class Workload:
+    """Tensors (name -> shape) and a torch reference computing the outputs from the inputs (float64)."""
+
+    name: str
+    inputs: Mapping[str, Shape]
+    outputs: Mapping[str, Shape]
+    reference: Callable[..., Mapping[str, torch.Tensor]]
+    intermediates: Mapping[str, Shape] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        names = [*self.inputs, *self.outputs, *self.intermediates]
+        if len(set(names)) != len(names):
+            raise ValueError(f"workload {self.name!r}: tensor names must be unique, got {names}")
+        if not self.outputs:
+            raise ValueError(f"workload {self.name!r}: declare at least one output")
+
+    def make_inputs(self, seed: int) -> dict[str, np.ndarray]:
+        """Deterministic standard-normal float32 inputs."""
+        rng = np.random.default_rng(seed)
+        return {name: rng.standard_normal(shape, dtype=np.float32) for name, shape in self.inputs.items()}
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """A schedule: `body(session, **tensors)` over the workload's traced tensors."""
+
+    name: str
+    workload: Workload
+    body: Callable[..., None]
+    description: str = ""
+    hardware: str = "blog"  # the preset it was written for
+
+    def __post_init__(self) -> None:
+        if not self.name or not self.name.replace("-", "").replace("_", "").replace(".", "").isalnum():
+            raise ValueError(f"schedule name {self.name!r} must be non-empty letters, digits, '-', '_', '.'")
+
+
+@dataclass(frozen=True)
+class TensorReport:
+    """Traffic of one tensor, in bytes; refetch_factor = loaded_bytes / tensor_bytes."""
+
+    name: str
+    tensor_bytes: int
+    loaded_bytes: int
+    stored_bytes: int
+    rmw_bytes: int
+    loads: int
+    stores: int
+    hits: int
+    blog_loaded_elements: int
+
+    @property
+    def refetch_factor(self) -> float:
+        """How many times the tensor was loaded, on average (loaded / size)."""
+        return self.loaded_bytes / self.tensor_bytes
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """What one run of a schedule gave. Numbers are None when the run failed (status != 'ok')."""
+
+    name: str
+    hardware: str
+    status: str  # "ok" | "overflow" | "error"
+    message: str
+    loaded_bytes: int | None
+    stored_bytes: int | None
+    rmw_bytes: int | None
+    hits: int | None
+    peak_sram_bytes: int | None
+    blog_loaded_elements: int | None
+    macs: int | None
+    tensorcore_cycles: int | None
+    max_abs_err: float | None
+    tensors: tuple[TensorReport, ...] = ()
+    trace: Trace | None = field(default=None, compare=False, repr=False)
+    outputs: Mapping[str, np.ndarray] | None = field(default=None, compare=False, repr=False)
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON object for `dsasim demo --json` (stable key order)."""
+        return {
+            "name": self.name,
+            "hardware": self.hardware,
+            "status": self.status,
+            "loaded_bytes": self.loaded_bytes,
+            "stored_bytes": self.stored_bytes,
+            "rmw_bytes": self.rmw_bytes,
+            "hits": self.hits,
+            "peak_sram_bytes": self.peak_sram_bytes,
+            "blog_loaded_elements": self.blog_loaded_elements,
+            "macs": self.macs,
+            "tensorcore_cycles": self.tensorcore_cycles,
+            "max_abs_err": self.max_abs_err,
+            "message": self.message,
+            "tensors": [{"name": t.name, "tensor_bytes": t.tensor_bytes, "loaded_bytes": t.loaded_bytes,
+                         "stored_bytes": t.stored_bytes, "rmw_bytes": t.rmw_bytes, "hits": t.hits,
+                         "refetch_factor": round(t.refetch_factor, 6)} for t in self.tensors],
+        }
+
+
+def bind_tensors(session: Session, workload: Workload,
+                 inputs: Mapping[str, np.ndarray] | None) -> dict[str, TracedArray]:
+    """Create the workload's traced tensors in `session` (inputs from `inputs` in numeric mode)."""
+    tensors: dict[str, TracedArray] = {}
+    for name, shape in workload.inputs.items():
+        tensors[name] = session.input(name, inputs[name] if inputs is not None else shape)
+    for name, shape in workload.intermediates.items():
+        tensors[name] = session.intermediate(name, shape)
+    for name, shape in workload.outputs.items():
+        tensors[name] = session.output(name, shape)
+    return tensors
+
+
+def max_abs_error(outputs: Mapping[str, np.ndarray], reference: Mapping[str, torch.Tensor]) -> float:
+    """Largest |ours - torch| over all outputs (torch computed in float64)."""
+    worst = 0.0
+    for name, ref in reference.items():
+        ours = torch.from_numpy(np.asarray(outputs[name], dtype=np.float64))
+        if tuple(ours.shape) != tuple(ref.shape):
+            raise ValueError(f"output {name}: shape {tuple(ours.shape)} differs from the reference "
+                             f"{tuple(ref.shape)}")
+        worst = max(worst, float((ours - ref.to(torch.float64)).abs().max()))
+    return worst
+
+
+def _tensor_reports(counters: Counters, session: Session) -> tuple[TensorReport, ...]:
+    reports = []
+    for name, arr in session.tensors.items():
+        if arr.scratch:
+            continue
+        t = counters.per_tensor[name]
+        reports.append(TensorReport(name, arr.nbytes, t.loaded_bytes, t.stored_bytes, t.rmw_bytes, t.loads,
+                                    t.stores, t.hits, t.blog_loaded_elements))
+    return tuple(reports)
+
+
+def run_schedule(schedule: Schedule, hardware: Accelerator, numeric: bool = True, seed: int = 0,
+                 record_trace: bool = True, scope_buffers: Mapping[str, int] | None = None,
+                 enforce_capacity: bool = True) -> RunResult:
+    """Run a schedule; numeric mode checks it against torch. Failures become a status, not an exception."""
+    session = Session(hardware, numeric=numeric, record_trace=record_trace, scope_buffers=scope_buffers,
+                      enforce_capacity=enforce_capacity)
+    inputs = schedule.workload.make_inputs(seed) if numeric else None
+    tensors = bind_tensors(session, schedule.workload, inputs)
+    status, message = "ok", ""
+    gc_was_enabled = gc.isenabled()
+    gc.disable()  # a trace is millions of small tuples: cyclic GC passes over them would dominate the run
+    try:
+        schedule.body(session, **tensors)
+        trace = session.finish()
+    except SramOverflowError as err:
+        status, message = "overflow", str(err)
+    except ScheduleError as err:
+        status, message = "error", f"{type(err).__name__}: {err}"
+    finally:
+        if gc_was_enabled:
+            gc.enable()
+    if status != "ok":
+        if status == "overflow":
+            message += _needed_sram_note(schedule, hardware, scope_buffers)
+        return RunResult(schedule.name, hardware.name, status, message, None, None, None, None, None, None, None,
+                         None, None)
+    c = session.counters
+    err_value = None
+    outputs = None
+    if numeric:
+        outputs = {name: tensors[name].data for name in schedule.workload.outputs}
+        with torch.no_grad():
+            reference = schedule.workload.reference(
+                **{k: torch.from_numpy(v).to(torch.float64) for k, v in inputs.items()})
+        err_value = max_abs_error(outputs, reference)
+    return RunResult(schedule.name, hardware.name, "ok", message, c.loaded_bytes, c.stored_bytes, c.rmw_bytes,
+                     c.hits, c.peak_sram_bytes, c.blog_loaded_elements, c.macs, c.tensorcore_cycles, err_value,
+                     _tensor_reports(c, session), trace if record_trace else None, outputs)
+
+
+def _needed_sram_note(schedule: Schedule, hardware: Accelerator, scope_buffers: Mapping[str, int] | None) -> str:
+    """Re-run count-only with unlimited SRAM to say how much the schedule would need."""
+    session = Session(hardware, numeric=False, record_trace=False, scope_buffers=scope_buffers,
+                      enforce_capacity=False)
+    tensors = bind_tensors(session, schedule.workload, None)
+    try:
+        schedule.body(session, **tensors)
+    except ScheduleError:
+        return ""
+    c = session.counters
+    return (f"\nWith unlimited SRAM it would need {c.peak_sram_bytes} B peak (capacity {hardware.sram_bytes} B), "
+            f"load {c.loaded_bytes} B, store {c.stored_bytes} B; blog count {c.blog_loaded_elements}.")

@@ -1,0 +1,195 @@
+"""Compute units: the TensorCore (16 input x 24 output channels per step) and the vector unit.
+
+A unit call such as `tc.conv2d(x, w)` returns a `Product`; `out += product` (accumulate) or
+`out.assign(product)` (overwrite) performs it: the operands are checked live, a COMPUTE event is traced with
+its MACs and cycles, and in numeric mode the arithmetic runs (torch for convolutions, numpy elsewhere).
+
+Cost model (cycles at the accelerator clock):
+  conv2d / matmul on the TensorCore: per group, ceil(ic/16) * ceil(oc/24) steps per output pixel per kernel
+  tap, i.e. cycles = groups * ceil(ic_g/16) * ceil(oc_g/24) * N * OH * OW * KH * KW; padded MACs = cycles *
+  16 * 24, so the waste of partial blocks is padded_macs - macs.
+  vector ops: ceil(elements / lanes) cycles; a dot product counts one MAC per element.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from .memory import Session, Tile
+from .trace import format_region, region_elements
+
+
+def _ceil_div(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def _pair(value: int | tuple[int, int], what: str) -> tuple[int, int]:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value, value
+    try:
+        a, b = value  # type: ignore[misc]
+    except (TypeError, ValueError):
+        raise ValueError(f"{what} must be an int or a pair of ints, got {value!r}") from None
+    return int(a), int(b)
+
+
+class Product:
+    """A pending compute: what `out += product` or `out.assign(product)` performs."""
+
+    __slots__ = ("session", "unit", "op", "inputs", "out_shape", "macs", "cycles", "padded_macs", "compute")
+
+    def __init__(self, session: Session, unit: str, op: str, inputs: tuple[Tile, ...], out_shape: tuple[int, ...],
+                 macs: int, cycles: int, padded_macs: int, compute: Callable[[], np.ndarray]) -> None:
+        self.session = session
+        self.unit = unit
+        self.op = op
+        self.inputs = inputs
+        self.out_shape = out_shape
+        self.macs = macs
+        self.cycles = cycles
+        self.padded_macs = padded_macs
+        self.compute = compute
+
+    def apply(self, out: Tile, accumulate: bool) -> None:
+        """Write (or accumulate) the result into `out`, tracing one COMPUTE event."""
+        session = self.session
+        out_shape = out.shape
+        scalar_into_one = self.out_shape == (1,) and all(d == 1 for d in out_shape)
+        if out_shape != self.out_shape and not scalar_into_one:
+            raise ValueError(f"{self.unit}.{self.op} produces shape {self.out_shape} but the output tile "
+                             f"{out.buffer.tensor.name}{format_region(out.region)} has shape {out_shape}")
+        in_buffers = tuple(t.check_live().id for t in self.inputs)
+        out_buffer = session.mark_written(out)
+        if session.numeric:
+            result = self.compute()
+            view = out.data
+            if result.shape != view.shape:
+                result = result.reshape(view.shape)
+            if accumulate:
+                view += result
+            else:
+                view[...] = result
+        session.emit_compute(self.unit, self.op, out_buffer.id, in_buffers, self.macs, self.cycles,
+                             self.padded_macs)
+
+
+class TensorCore:
+    """The matrix unit: `ic_block` input x `oc_block` output channels per cycle, per output pixel and tap."""
+
+    def __init__(self, session: Session) -> None:
+        self.session = session
+        self.ic_block = session.hardware.tensorcore_in_channels
+        self.oc_block = session.hardware.tensorcore_out_channels
+
+    def conv2d(self, x: Tile, w: Tile, stride: int | tuple[int, int] = 1, dilation: int | tuple[int, int] = 1,
+               groups: int = 1, padding: tuple[int, int, int, int] = (0, 0, 0, 0)) -> Product:
+        """Conv of an input tile (N, C, H, W) with a weight tile (OC, C/groups, KH, KW); padding (top, bottom,
+        left, right) in elements is applied on chip. Cycles per the module's cost model."""
+        xs, ws = x.shape, w.shape
+        if len(xs) != 4 or len(ws) != 4:
+            raise ValueError(f"conv2d needs 4-d tiles (N, C, H, W) and (OC, C/groups, KH, KW), got {xs} and {ws}")
+        sh, sw = _pair(stride, "stride")
+        dh, dw = _pair(dilation, "dilation")
+        top, bottom, left, right = padding
+        n, c, h, wd = xs
+        oc, icg, kh, kw = ws
+        if c != icg * groups or oc % groups:
+            raise ValueError(f"conv2d: input tile has {c} channels, weight tile {ws} with groups={groups} needs "
+                             f"{icg * groups} input channels and oc divisible by groups")
+        oh = (h + top + bottom - dh * (kh - 1) - 1) // sh + 1
+        ow = (wd + left + right - dw * (kw - 1) - 1) // sw + 1
+        if oh < 1 or ow < 1:
+            raise ValueError(f"conv2d: input tile {xs} with padding {padding} is smaller than the kernel {ws}")
+        ocg = oc // groups
+        steps = groups * _ceil_div(icg, self.ic_block) * _ceil_div(ocg, self.oc_block)
+        cycles = steps * n * oh * ow * kh * kw
+        macs = oc * icg * n * oh * ow * kh * kw
+        padded = cycles * self.ic_block * self.oc_block
+        icb, ocb = self.ic_block, self.oc_block
+
+        def compute() -> np.ndarray:
+            xt = torch.from_numpy(x.data)
+            wt = torch.from_numpy(w.data)
+            if top or bottom or left or right:
+                xt = F.pad(xt, (left, right, top, bottom))
+            if groups != 1:  # one call per group set; block stepping matters only for the summation order
+                return F.conv2d(xt, wt, stride=(sh, sw), dilation=(dh, dw), groups=groups).numpy()
+            out = None
+            for o in range(0, oc, ocb):  # step over 24-output x 16-input channel blocks, like the hardware
+                acc = None
+                for i in range(0, c, icb):
+                    part = F.conv2d(xt[:, i:i + icb], wt[o:o + ocb, i:i + icb], stride=(sh, sw),
+                                    dilation=(dh, dw))
+                    acc = part if acc is None else acc + part
+                out = acc if out is None else torch.cat((out, acc), 1)
+            return out.numpy()
+
+        return Product(self.session, "tensorcore", "conv2d", (x, w), (n, oc, oh, ow), macs, cycles, padded, compute)
+
+    def matmul(self, a: Tile, b: Tile) -> Product:
+        """(M, K) @ (K, N): K maps to the 16 input channels, N to the 24 output channels, M to pixels."""
+        (m, k), (k2, n) = a.shape, b.shape
+        if k != k2:
+            raise ValueError(f"matmul: inner dimensions differ: {a.shape} @ {b.shape}")
+        cycles = _ceil_div(k, self.ic_block) * _ceil_div(n, self.oc_block) * m
+        icb = self.ic_block
+
+        def compute() -> np.ndarray:
+            at, bt = torch.from_numpy(a.data), torch.from_numpy(b.data)
+            acc = None
+            for i in range(0, k, icb):
+                part = at[:, i:i + icb] @ bt[i:i + icb]
+                acc = part if acc is None else acc + part
+            return acc.numpy()
+
+        return Product(self.session, "tensorcore", "matmul", (a, b), (m, n), m * n * k, cycles,
+                       cycles * self.ic_block * self.oc_block, compute)
+
+
+class VectorUnit:
+    """The elementwise unit: `lanes` elements per cycle."""
+
+    def __init__(self, session: Session) -> None:
+        self.session = session
+        self.lanes = session.hardware.vector_lanes
+
+    def _elementwise(self, op: str, tiles: tuple[Tile, ...], fn: Callable[..., np.ndarray]) -> Product:
+        shape = tiles[0].shape
+        for t in tiles[1:]:
+            if t.shape != shape:
+                raise ValueError(f"vector.{op}: operand shapes differ: {[t.shape for t in tiles]}")
+        n = 1
+        for d in shape:
+            n *= d
+        cycles = _ceil_div(n, self.lanes)
+        return Product(self.session, "vector", op, tiles, shape, 0, cycles, 0,
+                       lambda: fn(*(t.data for t in tiles)))
+
+    def add(self, a: Tile, b: Tile) -> Product:
+        """Elementwise a + b; ceil(elements / lanes) cycles."""
+        return self._elementwise("add", (a, b), np.add)
+
+    def mul(self, a: Tile, b: Tile) -> Product:
+        """Elementwise a * b; ceil(elements / lanes) cycles."""
+        return self._elementwise("mul", (a, b), np.multiply)
+
+    def relu(self, a: Tile) -> Product:
+        """Elementwise max(a, 0); ceil(elements / lanes) cycles."""
+        return self._elementwise("relu", (a,), lambda v: np.maximum(v, 0))
+
+    def copy(self, a: Tile) -> Product:
+        """Elementwise copy; ceil(elements / lanes) cycles."""
+        return self._elementwise("copy", (a,), np.copy)
+
+    def dot(self, a: Tile, b: Tile) -> Product:
+        """sum(a * b) over all elements into a 1-element tile; ceil(elements / lanes) cycles, one MAC each."""
+        n = region_elements(a.region)
+        m = region_elements(b.region)
+        if n != m:
+            raise ValueError(f"vector.dot: operands have {n} and {m} elements")
+        return Product(self.session, "vector", "dot", (a, b), (1,), n, -(-n // self.lanes), 0,
+                       lambda: np.dot(a.data.reshape(-1), b.data.reshape(-1)))

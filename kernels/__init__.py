@@ -1,0 +1,1 @@
+"""Schedules: the blog's demos ported literally, better hand-written schedules, and generated ones."""
