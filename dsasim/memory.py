@@ -178,6 +178,8 @@ def _normalize(name: str, shape: tuple[int, ...], key: tuple) -> Region:
                 stop = extent
                 k = (start, stop)
         elif kind is int:
+            if k < 0 or k >= extent:
+                raise RegionError(f"{name}: dimension {dim}: index {k} is outside 0:{extent}")
             start = k
             stop = k + 1
             k = (start, stop)
@@ -261,9 +263,10 @@ class TracedArray:
 class _ScopeInstance:
     """One execution of a scope: the buffers it allocated, in order."""
 
-    __slots__ = ("scope_id", "instance", "ways", "buffers", "held", "path")
+    __slots__ = ("scope_id", "instance", "ways", "buffers", "held", "path", "slots")
 
-    def __init__(self, scope_id: int, instance: int, ways: int, path: tuple[str, ...]) -> None:
+    def __init__(self, scope_id: int, instance: int, ways: int, path: tuple[str, ...], slots: list[int]) -> None:
+        self.slots = slots
         self.scope_id = scope_id
         self.instance = instance
         self.ways = ways
@@ -338,7 +341,8 @@ class Session:
         self._stack: list[_ScopeInstance] = []
         self._scope_ids: dict[tuple[int, str], int] = {}
         self._scope_instances: list[int] = []
-        self._slot_ids: dict[tuple[int, int, int], int] = {}
+        self._slot_lists: dict[tuple[int, int], list[int]] = {}  # (scope id, way) -> slot id per buffer ordinal
+        self._next_slot = 0
         self._next_buffer = 0
         self._live_bytes = 0
         self._word_bytes = hardware.word_bytes
@@ -435,7 +439,11 @@ class Session:
         instance = self._scope_instances[scope_id]
         self._scope_instances[scope_id] = instance + 1
         info = self.trace.scopes[scope_id]
-        inst = _ScopeInstance(scope_id, instance, info.buffers, info.path)
+        slot_key = (scope_id, instance % info.buffers)
+        slots = self._slot_lists.get(slot_key)
+        if slots is None:
+            slots = self._slot_lists[slot_key] = []
+        inst = _ScopeInstance(scope_id, instance, info.buffers, info.path, slots)
         self._stack.append(inst)
         self._emit((ENTER, scope_id, instance))
         return inst
@@ -475,10 +483,13 @@ class Session:
         if live > counters.peak_sram_bytes:
             counters.peak_sram_bytes = live
         ordinal = len(inst.buffers)
-        slot_key = (inst.scope_id, ordinal, inst.instance % inst.ways)
-        slot = self._slot_ids.get(slot_key)
-        if slot is None:
-            slot = self._slot_ids[slot_key] = len(self._slot_ids)
+        slots = inst.slots  # physical slot ids of this scope's way, shared by every instance using that way
+        if ordinal < len(slots):
+            slot = slots[ordinal]
+        else:
+            slot = self._next_slot
+            self._next_slot += 1
+            slots.append(slot)
         buf = Buffer(self._next_buffer, arr, region, nbytes, charged, inst)
         self._next_buffer += 1
         inst.buffers.append(buf)
@@ -492,24 +503,25 @@ class Session:
         for scope in self._stack:
             for buf in scope.buffers:
                 live.append((buf.tensor.name, format_region(buf.region), buf.charged_bytes, "/".join(scope.path)))
-        # group buffers of one tensor in one scope, so a scope holding thousands of tiles reads in a few lines
+        # past a screenful, group the buffers of one tensor in one scope (the exception's .live lists each)
+        grouped = len(live) > 32
         groups: dict[tuple[str, str], list[tuple[str, int]]] = {}
         for tensor, reg, nbytes, scope in live:
             groups.setdefault((tensor, scope), []).append((reg, nbytes))
         lines = []
         for (tensor, scope), bufs in groups.items():
-            total = sum(b for _, b in bufs)
-            if len(bufs) == 1:
-                lines.append(f"  {tensor}{bufs[0][0]}: {total} B in scope {scope}")
-            else:
+            if grouped and len(bufs) > 1:
+                total = sum(nbytes for _, nbytes in bufs)
                 lines.append(f"  {tensor}: {len(bufs)} buffers, {total} B in scope {scope} ({bufs[0][0]} ... "
                              f"{bufs[-1][0]})")
+            else:
+                lines.extend(f"  {tensor}{reg}: {nbytes} B in scope {scope}" for reg, nbytes in bufs)
+        listing = "\n" + "\n".join(lines) if lines else " none"
         ways = f" ({inst.ways}-way buffered)" if inst.ways > 1 else ""
         raise SramOverflowError(
             f"SRAM overflow: allocating {charged} B for {arr.name}{format_region(region)}{ways} in scope "
             f"{'/'.join(inst.path)} would make the live footprint {self._live_bytes + charged} B > capacity "
-            f"{self._sram_bytes} B. Live buffers ({self._live_bytes} B): "
-            f"{chr(10) + chr(10).join(lines) if lines else 'none'}\n"
+            f"{self._sram_bytes} B. Live buffers ({self._live_bytes} B):{listing}\n"
             f"Use smaller tiles, free buffers earlier (tighter scopes), or the reuse flag.",
             self._sram_bytes, charged, live)
 
@@ -560,7 +572,9 @@ class Session:
         buf.loaded_from_ddr = True
         buf.load_bytes = nbytes
         if self.numeric:
-            buf.data = arr.data[_slices(region)].copy()
+            # an input is never written, so a view is as good as a copy and saves the memcpy
+            view = arr.data[_slices(region)]
+            buf.data = view.copy() if arr.writable else view
         counters = self.counters
         counters.loaded_bytes += nbytes
         counters.loads += 1
@@ -572,27 +586,37 @@ class Session:
     # -- the hot path ----------------------------------------------------------------------------------------
     def access(self, arr: TracedArray, key: tuple, reuse: bool) -> Tile:
         """Resolve `arr[key]` (reuse flag as given): a hit, a load into a new buffer, or a reuse load."""
+        # The hottest path of the simulator (millions of calls): helpers are inlined on purpose.
         region = _normalize(arr.name, arr.shape, key)
         elements = 1
         for a, b in region:
             elements *= b - a
+        traffic = arr.traffic
+        counters = self.counters
         if not reuse:
-            arr.traffic.blog_loaded_elements += elements
-            self.counters.blog_loaded_elements += elements
-        for buf in arr.live:
-            if not buf.stale and _contains(buf.region, region):
-                arr.traffic.hits += 1
-                self.counters.hits += 1
-                self._emit((HIT, buf.id, arr.id, region, reuse))
-                return Tile(buf, region)
-        if arr.writable:
-            for buf in arr.live:
-                if buf.dirty and _overlaps(buf.region, region):
-                    raise CoherenceError(
-                        f"{arr.name}{format_region(region)} must be read from DDR but buffer {buf.id} holds "
-                        f"modified data for {format_region(buf.region)} that overlaps it and is not stored yet; "
-                        f"access a region inside that buffer, or let its scope end first")
-        inst = self._current_scope(arr, region)
+            traffic.blog_loaded_elements += elements
+            counters.blog_loaded_elements += elements
+        live = arr.live
+        if live:
+            for buf in live:
+                if not buf.stale and _contains(buf.region, region):
+                    traffic.hits += 1
+                    counters.hits += 1
+                    self._emit((HIT, buf.id, arr.id, region, reuse))
+                    return Tile(buf, region)
+            if arr.writable:
+                held = self._stack[-1].held.get(arr.id) if reuse and self._stack else None
+                for buf in live:
+                    # the buffer a reuse load replaces is stored first, so it is no hazard
+                    if buf.dirty and buf is not held and _overlaps(buf.region, region):
+                        raise CoherenceError(
+                            f"{arr.name}{format_region(region)} must be read from DDR but buffer {buf.id} holds "
+                            f"modified data for {format_region(buf.region)} that overlaps it and is not stored "
+                            f"yet; access a region inside that buffer, or let its scope end first")
+        stack = self._stack
+        if not stack:
+            self._current_scope(arr, region)
+        inst = stack[-1]
         nbytes = elements * self._word_bytes
         buf = inst.held.get(arr.id) if reuse else None
         if buf is None:

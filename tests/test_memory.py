@@ -1,0 +1,737 @@
+"""The memory model, one exact rule at a time, on tiny tensors and a tiny accelerator.
+
+Every expected number is derived by hand in the comments next to it (elements x word_bytes); none is pasted
+from a run. Event tuples follow the layouts in dsasim/trace.py:
+  ENTER/EXIT (kind, scope_id, instance); ALLOC (kind, buffer, tensor, region, nbytes, slot, charged);
+  LOAD (kind, buffer, tensor, region, nbytes, reuse); OPEN/HIT (kind, buffer, tensor, region, reuse);
+  COMPUTE (kind, unit, op, out_buffer, in_buffers, macs, cycles, padded_macs);
+  STORE (kind, buffer, tensor, region, nbytes); FREE (kind, buffer, charged).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+from dsasim import (CoherenceError, GlobalHierarchy, ReadOnlyError, RegionError, ReuseError, Schedule, Segments,
+                    Session, SramOverflowError, StaleTileError, TensorCore, UnfinishedError, VectorUnit, Workload,
+                    preset, run_schedule)
+from dsasim.trace import ALLOC, COMPUTE, ENTER, EXIT, FREE, HIT, LOAD, OPEN, STORE
+
+from helpers import assert_schedule_matches_torch
+
+
+def tiny(sram_bytes: int = 1024, word_bytes: int = 1):
+    """The blog machine shrunk to a few bytes of SRAM."""
+    return dataclasses.replace(preset("blog"), sram_bytes=sram_bytes, word_bytes=word_bytes)
+
+
+def of_kind(session: Session, kind: int) -> list[tuple]:
+    return [e for e in session.trace.events if e[0] == kind]
+
+
+def kinds(session: Session) -> list[int]:
+    return [e[0] for e in session.trace.events]
+
+
+def arange(*shape: int) -> np.ndarray:
+    return np.arange(int(np.prod(shape)), dtype=np.float32).reshape(shape) + 1
+
+
+# -- rule 7: program order, one exact trace ----------------------------------------------------------------------
+def test_exact_trace_in_program_order():
+    s = Session(tiny(word_bytes=4))
+    x = s.input("x", arange(2, 3))          # tensor 0
+    o = s.output("o", (2, 3))               # tensor 1
+    vec = VectorUnit(s)                     # 32 lanes
+    full = ((0, 2), (0, 3))                 # 6 elements = 24 B at 4 B/word
+    with GlobalHierarchy(s, "top"):         # scope 0, instance 0
+        t = x[:, :]                         # buffer 0, slot 0: ALLOC + LOAD 24 B
+        u = o[:, :]                         # buffer 1, slot 1: ALLOC + OPEN (never stored: zeros, no DMA)
+        u.assign(vec.copy(t))               # 6 elements / 32 lanes -> 1 cycle, 0 MACs
+    # exit: buffers in reverse allocation order; the modified output is stored right before its FREE
+    trace = s.finish()
+    assert list(trace.events) == [
+        (ENTER, 0, 0),
+        (ALLOC, 0, 0, full, 24, 0, 24),
+        (LOAD, 0, 0, full, 24, False),
+        (ALLOC, 1, 1, full, 24, 1, 24),
+        (OPEN, 1, 1, full, False),
+        (COMPUTE, "vector", "copy", 1, (0,), 0, 1, 0),
+        (STORE, 1, 1, full, 24),
+        (FREE, 1, 24),
+        (FREE, 0, 24),
+        (EXIT, 0, 0),
+    ]
+    np.testing.assert_array_equal(o.data, arange(2, 3))
+    c = s.counters
+    assert (c.loaded_bytes, c.stored_bytes, c.rmw_bytes, c.loads, c.stores, c.opens, c.hits) == (24, 24, 0, 1, 1, 1, 0)
+
+
+# -- rule 3: hits ---------------------------------------------------------------------------------------------------
+def test_hit_on_superset_in_enclosing_scope_costs_nothing():
+    s = Session(tiny(word_bytes=4), numeric=False)
+    a = s.input("a", (4, 6))
+    with GlobalHierarchy(s, "outer"):                 # scope 0
+        a[0:4, 0:6]                                   # 24 elements -> LOAD 96 B into buffer 0
+        with GlobalHierarchy(s, "inner"):             # scope 1
+            t = a[1:3, 2:5]                           # inside [0:4, 0:6]: HIT on buffer 0, 0 B, no ALLOC
+            assert t.buffer.id == 0 and t.shape == (2, 3)
+            a[0:4, 0:6]                               # the very same region: also a hit
+    s.finish()
+    assert list(s.trace.events) == [
+        (ENTER, 0, 0),
+        (ALLOC, 0, 0, ((0, 4), (0, 6)), 96, 0, 96),
+        (LOAD, 0, 0, ((0, 4), (0, 6)), 96, False),
+        (ENTER, 1, 0),
+        (HIT, 0, 0, ((1, 3), (2, 5)), False),
+        (HIT, 0, 0, ((0, 4), (0, 6)), False),
+        (EXIT, 1, 0),
+        (FREE, 0, 96),
+        (EXIT, 0, 0),
+    ]
+    c = s.counters
+    assert (c.loaded_bytes, c.loads, c.hits, c.peak_sram_bytes) == (96, 1, 2, 96)
+    assert c.per_tensor["a"].hits == 2
+
+
+def test_partial_overlap_is_a_miss():
+    s = Session(tiny(word_bytes=4), numeric=False)
+    a = s.input("a", (4, 6))
+    with GlobalHierarchy(s, "outer"):
+        a[0:2, :]                                     # 12 elements -> 48 B
+        with GlobalHierarchy(s, "inner"):
+            t = a[1:3, :]                             # rows 1:3 are not inside rows 0:2: a new buffer, 48 B
+            assert t.buffer.id == 1
+    assert [e[4] for e in of_kind(s, LOAD)] == [48, 48]
+    assert len(of_kind(s, ALLOC)) == 2 and of_kind(s, HIT) == []
+    assert s.counters.loaded_bytes == 96 and s.counters.peak_sram_bytes == 96
+
+
+# -- rule 3: misses load elements x word_bytes --------------------------------------------------------------------
+@pytest.mark.parametrize("word", [1, 4])
+def test_miss_loads_elements_times_word_bytes(word):
+    s = Session(tiny(word_bytes=word), numeric=False)
+    a = s.input("a", (3, 5, 7))
+    with GlobalHierarchy(s, "only"):
+        a[1, 0:3, 2:7]            # 1 x 3 x 5 = 15 elements
+        a[0:2, 3:10, 0:99]        # clamped to [0:2, 3:5, 0:7]: 2 x 2 x 7 = 28 elements
+        a[2]                      # trailing dims whole: 1 x 5 x 7 = 35 elements
+    loads = of_kind(s, LOAD)
+    assert [e[3] for e in loads] == [((1, 2), (0, 3), (2, 7)), ((0, 2), (3, 5), (0, 7)), ((2, 3), (0, 5), (0, 7))]
+    assert [e[4] for e in loads] == [15 * word, 28 * word, 35 * word]
+    assert [e[4] for e in of_kind(s, ALLOC)] == [15 * word, 28 * word, 35 * word]
+    assert s.counters.loaded_bytes == (15 + 28 + 35) * word
+    assert s.counters.per_tensor["a"].loaded_bytes == 78 * word
+    assert s.counters.peak_sram_bytes == 78 * word    # all three live in the one scope
+
+
+# -- rule 4: the reuse flag --------------------------------------------------------------------------------------
+def test_reuse_loads_into_the_held_buffer_saving_sram_not_traffic():
+    def run(reuse: bool) -> Session:
+        s = Session(tiny(word_bytes=4), numeric=False)
+        a = s.input("a", (3, 4))
+        with GlobalHierarchy(s, "only"):
+            a[0, :]                        # 4 elements, 16 B: buffer 0
+            a[1, :, reuse]                 # 4 elements, 16 B
+            a.load((2, slice(0, 2)), reuse=reuse)  # 2 elements, 8 B (smaller than the held buffer: fine)
+        s.finish()
+        return s
+
+    reused, fresh = run(True), run(False)
+    # same traffic: 16 + 16 + 8 = 40 B either way
+    assert reused.counters.loaded_bytes == fresh.counters.loaded_bytes == 40
+    # reuse: one ALLOC (16 B), both later loads go into buffer 0; without: three buffers, 40 B live
+    assert len(of_kind(reused, ALLOC)) == 1 and len(of_kind(fresh, ALLOC)) == 3
+    assert of_kind(reused, LOAD) == [
+        (LOAD, 0, 0, ((0, 1), (0, 4)), 16, False),
+        (LOAD, 0, 0, ((1, 2), (0, 4)), 16, True),
+        (LOAD, 0, 0, ((2, 3), (0, 2)), 8, True),
+    ]
+    assert reused.counters.peak_sram_bytes == 16
+    assert fresh.counters.peak_sram_bytes == 40
+
+
+def test_reuse_with_nothing_held_in_the_current_scope_allocates():
+    s = Session(tiny(), numeric=False)
+    a = s.input("a", (3, 4))
+    with GlobalHierarchy(s, "outer"):
+        a[0, :]                            # buffer 0 in outer
+        with GlobalHierarchy(s, "inner"):
+            t = a[1, :, True]              # inner holds no buffer of a yet: a new buffer 1 (not outer's)
+            assert t.buffer.id == 1
+            t2 = a[2, :, True]             # now inner holds buffer 1: reused
+            assert t2.buffer.id == 1
+    assert [e[1] for e in of_kind(s, ALLOC)] == [0, 1]
+    assert [(e[1], e[5]) for e in of_kind(s, LOAD)] == [(0, False), (1, True), (1, True)]
+
+
+def test_reuse_of_a_resident_region_is_a_hit():
+    s = Session(tiny(), numeric=False)
+    a = s.input("a", (3, 4))
+    with GlobalHierarchy(s, "only"):
+        a[0:2, :]                          # buffer 0 holds rows 0:2
+        a[1, :, True]                      # inside it: HIT, nothing reloaded
+    assert of_kind(s, HIT) == [(HIT, 0, 0, ((1, 2), (0, 4)), True)]
+    assert s.counters.loaded_bytes == 8
+
+
+def test_reuse_stores_a_modified_buffer_first():
+    s = Session(tiny(word_bytes=4))
+    x = s.input("x", arange(2, 4))         # tensor 0
+    o = s.output("o", (2, 4))              # tensor 1
+    vec = VectorUnit(s)
+    row0, row1 = ((0, 1), (0, 4)), ((1, 2), (0, 4))
+    with GlobalHierarchy(s, "only"):
+        xs = x[:, :]                       # buffer 0: LOAD 8 elements = 32 B
+        u = o[0, :]                        # buffer 1: OPEN row 0
+        u.assign(vec.copy(xs[0]))          # buffer 1 modified
+        u2 = o[1, :, True]                 # reuse buffer 1: STORE row 0 (16 B) first, then OPEN row 1
+        assert u2.buffer is u.buffer
+        with pytest.raises(StaleTileError):
+            u.data                         # the old tile now names data that left the buffer
+        u2.assign(vec.copy(xs[1]))
+    # exit stores row 1 (16 B): one store per modification, two in all
+    s.finish()
+    after_first_compute = list(s.trace.events)[6:]
+    assert after_first_compute == [
+        (STORE, 1, 1, row0, 16),
+        (OPEN, 1, 1, row1, True),
+        (COMPUTE, "vector", "copy", 1, (0,), 0, 1, 0),
+        (STORE, 1, 1, row1, 16),
+        (FREE, 1, 16),
+        (FREE, 0, 32),
+        (EXIT, 0, 0),
+    ]
+    assert len(of_kind(s, ALLOC)) == 2
+    assert s.counters.stored_bytes == 32 and s.counters.stores == 2
+    np.testing.assert_array_equal(o.data, arange(2, 4))
+    with pytest.raises(StaleTileError):
+        xs.data                            # freed with its scope
+
+
+def test_reuse_of_a_larger_region_is_an_error():
+    s = Session(tiny(), numeric=False)
+    a = s.input("a", (3, 4))
+    with pytest.raises(ReuseError, match=r"a\[0:2, 0:4\] \(8 B\) does not fit .*2 B"):
+        with GlobalHierarchy(s, "only"):
+            a[0, 0:2]                      # buffer of 2 elements = 2 B
+            a[0:2, :, True]                # 8 elements > 2
+
+
+def test_stale_tile_after_reuse_raises_when_computed_with():
+    s = Session(tiny())
+    a = s.input("a", arange(3, 4))
+    o = s.output("o", (1, 4))
+    vec = VectorUnit(s)
+    with GlobalHierarchy(s, "only"):
+        t = a[0, :]
+        a[1, :, True]                      # t's buffer now holds row 1
+        out = o[0, :]
+        with pytest.raises(StaleTileError, match="reloaded with another region"):
+            out.assign(vec.copy(t))
+        with pytest.raises(StaleTileError):
+            t[0, 0:2]                      # taking a sub-tile of a stale tile fails too
+
+
+def test_reuse_stores_first_even_when_new_region_overlaps_the_held_one():
+    s = Session(tiny())
+    x = s.input("x", arange(3, 4))
+    o = s.output("o", (3, 4))
+    vec = VectorUnit(s)
+    with GlobalHierarchy(s, "only"):
+        xs = x[:, :]
+        u = o[0:2, :]                      # OPEN rows 0:2 (8 B)
+        u.assign(vec.copy(xs[0:2]))        # modified
+        # rule 4: the held buffer is stored first (rows 0:2, 8 B); rows 1:3 then include stored row 1, so
+        # they are loaded (8 B) and, once modified, that is a read-modify-write of 8 B
+        u2 = o[1:3, :, True]
+        u2 += vec.copy(xs[1:3])
+    s.finish()
+    assert [e[0] for e in of_kind(s, STORE)] == [STORE, STORE]
+    assert s.counters.per_tensor["o"].loaded_bytes == 8 and s.counters.rmw_bytes == 8
+    expected = arange(3, 4)
+    expected[1] *= 2
+    np.testing.assert_array_equal(o.data, expected)
+
+
+# -- rule 5: zero-open, read-modify-write, store once ---------------------------------------------------------
+def test_never_written_region_opens_as_zeros_without_dma():
+    s = Session(tiny(word_bytes=4))
+    o = s.output("o", (3, 4))
+    m = s.intermediate("m", (3, 4))
+    with GlobalHierarchy(s, "only"):
+        t = o[0:2, :]                      # 8 elements: ALLOC 32 B, OPEN, no LOAD
+        v = m[1:3, 1:3]                    # intermediates open the same way
+        assert np.all(t.data == 0) and t.data.shape == (2, 4)
+        assert np.all(v.data == 0)
+    assert of_kind(s, OPEN) == [(OPEN, 0, 0, ((0, 2), (0, 4)), False), (OPEN, 1, 1, ((1, 3), (1, 3)), False)]
+    assert of_kind(s, LOAD) == [] and of_kind(s, STORE) == []   # clean buffers are never stored
+    c = s.counters
+    assert (c.loaded_bytes, c.stored_bytes, c.opens, c.loads) == (0, 0, 2, 0)
+    assert c.peak_sram_bytes == 32 + 16
+
+
+def test_unstored_rows_next_to_stored_ones_still_open():
+    s = Session(tiny(), numeric=False)
+    x = s.input("x", (2, 4))
+    o = s.output("o", (2, 4))
+    vec = VectorUnit(s)
+    with GlobalHierarchy(s, "first"):
+        o[0, :].assign(vec.copy(x[0, :]))  # row 0 stored at exit
+    with GlobalHierarchy(s, "second"):
+        o[1, :]                            # row 1 never stored: OPEN, not LOAD
+        o[0:2, 0:1]                        # touches stored row 0: the whole 2-element region is LOADed
+    assert [e[3] for e in of_kind(s, OPEN)] == [((0, 1), (0, 4)), ((1, 2), (0, 4))]
+    assert [(e[2], e[3], e[4]) for e in of_kind(s, LOAD)] == [(0, ((0, 1), (0, 4)), 4), (1, ((0, 2), (0, 1)), 2)]
+
+
+def test_read_modify_write_of_a_previously_stored_region():
+    s = Session(tiny(word_bytes=4))
+    x = s.input("x", arange(2, 4))
+    o = s.output("o", (2, 4))
+    vec = VectorUnit(s)
+    with GlobalHierarchy(s, "first"):
+        u = o[:, :]                        # OPEN (never stored)
+        u.assign(vec.copy(x[:, :]))        # x: LOAD 32 B
+    # exit: STORE 8 elements = 32 B
+    with GlobalHierarchy(s, "second"):
+        u = o[:, :]                        # stored before: LOAD 32 B
+        u += vec.copy(x[:, :])             # first modification after the load: rmw 32 B; x LOAD 32 B
+        u += vec.copy(x[:, :])             # x hit; the same load counts as rmw only once
+    # exit: STORE 32 B again
+    with GlobalHierarchy(s, "third"):
+        o[:, :]                            # LOAD 32 B, never modified: no rmw, no store
+    s.finish()
+    o_traffic = s.counters.per_tensor["o"]
+    assert (o_traffic.loaded_bytes, o_traffic.stored_bytes, o_traffic.rmw_bytes) == (64, 64, 32)
+    assert (o_traffic.loads, o_traffic.stores, o_traffic.opens) == (2, 2, 1)
+    c = s.counters
+    assert (c.loaded_bytes, c.stored_bytes, c.rmw_bytes) == (32 + 32 + 64, 64, 32)
+    assert [e[3] for e in of_kind(s, STORE)] == [((0, 2), (0, 4))] * 2
+    np.testing.assert_array_equal(o.data, 3 * arange(2, 4))
+
+
+def test_store_exactly_once_per_modification():
+    s = Session(tiny())
+    x = s.input("x", arange(2, 4))
+    o = s.output("o", (2, 4))
+    vec = VectorUnit(s)
+    with GlobalHierarchy(s, "outer"):
+        u = o[:, :]                        # buffer of 8 B in outer
+        xs = x[:, :]
+        u.assign(vec.copy(xs))             # modified ...
+        u += vec.copy(xs)                  # ... twice in one scope
+        with GlobalHierarchy(s, "inner"):
+            h = o[0, :]                    # HIT on outer's buffer
+            h += vec.copy(xs[0])           # modified from the inner scope
+        # inner exit frees nothing of o: no store here
+        assert of_kind(s, STORE) == []
+    # outer exit: exactly one STORE of the whole 8-byte buffer
+    s.finish()
+    assert of_kind(s, STORE) == [(STORE, 0, 1, ((0, 2), (0, 4)), 8)]
+    expected = 2 * arange(2, 4)
+    expected[0] += arange(2, 4)[0]
+    np.testing.assert_array_equal(o.data, expected)
+
+
+def test_clean_output_buffer_is_never_stored():
+    s = Session(tiny(), numeric=False)
+    x = s.input("x", (2, 4))
+    o = s.output("o", (2, 4))
+    vec = VectorUnit(s)
+    with GlobalHierarchy(s, "write"):
+        o[:, :].assign(vec.copy(x[:, :]))  # 1 store
+    with GlobalHierarchy(s, "read-only"):
+        o[:, :]                            # loaded, not modified
+        o[0, :]                            # hit, not modified
+    with GlobalHierarchy(s, "reuse"):
+        o[0, :]
+        o[1, :, True]                      # reusing a clean buffer stores nothing
+    s.finish()
+    assert s.counters.stores == 1 and s.counters.stored_bytes == 8
+
+
+def test_dirty_overlapping_buffer_forbids_a_ddr_read():
+    s = Session(tiny(), numeric=False)
+    x = s.input("x", (2, 4))
+    o = s.output("o", (2, 4))
+    vec = VectorUnit(s)
+    with pytest.raises(CoherenceError, match="not stored yet"):
+        with GlobalHierarchy(s, "only"):
+            o[0, :].assign(vec.copy(x[0, :]))
+            o[0:2, 0:2]                    # overlaps the modified, unstored row 0
+
+
+# -- rule 6: capacity and overflow ----------------------------------------------------------------------------------
+def test_overflow_names_every_live_buffer_and_the_capacity():
+    s = Session(tiny(sram_bytes=100, word_bytes=4), numeric=False)
+    a = s.input("a", (4, 5))
+    b = s.input("b", (3, 4))
+    c = s.input("c", (4,))
+    with pytest.raises(SramOverflowError) as info:
+        with GlobalHierarchy(s, "outer"):
+            a[0:2, :]                          # 10 elements = 40 B (live 40)
+            with GlobalHierarchy(s, "inner"):
+                b[:, :]                        # 12 elements = 48 B (live 88)
+                c[0:3]                         # 3 elements = 12 B (live 100 == capacity: fits)
+                a[2:4, 0:1]                    # 2 elements = 8 B -> 108 > 100: overflow
+    err = info.value
+    assert err.capacity_bytes == 100 and err.requested_bytes == 8
+    assert err.live == [("a", "[0:2, 0:5]", 40, "outer"),
+                        ("b", "[0:3, 0:4]", 48, "outer/inner"),
+                        ("c", "[0:3]", 12, "outer/inner")]
+    msg = str(err)
+    assert "allocating 8 B for a[2:4, 0:1] in scope outer/inner" in msg
+    assert "live footprint 108 B > capacity 100 B" in msg
+    assert "Live buffers (100 B)" in msg
+    for line in ("  a[0:2, 0:5]: 40 B in scope outer", "  b[0:3, 0:4]: 48 B in scope outer/inner",
+                 "  c[0:3]: 12 B in scope outer/inner"):
+        assert line in msg
+    assert s.counters.peak_sram_bytes == 100   # the failed allocation never counted
+
+
+def test_overflow_through_run_schedule_is_a_status():
+    wl = Workload("w", inputs={"a": (10, 10)}, outputs={"out": (1,)}, reference=lambda a: {"out": a.sum()[None]})
+
+    def body(s, a, out):
+        with GlobalHierarchy(s, "big"):
+            a[:, :]                            # 100 B > 64 B
+
+    r = run_schedule(Schedule("too-big", wl, body), tiny(sram_bytes=64), numeric=False)
+    assert r.status == "overflow" and r.loaded_bytes is None
+    assert "allocating 100 B for a[0:10, 0:10] in scope big" in r.message and "capacity 64 B" in r.message
+
+
+def test_peak_footprint_tracks_scopes():
+    s = Session(tiny(sram_bytes=1000, word_bytes=2), numeric=False)
+    a = s.input("a", (10, 10))
+    with GlobalHierarchy(s, "A"):
+        a[0:3, :]                              # 30 elements x 2 B = 60 B
+        with GlobalHierarchy(s, "B"):
+            a[3:5, :]                          # 40 B -> live 100
+            assert s.live_sram_bytes == 100
+        assert s.live_sram_bytes == 60
+        with GlobalHierarchy(s, "C"):
+            a[5:10, :]                         # 100 B -> live 160: the peak
+            a[5:7, 0:5]                        # hit: no SRAM
+            assert s.live_sram_bytes == 160
+        assert s.live_sram_bytes == 60
+    assert s.live_sram_bytes == 0
+    with GlobalHierarchy(s, "D"):
+        a[0:7, :]                              # 140 B < 160
+    assert s.counters.peak_sram_bytes == 160
+    allocated = sum(e[6] for e in of_kind(s, ALLOC))
+    assert allocated == sum(e[2] for e in of_kind(s, FREE)) == 60 + 40 + 100 + 140
+
+
+# -- rule 8: the blog's counter -------------------------------------------------------------------------------
+def test_blog_counter():
+    s = Session(tiny(word_bytes=4), numeric=False)
+    a = s.input("a", (4, 6))
+    o = s.output("o", (2, 6))
+    vec = VectorUnit(s)
+    with GlobalHierarchy(s, "outer"):
+        t = a[0:2, :]                          # +12 (a load)
+        u = o[:, :]                            # +12 (an output access counts, though it is only an OPEN)
+        u.assign(vec.copy(t))
+        a[2:4, :, True]                        # +0: reuse=True is not counted (still a 48 B load)
+        with GlobalHierarchy(s, "inner"):
+            a[2:3, 0:3]                        # +3: a hit counts
+            a[3:10, 4:100]                     # clamped to [3:4, 4:6]: +2 (a hit)
+    # the store of o at exit: +0
+    s.finish()
+    c = s.counters
+    assert c.blog_loaded_elements == 12 + 12 + 3 + 2
+    assert c.per_tensor["a"].blog_loaded_elements == 17
+    assert c.per_tensor["o"].blog_loaded_elements == 12
+    assert (c.loaded_bytes, c.stored_bytes) == ((12 + 12) * 4, 12 * 4)
+
+
+# -- rule 9: count-only mode and determinism ------------------------------------------------------------------------
+def _small_conv_schedule() -> Schedule:
+    """Two input-channel passes (16 + 4) x two row tiles in a 2-way scope: the second pass read-modify-writes."""
+    wl = Workload("tiny-conv", inputs={"image": (1, 20, 3, 4), "weight": (10, 20, 1, 1)},
+                  outputs={"output": (1, 10, 3, 4)},
+                  reference=lambda image, weight: {"output": F.conv2d(image, weight)})
+
+    def body(s, image, weight, output):
+        tc = TensorCore(s)
+        for ic in Segments(0, 20, 16):
+            for oh in Segments(0, 3, 2):
+                with GlobalHierarchy(s, "tile", buffers=2):
+                    out = output[0, :, oh, :]
+                    out += tc.conv2d(image[0, ic, oh, :], weight[:, ic])
+                    s.scratch("tmp", (1, 2))
+
+    return Schedule("tiny-conv", wl, body)
+
+
+def test_small_schedule_counts_and_numerics():
+    sched = _small_conv_schedule()
+    r = assert_schedule_matches_torch(sched, tiny(sram_bytes=4096))
+    # image 20x3x4 = 240 loaded once; weights 10x16 + 10x4 = 200 per row tile, 2 row tiles -> 400;
+    # output 10x3x4 = 120 opened in pass 1, loaded (and modified: rmw) in pass 2; stored in both passes
+    assert (r.loaded_bytes, r.stored_bytes, r.rmw_bytes) == (240 + 400 + 120, 2 * 120, 120)
+    # biggest instance: out 10x2x4 = 80, image 16x2x4 = 128, weight 160, scratch 2 -> 370 B, x2 ways
+    assert r.peak_sram_bytes == 2 * 370
+    # blog: every access counts: image 240 + weights 400 + output 2 x 120
+    assert r.blog_loaded_elements == 240 + 400 + 240
+    assert r.macs == 10 * 20 * 12
+
+
+def test_count_only_matches_numeric_events_and_counts():
+    sched = _small_conv_schedule()
+    hw = tiny(sram_bytes=4096)
+    num = run_schedule(sched, hw, numeric=True)
+    cnt = run_schedule(sched, hw, numeric=False)
+    assert num.status == cnt.status == "ok"
+    assert list(num.trace.events) == list(cnt.trace.events)
+    fields = ("loaded_bytes", "stored_bytes", "rmw_bytes", "hits", "peak_sram_bytes", "blog_loaded_elements",
+              "macs", "tensorcore_cycles")
+    assert [getattr(num, f) for f in fields] == [getattr(cnt, f) for f in fields]
+    assert num.tensors == cnt.tensors
+    assert cnt.max_abs_err is None and cnt.outputs is None
+
+
+def test_runs_are_deterministic():
+    sched = _small_conv_schedule()
+    hw = tiny(sram_bytes=4096)
+    first, second = run_schedule(sched, hw), run_schedule(sched, hw)
+    assert list(first.trace.events) == list(second.trace.events)
+    assert first.trace.scopes == second.trace.scopes and first.trace.tensors == second.trace.tensors
+    for name in first.outputs:
+        np.testing.assert_array_equal(first.outputs[name], second.outputs[name])
+
+
+# -- sessions are independent ---------------------------------------------------------------------------------------
+def _program(s: Session):
+    """A generator: each `yield` hands control to the other session."""
+    a = s.input("a", arange(4, 4))
+    o = s.output("o", (4, 4))
+    vec = VectorUnit(s)
+    with GlobalHierarchy(s, "outer"):
+        t = a[0:2, :]
+        yield
+        with GlobalHierarchy(s, "inner"):
+            a[1, :]                            # hit in this session only
+            yield
+            o[0:2, :].assign(vec.copy(t))
+            yield
+        o[2:4, :].assign(vec.copy(a[2:4, :, True]))
+        yield
+    s.finish()
+
+
+def test_two_sessions_do_not_interfere():
+    alone = []
+    for word in (1, 4):
+        s = Session(tiny(word_bytes=word))
+        for _ in _program(s):
+            pass
+        alone.append(s)
+    s1, s4 = Session(tiny(word_bytes=1)), Session(tiny(word_bytes=4))
+    g1, g4 = _program(s1), _program(s4)
+    done = [False, False]
+    while not all(done):                       # interleave step by step
+        for i, g in enumerate((g1, g4)):
+            if not done[i]:
+                try:
+                    next(g)
+                except StopIteration:
+                    done[i] = True
+    for mixed, solo in ((s1, alone[0]), (s4, alone[1])):
+        assert list(mixed.trace.events) == list(solo.trace.events)
+        assert mixed.counters == solo.counters
+        np.testing.assert_array_equal(mixed.tensors["o"].data, solo.tensors["o"].data)
+    # 16 elements of a loaded (rows 0:2 then 2:4), 16 of o stored, in each session's own word size
+    assert (s1.counters.loaded_bytes, s1.counters.stored_bytes) == (16, 16)
+    assert (s4.counters.loaded_bytes, s4.counters.stored_bytes) == (64, 64)
+    assert s1.counters.hits == s4.counters.hits == 1
+    np.testing.assert_array_equal(s1.tensors["o"].data, arange(4, 4))
+
+
+def test_a_buffer_in_one_session_is_no_hit_in_another():
+    s1, s2 = Session(tiny(), numeric=False), Session(tiny(), numeric=False)
+    a1, a2 = s1.input("a", (2, 2)), s2.input("a", (2, 2))
+    with GlobalHierarchy(s1, "x"):
+        a1[:, :]
+        with GlobalHierarchy(s2, "x"):
+            a2[0, :]                           # s2 holds nothing: a LOAD
+            a1[0, :]                           # s1's scope is still the innermost of s1: a hit there
+    assert s1.counters.loads == 1 and s1.counters.hits == 1
+    assert s2.counters.loads == 1 and s2.counters.hits == 0
+    # s2 never saw s1's scopes: its trace has one scope, entered once
+    assert [e[0] for e in s2.trace.events] == [ENTER, ALLOC, LOAD, FREE, EXIT]
+
+
+# -- errors ------------------------------------------------------------------------------------------------------------
+def test_writing_an_input_is_read_only_error():
+    s = Session(tiny())
+    x = s.input("x", arange(2, 2))
+    vec = VectorUnit(s)
+    with pytest.raises(ReadOnlyError, match="x is an input"):
+        with GlobalHierarchy(s, "only"):
+            t = x[:, :]
+            t.assign(vec.copy(t))
+    s2 = Session(tiny(), numeric=False)
+    y = s2.input("y", (2, 2))
+    with pytest.raises(ReadOnlyError):
+        with GlobalHierarchy(s2, "only"):
+            t = y[:, :]
+            t += VectorUnit(s2).copy(t)
+
+
+def test_unstored_output_elements_are_unfinished():
+    s = Session(tiny(), numeric=False)
+    x = s.input("x", (2, 3))
+    o = s.output("o", (2, 3))
+    with GlobalHierarchy(s, "only"):
+        o[0, :].assign(VectorUnit(s).copy(x[0, :]))   # row 0 only
+    with pytest.raises(UnfinishedError, match=r"output o: 3 of 6 elements were never stored, first at index \(1, 0\)"):
+        s.finish()
+
+    s = Session(tiny(), numeric=False)
+    s.output("o", (2, 3))
+    with pytest.raises(UnfinishedError, match="output o: 6 of 6 elements were never stored"):
+        s.finish()
+
+    s = Session(tiny(), numeric=False)
+    o = s.output("o", (2, 3))
+    with GlobalHierarchy(s, "only"):
+        o[:, :]                                        # opened but never modified: never stored
+    with pytest.raises(UnfinishedError, match="6 of 6"):
+        s.finish()
+
+
+def test_scope_left_open_is_unfinished():
+    s = Session(tiny(), numeric=False)
+    GlobalHierarchy(s, "leaky").__enter__()
+    with pytest.raises(UnfinishedError, match="scopes still open at the end of the run: leaky"):
+        s.finish()
+
+
+def test_unfinished_through_run_schedule_is_an_error_status():
+    wl = Workload("w", inputs={"a": (2, 2)}, outputs={"out": (2, 2)}, reference=lambda a: {"out": a})
+
+    def body(s, a, out):
+        with GlobalHierarchy(s, "half"):
+            out[0, :].assign(VectorUnit(s).copy(a[0, :]))
+
+    r = run_schedule(Schedule("half", wl, body), tiny(), numeric=False)
+    assert r.status == "error" and r.message.startswith("UnfinishedError: output out: 2 of 4")
+
+
+def test_access_outside_any_scope_is_region_error():
+    s = Session(tiny(), numeric=False)
+    a = s.input("a", (4, 4))
+    with pytest.raises(RegionError, match="outside any GlobalHierarchy scope"):
+        a[0, :]
+    with GlobalHierarchy(s, "x"):
+        pass
+    with pytest.raises(RegionError):
+        a[0:2]                                         # after the scope exited too
+
+
+@pytest.mark.parametrize("key", [
+    (0, 0, 0),                  # three indices for a 2-d tensor
+    (slice(0, 4, 2),),          # strided
+    (slice(2, 2),),             # empty
+    (-1,),                      # negative (no Python wrap-around)
+    (4,),                       # one past the end
+    (5,),                       # starts past the extent 4
+    ((5, 6),),                  # a pair past the extent: clamped to 5:4, empty
+    ((3, 1),),                  # reversed pair
+    (True, 0),                  # reuse flag not last
+    ("a",),                     # not an index
+    (1.5,),                     # not an index
+])
+def test_bad_indices_are_region_errors(key):
+    s = Session(tiny(), numeric=False)
+    a = s.input("a", (4, 4))
+    with GlobalHierarchy(s, "x"):
+        with pytest.raises(RegionError) as info:
+            a[key]
+    assert isinstance(info.value, IndexError)
+
+
+# -- N-way buffered scopes -----------------------------------------------------------------------------------------
+def test_two_way_scope_charges_double_and_alternates_slots():
+    s = Session(tiny(sram_bytes=100), numeric=False)
+    a = s.input("a", (8, 10))
+    for i in range(4):
+        with GlobalHierarchy(s, "pp", buffers=2):
+            a[i, :]                                    # 10 B, charged 2 x 10 = 20 B
+    allocs = of_kind(s, ALLOC)
+    assert [(e[4], e[5], e[6]) for e in allocs] == [(10, 0, 20), (10, 1, 20), (10, 0, 20), (10, 1, 20)]
+    assert [e[2] for e in of_kind(s, FREE)] == [20] * 4
+    assert s.counters.peak_sram_bytes == 20
+    assert s.trace.scopes[0].buffers == 2
+
+
+def test_two_way_scope_slots_with_two_buffers_per_instance():
+    s = Session(tiny(sram_bytes=1000), numeric=False)
+    a = s.input("a", (8, 10))
+    b = s.input("b", (8, 10))
+    for i in range(3):
+        with GlobalHierarchy(s, "pp", buffers=2):
+            a[i, :]
+            b[i, :]
+    # slot ids by first use of (buffer ordinal, instance % 2): inst0 -> 0, 1; inst1 -> 2, 3; inst2 -> 0, 1
+    assert [e[5] for e in of_kind(s, ALLOC)] == [0, 1, 2, 3, 0, 1]
+
+
+def test_two_way_scope_capacity_check():
+    s = Session(tiny(sram_bytes=30), numeric=False)
+    a = s.input("a", (8, 10))
+    with GlobalHierarchy(s, "single"):
+        a[0, :]
+        a[1, :]
+        a[2, :]                                        # 3 x 10 = 30 B fits exactly
+    with pytest.raises(SramOverflowError, match=r"allocating 20 B for a\[1:2, 0:10\] \(2-way buffered\)") as info:
+        with GlobalHierarchy(s, "double", buffers=2):
+            a[0, :]                                    # 20 B charged
+            a[1, :]                                    # 40 B > 30
+    assert info.value.live == [("a", "[0:1, 0:10]", 20, "double")]
+
+
+def test_scope_buffers_override():
+    s = Session(tiny(sram_bytes=1000), numeric=False, scope_buffers={"pp": 3, "plain": 2})
+    a = s.input("a", (8, 10))
+    with GlobalHierarchy(s, "outer"):
+        for i in range(4):
+            with GlobalHierarchy(s, "pp", buffers=2):  # the override (3) wins over the declaration (2)
+                a[i, :]
+    with GlobalHierarchy(s, "plain"):                  # declared single, overridden to 2
+        a[5, :]
+    s.finish()
+    allocs = of_kind(s, ALLOC)
+    assert [(e[5], e[6]) for e in allocs[:4]] == [(0, 30), (1, 30), (2, 30), (0, 30)]
+    assert allocs[4][6] == 20
+    assert [sc.buffers for sc in s.trace.scopes] == [1, 3, 2]   # outer, outer/pp, plain
+
+
+def test_scope_buffers_errors():
+    with pytest.raises(ValueError):
+        Session(tiny(), scope_buffers={"pp": 0})
+    s = Session(tiny(), numeric=False)
+    with pytest.raises(ValueError):
+        GlobalHierarchy(s, "pp", buffers=0)
+    s = Session(tiny(), numeric=False, scope_buffers={"nowhere": 2})
+    with GlobalHierarchy(s, "somewhere"):
+        pass
+    with pytest.raises(ValueError, match="nowhere"):
+        s.finish()
+
+
+def test_scope_buffers_through_run_schedule_changes_only_sram():
+    sched = _small_conv_schedule()
+    hw = tiny(sram_bytes=4096)
+    two = run_schedule(sched, hw, numeric=False)
+    four = run_schedule(sched, hw, numeric=False, scope_buffers={"tile": 4})
+    assert four.peak_sram_bytes == 2 * two.peak_sram_bytes == 4 * 370
+    assert (four.loaded_bytes, four.stored_bytes) == (two.loaded_bytes, two.stored_bytes)
