@@ -16,6 +16,7 @@ All state lives in a `Session`; two sessions never interfere.
 
 from __future__ import annotations
 
+import operator
 import os
 import sys
 from dataclasses import dataclass, field
@@ -107,7 +108,7 @@ class Tile:
     @property
     def shape(self) -> tuple[int, ...]:
         """Shape of the tile in elements."""
-        return tuple(b - a for a, b in self.region)
+        return tuple([b - a for a, b in self.region])
 
     def check_live(self) -> Buffer:
         """Return the buffer, raising StaleTileError if the tile no longer refers to its data."""
@@ -163,53 +164,53 @@ class Tile:
 
 def _normalize(name: str, shape: tuple[int, ...], key: tuple) -> Region:
     """Turn an index (ints, slices, Segments or (start, stop) pairs) into a region clipped to `shape`."""
-    ndim = len(shape)
-    if len(key) > ndim:
-        raise RegionError(f"{name}: {len(key)} indices for a {ndim}-d tensor of shape {shape}")
+    if len(key) > len(shape):
+        raise RegionError(f"{name}: {len(key)} indices for a {len(shape)}-d tensor of shape {shape}")
     region = []
     append = region.append
-    dim = 0
-    for k in key:
-        extent = shape[dim]
-        kind = type(k)
-        if kind is Segment or kind is tuple:
+    for k, extent in zip(key, shape):
+        if type(k) is Segment:  # the common case in schedules: a Segment inside the tensor is kept as is
             start, stop = k
-            if stop > extent:  # the blog clamps a tile that runs past the edge
-                stop = extent
-                k = (start, stop)
-        elif kind is int:
-            if k < 0 or k >= extent:
-                raise RegionError(f"{name}: dimension {dim}: index {k} is outside 0:{extent}")
-            start = k
-            stop = k + 1
-            k = (start, stop)
-        elif kind is slice:
-            if k.step not in (None, 1):
-                raise RegionError(f"{name}: dimension {dim}: step {k.step} is not supported; a DMA tile is a "
-                                  f"contiguous box, use step 1")
-            start = 0 if k.start is None else k.start
-            stop = extent if k.stop is None or k.stop > extent else k.stop
-            k = (start, stop)
-        elif kind is bool:
-            raise RegionError(f"{name}: the reuse flag must be the last index, e.g. arr[seg_a, seg_b, True]")
-        else:
-            try:
-                start, stop = k
-            except (TypeError, ValueError):
-                raise RegionError(f"{name}: dimension {dim}: cannot index with {k!r}; use an int, a slice, "
-                                  f"a Segment or a (start, stop) pair") from None
-            if type(start) is not int or type(stop) is not int:
-                start, stop = int(start), int(stop)
-            stop = min(stop, extent)
-            k = (start, stop)
-        if start < 0 or start >= stop:
-            raise RegionError(f"{name}: dimension {dim}: region {start}:{stop} is empty or outside 0:{extent}")
-        append(k)
-        dim += 1
-    while dim < ndim:
-        append((0, shape[dim]))
-        dim += 1
+            if 0 <= start < stop <= extent:
+                append(k)
+                continue
+        append(_normalize_one(name, len(region), extent, k))
+    if len(region) < len(shape):
+        region.extend((0, extent) for extent in shape[len(region):])
     return tuple(region)
+
+
+def _normalize_one(name: str, dim: int, extent: int, k: Any) -> tuple[int, int]:
+    """One dimension of `_normalize`: (start, stop) clipped to `extent`, or RegionError."""
+    kind = type(k)
+    if kind is int:
+        if k < 0 or k >= extent:
+            raise RegionError(f"{name}: dimension {dim}: index {k} is outside 0:{extent}")
+        return (k, k + 1)
+    if kind is slice:
+        if k.step not in (None, 1):
+            raise RegionError(f"{name}: dimension {dim}: step {k.step} is not supported; a DMA tile is a "
+                              f"contiguous box, use step 1")
+        start = 0 if k.start is None else k.start
+        stop = extent if k.stop is None or k.stop > extent else k.stop
+    elif kind is bool:
+        raise RegionError(f"{name}: the reuse flag must be the last index, e.g. arr[seg_a, seg_b, True]")
+    else:
+        try:
+            start, stop = k
+        except (TypeError, ValueError):
+            raise RegionError(f"{name}: dimension {dim}: cannot index with {k!r}; use an int, a slice, "
+                              f"a Segment or a (start, stop) pair") from None
+        if type(start) is not int or type(stop) is not int:
+            try:
+                start, stop = operator.index(start), operator.index(stop)
+            except TypeError:
+                raise RegionError(f"{name}: dimension {dim}: cannot index with {k!r}; bounds must be "
+                                  f"integers") from None
+        stop = min(stop, extent)  # the blog clamps a tile that runs past the edge
+    if start < 0 or start >= stop:
+        raise RegionError(f"{name}: dimension {dim}: region {start}:{stop} is empty or outside 0:{extent}")
+    return (start, stop)
 
 
 def _slices(region: Region) -> tuple[slice, ...]:

@@ -58,11 +58,10 @@ class Product:
         """Write (or accumulate) the result into `out`, tracing one COMPUTE event."""
         session = self.session
         out_shape = out.shape
-        scalar_into_one = self.out_shape == (1,) and all(d == 1 for d in out_shape)
-        if out_shape != self.out_shape and not scalar_into_one:
+        if out_shape != self.out_shape and not (self.out_shape == (1,) and region_elements(out.region) == 1):
             raise ValueError(f"{self.unit}.{self.op} produces shape {self.out_shape} but the output tile "
                              f"{out.buffer.tensor.name}{format_region(out.region)} has shape {out_shape}")
-        in_buffers = tuple(t.check_live().id for t in self.inputs)
+        in_buffers = tuple([t.check_live().id for t in self.inputs])
         out_buffer = session.mark_written(out)
         if session.numeric:
             result = self.compute()

@@ -1,0 +1,66 @@
+"""`dsasim demo`: the table, the JSON keys, determinism, and clear errors for bad arguments."""
+
+import json
+
+import pytest
+
+from dsasim.cli import main
+
+FAST = ["demo3-2", "demo6", "demo4"]  # seconds in count-only mode; demo4 overflows
+
+
+def test_demo_json_has_the_documented_keys_and_is_deterministic(tmp_path, capsys):
+    first, second = tmp_path / "a.json", tmp_path / "b.json"
+    assert main(["demo", "--count-only", "--quiet", "--only", *FAST, "--json", str(first)]) == 0
+    table = capsys.readouterr().out
+    assert main(["demo", "--count-only", "--quiet", "--only", *FAST, "--json", str(second)]) == 0
+    assert first.read_bytes() == second.read_bytes()
+    rows = json.loads(first.read_text())
+    assert [r["name"] for r in rows] == ["demo3-2", "demo4", "demo6"]  # registration order
+    for row in rows:
+        assert {"name", "status", "loaded_bytes", "stored_bytes", "peak_sram_bytes", "blog_loaded_elements",
+                "macs", "max_abs_err", "message"} <= set(row)
+        assert row["max_abs_err"] is None  # count-only
+    by_name = {r["name"]: r for r in rows}
+    assert by_name["demo4"]["status"] == "overflow"
+    assert "SRAM overflow" in by_name["demo4"]["message"] and "image[0:1, 0:2048, 0:56, 0:56]" in \
+        by_name["demo4"]["message"]
+    # demo3-2 by hand: weights once (512*2048 B) + the image once per 24-channel tile (ceil(512/24) = 22)
+    assert by_name["demo3-2"]["loaded_bytes"] == 512 * 2048 + 22 * 2048 * 56 * 56
+    assert by_name["demo3-2"]["status"] == "ok"
+    assert "demo3-2" in table and "overflow" in table and "SRAM overflow" in table
+
+
+def test_per_tensor_breakdown(capsys):
+    assert main(["demo", "--count-only", "--quiet", "--only", "demo3-2", "--per-tensor", "demo3-2"]) == 0
+    out = capsys.readouterr().out
+    image_row = next(line for line in out.splitlines() if line.startswith("image "))
+    assert "22.00x" in image_row  # the image is re-fetched once per 24-channel output tile
+
+
+def test_hardware_file_applies_to_every_schedule(tmp_path):
+    hw = tmp_path / "tiny.toml"
+    hw.write_text('base = "blog"\nsram_bytes = 65536\n')
+    out = tmp_path / "r.json"
+    assert main(["demo", "--count-only", "--quiet", "--only", "demo3-2", "--hardware", str(hw),
+                 "--json", str(out)]) == 0
+    row = json.loads(out.read_text())[0]
+    assert row["hardware"] == "tiny" and row["status"] == "overflow"
+    assert "capacity 65536 B" in row["message"]
+
+
+def test_numeric_run_reports_the_error_against_torch(tmp_path):
+    out = tmp_path / "r.json"
+    assert main(["demo", "--quiet", "--only", "demo6-1", "--json", str(out)]) == 0
+    row = json.loads(out.read_text())[0]
+    assert row["status"] == "ok" and 0 <= row["max_abs_err"] < 1e-3
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["demo", "--only", "demo9"], "unknown schedule(s) ['demo9']"),
+    (["demo", "--hardware", "tpu-v9"], "unknown hardware preset 'tpu-v9'"),
+    (["demo", "--only", "demo2", "--per-tensor", "demo3-2"], "--per-tensor 'demo3-2' is not among"),
+])
+def test_bad_arguments_exit_2_with_a_reason(argv, words, capsys):
+    assert main(argv) == 2
+    assert words in capsys.readouterr().err

@@ -1,0 +1,88 @@
+"""The hardware spec: presets as data, validation with reasons, TOML loading with unknown keys rejected."""
+
+import dataclasses
+
+import pytest
+
+from dsasim import PRESETS, Accelerator, load_hardware, preset
+
+
+def test_blog_preset_is_the_blogs_machine():
+    hw = preset("blog")
+    assert hw.sram_bytes == 1536 * 1024
+    assert hw.word_bytes == 1
+    assert (hw.tensorcore_in_channels, hw.tensorcore_out_channels) == (16, 24)
+    assert hw.clock_hz == 1e9
+    assert hw.dram_bytes_per_cycle == 32 and hw.dram_shared_load_store
+    assert hw.dma_setup_cycles == 64
+    assert hw.vector_lanes == 32
+    assert preset("blog-fp32") == dataclasses.replace(hw, name="blog-fp32", word_bytes=4)
+
+
+def test_spec_is_frozen():
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        preset("blog").sram_bytes = 1
+
+
+@pytest.mark.parametrize("field, value, words", [
+    ("sram_bytes", 0, "sram_bytes must be a positive integer"),
+    ("sram_bytes", -5, "sram_bytes must be a positive integer"),
+    ("word_bytes", 0, "word_bytes must be a positive integer"),
+    ("word_bytes", 1.5, "word_bytes must be a positive integer"),
+    ("tensorcore_in_channels", 0, "tensorcore_in_channels"),
+    ("dram_bytes_per_cycle", 0, "zero bandwidth"),
+    ("dram_bytes_per_cycle", -1.0, "dram_bytes_per_cycle must be a positive number"),
+    ("clock_hz", 0, "clock_hz must be a positive number"),
+    ("dma_setup_cycles", -1, "dma_setup_cycles must be an integer >= 0"),
+    ("vector_lanes", True, "vector_lanes must be a positive integer"),
+    ("dram_shared_load_store", "yes", "must be true or false"),
+    ("word_bytes", 4096 * 1024, "not even one element fits"),
+])
+def test_nonsense_is_rejected_with_a_reason(field, value, words):
+    with pytest.raises(ValueError, match=words):
+        dataclasses.replace(preset("blog"), **{field: value})
+
+
+def test_unknown_preset_lists_the_known_ones():
+    with pytest.raises(ValueError, match="unknown hardware preset 'tpu'.*blog"):
+        load_hardware("tpu")
+
+
+def test_toml_overrides_a_preset(tmp_path):
+    path = tmp_path / "small.toml"
+    path.write_text('base = "blog"\nsram_bytes = 65536\nword_bytes = 2\n')
+    hw = load_hardware(str(path))
+    assert hw == dataclasses.replace(PRESETS["blog"], name="small", sram_bytes=65536, word_bytes=2)
+
+
+def test_toml_without_base_needs_the_sizes(tmp_path):
+    path = tmp_path / "bare.toml"
+    path.write_text("sram_bytes = 4096\n")
+    with pytest.raises(ValueError, match=r"missing \['word_bytes'\]"):
+        load_hardware(path)
+    path.write_text("sram_bytes = 4096\nword_bytes = 2\ndram_bytes_per_cycle = 8.0\n")
+    hw = load_hardware(path)
+    assert (hw.sram_bytes, hw.word_bytes, hw.dram_bytes_per_cycle) == (4096, 2, 8.0)
+
+
+def test_toml_unknown_key_is_an_error(tmp_path):
+    path = tmp_path / "typo.toml"
+    path.write_text('base = "blog"\nsram_byte = 1024\n')
+    with pytest.raises(ValueError, match=r"unknown key\(s\) \['sram_byte'\]"):
+        load_hardware(path)
+
+
+def test_toml_bad_value_and_bad_syntax_and_missing_file(tmp_path):
+    path = tmp_path / "bad.toml"
+    path.write_text('base = "blog"\nsram_bytes = 0\n')
+    with pytest.raises(ValueError, match="sram_bytes must be a positive integer"):
+        load_hardware(path)
+    path.write_text("sram_bytes = = 3\n")
+    with pytest.raises(ValueError, match="not valid TOML"):
+        load_hardware(path)
+    with pytest.raises(ValueError, match="does not exist"):
+        load_hardware(tmp_path / "nowhere.toml")
+
+
+def test_sram_words():
+    assert Accelerator("x", sram_bytes=1024, word_bytes=4).sram_words == 256

@@ -1,0 +1,111 @@
+"""The TensorCore and vector unit cost model, derived by hand, and their numerics against torch."""
+
+import dataclasses
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+from dsasim import GlobalHierarchy, Session, TensorCore, VectorUnit, preset
+
+
+def _session():
+    return Session(dataclasses.replace(preset("blog"), sram_bytes=1 << 20, word_bytes=1))
+
+
+@pytest.mark.parametrize("ic, oc, groups, hw, k", [
+    (16, 24, 1, 4, 1),    # exactly one block: 1*1 steps per pixel
+    (17, 25, 1, 3, 1),    # partial blocks: ceil(17/16)=2, ceil(25/24)=2
+    (40, 50, 1, 5, 3),    # 3x3 kernel
+    (8, 8, 8, 4, 3),      # depthwise: per group ceil(1/16)*ceil(1/24)=1, times 8 groups
+    (32, 48, 2, 4, 1),    # two groups of 16 in x 24 out: one step each
+])
+def test_conv2d_cycles_macs_and_padding_waste(ic, oc, groups, hw, k):
+    s = _session()
+    rng = np.random.default_rng(1)
+    x_data = rng.standard_normal((1, ic, hw, hw), dtype=np.float32)
+    w_data = rng.standard_normal((oc, ic // groups, k, k), dtype=np.float32)
+    x = s.input("x", x_data)
+    w = s.input("w", w_data)
+    y = s.output("y", (1, oc, hw - k + 1, hw - k + 1))
+    tc = TensorCore(s)
+    with GlobalHierarchy(s, "all"):
+        out = y[:, :, :, :]
+        out += tc.conv2d(x[:, :, :, :], w[:, :, :, :], groups=groups)
+    s.finish()
+    o = hw - k + 1
+    icg, ocg = ic // groups, oc // groups
+    steps = groups * (-(-icg // 16)) * (-(-ocg // 24))
+    assert s.counters.tensorcore_cycles == steps * o * o * k * k
+    assert s.counters.macs == oc * icg * o * o * k * k
+    assert s.counters.padded_macs == s.counters.tensorcore_cycles * 16 * 24
+    expected = F.conv2d(torch.from_numpy(x_data).double(), torch.from_numpy(w_data).double(), groups=groups)
+    np.testing.assert_allclose(y.data, expected.numpy(), atol=1e-4)
+
+
+def test_conv2d_on_chip_padding_stride_dilation():
+    s = _session()
+    rng = np.random.default_rng(2)
+    x_data = rng.standard_normal((1, 3, 9, 9), dtype=np.float32)
+    w_data = rng.standard_normal((5, 3, 3, 3), dtype=np.float32)
+    x, w = s.input("x", x_data), s.input("w", w_data)
+    expected = F.conv2d(torch.from_numpy(x_data), torch.from_numpy(w_data), stride=2, padding=1, dilation=2)
+    y = s.output("y", tuple(expected.shape))
+    with GlobalHierarchy(s, "all"):
+        out = y[:, :, :, :]
+        out += TensorCore(s).conv2d(x[:, :, :, :], w[:, :, :, :], stride=2, dilation=2, padding=(1, 1, 1, 1))
+    s.finish()
+    np.testing.assert_allclose(y.data, expected.numpy(), atol=1e-5)
+    oh = (9 + 2 - 2 * 2 - 1) // 2 + 1  # = 4
+    assert s.counters.tensorcore_cycles == 1 * 1 * oh * oh * 9
+
+
+def test_matmul_cycles_and_values():
+    s = _session()
+    rng = np.random.default_rng(3)
+    a_data = rng.standard_normal((5, 40), dtype=np.float32)
+    b_data = rng.standard_normal((40, 30), dtype=np.float32)
+    a, b = s.input("a", a_data), s.input("b", b_data)
+    c = s.output("c", (5, 30))
+    with GlobalHierarchy(s, "all"):
+        out = c[:, :]
+        out += TensorCore(s).matmul(a[:, :], b[:, :])
+    s.finish()
+    assert s.counters.tensorcore_cycles == 3 * 2 * 5   # ceil(40/16) * ceil(30/24) * M
+    assert s.counters.macs == 5 * 30 * 40
+    np.testing.assert_allclose(c.data, a_data.astype(np.float64) @ b_data, atol=1e-4)
+
+
+def test_vector_ops_cycles_and_values():
+    s = _session()
+    a_data = np.arange(70, dtype=np.float32).reshape(7, 10) - 30
+    b_data = np.full((7, 10), 2.0, np.float32)
+    a, b = s.input("a", a_data), s.input("b", b_data)
+    r = s.output("r", (7, 10))
+    d = s.output("d", (1,))
+    vec = VectorUnit(s)
+    with GlobalHierarchy(s, "all"):
+        out = r[:, :]
+        out.assign(vec.add(a[:, :], b[:, :]))
+        out.assign(vec.relu(out))
+        out += vec.mul(a[:, :], b[:, :])
+        acc = d[:]
+        acc += vec.dot(a[:, :], b[:, :])
+    s.finish()
+    assert s.counters.vector_cycles == 4 * 3        # ceil(70 / 32) = 3 cycles, four ops
+    np.testing.assert_array_equal(r.data, np.maximum(a_data + 2, 0) + 2 * a_data)
+    assert d.data[0] == pytest.approx(float((a_data * 2).sum()))
+
+
+def test_shape_mismatch_is_a_clear_error():
+    s = _session()
+    x = s.input("x", np.ones((1, 16, 4, 4), np.float32))
+    w = s.input("w", np.ones((24, 16, 1, 1), np.float32))
+    y = s.output("y", (1, 24, 4, 4))
+    with GlobalHierarchy(s, "all"):
+        with pytest.raises(ValueError, match=r"produces shape \(1, 24, 4, 4\) but the output tile y"):
+            out = y[:, :, 0:2, :]
+            out += TensorCore(s).conv2d(x[:, :, :, :], w[:, :, :, :])
+        with pytest.raises(ValueError, match="needs 32 input channels"):
+            TensorCore(s).conv2d(x[:, :, :, :], w[:, :, :, :], groups=2)
