@@ -7,7 +7,7 @@ so the library itself never imports `kernels/`.
 from __future__ import annotations
 
 import argparse
-import importlib.util
+import dataclasses
 import json
 import sys
 from importlib.metadata import entry_points
@@ -16,6 +16,8 @@ from typing import Sequence
 
 from .hardware import PRESETS, load_hardware
 from .schedule import RunResult, Schedule, run_schedule
+from .timing import cli as timing_cli
+from .timing import simulate
 
 
 def all_schedules() -> list[Schedule]:
@@ -51,12 +53,14 @@ def _fmt_err(result: RunResult) -> str:
 def format_table(results: Sequence[RunResult]) -> str:
     """The demo table: one row per schedule, bytes and counts with thousands separators."""
     header = ("schedule", "hw", "status", "loaded B", "stored B", "rmw B", "hits", "peak SRAM B", "blog count",
-              "MACs", "max|err|")
+              "MACs", "max|err|", "cycles", "roofline", "TC util")
     rows = [header]
     for r in results:
+        util = "-" if r.tensorcore_utilization is None else f"{r.tensorcore_utilization:.0%}"
         rows.append((r.name, r.hardware, r.status, _fmt_int(r.loaded_bytes), _fmt_int(r.stored_bytes),
                      _fmt_int(r.rmw_bytes), _fmt_int(r.hits), _fmt_int(r.peak_sram_bytes),
-                     _fmt_int(r.blog_loaded_elements), _fmt_int(r.macs), _fmt_err(r)))
+                     _fmt_int(r.blog_loaded_elements), _fmt_int(r.macs), _fmt_err(r), _fmt_int(r.cycles),
+                     _fmt_int(r.roofline_cycles), util))
     widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
     lines = []
     for i, row in enumerate(rows):
@@ -106,11 +110,16 @@ def _cmd_demo(args: argparse.Namespace) -> int:
         if not args.quiet:
             print(f"running {schedule.name} on {hardware.name} ({'count-only' if args.count_only else 'numeric'})"
                   f" ...", file=sys.stderr, flush=True)
-        results.append(run_schedule(schedule, hardware, numeric=not args.count_only, seed=args.seed,
-                                    record_trace=False))
+        result = run_schedule(schedule, hardware, numeric=not args.count_only, seed=args.seed,
+                              record_trace=not args.no_timing, trace_event_limit=args.timing_event_limit)
+        if result.trace is not None:
+            timed = simulate(result.trace, hardware)
+            result = dataclasses.replace(result, cycles=timed.cycles, roofline_cycles=timed.roofline_cycles,
+                                         tensorcore_utilization=timed.tensorcore_utilization, trace=None)
+        results.append(result)
     print(format_table(results))
     for r in results:
-        if r.status != "ok":
+        if r.message:
             print(f"\n{r.name}: {r.status}: {r.message}")
     if args.per_tensor:
         print()
@@ -134,10 +143,13 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--per-tensor", metavar="NAME", help="print the per-tensor breakdown of this schedule")
     demo.add_argument("--seed", type=int, default=0, help="seed of the random input data (default 0)")
     demo.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    demo.add_argument("--no-timing", action="store_true",
+                      help="skip the timing simulation (no cycles columns; saves the trace's memory)")
+    demo.add_argument("--timing-event-limit", type=int, default=3_000_000, metavar="EVENTS",
+                      help="time only schedules whose trace has at most this many events (default 3,000,000: "
+                           "demo1's 21 M events would need ~10 GB and minutes; time it with `dsasim simulate`)")
     demo.set_defaults(func=_cmd_demo)
-    if importlib.util.find_spec("dsasim.timing") is not None and importlib.util.find_spec("dsasim.timing.cli") is not None:
-        from .timing import cli as timing_cli
-        timing_cli.register(sub)
+    timing_cli.register(sub)
     return parser
 
 

@@ -319,11 +319,13 @@ class Session:
     numeric=False is count-only mode: no data, no arithmetic, the same events and counts.
     scope_buffers maps scope names to buffering ways, overriding what the schedule declares.
     enforce_capacity=False lets a schedule exceed sram_bytes (to measure how much SRAM it would need).
+    trace_event_limit: past this many events the trace is dropped (`trace_dropped` is set) to bound memory;
+    counters are unaffected.
     """
 
     def __init__(self, hardware: Accelerator, numeric: bool = True, record_trace: bool = True,
                  scope_buffers: Mapping[str, int] | None = None, dtype: Any = np.float32,
-                 enforce_capacity: bool = True) -> None:
+                 enforce_capacity: bool = True, trace_event_limit: int | None = None) -> None:
         if not isinstance(hardware, Accelerator):
             raise TypeError(f"Session needs an Accelerator, got {type(hardware).__name__}")
         self.hardware = hardware
@@ -337,6 +339,8 @@ class Session:
         self.trace = Trace(hardware.word_bytes)
         self._events: list[tuple] = self.trace.events  # type: ignore[assignment]
         self._emit = self._events.append if record_trace else _discard
+        self._trace_event_limit = trace_event_limit if record_trace else None
+        self.trace_dropped = False
         self.counters = Counters()
         self.tensors: dict[str, TracedArray] = {}
         self._stack: list[_ScopeInstance] = []
@@ -465,6 +469,15 @@ class Session:
             emit((FREE, buf.id, buf.charged_bytes))
         self._stack.pop()
         emit((EXIT, inst.scope_id, inst.instance))
+        if self._trace_event_limit is not None and len(self._events) > self._trace_event_limit:
+            self._drop_trace()
+
+    def _drop_trace(self) -> None:
+        """Stop recording and free the events (the trace outgrew `trace_event_limit`)."""
+        self._events.clear()
+        self._emit = _discard
+        self._trace_event_limit = None
+        self.trace_dropped = True
 
     def _current_scope(self, arr: TracedArray, region: Region) -> _ScopeInstance:
         if not self._stack:

@@ -97,6 +97,10 @@ class RunResult:
     tensorcore_cycles: int | None
     max_abs_err: float | None
     tensors: tuple[TensorReport, ...] = ()
+    # filled in by timing the trace (dsasim.timing.simulate); None when not timed or the run failed
+    cycles: int | None = None
+    roofline_cycles: int | None = None
+    tensorcore_utilization: float | None = None
     trace: Trace | None = field(default=None, compare=False, repr=False)
     outputs: Mapping[str, np.ndarray] | None = field(default=None, compare=False, repr=False)
 
@@ -115,6 +119,10 @@ class RunResult:
             "macs": self.macs,
             "tensorcore_cycles": self.tensorcore_cycles,
             "max_abs_err": self.max_abs_err,
+            "cycles": self.cycles,
+            "roofline_cycles": self.roofline_cycles,
+            "tensorcore_utilization": (None if self.tensorcore_utilization is None
+                                       else round(self.tensorcore_utilization, 6)),
             "message": self.message,
             "tensors": [{"name": t.name, "tensor_bytes": t.tensor_bytes, "loaded_bytes": t.loaded_bytes,
                          "stored_bytes": t.stored_bytes, "rmw_bytes": t.rmw_bytes, "hits": t.hits,
@@ -160,10 +168,13 @@ def _tensor_reports(counters: Counters, session: Session) -> tuple[TensorReport,
 
 def run_schedule(schedule: Schedule, hardware: Accelerator, numeric: bool = True, seed: int = 0,
                  record_trace: bool = True, scope_buffers: Mapping[str, int] | None = None,
-                 enforce_capacity: bool = True) -> RunResult:
-    """Run a schedule; numeric mode checks it against torch. Failures become a status, not an exception."""
+                 enforce_capacity: bool = True, trace_event_limit: int | None = None) -> RunResult:
+    """Run a schedule; numeric mode checks it against torch. Failures become a status, not an exception.
+
+    With record_trace, a trace longer than trace_event_limit events is dropped: the result's trace is None and
+    its message says so."""
     session = Session(hardware, numeric=numeric, record_trace=record_trace, scope_buffers=scope_buffers,
-                      enforce_capacity=enforce_capacity)
+                      enforce_capacity=enforce_capacity, trace_event_limit=trace_event_limit)
     inputs = schedule.workload.make_inputs(seed) if numeric else None
     tensors = bind_tensors(session, schedule.workload, inputs)
     status, message = "ok", ""
@@ -196,9 +207,13 @@ def run_schedule(schedule: Schedule, hardware: Accelerator, numeric: bool = True
             reference = schedule.workload.reference(
                 **{k: torch.from_numpy(v).to(torch.float64) for k, v in inputs.items()})
         err_value = max_abs_error(outputs, reference)
+    if session.trace_dropped:
+        message = (f"trace not kept: longer than {trace_event_limit:,} events (raise the limit to time it; "
+                   f"it costs about 250 B of memory per event)")
     return RunResult(schedule.name, hardware.name, "ok", message, c.loaded_bytes, c.stored_bytes, c.rmw_bytes,
                      c.hits, c.peak_sram_bytes, c.blog_loaded_elements, c.macs, c.tensorcore_cycles, err_value,
-                     _tensor_reports(c, session), trace if record_trace else None, outputs)
+                     _tensor_reports(c, session), trace=trace if record_trace and not session.trace_dropped else None,
+                     outputs=outputs)
 
 
 def _needed_sram_note(schedule: Schedule, hardware: Accelerator, scope_buffers: Mapping[str, int] | None) -> str:

@@ -1,0 +1,592 @@
+"""Schedules as data: a problem (conv or matmul) and a `LoopNest` over it.
+
+A `LoopNest` is one loop per problem dimension, in a chosen order (outermost first), each with a tile size
+(single-level tiling: the last tile of a dimension may be ragged), plus, for every tensor, the loop depth at
+which its SRAM buffer is staged and the buffering ways of that buffer's scope.
+
+Semantics (what `kernels/loopnest_kernel.py` executes and `dsasim.analytic` counts in closed form):
+
+* Depth k (0 <= k <= len(order)) is the point just inside the first k loops; depth 0 is above every loop,
+  depth len(order) is the innermost point where the compute happens.
+* A tensor staged at depth k gets its own `GlobalHierarchy` scope, opened at depth k once per iteration of
+  the k loops above it (named `TENSOR@LOOP`, `LOOP` being the loop it sits in, or `top`), with
+  `buffers=ways`. On entry it accesses its *box*: for every dimension that indexes it, the current tile if the
+  dimension's loop is above depth k, else the whole extent; for an image row/column (a window over an output
+  position and a kernel tap), the tight range of real input rows that the box's output positions and taps read
+  (padding is never loaded). An input box is a DMA load (an empty box, all padding, is not accessed). An output
+  box is opened as zeros the first time and loaded (a read-modify-write) on later visits; it is stored when
+  its scope exits. Every later access of the tensor is a hit in that buffer.
+* The innermost point computes one tile on the TensorCore: `out += conv2d(image, weight)` (with on-chip zero
+  padding) or `out += matmul(a, b)`. A tile whose window reads only padding computes nothing but still marks
+  its output tile written (the loop nest writes its accumulator back regardless).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
+
+from .bounds import Conv2dBoundsInfer
+
+__all__ = ["Axis", "TensorSpec", "Problem", "ConvProblem", "MatmulProblem", "LoopNest", "problem_from_json",
+           "window_rows", "tile_count", "last_tile"]
+
+
+def tile_count(extent: int, tile: int) -> int:
+    """Number of tiles of `tile` elements covering `extent` (the last may be ragged)."""
+    return -(-extent // tile)
+
+
+def last_tile(extent: int, tile: int) -> int:
+    """Size of the last (possibly ragged) tile."""
+    return extent - (tile_count(extent, tile) - 1) * tile
+
+
+def window_rows(o0: int, o1: int, t0: int, t1: int, stride: int, dilation: int, padding: int,
+                size: int) -> tuple[int, int]:
+    """Tight range [first, stop) of real input rows read by output rows [o0, o1) with kernel taps [t0, t1).
+
+    Row o with tap t reads input row o*stride + t*dilation - padding; rows outside [0, size) are padding.
+    An all-padding window gives an empty range (first == stop). Cost O(t1 - t0).
+    """
+    lo = o0 * stride + t0 * dilation - padding
+    hi = (o1 - 1) * stride + (t1 - 1) * dilation - padding
+    if lo >= 0 and hi < size:
+        return lo, hi + 1
+    first, last = size, -1
+    for t in range(t0, t1):
+        off = t * dilation - padding
+        o = max(o0, -(off // stride))
+        if o < o1:
+            v = o * stride + off
+            if v < first:
+                first = v
+        o = min(o1 - 1, (size - 1 - off) // stride)
+        if o >= o0:
+            v = o * stride + off
+            if v > last:
+                last = v
+    if first > last:
+        first = min(max(lo, 0), size)
+        return first, first
+    return first, last + 1
+
+
+@dataclass(frozen=True)
+class Axis:
+    """One dimension of a tensor: a plain loop dimension, or a window (output position `dim`, kernel tap `tap`)."""
+
+    dim: str
+    tap: str | None = None
+    stride: int = 1
+    dilation: int = 1
+    padding: int = 0
+    size: int = 0  # window axes: the input extent
+
+    @property
+    def is_window(self) -> bool:
+        """True for an image row/column axis (output position x stride + tap x dilation - padding)."""
+        return self.tap is not None
+
+    def dims(self) -> tuple[str, ...]:
+        """The loop dimensions this axis depends on."""
+        return (self.dim,) if self.tap is None else (self.dim, self.tap)
+
+
+@dataclass(frozen=True)
+class TensorSpec:
+    """A tensor of a problem: its name, its axes, and whether it is the (accumulated) output."""
+
+    name: str
+    axes: tuple[Axis, ...]
+    output: bool = False
+
+    @property
+    def dims(self) -> frozenset[str]:
+        """The loop dimensions that index this tensor."""
+        return frozenset(d for a in self.axes for d in a.dims())
+
+
+class Problem:
+    """A computation the loop nest tiles. Subclasses: `ConvProblem`, `MatmulProblem`.
+
+    Attributes every problem provides: `kind`, `name`, `dims` (loop dimensions), `extents` (dim -> size),
+    `tensors` (inputs first, the output last), `tc_in_dim` / `tc_out_dim` (the dimensions mapped to the
+    TensorCore's 16 input and 24 output channels), `windows` ((output-position dim, tap dim, axis) for every
+    image window axis).
+    """
+
+    kind: str
+    name: str
+    dims: tuple[str, ...]
+    extents: Mapping[str, int]
+    tensors: tuple[TensorSpec, ...]
+    tc_in_dim: str
+    tc_out_dim: str
+
+    # -- derived ---------------------------------------------------------------------------------------------
+    def extent(self, dim: str) -> int:
+        return self.extents[dim]
+
+    @property
+    def tensor_names(self) -> tuple[str, ...]:
+        return tuple(t.name for t in self.tensors)
+
+    def tensor(self, name: str) -> TensorSpec:
+        for t in self.tensors:
+            if t.name == name:
+                return t
+        raise KeyError(f"{self.name}: no tensor {name!r}; tensors are {list(self.tensor_names)}")
+
+    @property
+    def output(self) -> TensorSpec:
+        return self.tensors[-1]
+
+    @property
+    def reduction_dims(self) -> tuple[str, ...]:
+        """Dimensions that do not index the output (summed over)."""
+        out = self.output.dims
+        return tuple(d for d in self.dims if d not in out)
+
+    @property
+    def windows(self) -> tuple[Axis, ...]:
+        """The window axes (image rows/columns) of the problem, in axis order."""
+        return tuple(a for t in self.tensors for a in t.axes if a.is_window)
+
+    def shape(self, tensor: str) -> tuple[int, ...]:
+        """DDR shape of a tensor, in elements."""
+        spec = self.tensor(tensor)
+        return tuple(a.size if a.is_window else self.extents[a.dim] for a in spec.axes)
+
+    def elements(self, tensor: str) -> int:
+        return math.prod(self.shape(tensor))
+
+    @property
+    def macs(self) -> int:
+        """Multiply-accumulates of the whole problem, padding taps included (as the TensorCore counts them)."""
+        return math.prod(self.extents[d] for d in self.dims)
+
+    def to_json(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def spec(self) -> str:
+        """The command-line shape spec of this problem (see `dsasim.layers.parse_layer`)."""
+        raise NotImplementedError
+
+    def reference(self, **tensors: Any) -> Any:
+        raise NotImplementedError
+
+    def workload(self):
+        """The `Workload` (tensor shapes and torch reference) to run a LoopNest of this problem."""
+        from .schedule import Workload
+        ins = {t.name: self.shape(t.name) for t in self.tensors[:-1]}
+        outs = {self.output.name: self.shape(self.output.name)}
+        return Workload(self.name, inputs=ins, outputs=outs, reference=self.reference)
+
+
+def _pos_int(owner: str, name: str, value: Any, minimum: int = 1) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ValueError(f"{owner}: {name} must be an integer >= {minimum}, got {value!r}")
+    return value
+
+
+def _pair(owner: str, name: str, value: Any, minimum: int) -> tuple[int, int]:
+    if isinstance(value, (tuple, list)):
+        if len(value) != 2:
+            raise ValueError(f"{owner}: {name} must be an int or an (h, w) pair, got {value!r}")
+        return _pos_int(owner, name, value[0], minimum), _pos_int(owner, name, value[1], minimum)
+    v = _pos_int(owner, name, value, minimum)
+    return v, v
+
+
+class ConvProblem(Problem):
+    """A 2-D convolution (NCHW, zero padding, groups = 1): image (N, IC, H, W), weight (OC, IC, KH, KW).
+
+    Loop dimensions n, oc, oh, ow, ic, kh, kw; tensors image, weight (inputs) and output (N, OC, OH, OW).
+    stride, padding and dilation are ints or (h, w) pairs.
+    """
+
+    kind = "conv"
+
+    def __init__(self, n: int, ic: int, oc: int, h: int, w: int, kh: int, kw: int | None = None,
+                 stride: int | tuple[int, int] = 1, padding: int | tuple[int, int] = 0,
+                 dilation: int | tuple[int, int] = 1, name: str | None = None) -> None:
+        owner = f"ConvProblem {name!r}" if name else "ConvProblem"
+        kw = kh if kw is None else kw
+        for label, v in (("n", n), ("ic", ic), ("oc", oc), ("h", h), ("w", w), ("kh", kh), ("kw", kw)):
+            _pos_int(owner, label, v)
+        self.stride = _pair(owner, "stride", stride, 1)
+        self.padding = _pair(owner, "padding", padding, 0)
+        self.dilation = _pair(owner, "dilation", dilation, 1)
+        try:
+            bounds = Conv2dBoundsInfer(ic, oc, (kh, kw), self.stride, self.padding, self.dilation,
+                                       input_shape=(n, ic, h, w))
+        except ValueError as err:
+            raise ValueError(f"{owner}: {err}") from None
+        _, _, oh, ow = bounds.output_shape
+        self.n, self.ic, self.oc, self.h, self.w, self.kh, self.kw = n, ic, oc, h, w, kh, kw
+        self.oh, self.ow = oh, ow
+        self.name = name or self.spec()
+        self.dims = ("n", "oc", "oh", "ow", "ic", "kh", "kw")
+        self.extents = {"n": n, "oc": oc, "oh": oh, "ow": ow, "ic": ic, "kh": kh, "kw": kw}
+        (sh, sw), (ph, pw), (dh, dw) = self.stride, self.padding, self.dilation
+        rows = Axis("oh", "kh", sh, dh, ph, h)
+        cols = Axis("ow", "kw", sw, dw, pw, w)
+        self.tensors = (
+            TensorSpec("image", (Axis("n"), Axis("ic"), rows, cols)),
+            TensorSpec("weight", (Axis("oc"), Axis("ic"), Axis("kh"), Axis("kw"))),
+            TensorSpec("output", (Axis("n"), Axis("oc"), Axis("oh"), Axis("ow")), output=True),
+        )
+        self.tc_in_dim, self.tc_out_dim = "ic", "oc"
+
+    def __repr__(self) -> str:
+        return f"ConvProblem({self.spec()!r}, name={self.name!r})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, ConvProblem) and self.to_json() == other.to_json()
+
+    def __hash__(self) -> int:
+        return hash(json.dumps(self.to_json(), sort_keys=True))
+
+    def spec(self) -> str:
+        (sh, sw), (ph, pw), (dh, dw) = self.stride, self.padding, self.dilation
+        parts = [f"n={self.n}", f"ic={self.ic}", f"oc={self.oc}", f"h={self.h}", f"w={self.w}"]
+        parts.append(f"k={self.kh}" if self.kh == self.kw else f"kh={self.kh},kw={self.kw}")
+        parts.append(f"s={sh}" if sh == sw else f"sh={sh},sw={sw}")
+        parts.append(f"p={ph}" if ph == pw else f"ph={ph},pw={pw}")
+        if (dh, dw) != (1, 1):
+            parts.append(f"d={dh}" if dh == dw else f"dh={dh},dw={dw}")
+        return "conv:" + ",".join(parts)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": "conv", "name": self.name, "n": self.n, "ic": self.ic, "oc": self.oc, "h": self.h,
+                "w": self.w, "kh": self.kh, "kw": self.kw, "stride": list(self.stride),
+                "padding": list(self.padding), "dilation": list(self.dilation)}
+
+    def reference(self, image: Any, weight: Any) -> dict[str, Any]:
+        import torch.nn.functional as F
+        return {"output": F.conv2d(image, weight, stride=self.stride, padding=self.padding,
+                                   dilation=self.dilation)}
+
+
+class MatmulProblem(Problem):
+    """A matrix product c (M, N) = a (M, K) @ b (K, N). Loop dimensions m, n, k; k maps to the TensorCore's
+    16 input channels and n to its 24 output channels (like `TensorCore.matmul`)."""
+
+    kind = "matmul"
+
+    def __init__(self, m: int, n: int, k: int, name: str | None = None) -> None:
+        owner = f"MatmulProblem {name!r}" if name else "MatmulProblem"
+        for label, v in (("m", m), ("n", n), ("k", k)):
+            _pos_int(owner, label, v)
+        self.m, self.n, self.k = m, n, k
+        self.name = name or self.spec()
+        self.dims = ("m", "n", "k")
+        self.extents = {"m": m, "n": n, "k": k}
+        self.tensors = (
+            TensorSpec("a", (Axis("m"), Axis("k"))),
+            TensorSpec("b", (Axis("k"), Axis("n"))),
+            TensorSpec("c", (Axis("m"), Axis("n")), output=True),
+        )
+        self.tc_in_dim, self.tc_out_dim = "k", "n"
+
+    def __repr__(self) -> str:
+        return f"MatmulProblem({self.spec()!r}, name={self.name!r})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, MatmulProblem) and self.to_json() == other.to_json()
+
+    def __hash__(self) -> int:
+        return hash(json.dumps(self.to_json(), sort_keys=True))
+
+    def spec(self) -> str:
+        return f"gemm:m={self.m},n={self.n},k={self.k}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": "matmul", "name": self.name, "m": self.m, "n": self.n, "k": self.k}
+
+    def reference(self, a: Any, b: Any) -> dict[str, Any]:
+        return {"c": a @ b}
+
+
+def problem_from_json(data: Mapping[str, Any]) -> Problem:
+    """Rebuild a problem from `Problem.to_json()`."""
+    kind = data.get("kind")
+    if kind == "conv":
+        return ConvProblem(data["n"], data["ic"], data["oc"], data["h"], data["w"], data["kh"], data["kw"],
+                           tuple(data["stride"]), tuple(data["padding"]), tuple(data["dilation"]),
+                           name=data.get("name"))
+    if kind == "matmul":
+        return MatmulProblem(data["m"], data["n"], data["k"], name=data.get("name"))
+    raise ValueError(f"unknown problem kind {kind!r}; expected 'conv' or 'matmul'")
+
+
+_TOP = "top"
+
+
+@dataclass(frozen=True, init=False)
+class LoopNest:
+    """A schedule as data: loop order, tile sizes, staging depth and buffering ways per tensor.
+
+    LoopNest(problem, order, tiles, stage, buffers=None)
+
+    * order: every dimension of the problem once, outermost first.
+    * tiles: dim -> tile size (1 <= tile <= extent); dimensions left out take their full extent (one trip).
+    * stage: tensor -> where its buffer's scope opens: a depth 0..len(order), the name of the loop it sits in
+      (the scope opens inside that loop), or None / "top" (above every loop). Every tensor must be staged.
+    * buffers: tensor -> ways of its scope (default 1; capacity counts ways x the buffer).
+    Invalid values raise ValueError saying which and why.
+    """
+
+    problem: Problem
+    order: tuple[str, ...]
+    tiles: tuple[int, ...]  # per problem dimension, in problem.dims order
+    stage: tuple[int, ...]  # per tensor, in problem.tensors order: depth 0..len(order)
+    buffers: tuple[int, ...]  # per tensor
+
+    def __init__(self, problem: Problem, order: Sequence[str], tiles: Mapping[str, int] | None = None,
+                 stage: Mapping[str, int | str | None] | None = None,
+                 buffers: Mapping[str, int] | None = None) -> None:
+        if not isinstance(problem, Problem):
+            raise TypeError(f"LoopNest needs a ConvProblem or MatmulProblem, got {type(problem).__name__}")
+        dims = problem.dims
+        order = tuple(order)
+        unknown = [d for d in order if d not in dims]
+        if unknown:
+            raise ValueError(f"LoopNest order: unknown dimension(s) {unknown}; {problem.kind} dimensions are "
+                             f"{list(dims)}")
+        dup = sorted({d for d in order if order.count(d) > 1})
+        if dup:
+            raise ValueError(f"LoopNest order: dimension(s) {dup} appear more than once; give each loop once")
+        missing = [d for d in dims if d not in order]
+        if missing:
+            raise ValueError(f"LoopNest order: dimension(s) {missing} are missing; the order must list every "
+                             f"dimension of {list(dims)} once (a loop with tile = extent runs once)")
+        tiles = dict(tiles or {})
+        bad = sorted(set(tiles) - set(dims))
+        if bad:
+            raise ValueError(f"LoopNest tiles: unknown dimension(s) {bad}; dimensions are {list(dims)}")
+        tile_tuple = []
+        for d in dims:
+            ext = problem.extents[d]
+            t = tiles.get(d, ext)
+            if isinstance(t, bool) or not isinstance(t, int):
+                raise ValueError(f"LoopNest tiles[{d!r}] must be an integer, got {t!r}")
+            if t <= 0:
+                raise ValueError(f"LoopNest tiles[{d!r}] = {t}: a tile must hold at least one element (tile > 0)")
+            if t > ext:
+                raise ValueError(f"LoopNest tiles[{d!r}] = {t} exceeds the extent {ext} of {d}; use {ext} for "
+                                 f"one untiled trip")
+            tile_tuple.append(t)
+        names = problem.tensor_names
+        stage = dict(stage or {})
+        bad = sorted(set(stage) - set(names))
+        if bad:
+            raise ValueError(f"LoopNest stage: unknown tensor(s) {bad}; tensors are {list(names)}")
+        unstaged = [n for n in names if n not in stage]
+        if unstaged:
+            raise ValueError(f"LoopNest stage: tensor(s) {unstaged} have no staging level; every tensor needs a "
+                             f"buffer: give a depth 0..{len(order)}, a loop name from {list(order)} or 'top'")
+        depths = []
+        for n in names:
+            depths.append(self._depth(n, stage[n], order))
+        buffers = dict(buffers or {})
+        bad = sorted(set(buffers) - set(names))
+        if bad:
+            raise ValueError(f"LoopNest buffers: unknown tensor(s) {bad}; tensors are {list(names)}")
+        ways = []
+        for n in names:
+            w = buffers.get(n, 1)
+            if isinstance(w, bool) or not isinstance(w, int) or w < 1:
+                raise ValueError(f"LoopNest buffers[{n!r}] must be an integer >= 1 (1 = single, 2 = ping-pong), "
+                                 f"got {w!r}")
+            ways.append(w)
+        object.__setattr__(self, "problem", problem)
+        object.__setattr__(self, "order", order)
+        object.__setattr__(self, "tiles", tuple(tile_tuple))
+        object.__setattr__(self, "stage", tuple(depths))
+        object.__setattr__(self, "buffers", tuple(ways))
+
+    @staticmethod
+    def _depth(tensor: str, where: int | str | None, order: tuple[str, ...]) -> int:
+        if where is None or where == _TOP:
+            return 0
+        if isinstance(where, bool):
+            raise ValueError(f"LoopNest stage[{tensor!r}]: {where!r} is not a depth or a loop name")
+        if isinstance(where, int):
+            if not 0 <= where <= len(order):
+                raise ValueError(f"LoopNest stage[{tensor!r}] = {where}: a depth must lie in 0..{len(order)} "
+                                 f"(0 = above every loop, {len(order)} = innermost); a buffer staged below the "
+                                 f"compute would not exist when the compute runs")
+            return where
+        if isinstance(where, str):
+            if where not in order:
+                raise ValueError(f"LoopNest stage[{tensor!r}] = {where!r}: not a loop of this nest; use one of "
+                                 f"{list(order)} (the scope opens inside that loop) or 'top'")
+            return order.index(where) + 1
+        raise ValueError(f"LoopNest stage[{tensor!r}]: expected a depth, a loop name or 'top', got {where!r}")
+
+    # -- accessors -----------------------------------------------------------------------------------------
+    def tile(self, dim: str) -> int:
+        """Tile size of a dimension."""
+        return self.tiles[self.problem.dims.index(dim)]
+
+    def trips(self, dim: str) -> int:
+        """Trip count of a dimension's loop: ceil(extent / tile)."""
+        return tile_count(self.problem.extents[dim], self.tile(dim))
+
+    def depth(self, tensor: str) -> int:
+        """Staging depth of a tensor (0 = above every loop)."""
+        return self.stage[self.problem.tensor_names.index(tensor)]
+
+    def ways(self, tensor: str) -> int:
+        """Buffering ways of a tensor's scope."""
+        return self.buffers[self.problem.tensor_names.index(tensor)]
+
+    def loop_of(self, tensor: str) -> str:
+        """The loop a tensor's scope sits in ('top' when above every loop)."""
+        k = self.depth(tensor)
+        return _TOP if k == 0 else self.order[k - 1]
+
+    def above(self, tensor: str) -> tuple[str, ...]:
+        """Loops above a tensor's staging point, outermost first."""
+        return self.order[:self.depth(tensor)]
+
+    def scope_name(self, tensor: str) -> str:
+        """Name of the tensor's scope in the trace: TENSOR@LOOP."""
+        return f"{tensor}@{self.loop_of(tensor)}"
+
+    @property
+    def tile_map(self) -> dict[str, int]:
+        return dict(zip(self.problem.dims, self.tiles))
+
+    def iterations(self) -> int:
+        """Innermost iterations (tile computes) of the nest."""
+        return math.prod(self.trips(d) for d in self.problem.dims)
+
+    def replace(self, order: Sequence[str] | None = None, tiles: Mapping[str, int] | None = None,
+                stage: Mapping[str, int | str | None] | None = None,
+                buffers: Mapping[str, int] | None = None) -> "LoopNest":
+        """A copy with some fields replaced (mappings update the existing ones; stage values as in __init__)."""
+        names = self.problem.tensor_names
+        t = self.tile_map
+        t.update(tiles or {})
+        new_order = tuple(order) if order is not None else self.order
+        if stage is None and order is not None:  # keep each tensor inside the same loop
+            st: dict[str, Any] = {n: self.loop_of(n) for n in names}
+        else:
+            st = {n: self.depth(n) for n in names}
+        st.update(stage or {})
+        b = dict(zip(names, self.buffers))
+        b.update(buffers or {})
+        return LoopNest(self.problem, new_order, t, st, b)
+
+    # -- serialisation ---------------------------------------------------------------------------------------
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-ready dict (stable key order) that `LoopNest.from_json` turns back into the same nest."""
+        names = self.problem.tensor_names
+        return {
+            "problem": self.problem.to_json(),
+            "order": list(self.order),
+            "tiles": {d: t for d, t in zip(self.problem.dims, self.tiles)},
+            "stage": {n: self.loop_of(n) for n in names},
+            "buffers": {n: w for n, w in zip(names, self.buffers)},
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> "LoopNest":
+        """Rebuild a nest from `to_json()` output (also accepts a search result with a `loop_nest` key)."""
+        if "loop_nest" in data and "problem" not in data:
+            data = data["loop_nest"]
+        problem = problem_from_json(data["problem"])
+        return cls(problem, data["order"], data.get("tiles"), data.get("stage"), data.get("buffers"))
+
+    def key(self) -> tuple:
+        """A hashable identity (problem spec, order, tiles, stage, buffers)."""
+        return (self.problem.spec(), self.order, self.tiles, self.stage, self.buffers)
+
+    def __hash__(self) -> int:
+        return hash(self.key())
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, LoopNest) and self.key() == other.key()
+
+    # -- boxes -------------------------------------------------------------------------------------------------
+    def box(self, tensor: str, ranges: Mapping[str, tuple[int, int]]) -> tuple[tuple[int, int], ...]:
+        """The region of `tensor` for the given dimension ranges (full extents where absent); window axes give
+        the tight range of real input rows (possibly empty)."""
+        ext = self.problem.extents
+        region = []
+        for a in self.problem.tensor(tensor).axes:
+            o0, o1 = ranges.get(a.dim, (0, ext[a.dim]))
+            if a.tap is None:
+                region.append((o0, o1))
+            else:
+                t0, t1 = ranges.get(a.tap, (0, ext[a.tap]))
+                region.append(window_rows(o0, o1, t0, t1, a.stride, a.dilation, a.padding, a.size))
+        return tuple(region)
+
+    # -- readable form -----------------------------------------------------------------------------------------
+    def format(self, word_bytes: int = 1) -> str:
+        """The nest as readable loops: staging points with their boxes (largest instance) and the compute."""
+        p = self.problem
+        names = p.tensor_names
+        lines = []
+        if p.kind == "conv":
+            lines.append(f"# {p.name}: conv {p.ic}->{p.oc} channels, {p.kh}x{p.kw} kernel, input "
+                         f"{p.n}x{p.ic}x{p.h}x{p.w}, stride {p.stride}, padding {p.padding}, dilation "
+                         f"{p.dilation} -> output {p.n}x{p.oc}x{p.oh}x{p.ow}")
+        else:
+            lines.append(f"# {p.name}: matmul c[{p.m}x{p.n}] += a[{p.m}x{p.k}] @ b[{p.k}x{p.n}]")
+        single = [d for d in self.order if self.trips(d) == 1]
+        if single:
+            lines.append(f"# loops with one trip (whole extent): {', '.join(single)}")
+
+        def sym(d: str, k: int) -> str:
+            return d if d in self.order[:k] else "*"
+
+        def stage_line(n: str, k: int, indent: str) -> str:
+            spec = p.tensor(n)
+            parts = []
+            for a in spec.axes:
+                if a.tap is None:
+                    parts.append(sym(a.dim, k) if a.dim in self.order[:k] else f"0:{p.extents[a.dim]}")
+                else:
+                    o, t = a.dim in self.order[:k], a.tap in self.order[:k]
+                    if not o and not t:
+                        parts.append(f"0:{a.size}")
+                    else:
+                        parts.append(f"rows({a.dim if o else '*'},{a.tap if t else '*'})")
+            ways = self.ways(n)
+            verb = "accumulate" if spec.output else "load"
+            return (f"{indent}stage {n}[{', '.join(parts)}]  ({verb}; scope {self.scope_name(n)}, "
+                    f"{ways}-way)")
+
+        depth_of = {n: self.depth(n) for n in names}
+        indent = ""
+        for k in range(len(self.order) + 1):
+            for n in names:
+                if depth_of[n] == k:
+                    lines.append(stage_line(n, k, indent))
+            if k == len(self.order):
+                break
+            d = self.order[k]
+            ext, t = p.extents[d], self.tile(d)
+            trips = self.trips(d)
+            rag = "" if ext % t == 0 else f", last tile {last_tile(ext, t)}"
+            lines.append(f"{indent}for {d} in 0:{ext} step {t}:   # {trips} trip{'s' if trips != 1 else ''}{rag}")
+            indent += "  "
+        if p.kind == "conv":
+            lines.append(f"{indent}output[n, oc, oh, ow] += conv2d(image[n, ic, rows(oh,kh), rows(ow,kw)], "
+                         f"weight[oc, ic, kh, kw])   # TensorCore")
+        else:
+            lines.append(f"{indent}c[m, n] += a[m, k] @ b[k, n]   # TensorCore")
+        return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        names = self.problem.tensor_names
+        st = {n: self.loop_of(n) for n in names}
+        return (f"LoopNest({self.problem.name!r}, order={list(self.order)}, tiles={self.tile_map}, stage={st}, "
+                f"buffers={dict(zip(names, self.buffers))})")

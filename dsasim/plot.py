@@ -1,0 +1,186 @@
+"""Pictures of a timing simulation (matplotlib, Agg canvas; no pyplot state is touched).
+
+* `plot_bandwidth`: DDR bytes per cycle over time, loads and stores stacked, with the bandwidth ceiling.
+* `plot_gantt`: one row per engine; operations as bars colored by tensor (at least 1/2000 of the run wide).
+  An engine with more than 300 operations is aggregated into a busy-fraction profile (400 bins over the run,
+  stacked by tensor; a full row is 100% busy), so a 10k-operation run stays readable.
+* `plot_sram`: SRAM occupancy over time, stacked by tensor (time-averaged per window), with the peak and the
+  capacity.
+Each returns the path it wrote (the format follows the suffix, e.g. .png or .svg).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+from .timing.result import SimResult, _window_integrals
+
+_MAX_BARS = 300  # an engine with more operations is drawn as a busy-fraction profile
+_PROFILE_BINS = 400
+
+
+def _figure(width: float = 10.0, height: float = 4.0) -> Figure:
+    fig = Figure(figsize=(width, height), layout="constrained")
+    FigureCanvasAgg(fig)
+    return fig
+
+
+def _time_axis(result: SimResult) -> tuple[float, str]:
+    """Scale from cycles to the unit shown on the x axis, and its label."""
+    us = 1e6 / result.clock_hz
+    if result.cycles * us >= 1000:
+        return us / 1000, "time (ms)"
+    return us, "time (µs)"
+
+
+def _save(fig: Figure, path: str | Path) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    return path
+
+
+def _colors(names: list[str]) -> dict[str, tuple]:
+    from matplotlib import colormaps
+    cmap = colormaps["tab10" if len(names) <= 10 else "tab20"]
+    return {n: cmap(k % cmap.N) for k, n in enumerate(names)}
+
+
+def plot_bandwidth(result: SimResult, path: str | Path, title: str | None = None) -> Path:
+    """DDR bandwidth timeline: load and store bytes/cycle per window, stacked, with the ceiling."""
+    scale, xlabel = _time_axis(result)
+    w = result.window_cycles
+    n = len(result.ddr_load_bytes)
+    edges = np.arange(n + 1) * w * scale
+    load = result.ddr_load_bytes / w
+    store = result.ddr_store_bytes / w
+    fig = _figure()
+    ax = fig.add_subplot()
+    ax.stairs(load, edges, fill=True, color="tab:blue", alpha=0.8, label="load")
+    ax.stairs(load + store, edges, baseline=load, fill=True, color="tab:orange", alpha=0.8, label="store")
+    bw = result.dram_bytes_per_cycle
+    if result.dram_shared_load_store:
+        ax.axhline(bw, color="black", linestyle="--", linewidth=1, label=f"ceiling {bw:g} B/cycle (shared)")
+        top = bw
+    else:
+        ax.axhline(bw, color="black", linestyle="--", linewidth=1, label=f"ceiling {bw:g} B/cycle per direction")
+        ax.axhline(2 * bw, color="grey", linestyle=":", linewidth=1, label="both directions")
+        top = 2 * bw
+    ax.set_xlim(0, max(edges[-1], 1e-12))
+    ax.set_ylim(0, top * 1.15)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel("DDR bytes / cycle")
+    moved = result.loaded_bytes + result.stored_bytes
+    avg = moved / result.cycles if result.cycles else 0.0
+    ax.set_title(title or f"DDR bandwidth on {result.hardware}: {moved} B in {result.cycles} cycles "
+                          f"(average {avg:.2f} B/cycle, window {w} cycles)")
+    ax.legend(loc="upper right", fontsize=8)
+    return _save(fig, path)
+
+
+def plot_gantt(result: SimResult, path: str | Path, title: str | None = None) -> Path:
+    """Engine Gantt chart: a row per engine, operations colored by tensor (merged when there are many)."""
+    scale, xlabel = _time_axis(result)
+    engines = list(result.engines)
+    op_engine = result.op_engine
+    op_tensor = result.op_tensor
+    starts = result.op_start.astype(np.float64) * scale
+    ends = result.op_end.astype(np.float64) * scale
+    used = sorted({result.tensors[t] for t in op_tensor[op_engine >= 0].tolist()})
+    colors = _colors(used)
+    fig = _figure(10.0, 1.0 + 0.7 * len(engines))
+    ax = fig.add_subplot()
+    total = result.cycles * scale
+    labelled: set[str] = set()
+    bins = np.linspace(0.0, max(total, 1e-12), _PROFILE_BINS + 1)
+    width = bins[1] - bins[0]
+    any_profile = False
+    for row, engine in enumerate(engines):
+        m = op_engine == row
+        count = int(m.sum())
+        if not count:
+            continue
+        aggregate = count > _MAX_BARS
+        any_profile |= aggregate
+        y = len(engines) - 1 - row
+        base = np.zeros(_PROFILE_BINS)
+        for t in sorted(set(op_tensor[m].tolist())):
+            mt = m & (op_tensor == t)
+            name = result.tensors[t]
+            s, e = starts[mt], ends[mt]
+            label = None if name in labelled else name
+            labelled.add(name)
+            if aggregate:  # busy fraction per bin, stacked by tensor: the row's height is 100% busy
+                frac = _window_integrals(s, e, np.ones(len(s)), bins) / width
+                ax.stairs(y - 0.4 + (base + frac) * 0.8, bins, baseline=y - 0.4 + base * 0.8, fill=True,
+                          color=colors[name], label=label)
+                base = base + frac
+            else:  # one bar per operation, at least 1/2000 of the run wide so that short ones stay visible
+                widths = np.maximum(e - s, total / 2000)
+                ax.broken_barh(list(zip(s.tolist(), widths.tolist())), (y - 0.4, 0.8), facecolors=colors[name],
+                               edgecolor="none", label=label)
+        busy = result.utilization(engine)
+        ax.text(1.005, (y + 0.5) / len(engines), f"{busy:.0%}" + (" *" if aggregate else ""),
+                transform=ax.transAxes, va="center", fontsize=8)
+    ax.set_yticks(range(len(engines)))
+    ax.set_yticklabels(list(reversed(engines)))
+    ax.set_ylim(-0.6, len(engines) - 0.4)
+    ax.set_xlim(0, max(total, 1e-12))
+    ax.set_xlabel(xlabel)
+    note = f"; * = busy fraction per 1/{_PROFILE_BINS} of the run" if any_profile else ""
+    ax.set_title(title or f"Engines on {result.hardware}: {result.cycles} cycles, "
+                          f"{result.operations} operations (busy % at right{note})")
+    if labelled:
+        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.18 - 0.3 / len(engines)), ncol=min(6, len(labelled)),
+                  fontsize=8, frameon=False)
+    return _save(fig, path)
+
+
+def plot_sram(result: SimResult, path: str | Path, title: str | None = None) -> Path:
+    """SRAM occupancy over time, stacked by tensor, with the exact peak and the capacity."""
+    scale, xlabel = _time_axis(result)
+    w = result.window_cycles
+    occ = result.sram_occupancy
+    n = occ.shape[1] if occ.ndim == 2 else 0
+    edges = np.arange(n + 1) * w * scale
+    fig = _figure()
+    ax = fig.add_subplot()
+    colors = _colors(list(result.sram_tensors))
+    base = np.zeros(n)
+    kib = 1 / 1024
+    for k, name in enumerate(result.sram_tensors):
+        ax.stairs((base + occ[k]) * kib, edges, baseline=base * kib, fill=True, color=colors[name], alpha=0.85,
+                  label=name)
+        base = base + occ[k]
+    ax.axhline(result.peak_sram_bytes * kib, color="black", linestyle="--", linewidth=1,
+               label=f"peak {result.peak_sram_bytes * kib:.1f} KiB")
+    top = max(result.peak_sram_bytes, result.reserved_sram_bytes, 1) * kib * 1.3
+    capacity = result.sram_bytes * kib
+    if capacity <= top * 1.5:  # show the capacity line when it is on a comparable scale
+        top = max(top, capacity * 1.1)
+        ax.axhline(capacity, color="red", linestyle=":", linewidth=1, label=f"capacity {capacity:.0f} KiB")
+    else:
+        ax.plot([], [], " ", label=f"capacity {capacity:.0f} KiB (off scale)")
+    ax.set_xlim(0, max(edges[-1] if n else 0, 1e-12))
+    ax.set_ylim(0, top)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel("SRAM KiB (average per window)")
+    ax.set_title(title or f"SRAM occupancy on {result.hardware} (window {w} cycles; reserved by the trace, "
+                          f"x ways: {result.reserved_sram_bytes * kib:.1f} KiB)")
+    ax.legend(loc="upper right", fontsize=8)
+    return _save(fig, path)
+
+
+def plot_all(result: SimResult, directory: str | Path, prefix: str = "") -> list[Path]:
+    """The three figures as PNGs in `directory` (bandwidth, gantt, sram)."""
+    directory = Path(directory)
+    return [plot_bandwidth(result, directory / f"{prefix}bandwidth.png"),
+            plot_gantt(result, directory / f"{prefix}gantt.png"),
+            plot_sram(result, directory / f"{prefix}sram.png")]
+
+
+__all__ = ["plot_all", "plot_bandwidth", "plot_gantt", "plot_sram"]

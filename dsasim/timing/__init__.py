@@ -1,0 +1,47 @@
+"""Timing simulation of a trace: engines, DDR ports, dependencies, stalls, timelines.
+
+`simulate(trace, hardware)` lowers the trace into an operation graph (`model.py`: engines, durations,
+dependencies), schedules it exactly (`engine.py`, a fast discrete-event list scheduler; `reference=True` uses
+the simpy reference scheduler of `reference.py`, which implements the same rules and is tested equal), and
+derives a `SimResult` (`result.py`). The trace is the only input.
+"""
+
+from __future__ import annotations
+
+import gc
+
+from ..hardware import Accelerator
+from ..trace import Trace
+from .engine import schedule
+from .errors import DeadlockError, TimingError
+from .model import OpGraph, lower
+from .result import OpRecord, SimResult, build_result
+
+__all__ = ["DeadlockError", "OpGraph", "OpRecord", "SimResult", "TimingError", "lower", "simulate"]
+
+
+def simulate(trace: Trace, hardware: Accelerator, window_cycles: int | None = None,
+             reference: bool = False) -> SimResult:
+    """Time a trace on `hardware`; `window_cycles` sets the timeline resolution (default: about 256 windows).
+
+    reference=True schedules with the simpy reference implementation (same result, much slower).
+    Raises TimingError for a malformed trace and DeadlockError when some operation can never run.
+    """
+    if not isinstance(hardware, Accelerator):
+        raise TypeError(f"simulate needs an Accelerator, got {type(hardware).__name__}")
+    if window_cycles is not None and (isinstance(window_cycles, bool) or not isinstance(window_cycles, int)
+                                      or window_cycles < 1):
+        raise ValueError(f"window_cycles must be a positive integer or None, got {window_cycles!r}")
+    collecting = gc.isenabled()
+    gc.disable()  # the graph is large and acyclic: cyclic GC passes over it only cost time
+    try:
+        graph = lower(trace, hardware)
+        if reference:
+            from .reference import schedule_simpy
+            sched = schedule_simpy(graph)
+        else:
+            sched = schedule(graph)
+        return build_result(graph, sched, hardware, window_cycles)
+    finally:
+        if collecting:
+            gc.enable()

@@ -1,0 +1,19 @@
+"""Errors of the timing simulation: a malformed trace, and a schedule that can never finish."""
+
+from __future__ import annotations
+
+
+class TimingError(ValueError):
+    """The trace cannot be timed (malformed, or inconsistent with the hardware)."""
+
+
+class DeadlockError(TimingError):
+    """The simulation cannot make progress: an operation waits for something that can never complete.
+
+    `stuck` holds a description of each operation in the wait-for chain, the first one repeated at the end when
+    the chain is a cycle.
+    """
+
+    def __init__(self, message: str, stuck: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.stuck = stuck

@@ -1,0 +1,456 @@
+"""SimResult: what a timing simulation reports, and how it is derived from the scheduled operation graph.
+
+Definitions (cycles at the accelerator clock):
+  * cycles: when the last operation ends (the first starts at 0).
+  * busy cycles of an engine: the sum of its operations' durations; utilization = busy / cycles.
+  * TensorCore MAC utilization: useful MACs / (cycles x ic_block x oc_block); padding waste: the MACs spent on the
+    unused part of partial 16 x 24 blocks, (padded_macs - macs) / (cycles x ic_block x oc_block).
+  * roofline bound: max(TensorCore busy, vector busy, DDR time), DDR time = (loaded + stored bytes) / bandwidth
+    with a shared port, max(loaded, stored) / bandwidth with separate ones (rounded up). Always <= cycles.
+  * stall attribution: every cycle the TensorCore is idle, from 0 to the end, is blamed on one cause. Before
+    each TensorCore operation, the idle gap since the previous one is walked back along the critical chain:
+    the dependency (or the engine predecessor) that finished last, or, for a transfer that waited for its port,
+    the transfer that held the port. Each stretch of the gap is blamed on what the chain was doing then:
+    "load:T" (a load of tensor T running, or queued behind another load), "store-port" (a store holding the
+    shared DDR port, and everything that store was waiting for), "slot" (everything behind a wait for a free
+    slot or buffer: the previous occupant's compute and store), "store:T" (a store of T that a load of the same
+    DDR region had to wait for), "vector" (a vector operation producing the TensorCore's input), "other" (never
+    expected). The first matching rule, walking back from the TensorCore, wins. The idle time after the last
+    TensorCore operation is "drain". The stall cycles sum to cycles - TensorCore busy.
+  * DDR bandwidth over time: bytes per window of `window_cycles`, a transfer's bytes spread evenly over its data
+    phase (after its setup cycles).
+  * SRAM occupancy over time: a buffer occupies its bytes (one copy, as allocated) from the start of its first
+    fill until the end of the last operation on it (its release); per window, the time-averaged bytes per
+    tensor. peak_sram_bytes is the exact peak of that; reserved_sram_bytes is the trace's capacity charge
+    (bytes x ways of N-way scopes), which the schedule was checked against.
+"""
+
+from __future__ import annotations
+
+import math
+from bisect import bisect_left
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any, Iterator, Mapping, NamedTuple
+
+import numpy as np
+
+from ..hardware import Accelerator
+from ..trace import Region, format_region
+from .engine import Schedule
+from .model import FREE_OP, KIND_NAMES, LOAD_OP, STORE_OP, TC_OP, VEC_OP, OpGraph, overlaps
+
+# operation kinds as they appear in records
+KINDS = KIND_NAMES[:5]
+
+
+class OpRecord(NamedTuple):
+    """One scheduled operation: engine, kind, [start, end) in cycles, bytes moved, tensor, region, buffer."""
+
+    engine: str
+    kind: str
+    start: int
+    end: int
+    nbytes: int
+    tensor: str
+    region: Region
+    buffer: int
+
+    @property
+    def name(self) -> str:
+        """A slice name such as 'load image[0:1, 0:16, 0:2, 0:56]'."""
+        return f"{self.kind} {self.tensor}{format_region(self.region)}"
+
+
+def _frozen(a: Any) -> np.ndarray:
+    arr = np.asarray(a)
+    arr.setflags(write=False)
+    return arr
+
+
+@dataclass(frozen=True, eq=False)
+class SimResult:
+    """The timed run of one trace on one accelerator (immutable; arrays are read-only)."""
+
+    hardware: str
+    clock_hz: float
+    dram_bytes_per_cycle: float
+    dram_shared_load_store: bool
+    dma_setup_cycles: int
+    sram_bytes: int
+    tensorcore_block: int  # ic_block x oc_block: MACs per TensorCore cycle
+    cycles: int
+    engines: tuple[str, ...]
+    engine_busy_cycles: Mapping[str, int]
+    engine_operations: Mapping[str, int]
+    loaded_bytes: int
+    stored_bytes: int
+    macs: int
+    tensorcore_macs: int
+    padded_macs: int
+    roofline_cycles: int
+    roofline_terms: Mapping[str, int]
+    stall_cycles: Mapping[str, int]
+    peak_sram_bytes: int
+    reserved_sram_bytes: int
+    window_cycles: int
+    ddr_load_bytes: np.ndarray  # per window
+    ddr_store_bytes: np.ndarray  # per window
+    sram_tensors: tuple[str, ...]
+    sram_occupancy: np.ndarray  # (len(sram_tensors), windows): time-averaged bytes per window
+    tensors: tuple[str, ...]  # the trace's tensor names, indexed by op_tensor
+    op_engine: np.ndarray  # index into engines, -1 for OPEN (no engine)
+    op_kind: np.ndarray  # index into KINDS
+    op_start: np.ndarray
+    op_end: np.ndarray
+    op_bytes: np.ndarray
+    op_tensor: np.ndarray
+    op_buffer: np.ndarray
+    op_regions: tuple[Region, ...]
+    buffer_tensor: np.ndarray  # per buffer: its tensor, bytes and occupancy interval [start, end)
+    buffer_bytes: np.ndarray
+    buffer_start: np.ndarray
+    buffer_end: np.ndarray
+
+    # -- derived figures -----------------------------------------------------------------------------------
+    @property
+    def operations(self) -> int:
+        """Number of scheduled operations (transfers, computes, OPENs)."""
+        return len(self.op_start)
+
+    def utilization(self, engine: str) -> float:
+        """Busy fraction of an engine, 0..1."""
+        return self.engine_busy_cycles[engine] / self.cycles if self.cycles else 0.0
+
+    @property
+    def tensorcore_utilization(self) -> float:
+        """TensorCore busy cycles / cycles, 0..1."""
+        return self.utilization("tensorcore")
+
+    @property
+    def tensorcore_mac_utilization(self) -> float:
+        """Useful MACs / (cycles x MACs per TensorCore cycle), 0..1."""
+        if not self.cycles:
+            return 0.0
+        return self.tensorcore_macs / (self.cycles * self.tensorcore_block)
+
+    @property
+    def tensorcore_padding_waste(self) -> float:
+        """MACs wasted on partial 16x24 blocks / (cycles x MACs per TensorCore cycle), 0..1."""
+        if not self.cycles:
+            return 0.0
+        return (self.padded_macs - self.tensorcore_macs) / (self.cycles * self.tensorcore_block)
+
+    @property
+    def cycles_over_roofline(self) -> float:
+        """cycles / roofline bound (>= 1)."""
+        return self.cycles / self.roofline_cycles if self.roofline_cycles else 1.0
+
+    @property
+    def seconds(self) -> float:
+        """Wall time on the accelerator at its clock."""
+        return self.cycles / self.clock_hz
+
+    @property
+    def window_starts(self) -> np.ndarray:
+        """Start cycle of each timeline window."""
+        return np.arange(len(self.ddr_load_bytes)) * self.window_cycles
+
+    def records(self) -> Iterator[OpRecord]:
+        """Every scheduled operation, in program order."""
+        names = self.engines
+        tensors = self.tensors
+        for e, k, s, t_end, nb, t, reg, b in zip(self.op_engine.tolist(), self.op_kind.tolist(),
+                                                  self.op_start.tolist(), self.op_end.tolist(),
+                                                  self.op_bytes.tolist(), self.op_tensor.tolist(), self.op_regions,
+                                                  self.op_buffer.tolist()):
+            yield OpRecord(names[e] if e >= 0 else "sram", KINDS[k], s, t_end, nb, tensors[t], reg, b)
+
+    def to_json(self, name: str, buffers: int | None = None) -> dict[str, Any]:
+        """A JSON-ready summary with a fixed key order (same input, byte-identical output)."""
+        return {
+            "name": name,
+            "buffers": buffers,
+            "hardware": self.hardware,
+            "cycles": self.cycles,
+            "seconds": self.seconds,
+            "roofline_cycles": self.roofline_cycles,
+            "roofline_terms": dict(self.roofline_terms),
+            "cycles_over_roofline": round(self.cycles_over_roofline, 6),
+            "loaded_bytes": self.loaded_bytes,
+            "stored_bytes": self.stored_bytes,
+            "peak_sram_bytes": self.peak_sram_bytes,
+            "reserved_sram_bytes": self.reserved_sram_bytes,
+            "macs": self.macs,
+            "tensorcore_utilization": round(self.tensorcore_utilization, 6),
+            "tensorcore_mac_utilization": round(self.tensorcore_mac_utilization, 6),
+            "tensorcore_padding_waste": round(self.tensorcore_padding_waste, 6),
+            "engines": {e: {"busy_cycles": self.engine_busy_cycles[e],
+                            "utilization": round(self.utilization(e), 6),
+                            "operations": self.engine_operations[e]} for e in self.engines},
+            "stall_cycles": {k: self.stall_cycles[k] for k in sorted(self.stall_cycles)},
+            "operations": self.operations,
+            "window_cycles": self.window_cycles,
+            "ddr_load_bytes_per_window": [round(float(v), 3) for v in self.ddr_load_bytes],
+            "ddr_store_bytes_per_window": [round(float(v), 3) for v in self.ddr_store_bytes],
+        }
+
+    def summary(self) -> str:
+        """A few readable lines."""
+        lines = [
+            f"{self.cycles} cycles ({self.seconds * 1e6:.1f} us at {self.clock_hz / 1e9:g} GHz); roofline bound "
+            f"{self.roofline_cycles} cycles ({', '.join(f'{k} {v}' for k, v in self.roofline_terms.items())}); "
+            f"cycles / bound = {self.cycles_over_roofline:.3f}",
+            f"DDR: loaded {self.loaded_bytes} B, stored {self.stored_bytes} B; SRAM peak {self.peak_sram_bytes} B "
+            f"occupied, {self.reserved_sram_bytes} B reserved (x ways)",
+            f"TensorCore: {self.tensorcore_utilization:.1%} busy, {self.tensorcore_mac_utilization:.1%} useful "
+            f"MACs, {self.tensorcore_padding_waste:.1%} lost to partial blocks",
+            "engines: " + ", ".join(f"{e} {self.utilization(e):.1%} ({self.engine_operations[e]} ops)"
+                                    for e in self.engines),
+        ]
+        if self.peak_sram_bytes > self.sram_bytes:
+            lines.append(f"warning: buffers overlap in time beyond the SRAM capacity ({self.peak_sram_bytes} B > "
+                         f"{self.sram_bytes} B): slots of different scopes do not wait for each other")
+        if self.stall_cycles:
+            total = sum(self.stall_cycles.values())
+            parts = sorted(self.stall_cycles.items(), key=lambda kv: (-kv[1], kv[0]))
+            lines.append(f"TensorCore idle {total} cycles: " + ", ".join(f"{k} {v}" for k, v in parts))
+        return "\n".join(lines)
+
+
+def _nice_window(cycles: int, target: int = 256) -> int:
+    """A round window (1, 2 or 5 x 10^k cycles) giving about `target` windows or fewer."""
+    raw = max(1, math.ceil(cycles / target))
+    p = 10 ** (len(str(raw)) - 1)
+    for m in (1, 2, 5, 10):
+        if m * p >= raw:
+            return m * p
+    return 10 * p  # pragma: no cover
+
+
+def _window_integrals(s: np.ndarray, e: np.ndarray, rate: np.ndarray, edges: np.ndarray) -> np.ndarray:
+    """Integral over each window [edges[k], edges[k+1]) of sum_i rate_i * [s_i <= t < e_i]."""
+    if len(s) == 0:
+        return np.zeros(len(edges) - 1)
+    t = np.concatenate([s, e]).astype(np.float64)
+    d = np.concatenate([rate, -rate]).astype(np.float64)
+    order = np.argsort(t, kind="stable")
+    t = t[order]
+    d = d[order]
+    r = np.cumsum(d)
+    g = np.zeros(len(t))
+    g[1:] = np.cumsum(r[:-1] * np.diff(t))
+    ge = np.interp(edges, t, g, left=0.0, right=float(g[-1]))
+    return np.diff(ge)
+
+
+def _attribute_stalls(g: OpGraph, sched: Schedule, cycles: int) -> dict[str, int]:
+    """Blame every idle TensorCore cycle on a cause (see the module docstring)."""
+    queue = g.queues[g.tensorcore_engine]
+    if not queue:
+        return {}
+    starts, ends = sched.starts, sched.ends
+    kind, deps, engine, tensor_names, tensor = g.kind, g.deps, g.engine, g.tensor_names, g.tensor
+    port_pos: dict[int, tuple[int, int]] = {}
+    for p, order in enumerate(sched.port_order):
+        for k, op in enumerate(order):
+            port_pos[op] = (p, k)
+
+    def ddr_binding(op: int, ready: int) -> tuple[int, int]:
+        """The overlapping earlier transfer with the latest end after `ready`, if any."""
+        t = tensor[op]
+        if engine[op] == g.store_engine:
+            lists = g.loads_by_tensor.get(t) or []
+        else:
+            lists = [g.stores_by_tensor.get(t, [])]
+        best, best_end = -1, ready
+        for ops in lists:
+            k = bisect_left(ops, op) - 1
+            while k >= 0:
+                j = ops[k]
+                if ends[j] <= best_end:
+                    break
+                if overlaps(g.region[j], g.region[op]):
+                    best, best_end = j, ends[j]
+                    break
+                k -= 1
+        return best, best_end
+
+    hows = ("data", "slot", "war")
+    reason_prio = (0, 2, 3)  # on equal end times: data before slot before war before the engine predecessor
+    prev_on_engine, port_of, ddr_check = g.prev_on_engine, g.port, g.ddr_check
+
+    def binding(op: int) -> tuple[int, str]:
+        """(what op waited for last, how): 'engine', 'data', 'slot', 'war', 'ddr', 'port'; (-1, '') if nothing."""
+        best_j = prev_on_engine[op]
+        best_end = ends[best_j] if best_j >= 0 else -1
+        best_pr = 4
+        best_how = "engine"
+        for d in deps[op]:
+            j = d >> 2
+            e = ends[j]
+            if e >= best_end:
+                pr = reason_prio[d & 3]
+                if e > best_end or pr < best_pr:
+                    best_j, best_end, best_pr, best_how = j, e, pr, hows[d & 3]
+        ready = best_end if best_end > 0 else 0
+        if ddr_check[op]:
+            j, e = ddr_binding(op, ready)
+            if j >= 0:
+                best_j, best_end, best_how, ready = j, e, "ddr", e
+        if port_of[op] >= 0 and starts[op] > ready:
+            p, k = port_pos[op]
+            if k > 0:
+                return sched.port_order[p][k - 1], "port"
+        return best_j, best_how
+
+    def label(op: int) -> str:
+        k = kind[op]
+        if k == LOAD_OP:
+            return f"load:{tensor_names[tensor[op]]}"
+        if k == STORE_OP:
+            return f"store:{tensor_names[tensor[op]]}"
+        if k == VEC_OP:
+            return "vector"
+        if k == TC_OP:
+            return "tensorcore"
+        return "other"
+
+    stalls: dict[str, int] = {}
+    get = stalls.get
+    limit = g.n + 1
+    prev_end = 0
+    for op in queue:
+        s = starts[op]
+        if s > prev_end:
+            cur, hi, mode = op, s, None
+            steps = 0
+            while hi > prev_end:
+                q, how = binding(cur)
+                steps += 1
+                if q < 0 or steps > limit:
+                    stalls["other"] = get("other", 0) + hi - prev_end
+                    break
+                if mode is None:
+                    if how == "slot":
+                        mode = "slot"
+                    elif how == "port" and kind[q] == STORE_OP:
+                        mode = "store-port"
+                e_q = ends[q]
+                if e_q < hi:  # not expected: the binding predecessor ends when cur starts
+                    low = e_q if e_q > prev_end else prev_end
+                    stalls["other"] = get("other", 0) + hi - low
+                    hi = low
+                s_q = starts[q]
+                lo = s_q if s_q > prev_end else prev_end
+                if hi > lo:
+                    key = mode or label(q)
+                    stalls[key] = get(key, 0) + hi - lo
+                if s_q < hi:
+                    hi = s_q
+                cur = q
+        prev_end = ends[op]
+    if cycles > prev_end:
+        stalls["drain"] = get("drain", 0) + cycles - prev_end
+    return stalls
+
+
+def build_result(g: OpGraph, sched: Schedule, hardware: Accelerator, window_cycles: int | None) -> SimResult:
+    """Assemble the SimResult of a scheduled graph."""
+    cycles = sched.cycles
+    n = g.n
+    real = [i for i in range(n) if g.kind[i] != FREE_OP] if any(k == FREE_OP for k in g.kind) else None
+    idx = np.arange(n) if real is None else np.asarray(real, dtype=np.int64)
+    starts = np.asarray(sched.starts, dtype=np.int64)[idx]
+    ends = np.asarray(sched.ends, dtype=np.int64)[idx]
+    kind = np.asarray(g.kind, dtype=np.int8)[idx]
+    engine = np.asarray(g.engine, dtype=np.int16)[idx]
+    nbytes = np.asarray(g.nbytes, dtype=np.int64)[idx]
+    tensor = np.asarray(g.tensor, dtype=np.int32)[idx]
+    buffer = np.asarray(g.buffer, dtype=np.int64)[idx]
+    regions = tuple(g.region) if real is None else tuple(g.region[i] for i in real)
+    durs = ends - starts
+
+    names = tuple(g.engine_names)
+    busy = {}
+    counts = {}
+    for e, nm in enumerate(names):
+        mask = engine == e
+        busy[nm] = int(durs[mask].sum())
+        counts[nm] = int(mask.sum())
+
+    padded = g.padded_macs
+    bw = float(hardware.dram_bytes_per_cycle)
+    if hardware.dram_shared_load_store:
+        ddr = math.ceil((g.loaded_bytes + g.stored_bytes) / bw)
+    else:
+        ddr = math.ceil(max(g.loaded_bytes, g.stored_bytes) / bw)
+    terms = {"tensorcore": busy["tensorcore"], "vector": busy["vector"], "ddr": ddr}
+    bound = max(terms.values())
+
+    # timelines
+    w = window_cycles if window_cycles is not None else _nice_window(cycles)
+    if w < 1:
+        raise ValueError(f"window_cycles must be >= 1, got {w}")
+    n_win = max(1, math.ceil(cycles / w))
+    edges = np.arange(n_win + 1, dtype=np.float64) * w
+    setup = hardware.dma_setup_cycles
+    ddr_bytes = []
+    for k in (LOAD_OP, STORE_OP):
+        m = kind == k
+        s = starts[m] + setup
+        e = ends[m]
+        b = nbytes[m].astype(np.float64)
+        ddr_bytes.append(_window_integrals(s, e, b / np.maximum(e - s, 1), edges))
+
+    # SRAM occupancy per buffer
+    nb_buf = len(g.buffer_tensor)
+    b_start = np.zeros(nb_buf, dtype=np.int64)
+    b_end = np.zeros(nb_buf, dtype=np.int64)
+    first = np.asarray(g.buffer_first_op, dtype=np.int64)
+    keep = first >= 0
+    all_starts = np.asarray(sched.starts, dtype=np.int64)
+    all_ends = np.asarray(sched.ends, dtype=np.int64)
+    b_start[keep] = all_starts[first[keep]]
+    finals = g.buffer_final_users
+    n_users = np.fromiter((len(u) for u in finals), dtype=np.int64, count=nb_buf)
+    flat = np.fromiter((u for users in finals for u in users), dtype=np.int64, count=int(n_users.sum()))
+    b_end[n_users == 0] = cycles  # never freed: occupied until the end
+    if len(flat):
+        np.maximum.at(b_end, np.repeat(np.arange(nb_buf), n_users), all_ends[flat])
+    b_tensor = np.asarray(g.buffer_tensor, dtype=np.int32)[keep]
+    b_bytes = np.asarray(g.buffer_nbytes, dtype=np.int64)[keep]
+    b_start = b_start[keep]
+    b_end = b_end[keep]
+    present = sorted(set(b_tensor.tolist()))
+    sram_names = tuple(g.tensor_names[t] for t in present)
+    occupancy = np.zeros((len(present), n_win))
+    for row, t in enumerate(present):
+        m = b_tensor == t
+        occupancy[row] = _window_integrals(b_start[m], b_end[m], b_bytes[m].astype(np.float64), edges) / w
+    if len(b_start):
+        times = np.concatenate([b_end, b_start])
+        deltas = np.concatenate([-b_bytes, b_bytes])
+        order = np.lexsort((deltas, times))
+        peak = int(max(0, np.cumsum(deltas[order]).max()))
+    else:
+        peak = 0
+
+    stalls = _attribute_stalls(g, sched, cycles)
+    result = SimResult(
+        hardware=hardware.name, clock_hz=hardware.clock_hz, dram_bytes_per_cycle=bw,
+        dram_shared_load_store=hardware.dram_shared_load_store, dma_setup_cycles=setup,
+        sram_bytes=hardware.sram_bytes,
+        tensorcore_block=hardware.tensorcore_in_channels * hardware.tensorcore_out_channels, cycles=cycles,
+        engines=names, engine_busy_cycles=MappingProxyType(busy), engine_operations=MappingProxyType(counts),
+        loaded_bytes=g.loaded_bytes, stored_bytes=g.stored_bytes, macs=g.macs,
+        tensorcore_macs=g.tensorcore_macs, padded_macs=padded,
+        roofline_cycles=bound, roofline_terms=MappingProxyType(terms), stall_cycles=MappingProxyType(stalls),
+        peak_sram_bytes=peak, reserved_sram_bytes=g.reserved_sram_bytes, window_cycles=w,
+        ddr_load_bytes=_frozen(ddr_bytes[0]), ddr_store_bytes=_frozen(ddr_bytes[1]), sram_tensors=sram_names,
+        sram_occupancy=_frozen(occupancy), tensors=tuple(g.tensor_names), op_engine=_frozen(engine),
+        op_kind=_frozen(kind), op_start=_frozen(starts), op_end=_frozen(ends), op_bytes=_frozen(nbytes),
+        op_tensor=_frozen(tensor), op_buffer=_frozen(buffer), op_regions=regions,
+        buffer_tensor=_frozen(b_tensor), buffer_bytes=_frozen(b_bytes), buffer_start=_frozen(b_start),
+        buffer_end=_frozen(b_end))
+    return result

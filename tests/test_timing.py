@@ -1,0 +1,466 @@
+"""The timing model: hand-derived exact cycle counts, invariants on the demos, simpy reference equality, errors.
+
+Conventions of the tiny cases: `tiny()` is the blog machine with dma_setup_cycles=0, 1 byte/cycle of DDR and a
+1x1 TensorCore, so a transfer of b bytes takes b cycles and a conv over W pixels with one input and one output
+channel takes W cycles. Notation: l = load cycles of a tile, c = compute cycles, s = store cycles, k = tiles.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from dsasim import GlobalHierarchy, Schedule, Session, TensorCore, preset, run_schedule
+from dsasim.schedule import bind_tensors
+from dsasim.segments import Segment
+from dsasim.timing import DeadlockError, SimResult, TimingError, simulate
+from dsasim.trace import ALLOC, COMPUTE, FREE, LOAD, OPEN, STORE, TensorInfo, Trace
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _single_torch_thread():
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def tiny(bw: float = 1.0, setup: int = 0, shared: bool = True, channels: int = 1, ic: int = 1,
+         oc: int = 1):
+    return dataclasses.replace(preset("blog"), name="tiny", dma_setup_cycles=setup, dram_bytes_per_cycle=bw,
+                               dram_shared_load_store=shared, dma_load_channels=channels,
+                               tensorcore_in_channels=ic, tensorcore_out_channels=oc)
+
+
+def pipeline(hw, k: int, width: int, reps: int, buffers: int, out_channels: int = 1) -> Trace:
+    """Weights (1 byte) resident; per tile: load x (width B), open y, `reps` convs (out_channels*width cycles
+    each), store y (out_channels*width B) at scope exit. The tile scope is `buffers`-way."""
+    s = Session(hw, numeric=False, scope_buffers={"tile": buffers})
+    x = s.input("x", (1, 1, 1, k * width))
+    wt = s.input("w", (out_channels, 1, 1, 1))
+    y = s.output("y", (1, out_channels, 1, k * width))
+    tc = TensorCore(s)
+    with GlobalHierarchy(s, "weights"):
+        w = wt[:, :]
+        for j in range(k):
+            cols = Segment(j * width, (j + 1) * width)
+            with GlobalHierarchy(s, "tile"):
+                xt = x[0, 0, 0, cols]
+                yt = y[0, :, 0, cols]
+                for _ in range(reps):
+                    yt += tc.conv2d(xt, w)
+    return s.finish()
+
+
+def inplace(hw, k: int, width: int, reps: int, buffers: int) -> Trace:
+    """Tiles updated in place: an init scope computes and stores all of y (so y's tiles are in DDR), then each
+    tile is loaded, updated by `reps` convs (width cycles each) and stored back: one buffer per tile."""
+    s = Session(hw, numeric=False, scope_buffers={"tile": buffers})
+    wt = s.input("w", (1, 1, 1, 1))
+    y = s.output("y", (1, 1, 1, k * width))
+    tc = TensorCore(s)
+    with GlobalHierarchy(s, "weights"):
+        w = wt[:, :]
+        with GlobalHierarchy(s, "init"):
+            yf = y[:, :, :, :]
+            yf += tc.conv2d(yf, w)
+        for j in range(k):
+            with GlobalHierarchy(s, "tile"):
+                yt = y[0, 0, 0, Segment(j * width, (j + 1) * width)]
+                for _ in range(reps):
+                    yt += tc.conv2d(yt, w)
+    return s.finish()
+
+
+def ops(result: SimResult, kind: str, tensor: str | None = None):
+    return [r for r in result.records() if r.kind == kind and (tensor is None or r.tensor == tensor)]
+
+
+# -- one tile -------------------------------------------------------------------------------------------------
+
+def one_tile(hw) -> Trace:
+    s = Session(hw, numeric=False)
+    image = s.input("image", (1, 16, 1, 8))
+    weight = s.input("weight", (24, 16, 1, 1))
+    output = s.output("output", (1, 24, 1, 8))
+    tc = TensorCore(s)
+    with GlobalHierarchy(s, "tile"):
+        x = image[:, :, :, :]
+        w = weight[:, :, :, :]
+        y = output[:, :, :, :]
+        y += tc.conv2d(x, w)
+    return s.finish()
+
+
+def test_one_tile_exact():
+    # blog TensorCore (16 x 24), 32 B/cycle, no setup. image 16*8 = 128 B -> 4 cycles, weight 24*16 = 384 B
+    # -> 12, output 24*8 = 192 B -> 6; conv: ceil(16/16) * ceil(24/24) * 8 pixels = 8 cycles.
+    # load image [0,4], load weight [4,16] (one load channel), open output at 0, conv [16,24], store [24,30].
+    hw = dataclasses.replace(preset("blog"), dma_setup_cycles=0)
+    r = simulate(one_tile(hw), hw)
+    assert r.cycles == 30
+    assert [(o.start, o.end) for o in ops(r, "load")] == [(0, 4), (4, 16)]
+    assert [(o.start, o.end) for o in ops(r, "tensorcore")] == [(16, 24)]
+    assert [(o.start, o.end) for o in ops(r, "store")] == [(24, 30)]
+    assert r.roofline_cycles == 22  # (128 + 384 + 192) / 32 = 22 > 8 TensorCore cycles
+    assert r.engine_busy_cycles == {"dma-load": 16, "dma-store": 6, "tensorcore": 8, "vector": 0}
+    # TensorCore idle: [0,4] behind the image load, [4,16] the weight load, [24,30] the drain (the store)
+    assert dict(r.stall_cycles) == {"load:image": 4, "load:weight": 12, "drain": 6}
+    assert r.tensorcore_mac_utilization == pytest.approx(16 * 24 * 8 / (30 * 384))
+    assert r.tensorcore_padding_waste == 0
+    # with 64 setup cycles per transfer: [0,68], [68,144], conv [144,152], store [152,222]
+    hw64 = dataclasses.replace(preset("blog"), dma_setup_cycles=64)
+    assert simulate(one_tile(hw64), hw64).cycles == 222
+    # two load channels share the one DDR port: the loads still serialize, same 30 cycles
+    hw2 = dataclasses.replace(hw, dma_load_channels=2)
+    r2 = simulate(one_tile(hw2), hw2)
+    assert r2.cycles == 30 and r2.engines[:2] == ("dma-load0", "dma-load1")
+
+
+def test_padding_waste_of_partial_blocks():
+    # 8 output channels on a 24-wide TensorCore: 1 step per pixel, 16*8 useful MACs of 16*24 per cycle
+    hw = dataclasses.replace(preset("blog"), dma_setup_cycles=0)
+    s = Session(hw, numeric=False)
+    image, weight = s.input("image", (1, 16, 1, 8)), s.input("weight", (8, 16, 1, 1))
+    output = s.output("output", (1, 8, 1, 8))
+    with GlobalHierarchy(s, "tile"):
+        y = output[:, :, :, :]
+        y += TensorCore(s).conv2d(image[:, :, :, :], weight[:, :, :, :])
+    r = simulate(s.finish(), hw)
+    # image 128 B (4 cycles), weight 128 B (4), conv 8 cycles [8,16], output 64 B (2): 18 cycles
+    assert r.cycles == 18
+    assert r.tensorcore_mac_utilization == pytest.approx(16 * 8 * 8 / (18 * 384))
+    assert r.tensorcore_padding_waste == pytest.approx(16 * 16 * 8 / (18 * 384))
+
+
+# -- k identical tiles, N = 1 vs N = 2 ------------------------------------------------------------------------
+
+def test_k_tiles_n1_vs_n2_exact():
+    # k = 6 tiles of W = 4 bytes: l = s = 4, c = 2 convs x 4 = 8 (= l + s); weight load w0 = 1 cycle first.
+    # N=1: tile i+1's load waits for compute i (x's slot), its open for store i (y's slot); the store and the
+    #   load share the port (store first: earlier in program order): w0 + k (l + c + s) = 1 + 6*16 = 97.
+    # N=2: load i+1 runs during compute i; store i-1 and load i+1 fit in compute i since c >= l + s, so the
+    #   TensorCore never waits after the first load: w0 + l + k c + s = 1 + 4 + 48 + 4 = 57.
+    hw = tiny()
+    r1 = simulate(pipeline(hw, 6, 4, 2, 1), hw)
+    r2 = simulate(pipeline(hw, 6, 4, 2, 2), hw)
+    assert (r1.cycles, r2.cycles) == (97, 57)
+    assert r2.cycles - r2.engine_busy_cycles["tensorcore"] == 1 + 4 + 4  # weight + first load + last store
+    # N=1 stalls: before each compute the x load (l); before each but the first, the previous store holding
+    # the shared port (s): load:x 6*4, store-port 5*4, load:w 1, drain (last store) 4; sum = 97 - 48
+    assert dict(r1.stall_cycles) == {"load:x": 24, "store-port": 20, "load:w": 1, "drain": 4}
+    assert dict(r2.stall_cycles) == {"load:x": 4, "load:w": 1, "drain": 4}
+
+
+def test_loads_and_stores_contend_for_shared_bandwidth():
+    # k = 6, l = s = c = 4, N = 2. Shared port: each tile needs l + s = 8 port cycles > c, so the run is
+    # DDR-bound: 1 (weight) + 6 * 8 = 49 cycles, exactly the roofline bound, port busy throughout.
+    # Split load/store ports: load i+1 and store i-1 run in parallel during compute i: 1 + l + k c + s = 33.
+    shared = simulate(pipeline(tiny(shared=True), 6, 4, 1, 2), tiny(shared=True))
+    split = simulate(pipeline(tiny(shared=False), 6, 4, 1, 2), tiny(shared=False))
+    assert (shared.cycles, split.cycles) == (49, 33)
+    assert shared.cycles == shared.roofline_cycles == 1 + 6 * 8
+    assert split.roofline_cycles == 25  # max(24 TensorCore, max(25 loaded, 24 stored) bytes)
+    transfers = sorted((o.start, o.end) for o in shared.records() if o.kind in ("load", "store"))
+    assert all(a[1] <= b[0] for a, b in zip(transfers, transfers[1:]))  # one at a time on the shared port
+    assert sum(e - s for s, e in transfers) == 49  # and never idle
+    assert shared.ddr_load_bytes.sum() + shared.ddr_store_bytes.sum() == pytest.approx(49)
+
+
+# -- WAR on slots and buffers ---------------------------------------------------------------------------------
+
+def test_load_waits_for_its_slot():
+    # split ports, c = 8, k = 2. N=1: x1 goes into x0's slot, so it waits for compute 0 [5,13]: load [13,17].
+    # N=2: x1 has its own slot and follows x0 on the load channel: [5,9].
+    hw = tiny(shared=False)
+    r1 = simulate(pipeline(hw, 2, 4, 2, 1), hw)
+    r2 = simulate(pipeline(hw, 2, 4, 2, 2), hw)
+    c0 = ops(r1, "tensorcore")[1]  # the second conv of tile 0 ends tile 0's compute
+    assert (c0.start, c0.end) == (9, 13)
+    assert [(o.start, o.end) for o in ops(r1, "load", "x")] == [(1, 5), (13, 17)]
+    assert [(o.start, o.end) for o in ops(r2, "load", "x")] == [(1, 5), (5, 9)]
+
+
+def test_tensorcore_waits_for_a_free_slot():
+    # 2 output channels: weight 2 B, l = 4, c = s = 8 (k = 3, N = 1, split ports). Tile i+1's output opens in
+    # y_i's slot only after store i [e_i, e_i + 8]; its x load [e_i, e_i + 4] is done earlier. So the
+    # TensorCore waits 8 cycles per later tile, all "slot": 2 + 4 + 8 + 2 * (8 + 8) + 8 = 54.
+    hw = tiny(shared=False)
+    r = simulate(pipeline(hw, 3, 4, 1, 1, out_channels=2), hw)
+    assert r.cycles == 54
+    assert dict(r.stall_cycles) == {"load:w": 2, "load:x": 4, "slot": 16, "drain": 8}
+
+
+def test_reuse_flag_load_waits_for_readers_of_the_buffer():
+    # One scope; x tiles through one reused buffer (reuse flag), y tiles in fresh buffers stored at scope exit.
+    # Split ports, l = s = c = 4, k = 4: each reuse load waits for the compute reading the previous tile, so the
+    # last compute ends at 1 + k (l + c) = 33. The scope exit stores its buffers in reverse allocation order
+    # (y3, y2, y1, y0) and the store engine keeps program order: y3 [33,37], ..., y0 [45,49]: 49 cycles.
+    hw = tiny(shared=False)
+    s = Session(hw, numeric=False)
+    x, wt, y = s.input("x", (1, 1, 1, 16)), s.input("w", (1, 1, 1, 1)), s.output("y", (1, 1, 1, 16))
+    tc = TensorCore(s)
+    with GlobalHierarchy(s, "all"):
+        w = wt[:, :]
+        for j in range(4):
+            cols = Segment(4 * j, 4 * j + 4)
+            yt = y[0, 0, 0, cols]
+            yt += tc.conv2d(x[0, 0, 0, cols, True], w)
+    r = simulate(s.finish(), hw)
+    assert r.cycles == 49
+    assert [o.start for o in ops(r, "load", "x")] == [1, 9, 17, 25]
+    assert [(o.region[3], o.start) for o in ops(r, "store")] == [((12, 16), 33), ((8, 12), 37), ((4, 8), 41),
+                                                                  ((0, 4), 45)]
+
+
+# -- the classic double/triple buffering result ---------------------------------------------------------------
+
+@pytest.mark.parametrize("shared", [False, True])
+def test_classic_buffering_result(shared):
+    # In-place tiles (load, compute, store in one buffer), k = 6, l = s = 4. An init scope first computes all
+    # of y (24 cycles, [1,25]) and stores it (24 B, [25,49]); tile 0's load waits for that store: T0 = 49.
+    hw = tiny(shared=shared)
+    cycles = {(n, reps): simulate(inplace(hw, 6, 4, reps, n), hw).cycles for n in (2, 3) for reps in (1, 2)}
+    if not shared:
+        # Split ports. N=2: load i+2 goes into tile i's buffer, so it waits for store i, which waits for
+        # compute i: the chain l + c + s covers two tiles: idle unless c >= l + s.
+        #   c = 4: computes at 53, 57 | 65, 69 | 77, 81: T0 + l + 2 (c + l + s) + 2c + s = 89 (idle 2/tile)
+        #   c = 8 = l + s: no idle: T0 + l + k c + s = 49 + 4 + 48 + 4 = 105
+        # N=3: load i+3 waits for store i, long done: no idle once c >= max(l, s):
+        #   c = 4: T0 + l + k c + s = 49 + 4 + 24 + 4 = 81;  c = 8: 105
+        assert cycles == {(2, 1): 89, (3, 1): 81, (2, 2): 105, (3, 2): 105}
+    else:
+        # Shared port: every tile needs l + s = 8 port cycles. c = 8 >= l + s: no idle with N=2 (105). c = 4
+        # < l + s: the run is DDR-bound, T0 + k (l + s) = 49 + 48 = 97, and a third buffer cannot remove the
+        # idle time: the port, not the buffering, is the limit.
+        assert cycles == {(2, 1): 97, (3, 1): 97, (2, 2): 105, (3, 2): 105}
+
+
+def test_classic_result_double_buffering_shared_port():
+    # The issue's case, separate input and output buffers, shared DDR, N = 2: no TensorCore idle (beyond the
+    # first load and the last store) when c >= l + s; with c < l + s idle remains, DDR-bound, same with N = 3.
+    hw = tiny()
+    for reps, n, expected in [(2, 2, 57), (3, 2, 81), (1, 2, 49), (1, 3, 49)]:
+        r = simulate(pipeline(hw, 6, 4, reps, n), hw)
+        assert r.cycles == expected
+        idle = r.cycles - r.engine_busy_cycles["tensorcore"]
+        assert idle == (9 if reps >= 2 else 25)  # 1 + l + s, or that plus 4 cycles per later tile
+
+
+# -- errors: malformed traces, deadlocks ----------------------------------------------------------------------
+
+R8 = ((0, 1), (0, 8))
+
+
+def hand_trace(events) -> Trace:
+    tr = Trace(1)
+    tr.tensors = [TensorInfo("a", (1, 8), False), TensorInfo("o", (1, 8), True)]
+    tr.events = list(events)
+    return tr.freeze()
+
+
+def test_slot_reused_while_live_waits_for_the_free():
+    # buffer 2 is allocated into buffer 0's slot while buffer 0 is live (its FREE comes later): its load waits
+    # until every operation on buffer 0 has finished (load [0,8], conv [8,16]), then runs [16,24].
+    events = [(ALLOC, 0, 0, R8, 8, 0, 8), (LOAD, 0, 0, R8, 8, False),  # buffer 0 (a), slot 0: load [0,8]
+              (ALLOC, 1, 1, R8, 8, 1, 8), (OPEN, 1, 1, R8, False),  # buffer 1 (o), slot 1
+              (COMPUTE, "tensorcore", "conv2d", 1, (0,), 8, 8, 8),  # conv [8,16]
+              (ALLOC, 2, 0, R8, 8, 0, 8), (LOAD, 2, 0, R8, 8, False),  # slot 0 again, buffer 0 still live
+              (COMPUTE, "tensorcore", "conv2d", 1, (2,), 8, 8, 8),  # conv [24,32]
+              (STORE, 1, 1, R8, 8), (FREE, 0, 8), (FREE, 2, 8), (FREE, 1, 8)]  # store [32,40]
+    hw = tiny()
+    for reference in (False, True):
+        r = simulate(hand_trace(events), hw, reference=reference)
+        assert [(o.start, o.end) for o in ops(r, "load")] == [(0, 8), (16, 24)]
+        assert r.cycles == 40
+
+
+def test_buffer_never_freed_is_an_error():
+    events = [(ALLOC, 0, 0, R8, 8, 0, 8), (LOAD, 0, 0, R8, 8, False),
+              (ALLOC, 1, 0, R8, 8, 0, 8), (LOAD, 1, 0, R8, 8, False), (FREE, 1, 8)]
+    with pytest.raises(TimingError, match="never freed"):
+        simulate(hand_trace(events), tiny())
+
+
+@pytest.mark.parametrize("reference", [False, True])
+def test_dependency_cycle_is_a_clear_error(reference):
+    # buffer 1 takes buffer 0's slot while buffer 0 is live; a compute reads both. The load of buffer 1 waits
+    # for the slot's release, which waits for the compute, which waits for the load of buffer 1: a cycle.
+    events = [(ALLOC, 0, 0, R8, 8, 0, 8), (LOAD, 0, 0, R8, 8, False),
+              (ALLOC, 1, 0, R8, 8, 0, 8), (LOAD, 1, 0, R8, 8, False),
+              (ALLOC, 2, 1, R8, 8, 1, 8), (OPEN, 2, 1, R8, False),
+              (COMPUTE, "tensorcore", "conv2d", 2, (0, 1), 8, 8, 8),
+              (STORE, 2, 1, R8, 8), (FREE, 2, 8), (FREE, 0, 8), (FREE, 1, 8)]
+    with pytest.raises(DeadlockError, match="cycle") as info:
+        simulate(hand_trace(events), tiny(), reference=reference)
+    text = str(info.value)
+    assert "load of a[0:1, 0:8] (buffer 1" in text and "tensorcore compute into o" in text
+    assert len(info.value.stuck) >= 3
+
+
+def test_malformed_traces_are_errors():
+    with pytest.raises(TimingError, match="never allocated"):
+        simulate(hand_trace([(LOAD, 3, 0, R8, 8, False)]), tiny())
+    with pytest.raises(TimingError, match="after its FREE"):
+        simulate(hand_trace([(ALLOC, 0, 0, R8, 8, 0, 8), (LOAD, 0, 0, R8, 8, False), (FREE, 0, 8),
+                             (LOAD, 0, 0, R8, 8, True)]), tiny())
+    with pytest.raises(TimingError, match="words"):
+        simulate(hand_trace([]), dataclasses.replace(tiny(), word_bytes=4))
+
+
+def test_ddr_dependency_store_then_load():
+    # A stored region read back: the load waits for the store (DDR read-after-write) even on another buffer.
+    hw = tiny(shared=False)
+    s = Session(hw, numeric=False)
+    wt, y = s.input("w", (1, 1, 1, 1)), s.output("y", (1, 1, 1, 8))
+    tc = TensorCore(s)
+    with GlobalHierarchy(s, "outer"):
+        w = wt[:, :]
+        with GlobalHierarchy(s, "first"):
+            y0 = y[:, :, :, :]
+            y0 += tc.conv2d(y0, w)  # conv [1,9], store [9,17]
+        with GlobalHierarchy(s, "second"):
+            y1 = y[:, :, :, :]  # loaded back: [17,25], not before the store
+            y1 += tc.conv2d(y1, w)
+    r = simulate(s.finish(), hw)
+    assert [(o.start, o.end) for o in ops(r, "load", "y")] == [(17, 25)]
+    assert r.cycles == 25 + 8 + 8
+
+
+# -- fast scheduler == simpy reference ------------------------------------------------------------------------
+
+def assert_same(trace: Trace, hw) -> SimResult:
+    fast = simulate(trace, hw)
+    ref = simulate(trace, hw, reference=True)
+    assert fast.op_start.tolist() == ref.op_start.tolist()
+    assert fast.op_end.tolist() == ref.op_end.tolist()
+    assert fast.cycles == ref.cycles
+    return fast
+
+
+@settings(max_examples=60, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(family=st.sampled_from(["pipeline", "inplace", "wide"]), k=st.integers(1, 5), width=st.integers(1, 6),
+       reps=st.integers(1, 3), buffers=st.integers(1, 3), shared=st.booleans(), channels=st.integers(1, 2),
+       setup=st.integers(0, 3), bw=st.sampled_from([1.0, 2.0, 0.5, 3.0]))
+def test_fast_scheduler_equals_simpy_reference(family, k, width, reps, buffers, shared, channels, setup, bw):
+    hw = tiny(bw=bw, setup=setup, shared=shared, channels=channels)
+    if family == "pipeline":
+        trace = pipeline(hw, k, width, reps, buffers)
+    elif family == "inplace":
+        trace = inplace(hw, k, width, reps, buffers)
+    else:
+        trace = pipeline(hw, k, width, reps, buffers, out_channels=2)
+    r = assert_same(trace, hw)
+    assert r.cycles >= r.roofline_cycles
+    assert sum(r.stall_cycles.values()) == r.cycles - r.engine_busy_cycles["tensorcore"]
+
+
+# -- demos: invariants ----------------------------------------------------------------------------------------
+
+def _demo_schedules():
+    from kernels.blog_demos import SCHEDULES
+    from kernels.resnet_schedules import SCHEDULES as RESNET
+    return [s for s in SCHEDULES + RESNET if s.name != "demo1"]  # demo1: 1.6M scopes, too slow here
+
+
+def _scope_names(schedule, hw) -> list[str]:
+    s = Session(hw, numeric=False, record_trace=False, enforce_capacity=False)
+    schedule.body(s, **bind_tensors(s, schedule.workload, None))
+    return sorted({scope.path[-1] for scope in s.trace.scopes})
+
+
+SMALL = {"demo2", "demo3-2", "demo6", "demo6-1", "weights-resident", "output-stationary-fp32", "res2a-branch2b"}
+
+
+@pytest.mark.parametrize("schedule", _demo_schedules(), ids=lambda s: s.name)
+def test_demo_invariants(schedule):
+    hw = preset(schedule.hardware)
+    names = _scope_names(schedule, hw)
+    results = {}
+    for n in (1, 2):
+        run = run_schedule(schedule, hw, numeric=False, scope_buffers={name: n for name in names})
+        if run.status != "ok":
+            continue
+        r = simulate(run.trace, hw)
+        results[n] = r
+        assert r.cycles >= r.roofline_cycles > 0
+        assert r.loaded_bytes == run.loaded_bytes and r.stored_bytes == run.stored_bytes
+        assert r.reserved_sram_bytes == run.peak_sram_bytes
+        for e in r.engines:
+            assert 0 <= r.engine_busy_cycles[e] <= r.cycles
+        if r.engine_operations["tensorcore"]:
+            assert sum(r.stall_cycles.values()) == r.cycles - r.engine_busy_cycles["tensorcore"]
+        assert 0 <= r.tensorcore_mac_utilization + r.tensorcore_padding_waste <= r.tensorcore_utilization + 1e-12
+        assert r.ddr_load_bytes.sum() == pytest.approx(r.loaded_bytes)
+        assert r.ddr_store_bytes.sum() == pytest.approx(r.stored_bytes)
+        # in-order engines: an engine's operations never overlap
+        for e in range(len(r.engines)):
+            m = r.op_engine == e
+            s, t = r.op_start[m], r.op_end[m]
+            assert (s[1:] >= t[:-1]).all()
+        if schedule.name in SMALL:
+            assert_same(run.trace, hw)
+    if not results:
+        pytest.skip(f"{schedule.name} overflows SRAM on {hw.name}")
+    if 1 in results and 2 in results:
+        assert results[2].cycles <= results[1].cycles  # N=2 never slower than N=1 when it fits
+
+
+def test_results_are_deterministic_and_immutable():
+    hw = tiny()
+    trace = pipeline(hw, 5, 3, 2, 2)
+    a, b = simulate(trace, hw), simulate(trace, hw)
+    assert json.dumps(a.to_json("p", 2)) == json.dumps(b.to_json("p", 2))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        a.cycles = 0
+    with pytest.raises(ValueError):
+        a.op_start[0] = 5
+    with pytest.raises(TypeError):
+        a.stall_cycles["x"] = 1
+    doc = a.to_json("p", 2)
+    for key in ("name", "buffers", "cycles", "roofline_cycles", "loaded_bytes", "stored_bytes", "peak_sram_bytes",
+                "tensorcore_utilization", "stall_cycles"):
+        assert key in doc
+    assert 0 <= doc["tensorcore_utilization"] <= 1
+    # one operation per transfer, compute and open: no per-byte events, however large the tiles
+    big = pipeline(hw, 5, 3000, 2, 2)
+    assert simulate(big, hw).operations == a.operations
+
+
+# -- the ResNet layer schedule --------------------------------------------------------------------------------
+
+def test_resnet_row_slab_schedule_matches_torch():
+    from kernels.resnet_schedules import conv3x3_workload, row_slab_conv
+    workload = conv3x3_workload("small-3x3", (1, 20, 11, 9), 30)
+    hw = preset("blog")
+    for rows, buffers in [(3, 2), (4, 1), (11, 3)]:
+        run = run_schedule(Schedule("small", workload, row_slab_conv(rows=rows, buffers=buffers)), hw,
+                           numeric=True)
+        assert run.status == "ok", run.message
+        assert run.max_abs_err < 1e-4
+        # the image is read once plus the halo rows of each slab boundary; padding is never loaded
+        slabs = -(-11 // rows)
+        assert run.loaded_bytes == 30 * 20 * 9 + 20 * 9 * (11 + 2 * (slabs - 1))
+        r = simulate(run.trace, hw)
+        assert r.cycles >= r.roofline_cycles
+
+
+def test_resnet_layer_timing():
+    from kernels.resnet_schedules import SCHEDULES
+    schedule = SCHEDULES[0]
+    hw = preset("blog")
+    run = run_schedule(schedule, hw, numeric=False)
+    r = simulate(run.trace, hw)
+    # 12 TensorCore steps (ceil(64/16) * ceil(64/24)) per pixel per tap: 12 * 56 * 56 * 9 = 338688 cycles
+    assert r.engine_busy_cycles["tensorcore"] == 338688
+    # prologue: weights 36864 B (64 + 1152 cycles), first slab 5 rows (64 + 560); drain: last 4-row store
+    # (64 + 448); the TensorCore never waits in between
+    assert r.cycles == 1216 + 624 + 338688 + 512
+    assert dict(r.stall_cycles) == {"load:weight": 1216, "load:image": 624, "drain": 512}
+    assert np.isclose(r.cycles_over_roofline, 341040 / 338688)
