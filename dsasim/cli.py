@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Sequence
 
 from .hardware import PRESETS, load_hardware
+from .report import format_traffic_by_scope, traffic_by_scope
 from .schedule import RunResult, Schedule, run_schedule
 from .timing import cli as timing_cli
 from .timing import simulate
@@ -96,9 +97,11 @@ def _cmd_demo(args: argparse.Namespace) -> int:
             print(f"dsasim demo: unknown schedule(s) {unknown}; known: {', '.join(sorted(known))}", file=sys.stderr)
             return 2
         schedules = [s for s in schedules if s.name in args.only]
-    if args.per_tensor and args.per_tensor not in {s.name for s in schedules}:
-        print(f"dsasim demo: --per-tensor {args.per_tensor!r} is not among the schedules run", file=sys.stderr)
-        return 2
+    for flag, name in (("--per-tensor", args.per_tensor), ("--by-scope", args.by_scope)):
+        if name and name not in {s.name for s in schedules}:
+            print(f"dsasim demo: {flag} {name!r} is not among the schedules run", file=sys.stderr)
+            return 2
+    scope_table = ""
     try:
         override = load_hardware(args.hardware) if args.hardware else None
     except ValueError as err:
@@ -110,12 +113,18 @@ def _cmd_demo(args: argparse.Namespace) -> int:
         if not args.quiet:
             print(f"running {schedule.name} on {hardware.name} ({'count-only' if args.count_only else 'numeric'})"
                   f" ...", file=sys.stderr, flush=True)
+        by_scope = schedule.name == args.by_scope
         result = run_schedule(schedule, hardware, numeric=not args.count_only, seed=args.seed,
-                              record_trace=not args.no_timing, trace_event_limit=args.timing_event_limit)
-        if result.trace is not None:
+                              record_trace=by_scope or not args.no_timing,
+                              trace_event_limit=None if by_scope else args.timing_event_limit)
+        if by_scope and result.trace is not None:
+            scope_table = f"{schedule.name} on {hardware.name}: traffic by scope\n" + \
+                format_traffic_by_scope(traffic_by_scope(result.trace))
+        if result.trace is not None and not args.no_timing:
             timed = simulate(result.trace, hardware)
             result = dataclasses.replace(result, cycles=timed.cycles, roofline_cycles=timed.roofline_cycles,
-                                         tensorcore_utilization=timed.tensorcore_utilization, trace=None)
+                                         tensorcore_utilization=timed.tensorcore_utilization)
+        result = dataclasses.replace(result, trace=None)  # free it: a trace can hold millions of events
         results.append(result)
     print(format_table(results))
     for r in results:
@@ -124,6 +133,9 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     if args.per_tensor:
         print()
         print(format_tensors(next(r for r in results if r.name == args.per_tensor)))
+    if scope_table:
+        print()
+        print(scope_table)
     if args.json:
         Path(args.json).write_text(json.dumps([r.to_json() for r in results], indent=2) + "\n")
     return 0 if all(r.status != "error" for r in results) else 1
@@ -141,6 +153,8 @@ def build_parser() -> argparse.ArgumentParser:
                            f"file); default: each schedule's own preset")
     demo.add_argument("--json", metavar="PATH", help="also write the results as a JSON list")
     demo.add_argument("--per-tensor", metavar="NAME", help="print the per-tensor breakdown of this schedule")
+    demo.add_argument("--by-scope", metavar="NAME",
+                      help="print which scope (loop level) moved which tensor's bytes in this schedule")
     demo.add_argument("--seed", type=int, default=0, help="seed of the random input data (default 0)")
     demo.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     demo.add_argument("--no-timing", action="store_true",

@@ -64,3 +64,11 @@ def test_numeric_run_reports_the_error_against_torch(tmp_path):
 def test_bad_arguments_exit_2_with_a_reason(argv, words, capsys):
     assert main(argv) == 2
     assert words in capsys.readouterr().err
+
+
+def test_by_scope_table(capsys):
+    assert main(["demo", "--count-only", "--quiet", "--no-timing", "--only", "demo3-2", "--by-scope", "demo3-2"]) == 0
+    out = capsys.readouterr().out
+    image = next(line for line in out.splitlines() if line.startswith("oc ") and " image " in line)
+    # 22 instances of the oc scope, each streaming the whole image (2048*56*56 B) through one reused buffer
+    assert image.split()[1] == "22" and f"{22 * 2048 * 56 * 56:,}" in image

@@ -1,0 +1,66 @@
+"""Reports read from a trace alone: which scope (loop level) moved which tensor's bytes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .trace import ENTER, EXIT, HIT, LOAD, STORE, Trace
+
+
+@dataclass(frozen=True)
+class ScopeTraffic:
+    """Bytes one tensor moved from inside one static scope (summed over all its instances)."""
+
+    scope: str  # the scope path joined with '/', or '(top)' outside every scope
+    tensor: str
+    instances: int  # how many instances of the scope ran
+    loaded_bytes: int
+    stored_bytes: int
+    loads: int
+    stores: int
+    hits: int
+
+
+def traffic_by_scope(trace: Trace) -> list[ScopeTraffic]:
+    """Loaded/stored bytes per (innermost scope, tensor), in order of first appearance; from events only."""
+    stack: list[int] = []
+    rows: dict[tuple[int, int], list[int]] = {}  # (scope id or -1, tensor) -> [loaded, stored, loads, stores, hits]
+    instances: dict[int, int] = {}
+    for event in trace.events:
+        kind = event[0]
+        if kind == ENTER:
+            stack.append(event[1])
+            instances[event[1]] = instances.get(event[1], 0) + 1
+        elif kind == EXIT:
+            stack.pop()
+        elif kind == LOAD or kind == STORE or kind == HIT:
+            row = rows.setdefault((stack[-1] if stack else -1, event[2]), [0, 0, 0, 0, 0])
+            if kind == LOAD:
+                row[0] += event[4]
+                row[2] += 1
+            elif kind == STORE:
+                row[1] += event[4]
+                row[3] += 1
+            else:
+                row[4] += 1
+    result = []
+    for (scope_id, tensor_id), (loaded, stored, loads, stores, hits) in rows.items():
+        name = trace.scopes[scope_id].name if scope_id >= 0 else "(top)"
+        result.append(ScopeTraffic(name, trace.tensors[tensor_id].name, instances.get(scope_id, 0), loaded,
+                                   stored, loads, stores, hits))
+    return result
+
+
+def format_traffic_by_scope(rows: list[ScopeTraffic]) -> str:
+    """A table of `traffic_by_scope` rows."""
+    header = ("scope", "runs", "tensor", "loaded B", "stored B", "loads", "stores", "hits")
+    cells = [header] + [(r.scope, f"{r.instances:,}", r.tensor, f"{r.loaded_bytes:,}", f"{r.stored_bytes:,}",
+                         f"{r.loads:,}", f"{r.stores:,}", f"{r.hits:,}") for r in rows]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(header))]
+    lines = []
+    for i, row in enumerate(cells):
+        lines.append("  ".join([row[0].ljust(widths[0]), row[1].rjust(widths[1]), row[2].ljust(widths[2])]
+                               + [c.rjust(w) for c, w in zip(row[3:], widths[3:])]))
+        if i == 0:
+            lines.append("  ".join("-" * w for w in widths))
+    return "\n".join(lines)
