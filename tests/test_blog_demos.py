@@ -11,7 +11,6 @@ import dataclasses
 import os
 
 import pytest
-import torch
 
 from dsasim import GlobalHierarchy, Session, SramOverflowError, preset, run_schedule
 from dsasim.schedule import bind_tensors
@@ -23,15 +22,6 @@ from helpers import assert_schedule_matches_torch
 BY_NAME = {s.name: s for s in SCHEDULES}
 BLOG, BLOG_FP32 = preset("blog"), preset("blog-fp32")
 CAPACITY = 1536 * 1024  # both presets: 1,572,864 B
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _single_torch_thread():
-    """The schedules issue many small convs: extra intra-op threads only spin (50x slower on 2 busy cores)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 def ceil(a: int, b: int) -> int:

@@ -15,15 +15,6 @@ from dsasim.segments import Segment, Segments
 N_CONFIGS = 200
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _single_torch_thread():
-    """The convs here are tiny: extra intra-op threads only spin, and crawl when the machine is busy."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
 def random_config(rng: random.Random, padding: int | None = None) -> Conv2dBoundsInfer:
     """A random small conv (H, W in 1..12, kernel 1..4, stride/dilation 1..3, padding 0..3) with a non-empty output."""
     while True:

@@ -14,7 +14,6 @@ import dataclasses
 
 import numpy as np
 import pytest
-import torch
 import torch.nn.functional as F
 
 from dsasim import (CoherenceError, GlobalHierarchy, ReadOnlyError, RegionError, ReuseError, Schedule, Segments,

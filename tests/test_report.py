@@ -2,7 +2,6 @@
 
 import dataclasses
 
-import numpy as np
 
 from dsasim import GlobalHierarchy, Session, TensorCore, preset
 from dsasim.report import format_traffic_by_scope, traffic_by_scope

@@ -12,7 +12,6 @@ import json
 
 import numpy as np
 import pytest
-import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -21,14 +20,6 @@ from dsasim.schedule import bind_tensors
 from dsasim.segments import Segment
 from dsasim.timing import DeadlockError, SimResult, TimingError, simulate
 from dsasim.trace import ALLOC, COMPUTE, FREE, LOAD, OPEN, STORE, TensorInfo, Trace
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _single_torch_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 def tiny(bw: float = 1.0, setup: int = 0, shared: bool = True, channels: int = 1, ic: int = 1,

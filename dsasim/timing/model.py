@@ -146,7 +146,6 @@ def lower(trace: Trace, hardware: Accelerator) -> OpGraph:
     engine_ports = [p_load] * channels + [p_store, -1, -1]
     xfer = transfer_cycles_fn(hardware)
     writable = [t.writable for t in trace.tensors]
-    n_tensors = len(writable)
 
     engine: list[int] = []  # per op (needed while lowering); the other fields are collected as rows
     deps: list[list[int]] = []
