@@ -20,7 +20,7 @@ Conventions (all values are element indices, regions are half-open):
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cached_property
 from typing import Sequence
 
@@ -113,7 +113,7 @@ class Conv2dBoundsInfer:
     padding: int | tuple[int, int] = 0
     dilation: int | tuple[int, int] = 1
     groups: int = 1
-    input_shape: tuple[int, int, int, int] = field(kw_only=True)
+    input_shape: tuple[int, int, int, int] | None = None  # required; last so the blog's positional order works
 
     def __post_init__(self) -> None:
         """Normalise the int-or-pair fields to pairs and validate the configuration (ValueError)."""
@@ -130,6 +130,9 @@ class Conv2dBoundsInfer:
                              f"({self.out_channels}) must both be divisible by groups ({self.groups}); "
                              f"choose groups among their common divisors")
         shape = self.input_shape
+        if shape is None:
+            raise ValueError("Conv2dBoundsInfer: input_shape (N, C, H, W) is required, e.g. "
+                             "Conv2dBoundsInfer(64, 64, 3, padding=1, input_shape=(1, 64, 56, 56))")
         if not isinstance(shape, (tuple, list)) or len(shape) != 4 or not all(_is_int(v) for v in shape):
             raise ValueError(f"Conv2dBoundsInfer: input_shape must be a 4-tuple of ints (N, C, H, W), got {shape!r}")
         if min(shape) <= 0:
