@@ -353,6 +353,7 @@ class Session:
         self._word_bytes = hardware.word_bytes
         self._sram_bytes = hardware.sram_bytes if enforce_capacity else float("inf")
         self._used_scopes: set[str] = set()
+        self.pending_products: dict[int, Any] = {}  # computes created but not yet written into a tile
         self.finished = False
 
     # -- tensors -------------------------------------------------------------------------------------------
@@ -683,6 +684,10 @@ class Session:
             names = ", ".join("/".join(s.path) for s in self._stack)
             raise UnfinishedError(f"scopes still open at the end of the run: {names}; their buffers were never "
                                   f"freed or stored")
+        if self.pending_products:
+            lost = list(self.pending_products.values())
+            raise UnfinishedError(f"{len(lost)} compute result(s) were never written into a tile, e.g. {lost[0]!r}; "
+                                  f"write them with `out += product` or `out.assign(product)`")
         for arr in self.tensors.values():
             if arr.must_be_written:
                 if arr.stored_mask is None:

@@ -53,6 +53,11 @@ class Product:
         self.cycles = cycles
         self.padded_macs = padded_macs
         self.compute = compute
+        session.pending_products[id(self)] = self  # Session.finish reports products never written anywhere
+
+    def __repr__(self) -> str:
+        operands = ", ".join(repr(t) for t in self.inputs)
+        return f"{self.unit}.{self.op}({operands})"
 
     def apply(self, out: Tile, accumulate: bool) -> None:
         """Write (or accumulate) the result into `out`, tracing one COMPUTE event."""
@@ -61,6 +66,7 @@ class Product:
         if out_shape != self.out_shape and not (self.out_shape == (1,) and region_elements(out.region) == 1):
             raise ValueError(f"{self.unit}.{self.op} produces shape {self.out_shape} but the output tile "
                              f"{out.buffer.tensor.name}{format_region(out.region)} has shape {out_shape}")
+        session.pending_products.pop(id(self), None)
         in_buffers = tuple([t.check_live().id for t in self.inputs])
         out_buffer = session.mark_written(out)
         if session.numeric:

@@ -734,3 +734,18 @@ def test_scope_buffers_through_run_schedule_changes_only_sram():
     four = run_schedule(sched, hw, numeric=False, scope_buffers={"tile": 4})
     assert four.peak_sram_bytes == 2 * two.peak_sram_bytes == 4 * 370
     assert (four.loaded_bytes, four.stored_bytes) == (two.loaded_bytes, two.stored_bytes)
+
+
+def test_a_compute_never_written_anywhere_is_an_error():
+    from dsasim import TensorCore
+    s = Session(tiny(), numeric=False)
+    x = s.input("x", (1, 16, 2, 2))
+    w = s.input("w", (24, 16, 1, 1))
+    y = s.output("y", (1, 24, 2, 2))
+    tc = TensorCore(s)
+    with GlobalHierarchy(s, "all"):
+        out = y[:, :, :, :]
+        tc.conv2d(x[:, :, :, :], w[:, :, :, :])          # result dropped: nothing would ever hold it
+        out += tc.conv2d(x[:, :, :, :], w[:, :, :, :])
+    with pytest.raises(UnfinishedError, match=r"1 compute result\(s\) were never written.*tensorcore.conv2d"):
+        s.finish()
