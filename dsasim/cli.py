@@ -8,13 +8,17 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import multiprocessing
+import os
+import time
+from concurrent.futures import ProcessPoolExecutor, as_completed
 import json
 import sys
 from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Sequence
 
-from .hardware import PRESETS, load_hardware
+from .hardware import PRESETS, Accelerator, load_hardware
 from .report import format_traffic_by_scope, traffic_by_scope
 from .schedule import RunResult, Schedule, run_schedule
 from .timing import cli as timing_cli
@@ -88,6 +92,25 @@ def format_tensors(result: RunResult) -> str:
     return "\n".join(lines)
 
 
+def _demo_one(schedule: Schedule, hardware: Accelerator, numeric: bool, seed: int, by_scope: bool, timing: bool,
+              timing_event_limit: int) -> tuple[RunResult, str, float]:
+    """Run one demo schedule (and time its trace): the result, its by-scope table if asked, wall seconds."""
+    start = time.perf_counter()
+    result = run_schedule(schedule, hardware, numeric=numeric, seed=seed, record_trace=by_scope or timing,
+                          trace_event_limit=None if by_scope else timing_event_limit)
+    table = ""
+    if by_scope and result.trace is not None:
+        table = f"{schedule.name} on {hardware.name}: traffic by scope\n" + \
+            format_traffic_by_scope(traffic_by_scope(result.trace))
+    if result.trace is not None and timing:
+        timed = simulate(result.trace, hardware)
+        result = dataclasses.replace(result, cycles=timed.cycles, roofline_cycles=timed.roofline_cycles,
+                                     tensorcore_utilization=timed.tensorcore_utilization)
+    # drop the trace (millions of events) and the output arrays: the report needs neither
+    result = dataclasses.replace(result, trace=None, outputs=None)
+    return result, table, time.perf_counter() - start
+
+
 def _cmd_demo(args: argparse.Namespace) -> int:
     schedules = all_schedules()
     if args.only:
@@ -101,31 +124,38 @@ def _cmd_demo(args: argparse.Namespace) -> int:
         if name and name not in {s.name for s in schedules}:
             print(f"dsasim demo: {flag} {name!r} is not among the schedules run", file=sys.stderr)
             return 2
-    scope_table = ""
+    if args.jobs < 1:
+        print(f"dsasim demo: --jobs must be >= 1, got {args.jobs}", file=sys.stderr)
+        return 2
     try:
         override = load_hardware(args.hardware) if args.hardware else None
     except ValueError as err:
         print(f"dsasim demo: {err}", file=sys.stderr)
         return 2
-    results = []
-    for schedule in schedules:
-        hardware = override or load_hardware(schedule.hardware)
+    jobs = max(1, min(args.jobs, len(schedules)))
+    tasks = [(schedule, override or load_hardware(schedule.hardware), not args.count_only, args.seed,
+              schedule.name == args.by_scope, not args.no_timing, args.timing_event_limit)
+             for schedule in schedules]
+    results: list[RunResult | None] = [None] * len(tasks)
+    scope_tables: list[str] = [""] * len(tasks)
+
+    def done(index: int, result: RunResult, table: str, seconds: float) -> None:
+        results[index], scope_tables[index] = result, table
         if not args.quiet:
-            print(f"running {schedule.name} on {hardware.name} ({'count-only' if args.count_only else 'numeric'})"
-                  f" ...", file=sys.stderr, flush=True)
-        by_scope = schedule.name == args.by_scope
-        result = run_schedule(schedule, hardware, numeric=not args.count_only, seed=args.seed,
-                              record_trace=by_scope or not args.no_timing,
-                              trace_event_limit=None if by_scope else args.timing_event_limit)
-        if by_scope and result.trace is not None:
-            scope_table = f"{schedule.name} on {hardware.name}: traffic by scope\n" + \
-                format_traffic_by_scope(traffic_by_scope(result.trace))
-        if result.trace is not None and not args.no_timing:
-            timed = simulate(result.trace, hardware)
-            result = dataclasses.replace(result, cycles=timed.cycles, roofline_cycles=timed.roofline_cycles,
-                                         tensorcore_utilization=timed.tensorcore_utilization)
-        result = dataclasses.replace(result, trace=None)  # free it: a trace can hold millions of events
-        results.append(result)
+            print(f"{result.name} on {result.hardware}: {result.status} ({seconds:.1f} s)", file=sys.stderr,
+                  flush=True)
+
+    if jobs == 1:
+        for index, task in enumerate(tasks):
+            done(index, *_demo_one(*task))
+    else:
+        # fork: the children inherit the imported schedules; each runs whole schedules, results come back in order
+        context = multiprocessing.get_context("fork")
+        with ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
+            futures = {pool.submit(_demo_one, *task): index for index, task in enumerate(tasks)}
+            for future in as_completed(futures):
+                done(futures[future], *future.result())
+    scope_table = next((t for t in scope_tables if t), "")
     print(format_table(results))
     for r in results:
         if r.message:
@@ -155,6 +185,8 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--per-tensor", metavar="NAME", help="print the per-tensor breakdown of this schedule")
     demo.add_argument("--by-scope", metavar="NAME",
                       help="print which scope (loop level) moved which tensor's bytes in this schedule")
+    demo.add_argument("--jobs", type=int, default=os.cpu_count() or 1, metavar="N",
+                      help="run up to N schedules at once in worker processes (default: the number of CPUs)")
     demo.add_argument("--seed", type=int, default=0, help="seed of the random input data (default 0)")
     demo.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     demo.add_argument("--no-timing", action="store_true",

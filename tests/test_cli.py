@@ -60,6 +60,7 @@ def test_numeric_run_reports_the_error_against_torch(tmp_path):
     (["demo", "--only", "demo9"], "unknown schedule(s) ['demo9']"),
     (["demo", "--hardware", "tpu-v9"], "unknown hardware preset 'tpu-v9'"),
     (["demo", "--only", "demo2", "--per-tensor", "demo3-2"], "--per-tensor 'demo3-2' is not among"),
+    (["demo", "--jobs", "0"], "--jobs must be >= 1"),
 ])
 def test_bad_arguments_exit_2_with_a_reason(argv, words, capsys):
     assert main(argv) == 2
@@ -72,3 +73,10 @@ def test_by_scope_table(capsys):
     image = next(line for line in out.splitlines() if line.startswith("oc ") and " image " in line)
     # 22 instances of the oc scope, each streaming the whole image (2048*56*56 B) through one reused buffer
     assert image.split()[1] == "22" and f"{22 * 2048 * 56 * 56:,}" in image
+
+
+def test_parallel_jobs_give_the_same_json(tmp_path):
+    one, two = tmp_path / "one.json", tmp_path / "two.json"
+    assert main(["demo", "--count-only", "--quiet", "--only", *FAST, "--jobs", "1", "--json", str(one)]) == 0
+    assert main(["demo", "--count-only", "--quiet", "--only", *FAST, "--jobs", "2", "--json", str(two)]) == 0
+    assert one.read_bytes() == two.read_bytes()
