@@ -92,10 +92,13 @@ def format_tensors(result: RunResult) -> str:
     return "\n".join(lines)
 
 
-def _demo_one(schedule: Schedule, hardware: Accelerator, numeric: bool, seed: int, by_scope: bool, timing: bool,
+def _demo_one(name: str, hardware: Accelerator, numeric: bool, seed: int, by_scope: bool, timing: bool,
               timing_event_limit: int) -> tuple[RunResult, str, float]:
-    """Run one demo schedule (and time its trace): the result, its by-scope table if asked, wall seconds."""
+    """Run one demo schedule (and time its trace): the result, its by-scope table if asked, wall seconds.
+
+    Takes the schedule's name, not the Schedule, so that worker processes need not pickle its functions."""
     start = time.perf_counter()
+    schedule = find_schedule(name)
     result = run_schedule(schedule, hardware, numeric=numeric, seed=seed, record_trace=by_scope or timing,
                           trace_event_limit=None if by_scope else timing_event_limit)
     table = ""
@@ -133,7 +136,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
         print(f"dsasim demo: {err}", file=sys.stderr)
         return 2
     jobs = max(1, min(args.jobs, len(schedules)))
-    tasks = [(schedule, override or load_hardware(schedule.hardware), not args.count_only, args.seed,
+    tasks = [(schedule.name, override or load_hardware(schedule.hardware), not args.count_only, args.seed,
               schedule.name == args.by_scope, not args.no_timing, args.timing_event_limit)
              for schedule in schedules]
     results: list[RunResult | None] = [None] * len(tasks)

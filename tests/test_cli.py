@@ -80,3 +80,11 @@ def test_parallel_jobs_give_the_same_json(tmp_path):
     assert main(["demo", "--count-only", "--quiet", "--only", *FAST, "--jobs", "1", "--json", str(one)]) == 0
     assert main(["demo", "--count-only", "--quiet", "--only", *FAST, "--jobs", "2", "--json", str(two)]) == 0
     assert one.read_bytes() == two.read_bytes()
+
+
+def test_parallel_jobs_run_every_registered_schedule_kind(tmp_path):
+    # res2a-branch2b's workload holds a local function: workers must not need to pickle schedules
+    out = tmp_path / "r.json"
+    assert main(["demo", "--count-only", "--quiet", "--only", "res2a-branch2b", "demo6", "--jobs", "2",
+                 "--json", str(out)]) == 0
+    assert [r["status"] for r in json.loads(out.read_text())] == ["ok", "ok"]
