@@ -7,15 +7,20 @@ against torch, honest DDR traffic, and a trace for timing and analysis.
 from .bounds import Conv2dBoundsInfer
 from .errors import (CoherenceError, ReadOnlyError, RegionError, ReuseError, ScheduleError, SramOverflowError,
                      StaleTileError, UnfinishedError)
+from .analytic import analyze
 from .hardware import PRESETS, Accelerator, load_hardware, preset
+from .loopnest import ConvProblem, LoopNest, MatmulProblem
+from .lower_bounds import lower_bound
 from .memory import GlobalHierarchy, Session, Tile, TracedArray
 from .schedule import RunResult, Schedule, Workload, run_schedule
+from .search import search
 from .segments import Segment, Segments
 from .tensorcore import TensorCore, VectorUnit
 from .trace import EventKind, Trace
 
 __all__ = [
-    "Accelerator", "CoherenceError", "Conv2dBoundsInfer", "EventKind", "GlobalHierarchy", "PRESETS",
+    "Accelerator", "CoherenceError", "Conv2dBoundsInfer", "ConvProblem", "LoopNest", "MatmulProblem",
+    "analyze", "lower_bound", "search", "EventKind", "GlobalHierarchy", "PRESETS",
     "ReadOnlyError", "RegionError", "ReuseError", "RunResult", "Schedule", "ScheduleError", "Segment",
     "Segments", "Session", "SramOverflowError", "StaleTileError", "TensorCore", "Tile", "Trace", "TracedArray",
     "UnfinishedError", "VectorUnit", "Workload", "load_hardware", "preset", "run_schedule",

@@ -21,6 +21,7 @@ from typing import Sequence
 from .hardware import PRESETS, Accelerator, load_hardware
 from .report import format_traffic_by_scope, traffic_by_scope
 from .schedule import RunResult, Schedule, run_schedule
+from . import search_cli
 from .timing import cli as timing_cli
 from .timing import simulate
 
@@ -199,6 +200,7 @@ def build_parser() -> argparse.ArgumentParser:
                            "demo1's 21 M events would need ~10 GB and minutes; time it with `dsasim simulate`)")
     demo.set_defaults(func=_cmd_demo)
     timing_cli.register(sub)
+    search_cli.register(sub)
     return parser
 
 

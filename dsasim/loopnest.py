@@ -23,7 +23,6 @@ Semantics (what `kernels/loopnest_kernel.py` executes and `dsasim.analytic` coun
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
@@ -244,11 +243,11 @@ class ConvProblem(Problem):
     def __repr__(self) -> str:
         return f"ConvProblem({self.spec()!r}, name={self.name!r})"
 
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, ConvProblem) and self.to_json() == other.to_json()
+    def __eq__(self, other: object) -> bool:  # same shape (the name is a label)
+        return isinstance(other, ConvProblem) and self.spec() == other.spec()
 
     def __hash__(self) -> int:
-        return hash(json.dumps(self.to_json(), sort_keys=True))
+        return hash(self.spec())
 
     def spec(self) -> str:
         (sh, sw), (ph, pw), (dh, dw) = self.stride, self.padding, self.dilation
@@ -295,11 +294,11 @@ class MatmulProblem(Problem):
     def __repr__(self) -> str:
         return f"MatmulProblem({self.spec()!r}, name={self.name!r})"
 
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, MatmulProblem) and self.to_json() == other.to_json()
+    def __eq__(self, other: object) -> bool:  # same shape (the name is a label)
+        return isinstance(other, MatmulProblem) and self.spec() == other.spec()
 
     def __hash__(self) -> int:
-        return hash(json.dumps(self.to_json(), sort_keys=True))
+        return hash(self.spec())
 
     def spec(self) -> str:
         return f"gemm:m={self.m},n={self.n},k={self.k}"
@@ -542,7 +541,7 @@ class LoopNest:
             lines.append(f"# {p.name}: matmul c[{p.m}x{p.n}] += a[{p.m}x{p.k}] @ b[{p.k}x{p.n}]")
         single = [d for d in self.order if self.trips(d) == 1]
         if single:
-            lines.append(f"# loops with one trip (whole extent): {', '.join(single)}")
+            lines.append(f"# loops with one trip (the whole extent, not shown): {', '.join(single)}")
 
         def sym(d: str, k: int) -> str:
             return d if d in self.order[:k] else "*"
@@ -575,8 +574,10 @@ class LoopNest:
             d = self.order[k]
             ext, t = p.extents[d], self.tile(d)
             trips = self.trips(d)
+            if trips == 1:  # listed in the header; the loop runs once over the whole extent
+                continue
             rag = "" if ext % t == 0 else f", last tile {last_tile(ext, t)}"
-            lines.append(f"{indent}for {d} in 0:{ext} step {t}:   # {trips} trip{'s' if trips != 1 else ''}{rag}")
+            lines.append(f"{indent}for {d} in 0:{ext} step {t}:   # {trips} trips{rag}")
             indent += "  "
         if p.kind == "conv":
             lines.append(f"{indent}output[n, oc, oh, ow] += conv2d(image[n, ic, rows(oh,kh), rows(ow,kw)], "

@@ -1,0 +1,145 @@
+"""Built-in layers by name, and a shape spec for the command line.
+
+Names:
+  blog-conv                  the blog's 1x1 conv, 2048 -> 512 channels, 56 x 56, batch 1
+  resnet50.NAME              the 53 convolutions of ResNet-50 (He et al., 2016) at batch 1 with the names of the
+                             paper's Caffe model (conv1, res2a_branch1, res2a_branch2a, ..., res5c_branch2c); as
+                             in that model, the stride-2 blocks put the stride on branch2a (and branch1)
+  gemm-1024                  a 1024 x 1024 x 1024 matrix product (also gemm-M or gemm-MxNxK)
+
+Shape specs (key=value, comma-separated; every conv key but ic, oc and h has a default):
+  conv:ic=64,oc=64,h=56,k=3,p=1          w (default h), n (1), k (1), s (1), p (0), d (1);
+                                         kh/kw, sh/sw, ph/pw, dh/dw for unequal height and width
+  gemm:m=1024,n=1024,k=1024              (also matmul:...)
+"""
+
+from __future__ import annotations
+
+import re
+
+from .loopnest import ConvProblem, MatmulProblem, Problem
+
+__all__ = ["RESNET50", "layer_names", "parse_layer", "resnet50_layers", "distinct_resnet50"]
+
+# (name, in_channels, out_channels, kernel, stride, padding, input height = width)
+_R50: list[tuple[str, int, int, int, int, int, int]] = [("conv1", 3, 64, 7, 2, 3, 224)]
+
+
+def _stage(stage: int, blocks: str, in_ch: int, mid: int, out: int, size: int, stride: int) -> None:
+    out_size = size // stride
+    for i, b in enumerate(blocks):
+        name = f"res{stage}{b}"
+        first = i == 0
+        cin = in_ch if first else out
+        s = stride if first else 1
+        in_size = size if first else out_size
+        if first:
+            _R50.append((f"{name}_branch1", cin, out, 1, s, 0, in_size))
+        _R50.append((f"{name}_branch2a", cin, mid, 1, s, 0, in_size))
+        _R50.append((f"{name}_branch2b", mid, mid, 3, 1, 1, out_size))
+        _R50.append((f"{name}_branch2c", mid, out, 1, 1, 0, out_size))
+
+
+_stage(2, "abc", 64, 64, 256, 56, 1)
+_stage(3, "abcd", 256, 128, 512, 56, 2)
+_stage(4, "abcdef", 512, 256, 1024, 28, 2)
+_stage(5, "abc", 1024, 512, 2048, 14, 2)
+
+RESNET50: dict[str, tuple[int, int, int, int, int, int]] = {n: rest for n, *rest in _R50}
+
+
+def resnet50_layers() -> dict[str, ConvProblem]:
+    """All 53 ResNet-50 convolutions, by name (without the resnet50. prefix), in network order."""
+    return {name: ConvProblem(1, ic, oc, hw, hw, k, stride=s, padding=p, name=f"resnet50.{name}")
+            for name, (ic, oc, k, s, p, hw) in RESNET50.items()}
+
+
+def distinct_resnet50() -> list[tuple[ConvProblem, list[str]]]:
+    """The distinct ResNet-50 conv shapes, each with every layer name that has it, in network order."""
+    groups: dict[str, tuple[ConvProblem, list[str]]] = {}
+    for name, prob in resnet50_layers().items():
+        key = prob.spec()
+        if key not in groups:
+            groups[key] = (prob, [])
+        groups[key][1].append(name)
+    return list(groups.values())
+
+
+def layer_names() -> list[str]:
+    """Every built-in layer name."""
+    return ["blog-conv", *(f"resnet50.{n}" for n in RESNET50), "gemm-1024"]
+
+
+_INT = re.compile(r"^\d+$")
+
+
+def _kv(spec: str, body: str) -> dict[str, int]:
+    values: dict[str, int] = {}
+    for part in body.split(","):
+        part = part.strip()
+        if not part:
+            continue
+        if "=" not in part:
+            raise ValueError(f"layer spec {spec!r}: {part!r} is not key=value")
+        k, v = (x.strip() for x in part.split("=", 1))
+        if not _INT.match(v):
+            raise ValueError(f"layer spec {spec!r}: {k}={v!r} is not a non-negative integer")
+        if k in values:
+            raise ValueError(f"layer spec {spec!r}: {k} given twice")
+        values[k] = int(v)
+    return values
+
+
+def parse_layer(text: str) -> Problem:
+    """A built-in layer name or a shape spec (see the module docstring) -> ConvProblem / MatmulProblem."""
+    name = text.strip()
+    if name == "blog-conv":
+        return ConvProblem(1, 2048, 512, 56, 56, 1, name="blog-conv")
+    if name.startswith("resnet50."):
+        short = name[len("resnet50."):]
+        if short not in RESNET50:
+            raise ValueError(f"unknown ResNet-50 layer {short!r}; names are conv1 and res{{2..5}}{{a..}}_branch"
+                             f"{{1,2a,2b,2c}}, e.g. resnet50.res2a_branch2b; known: {', '.join(RESNET50)}")
+        ic, oc, k, s, p, hw = RESNET50[short]
+        return ConvProblem(1, ic, oc, hw, hw, k, stride=s, padding=p, name=name)
+    m = re.fullmatch(r"gemm-(\d+)(?:x(\d+)x(\d+))?", name)
+    if m:
+        a = int(m.group(1))
+        b = int(m.group(2)) if m.group(2) else a
+        c = int(m.group(3)) if m.group(3) else a
+        return MatmulProblem(a, b, c, name=name)
+    if ":" in name:
+        kind, body = name.split(":", 1)
+        kind = kind.strip().lower()
+        v = _kv(name, body)
+        if kind in ("gemm", "matmul"):
+            unknown = sorted(set(v) - {"m", "n", "k"})
+            missing = sorted({"m", "n", "k"} - set(v))
+            if unknown or missing:
+                raise ValueError(f"layer spec {name!r}: a gemm needs m, n and k" +
+                                 (f"; unknown key(s) {unknown}" if unknown else "") +
+                                 (f"; missing {missing}" if missing else ""))
+            return MatmulProblem(v["m"], v["n"], v["k"], name=name)
+        if kind == "conv":
+            allowed = {"n", "ic", "oc", "h", "w", "k", "kh", "kw", "s", "sh", "sw", "p", "ph", "pw", "d", "dh",
+                       "dw"}
+            unknown = sorted(set(v) - allowed)
+            if unknown:
+                raise ValueError(f"layer spec {name!r}: unknown key(s) {unknown}; keys are {sorted(allowed)}")
+            missing = sorted({"ic", "oc", "h"} - set(v))
+            if missing:
+                raise ValueError(f"layer spec {name!r}: missing {missing} (e.g. conv:ic=64,oc=64,h=56,k=3,p=1)")
+
+            def pair(key: str, default: int) -> tuple[int, int]:
+                base = v.get(key, default)
+                return v.get(key + "h", base), v.get(key + "w", base)
+
+            kh, kw = pair("k", 1)
+            sh, sw = pair("s", 1)
+            ph, pw = pair("p", 0)
+            dh, dw = pair("d", 1)
+            return ConvProblem(v.get("n", 1), v["ic"], v["oc"], v["h"], v.get("w", v["h"]), kh, kw, (sh, sw),
+                               (ph, pw), (dh, dw), name=name)
+        raise ValueError(f"layer spec {name!r}: unknown kind {kind!r}; use conv:... or gemm:...")
+    raise ValueError(f"unknown layer {name!r}: use a built-in name (blog-conv, resnet50.<name>, gemm-1024) or a "
+                     f"shape spec such as conv:ic=64,oc=64,h=56,k=3,p=1 or gemm:m=512,n=512,k=512")

@@ -1,0 +1,1043 @@
+"""Schedule search: enumerate LoopNests, evaluate them with the analytic model in numpy, keep the best.
+
+The space. A LoopNest's counts depend on its loop order only through, for every tensor, the set of loops above
+its staging point (`dsasim.analytic`), and those sets are nested (they are prefixes of one order). The search
+therefore enumerates, for every subset of tiled dimensions (a tiled dimension has more than one trip), every
+chain of above-sets and every combination of tile sizes:
+
+* tile sizes per dimension: balanced tiles ceil(D/T) (for a trip count T they are the smallest tile, so they
+  dominate), the TensorCore-aligned ones (multiples of 16 for the input-channel dimension, of 24 for the output
+  one, ragged last tiles allowed), and the full extent (one trip);
+* staging: a permutation of the tensors (which is staged outermost) and for each tiled dimension the segment it
+  sits in (above all stagings, between the first and second, between the second and third). A tensor is staged
+  just inside a loop that indexes it, or at the top: staging it below a loop that does not index it only
+  re-fetches the same box (a dominated choice), so the segment right above a tensor holds only its dimensions.
+  Untiled dimensions sit below every staging point (their loop runs once).
+* buffering: 1 way when ranking by traffic (buffering never lowers traffic); for the cycles objective every
+  tensor with several scope instances also tries 2 ways, on the candidates whose cycle estimate could still
+  win.
+
+A first pass enumerates a coarse subset of the tile sizes; a refinement pass then moves the tiles of the best
+candidates (single dimensions over every candidate size, pairs of dimensions over nearby sizes) until nothing
+improves. Evaluation is vectorised: one numpy expression per quantity over arrays of candidates, table lookups
+for the window sums (`analytic.group_stats` precomputed per pair of tile sizes). `search(...)` returns the best
+schedule by traffic and by estimated cycles under the SRAM capacity, the Pareto front (peak SRAM vs traffic), and,
+given a `runner` (e.g. `kernels.loopnest_kernel.run_loopnest`), re-runs the top few through the trace and the
+timing simulator to confirm them.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import time
+from dataclasses import dataclass, replace
+from typing import Any, Callable, Iterator, Sequence
+
+import numpy as np
+
+from .analytic import ISSUE_CYCLES, Analysis, analyze, group_stats
+from .hardware import Accelerator
+from .loopnest import LoopNest, Problem, tile_count
+from .lower_bounds import Bound, lower_bound
+
+__all__ = ["Space", "Candidate", "SearchResult", "search", "search_front", "evaluate_nests", "simulate_cycles",
+           "tile_candidates", "SearchFront"]
+
+CHUNK = 1 << 18
+# first-pass trip counts (the balanced tile for each); the refinement pass visits every balanced/aligned size
+COARSE_TRIPS = (2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096)
+COARSE_ALIGNED = (1, 4, 16)
+REFINE_SEEDS = 8  # staircase points refined under each capacity
+TOP_STRUCTURES = 64  # best candidates of distinct structures kept (and refined), shared among the capacities
+PAIR_REACH = 2  # refinement moves two dims together by up to this many candidate sizes
+
+
+# ------------------------------------------------------------------------------------------ tile candidates
+def _balanced(extent: int) -> list[int]:
+    """ceil(extent / T) for every trip count T: the smallest tile giving T trips."""
+    vals = set()
+    t = 1
+    while t <= extent:
+        trips = tile_count(extent, t)
+        vals.add(-(-extent // trips))
+        # next trip count below: jump to the smallest tile with fewer trips
+        t = -(-extent // (trips - 1)) if trips > 1 else extent + 1
+    return sorted(vals)
+
+
+def tile_candidates(extent: int, align: int = 0, coarse: bool = False, exhaustive: bool = False) -> list[int]:
+    """Tile sizes to try for a dimension: full extent first, then balanced and aligned sizes, descending.
+
+    coarse: the balanced tiles for the trip counts COARSE_TRIPS and COARSE_ALIGNED TensorCore blocks (the first
+    pass); exhaustive: every size 1..extent.
+    """
+    if exhaustive:
+        return [extent] + list(range(extent - 1, 0, -1))
+    if coarse:
+        vals = {-(-extent // t) for t in COARSE_TRIPS if t <= extent}
+        if align > 1:
+            vals |= {align * k for k in COARSE_ALIGNED if align * k < extent}
+    else:
+        vals = set(_balanced(extent))
+        if align > 1:
+            vals |= {align * -(-v // align) for v in list(vals) if align * -(-v // align) < extent}
+            vals |= {align * k for k in (1, 2, 4, 8, 16, 32, 64) if align * k < extent}
+    vals.discard(extent)
+    return [extent] + sorted((v for v in vals if 1 <= v < extent), reverse=True)
+
+
+# ----------------------------------------------------------------------------------------------- the space
+class Space:
+    """A problem's search tables: candidate tile sizes per dimension and the window sums per tile pair."""
+
+    def __init__(self, problem: Problem, hardware: Accelerator, exhaustive: bool = False) -> None:
+        self.problem = problem
+        self.hardware = hardware
+        self.word = hardware.word_bytes
+        p = problem
+        self.dims = p.dims
+        self.nd = len(self.dims)
+        self.tensors = p.tensors
+        self.nt = len(self.tensors)
+        self.dim_index = {d: i for i, d in enumerate(self.dims)}
+        align = {p.tc_in_dim: hardware.tensorcore_in_channels, p.tc_out_dim: hardware.tensorcore_out_channels}
+        self.blocks = align
+        self.fine: list[np.ndarray] = []
+        self.coarse_idx: list[np.ndarray] = []
+        for d in self.dims:
+            ext = p.extents[d]
+            fine = tile_candidates(ext, align.get(d, 0), exhaustive=exhaustive)
+            coarse = tile_candidates(ext, align.get(d, 0), coarse=True) if not exhaustive else fine
+            pos = {v: i for i, v in enumerate(fine)}
+            self.fine.append(np.array(fine, dtype=np.int64))
+            self.coarse_idx.append(np.array(sorted({pos[v] for v in coarse if v in pos}), dtype=np.int64))
+        self.ext = np.array([p.extents[d] for d in self.dims], dtype=np.int64)
+        self.trips = [(-(-int(e) // f)).astype(np.int64) for e, f in zip(self.ext, self.fine)]
+        self.last = [(int(e) - (T - 1) * f).astype(np.int64) for e, T, f in zip(self.ext, self.trips, self.fine)]
+        self.tcsum = []
+        for d, f, T, last in zip(self.dims, self.fine, self.trips, self.last):
+            blk = align.get(d, 0)
+            if blk:
+                self.tcsum.append(((T - 1) * (-(-f // blk)) + (-(-last // blk))).astype(np.int64))
+            else:
+                self.tcsum.append(np.full(len(f), p.extents[d], dtype=np.int64))
+        # window groups: image rows and columns
+        self.groups = []
+        self.group_of: dict[str, tuple[int, int]] = {}
+        for g, a in enumerate(p.windows):
+            io, ik = self.dim_index[a.dim], self.dim_index[a.tap]
+            fo, fk = self.fine[io], self.fine[ik]
+            no, nk = len(fo), len(fk)
+            tot = np.zeros((4, no, nk), np.int64)
+            box = np.zeros((4, no, nk), np.int64)
+            cls = np.zeros((4, no, nk, 2, 2), np.int64)
+            valid = np.zeros((no, nk), np.int64)
+            O, K = p.extents[a.dim], p.extents[a.tap]
+            cache: dict[tuple[int, int], Any] = {}
+            for combo in range(4):
+                ao, ak = combo >> 1, combo & 1
+                for i in range(no):
+                    for j in range(nk):
+                        key = (int(fo[i]) if ao else O, int(fk[j]) if ak else K)
+                        gs = cache.get(key)
+                        if gs is None:
+                            gs = cache[key] = group_stats(O, K, a.stride, a.dilation, a.padding, a.size, *key)
+                        tot[combo, i, j] = gs.total
+                        box[combo, i, j] = gs.boxes
+                        cls[combo, i, j] = gs.cls_max
+                        if combo == 3:
+                            valid[i, j] = gs.valid
+            self.groups.append({"o": io, "k": ik, "nk": nk, "no": no, "tot": tot.ravel(), "box": box.ravel(),
+                                "cls": [cls[:, :, :, ci, cj].ravel() for ci in (0, 1) for cj in (0, 1)],
+                                "valid": valid.ravel(), "size": no * nk})
+            self.group_of[a.dim] = (g, 0)
+            self.group_of[a.tap] = (g, 1)
+        self.group_of_idx = {self.dim_index[d]: v for d, v in self.group_of.items()}
+        # tensors: which dims index them; axes kinds
+        self.idx = [[self.dim_index[d] for d in self.dims if d in t.dims] for t in self.tensors]
+        self.nonidx = [[self.dim_index[d] for d in self.dims if d not in t.dims] for t in self.tensors]
+        self.axes = []
+        for t in self.tensors:
+            ax = []
+            for a in t.axes:
+                if a.tap is None:
+                    ax.append(("plain", self.dim_index[a.dim]))
+                else:
+                    ax.append(("window", self.group_of[a.dim][0]))
+            self.axes.append(ax)
+        self.out_t = next(i for i, t in enumerate(self.tensors) if t.output)
+        self.sizes = [problem.elements(t.name) for t in self.tensors]
+        self.plain_dims = [i for i, d in enumerate(self.dims) if d not in self.group_of]
+
+    def moves(self, d: int, pos: np.ndarray) -> np.ndarray:
+        """Refinement moves of dim d from candidate positions `pos`: +-1, +-2 positions, halve, double."""
+        n = len(self.fine[d])
+        if not hasattr(self, "_half"):
+            self._half, self._double = [], []
+            for f in self.fine:
+                vals = f.astype(np.float64)
+                self._half.append(np.abs(vals[None, :] - vals[:, None] / 2).argmin(axis=1))
+                self._double.append(np.abs(vals[None, :] - vals[:, None] * 2).argmin(axis=1))
+        steps = [np.clip(pos + k, 0, n - 1) for k in (-PAIR_REACH, -1, 0, 1, PAIR_REACH)]
+        steps += [self._half[d][pos], self._double[d][pos]]
+        return np.stack(steps, axis=1)
+
+    # -- structures -------------------------------------------------------------------------------------------
+    def structures(self, tiled: Sequence[int], pruned: bool = True) -> np.ndarray:
+        """Unique chains of above-sets for the tiled dims: bool array (n, tensors, dims).
+
+        Each tiled dim sits above the staging of some tensors: for a permutation pi of the tensors (outermost
+        staged first), level l puts it above pi[l], pi[l+1], ... . pruned: a dim at level l must index pi[l]
+        (otherwise pi[l] could be staged above it, re-fetching less with the same box); unpruned: any level."""
+        seen = {}
+        tensor_dims = [set(ix) for ix in self.idx]
+        for pi in itertools.permutations(range(self.nt)):
+            opts = []
+            for d in tiled:
+                opts.append([lv for lv in range(self.nt) if not pruned or d in tensor_dims[pi[lv]]])
+            for levels in itertools.product(*opts):
+                mat = np.zeros((self.nt, self.nd), bool)
+                for k, x in enumerate(pi):
+                    for d, lv in zip(tiled, levels):
+                        if lv <= k:
+                            mat[x, d] = True
+                seen.setdefault(mat.tobytes(), mat)
+        if not seen:
+            return np.zeros((1, self.nt, self.nd), bool)
+        return np.stack(list(seen.values()))
+
+    # -- evaluation ---------------------------------------------------------------------------------------------
+    def evaluate(self, b: "_Batch", exact: bool = True, estimate: bool = True) -> dict:
+        """Evaluate a batch of candidates (numpy broadcasting over b.shape); see `_Batch`.
+
+        exact=False computes, instead of the peak, a lower bound on it (the live bytes at the iteration where
+        every loop is at its first tile), enough to discard candidates cheaply; res["exact"] says which.
+        estimate=False leaves the cycle estimate out (res["est"] is None)."""
+        word = self.word
+        nd, nt = self.nd, self.nt
+        tiled_set = set(range(nd)) if b.tiled is None else set(b.tiled)
+        tidx, above, ways = b.tidx, b.above, b.ways
+        ext = [int(e) for e in self.ext]
+        t: dict[int, Any] = {}
+        T: dict[int, Any] = {}
+        last: dict[int, Any] = {}
+        for d in tiled_set:
+            t[d] = self.fine[d][tidx[d]]
+            T[d] = self.trips[d][tidx[d]]
+            last[d] = self.last[d][tidx[d]]
+        # trips of dim d seen by tensor x: T if the loop is above x's staging, else 1
+        tr: list[dict[int, Any]] = []
+        for x in range(nt):
+            row = {}
+            for d in tiled_set:
+                a = above[x][d]
+                if a is True or (isinstance(a, np.bool_) and a):
+                    row[d] = T[d]
+                elif a is False or isinstance(a, np.bool_):
+                    continue
+                else:
+                    row[d] = np.where(a, T[d], 1)
+            tr.append(row)
+        pair = [g["o"] in tiled_set or g["k"] in tiled_set for g in self.groups]
+        pair_index = [(tidx[g["o"]] * g["nk"] + tidx[g["k"]]) if pair[i] else 0 for i, g in enumerate(self.groups)]
+        combos = [[self._combo(x, g, above, tiled_set) for g in self.groups] for x in range(nt)]
+        loaded_total: Any = 0
+        stored_total: Any = 0
+        per = []
+        for x in range(nt):
+            row = tr[x]
+            nonidx: Any = 1
+            for d in self.nonidx[x]:
+                if d in row:
+                    nonidx = nonidx * row[d]
+            instances: Any = nonidx
+            elem: Any = nonidx
+            boxes: Any = nonidx
+            for kind, v in self.axes[x]:
+                if kind == "plain":
+                    elem = elem * ext[v]
+                    if v in row:
+                        boxes = boxes * row[v]
+                        instances = instances * row[v]
+                else:
+                    g = self.groups[v]
+                    flat = combos[x][v] * g["size"] + pair_index[v]
+                    elem = elem * g["tot"][flat]
+                    boxes = boxes * g["box"][flat]
+                    for d in (g["o"], g["k"]):
+                        if d in row:
+                            instances = instances * row[d]
+            if x == self.out_t:
+                size = self.sizes[x] * word
+                loaded = (nonidx - 1) * size
+                stored = nonidx * size
+                loads = instances - instances // nonidx
+                stores = instances
+            else:
+                loaded = elem * word
+                stored = 0
+                loads = boxes
+                stores = 0
+            loaded_total = loaded_total + loaded
+            stored_total = stored_total + stored
+            per.append((loaded, stored, loads, stores, instances))
+        peak, boxmax = self._peak(t, last, pair_index, combos, above, ways, tiled_set, exact)
+        cycles: Any = 1
+        for d in self.plain_dims:
+            if d in tiled_set:
+                cycles = cycles * self.tcsum[d][tidx[d]]
+            else:
+                cycles = cycles * int(self.tcsum[d][0])
+        for i, g in enumerate(self.groups):
+            cycles = cycles * g["valid"][pair_index[i]]
+        return {"loaded": loaded_total, "stored": stored_total, "traffic": loaded_total + stored_total,
+                "per": per, "peak": peak, "exact": exact, "box": boxmax, "tc": cycles,
+                "est": self._estimate(cycles, per, ways, boxmax, T) if estimate else None}
+
+    @staticmethod
+    def _combo(x: int, g: dict, above: list, tiled_set: set):
+        ao = above[x][g["o"]] if g["o"] in tiled_set else False
+        ak = above[x][g["k"]] if g["k"] in tiled_set else False
+        if isinstance(ao, (bool, np.bool_)) and isinstance(ak, (bool, np.bool_)):
+            return 2 * int(ao) + int(ak)
+        return 2 * np.asarray(ao, np.int64) + np.asarray(ak, np.int64)
+
+    def _peak(self, t, last, pair_index, combos, above, ways, tiled_set, exact=True):
+        """max over the window-group tile classes of sum(ways x box); and each tensor's largest box (one way)."""
+        ext = [int(e) for e in self.ext]
+        word = self.word
+        ng = len(self.groups)
+        class_opts = []
+        for g in self.groups:
+            co = (0, 1) if g["o"] in tiled_set else (1,)
+            ck = (0, 1) if g["k"] in tiled_set else (1,)
+            class_opts.append([(ci, cj) for ci in co for cj in ck])
+        if not exact:  # one class per group: every loop at its first tile (a lower bound of the peak)
+            class_opts = [opts[:1] for opts in class_opts]
+
+        def pick(a, yes, no):
+            if a is True or (isinstance(a, np.bool_) and a):
+                return yes
+            if a is False or isinstance(a, np.bool_):
+                return no
+            return np.where(a, yes, no)
+
+        bases = []
+        terms: list[list[dict | None]] = []
+        for x in range(self.nt):
+            base: Any = word
+            tx: list[dict | None] = [None] * ng
+            for kind, v in self.axes[x]:
+                if kind == "plain":
+                    d = v
+                    if d in tiled_set:
+                        a = above[x][d]
+                        full = pick(a, t[d], ext[d])
+                    else:
+                        a, full = False, ext[d]
+                    if d in self.group_of_idx and d in tiled_set:
+                        gi, role = self.group_of_idx[d]
+                        lst = pick(a, last[d], ext[d])
+                        if tx[gi] is None:
+                            tx[gi] = {}
+                        for ci, cj in class_opts[gi]:
+                            cls = ci if role == 0 else cj
+                            val = full if cls == 0 else lst
+                            cur = tx[gi].get((ci, cj))
+                            tx[gi][(ci, cj)] = val if cur is None else cur * val
+                    else:
+                        base = base * full
+                else:
+                    gi = v
+                    g = self.groups[gi]
+                    flat = combos[x][gi] * g["size"] + pair_index[gi]
+                    if tx[gi] is None:
+                        tx[gi] = {}
+                    for ci, cj in class_opts[gi]:
+                        val = g["cls"][2 * ci + cj][flat]
+                        cur = tx[gi].get((ci, cj))
+                        tx[gi][(ci, cj)] = val if cur is None else cur * val
+            bases.append(base)
+            terms.append(tx)
+        # largest box per tensor: the classes of different groups vary independently
+        boxmax = []
+        for x in range(self.nt):
+            box = bases[x]
+            for gi in range(ng):
+                tg = terms[x][gi]
+                if tg is not None:
+                    vals = list(tg.values())
+                    m = vals[0]
+                    for v in vals[1:]:
+                        m = np.maximum(m, v)
+                    box = box * m
+            boxmax.append(box)
+        weighted = [bases[x] * ways[x] for x in range(self.nt)]
+
+        def rec(gi: int, partial: list):
+            if gi == ng:
+                live = partial[0]
+                for v in partial[1:]:
+                    live = live + v
+                return live
+            best = None
+            for cl in class_opts[gi]:
+                nxt = [p if terms[x][gi] is None else p * terms[x][gi][cl] for x, p in enumerate(partial)]
+                v = rec(gi + 1, nxt)
+                best = v if best is None else np.maximum(best, v)
+            return best
+
+        return rec(0, weighted), boxmax
+
+    def _estimate(self, tc, per, ways, boxmax, trips):
+        hw = self.hardware
+        setup = float(hw.dma_setup_cycles)
+        bw = float(hw.dram_bytes_per_cycle)
+        load_total: Any = 0.0
+        store_total: Any = 0.0
+        exposed: Any = 0.0
+        fill: Any = 0.0
+        for x, (ld, st, nl, ns, inst) in enumerate(per):
+            lc = nl * setup + ld * (1.0 / bw)
+            load_total = load_total + lc
+            if x == self.out_t:
+                sc = ns * setup + st * (1.0 / bw)
+                store_total = store_total + sc
+                lc = lc + sc
+                fill = fill + (setup + boxmax[x] * (1.0 / bw))
+            else:
+                fill = fill + (np.asarray(boxmax[x]) > 0) * (setup + boxmax[x] * (1.0 / bw))
+            w = ways[x]
+            if isinstance(inst, int) and inst <= 1:
+                continue
+            frac = (inst - 1) / np.asarray(inst, np.float64)
+            if isinstance(w, (int, np.integer)):
+                if w == 1:
+                    exposed = exposed + lc * frac
+            else:
+                exposed = exposed + (w == 1) * lc * frac
+        dma = load_total + store_total if hw.dram_shared_load_store else np.maximum(load_total, store_total)
+        iterations: Any = 1
+        for v in trips.values():
+            iterations = iterations * v
+        return np.maximum(tc + exposed, dma) + fill + ISSUE_CYCLES * iterations
+
+    # -- candidates -> nests --------------------------------------------------------------------------------------
+    def nest(self, tidx_row: Sequence[int], above_rows: Sequence[Sequence[bool]], ways_row: Sequence[int]
+             ) -> LoopNest:
+        """Build the LoopNest of one candidate (its above-sets must form a chain)."""
+        tiles = {d: int(self.fine[i][tidx_row[i]]) for i, d in enumerate(self.dims)}
+        trips = {d: tile_count(self.problem.extents[d], tiles[d]) for d in self.dims}
+        sets = []
+        for x in range(self.nt):
+            sets.append(frozenset(self.dims[d] for d in range(self.nd) if above_rows[x][d]
+                                  and trips[self.dims[d]] > 1))
+        chain = sorted(range(self.nt), key=lambda x: (len(sets[x]), x))
+        order: list[str] = []
+        stage = {}
+        for x in chain:
+            if not set(order) <= sets[x]:
+                raise ValueError("candidate above-sets do not form a chain")
+            order += [d for d in self.dims if d in sets[x] and d not in order]
+            stage[self.tensors[x].name] = len(order)
+        order += [d for d in self.dims if d not in order]
+        return LoopNest(self.problem, order, tiles, stage,
+                        {self.tensors[x].name: int(ways_row[x]) for x in range(self.nt)})
+
+    def encode(self, nest: LoopNest) -> tuple[list[int], list[list[bool]], list[int]]:
+        """The candidate arrays (tile indices, above flags, ways) of a nest whose tiles are candidates."""
+        tidx = []
+        for i, d in enumerate(self.dims):
+            hits = np.nonzero(self.fine[i] == nest.tile(d))[0]
+            if len(hits) == 0:
+                raise ValueError(f"tile {nest.tile(d)} of {d} is not a candidate")
+            tidx.append(int(hits[0]))
+        above = []
+        for t in self.tensors:
+            loops = set(nest.above(t.name))
+            above.append([d in loops for d in self.dims])
+        return tidx, above, list(nest.buffers)
+
+
+# -------------------------------------------------------------------------------------------- bookkeeping
+class _Front:
+    """Staircase: for increasing peak, strictly improving (k1, k2) keys; payload rows kept alongside."""
+
+    def __init__(self, width: int) -> None:
+        self.peak = np.zeros(0, np.int64)
+        self.k1 = np.zeros(0, np.float64)
+        self.k2 = np.zeros(0, np.float64)
+        self.rows = np.zeros((0, width), np.int64)
+
+    def filter(self, peak: np.ndarray, k1: np.ndarray, k2: np.ndarray) -> np.ndarray:
+        """Mask of candidates that could join (beat the current best at their peak)."""
+        if len(self.peak) == 0:
+            return np.ones(len(peak), bool)
+        pos = np.searchsorted(self.peak, peak, side="right") - 1
+        has = pos >= 0
+        posc = np.maximum(pos, 0)
+        b1 = self.k1[posc]
+        b2 = self.k2[posc]
+        return ~has | (k1 < b1) | ((k1 == b1) & (k2 < b2))
+
+    def merge(self, peak: np.ndarray, k1: np.ndarray, k2: np.ndarray, rows: np.ndarray) -> None:
+        peak = np.concatenate([self.peak, peak])
+        k1 = np.concatenate([self.k1, k1])
+        k2 = np.concatenate([self.k2, k2])
+        rows = np.concatenate([self.rows, rows])
+        order = np.lexsort((k2, k1, peak))
+        rank = np.empty(len(order), np.int64)
+        rank[np.lexsort((k2, k1))] = np.arange(len(order))
+        r = rank[order]
+        best = np.minimum.accumulate(r)
+        keep = np.ones(len(r), bool)
+        keep[1:] = r[1:] < best[:-1]
+        sel = order[keep]
+        self.peak, self.k1, self.k2, self.rows = peak[sel], k1[sel], k2[sel], rows[sel]
+
+    def best_at(self, cap: int) -> int | None:
+        """Index of the best point with peak <= cap."""
+        pos = int(np.searchsorted(self.peak, cap, side="right")) - 1
+        return pos if pos >= 0 else None
+
+
+class _TopK:
+    """The k best candidates by (k1, k2) under a capacity, at most one per structure (set of above-sets), so
+    that they are diverse seeds for the refinement and for confirmation."""
+
+    def __init__(self, k: int, width: int, struct_cols: slice, nd: int) -> None:
+        self.k = k
+        self.struct_cols = struct_cols
+        self.nd = nd
+        self.k1 = np.zeros(0, np.float64)
+        self.k2 = np.zeros(0, np.float64)
+        self.rows = np.zeros((0, width), np.int64)
+
+    def threshold(self) -> float:
+        return float(self.k1[-1]) if len(self.k1) >= self.k else math.inf
+
+    def merge(self, k1: np.ndarray, k2: np.ndarray, rows: np.ndarray) -> None:
+        k1 = np.concatenate([self.k1, k1])
+        k2 = np.concatenate([self.k2, k2])
+        rows = np.concatenate([self.rows, rows])
+        order = np.lexsort((k2, k1))
+        bits = rows[order, self.struct_cols]
+        key = np.zeros(len(order), np.int64)
+        for j in range(bits.shape[1]):
+            key |= bits[:, j] << (j * self.nd)
+        _, first = np.unique(key, return_index=True)
+        sel = order[np.sort(first)[:self.k]]
+        self.k1, self.k2, self.rows = k1[sel], k2[sel], rows[sel]
+
+
+# ----------------------------------------------------------------------------------------------- results
+@dataclass(frozen=True)
+class Candidate:
+    """A schedule found by the search with its model figures (and simulated cycles once confirmed)."""
+
+    nest: LoopNest
+    loaded_bytes: int
+    stored_bytes: int
+    rmw_bytes: int
+    peak_sram_bytes: int
+    tensorcore_cycles: int
+    estimated_cycles: int
+    simulated_cycles: int | None = None
+    traced: bool = False  # re-run through the generic kernel and found equal to the model
+
+    @property
+    def traffic_bytes(self) -> int:
+        return self.loaded_bytes + self.stored_bytes
+
+    @property
+    def cycles(self) -> int:
+        """Simulated cycles when confirmed, else the estimate."""
+        return self.simulated_cycles if self.simulated_cycles is not None else self.estimated_cycles
+
+    @staticmethod
+    def of(analysis: Analysis) -> "Candidate":
+        return Candidate(analysis.nest, analysis.loaded_bytes, analysis.stored_bytes, analysis.rmw_bytes,
+                         analysis.peak_sram_bytes, analysis.tensorcore_cycles, analysis.estimated_cycles)
+
+
+@dataclass
+class SearchResult:
+    """The outcome of `search`."""
+
+    problem: Problem
+    hardware: Accelerator
+    sram_bytes: int
+    objective: str
+    best_traffic: Candidate | None
+    best_cycles: Candidate | None
+    pareto: list[Candidate]  # peak SRAM vs traffic, increasing peak, decreasing traffic (peak <= sram_bytes)
+    confirmed: list[Candidate]  # the top few re-run through the trace (and simulated when possible)
+    evaluations: int
+    seconds: float
+    bound: Bound
+    cycles_source: str = "estimate"  # "simulated" when the timing simulator confirmed best_cycles
+
+    @property
+    def best(self) -> Candidate | None:
+        return self.best_cycles if self.objective == "cycles" else self.best_traffic
+
+    @property
+    def evaluations_per_second(self) -> float:
+        return self.evaluations / self.seconds if self.seconds > 0 else float("inf")
+
+
+# --------------------------------------------------------------------------------------------- enumeration
+@dataclass
+class _Batch:
+    """Candidates as arrays broadcastable to `shape`: tidx[d] (index into Space.fine[d]), above[x][d] (bool:
+    loop d above tensor x's staging), ways[x]; `tiled` lists the dims that may have several trips (None: all)."""
+
+    tidx: list
+    above: list
+    ways: list
+    shape: tuple[int, ...]
+    tiled: list[int] | None = None
+
+    @property
+    def n(self) -> int:
+        return math.prod(self.shape)
+
+    def select(self, sel: np.ndarray) -> "_Batch":
+        """The flat-indexed candidates `sel` as a 1-d batch."""
+        idx = np.unravel_index(sel, self.shape)
+
+        def take(a):
+            if isinstance(a, np.ndarray):
+                return np.broadcast_to(a, self.shape)[idx]
+            return a
+
+        return _Batch([take(a) for a in self.tidx], [[take(a) for a in row] for row in self.above],
+                      [take(a) for a in self.ways], (len(sel),), self.tiled)
+
+
+def _row_width(space: Space) -> int:
+    return space.nd + 2 * space.nt
+
+
+def _pack(space: Space, b: _Batch, sel: np.ndarray) -> np.ndarray:
+    """Candidate rows [tile indices..., above bits per tensor..., ways per tensor...] of the selected ones."""
+    n = len(sel)
+    sub = b.select(sel)
+    rows = np.zeros((n, _row_width(space)), np.int64)
+    for d in range(space.nd):
+        rows[:, d] = sub.tidx[d]
+    for x in range(space.nt):
+        bits = np.zeros(n, np.int64)
+        for d in range(space.nd):
+            a = sub.above[x][d]
+            bits |= np.broadcast_to(np.asarray(a, bool), (n,)).astype(np.int64) << d
+        rows[:, space.nd + x] = bits
+        rows[:, space.nd + space.nt + x] = sub.ways[x]
+    return rows
+
+
+def _unpack(space: Space, row: np.ndarray) -> tuple[list[int], list[list[bool]], list[int]]:
+    tidx = [int(v) for v in row[:space.nd]]
+    above = [[bool((int(row[space.nd + x]) >> d) & 1) for d in range(space.nd)] for x in range(space.nt)]
+    ways = [int(v) for v in row[space.nd + space.nt:]]
+    return tidx, above, ways
+
+
+def _rows_batch(space: Space, rows: np.ndarray) -> _Batch:
+    tidx = [rows[:, d].copy() for d in range(space.nd)]
+    above = [[((rows[:, space.nd + x] >> d) & 1).astype(bool) for d in range(space.nd)] for x in range(space.nt)]
+    ways = [rows[:, space.nd + space.nt + x].copy() for x in range(space.nt)]
+    return _Batch(tidx, above, ways, (len(rows),), None)
+
+
+def _batches(space: Space, exhaustive: bool) -> Iterator[_Batch]:
+    """The first pass: for every set of tiled dims, structures x tile products (2-d broadcasting)."""
+    free = [d for d in range(space.nd) if len(space.fine[d]) > 1]
+    for r in range(len(free) + 1):
+        for tiled in itertools.combinations(free, r):
+            structs = space.structures(tiled, pruned=not exhaustive)
+            ns = len(structs)
+            lists = [space.coarse_idx[d][space.coarse_idx[d] > 0] if not exhaustive
+                     else np.arange(1, len(space.fine[d])) for d in tiled]
+            if any(len(lst) == 0 for lst in lists):
+                continue
+            nprod = math.prod(len(lst) for lst in lists)
+            if r:
+                grids = np.meshgrid(*lists, indexing="ij")
+                prods = np.stack([g.ravel() for g in grids], axis=1)
+            else:
+                prods = np.zeros((1, 0), np.int64)
+            per = max(1, CHUNK // ns)
+            above_cols = {}
+            for x in range(space.nt):
+                for d in tiled:
+                    col = structs[:, x, d]
+                    above_cols[x, d] = True if col.all() else (col[:, None].copy() if col.any() else False)
+            for start in range(0, nprod, per):
+                pr = prods[start:start + per]
+                npr = len(pr)
+                tidx: list = [0] * space.nd
+                for j, d in enumerate(tiled):
+                    tidx[d] = pr[:, j][None, :].copy()
+                above: list = [[above_cols.get((x, d), False) for d in range(space.nd)] for x in range(space.nt)]
+                yield _Batch(tidx, above, [1] * space.nt, (ns, npr), list(tiled))
+
+
+def _flat(v, shape: tuple[int, ...]) -> np.ndarray:
+    return np.broadcast_to(np.asarray(v), shape).reshape(-1)
+
+
+@dataclass
+class SearchFront:
+    """Internal state of one search: the staircases by traffic and by estimated cycles, the top-k lists."""
+
+    space: Space
+    caps: list[int]
+    traffic: _Front
+    cycles: _Front
+    top_traffic: list[_TopK]  # per capacity (same order as caps)
+    top_cycles: list[_TopK]
+    evaluations: int = 0
+    seconds: float = 0.0
+
+
+def _consider(st: SearchFront, b: _Batch, res: dict) -> None:
+    space = st.space
+    cap = max(st.caps)
+    peak = _flat(res["peak"], b.shape)
+    fits = peak <= cap
+    if not fits.any():
+        return
+    idx = np.nonzero(fits)[0]
+    p = peak[idx]
+    tr = _flat(res["traffic"], b.shape)[idx].astype(np.float64)
+    if res["est"] is None:  # traffic only: ties in traffic go on to the exact evaluation
+        es = np.full(len(idx), -np.inf)
+    else:
+        es = _flat(res["est"], b.shape)[idx].astype(np.float64)
+    if not res["exact"]:
+        # p is a lower bound of the peak, and the best key at a peak never increases with the peak: a candidate
+        # that does not beat the staircase at p cannot beat it at its real peak
+        keep = st.traffic.filter(p, tr, es)
+        if res["est"] is not None:
+            keep |= st.cycles.filter(p, es, tr)
+        for c, tt, tc in zip(st.caps, st.top_traffic, st.top_cycles):
+            keep |= (tr <= tt.threshold()) & (p <= c)
+            if res["est"] is not None:
+                keep |= (es <= tc.threshold()) & (p <= c)
+        if not keep.any():
+            return
+        sub = b.select(idx[keep])
+        _consider(st, sub, space.evaluate(sub, exact=True))
+        return
+    for front, k1, k2 in ((st.traffic, tr, es), (st.cycles, es, tr)):
+        m = front.filter(p, k1, k2)
+        if m.any():
+            front.merge(p[m], k1[m], k2[m], _pack(space, b, idx[m]))
+    picks = []
+    for c, tt, tc in zip(st.caps, st.top_traffic, st.top_cycles):
+        under = p <= c
+        for top, k1 in ((tt, tr), (tc, es)):
+            m = under & (k1 <= top.threshold())
+            if m.any():
+                sub = np.nonzero(m)[0]
+                if len(sub) > 64 * top.k:
+                    sub = sub[np.argpartition(k1[sub], 64 * top.k)[:64 * top.k]]
+                picks.append((top, sub))
+    if picks:  # pack the union once
+        union = np.unique(np.concatenate([sub for _, sub in picks]))
+        rows = _pack(space, b, idx[union])
+        for top, sub in picks:
+            pos = np.searchsorted(union, sub)
+            if top in st.top_traffic:
+                top.merge(tr[sub], es[sub], rows[pos])
+            else:
+                top.merge(es[sub], tr[sub], rows[pos])
+
+
+def _buffering_pass(st: SearchFront, b: _Batch, res: dict) -> None:
+    """Cycles objective: try 2-way buffering for tensors with several instances, on promising candidates."""
+    space = st.space
+    cap = max(st.caps)
+    peak = _flat(res["peak"], b.shape)
+    best = st.cycles.k1.min() if len(st.cycles.k1) else math.inf
+    tc = _flat(res["tc"], b.shape).astype(np.float64)
+    multi = [_flat(res["per"][x][4], b.shape) > 1 for x in range(space.nt)]
+    promising = (tc < best) & (peak <= cap) & np.logical_or.reduce(multi)
+    if not promising.any():
+        return
+    sel = np.nonzero(promising)[0]
+    sub = b.select(sel)
+    for pattern in itertools.product((1, 2), repeat=space.nt):
+        if all(w == 1 for w in pattern):
+            continue
+        ways = [np.where(multi[x][sel], 2, 1) if pattern[x] > 1 else 1 for x in range(space.nt)]
+        vb = _Batch(sub.tidx, sub.above, ways, sub.shape, sub.tiled)
+        r = space.evaluate(vb)
+        st.evaluations += vb.n
+        _consider(st, vb, r)
+
+
+def _refine(st: SearchFront, rounds: int = 8, objective_cycles: bool = False) -> None:
+    """Local search: move the tiles of the staircase points (one dim over all sizes, two dims nearby)."""
+    space = st.space
+    seen: set[bytes] = set()
+    for _ in range(rounds):
+        fronts = [st.traffic] + ([st.cycles] if objective_cycles else [])
+        parts = [t.rows for t in st.top_traffic] + ([t.rows for t in st.top_cycles] if objective_cycles else [])
+        for cap in st.caps:  # the best few under each capacity
+            for f in fronts:
+                i = f.best_at(cap)
+                if i is not None:
+                    parts.append(f.rows[max(0, i - REFINE_SEEDS + 1):i + 1])
+        seeds = np.concatenate(parts)
+        if len(seeds) == 0:
+            return
+        fresh = []
+        for r in seeds:
+            key = r.tobytes()
+            if key not in seen:
+                seen.add(key)
+                fresh.append(r)
+        if not fresh:
+            return
+        seeds = np.stack(fresh)
+        neigh = []
+        for d in range(space.nd):
+            nf = len(space.fine[d])
+            if nf <= 1:
+                continue
+            # every size of one dim
+            rep = np.repeat(seeds, nf, axis=0)
+            rep[:, d] = np.tile(np.arange(nf), len(seeds))
+            neigh.append(rep)
+        for d1, d2 in itertools.combinations(range(space.nd), 2):
+            if len(space.fine[d1]) <= 1 or len(space.fine[d2]) <= 1:
+                continue
+            m1 = space.moves(d1, seeds[:, d1])  # (seeds, moves)
+            m2 = space.moves(d2, seeds[:, d2])
+            k1, k2 = m1.shape[1], m2.shape[1]
+            rep = np.repeat(seeds, k1 * k2, axis=0)
+            rep[:, d1] = np.repeat(m1, k2, axis=1).ravel()
+            rep[:, d2] = np.tile(m2, (1, k1)).ravel()
+            neigh.append(rep)
+        # level moves: toggle one tensor's above flag for one dim (kept only if still a chain)
+        moves = []
+        for x in range(space.nt):
+            for d in range(space.nd):
+                rep = seeds.copy()
+                rep[:, space.nd + x] ^= (1 << d)
+                moves.append(rep)
+        cand = np.concatenate(neigh + moves)
+        cand = _normalize_rows(space, cand[_is_chain(space, cand)])
+        for start in range(0, len(cand), CHUNK):
+            b = _rows_batch(space, cand[start:start + CHUNK])
+            res = space.evaluate(b)
+            st.evaluations += b.n
+            _consider(st, b, res)
+            if objective_cycles:
+                _buffering_pass(st, b, res)
+
+
+def _normalize_rows(space: Space, rows: np.ndarray) -> np.ndarray:
+    """A dim above no tensor's staging point gains nothing from tiling: give it one trip (tile index 0)."""
+    rows = rows.copy()
+    anyabove = np.zeros(len(rows), np.int64)
+    for x in range(space.nt):
+        anyabove |= rows[:, space.nd + x]
+    for d in range(space.nd):
+        rows[:, d] = np.where((anyabove >> d) & 1, rows[:, d], 0)
+    return rows
+
+
+def _is_chain(space: Space, rows: np.ndarray) -> np.ndarray:
+    """Rows whose above-sets (bitmasks) are nested."""
+    bits = [rows[:, space.nd + x] for x in range(space.nt)]
+    ok = np.ones(len(rows), bool)
+    for a, b in itertools.combinations(range(space.nt), 2):
+        sub_ab = (bits[a] & ~bits[b]) == 0
+        sub_ba = (bits[b] & ~bits[a]) == 0
+        ok &= sub_ab | sub_ba
+    return ok
+
+
+def run_search(problem: Problem, hardware: Accelerator, caps: Sequence[int], objective: str = "traffic",
+               refine: bool = True, exhaustive: bool = False, top: int = 5,
+               progress: Callable[[float], None] | None = None) -> SearchFront:
+    """Enumerate and evaluate; return the staircases for the capacities `caps` (bytes)."""
+    if objective not in ("traffic", "cycles"):
+        raise ValueError(f"objective must be 'traffic' or 'cycles', got {objective!r}")
+    start = time.perf_counter()
+    space = Space(problem, hardware, exhaustive=exhaustive)
+    width = _row_width(space)
+    caps = sorted(set(int(c) for c in caps))
+    cols = slice(space.nd, space.nd + space.nt)
+    k = max(top, TOP_STRUCTURES // len(caps), 8)
+    st = SearchFront(space, caps, _Front(width), _Front(width), [_TopK(k, width, cols, space.nd) for _ in caps],
+                     [_TopK(k, width, cols, space.nd) for _ in caps])
+    batches = list(_batches(space, exhaustive))
+    total = sum(b.n for b in batches) or 1
+    done = 0
+    for b in batches:
+        res = space.evaluate(b, exact=False, estimate=objective == "cycles")
+        st.evaluations += b.n
+        _consider(st, b, res)
+        if objective == "cycles":
+            _buffering_pass(st, b, res)
+        done += b.n
+        if progress is not None:
+            progress(done / total)
+    if refine and not exhaustive:
+        _refine(st, objective_cycles=objective == "cycles")
+    st.seconds = time.perf_counter() - start
+    return st
+
+
+# ---------------------------------------------------------------------------------------- confirmation
+def simulate_cycles(trace: Any, hardware: Accelerator) -> int | None:
+    """Cycles of a trace from the timing simulator (`dsasim.timing.simulate`), or None if it is unavailable."""
+    try:
+        from .timing import simulate
+    except ImportError:
+        return None
+    return int(simulate(trace, hardware).cycles)
+
+
+def _upgrade_buffering(nest: LoopNest, hardware: Accelerator, cap: int) -> LoopNest:
+    """Best estimated cycles over the buffering ways (1 or 2 per multi-instance tensor) that fit in cap."""
+    best = analyze(nest, hardware)
+    best_key = (best.estimated_cycles, best.peak_sram_bytes)
+    names = nest.problem.tensor_names
+    multi = [n for n in names if best.tensor(n).instances > 1]
+    for pattern in itertools.product((1, 2), repeat=len(multi)):
+        cand = nest.replace(buffers=dict(zip(multi, pattern)))
+        a = analyze(cand, hardware)
+        if a.peak_sram_bytes <= cap and (a.estimated_cycles, a.peak_sram_bytes) < best_key:
+            best, best_key = a, (a.estimated_cycles, a.peak_sram_bytes)
+    return best.nest
+
+
+def confirm(candidate: Candidate, hardware: Accelerator, runner: Callable[..., Any] | None,
+            simulate: bool = True) -> Candidate:
+    """Re-run a candidate through the generic kernel (count-only, traced); check the model; simulate timing."""
+    if runner is None:
+        return candidate
+    result = runner(candidate.nest, hardware)
+    if result.status != "ok":
+        raise RuntimeError(f"the search's schedule failed when traced ({result.status}): {result.message}")
+    model = analyze(candidate.nest, hardware)
+    if (result.loaded_bytes, result.stored_bytes, result.peak_sram_bytes) != \
+            (model.loaded_bytes, model.stored_bytes, model.peak_sram_bytes):
+        from .analytic import reconcile
+        raise AssertionError(f"analytic model and trace differ:\n{reconcile(candidate.nest, result, hardware)}")
+    cycles = simulate_cycles(result.trace, hardware) if simulate and result.trace is not None else None
+    return replace(candidate, simulated_cycles=cycles, traced=True)
+
+
+def _candidate(space: Space, row: np.ndarray) -> Candidate:
+    tidx, above, ways = _unpack(space, row)
+    return Candidate.of(analyze(space.nest(tidx, above, ways), space.hardware))
+
+
+def search(problem: Problem, hardware: Accelerator, sram_bytes: int | None = None, objective: str = "traffic",
+           runner: Callable[..., Any] | None = None, confirm_top: int = 3, refine: bool = True,
+           exhaustive: bool = False, simulate: bool = True,
+           progress: Callable[[float], None] | None = None) -> SearchResult:
+    """Find the best LoopNest of `problem` under `sram_bytes` (default: the hardware's SRAM).
+
+    Both rankings are computed: by loaded + stored bytes (ties: estimated cycles) and by estimated cycles
+    (ties: traffic; buffering ways included); `objective` ('traffic' or 'cycles') picks `result.best` and which
+    candidates are confirmed. With a `runner(nest, hardware) -> RunResult` (e.g.
+    `kernels.loopnest_kernel.run_loopnest`) the top `confirm_top` candidates of the objective are re-run through
+    the trace (checked equal to the model) and the timing simulator; the best simulated one is `best_cycles`.
+    """
+    if objective not in ("traffic", "cycles"):
+        raise ValueError(f"objective must be 'traffic' or 'cycles', got {objective!r}")
+    cap = hardware.sram_bytes if sram_bytes is None else int(sram_bytes)
+    if cap < hardware.word_bytes:
+        raise ValueError(f"sram_bytes {cap} is below one word ({hardware.word_bytes} B)")
+    hw = replace(hardware, sram_bytes=cap)
+    st = run_search(problem, hw, [cap], "cycles", refine=refine, exhaustive=exhaustive, top=max(confirm_top, 1),
+                    progress=progress)
+    space = st.space
+    bound = lower_bound(problem, cap, hw.word_bytes)
+    i = st.traffic.best_at(cap)
+    best_traffic = None
+    if i is not None:
+        best_traffic = _candidate(space, st.traffic.rows[i])
+        nest = _upgrade_buffering(best_traffic.nest, hw, cap)
+        best_traffic = Candidate.of(analyze(nest, hw))
+    j = st.cycles.best_at(cap)
+    best_cycles = _candidate(space, st.cycles.rows[j]) if j is not None else None
+    pareto = []
+    last_traffic = math.inf
+    for k in range(len(st.traffic.peak)):
+        if st.traffic.k1[k] < last_traffic:
+            pareto.append(_candidate(space, st.traffic.rows[k]))
+            last_traffic = st.traffic.k1[k]
+    confirmed: list[Candidate] = []
+    source = "estimate"
+    if runner is not None and best_traffic is not None:
+        if objective == "traffic":
+            pool = [best_traffic] + [_candidate(space, r) for r in st.top_traffic[0].rows[:confirm_top]]
+        else:
+            pool = [best_cycles] + [_candidate(space, r) for r in st.top_cycles[0].rows[:confirm_top]]
+            pool = [Candidate.of(analyze(_upgrade_buffering(c.nest, hw, cap), hw)) for c in pool if c is not None]
+        uniq: dict[LoopNest, Candidate] = {}
+        for c in pool:
+            if c is not None and c.nest not in uniq and len(uniq) < confirm_top:
+                uniq[c.nest] = c
+        for c in (best_traffic, best_cycles):  # both winners are always timed
+            if c is not None and c.nest not in uniq:
+                uniq[c.nest] = c
+        confirmed = [confirm(c, hw, runner, simulate) for c in uniq.values()]
+        by_nest = {c.nest: c for c in confirmed}
+        best_traffic = by_nest[best_traffic.nest]
+        sims = [c for c in confirmed if c.simulated_cycles is not None]
+        if sims:
+            source = "simulated"
+            best_cycles = min(sims, key=lambda c: (c.simulated_cycles, c.traffic_bytes, c.peak_sram_bytes))
+        elif best_cycles is not None:
+            best_cycles = by_nest[best_cycles.nest]
+    return SearchResult(problem, hw, cap, objective, best_traffic, best_cycles, pareto, confirmed,
+                        st.evaluations, st.seconds, bound, source)
+
+
+def search_front(problem: Problem, hardware: Accelerator, caps: Sequence[int], refine: bool = True,
+                 progress: Callable[[float], None] | None = None) -> tuple[SearchFront, list[Candidate | None]]:
+    """Best-by-traffic candidate (ties: estimated cycles) for each capacity in `caps`, from one enumeration."""
+    hw = replace(hardware, sram_bytes=max(caps))
+    st = run_search(problem, hw, list(caps), "traffic", refine=refine, progress=progress)
+    out: list[Candidate | None] = []
+    for cap in caps:
+        i = st.traffic.best_at(cap)
+        if i is None:
+            out.append(None)
+            continue
+        c = _candidate(st.space, st.traffic.rows[i])
+        hw_cap = replace(hardware, sram_bytes=cap)
+        nest = _upgrade_buffering(c.nest, hw_cap, cap)
+        out.append(Candidate.of(analyze(nest, hw_cap)))
+    return st, out
+
+
+def evaluate_nests(nests: Sequence[LoopNest], hardware: Accelerator) -> dict[str, np.ndarray]:
+    """Vectorised evaluation of explicit nests (their tiles must be search candidates: balanced, aligned or
+    exhaustive); returns arrays of loaded, stored, traffic, peak, tensorcore_cycles, estimated_cycles."""
+    if not nests:
+        return {}
+    problem = nests[0].problem
+    space = Space(problem, hardware, exhaustive=True)
+    rows = np.zeros((len(nests), _row_width(space)), np.int64)
+    for i, n in enumerate(nests):
+        tidx, above, ways = space.encode(n)
+        rows[i, :space.nd] = tidx
+        for x in range(space.nt):
+            rows[i, space.nd + x] = sum(1 << d for d in range(space.nd) if above[x][d])
+            rows[i, space.nd + space.nt + x] = ways[x]
+    b = _rows_batch(space, rows)
+    res = space.evaluate(b)
+    return {"loaded": _flat(res["loaded"], b.shape), "stored": _flat(res["stored"], b.shape),
+            "traffic": _flat(res["traffic"], b.shape), "peak": _flat(res["peak"], b.shape),
+            "tensorcore_cycles": _flat(res["tc"], b.shape), "estimated_cycles": _flat(res["est"], b.shape)}

@@ -1,0 +1,186 @@
+"""`dsasim search` and `dsasim sweep-sram`: schedule search and SRAM sizing from the command line.
+
+    dsasim search LAYER [--sram BYTES] [--hardware PRESET|FILE] [--objective traffic|cycles] [--json PATH]
+                        [--confirm N] [--no-simulate]
+    dsasim sweep-sram LAYER --sizes LO:HI[:POINTS] [--hardware PRESET|FILE] [--json PATH] [--plot PATH]
+                        [--no-simulate] [--quiet]
+
+LAYER is a built-in name (blog-conv, resnet50.res2a_branch2b, ..., gemm-1024) or a shape spec such as
+conv:ic=64,oc=64,h=56,k=3,p=1 or gemm:m=512,n=512,k=512 (see `dsasim.layers`). Sizes accept 65536, 64KiB,
+1.5MiB. `search --json` writes the best schedule with its figures; its `loop_nest` key is loadable by
+`kernels.loopnest_kernel.load_nest`. JSON output is deterministic (no wall times).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from importlib.metadata import entry_points
+from pathlib import Path
+from typing import Any, Callable
+
+from .hardware import PRESETS, load_hardware
+from .layers import parse_layer
+from .search import search
+from .sweep import format_bytes, parse_bytes, parse_sizes, plot_sweep, sweep_sram
+
+__all__ = ["register", "run_search_command", "run_sweep_command", "search_json"]
+
+
+def _runner() -> Callable[..., Any] | None:
+    """The generic LoopNest kernel, found like the CLI finds schedules: through the `dsasim.loopnest_runner`
+    entry point (the library never imports kernels/). None: no kernel registered, confirm by the model only."""
+    found = sorted(entry_points(group="dsasim.loopnest_runner"), key=lambda e: e.name)
+    return found[0].load() if found else None
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add the `search` and `sweep-sram` subcommands; their handlers are `args.func(args) -> exit code`."""
+    p = subparsers.add_parser(
+        "search", help="search the best loop nest of a layer under an SRAM capacity",
+        description="Enumerate loop orders x tile sizes x staging levels x buffering of LAYER, evaluate them with "
+                    "the analytic traffic model, print the best schedule as loops with its traffic beside the "
+                    "lower bound, and re-run the top few through the trace and the timing simulator.")
+    p.add_argument("layer", help="blog-conv, resnet50.<name>, gemm-1024, or a spec like conv:ic=64,oc=64,h=56,k=3,p=1")
+    p.add_argument("--sram", metavar="BYTES", help="SRAM capacity (default: the hardware's), e.g. 1536KiB")
+    p.add_argument("--hardware", metavar="PRESET|FILE", default="blog",
+                   help=f"hardware preset ({', '.join(PRESETS)}) or TOML file (default: blog)")
+    p.add_argument("--objective", choices=("traffic", "cycles"), default="traffic",
+                   help="rank by DDR traffic (ties: cycles) or by cycles (default: traffic)")
+    p.add_argument("--json", metavar="PATH", help="write the best schedule and its figures as JSON")
+    p.add_argument("--confirm", type=int, default=3, metavar="N",
+                   help="re-run the top N candidates through the trace and timing simulator (default 3; 0: none)")
+    p.add_argument("--no-simulate", action="store_true", help="trace the top candidates but skip the timing "
+                                                                "simulation (cycles are then estimates)")
+    p.set_defaults(func=run_search_command)
+
+    s = subparsers.add_parser(
+        "sweep-sram", help="best traffic and cycles of a layer across SRAM sizes",
+        description="For each SRAM size, the best-traffic schedule of LAYER (one enumeration for all sizes), its "
+                    "simulated cycles, the lower bound and compulsory traffic; a table, JSON and a plot.")
+    s.add_argument("layer", help="blog-conv, resnet50.<name>, gemm-1024, or a shape spec")
+    s.add_argument("--sizes", required=True, metavar="LO:HI[:POINTS]",
+                   help="SRAM sizes, geometric from LO to HI, e.g. 64KiB:8MiB:20 (or a list A,B,C)")
+    s.add_argument("--hardware", metavar="PRESET|FILE", default="blog",
+                   help="hardware preset or TOML file (default: blog); its sram_bytes is replaced by each size")
+    s.add_argument("--json", metavar="PATH", help="write the sweep as JSON")
+    s.add_argument("--plot", metavar="PATH", help="write a PNG: traffic, bound, compulsory and cycles vs SRAM")
+    s.add_argument("--no-simulate", action="store_true", help="no trace/timing simulation: estimated cycles")
+    s.add_argument("--quiet", action="store_true", help="no progress bar")
+    s.set_defaults(func=run_sweep_command)
+
+
+def search_json(result, layer: str) -> dict[str, Any]:
+    """The JSON object of `dsasim search --json` (stable key order, no wall times)."""
+    best = result.best
+    hw = result.hardware
+    return {
+        "layer": layer,
+        "hardware": hw.name,
+        "word_bytes": hw.word_bytes,
+        "objective": result.objective,
+        "sram_bytes": result.sram_bytes,
+        "loaded_bytes": best.loaded_bytes,
+        "stored_bytes": best.stored_bytes,
+        "rmw_bytes": best.rmw_bytes,
+        "traffic_bytes": best.traffic_bytes,
+        "peak_sram_bytes": best.peak_sram_bytes,
+        "lower_bound_bytes": result.bound.bytes,
+        "lower_bound_kind": result.bound.kind,
+        "compulsory_bytes": result.bound.compulsory_bytes,
+        "cycles": best.cycles,
+        "cycles_source": "simulated" if best.simulated_cycles is not None else "estimate",
+        "tensorcore_cycles": best.tensorcore_cycles,
+        "evaluations": result.evaluations,
+        "pareto": [{"peak_sram_bytes": c.peak_sram_bytes, "traffic_bytes": c.traffic_bytes}
+                   for c in result.pareto],
+        "loop_nest": best.nest.to_json(),
+    }
+
+
+def _fail(cmd: str, err: Exception) -> int:
+    print(f"dsasim {cmd}: {err}", file=sys.stderr)
+    return 2
+
+
+def run_search_command(args: argparse.Namespace) -> int:
+    """Handle `dsasim search`."""
+    try:
+        problem = parse_layer(args.layer)
+        hardware = load_hardware(args.hardware)
+        sram = parse_bytes(args.sram) if args.sram else hardware.sram_bytes
+        if args.confirm < 0:
+            raise ValueError("--confirm must be >= 0")
+    except ValueError as err:
+        return _fail("search", err)
+    runner = _runner() if args.confirm > 0 else None
+    t0 = time.perf_counter()
+    try:
+        result = search(problem, hardware, sram, args.objective, runner=runner, confirm_top=max(args.confirm, 1),
+                        simulate=not args.no_simulate)
+    except ValueError as err:
+        return _fail("search", err)
+    wall = time.perf_counter() - t0
+    best = result.best
+    if best is None:
+        print(f"dsasim search: no schedule of {args.layer} fits in {sram:,} B of SRAM (even the smallest tiles "
+              f"overflow it)", file=sys.stderr)
+        return 1
+    word = hardware.word_bytes
+    print(best.nest.format(word))
+    print()
+    b = result.bound
+    src = "simulated" if best.simulated_cycles is not None else "estimated"
+    print(f"{args.layer} on {hardware.name} with {format_bytes(sram)} SRAM ({sram:,} B), objective {args.objective}:")
+    print(f"  traffic      {best.traffic_bytes:>16,} B  (loaded {best.loaded_bytes:,}, stored {best.stored_bytes:,},"
+          f" rmw {best.rmw_bytes:,})")
+    print(f"  lower bound  {b.bytes:>16,} B  ({b.kind}); compulsory {b.compulsory_bytes:,} B; "
+          f"best / bound = {best.traffic_bytes / b.bytes:.3f}")
+    print(f"  peak SRAM    {best.peak_sram_bytes:>16,} B")
+    print(f"  cycles       {best.cycles:>16,}    ({src}; TensorCore {best.tensorcore_cycles:,})")
+    if result.confirmed:
+        traced = sum(1 for c in result.confirmed if c.traced)
+        print(f"  confirmed    {traced} candidate(s) re-run through the trace (model equal byte for byte)"
+              + (" and the timing simulator" if result.cycles_source == "simulated" else ""))
+    print(f"  searched     {result.evaluations:,} candidates in {result.seconds:.2f} s "
+          f"({result.evaluations_per_second:,.0f}/s); {wall:.2f} s in all")
+    if args.json:
+        Path(args.json).write_text(json.dumps(search_json(result, args.layer), indent=2) + "\n")
+    return 0
+
+
+def run_sweep_command(args: argparse.Namespace) -> int:
+    """Handle `dsasim sweep-sram`."""
+    try:
+        problem = parse_layer(args.layer)
+        hardware = load_hardware(args.hardware)
+        sizes = parse_sizes(args.sizes)
+        if any(s < hardware.word_bytes for s in sizes):
+            raise ValueError(f"every size must hold at least one {hardware.word_bytes}-byte word")
+    except ValueError as err:
+        return _fail("sweep-sram", err)
+    runner = _runner()
+    result = sweep_sram(problem, hardware, sizes, runner=runner, simulate=not args.no_simulate,
+                        progress=not args.quiet, layer=args.layer)
+    print(result.table())
+    print(f"{len(sizes)} sizes, {result.evaluations:,} candidates evaluated, {result.seconds:.2f} s")
+    if args.json:
+        Path(args.json).write_text(json.dumps(result.to_json(), indent=2) + "\n")
+    if args.plot:
+        plot_sweep(result, args.plot)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Stand-alone entry point (`python -m dsasim.search_cli search ...`)."""
+    parser = argparse.ArgumentParser(prog="dsasim")
+    sub = parser.add_subparsers(dest="command", required=True)
+    register(sub)
+    args = parser.parse_args(argv)
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,250 @@
+"""SRAM sizing: the best schedule's traffic and simulated cycles for each SRAM size, beside the lower bounds.
+
+One enumeration serves every size: the search keeps, for increasing peak SRAM, every candidate that improves the
+best (traffic, estimated cycles) so far (`search.search_front`), so the best schedule under a capacity is a
+lookup and the best-traffic curve is non-increasing in the SRAM size by construction. Each size's schedule is
+then given the buffering ways that fit and lower the estimated cycles (buffering never changes traffic), traced
+by the generic kernel (checked equal to the model) and timed by the timing simulator.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import re
+import sys
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+from .hardware import Accelerator
+from .loopnest import LoopNest, Problem
+from .lower_bounds import lower_bound
+from .search import confirm, search_front
+
+__all__ = ["parse_bytes", "parse_sizes", "SweepPoint", "SweepResult", "sweep_sram", "plot_sweep", "ProgressBar",
+           "format_bytes"]
+
+_UNITS = {"": 1, "b": 1, "k": 1024, "kb": 1024, "kib": 1024, "m": 1024 ** 2, "mb": 1024 ** 2, "mib": 1024 ** 2,
+          "g": 1024 ** 3, "gb": 1024 ** 3, "gib": 1024 ** 3}
+
+
+def parse_bytes(text: str) -> int:
+    """'1536KiB', '1.5MiB', '65536', '64K' -> bytes (K/M/G and KB/MB/GB are binary, like KiB/MiB/GiB)."""
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([A-Za-z]*)\s*", str(text))
+    if not m or m.group(2).lower() not in _UNITS:
+        raise ValueError(f"cannot read {text!r} as a size in bytes; write e.g. 65536, 64KiB, 1.5MiB")
+    value = float(m.group(1)) * _UNITS[m.group(2).lower()]
+    if value != int(value) or value < 1:
+        raise ValueError(f"size {text!r} is not a positive whole number of bytes")
+    return int(value)
+
+
+def format_bytes(n: int) -> str:
+    """Bytes as the largest exact binary unit: 1572864 -> '1536KiB', 8388608 -> '8MiB'."""
+    for unit, size in (("GiB", 1024 ** 3), ("MiB", 1024 ** 2), ("KiB", 1024)):
+        if n % size == 0:
+            return f"{n // size}{unit}"
+    return f"{n}B"
+
+
+def parse_sizes(text: str) -> list[int]:
+    """'LO:HI[:POINTS]' -> POINTS sizes spaced geometrically from LO to HI inclusive (rounded to whole bytes;
+    default: one point per power of two when HI/LO is a power of two, else 8). A single size is also accepted;
+    'A,B,C' lists sizes explicitly."""
+    text = text.strip()
+    if "," in text:
+        sizes = sorted({parse_bytes(p) for p in text.split(",") if p.strip()})
+        if not sizes:
+            raise ValueError("--sizes lists no size")
+        return sizes
+    parts = text.split(":")
+    if len(parts) == 1:
+        return [parse_bytes(parts[0])]
+    if len(parts) not in (2, 3):
+        raise ValueError(f"--sizes {text!r}: expected LO:HI or LO:HI:POINTS, e.g. 64KiB:8MiB:20")
+    lo, hi = parse_bytes(parts[0]), parse_bytes(parts[1])
+    if hi < lo:
+        raise ValueError(f"--sizes {text!r}: HI ({hi} B) is below LO ({lo} B)")
+    if len(parts) == 3:
+        try:
+            points = int(parts[2])
+        except ValueError:
+            raise ValueError(f"--sizes {text!r}: POINTS must be an integer") from None
+        if points < 1:
+            raise ValueError(f"--sizes {text!r}: POINTS must be >= 1")
+    else:
+        ratio = hi / lo
+        k = round(math.log2(ratio)) if ratio > 0 else 0
+        points = k + 1 if 2 ** k * lo == hi else 8
+    if points == 1 or hi == lo:
+        return [lo]
+    out = []
+    grain = 1024 if lo >= 1024 else 1  # whole KiB between the ends
+    for i in range(points):
+        v = lo * (hi / lo) ** (i / (points - 1))
+        out.append(max(grain, int(round(v / grain)) * grain))
+    out[0], out[-1] = lo, hi
+    return sorted(set(out))
+
+
+class ProgressBar:
+    """A one-line progress bar on stderr: `label [#####.....] 42%`; silent when disabled."""
+
+    def __init__(self, label: str, enabled: bool = True, width: int = 30, stream: Any = None) -> None:
+        self.label = label
+        self.enabled = enabled
+        self.width = width
+        self.stream = stream if stream is not None else sys.stderr
+        self._last = -1
+
+    def update(self, fraction: float, note: str = "") -> None:
+        if not self.enabled:
+            return
+        fraction = min(max(fraction, 0.0), 1.0)
+        filled = int(round(fraction * self.width))
+        pct = int(fraction * 100)
+        if (pct, note) == self._last:
+            return
+        self._last = (pct, note)
+        bar = "#" * filled + "." * (self.width - filled)
+        self.stream.write(f"\r{self.label} [{bar}] {pct:3d}% {note}".rstrip() + "   ")
+        self.stream.flush()
+
+    def close(self) -> None:
+        if self.enabled:
+            self.stream.write("\n")
+            self.stream.flush()
+
+
+@dataclass(frozen=True)
+class SweepPoint:
+    """The best-traffic schedule for one SRAM size."""
+
+    sram_bytes: int
+    loaded_bytes: int | None
+    stored_bytes: int | None
+    peak_sram_bytes: int | None
+    cycles: int | None
+    cycles_source: str  # "simulated" | "estimate" | "none"
+    lower_bound_bytes: int
+    lower_bound_kind: str
+    compulsory_bytes: int
+    loop_nest: LoopNest | None
+
+    @property
+    def traffic_bytes(self) -> int | None:
+        return None if self.loaded_bytes is None else self.loaded_bytes + self.stored_bytes
+
+    def to_json(self) -> dict[str, Any]:
+        return {"sram_bytes": self.sram_bytes, "traffic_bytes": self.traffic_bytes,
+                "loaded_bytes": self.loaded_bytes, "stored_bytes": self.stored_bytes,
+                "peak_sram_bytes": self.peak_sram_bytes, "cycles": self.cycles, "cycles_source": self.cycles_source,
+                "lower_bound_bytes": self.lower_bound_bytes, "lower_bound_kind": self.lower_bound_kind,
+                "compulsory_bytes": self.compulsory_bytes,
+                "loop_nest": self.loop_nest.to_json() if self.loop_nest is not None else None}
+
+
+@dataclass
+class SweepResult:
+    """A sweep over SRAM sizes of one layer on one hardware description."""
+
+    layer: str
+    problem: Problem
+    hardware: Accelerator
+    points: list[SweepPoint]
+    evaluations: int
+    seconds: float
+
+    def to_json(self) -> dict[str, Any]:
+        """Deterministic JSON (no wall times)."""
+        return {"layer": self.layer, "problem": self.problem.to_json(), "hardware": self.hardware.name,
+                "word_bytes": self.hardware.word_bytes, "evaluations": self.evaluations,
+                "points": [p.to_json() for p in self.points]}
+
+    def table(self) -> str:
+        head = ("SRAM", "traffic B", "lower bound B", "compulsory B", "best/bound", "peak SRAM B", "cycles")
+        rows = [head]
+        for p in self.points:
+            tr = p.traffic_bytes
+            rows.append((format_bytes(p.sram_bytes), "-" if tr is None else f"{tr:,}", f"{p.lower_bound_bytes:,}",
+                         f"{p.compulsory_bytes:,}", "-" if tr is None else f"{tr / p.lower_bound_bytes:.3f}",
+                         "-" if p.peak_sram_bytes is None else f"{p.peak_sram_bytes:,}",
+                         "-" if p.cycles is None else f"{p.cycles:,}" + ("" if p.cycles_source == "simulated"
+                                                                          else " (est)")))
+        widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
+        lines = []
+        for i, r in enumerate(rows):
+            lines.append("  ".join([r[0].ljust(widths[0])] + [c.rjust(w) for c, w in zip(r[1:], widths[1:])]))
+            if i == 0:
+                lines.append("  ".join("-" * w for w in widths))
+        return "\n".join(lines)
+
+
+def sweep_sram(problem: Problem, hardware: Accelerator, sizes: Sequence[int],
+               runner: Callable[..., Any] | None = None, simulate: bool = True, progress: bool = False,
+               layer: str | None = None) -> SweepResult:
+    """For every SRAM size, the best-traffic schedule (ties: estimated cycles), its simulated cycles (with a
+    `runner`, e.g. `kernels.loopnest_kernel.run_loopnest`; else the estimate), the lower bound and compulsory
+    traffic. Shows a progress bar on stderr when `progress`."""
+    sizes = sorted(set(int(s) for s in sizes))
+    if not sizes:
+        raise ValueError("sweep_sram needs at least one SRAM size")
+    start = time.perf_counter()
+    bar = ProgressBar(f"sweep {layer or problem.name}", progress)
+    bar.update(0.0, "searching")
+    st, best = search_front(problem, hardware, sizes, progress=lambda f: bar.update(0.5 * f, "searching"))
+    points = []
+    for i, (size, cand) in enumerate(zip(sizes, best)):
+        hw = dataclasses.replace(hardware, sram_bytes=size)
+        b = lower_bound(problem, size, hardware.word_bytes)
+        if cand is None:
+            points.append(SweepPoint(size, None, None, None, None, "none", b.bytes, b.kind, b.compulsory_bytes,
+                                     None))
+        else:
+            source = "estimate"
+            cycles = cand.estimated_cycles
+            if runner is not None:
+                done = confirm(cand, hw, runner, simulate)
+                if done.simulated_cycles is not None:
+                    cycles, source = done.simulated_cycles, "simulated"
+            points.append(SweepPoint(size, cand.loaded_bytes, cand.stored_bytes, cand.peak_sram_bytes, cycles,
+                                     source, b.bytes, b.kind, b.compulsory_bytes, cand.nest))
+        bar.update(0.5 + 0.5 * (i + 1) / len(sizes), f"{format_bytes(size)}")
+    bar.close()
+    return SweepResult(layer or problem.name, problem, hardware, points, st.evaluations,
+                       time.perf_counter() - start)
+
+
+def plot_sweep(result: SweepResult, path: str) -> None:
+    """Traffic (best found, lower bound, compulsory) and simulated cycles against SRAM size, log-log."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    pts = result.points
+    xs = [p.sram_bytes / 1024 for p in pts]
+    fig, ax = plt.subplots(figsize=(8, 4.8), dpi=120)
+    traffic = [p.traffic_bytes if p.traffic_bytes is not None else float("nan") for p in pts]
+    ax.plot(xs, traffic, "o-", color="tab:blue", label="best schedule: traffic")
+    ax.plot(xs, [p.lower_bound_bytes for p in pts], "--", color="tab:red", label="lower bound")
+    ax.plot(xs, [p.compulsory_bytes for p in pts], ":", color="black", label="compulsory traffic")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("SRAM (KiB)")
+    ax.set_ylabel("DDR traffic (bytes)")
+    ax2 = ax.twinx()
+    cycles = [p.cycles if p.cycles is not None else float("nan") for p in pts]
+    sim = all(p.cycles_source == "simulated" for p in pts if p.cycles is not None)
+    ax2.plot(xs, cycles, "s-", color="tab:green", label="best schedule: cycles" + ("" if sim else " (estimate)"))
+    ax2.set_ylabel("cycles")
+    lines = ax.get_legend_handles_labels()
+    lines2 = ax2.get_legend_handles_labels()
+    ax.legend(lines[0] + lines2[0], lines[1] + lines2[1], loc="upper right", fontsize=8)
+    ax.set_title(f"{result.layer} on {result.hardware.name}: SRAM sizing")
+    ax.grid(True, which="both", alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+

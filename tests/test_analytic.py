@@ -1,0 +1,176 @@
+"""The analytic model equals the trace byte for byte; the vectorised evaluator equals the scalar model."""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+import time
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from dsasim import Accelerator, preset
+from dsasim.analytic import analyze, group_stats, reconcile
+from dsasim.loopnest import ConvProblem, LoopNest, MatmulProblem, tile_count, window_rows
+from dsasim.search import evaluate_nests
+from kernels import loopnest_kernel
+from kernels.loopnest_kernel import blog_demo_nest, run_loopnest
+
+HW = dataclasses.replace(preset("blog"), sram_bytes=1 << 40, word_bytes=2)
+
+
+def _brute_group(o_ext, k_ext, s, d, p, h, to, tk):
+    """Iterate over every (output tile, tap tile) pair: what group_stats must equal."""
+    n_o, n_k = tile_count(o_ext, to), tile_count(k_ext, tk)
+    total = boxes = valid = 0
+    cls: dict = {}
+    for i in range(n_o):
+        o0, o1 = i * to, min((i + 1) * to, o_ext)
+        for j in range(n_k):
+            t0, t1 = j * tk, min((j + 1) * tk, k_ext)
+            rows = [o * s + t * d - p for o in range(o0, o1) for t in range(t0, t1) if 0 <= o * s + t * d - p < h]
+            n = max(rows) - min(rows) + 1 if rows else 0
+            total += n
+            boxes += n > 0
+            valid += (n > 0) * (o1 - o0) * (t1 - t0)
+            key = (int(i == n_o - 1), int(j == n_k - 1))
+            cls[key] = max(cls.get(key, 0), n)
+    table = tuple(tuple(cls[(ci if n_o > 1 else 1, cj if n_k > 1 else 1)] for cj in (0, 1)) for ci in (0, 1))
+    return total, boxes, valid, table
+
+
+def test_group_stats_equal_the_sum_over_tiles():
+    rng = random.Random(7)
+    checked = 0
+    while checked < 3000:
+        k, s, d, p, h = rng.randint(1, 6), rng.randint(1, 3), rng.randint(1, 3), rng.randint(0, 6), rng.randint(1, 20)
+        if h + 2 * p < d * (k - 1) + 1:
+            continue
+        o = (h + 2 * p - d * (k - 1) - 1) // s + 1
+        to, tk = rng.randint(1, o), rng.randint(1, k)
+        assert tuple(group_stats(o, k, s, d, p, h, to, tk)) == _brute_group(o, k, s, d, p, h, to, tk)
+        checked += 1
+
+
+def _random_problem(rng: random.Random):
+    if rng.random() < 0.25:
+        return MatmulProblem(rng.randint(1, 9), rng.randint(1, 9), rng.randint(1, 9))
+    while True:
+        try:
+            return ConvProblem(rng.randint(1, 2), rng.randint(1, 5), rng.randint(1, 5), rng.randint(1, 9),
+                               rng.randint(1, 9), rng.randint(1, 4), rng.randint(1, 4),
+                               (rng.randint(1, 3), rng.randint(1, 3)), (rng.randint(0, 3), rng.randint(0, 3)),
+                               (rng.randint(1, 2), rng.randint(1, 2)))
+        except ValueError:  # kernel larger than the padded input
+            pass
+
+
+def _random_nest(rng: random.Random, problem) -> LoopNest:
+    order = list(problem.dims)
+    rng.shuffle(order)
+    return LoopNest(problem, order, {d: rng.randint(1, problem.extents[d]) for d in problem.dims},
+                    {t: rng.randint(0, len(order)) for t in problem.tensor_names},
+                    {t: rng.randint(1, 3) for t in problem.tensor_names})
+
+
+def test_model_equals_trace_on_a_thousand_random_nests():
+    """Ragged tails, halos, strides, dilation, every staging depth, 1-3 buffering ways: every count equal."""
+    rng = random.Random(2024)
+    kinds = {"conv": 0, "matmul": 0}
+    for _ in range(1100):
+        nest = _random_nest(rng, _random_problem(rng))
+        kinds[nest.problem.kind] += 1
+        result = run_loopnest(nest, HW)
+        rec = reconcile(nest, result, HW)
+        assert rec.ok, str(rec)
+    assert kinds["conv"] > 700 and kinds["matmul"] > 200
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_model_equals_trace_hypothesis(data):
+    seed = data.draw(st.integers(0, 2 ** 32 - 1))
+    rng = random.Random(seed)
+    nest = _random_nest(rng, _random_problem(rng))
+    result = run_loopnest(nest, HW)
+    rec = reconcile(nest, result, HW)
+    assert rec.ok, str(rec)
+
+
+def test_reconciliation_names_tensor_loop_and_both_numbers(monkeypatch):
+    """A kernel that loads one image row too many is caught: tensor, loop, numbers and the first bad instance."""
+    problem = ConvProblem(1, 3, 4, 6, 6, 3, padding=1)
+    nest = LoopNest(problem, ("n", "oh", "oc", "ow", "ic", "kh", "kw"), {"oh": 2}, {"image": "oh", "weight": 0,
+                                                                                     "output": "oh"})
+
+    def wider(o0, o1, t0, t1, s, d, p, size):
+        first, stop = window_rows(o0, o1, t0, t1, s, d, p, size)
+        return first, min(size, stop + 1) if (o0, size) == (2, 6) and stop < size else stop
+
+    monkeypatch.setattr(loopnest_kernel, "window_rows", wider)
+    result = run_loopnest(nest, HW)
+    rec = reconcile(nest, result, HW)
+    assert not rec.ok
+    text = str(rec)
+    bad = [m for m in rec.mismatches if m.quantity == "loaded_bytes"]
+    assert bad and bad[0].tensor == "image" and bad[0].loop == "oh"
+    assert bad[0].model == analyze(nest, HW).tensor("image").loaded_bytes
+    assert bad[0].trace == result.tensors[0].loaded_bytes != bad[0].model
+    assert "first differing scope instance #1 (oh=[2:4))" in text
+    assert f"model {bad[0].model:,} vs trace {bad[0].trace:,}" in text
+
+
+def test_vectorised_evaluation_equals_the_scalar_model():
+    rng = random.Random(11)
+    for _ in range(120):
+        problem = _random_problem(rng)
+        nests = [_random_nest(rng, problem) for _ in range(4)]
+        v = evaluate_nests(nests, HW)
+        for i, nest in enumerate(nests):
+            a = analyze(nest, HW)
+            assert (int(v["loaded"][i]), int(v["stored"][i]), int(v["peak"][i]), int(v["tensorcore_cycles"][i])) \
+                == (a.loaded_bytes, a.stored_bytes, a.peak_sram_bytes, a.tensorcore_cycles), nest
+            assert round(float(v["estimated_cycles"][i])) == a.estimated_cycles
+
+
+def test_blog_demo_figures_by_hand():
+    a = analyze(blog_demo_nest("demo3-2"), preset("blog"))
+    assert a.tensor("weight").loaded_bytes == 512 * 2048
+    assert a.tensor("image").loaded_bytes == 22 * 2048 * 56 * 56  # once per 24-channel output tile
+    assert a.tensor("output").stored_bytes == 512 * 56 * 56 and a.rmw_bytes == 0
+    assert a.peak_sram_bytes == 24 * 2048 + 24 * 56 * 56 + 2048 * 2 * 56
+    b = analyze(blog_demo_nest("demo3-3"), preset("blog"))
+    assert b.tensor("image").loaded_bytes == 64 * 2048 * 56 * 56 and b.tensorcore_cycles == 25690112
+
+
+def test_partial_sums_are_read_modify_writes():
+    problem = MatmulProblem(8, 6, 10)
+    nest = LoopNest(problem, ("k", "m", "n"), {"k": 3, "m": 4}, {"a": 3, "b": 3, "c": 3})
+    a = analyze(nest, HW)
+    size = 8 * 6 * HW.word_bytes
+    assert (a.tensor("c").stored_bytes, a.tensor("c").loaded_bytes, a.rmw_bytes) == (4 * size, 3 * size, 3 * size)
+    assert reconcile(nest, run_loopnest(nest, HW), HW).ok
+
+
+def test_closed_form_does_not_iterate_over_tiles():
+    """A conv with 10^10 output tiles is analysed in milliseconds."""
+    problem = ConvProblem(1, 16, 16, 100_000, 100_000, 3, padding=1, stride=1)
+    nest = LoopNest(problem, ("n", "oc", "oh", "ow", "ic", "kh", "kw"), {"oh": 1, "ow": 1, "kh": 1},
+                    {"image": 7, "weight": 0, "output": 4})
+    start = time.perf_counter()
+    a = analyze(nest, Accelerator("big", sram_bytes=1 << 40, word_bytes=1))
+    assert time.perf_counter() - start < 0.5
+    assert a.tensor("image").loads > 10 ** 10
+    # rows: every (output row, tap) pair reads one row, but 2 read padding; columns: a 3-wide window per
+    # output column, clipped by one at either edge
+    assert a.tensor("image").loaded_bytes == 16 * (3 * 100_000 - 2) * (3 * 100_000 - 2)
+
+
+@pytest.mark.parametrize("ways", [1, 2, 3])
+def test_peak_counts_the_buffering_ways(ways):
+    nest = blog_demo_nest("demo2").replace(buffers={"image": ways, "weight": ways, "output": ways})
+    a = analyze(nest, preset("blog"))
+    assert a.peak_sram_bytes == ways * (24 * 2 * 56 + 2048 * 2 * 56 + 24 * 2048)
+    big = dataclasses.replace(preset("blog"), sram_bytes=1 << 30)
+    assert run_loopnest(nest, big, record_trace=False).peak_sram_bytes == a.peak_sram_bytes

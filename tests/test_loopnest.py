@@ -1,0 +1,231 @@
+"""LoopNest: validation, JSON, readable form, the generic kernel against torch and against the hand-written ports."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import random
+
+import pytest
+from helpers import assert_schedule_matches_torch
+
+from dsasim import Session, preset, run_schedule
+from dsasim.analytic import analyze
+from dsasim.layers import distinct_resnet50, layer_names, parse_layer, resnet50_layers
+from dsasim.loopnest import ConvProblem, LoopNest, MatmulProblem, problem_from_json, window_rows
+from dsasim.schedule import bind_tensors
+from kernels import blog_demos
+from kernels.loopnest_kernel import (BLOG_DEMO_NAMES, blog_conv, blog_demo_nest, count_loopnest, execute,
+                                     loopnest_schedule, res2a_slab_nest, run_loopnest)
+from kernels.resnet_schedules import SCHEDULES as RESNET_SCHEDULES
+
+BLOG = preset("blog")
+UNLIMITED = dataclasses.replace(BLOG, sram_bytes=1 << 40)
+CONV = ConvProblem(1, 8, 6, 7, 7, 3, padding=1)
+ORDER = ("n", "oc", "oh", "ow", "ic", "kh", "kw")
+
+
+# ------------------------------------------------------------------------------------------ validation
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(order=ORDER[:-1]), "missing"),
+    (dict(order=ORDER[:-1] + ("oc",)), "more than once"),
+    (dict(order=ORDER[:-1] + ("zz",)), "unknown dimension"),
+    (dict(tiles={"oc": 0}), "tile > 0"),
+    (dict(tiles={"oc": -2}), "tile > 0"),
+    (dict(tiles={"oc": 7}), "exceeds the extent 6"),
+    (dict(tiles={"oc": 2.5}), "must be an integer"),
+    (dict(tiles={"q": 2}), "unknown dimension"),
+    (dict(stage={"image": 0, "weight": 0}), "no staging level"),
+    (dict(stage={"image": 0, "weight": 0, "output": 0, "bias": 0}), "unknown tensor"),
+    (dict(stage={"image": 8, "weight": 0, "output": 0}), "depth must lie in 0..7"),
+    (dict(stage={"image": -1, "weight": 0, "output": 0}), "depth must lie in 0..7"),
+    (dict(stage={"image": "h", "weight": 0, "output": 0}), "not a loop of this nest"),
+    (dict(buffers={"image": 0}), r"buffers\['image'\] must be an integer >= 1"),
+])
+def test_invalid_nests_are_rejected_with_a_clear_error(kwargs, message):
+    args = dict(order=ORDER, tiles={"oc": 2}, stage={"image": "ow", "weight": "oc", "output": "ow"})
+    args.update(kwargs)
+    with pytest.raises(ValueError, match=message):
+        LoopNest(CONV, **args)
+
+
+def test_invalid_problems_are_rejected():
+    with pytest.raises(ValueError, match="kernel"):
+        ConvProblem(1, 4, 4, 2, 2, 5)
+    with pytest.raises(ValueError, match="integer >= 1"):
+        MatmulProblem(0, 4, 4)
+    with pytest.raises(TypeError):
+        LoopNest("conv", ORDER)  # type: ignore[arg-type]
+
+
+def test_staging_accepts_depths_loop_names_and_top():
+    a = LoopNest(CONV, ORDER, {"oc": 2}, {"image": 4, "weight": "oc", "output": None})
+    assert (a.depth("image"), a.depth("weight"), a.depth("output")) == (4, 2, 0)
+    assert a.loop_of("image") == "ow" and a.loop_of("output") == "top"
+    assert a.scope_name("weight") == "weight@oc"
+    b = LoopNest(CONV, ORDER, {"oc": 2}, {"image": "ow", "weight": 2, "output": "top"})
+    assert a == b and hash(a) == hash(b)
+    assert a.trips("oc") == 3 and a.trips("oh") == 1 and a.iterations() == 3
+
+
+# ------------------------------------------------------------------------------------------ JSON, format
+def test_json_round_trip_for_conv_and_matmul():
+    nests = [LoopNest(ConvProblem(2, 5, 7, 9, 8, 3, 2, (2, 1), (1, 0), (1, 2)), ORDER[::-1],
+                      {"oc": 3, "oh": 2, "kh": 2}, {"image": "ic", "weight": "top", "output": "n"},
+                      {"image": 2, "output": 3}),
+             LoopNest(MatmulProblem(9, 10, 11), ("k", "m", "n"), {"m": 4, "k": 5},
+                      {"a": "m", "b": "k", "c": "n"}, {"c": 2})]
+    for nest in nests:
+        text = json.dumps(nest.to_json())
+        again = LoopNest.from_json(json.loads(text))
+        assert again == nest
+        assert problem_from_json(nest.problem.to_json()) == nest.problem
+        assert json.dumps(again.to_json()) == text  # byte-identical
+
+
+def test_format_reads_as_loops():
+    text = blog_demo_nest("demo3-2").format()
+    assert "stage weight[oc, 0:2048, 0:1, 0:1]" in text
+    assert "for oc in 0:512 step 24:   # 22 trips, last tile 8" in text
+    assert "conv2d(" in text and "scope image@ow" in text
+
+
+def test_window_rows_is_tight_and_never_loads_padding():
+    rng = random.Random(3)
+    for _ in range(2000):
+        k, s, d, p, h = rng.randint(1, 4), rng.randint(1, 3), rng.randint(1, 2), rng.randint(0, 3), rng.randint(1, 9)
+        if h + 2 * p < d * (k - 1) + 1:
+            continue
+        oh = (h + 2 * p - d * (k - 1) - 1) // s + 1
+        o0 = rng.randrange(oh)
+        o1 = rng.randint(o0 + 1, oh)
+        t0 = rng.randrange(k)
+        t1 = rng.randint(t0 + 1, k)
+        rows = [o * s + t * d - p for o in range(o0, o1) for t in range(t0, t1) if 0 <= o * s + t * d - p < h]
+        first, stop = window_rows(o0, o1, t0, t1, s, d, p, h)
+        assert (first, stop) == ((min(rows), max(rows) + 1) if rows else (first, first))
+        assert 0 <= first <= stop <= h
+
+
+# ------------------------------------------------------------------------------------------ kernel vs torch
+def _random_nest(rng: random.Random, problem) -> LoopNest:
+    order = list(problem.dims)
+    rng.shuffle(order)
+    tiles = {d: rng.randint(1, problem.extents[d]) for d in problem.dims}
+    stage = {t: rng.randint(0, len(order)) for t in problem.tensor_names}
+    return LoopNest(problem, order, tiles, stage, {t: rng.randint(1, 2) for t in problem.tensor_names})
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_generic_kernel_matches_torch_on_random_nests(seed):
+    rng = random.Random(seed)
+    problems = [ConvProblem(1, 5, 7, 8, 7, 3, padding=1),
+                ConvProblem(2, 3, 4, 9, 8, 3, 2, stride=(2, 1), padding=(2, 1), dilation=(1, 2)),
+                ConvProblem(1, 20, 26, 5, 5, 1, stride=2),
+                MatmulProblem(13, 29, 35)]
+    for problem in problems:
+        nest = _random_nest(rng, problem)
+        k = problem.ic * problem.kh * problem.kw if problem.kind == "conv" else problem.k
+        result = assert_schedule_matches_torch(loopnest_schedule(nest), UNLIMITED, seed=seed, reduction=k)
+        a = analyze(nest, UNLIMITED)
+        assert (result.loaded_bytes, result.stored_bytes, result.peak_sram_bytes) == \
+               (a.loaded_bytes, a.stored_bytes, a.peak_sram_bytes)
+
+
+def test_all_padding_tiles_compute_nothing_but_store_their_output():
+    # 3x3 kernel, padding 2, tap tiles of 1 and output tiles of 1: the corner taps of border outputs read only
+    # padding; the output is staged inside the tap loops, so every visit is a read-modify-write
+    problem = ConvProblem(1, 2, 3, 3, 3, 3, padding=2)
+    nest = LoopNest(problem, ("kh", "kw", "n", "oc", "oh", "ow", "ic"), {"kh": 1, "kw": 1, "oh": 1, "ow": 1},
+                    {"image": 6, "weight": 6, "output": 6})
+    result = assert_schedule_matches_torch(loopnest_schedule(nest), UNLIMITED, reduction=18)
+    a = analyze(nest, UNLIMITED)
+    assert result.stored_bytes == a.stored_bytes == 9 * problem.oc * problem.oh * problem.ow
+    assert result.macs == a.macs < problem.macs  # all-padding tiles are skipped
+
+
+# ------------------------------------------------------------------------------------------ blog demos
+def _run_body(body, problem, hardware, numeric):
+    s = Session(hardware, numeric=numeric)
+    workload = problem.workload()
+    inputs = workload.make_inputs(0) if numeric else None
+    tensors = bind_tensors(s, workload, inputs)
+    body(s, **tensors)
+    s.finish()
+    return s, tensors
+
+
+@pytest.mark.parametrize("name", BLOG_DEMO_NAMES)
+def test_blog_demo_nests_equal_the_hand_written_ports_numerically(name):
+    problem = blog_conv(1, 48, 40, 6, 5)  # reduced: the ports' tiles clamp as the nests' do
+    hand = getattr(blog_demos, {"weights-resident": "better_weights_resident",
+                                "output-stationary-fp32": "better_output_stationary"}
+                   .get(name, name.replace("-", "_")))
+    nest = blog_demo_nest(name, problem)
+    s1, t1 = _run_body(hand, problem, UNLIMITED, True)
+    s2, t2 = _run_body(lambda s, **t: execute(nest, s, t), problem, UNLIMITED, True)
+    c1, c2 = s1.counters, s2.counters
+    for q in ("loaded_bytes", "stored_bytes", "rmw_bytes", "peak_sram_bytes", "macs", "tensorcore_cycles"):
+        assert getattr(c1, q) == getattr(c2, q), q
+    assert (t1["output"].data == t2["output"].data).all() or \
+        abs(t1["output"].data - t2["output"].data).max() < 1e-3
+    a = analyze(nest, UNLIMITED)
+    assert (a.loaded_bytes, a.stored_bytes, a.peak_sram_bytes) == (c2.loaded_bytes, c2.stored_bytes,
+                                                                   c2.peak_sram_bytes)
+
+
+@pytest.mark.parametrize("name", ["demo2", "demo3-2", "demo3-3", "weights-resident"])
+def test_blog_demo_nests_give_the_same_counts_at_full_size(name):
+    by_name = {s.name: s for s in blog_demos.SCHEDULES}
+    hand = run_schedule(by_name[name], BLOG, numeric=False, record_trace=False)
+    nest = blog_demo_nest(name)
+    ours = run_loopnest(nest, BLOG, record_trace=False)
+    for q in ("loaded_bytes", "stored_bytes", "rmw_bytes", "peak_sram_bytes", "macs", "tensorcore_cycles"):
+        assert getattr(hand, q) == getattr(ours, q), q
+    assert analyze(nest, BLOG).traffic_bytes == hand.loaded_bytes + hand.stored_bytes
+
+
+def test_res2a_slab_nest_equals_the_resnet_schedule():
+    hand = run_schedule(RESNET_SCHEDULES[0], BLOG, numeric=False, record_trace=False)
+    nest = res2a_slab_nest()
+    counters = count_loopnest(nest, BLOG)
+    assert (hand.loaded_bytes, hand.stored_bytes, hand.peak_sram_bytes, hand.tensorcore_cycles) == \
+           (counters.loaded_bytes, counters.stored_bytes, counters.peak_sram_bytes, counters.tensorcore_cycles)
+    assert analyze(nest, BLOG).peak_sram_bytes == hand.peak_sram_bytes
+
+
+# ------------------------------------------------------------------------------------------ layers
+def test_layer_names_and_specs():
+    layers = resnet50_layers()
+    assert len(layers) == 53
+    assert list(layers)[:5] == ["conv1", "res2a_branch1", "res2a_branch2a", "res2a_branch2b", "res2a_branch2c"]
+    assert len(distinct_resnet50()) == 20
+    p = parse_layer("resnet50.res2a_branch2b")
+    assert (p.ic, p.oc, p.h, p.kh, p.padding, p.stride, p.oh) == (64, 64, 56, 3, (1, 1), (1, 1), 56)
+    p = parse_layer("resnet50.res3a_branch2a")
+    assert (p.ic, p.oc, p.h, p.kh, p.stride, p.oh) == (256, 128, 56, 1, (2, 2), 28)
+    p = parse_layer("resnet50.conv1")
+    assert (p.ic, p.oc, p.h, p.kh, p.stride, p.padding, p.oh) == (3, 64, 224, 7, (2, 2), (3, 3), 112)
+    assert parse_layer("blog-conv").macs == 2048 * 512 * 56 * 56
+    g = parse_layer("gemm-1024")
+    assert (g.m, g.n, g.k) == (1024, 1024, 1024)
+    assert parse_layer("gemm-64x32x16").extents == {"m": 64, "n": 32, "k": 16}
+    c = parse_layer("conv:ic=3,oc=8,h=9,w=7,kh=3,kw=1,sh=2,p=1,d=2,n=2")
+    assert (c.n, c.ic, c.oc, c.h, c.w, c.kh, c.kw, c.stride, c.padding, c.dilation) == \
+           (2, 3, 8, 9, 7, 3, 1, (2, 1), (1, 1), (2, 2))
+    assert parse_layer(c.spec()) == c
+    assert parse_layer("gemm:m=4,n=5,k=6").extents == {"m": 4, "n": 5, "k": 6}
+    assert "resnet50.res5c_branch2c" in layer_names()
+
+
+@pytest.mark.parametrize("text, message", [
+    ("resnet50.res9z_branch1", "unknown ResNet-50 layer"),
+    ("conv:ic=3,oc=8", "missing"),
+    ("conv:ic=3,oc=8,h=9,q=1", "unknown key"),
+    ("conv:ic=3,oc=8,h=x", "not a non-negative integer"),
+    ("gemm:m=3,n=4", "needs m, n and k"),
+    ("nonsense", "unknown layer"),
+])
+def test_bad_layer_specs_say_why(text, message):
+    with pytest.raises(ValueError, match=message):
+        parse_layer(text)

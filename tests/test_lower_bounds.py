@@ -1,0 +1,141 @@
+"""Lower bounds: compulsory traffic, the matmul and conv dataflow bounds, and that no schedule beats them."""
+
+from __future__ import annotations
+
+import itertools
+import math
+import random
+
+import pytest
+
+from dsasim import Accelerator
+from dsasim.analytic import analyze
+from dsasim.layers import parse_layer
+from dsasim.loopnest import ConvProblem, LoopNest, MatmulProblem
+from dsasim.lower_bounds import (compulsory_bytes, lower_bound, matmul_bound_elements, real_macs,
+                                 touched_elements, window_reuse)
+from dsasim.search import run_search, search
+from kernels.loopnest_kernel import count_loopnest
+
+
+def test_compulsory_traffic_of_the_blog_conv():
+    assert compulsory_bytes(parse_layer("blog-conv"), 1) == 9_076_736
+    assert compulsory_bytes(parse_layer("blog-conv"), 4) == 4 * 9_076_736
+
+
+def test_untouched_elements_are_excluded():
+    # 1x1 stride 2: only the even rows and columns are read
+    p = ConvProblem(1, 8, 4, 10, 10, 1, stride=2)
+    assert touched_elements(p)["image"] == 8 * 5 * 5
+    # 3x3 with padding 1 on a 1x1 image: only the centre tap ever meets a real element
+    p = ConvProblem(1, 3, 5, 1, 1, 3, padding=1)
+    assert touched_elements(p) == {"image": 3, "weight": 5 * 3 * 1, "output": 5}
+    # 3x3 stride 2 pad 1 on 56x56: every row is read (rows -1..55)
+    p = parse_layer("resnet50.res3a_branch2b")
+    assert touched_elements(p)["image"] == 128 * 28 * 28
+    assert real_macs(ConvProblem(1, 1, 1, 3, 3, 3, padding=1)) == 7 * 7  # 7 real (row, tap) pairs per axis
+
+
+def test_window_reuse_factor():
+    assert window_reuse(ConvProblem(1, 1, 1, 20, 20, 3, padding=1)) == 9
+    assert window_reuse(ConvProblem(1, 1, 1, 20, 20, 3, stride=2, padding=1)) == 4
+    assert window_reuse(ConvProblem(1, 1, 1, 20, 20, 1, stride=2)) == 1
+    assert window_reuse(parse_layer("resnet50.conv1")) == 16  # ceil(7/2)^2
+    assert window_reuse(MatmulProblem(3, 4, 5)) == 1
+
+
+def test_matmul_bound_regimes():
+    value, kind, _ = matmul_bound_elements(1024, 1024, 1024, 65536)  # sqrt(S) = 256 <= 1024, K >= 512
+    assert kind == "matmul-2mnk" and value == 2 * 1024 ** 3 / 256 + 1024 ** 2
+    value, kind, _ = matmul_bound_elements(256, 256, 32, 824)  # K < 2 sqrt(S): Irony-Toledo-Tiskin
+    assert kind == "itt" and math.isclose(value, 256 * 256 * 32 / (2 * math.sqrt(2) * math.sqrt(824)) - 824)
+    value, kind, _ = matmul_bound_elements(64, 4096, 4096, 16384)  # sqrt(S) = 128 > M = 64
+    assert kind == "itt"
+    b = lower_bound(parse_layer("gemm-1024"), 256 * 1024, 1)
+    assert b.kind == "matmul-2mnk" and b.bytes == math.ceil(2 * 1024 ** 3 / 512 + 1024 ** 2)
+    b = lower_bound(parse_layer("blog-conv"), 1536 * 1024, 1)
+    assert b.kind == "compulsory" and b.bytes == b.compulsory_bytes == 9_076_736
+
+
+def test_the_counterexample_outside_the_2mnk_conditions():
+    """M=256, K=32, N=256, S=824: a loop nest moves less than 2MNK/sqrt(S) + MN, so that form must not be used
+    there; the bound used (ITT, or compulsory) still holds."""
+    p = MatmulProblem(256, 256, 32)
+    result = search(p, Accelerator("s824", sram_bytes=824, word_bytes=1))
+    best = result.best_traffic
+    assert best.peak_sram_bytes <= 824
+    assert best.traffic_bytes < 2 * 256 * 256 * 32 / math.sqrt(824) + 256 * 256
+    assert best.traffic_bytes >= result.bound.bytes
+    assert count_loopnest(best.nest, Accelerator("s824", sram_bytes=824, word_bytes=1)).loaded_bytes == \
+        best.loaded_bytes
+
+
+def test_the_best_loop_nest_of_tiny_matmuls_never_beats_the_bound():
+    """Exhaustive over every loop nest (all tile sizes, orders, staging levels) of small matmuls at every SRAM
+    size from 3 to 39 elements, including the 2MNK/sqrt(S) + MN regime."""
+    nontrivial = 0
+    for m, n, k in itertools.product((2, 3, 5, 8), (2, 3, 5), (2, 4, 7, 12)):
+        p = MatmulProblem(m, n, k)
+        caps = list(range(3, 40))
+        st = run_search(p, Accelerator("t", sram_bytes=39, word_bytes=1), caps, exhaustive=True)
+        for cap in caps:
+            i = st.traffic.best_at(cap)
+            if i is None:
+                continue
+            b = lower_bound(p, cap, 1)
+            assert st.traffic.k1[i] >= b.bytes, (p, cap, st.traffic.k1[i], b)
+            nontrivial += b.kind != "compulsory"
+    assert nontrivial > 100
+
+
+def _tiny_problem(rng: random.Random):
+    if rng.random() < 0.5:  # matmuls, often in the 2MNK/sqrt(S) regime
+        return MatmulProblem(rng.randint(1, 4), rng.randint(1, 4), rng.randint(1, 8))
+    while True:
+        k = rng.randint(1, 3)
+        try:
+            return ConvProblem(1, rng.randint(1, 3), rng.randint(1, 3), rng.randint(k, 5), rng.randint(k, 5), k,
+                               stride=rng.randint(1, 2), padding=rng.randint(0, 1))
+        except ValueError:
+            pass
+
+
+def test_no_traced_schedule_moves_less_than_the_bound():
+    """10^4 random loop nests that fit their (small) SRAM, each traced by the generic kernel; one in ten is a
+    matmul small enough in SRAM to be in the 2MNK/sqrt(S) + MN regime."""
+    rng = random.Random(99)
+    traced = nontrivial = 0
+    while traced < 10_000:
+        hard = rng.random() < 0.1
+        if hard:
+            p = MatmulProblem(rng.randint(2, 4), rng.randint(2, 4), rng.randint(4, 8))
+            cap, limit = rng.randint(3, 6), 80
+        else:
+            p = _tiny_problem(rng)
+            cap, limit = rng.randint(3, 24), 12
+        order = list(p.dims)
+        rng.shuffle(order)
+        tiles = {d: 1 if rng.random() < 0.3 + 0.5 * hard else rng.randint(1, p.extents[d]) for d in p.dims}
+        depth = len(order)
+        nest = LoopNest(p, order, tiles, {t: rng.choice((depth, rng.randint(0, depth))) for t in p.tensor_names})
+        if nest.iterations() > limit:
+            continue
+        hw = Accelerator("tiny", sram_bytes=cap, word_bytes=1)
+        if analyze(nest, hw).peak_sram_bytes > cap:
+            continue
+        c = count_loopnest(nest, hw)
+        b = lower_bound(p, cap, 1)
+        assert c.loaded_bytes + c.stored_bytes >= b.bytes, (nest, cap, b)
+        traced += 1
+        nontrivial += b.kind != "compulsory"
+    assert nontrivial > 50
+
+
+@pytest.mark.parametrize("layer", ["resnet50.res2a_branch2b", "resnet50.conv1", "gemm-1024"])
+def test_bounds_never_increase_with_sram(layer):
+    p = parse_layer(layer)
+    previous = math.inf
+    for kib in (16, 32, 64, 128, 256, 512, 1024, 4096, 65536):
+        b = lower_bound(p, kib * 1024, 1)
+        assert b.compulsory_bytes <= b.bytes <= previous
+        previous = b.bytes

@@ -1,0 +1,194 @@
+"""Schedule search, SRAM sweeps and their command lines."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+import pytest
+
+from dsasim import Accelerator, preset
+from dsasim.analytic import analyze
+from dsasim.layers import parse_layer
+from dsasim.loopnest import ConvProblem, LoopNest, MatmulProblem
+from dsasim.lower_bounds import lower_bound
+from dsasim.search import run_search, search, tile_candidates
+from dsasim.search_cli import register
+from dsasim.sweep import parse_bytes, parse_sizes, sweep_sram
+from kernels.loopnest_kernel import count_loopnest, load_nest, run_loopnest
+
+BLOG = preset("blog")
+
+
+def test_blog_conv_reaches_compulsory_traffic():
+    result = search(parse_layer("blog-conv"), BLOG, runner=run_loopnest, confirm_top=1)
+    best = result.best_traffic
+    assert best.traffic_bytes == 9_076_736 == result.bound.compulsory_bytes == result.bound.bytes
+    assert best.peak_sram_bytes <= 1536 * 1024
+    assert best.traced and best.simulated_cycles is not None and result.cycles_source == "simulated"
+    # the best blog demo (demo3-2) moves 142 M + 1.6 M
+    assert best.traffic_bytes * 15 < 142_344_192
+    # the Pareto front: increasing peak, decreasing traffic, all under the capacity
+    peaks = [c.peak_sram_bytes for c in result.pareto]
+    traffic = [c.traffic_bytes for c in result.pareto]
+    assert peaks == sorted(peaks) and traffic == sorted(traffic, reverse=True) and peaks[-1] <= 1536 * 1024
+    assert traffic[-1] == 9_076_736
+
+
+@pytest.mark.parametrize("problem, caps", [
+    (ConvProblem(1, 4, 4, 4, 4, 3, padding=1), [16, 40, 72, 160]),
+    (ConvProblem(1, 6, 5, 5, 5, 3, stride=2, padding=1), [24, 60, 200]),
+    (ConvProblem(1, 16, 32, 12, 12, 1, stride=2), [512]),
+    (MatmulProblem(12, 9, 16), [12, 30, 90, 250]),
+])
+def test_search_equals_exhaustive_enumeration_on_reduced_cases(problem, caps):
+    """Every tile size, every chain of staging levels (without the dominance pruning): same best traffic."""
+    hw = Accelerator("t", sram_bytes=max(caps), word_bytes=1)
+    exhaustive = run_search(problem, hw, caps, exhaustive=True)
+    fast = run_search(problem, hw, caps)
+    for cap in caps:
+        i, j = exhaustive.traffic.best_at(cap), fast.traffic.best_at(cap)
+        assert (i is None) == (j is None)
+        if i is not None:
+            assert fast.traffic.k1[j] == exhaustive.traffic.k1[i], cap
+
+
+def test_search_objectives_and_buffering():
+    problem = parse_layer("conv:ic=32,oc=48,h=14,k=3,p=1")
+    hw = Accelerator("small", sram_bytes=24 * 1024, word_bytes=1)
+    by_traffic = search(problem, hw, objective="traffic", runner=run_loopnest, confirm_top=2)
+    by_cycles = search(problem, hw, objective="cycles", runner=run_loopnest, confirm_top=2)
+    assert by_cycles.best.simulated_cycles <= by_traffic.best.simulated_cycles
+    assert by_traffic.best.traffic_bytes <= by_cycles.best.traffic_bytes
+    for c in by_traffic.confirmed + by_cycles.confirmed:
+        a = analyze(c.nest, hw)
+        assert c.peak_sram_bytes == a.peak_sram_bytes <= 24 * 1024 and c.traced
+    assert any(w > 1 for w in by_cycles.best.nest.buffers)  # ping-pong where it fits
+
+
+def test_tile_candidates_include_balanced_and_aligned_sizes():
+    c = tile_candidates(56)
+    assert c[0] == 56 and {28, 19, 14, 12, 8, 7, 4, 2, 1} <= set(c)
+    c = tile_candidates(2048, align=16)
+    assert {1024, 512, 16, 32, 48} <= set(c) and all(1 <= v <= 2048 for v in c)
+    assert tile_candidates(5, exhaustive=True) == [5, 4, 3, 2, 1]
+
+
+def test_search_reports_impossible_capacities():
+    result = search(MatmulProblem(4, 4, 4), Accelerator("t", sram_bytes=2, word_bytes=1))
+    assert result.best_traffic is None and result.best is None
+
+
+def test_sweep_is_monotone_and_never_below_the_bound():
+    problem = parse_layer("conv:ic=32,oc=64,h=28,k=3,p=1")
+    sizes = parse_sizes("4KiB:256KiB:8")
+    result = sweep_sram(problem, BLOG, sizes, runner=run_loopnest)
+    traffic = [p.traffic_bytes for p in result.points]
+    assert all(a >= b for a, b in zip(traffic, traffic[1:]))
+    for p in result.points:
+        assert p.traffic_bytes >= p.lower_bound_bytes >= p.compulsory_bytes
+        assert p.lower_bound_bytes == lower_bound(problem, p.sram_bytes, 1).bytes
+        assert p.peak_sram_bytes <= p.sram_bytes and p.cycles_source == "simulated" and p.cycles > 0
+        assert count_loopnest(p.loop_nest, Accelerator("c", sram_bytes=p.sram_bytes, word_bytes=1)).loaded_bytes \
+            == p.loaded_bytes
+    assert traffic[-1] == result.points[-1].compulsory_bytes
+
+
+def test_sizes_and_bytes_parse():
+    assert parse_bytes("1536KiB") == 1536 * 1024 == parse_bytes("1.5MiB") == parse_bytes("1572864")
+    assert parse_bytes("64K") == 65536
+    assert parse_sizes("64KiB:8MiB") == [65536 << i for i in range(8)]
+    sizes = parse_sizes("64KiB:8MiB:20")
+    assert len(sizes) == 20 and sizes[0] == 65536 and sizes[-1] == 8 << 20 and sizes == sorted(sizes)
+    assert all(s % 1024 == 0 for s in sizes)
+    assert parse_sizes("1KiB,4KiB,2KiB") == [1024, 2048, 4096]
+    for bad in ("12 parsecs", "0", "1.3"):
+        with pytest.raises(ValueError):
+            parse_bytes(bad)
+    with pytest.raises(ValueError, match="below LO"):
+        parse_sizes("8MiB:64KiB")
+
+
+# ------------------------------------------------------------------------------------------------- CLI
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="dsasim")
+    sub = parser.add_subparsers(dest="command", required=True)
+    register(sub)
+    return parser
+
+
+def _run(argv: list[str]) -> int:
+    args = _parser().parse_args(argv)
+    return args.func(args)
+
+
+def test_search_command_prints_loops_and_writes_deterministic_json(tmp_path, capsys):
+    layer = "conv:ic=24,oc=40,h=12,k=3,p=1"
+    first, second = tmp_path / "a.json", tmp_path / "b.json"
+    assert _run(["search", layer, "--sram", "16KiB", "--json", str(first), "--confirm", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "for " in out and "stage image" in out and "lower bound" in out and "simulated" in out
+    assert _run(["search", layer, "--sram", "16KiB", "--json", str(second), "--confirm", "2"]) == 0
+    assert first.read_bytes() == second.read_bytes()
+    data = json.loads(first.read_text())
+    for key in ("layer", "sram_bytes", "loaded_bytes", "stored_bytes", "peak_sram_bytes", "lower_bound_bytes",
+                "compulsory_bytes", "cycles", "loop_nest"):
+        assert key in data
+    assert data["sram_bytes"] == 16384 and data["peak_sram_bytes"] <= 16384
+    assert data["loaded_bytes"] + data["stored_bytes"] >= data["lower_bound_bytes"] >= data["compulsory_bytes"]
+    nest = load_nest(first)  # the generic kernel runs the JSON as is
+    assert isinstance(nest, LoopNest)
+    c = count_loopnest(nest, Accelerator("x", sram_bytes=16384, word_bytes=1))
+    assert (c.loaded_bytes, c.stored_bytes, c.peak_sram_bytes) == (data["loaded_bytes"], data["stored_bytes"],
+                                                                  data["peak_sram_bytes"])
+
+
+def test_search_command_objective_cycles_and_hardware_file(tmp_path, capsys):
+    hw = tmp_path / "fp32.toml"
+    hw.write_text('base = "blog"\nword_bytes = 4\nsram_bytes = 65536\n')
+    out = tmp_path / "c.json"
+    assert _run(["search", "gemm:m=96,n=72,k=64", "--hardware", str(hw), "--objective", "cycles",
+                 "--json", str(out), "--confirm", "1"]) == 0
+    data = json.loads(out.read_text())
+    assert data["objective"] == "cycles" and data["word_bytes"] == 4 and data["sram_bytes"] == 65536
+    assert data["cycles_source"] == "simulated" and data["peak_sram_bytes"] <= 65536
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["search", "resnet50.nope"], "unknown ResNet-50 layer"),
+    (["search", "blog-conv", "--sram", "lots"], "cannot read"),
+    (["sweep-sram", "blog-conv", "--sizes", "8MiB:1MiB"], "below LO"),
+])
+def test_commands_reject_bad_arguments(argv, message, capsys):
+    assert _run(argv) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_sweep_command_writes_table_json_plot_and_progress(tmp_path, capsys):
+    js, png = tmp_path / "s.json", tmp_path / "s.png"
+    assert _run(["sweep-sram", "conv:ic=16,oc=32,h=14,k=3,p=1", "--sizes", "2KiB:64KiB:6", "--json", str(js),
+                 "--plot", str(png)]) == 0
+    captured = capsys.readouterr()
+    assert "lower bound B" in captured.out and "[" in captured.err and "100%" in captured.err
+    data = json.loads(js.read_text())
+    assert len(data["points"]) == 6
+    traffic = [p["traffic_bytes"] for p in data["points"]]
+    assert traffic == sorted(traffic, reverse=True)
+    assert all(p["traffic_bytes"] >= p["lower_bound_bytes"] for p in data["points"])
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    again = tmp_path / "t.json"
+    assert _run(["sweep-sram", "conv:ic=16,oc=32,h=14,k=3,p=1", "--sizes", "2KiB:64KiB:6", "--json", str(again),
+                 "--quiet"]) == 0
+    assert again.read_bytes() == js.read_bytes()
+
+
+def test_without_the_timing_simulator_cycles_are_estimates(monkeypatch):
+    import sys
+    monkeypatch.setitem(sys.modules, "dsasim.timing", None)  # `from .timing import simulate` now fails
+    problem = parse_layer("conv:ic=16,oc=24,h=10,k=3,p=1")
+    hw = Accelerator("t", sram_bytes=8192, word_bytes=1)
+    result = search(problem, hw, runner=run_loopnest, confirm_top=1)
+    assert result.cycles_source == "estimate" and result.best.simulated_cycles is None
+    assert result.best.traced and result.best.cycles == result.best.estimated_cycles > 0
+    sweep = sweep_sram(problem, hw, [4096, 8192], runner=run_loopnest)
+    assert all(p.cycles_source == "estimate" and p.cycles > 0 for p in sweep.points)
