@@ -61,36 +61,44 @@ def _unpack(rng: object) -> tuple[object, object] | None:
     return start, stop
 
 
+def window_rows(o0: int, o1: int, t0: int, t1: int, stride: int, dilation: int, padding: int,
+                size: int) -> tuple[int, int]:
+    """Tight range [first, stop) of real input rows read by output rows [o0, o1) with kernel taps [t0, t1).
+
+    Row o with tap t reads input row o*stride + t*dilation - padding; rows outside [0, size) are padding.
+    An all-padding window gives an empty range (first == stop). Cost O(t1 - t0).
+    """
+    lo = o0 * stride + t0 * dilation - padding
+    hi = (o1 - 1) * stride + (t1 - 1) * dilation - padding
+    if lo >= 0 and hi < size:
+        return lo, hi + 1
+    first, last = size, -1
+    for t in range(t0, t1):
+        off = t * dilation - padding
+        o = max(o0, -(off // stride))
+        if o < o1:
+            v = o * stride + off
+            if v < first:
+                first = v
+        o = min(o1 - 1, (size - 1 - off) // stride)
+        if o >= o0:
+            v = o * stride + off
+            if v > last:
+                last = v
+    if first > last:
+        first = min(max(lo, 0), size)
+        return first, first
+    return first, last + 1
+
+
 def _touched(o0: int, o1: int, stride: int, pad: int, k: int, dil: int, size: int) -> tuple[int, int, int, int]:
     """Along one spatial dim, for output rows [o0, o1): (first, stop, lo, hi) input row indices.
 
     [first, stop) is the tight range of real rows read (empty, at the window start clamped to [0, size), when
     only padding is read); [lo, hi) is the unclipped window including padding.
     """
-    lo = o0 * stride - pad
-    hi = (o1 - 1) * stride - pad + (k - 1) * dil + 1
-    if 0 <= lo and hi <= size:  # interior tile: the common case
-        return lo, hi, lo, hi
-    first = size
-    last = -1
-    for t in range(k):
-        off = t * dil - pad
-        # smallest o in [o0, o1) with o*stride + off >= 0
-        o = max(o0, -(off // stride))
-        if o < o1:
-            v = o * stride + off
-            if v < first:
-                first = v
-        # largest o in [o0, o1) with o*stride + off <= size - 1
-        o = min(o1 - 1, (size - 1 - off) // stride)
-        if o >= o0:
-            v = o * stride + off
-            if v > last:
-                last = v
-    if first > last:  # the tile reads only padding along this dimension
-        first = min(max(lo, 0), size)
-        return first, first, lo, hi
-    return first, last + 1, lo, hi
+    first, stop = window_rows(o0, o1, 0, k, stride, dil, pad, size)
+    return first, stop, o0 * stride - pad, (o1 - 1) * stride - pad + (k - 1) * dil + 1
 
 
 def _pad_amounts(seg_start: int, seg_stop: int, lo: int, hi: int) -> tuple[int, int]:

@@ -27,7 +27,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
-from .bounds import Conv2dBoundsInfer
+from .bounds import Conv2dBoundsInfer, window_rows
 
 __all__ = ["Axis", "TensorSpec", "Problem", "ConvProblem", "MatmulProblem", "LoopNest", "problem_from_json",
            "window_rows", "tile_count", "last_tile"]
@@ -41,36 +41,6 @@ def tile_count(extent: int, tile: int) -> int:
 def last_tile(extent: int, tile: int) -> int:
     """Size of the last (possibly ragged) tile."""
     return extent - (tile_count(extent, tile) - 1) * tile
-
-
-def window_rows(o0: int, o1: int, t0: int, t1: int, stride: int, dilation: int, padding: int,
-                size: int) -> tuple[int, int]:
-    """Tight range [first, stop) of real input rows read by output rows [o0, o1) with kernel taps [t0, t1).
-
-    Row o with tap t reads input row o*stride + t*dilation - padding; rows outside [0, size) are padding.
-    An all-padding window gives an empty range (first == stop). Cost O(t1 - t0).
-    """
-    lo = o0 * stride + t0 * dilation - padding
-    hi = (o1 - 1) * stride + (t1 - 1) * dilation - padding
-    if lo >= 0 and hi < size:
-        return lo, hi + 1
-    first, last = size, -1
-    for t in range(t0, t1):
-        off = t * dilation - padding
-        o = max(o0, -(off // stride))
-        if o < o1:
-            v = o * stride + off
-            if v < first:
-                first = v
-        o = min(o1 - 1, (size - 1 - off) // stride)
-        if o >= o0:
-            v = o * stride + off
-            if v > last:
-                last = v
-    if first > last:
-        first = min(max(lo, 0), size)
-        return first, first
-    return first, last + 1
 
 
 @dataclass(frozen=True)
