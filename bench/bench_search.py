@@ -31,6 +31,7 @@ sys.path.insert(0, str(ROOT))
 
 import numpy as np  # noqa: E402
 
+from timing_utils import best_of  # noqa: E402
 from dsasim import preset, run_schedule  # noqa: E402
 from dsasim.layers import distinct_resnet50, parse_layer  # noqa: E402
 from dsasim.loopnest import ConvProblem  # noqa: E402
@@ -42,15 +43,6 @@ from kernels.loopnest_kernel import run_loopnest  # noqa: E402
 
 BLOG = preset("blog")
 TABLE_SIZES = [128 * 1024 << i for i in range(6)]  # 128 KiB .. 4 MiB
-
-
-def best_of(repeat: int, fn):
-    best, value = float("inf"), None
-    for _ in range(repeat):
-        t = time.perf_counter()
-        value = fn()
-        best = min(best, time.perf_counter() - t)
-    return best, value
 
 
 def bench_evaluator(repeat: int) -> list[dict]:

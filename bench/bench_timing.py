@@ -25,18 +25,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from timing_utils import best_of  # noqa: E402
 from dsasim import GlobalHierarchy, Session, TensorCore, preset, run_schedule  # noqa: E402
 from dsasim.segments import Segment  # noqa: E402
 from dsasim.timing import simulate  # noqa: E402
-
-
-def best_of(repeat: int, fn):
-    best, value = float("inf"), None
-    for _ in range(repeat):
-        t = time.perf_counter()
-        value = fn()
-        best = min(best, time.perf_counter() - t)
-    return best, value
 
 
 def synthetic_trace(tiles: int):
