@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Callable
 
 from ..hardware import Accelerator, load_hardware, preset
+from ..errors import ScheduleError
 from ..memory import Session
 from ..schedule import Schedule, bind_tensors, run_schedule
 from . import simulate
@@ -51,7 +52,7 @@ def scope_names(schedule: Schedule, hardware: Accelerator) -> list[str]:
     tensors = bind_tensors(session, schedule.workload, None)
     try:
         schedule.body(session, **tensors)
-    except Exception:  # the real run reports the error; the scopes seen so far are enough to name them
+    except ScheduleError:  # the real run reports the error; the scopes seen so far are enough to name them
         pass
     return sorted({scope.path[-1] for scope in session.trace.scopes})
 
