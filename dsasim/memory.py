@@ -264,10 +264,9 @@ class TracedArray:
 class _ScopeInstance:
     """One execution of a scope: the buffers it allocated, in order."""
 
-    __slots__ = ("scope_id", "instance", "ways", "buffers", "held", "path", "slots")
+    __slots__ = ("scope_id", "instance", "ways", "buffers", "held", "path")
 
-    def __init__(self, scope_id: int, instance: int, ways: int, path: tuple[str, ...], slots: list[int]) -> None:
-        self.slots = slots
+    def __init__(self, scope_id: int, instance: int, ways: int, path: tuple[str, ...]) -> None:
         self.scope_id = scope_id
         self.instance = instance
         self.ways = ways
@@ -279,8 +278,8 @@ class _ScopeInstance:
 class GlobalHierarchy:
     """An SRAM scope (the blog's name): `with GlobalHierarchy(session):` frees its buffers on exit.
 
-    `buffers=N` makes it N-way buffered: successive instances rotate over N physical slots per buffer, so the
-    next instance's loads can overlap this one's compute; the capacity check counts N x its buffers.
+    `buffers=N` makes it N-way buffered: each buffer's SRAM block holds N copies that successive instances use in
+    turn, so the next instance's loads can overlap this one's compute; the capacity check counts N x its buffers.
     `name` identifies the scope for buffering overrides and reports (default: its source line).
     """
 
@@ -346,8 +345,6 @@ class Session:
         self._stack: list[_ScopeInstance] = []
         self._scope_ids: dict[tuple[int, str], int] = {}
         self._scope_instances: list[int] = []
-        self._slot_lists: dict[tuple[int, int], list[int]] = {}  # (scope id, way) -> slot id per buffer ordinal
-        self._next_slot = 0
         self._next_buffer = 0
         self._live_bytes = 0
         self._word_bytes = hardware.word_bytes
@@ -445,11 +442,7 @@ class Session:
         instance = self._scope_instances[scope_id]
         self._scope_instances[scope_id] = instance + 1
         info = self.trace.scopes[scope_id]
-        slot_key = (scope_id, instance % info.buffers)
-        slots = self._slot_lists.get(slot_key)
-        if slots is None:
-            slots = self._slot_lists[slot_key] = []
-        inst = _ScopeInstance(scope_id, instance, info.buffers, info.path, slots)
+        inst = _ScopeInstance(scope_id, instance, info.buffers, info.path)
         self._stack.append(inst)
         self._emit((ENTER, scope_id, instance))
         return inst
@@ -497,20 +490,16 @@ class Session:
         counters = self.counters
         if live > counters.peak_sram_bytes:
             counters.peak_sram_bytes = live
-        ordinal = len(inst.buffers)
-        slots = inst.slots  # physical slot ids of this scope's way, shared by every instance using that way
-        if ordinal < len(slots):
-            slot = slots[ordinal]
-        else:
-            slot = self._next_slot
-            self._next_slot += 1
-            slots.append(slot)
+        # Buffers are freed in exactly the reverse order of allocation (scopes nest, a scope frees all its
+        # buffers), so SRAM is a stack: this buffer's block starts at the old top. An N-way scope's block holds
+        # N copies; instance i uses copy i mod N, so consecutive instances never share bytes.
+        address = live - charged + (inst.instance % inst.ways) * nbytes
         buf = Buffer(self._next_buffer, arr, region, nbytes, charged, inst)
         self._next_buffer += 1
         inst.buffers.append(buf)
         inst.held[arr.id] = buf
         arr.live.append(buf)
-        self._emit((ALLOC, buf.id, arr.id, region, nbytes, slot, charged))
+        self._emit((ALLOC, buf.id, arr.id, region, nbytes, address, charged))
         return buf
 
     def _overflow(self, arr: TracedArray, region: Region, charged: int, inst: _ScopeInstance) -> None:

@@ -7,9 +7,10 @@ same events as named tuples for readers. Field layouts (after the kind):
 
   ENTER   scope_id, instance                     a scope instance begins (instance counts from 0 per scope)
   EXIT    scope_id, instance                     it ends: its buffers were freed just before
-  ALLOC   buffer, tensor, region, nbytes, slot, charged_bytes
-                                                 a new SRAM buffer; `slot` names its physical storage (N-way
-                                                 scopes rotate N slots), `charged_bytes` = nbytes x ways
+  ALLOC   buffer, tensor, region, nbytes, address, charged_bytes
+                                                 a new SRAM buffer at byte `address` (its physical place:
+                                                 buffers live in a stack, an N-way scope's block holds N copies
+                                                 used in turn), `charged_bytes` = nbytes x ways
   LOAD    buffer, tensor, region, nbytes, reuse  DDR->SRAM DMA of region into buffer
   OPEN    buffer, tensor, region, reuse          an output region never written before: zeroed on chip, no DMA
   HIT     buffer, tensor, region, reuse          region already resident in buffer: no DMA
@@ -63,7 +64,7 @@ class Alloc(NamedTuple):
     tensor: int
     region: Region
     nbytes: int
-    slot: int
+    address: int
     charged_bytes: int
 
 

@@ -2,7 +2,7 @@
 
 Every expected number is derived by hand in the comments next to it (elements x word_bytes); none is pasted
 from a run. Event tuples follow the layouts in dsasim/trace.py:
-  ENTER/EXIT (kind, scope_id, instance); ALLOC (kind, buffer, tensor, region, nbytes, slot, charged);
+  ENTER/EXIT (kind, scope_id, instance); ALLOC (kind, buffer, tensor, region, nbytes, address, charged);
   LOAD (kind, buffer, tensor, region, nbytes, reuse); OPEN/HIT (kind, buffer, tensor, region, reuse);
   COMPUTE (kind, unit, op, out_buffer, in_buffers, macs, cycles, padded_macs);
   STORE (kind, buffer, tensor, region, nbytes); FREE (kind, buffer, charged).
@@ -49,8 +49,8 @@ def test_exact_trace_in_program_order():
     vec = VectorUnit(s)                     # 32 lanes
     full = ((0, 2), (0, 3))                 # 6 elements = 24 B at 4 B/word
     with GlobalHierarchy(s, "top"):         # scope 0, instance 0
-        t = x[:, :]                         # buffer 0, slot 0: ALLOC + LOAD 24 B
-        u = o[:, :]                         # buffer 1, slot 1: ALLOC + OPEN (never stored: zeros, no DMA)
+        t = x[:, :]                         # buffer 0 at address 0: ALLOC + LOAD 24 B
+        u = o[:, :]                         # buffer 1 at address 24, above it: ALLOC + OPEN (zeros, no DMA)
         u.assign(vec.copy(t))               # 6 elements / 32 lanes -> 1 cycle, 0 MACs
     # exit: buffers in reverse allocation order; the modified output is stored right before its FREE
     trace = s.finish()
@@ -58,7 +58,7 @@ def test_exact_trace_in_program_order():
         (ENTER, 0, 0),
         (ALLOC, 0, 0, full, 24, 0, 24),
         (LOAD, 0, 0, full, 24, False),
-        (ALLOC, 1, 1, full, 24, 1, 24),
+        (ALLOC, 1, 1, full, 24, 24, 24),
         (OPEN, 1, 1, full, False),
         (COMPUTE, "vector", "copy", 1, (0,), 0, 1, 0),
         (STORE, 1, 1, full, 24),
@@ -659,20 +659,21 @@ def test_bad_indices_are_region_errors(key):
 
 
 # -- N-way buffered scopes -----------------------------------------------------------------------------------------
-def test_two_way_scope_charges_double_and_alternates_slots():
+def test_two_way_scope_charges_double_and_alternates_copies():
     s = Session(tiny(sram_bytes=100), numeric=False)
     a = s.input("a", (8, 10))
     for i in range(4):
         with GlobalHierarchy(s, "pp", buffers=2):
             a[i, :]                                    # 10 B, charged 2 x 10 = 20 B
     allocs = of_kind(s, ALLOC)
-    assert [(e[4], e[5], e[6]) for e in allocs] == [(10, 0, 20), (10, 1, 20), (10, 0, 20), (10, 1, 20)]
+    # the block [0, 20) holds two 10 B copies: instance i uses bytes [10 * (i % 2), 10 * (i % 2) + 10)
+    assert [(e[4], e[5], e[6]) for e in allocs] == [(10, 0, 20), (10, 10, 20), (10, 0, 20), (10, 10, 20)]
     assert [e[2] for e in of_kind(s, FREE)] == [20] * 4
     assert s.counters.peak_sram_bytes == 20
     assert s.trace.scopes[0].buffers == 2
 
 
-def test_two_way_scope_slots_with_two_buffers_per_instance():
+def test_two_way_scope_addresses_with_two_buffers_per_instance():
     s = Session(tiny(sram_bytes=1000), numeric=False)
     a = s.input("a", (8, 10))
     b = s.input("b", (8, 10))
@@ -680,8 +681,8 @@ def test_two_way_scope_slots_with_two_buffers_per_instance():
         with GlobalHierarchy(s, "pp", buffers=2):
             a[i, :]
             b[i, :]
-    # slot ids by first use of (buffer ordinal, instance % 2): inst0 -> 0, 1; inst1 -> 2, 3; inst2 -> 0, 1
-    assert [e[5] for e in of_kind(s, ALLOC)] == [0, 1, 2, 3, 0, 1]
+    # a's block is [0, 20), b's [20, 40); even instances use the first 10 B copy of each, odd ones the second
+    assert [e[5] for e in of_kind(s, ALLOC)] == [0, 20, 10, 30, 0, 20]
 
 
 def test_two_way_scope_capacity_check():
@@ -709,7 +710,8 @@ def test_scope_buffers_override():
         a[5, :]
     s.finish()
     allocs = of_kind(s, ALLOC)
-    assert [(e[5], e[6]) for e in allocs[:4]] == [(0, 30), (1, 30), (2, 30), (0, 30)]
+    # "outer" holds nothing, so pp's 3 x 10 B block starts at 0; instance i uses the copy at 10 * (i % 3)
+    assert [(e[5], e[6]) for e in allocs[:4]] == [(0, 30), (10, 30), (20, 30), (0, 30)]
     assert allocs[4][6] == 20
     assert [sc.buffers for sc in s.trace.scopes] == [1, 3, 2]   # outer, outer/pp, plain
 

@@ -23,8 +23,9 @@ Dependencies (an operation starts only after all of these have finished):
   * write-after-read (WAR) inside a buffer: a COMPUTE that writes a buffer waits for every operation that read
     the buffer's current contents (computes on other engines, a STORE).
   * slot (WAR on SRAM space): the first fill (LOAD or OPEN) of a newly allocated buffer waits until every
-    operation on the previous occupant of its slot (the buffer allocated into the same slot before it, per the
-    ALLOC event's `slot`; N-way scopes rotate N slots) has finished, its final STORE included. A reuse-flag
+    operation on the previous occupants of its bytes (the buffers that last held any byte of [address,
+    address + nbytes), per the ALLOC events; an N-way scope's block holds N copies used in turn, so consecutive
+    instances do not wait for each other) has finished, their final STOREs included. A reuse-flag
     fill (a LOAD or OPEN into a buffer that already exists, no new ALLOC) likewise waits for every earlier
     operation on that buffer, its pending STORE included.
   * DDR (RAW/WAR through memory): a LOAD of a region of a writable tensor waits for every earlier (in program
@@ -32,15 +33,15 @@ Dependencies (an operation starts only after all of these have finished):
     overlapping region of its tensor. (Two stores are ordered by the single in-order store engine.)
 Dependencies on an earlier operation of the same engine are implied by program order and dropped.
 
-FREE: a buffer's slot becomes reusable when all operations on the buffer (its final STORE included) have
-finished. A new buffer allocated into a slot whose previous occupant is still live waits for that occupant's
-FREE; if the trace never frees it, the trace is rejected (`TimingError`), and a wait that closes a cycle
+FREE: a buffer's bytes become reusable when all operations on the buffer (its final STORE included) have
+finished. A new buffer allocated over the bytes of a still-live buffer waits for that occupant's FREE; if the trace never frees it, the trace is rejected (`TimingError`), and a wait that closes a cycle
 (e.g. the occupant is used later by an operation queued behind the waiting load) is reported by the scheduler
 as a `DeadlockError` naming the stuck operations.
 """
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -55,6 +56,40 @@ KIND_NAMES = ("load", "store", "tensorcore", "vector", "open", "free")
 # dependency reasons, stored in the low two bits of an encoded dependency (op * 4 + reason)
 DATA, SLOT, WAR = 0, 1, 2
 REASON_NAMES = ("data", "slot", "war")
+
+
+class _Occupancy:
+    """Which buffer last occupied each SRAM byte: disjoint [start, stop) runs, sorted by start."""
+
+    __slots__ = ("starts", "runs")
+
+    def __init__(self) -> None:
+        self.starts: list[int] = []
+        self.runs: list[tuple[int, int, int]] = []  # (start, stop, buffer)
+
+    def take(self, start: int, stop: int, buffer: int) -> list[int]:
+        """Give [start, stop) to `buffer`; return the buffers that last held any of those bytes."""
+        if stop <= start:
+            return []
+        i = bisect_right(self.starts, start)
+        if i and self.runs[i - 1][1] > start:
+            i -= 1
+        j = i
+        previous: list[int] = []
+        keep: list[tuple[int, int, int]] = []
+        while j < len(self.runs) and self.runs[j][0] < stop:
+            a, b, owner = self.runs[j]
+            if owner not in previous:
+                previous.append(owner)
+            if a < start:
+                keep.append((a, start, owner))
+            if b > stop:
+                keep.append((stop, b, owner))
+            j += 1
+        new = sorted(keep + [(start, stop, buffer)])
+        self.runs[i:j] = new
+        self.starts[i:j] = [r[0] for r in new]
+        return previous
 
 
 @dataclass
@@ -156,7 +191,7 @@ def lower(trace: Trace, hardware: Accelerator) -> OpGraph:
     loads_by_tensor: dict[int, list[list[int]]] = {}
 
     # buffer state (index = buffer id)
-    b_slot: list[int] = []
+    b_address: list[int] = []
     b_tensor: list[int] = []
     b_nbytes: list[int] = []
     b_region: list = []
@@ -167,8 +202,8 @@ def lower(trace: Trace, hardware: Accelerator) -> OpGraph:
     b_first: list[int] = []
     b_final: list[tuple[int, ...]] = []
     b_freed: list[bool] = []
-    forward_waiters: dict[int, list[int]] = {}  # live occupant -> buffers allocated into its slot meanwhile
-    slot_occupant: dict[int, int] = {}
+    forward_waiters: dict[int, list[int]] = {}  # live occupant -> buffers allocated over its bytes meanwhile
+    occupancy = _Occupancy()  # which buffer last held each SRAM byte
     live_charged = 0
     peak_charged = 0
     macs = tc_macs = padded_macs = loaded = stored = 0
@@ -179,7 +214,7 @@ def lower(trace: Trace, hardware: Accelerator) -> OpGraph:
     add_deps = deps.append
 
     def bad_buffer(b: int, idx: int, what: str) -> TimingError:
-        if not 0 <= b < len(b_slot):
+        if not 0 <= b < len(b_address):
             return TimingError(f"trace event {idx} ({what}) names buffer {b}, which was never allocated")
         return TimingError(f"trace event {idx} ({what}) uses buffer {b} ({trace.tensors[b_tensor[b]].name}) "
                            f"after its FREE")
@@ -284,21 +319,18 @@ def lower(trace: Trace, hardware: Accelerator) -> OpGraph:
             b_users[b] = {-1: op}
             b_region[b] = reg
         elif k == ALLOC:
-            _, b, t, reg, nb, slot, charged = ev
+            _, b, t, reg, nb, address, charged = ev
             if b != n_buf:
                 raise TimingError(f"trace event {idx}: ALLOC of buffer {b}, expected buffer {n_buf} "
                                   f"(buffers are numbered in allocation order)")
             n_buf += 1
-            prev = slot_occupant.get(slot)
-            slot_occupant[slot] = b
-            if prev is None:
-                pending: tuple[int, ...] | list[int] = ()
-            elif b_freed[prev]:
-                pending = b_final[prev]
-            else:  # the occupant is still live: wait for its FREE (a FREE node, patched in when reached)
-                forward_waiters.setdefault(prev, []).append(b)
-                pending = []
-            b_slot.append(slot)
+            pending: tuple[int, ...] = ()
+            for prev in occupancy.take(address, address + nb, b):
+                if b_freed[prev]:
+                    pending += b_final[prev]
+                else:  # the occupant is still live: wait for its FREE (a FREE node, patched in when reached)
+                    forward_waiters.setdefault(prev, []).append(b)
+            b_address.append(address)
             b_tensor.append(t)
             b_nbytes.append(nb)
             b_region.append(reg)
@@ -331,7 +363,7 @@ def lower(trace: Trace, hardware: Accelerator) -> OpGraph:
                     if first >= 0:
                         deps[first].append(node * 4 + SLOT)
                     else:
-                        b_pending[w] = (node,)
+                        b_pending[w] = tuple(b_pending[w]) + (node,)
         elif k == STORE:
             _, b, t, reg, nb = ev
             if not 0 <= b < n_buf or b_freed[b]:
@@ -358,9 +390,9 @@ def lower(trace: Trace, hardware: Accelerator) -> OpGraph:
         raise TimingError(
             f"buffer {occupant} ({trace.tensors[b_tensor[occupant]].name}"
             f"{format_region(b_region[occupant])}) is never freed, yet buffer {w} "
-            f"({trace.tensors[b_tensor[w]].name}{format_region(b_region[w])}) was allocated into its slot "
-            f"{b_slot[w]}: its fill can never start. Every buffer must be freed (its scope must end) before its "
-            f"slot is reused.")
+            f"({trace.tensors[b_tensor[w]].name}{format_region(b_region[w])}) was allocated over its SRAM bytes "
+            f"at address {b_address[w]}: its fill can never start. Every buffer must be freed (its scope must end) "
+            f"before its bytes are reused.")
     if rows:
         kind, dur, port, nbytes_l, tensor_l, buffer_l, region_l, event_l, prev_l, ddr_l = (
             list(col) for col in zip(*rows))

@@ -210,7 +210,7 @@ class SimResult:
         ]
         if self.peak_sram_bytes > self.sram_bytes:
             lines.append(f"warning: buffers overlap in time beyond the SRAM capacity ({self.peak_sram_bytes} B > "
-                         f"{self.sram_bytes} B): slots of different scopes do not wait for each other")
+                         f"{self.sram_bytes} B): the trace's ALLOC addresses place buffers beyond the SRAM")
         if self.stall_cycles:
             total = sum(self.stall_cycles.values())
             parts = sorted(self.stall_cycles.items(), key=lambda kv: (-kv[1], kv[0]))
