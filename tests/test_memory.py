@@ -739,7 +739,6 @@ def test_scope_buffers_through_run_schedule_changes_only_sram():
 
 
 def test_a_compute_never_written_anywhere_is_an_error():
-    from dsasim import TensorCore
     s = Session(tiny(), numeric=False)
     x = s.input("x", (1, 16, 2, 2))
     w = s.input("w", (24, 16, 1, 1))
