@@ -27,6 +27,7 @@ from typing import Sequence
 from dsasim.segments import Segment
 
 SegmentLike = Segment | tuple[int, int]
+_new_segment = tuple.__new__
 Region4 = tuple[Segment, Segment, Segment, Segment]
 _DIM_NAMES = ("n", "oc", "oh", "ow")
 
@@ -286,3 +287,59 @@ class Conv2dBoundsInfer:
         top, bottom = _pad_amounts(*rows)
         left, right = _pad_amounts(*cols)
         return top, bottom, left, right
+
+    # ------------------------------------------------------------------------------------------ the blog's API
+
+    def get_input_segment(self, n: object, oc: object, oh: object, ow: object) -> list[Segment]:
+        """The blog's name: the (n, c, h, w) input region of an output tile, as a list the caller may edit.
+
+        Each argument is an int, a slice or a (start, stop) pair over the output (n, oc, oh, ow), in elements.
+        Channels are those of every group the oc range reaches, computed like the blog's, without clamping: an
+        oc range past the last output channel (an unclamped `Segments` tile such as 504:528 of 512) reaches
+        "group 1" and yields input channels 0:4096 of 2048. Dsasim's memory model clamps what it moves; the
+        blog's counter did not (`dsasim demo --blog-quirks`). Rows and columns are the real rows read (clipped
+        to the image; see the module docstring).
+        """
+        shape = self.output_shape
+        n_seg, oc_seg, oh_seg, ow_seg = (_blog_range("n", n, shape[0]), _blog_range("oc", oc, shape[1]),
+                                         _blog_range("oh", oh, shape[2]), _blog_range("ow", ow, shape[3]))
+        ocpg = self.out_channels // self.groups
+        icpg = self.in_channels // self.groups
+        channels = (oc_seg[0] // ocpg * icpg, ((oc_seg[1] - 1) // ocpg + 1) * icpg)
+        _, _, h, w = self.input_shape
+        (kh, kw), (sh, sw), (ph, pw), (dh, dw) = self.kernel_size, self.stride, self.padding, self.dilation
+        rows = window_rows(oh_seg[0], min(oh_seg[1], shape[2]), 0, kh, sh, dh, ph, h)
+        cols = window_rows(ow_seg[0], min(ow_seg[1], shape[3]), 0, kw, sw, dw, pw, w)
+        # tuple.__new__ skips the named tuple's Python-level __new__: the blog's demo1 calls this 1.6 M times
+        return [n_seg, _new_segment(Segment, channels), _new_segment(Segment, rows), _new_segment(Segment, cols)]
+
+    def get_w_segment(self, oc: object) -> list[Segment]:
+        """The blog's name: the (oc, ic, kh, kw) weight region for an output-channel range, as an editable list.
+
+        `oc` is an int, a slice or a (start, stop) pair, in elements, kept as given (not clamped, like the
+        blog's); the input-channel dimension is all of a group's channels (the caller narrows it: seg[1] = ic).
+        """
+        kh, kw = self.kernel_size
+        return [_blog_range("oc", oc, self.out_channels), Segment(0, self.in_channels // self.groups),
+                Segment(0, kh), Segment(0, kw)]
+
+
+def _blog_range(name: str, value: object, size: int) -> Segment:
+    """An int, slice or (start, stop) pair over a dimension of `size` as a non-empty Segment (stop may pass size)."""
+    if type(value) is Segment and 0 <= value[0] < value[1] and value[0] < size:  # the common case, first
+        return value
+    if _is_int(value):
+        start, stop = value, value + 1
+    elif isinstance(value, slice):
+        if value.step not in (None, 1):
+            raise ValueError(f"Conv2dBoundsInfer: {name} slice {value!r} has a step; tiles are contiguous, "
+                             f"use step 1")
+        start = 0 if value.start is None else value.start
+        stop = size if value.stop is None else value.stop
+    else:
+        pair = _unpack(value)
+        start, stop = pair if pair is not None else (None, None)
+    if not (_is_int(start) and _is_int(stop)) or not 0 <= start < stop or start >= size:
+        raise ValueError(f"Conv2dBoundsInfer: {name} range {value!r} must be an int, a slice or a (start, stop) "
+                         f"pair of ints with 0 <= start < stop and start < {size}")
+    return Segment(start, stop)

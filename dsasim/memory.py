@@ -213,6 +213,32 @@ def _normalize_one(name: str, dim: int, extent: int, k: Any) -> tuple[int, int]:
     return (start, stop)
 
 
+def _is_region(index: Any) -> bool:
+    """True for a whole region given as one object: a list, or a plain tuple holding a non-int index.
+
+    A plain tuple of ints stays a (start, stop) pair for one dimension, as before."""
+    kind = type(index)
+    if kind is list:
+        return True
+    return kind is tuple and any(type(k) is not int for k in index)
+
+
+def _requested_elements(shape: tuple[int, ...], key: tuple) -> int:
+    """Elements of a region as the schedule wrote it, before clamping to `shape` (the blog's counter)."""
+    n = 1
+    for dim, extent in enumerate(shape):
+        if dim >= len(key):
+            n *= extent
+            continue
+        k = key[dim]
+        if type(k) is slice:
+            n *= (extent if k.stop is None else k.stop) - (0 if k.start is None else k.start)
+        elif isinstance(k, tuple):
+            n *= k[1] - k[0]
+        # an int index is one element
+    return n
+
+
 def _slices(region: Region) -> tuple[slice, ...]:
     return tuple(starmap(slice, region))
 
@@ -243,12 +269,15 @@ class TracedArray:
         self.nbytes = n * session.hardware.word_bytes
 
     def __getitem__(self, key: Any) -> Tile:
-        if type(key) is not tuple:
-            key = (key,)
+        kind = type(key)
+        if kind is not tuple:
+            key = tuple(key) if kind is list else (key,)
         reuse = False
         if key and type(key[-1]) is bool:
             reuse = key[-1]
             key = key[:-1]
+            if len(key) == 1 and _is_region(key[0]):  # the blog's arr[seg_list, reuse], arr[(b, c, h, w), reuse]
+                key = tuple(key[0])
         return self.session.access(self, key, reuse)
 
     def load(self, key: Any, reuse: bool = False) -> Tile:
@@ -320,13 +349,20 @@ class Session:
     enforce_capacity=False lets a schedule exceed sram_bytes (to measure how much SRAM it would need).
     trace_event_limit: past this many events the trace is dropped (`trace_dropped` is set) to bound memory;
     counters are unaffected.
+    blog_quirks=True makes the blog's counter count regions as the schedule wrote them, before clamping (the
+    blog's TracedArray did; `dsasim demo --blog-quirks`); schedules read it to tile like the blog
+    (`Segments(..., clamp=not s.blog_quirks)`). Honest traffic does not depend on it.
     """
 
     def __init__(self, hardware: Accelerator, numeric: bool = True, record_trace: bool = True,
                  scope_buffers: Mapping[str, int] | None = None, dtype: Any = np.float32,
-                 enforce_capacity: bool = True, trace_event_limit: int | None = None) -> None:
+                 enforce_capacity: bool = True, trace_event_limit: int | None = None,
+                 blog_quirks: bool = False) -> None:
         if not isinstance(hardware, Accelerator):
             raise TypeError(f"Session needs an Accelerator, got {type(hardware).__name__}")
+        if not isinstance(blog_quirks, bool):
+            raise ValueError(f"Session: blog_quirks must be True or False, got {blog_quirks!r}")
+        self.blog_quirks = blog_quirks
         self.hardware = hardware
         self.numeric = numeric
         self.record_trace = record_trace
@@ -598,8 +634,9 @@ class Session:
         traffic = arr.traffic
         counters = self.counters
         if not reuse:
-            traffic.blog_loaded_elements += elements
-            counters.blog_loaded_elements += elements
+            blog = _requested_elements(arr.shape, key) if self.blog_quirks else elements
+            traffic.blog_loaded_elements += blog
+            counters.blog_loaded_elements += blog
         live = arr.live
         if live:
             for buf in live:

@@ -7,6 +7,7 @@ of one workload. `run_schedule` runs one on an `Accelerator` and returns a `RunR
 from __future__ import annotations
 
 import gc
+import math
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
@@ -53,10 +54,21 @@ class Schedule:
     body: Callable[..., None]
     description: str = ""
     hardware: str = "blog"  # the preset it was written for
+    # For ports of the blog: the "total loaded" it printed (elements), and the schedule it ran just before this
+    # one whose failure skipped `GlobalHierarchy.Reset()`, so that the printed number includes that schedule's
+    # count up to its failure (reproduced by `run_schedule(..., blog_quirks=True)`).
+    blog_printed: int | None = None
+    blog_counter_follows: "Schedule | None" = None
 
     def __post_init__(self) -> None:
         if not self.name or not self.name.replace("-", "").replace("_", "").replace(".", "").isalnum():
             raise ValueError(f"schedule name {self.name!r} must be non-empty letters, digits, '-', '_', '.'")
+        if self.blog_printed is not None and (not isinstance(self.blog_printed, int) or self.blog_printed < 0):
+            raise ValueError(f"schedule {self.name!r}: blog_printed must be a count of elements >= 0 or None, "
+                             f"got {self.blog_printed!r}")
+        if self.blog_counter_follows is not None and not isinstance(self.blog_counter_follows, Schedule):
+            raise ValueError(f"schedule {self.name!r}: blog_counter_follows must be a Schedule or None, got "
+                             f"{type(self.blog_counter_follows).__name__}")
 
 
 @dataclass(frozen=True)
@@ -101,6 +113,9 @@ class RunResult:
     cycles: int | None = None
     roofline_cycles: int | None = None
     tensorcore_utilization: float | None = None
+    # --blog-quirks only: the blog's count carried in from the schedule that failed before this one (elements)
+    blog_carried_elements: int | None = None
+    blog_printed: int | None = None
     trace: Trace | None = field(default=None, compare=False, repr=False)
     outputs: Mapping[str, np.ndarray] | None = field(default=None, compare=False, repr=False)
 
@@ -118,12 +133,15 @@ class RunResult:
             "blog_loaded_elements": self.blog_loaded_elements,
             "macs": self.macs,
             "tensorcore_cycles": self.tensorcore_cycles,
-            "max_abs_err": self.max_abs_err,
+            "max_abs_err": (None if self.max_abs_err is None or not math.isfinite(self.max_abs_err)
+                            else self.max_abs_err),
             "cycles": self.cycles,
             "roofline_cycles": self.roofline_cycles,
             "tensorcore_utilization": (None if self.tensorcore_utilization is None
                                        else round(self.tensorcore_utilization, 6)),
             "message": self.message,
+            **({} if self.blog_carried_elements is None else
+               {"blog_carried_elements": self.blog_carried_elements, "blog_printed": self.blog_printed}),
             "tensors": [{"name": t.name, "tensor_bytes": t.tensor_bytes, "loaded_bytes": t.loaded_bytes,
                          "stored_bytes": t.stored_bytes, "rmw_bytes": t.rmw_bytes, "hits": t.hits,
                          "refetch_factor": round(t.refetch_factor, 6)} for t in self.tensors],
@@ -144,15 +162,34 @@ def bind_tensors(session: Session, workload: Workload,
 
 
 def max_abs_error(outputs: Mapping[str, np.ndarray], reference: Mapping[str, torch.Tensor]) -> float:
-    """Largest |ours - torch| over all outputs (torch computed in float64)."""
+    """Largest |ours - torch| over all outputs (torch computed in float64); NaN if any difference is NaN.
+
+    A NaN or infinite value where the reference has another value is an error of NaN or inf, never 0: `max`
+    over a tensor would skip NaN."""
     worst = 0.0
     for name, ref in reference.items():
         ours = torch.from_numpy(np.asarray(outputs[name], dtype=np.float64))
         if tuple(ours.shape) != tuple(ref.shape):
             raise ValueError(f"output {name}: shape {tuple(ours.shape)} differs from the reference "
                              f"{tuple(ref.shape)}")
-        worst = max(worst, float((ours - ref.to(torch.float64)).abs().max()))
+        ref64 = ref.to(torch.float64)
+        same = (ours == ref64) | (torch.isnan(ours) & torch.isnan(ref64))  # equal infinities differ by 0
+        diff = torch.where(same, torch.zeros_like(ours), (ours - ref64).abs())
+        if bool(torch.isnan(diff).any()):
+            return math.nan
+        worst = max(worst, float(diff.max()))
     return worst
+
+
+def _first_bad_output(outputs: Mapping[str, np.ndarray]) -> str:
+    """Where the first NaN or infinity of the outputs is, for an error message."""
+    for name, values in outputs.items():
+        bad = ~np.isfinite(values)
+        if bad.any():
+            index = np.unravel_index(int(np.argmax(bad)), values.shape)
+            return (f"output {name} holds {int(np.count_nonzero(bad))} NaN/inf value(s), first at index "
+                    f"{tuple(int(i) for i in index)}")
+    return "the outputs differ from torch by NaN"
 
 
 def _tensor_reports(counters: Counters, session: Session) -> tuple[TensorReport, ...]:
@@ -168,13 +205,17 @@ def _tensor_reports(counters: Counters, session: Session) -> tuple[TensorReport,
 
 def run_schedule(schedule: Schedule, hardware: Accelerator, numeric: bool = True, seed: int = 0,
                  record_trace: bool = True, scope_buffers: Mapping[str, int] | None = None,
-                 enforce_capacity: bool = True, trace_event_limit: int | None = None) -> RunResult:
+                 enforce_capacity: bool = True, trace_event_limit: int | None = None,
+                 blog_quirks: bool = False) -> RunResult:
     """Run a schedule; numeric mode checks it against torch. Failures become a status, not an exception.
 
     With record_trace, a trace longer than trace_event_limit events is dropped: the result's trace is None and
-    its message says so."""
+    its message says so. An output holding NaN or infinity where torch's does not fails the numeric check
+    (status "error"). blog_quirks=True reproduces the blog's printed "total loaded" in blog_loaded_elements
+    (see `Session` and `Schedule.blog_counter_follows`); traffic and every other number are unchanged."""
     session = Session(hardware, numeric=numeric, record_trace=record_trace, scope_buffers=scope_buffers,
-                      enforce_capacity=enforce_capacity, trace_event_limit=trace_event_limit)
+                      enforce_capacity=enforce_capacity, trace_event_limit=trace_event_limit,
+                      blog_quirks=blog_quirks)
     inputs = schedule.workload.make_inputs(seed) if numeric else None
     tensors = bind_tensors(session, schedule.workload, inputs)
     status, message = "ok", ""
@@ -193,12 +234,21 @@ def run_schedule(schedule: Schedule, hardware: Accelerator, numeric: bool = True
         torch.set_num_threads(torch_threads)
         if gc_was_enabled:
             gc.enable()
+    c = session.counters
+    blog_count: int | None = c.blog_loaded_elements if status == "ok" else None
+    blog_extra = {}
+    if blog_quirks:
+        carried = _blog_count_left_by(schedule.blog_counter_follows, hardware, scope_buffers)
+        blog_extra = dict(blog_carried_elements=carried, blog_printed=schedule.blog_printed)
+        # the blog's counter counted a failed run's accesses up to the failing one, and kept counting after it
+        blog_count = c.blog_loaded_elements + carried
     if status != "ok":
         if status == "overflow":
             message += _needed_sram_note(schedule, hardware, scope_buffers)
-        return RunResult(schedule.name, hardware.name, status, message, None, None, None, None, None, None, None,
-                         None, None)
-    c = session.counters
+        return RunResult(name=schedule.name, hardware=hardware.name, status=status, message=message,
+                         loaded_bytes=None, stored_bytes=None, rmw_bytes=None, hits=None, peak_sram_bytes=None,
+                         blog_loaded_elements=blog_count, macs=None, tensorcore_cycles=None, max_abs_err=None,
+                         **blog_extra)
     err_value = None
     outputs = None
     if numeric:
@@ -207,13 +257,29 @@ def run_schedule(schedule: Schedule, hardware: Accelerator, numeric: bool = True
             reference = schedule.workload.reference(
                 **{k: torch.from_numpy(v).to(torch.float64) for k, v in inputs.items()})
         err_value = max_abs_error(outputs, reference)
+        if not math.isfinite(err_value):
+            status, message = "error", f"numeric check failed: {_first_bad_output(outputs)}"
     if session.trace_dropped:
         message = (f"trace not kept: longer than {trace_event_limit:,} events (raise the limit to time it; "
                    f"it costs about 250 B of memory per event)")
-    return RunResult(schedule.name, hardware.name, "ok", message, c.loaded_bytes, c.stored_bytes, c.rmw_bytes,
-                     c.hits, c.peak_sram_bytes, c.blog_loaded_elements, c.macs, c.tensorcore_cycles, err_value,
-                     _tensor_reports(c, session), trace=trace if record_trace and not session.trace_dropped else None,
-                     outputs=outputs)
+    return RunResult(name=schedule.name, hardware=hardware.name, status=status, message=message,
+                     loaded_bytes=c.loaded_bytes, stored_bytes=c.stored_bytes, rmw_bytes=c.rmw_bytes, hits=c.hits,
+                     peak_sram_bytes=c.peak_sram_bytes, blog_loaded_elements=blog_count, macs=c.macs,
+                     tensorcore_cycles=c.tensorcore_cycles, max_abs_err=err_value,
+                     tensors=_tensor_reports(c, session),
+                     trace=trace if record_trace and not session.trace_dropped else None, outputs=outputs,
+                     **blog_extra)
+
+
+def _blog_count_left_by(previous: Schedule | None, hardware: Accelerator,
+                        scope_buffers: Mapping[str, int] | None) -> int:
+    """The blog's count (elements) that `previous` left in its global counter: its count up to its failure,
+    or 0 when it finished (the blog then called `GlobalHierarchy.Reset()`)."""
+    if previous is None:
+        return 0
+    result = run_schedule(previous, hardware, numeric=False, record_trace=False, scope_buffers=scope_buffers,
+                          blog_quirks=True)
+    return 0 if result.status == "ok" else result.blog_loaded_elements
 
 
 def _needed_sram_note(schedule: Schedule, hardware: Accelerator, scope_buffers: Mapping[str, int] | None) -> str:

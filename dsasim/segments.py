@@ -35,15 +35,23 @@ def _check_int(name: str, value: object) -> int:
 
 
 class Segments:
-    """The tiles [start, start+tile), [start+tile, start+2*tile), ... covering [start, stop), last one clamped."""
+    """The tiles [start, start+tile), [start+tile, start+2*tile), ... covering [start, stop), last one clamped.
 
-    __slots__ = ("start", "stop", "tile")
+    clamp=False keeps the last tile full-sized past `stop` (504:528 for Segments(0, 512, 24)), as the blog's
+    Segments did: the memory model clamps what it moves, but the blog's counter counted the full tile
+    (`dsasim demo --blog-quirks`).
+    """
 
-    def __init__(self, start: int, stop: int, tile: int) -> None:
+    __slots__ = ("start", "stop", "tile", "clamp")
+
+    def __init__(self, start: int, stop: int, tile: int, clamp: bool = True) -> None:
         """Tile the index range [start, stop) into segments of `tile` elements (the last may be shorter)."""
         self.start = _check_int("start", start)
         self.stop = _check_int("stop", stop)
         self.tile = _check_int("tile", tile)
+        if not isinstance(clamp, bool):
+            raise ValueError(f"Segments: clamp must be True or False, got {clamp!r}")
+        self.clamp = clamp
         if tile <= 0:
             raise ValueError(f"Segments: tile must be a positive number of elements, got {tile}; "
                              f"use tile >= 1 (tile = stop - start gives a single segment)")
@@ -55,14 +63,16 @@ class Segments:
         """Yield the segments in increasing order, in elements."""
         stop = self.stop
         tile = self.tile
+        limit = stop if self.clamp else stop + tile  # unclamped: the last tile keeps its full size
         for s in range(self.start, stop, tile):
             e = s + tile
             # tuple.__new__ skips the named tuple's Python-level __new__: this loop runs in schedule hot paths.
-            yield _new_tuple(Segment, (s, e if e < stop else stop))
+            yield _new_tuple(Segment, (s, e if e < limit else limit))
 
     def __len__(self) -> int:
         """Number of segments: ceil((stop - start) / tile)."""
         return -(-(self.stop - self.start) // self.tile)
 
     def __repr__(self) -> str:
-        return f"Segments(start={self.start}, stop={self.stop}, tile={self.tile})"
+        clamp = "" if self.clamp else ", clamp=False"
+        return f"Segments(start={self.start}, stop={self.stop}, tile={self.tile}{clamp})"
