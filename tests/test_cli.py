@@ -60,7 +60,7 @@ def test_numeric_run_reports_the_error_against_torch(tmp_path):
     (["demo", "--only", "demo9"], "unknown schedule(s) ['demo9']"),
     (["demo", "--hardware", "tpu-v9"], "unknown hardware preset 'tpu-v9'"),
     (["demo", "--only", "demo2", "--per-tensor", "demo3-2"], "--per-tensor 'demo3-2' is not among"),
-    (["demo", "--jobs", "0"], "--jobs must be >= 1"),
+    (["demo", "--jobs", "0"], "argument --jobs: must be >= 1, got 0"),
 ])
 def test_bad_arguments_exit_2_with_a_reason(argv, words, capsys):
     assert main(argv) == 2

@@ -36,11 +36,22 @@ def test_spec_is_frozen():
     ("dma_setup_cycles", -1, "dma_setup_cycles must be an integer >= 0"),
     ("vector_lanes", True, "vector_lanes must be a positive integer"),
     ("dram_shared_load_store", "yes", "must be true or false"),
-    ("word_bytes", 4096 * 1024, "not even one element fits"),
+    ("word_bytes", 65, r"word_bytes must be a positive integer \(at most 64\)"),
+    ("sram_bytes", (1 << 50) + 1, "at most 1,125,899,906,842,624"),
+    ("clock_hz", float("inf"), "clock_hz must be a positive number from 1000 to 1e\\+13"),
+    ("clock_hz", float("nan"), "clock_hz must be a positive number"),
+    ("dram_bytes_per_cycle", 1e-300, "dram_bytes_per_cycle must be a positive number from 0.000976562"),
+    ("name", "", "name must be a non-empty string"),
+    ("name", ["blog"], "name must be a non-empty string"),
 ])
 def test_nonsense_is_rejected_with_a_reason(field, value, words):
     with pytest.raises(ValueError, match=words):
         dataclasses.replace(preset("blog"), **{field: value})
+
+
+def test_a_word_larger_than_the_sram_is_rejected():
+    with pytest.raises(ValueError, match=r"word_bytes \(4\) exceeds sram_bytes \(2\); not even one element fits"):
+        Accelerator("x", sram_bytes=2, word_bytes=4)
 
 
 def test_unknown_preset_lists_the_known_ones():

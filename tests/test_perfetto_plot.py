@@ -10,6 +10,7 @@ from collections import defaultdict
 import pytest
 
 from dsasim import GlobalHierarchy, Schedule, Session, TensorCore, Workload, preset, run_schedule
+from dsasim.cli_common import CliError
 from dsasim.perfetto import perfetto_events, write_perfetto
 from dsasim.plot import plot_bandwidth, plot_gantt, plot_sram
 from dsasim.segments import Segment
@@ -138,7 +139,7 @@ def test_cli_simulate(tmp_path, monkeypatch, capsys):
 
     def find(name: str) -> Schedule:
         if name != "tiles":
-            raise KeyError(f"unknown schedule {name!r}")
+            raise ValueError(f"unknown schedule {name!r}")
         return schedule
 
     monkeypatch.setattr(dsasim.cli, "find_schedule", find, raising=False)
@@ -147,6 +148,7 @@ def test_cli_simulate(tmp_path, monkeypatch, capsys):
     outputs = []
     for n in (1, 2, 2):
         out = tmp_path / f"run{len(outputs)}"
+        out.mkdir()  # output files go into existing folders (--plot alone would create it)
         args = parser.parse_args(["simulate", "tiles", "--buffers", str(n), "--json", str(out / "r.json"),
                                   "--perfetto", str(out / "t.json"), "--plot", str(out)])
         assert args.func(args) == 0
@@ -162,4 +164,5 @@ def test_cli_simulate(tmp_path, monkeypatch, capsys):
     assert (outputs[1] / "r.json").read_bytes() == (outputs[2] / "r.json").read_bytes()  # byte-identical
     assert (outputs[1] / "t.json").read_bytes() == (outputs[2] / "t.json").read_bytes()
     args = parser.parse_args(["simulate", "nope"])
-    assert args.func(args) == 2
+    with pytest.raises(CliError, match="unknown schedule 'nope'"):  # dsasim.cli.main turns it into exit 2
+        args.func(args)
