@@ -35,6 +35,15 @@ class DsasimArgumentParser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         self.exit(EXIT_USAGE, f"{self.prog}: {message} (see `{self.prog} --help`)\n")
 
+    def parse_args(self, args=None, namespace=None):  # type: ignore[override]
+        """As argparse's, but an unrecognized argument is reported under the subcommand it was given to."""
+        parsed, extra = self.parse_known_args(args, namespace)
+        if extra:
+            command = getattr(parsed, "command", None)
+            prog = f"{self.prog} {command}" if command else self.prog
+            self.exit(EXIT_USAGE, f"{prog}: unrecognized arguments: {' '.join(extra)} (see `{prog} --help`)\n")
+        return parsed
+
 
 def int_at_least(low: int, high: int | None = None) -> Callable[[str], int]:
     """An argparse type: a whole number in [low, high]; the message names the range and what was given."""

@@ -14,6 +14,7 @@ conv:ic=64,oc=64,h=56,k=3,p=1 or gemm:m=512,n=512,k=512 (see `dsasim.layers`). S
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 import time
@@ -122,6 +123,9 @@ def run_search_command(args: argparse.Namespace) -> int:
         sram = _size("--sram", args.sram) if args.sram is not None else hardware.sram_bytes
         if args.confirm < 0:
             raise ValueError("--confirm must be >= 0")
+        if sram < hardware.word_bytes:
+            raise ValueError(f"--sram {sram:,} B is below one {hardware.word_bytes}-byte word of {hardware.name}")
+        dataclasses.replace(hardware, sram_bytes=sram)  # the hardware's own range check, before the search
     except ValueError as err:
         return _fail("search", err)
     json_path = output_file("--json", args.json) if args.json is not None else None
