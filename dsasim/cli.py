@@ -18,7 +18,7 @@ from importlib.metadata import entry_points
 from typing import Sequence
 
 from .atomic import write_text_atomic
-from .cli_common import EXIT_INTERRUPTED, EXIT_USAGE, CliError, DsasimArgumentParser, int_at_least, output_file
+from .cli_common import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_USAGE, CliError, DsasimArgumentParser, int_at_least, output_file
 from .hardware import PRESETS, Accelerator, load_hardware
 from .report import format_traffic_by_scope, traffic_by_scope
 from .schedule import RunResult, Schedule, run_schedule
@@ -233,9 +233,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"{command}: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
-    except BrokenPipeError:  # `dsasim demo | head`: the reader left; say nothing more on a closed pipe
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 1
+    except OSError as err:
+        if isinstance(err, BrokenPipeError):  # `dsasim demo | head`: the reader left; nothing more to say
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            return EXIT_FAILED
+        # e.g. an output that became unwritable after the checks (disk full, folder removed): atomic writes
+        # leave nothing half-written
+        where = f": {err.filename}" if err.filename else ""
+        print(f"{command}: {err.strerror or err}{where}", file=sys.stderr)
+        return EXIT_USAGE
 
 
 if __name__ == "__main__":

@@ -72,7 +72,7 @@ def output_file(flag: str, text: str, suffixes: tuple[str, ...] = ()) -> Path:
         raise CliError(f"{flag} '{path}' is a folder; give a file path, e.g. {example}")
     if suffixes and path.suffix.lower() not in suffixes:
         raise CliError(f"{flag} '{path}': the file name must end in {' or '.join(suffixes)}")
-    _check_folder(flag, path, path.parent)
+    _check_folder(flag, path, Path(os.path.realpath(path)).parent)  # a link is written at its target
     if path.exists() and not path.is_file():
         raise CliError(f"{flag} '{path}' is not a regular file (a device, pipe or socket); give a file path")
     if path.exists() and not os.access(path, os.W_OK):

@@ -433,6 +433,21 @@ def test_ctrl_c_while_plotting_leaves_no_partial_png(tmp_path, capsys, monkeypat
     assert not figs.exists() or list(figs.iterdir()) == []
 
 
+def test_a_disk_full_while_writing_is_one_line_and_leaves_nothing(tmp_path, capsys, monkeypatch):
+    import errno
+
+    import dsasim.atomic
+
+    def full(_fd):
+        raise OSError(errno.ENOSPC, "No space left on device", "r.json")
+
+    monkeypatch.setattr(dsasim.atomic.os, "fsync", full)
+    code, _, err = _call(["demo", "--count-only", "--quiet", "--no-timing", "--only", "demo6", "--jobs", "1",
+                          "--json", str(tmp_path / "r.json")], capsys)
+    assert code == 2 and err == "dsasim demo: No space left on device: r.json\n"
+    assert list(tmp_path.iterdir()) == []
+
+
 def _children(pid: int) -> list[int]:
     """The child processes of `pid` (Linux /proc)."""
     text = Path(f"/proc/{pid}/task/{pid}/children").read_text()

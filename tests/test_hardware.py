@@ -97,3 +97,45 @@ def test_toml_bad_value_and_bad_syntax_and_missing_file(tmp_path):
 
 def test_sram_words():
     assert Accelerator("x", sram_bytes=1024, word_bytes=4).sram_words == 256
+
+
+@pytest.mark.parametrize("text, words", [
+    ('base = "blog"\nclock_hz = inf\n', r"clock_hz must be a positive number from 1000 to 1e\+13 .*got inf"),
+    ('base = "blog"\nclock_hz = nan\n', r"clock_hz must be a positive number .*got nan"),
+    ('base = "blog"\ndram_bytes_per_cycle = 1e-300\n', r"dram_bytes_per_cycle must be .*got 1e-300"),
+    ('base = "blog"\ndram_bytes_per_cycle = -inf\n', r"dram_bytes_per_cycle must be a positive number"),
+    ('base = "blog"\nsram_bytes = 1e-300\n', r"sram_bytes must be a positive integer .*got 1e-300"),
+    ('base = "blog"\nsram_bytes = 2305843009213693952\n', r"sram_bytes must be a positive integer \(at most"),
+    ('base = "blog"\nvector_lanes = -32\n', r"vector_lanes must be a positive integer .*got -32"),
+    ('base = "blog"\nword_bytes = "4"\n', r"word_bytes must be a positive integer .*got '4'"),
+    ('base = "blog"\ndma_load_channels = [2]\n', r"dma_load_channels must be a positive integer .*got \[2\]"),
+    ('base = ["blog"]\n', r"base must be a preset name in quotes \(blog, blog-fp32\), got \['blog'\]"),
+    ('base = "blog"\nname = ["x"]\n', r"name must be a non-empty string, got \['x'\]"),
+    ('base = "blog"\n[extra]\nkey = 1\n', r"unknown key\(s\) \['extra'\]"),
+])
+def test_bad_hardware_file_values_name_the_key_and_what_is_allowed(tmp_path, text, words):
+    path = tmp_path / "hw.toml"
+    path.write_text(text)
+    with pytest.raises(ValueError, match=rf"hardware file {path}: .*{words}"):
+        load_hardware(path)
+
+
+def test_unreadable_hardware_files_say_why(tmp_path):
+    folder = tmp_path / "folder.toml"
+    folder.mkdir()
+    with pytest.raises(ValueError, match="is a folder, not a file"):
+        load_hardware(folder)
+    latin = tmp_path / "latin.toml"
+    latin.write_bytes(b"sram_bytes = 1\n# \xe9\n")
+    with pytest.raises(ValueError, match=r"not UTF-8 text \(byte 17\)"):  # 15 bytes of line 1, then '# '
+        load_hardware(latin)
+    with pytest.raises(ValueError, match="hardware is empty"):
+        load_hardware("")
+    with pytest.raises(ValueError, match="a hardware preset is named by a string"):
+        preset(["blog"])  # type: ignore[arg-type]
+
+
+def test_a_hardware_file_may_name_itself(tmp_path):
+    path = tmp_path / "file-name.toml"
+    path.write_text('base = "blog"\nname = "my-chip"\n')
+    assert load_hardware(path) == dataclasses.replace(PRESETS["blog"], name="my-chip")
