@@ -49,7 +49,7 @@ def int_at_least(low: int, high: int | None = None) -> Callable[[str], int]:
     """An argparse type: a whole number in [low, high]; the message names the range and what was given."""
     def parse(text: str) -> int:
         try:
-            value = int(text.strip().replace("_", ""), 10)
+            value = int(text, 10)
         except ValueError:
             allowed = f"a whole number >= {low}" if high is None else f"a whole number from {low} to {high:,}"
             raise argparse.ArgumentTypeError(f"expected {allowed}, got {text!r}") from None
@@ -57,7 +57,6 @@ def int_at_least(low: int, high: int | None = None) -> Callable[[str], int]:
             allowed = f">= {low}" if high is None else f"from {low} to {high:,}"
             raise argparse.ArgumentTypeError(f"must be {allowed}, got {text}")
         return value
-    parse.__name__ = "integer"  # argparse names the type in its message
     return parse
 
 
@@ -81,17 +80,21 @@ def output_file(flag: str, text: str, suffixes: tuple[str, ...] = ()) -> Path:
 
 
 def output_dir(flag: str, text: str) -> Path:
-    """Check, before any work, that `text` names a folder for output files: an existing folder that takes new
-    files, or a missing one whose parent folder exists (it is created when written). Raises CliError."""
+    """Check, before any work, that `text` names a folder for output files that takes new files; a missing
+    folder whose parent exists is created now (not its parents: a typo in the parent stays an error), so that
+    other outputs may be put in it. Raises CliError."""
     if not text.strip():
         raise CliError(f"{flag} is empty; give a folder")
     path = Path(text)
     if path.exists() and not path.is_dir():
         raise CliError(f"{flag} '{path}' is a file, not a folder; give a folder (created if missing)")
-    if path.is_dir():
-        _check_folder(flag, path, path)
-    else:
+    if not path.is_dir():
         _check_folder(flag, path, path.parent)
+        try:
+            path.mkdir()
+        except OSError as err:
+            raise CliError(f"{flag} '{path}': cannot create the folder ({err.strerror or err})") from None
+    _check_folder(flag, path, path)
     return path
 
 

@@ -334,6 +334,22 @@ def test_a_bad_command_line_is_one_line_and_exit_2(argv, fragment, files, tmp_pa
     assert not [p for p in tmp_path.iterdir()], "a refused command wrote something"
 
 
+@pytest.mark.parametrize("argv", [
+    ["demo", "--count-only", "--only", "demo6", "--json", "{d}/r.json"],
+    ["demo", "--count-only", "--only", "demo6", "--json", "r.json"],  # relative: in the current folder
+    ["simulate", "demo6", "--plot", "{d}/out", "--perfetto", "{d}/out/t.json"],  # --plot makes the folder
+    ["simulate", "demo6", "--json", "{d}/r.json", "--perfetto", "{d}/t.json", "--buffers", "64"],
+    ["search", "gemm-64", "--sram", "64KiB", "--json", "{d}/r.json"],
+    ["sweep-sram", "gemm-64", "--sizes", "1KiB:64KiB", "--plot", "{d}/s.svg", "--json", "{d}/s.json"],
+])
+def test_good_command_lines_pass_the_checks(argv, files, tmp_path, monkeypatch, no_work):
+    """The checks are not over-strict: these reach the work (the tripwire) and have written nothing yet."""
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(AssertionError, match="the work started"):
+        main(_fill(argv, files, tmp_path))
+    assert [p.name for p in tmp_path.rglob("*")] == (["out"] if "--plot" in argv and argv[0] == "simulate" else [])
+
+
 def test_help_exits_0(capsys):
     assert main(["demo", "--help"]) == 0
     assert "--count-only" in capsys.readouterr().out

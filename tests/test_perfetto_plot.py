@@ -148,7 +148,6 @@ def test_cli_simulate(tmp_path, monkeypatch, capsys):
     outputs = []
     for n in (1, 2, 2):
         out = tmp_path / f"run{len(outputs)}"
-        out.mkdir()  # output files go into existing folders (--plot alone would create it)
         args = parser.parse_args(["simulate", "tiles", "--buffers", str(n), "--json", str(out / "r.json"),
                                   "--perfetto", str(out / "t.json"), "--plot", str(out)])
         assert args.func(args) == 0

@@ -72,14 +72,15 @@ def run(args: argparse.Namespace, find_schedule: Callable[[str], Schedule] | Non
     except ValueError as err:
         raise CliError(str(err)) from None
     buffers = args.buffers
-    # every output is checked before the (possibly long) run
+    # every output is checked before the (possibly long) run; --plot first: it creates its folder, which the
+    # other outputs may name (--plot out --perfetto out/t.json)
+    if args.plot is not None:
+        from ..plot import plot_all  # matplotlib loads only when a plot is asked for
+        plot_dir = output_dir("--plot", args.plot)
     json_path = output_file("--json", args.json) if args.json is not None else None
     perfetto_path = output_file("--perfetto", args.perfetto) if args.perfetto is not None else None
     if json_path is not None and perfetto_path is not None and json_path.resolve() == perfetto_path.resolve():
         raise CliError(f"--json and --perfetto both name {json_path}; give two different files")
-    if args.plot is not None:
-        from ..plot import plot_all  # matplotlib loads only when a plot is asked for
-        plot_dir = output_dir("--plot", args.plot)
     scope_buffers = None
     if buffers is not None:
         scope_buffers = {name: buffers for name in scope_names(schedule, hardware)}
