@@ -18,7 +18,8 @@ from importlib.metadata import entry_points
 from typing import Sequence
 
 from .atomic import write_text_atomic
-from .cli_common import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_USAGE, CliError, DsasimArgumentParser, int_at_least, output_file
+from .cli_common import (EXIT_FAILED, EXIT_INTERRUPTED, EXIT_USAGE, CliError, DsasimArgumentParser, int_at_least,
+                         output_file)
 from .hardware import PRESETS, Accelerator, load_hardware
 from .report import format_traffic_by_scope, traffic_by_scope
 from .schedule import RunResult, Schedule, run_schedule
@@ -201,7 +202,8 @@ def build_parser() -> argparse.ArgumentParser:
                       help="print which scope (loop level) moved which tensor's bytes in this schedule")
     demo.add_argument("--jobs", type=int_at_least(1), default=os.cpu_count() or 1, metavar="N",
                       help="run up to N schedules at once in worker processes (default: the number of CPUs)")
-    demo.add_argument("--seed", type=int_at_least(0, 2 ** 64 - 1), default=0, help="seed of the random input data (default 0)")
+    demo.add_argument("--seed", type=int_at_least(0, 2 ** 64 - 1), default=0,
+                      help="seed of the random input data (default 0)")
     demo.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     demo.add_argument("--no-timing", action="store_true",
                       help="skip the timing simulation (no cycles columns; saves the trace's memory)")

@@ -19,7 +19,7 @@ import json
 import sys
 import time
 from importlib.metadata import entry_points
-from typing import Any, Callable
+from typing import Any, Callable, NoReturn
 
 from .atomic import atomic_path, write_text_atomic
 from .cli_common import EXIT_FAILED, PLOT_SUFFIXES, CliError, int_at_least, output_file
@@ -102,7 +102,7 @@ def search_json(result, layer: str) -> dict[str, Any]:
     }
 
 
-def _fail(cmd: str, err: Exception) -> int:
+def _fail(cmd: str, err: Exception) -> NoReturn:
     """A mistake in the command line: `dsasim.cli.main` prints `dsasim CMD: err` and exits 2."""
     raise CliError(str(err))
 
@@ -116,7 +116,7 @@ def _size(flag: str, text: str) -> int:
 
 
 def run_search_command(args: argparse.Namespace) -> int:
-    """Handle `dsasim search`."""
+    """Handle `dsasim search`: an exit status; a mistake in the command line raises CliError (exit 2)."""
     try:
         problem = parse_layer(args.layer)
         hardware = load_hardware(args.hardware)
@@ -169,7 +169,7 @@ def run_search_command(args: argparse.Namespace) -> int:
 
 
 def run_sweep_command(args: argparse.Namespace) -> int:
-    """Handle `dsasim sweep-sram`."""
+    """Handle `dsasim sweep-sram`: an exit status; a mistake in the command line raises CliError (exit 2)."""
     try:
         problem = parse_layer(args.layer)
         hardware = load_hardware(args.hardware)

@@ -63,7 +63,8 @@ def scope_names(schedule: Schedule, hardware: Accelerator) -> list[str]:
 
 
 def run(args: argparse.Namespace, find_schedule: Callable[[str], Schedule] | None = None) -> int:
-    """Handle `dsasim simulate`; returns the process exit code."""
+    """Handle `dsasim simulate`: 0, or 1 when the schedule fails; a mistake in the command line raises CliError
+    (`dsasim.cli.main` prints it and exits 2)."""
     if find_schedule is None:
         from dsasim.cli import find_schedule  # provided by the main CLI module
     try:
