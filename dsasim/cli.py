@@ -8,16 +8,18 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import multiprocessing
 import os
-import time
-from concurrent.futures import ProcessPoolExecutor, as_completed
-import json
+import signal
 import sys
+import time
 from importlib.metadata import entry_points
-from pathlib import Path
 from typing import Sequence
 
+from .atomic import write_text_atomic
+from .cli_common import (EXIT_FAILED, EXIT_INTERRUPTED, EXIT_USAGE, CliError, DsasimArgumentParser, int_at_least,
+                         output_file)
 from .hardware import PRESETS, Accelerator, load_hardware
 from .report import format_traffic_by_scope, traffic_by_scope
 from .schedule import RunResult, Schedule, run_schedule
@@ -39,10 +41,10 @@ def all_schedules() -> list[Schedule]:
 
 
 def find_schedule(name: str) -> Schedule:
-    """The registered schedule called `name`."""
+    """The registered schedule called `name`; ValueError naming the known ones if there is none."""
     schedules = {s.name: s for s in all_schedules()}
     if name not in schedules:
-        raise SystemExit(f"dsasim: unknown schedule {name!r}; known: {', '.join(schedules)}")
+        raise ValueError(f"unknown schedule {name!r}; known: {', '.join(schedules)} (`dsasim demo` lists them)")
     return schedules[name]
 
 
@@ -125,27 +127,33 @@ def _demo_one(name: str, hardware: Accelerator, numeric: bool, seed: int, by_sco
     return result, table, time.perf_counter() - start
 
 
+def _demo_task(item: tuple[int, tuple]) -> tuple[int, tuple[RunResult, str, float]]:
+    """One task of the worker pool: (index, `_demo_one` arguments) -> (index, its result)."""
+    index, task = item
+    return index, _demo_one(*task)
+
+
+def _ignore_sigint() -> None:
+    """Worker initializer: Ctrl-C reaches the whole process group; only the parent handles it (and ends us)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 def _cmd_demo(args: argparse.Namespace) -> int:
     schedules = all_schedules()
     if args.only:
         known = {s.name for s in schedules}
         unknown = [n for n in args.only if n not in known]
         if unknown:
-            print(f"dsasim demo: unknown schedule(s) {unknown}; known: {', '.join(sorted(known))}", file=sys.stderr)
-            return 2
+            raise CliError(f"unknown schedule(s) {unknown}; known: {', '.join(sorted(known))}")
         schedules = [s for s in schedules if s.name in args.only]
     for flag, name in (("--per-tensor", args.per_tensor), ("--by-scope", args.by_scope)):
         if name and name not in {s.name for s in schedules}:
-            print(f"dsasim demo: {flag} {name!r} is not among the schedules run", file=sys.stderr)
-            return 2
-    if args.jobs < 1:
-        print(f"dsasim demo: --jobs must be >= 1, got {args.jobs}", file=sys.stderr)
-        return 2
+            raise CliError(f"{flag} {name!r} is not among the schedules run; add it to --only")
     try:
-        override = load_hardware(args.hardware) if args.hardware else None
+        override = load_hardware(args.hardware) if args.hardware is not None else None
     except ValueError as err:
-        print(f"dsasim demo: {err}", file=sys.stderr)
-        return 2
+        raise CliError(str(err)) from None
+    json_path = output_file("--json", args.json) if args.json is not None else None
     jobs = max(1, min(args.jobs, len(schedules)))
     tasks = [(schedule.name, override or load_hardware(schedule.hardware), not args.count_only, args.seed,
               schedule.name == args.by_scope, not args.no_timing, args.timing_event_limit, args.blog_quirks)
@@ -163,31 +171,34 @@ def _cmd_demo(args: argparse.Namespace) -> int:
         for index, task in enumerate(tasks):
             done(index, *_demo_one(*task))
     else:
-        # fork: the children inherit the imported schedules; each runs whole schedules, results come back in order
+        # fork: the children inherit the imported schedules; each runs whole schedules, results come back as they
+        # finish. Leaving the block (Ctrl-C included) terminates the workers at once.
         context = multiprocessing.get_context("fork")
-        with ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
-            futures = {pool.submit(_demo_one, *task): index for index, task in enumerate(tasks)}
-            for future in as_completed(futures):
-                done(futures[future], *future.result())
+        with context.Pool(jobs, initializer=_ignore_sigint) as pool:
+            for index, outcome in pool.imap_unordered(_demo_task, enumerate(tasks)):
+                done(index, *outcome)
     scope_table = next((t for t in scope_tables if t), "")
     print(format_table(results))
     for r in results:
         if r.message:
             print(f"\n{r.name}: {r.status}: {r.message}")
     if args.per_tensor:
+        chosen = next(r for r in results if r.name == args.per_tensor)
         print()
-        print(format_tensors(next(r for r in results if r.name == args.per_tensor)))
+        print(format_tensors(chosen) if chosen.tensors is not None else
+              f"{chosen.name}: no per-tensor breakdown ({chosen.status})")
     if scope_table:
         print()
         print(scope_table)
-    if args.json:
-        Path(args.json).write_text(json.dumps([r.to_json() for r in results], indent=2) + "\n")
-    return 0 if all(r.status != "error" for r in results) else 1
+    if json_path is not None:
+        write_text_atomic(json_path, json.dumps([r.to_json() for r in results], indent=2) + "\n")
+    # an overflow is a finding (demo3-1 and demo4 are meant to show it); any other failure is exit 1
+    return 0 if all(r.status in ("ok", "overflow") for r in results) else EXIT_FAILED
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the `dsasim` command."""
-    parser = argparse.ArgumentParser(prog="dsasim", description="Trace-driven DSA simulator.")
+    parser = DsasimArgumentParser(prog="dsasim", description="Trace-driven DSA simulator.")
     sub = parser.add_subparsers(dest="command", required=True)
     demo = sub.add_parser("demo", help="run the demo schedules and print their traffic table")
     demo.add_argument("--only", nargs="+", metavar="NAME", help="run only these schedules")
@@ -199,9 +210,10 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--per-tensor", metavar="NAME", help="print the per-tensor breakdown of this schedule")
     demo.add_argument("--by-scope", metavar="NAME",
                       help="print which scope (loop level) moved which tensor's bytes in this schedule")
-    demo.add_argument("--jobs", type=int, default=os.cpu_count() or 1, metavar="N",
+    demo.add_argument("--jobs", type=int_at_least(1), default=os.cpu_count() or 1, metavar="N",
                       help="run up to N schedules at once in worker processes (default: the number of CPUs)")
-    demo.add_argument("--seed", type=int, default=0, help="seed of the random input data (default 0)")
+    demo.add_argument("--seed", type=int_at_least(0, 2 ** 64 - 1), default=0,
+                      help="seed of the random input data (default 0)")
     demo.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     demo.add_argument("--blog-quirks", action="store_true",
                       help="count the blog's 'total loaded' as the blog's code did (unclamped last tiles, the "
@@ -209,7 +221,7 @@ def build_parser() -> argparse.ArgumentParser:
                            "and every other column are unchanged")
     demo.add_argument("--no-timing", action="store_true",
                       help="skip the timing simulation (no cycles columns; saves the trace's memory)")
-    demo.add_argument("--timing-event-limit", type=int, default=3_000_000, metavar="EVENTS",
+    demo.add_argument("--timing-event-limit", type=int_at_least(0), default=3_000_000, metavar="EVENTS",
                       help="time only schedules whose trace has at most this many events (default 3,000,000: "
                            "demo1's 21 M events would need ~10 GB and minutes; time it with `dsasim simulate`)")
     demo.set_defaults(func=_cmd_demo)
@@ -219,9 +231,36 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the `dsasim` console script."""
-    args = build_parser().parse_args(argv)
-    return args.func(args)
+    """Entry point of the `dsasim` console script; returns the exit status (see README "Errors").
+
+    0: done; 1: it ran, but a schedule failed (an error; under `simulate`, also an overflow) or nothing fits;
+    2: a mistake in the command line, one line on stderr; 130: interrupted (Ctrl-C). No traceback for any input."""
+    command = "dsasim"
+    try:
+        parser = build_parser()
+        try:
+            args = parser.parse_args(argv)
+        except SystemExit as stop:  # argparse has printed --help (0) or its one-line error (2)
+            return stop.code if isinstance(stop.code, int) else EXIT_USAGE
+        command = f"dsasim {args.command}"
+        return args.func(args)
+    except CliError as err:
+        print(f"{command}: {err}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        if sys.stderr.isatty():  # the terminal echoed ^C (or a progress bar is mid-line): start a fresh line
+            print(file=sys.stderr)
+        print(f"{command}: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except OSError as err:
+        if isinstance(err, BrokenPipeError):  # `dsasim demo | head`: the reader left; nothing more to say
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            return EXIT_FAILED
+        # e.g. an output that became unwritable after the checks (disk full, folder removed): atomic writes
+        # leave nothing half-written
+        where = f": {err.filename}" if err.filename else ""
+        print(f"{command}: {err.strerror or err}{where}", file=sys.stderr)
+        return EXIT_USAGE
 
 
 if __name__ == "__main__":

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from .atomic import atomic_path
 from .timing.result import KINDS, SimResult
 from .trace import format_region
 
@@ -104,12 +105,13 @@ def _sram_steps(result: SimResult) -> list[tuple[int, dict[str, int]]]:
 
 
 def write_perfetto(result: SimResult, path: str | Path, name: str | None = None) -> Path:
-    """Write the Chrome/Perfetto JSON trace of `result` to `path`; returns the path."""
+    """Write the Chrome/Perfetto JSON trace of `result` to `path` atomically (missing folders are created);
+    returns the path."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     doc = {"traceEvents": perfetto_events(result, name), "displayTimeUnit": "ns",
            "otherData": {"generator": "dsasim", "hardware": result.hardware, "cycles": result.cycles,
                          "clock_hz": result.clock_hz}}
-    with path.open("w") as f:
+    with atomic_path(path) as tmp, tmp.open("w") as f:  # never a truncated trace, even on Ctrl-C
         json.dump(doc, f, separators=(",", ":"))
     return path

@@ -17,6 +17,7 @@ import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
+from .atomic import atomic_path
 from .timing.result import SimResult, _window_integrals
 
 _MAX_BARS = 300  # an engine with more operations is drawn as a busy-fraction profile
@@ -38,9 +39,12 @@ def _time_axis(result: SimResult) -> tuple[float, str]:
 
 
 def _save(fig: Figure, path: str | Path) -> Path:
+    """Save atomically (a temporary file beside `path`, renamed into place); missing folders are created."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
+    fmt = path.suffix[1:].lower() or None  # the temporary name keeps the suffix, but say it: no guessing
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, dpi=120, format=fmt)
     return path
 
 

@@ -14,13 +14,15 @@ conv:ic=64,oc=64,h=56,k=3,p=1 or gemm:m=512,n=512,k=512 (see `dsasim.layers`). S
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 import time
 from importlib.metadata import entry_points
-from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, NoReturn
 
+from .atomic import atomic_path, write_text_atomic
+from .cli_common import EXIT_FAILED, PLOT_SUFFIXES, CliError, int_at_least, output_file
 from .hardware import PRESETS, load_hardware
 from .layers import parse_layer
 from .search import search
@@ -50,7 +52,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--objective", choices=("traffic", "cycles"), default="traffic",
                    help="rank by DDR traffic (ties: cycles) or by cycles (default: traffic)")
     p.add_argument("--json", metavar="PATH", help="write the best schedule and its figures as JSON")
-    p.add_argument("--confirm", type=int, default=3, metavar="N",
+    p.add_argument("--confirm", type=int_at_least(0), default=3, metavar="N",
                    help="re-run the top N candidates through the trace and timing simulator (default 3; 0: none)")
     p.add_argument("--no-simulate", action="store_true", help="trace the top candidates but skip the timing "
                                                                 "simulation (cycles are then estimates)")
@@ -100,21 +102,33 @@ def search_json(result, layer: str) -> dict[str, Any]:
     }
 
 
-def _fail(cmd: str, err: Exception) -> int:
-    print(f"dsasim {cmd}: {err}", file=sys.stderr)
-    return 2
+def _fail(cmd: str, err: Exception) -> NoReturn:
+    """A mistake in the command line: `dsasim.cli.main` prints `dsasim CMD: err` and exits 2."""
+    raise CliError(str(err))
+
+
+def _size(flag: str, text: str) -> int:
+    """A size option in bytes; a number too large for a float is a mistake like any other."""
+    try:
+        return parse_bytes(text)
+    except OverflowError:
+        raise ValueError(f"{flag} {text!r} is too large to be a size in bytes") from None
 
 
 def run_search_command(args: argparse.Namespace) -> int:
-    """Handle `dsasim search`."""
+    """Handle `dsasim search`: an exit status; a mistake in the command line raises CliError (exit 2)."""
     try:
         problem = parse_layer(args.layer)
         hardware = load_hardware(args.hardware)
-        sram = parse_bytes(args.sram) if args.sram else hardware.sram_bytes
+        sram = _size("--sram", args.sram) if args.sram is not None else hardware.sram_bytes
         if args.confirm < 0:
             raise ValueError("--confirm must be >= 0")
+        if sram < hardware.word_bytes:
+            raise ValueError(f"--sram {sram:,} B is below one {hardware.word_bytes}-byte word of {hardware.name}")
+        dataclasses.replace(hardware, sram_bytes=sram)  # the hardware's own range check, before the search
     except ValueError as err:
         return _fail("search", err)
+    json_path = output_file("--json", args.json) if args.json is not None else None
     runner = _runner() if args.confirm > 0 else None
     t0 = time.perf_counter()
     try:
@@ -122,12 +136,15 @@ def run_search_command(args: argparse.Namespace) -> int:
                         simulate=not args.no_simulate)
     except ValueError as err:
         return _fail("search", err)
+    except OverflowError:  # a count past int64 inside the model: refuse rather than print a wrapped number
+        raise CliError(f"layer {args.layer!r} is too large for exact counts (a byte count exceeds 2**63); "
+                       f"try a smaller layer") from None
     wall = time.perf_counter() - t0
     best = result.best
     if best is None:
         print(f"dsasim search: no schedule of {args.layer} fits in {sram:,} B of SRAM (even the smallest tiles "
               f"overflow it)", file=sys.stderr)
-        return 1
+        return EXIT_FAILED
     word = hardware.word_bytes
     print(best.nest.format(word))
     print()
@@ -146,40 +163,45 @@ def run_search_command(args: argparse.Namespace) -> int:
               + (" and the timing simulator" if result.cycles_source == "simulated" else ""))
     print(f"  searched     {result.evaluations:,} candidates in {result.seconds:.2f} s "
           f"({result.evaluations_per_second:,.0f}/s); {wall:.2f} s in all")
-    if args.json:
-        Path(args.json).write_text(json.dumps(search_json(result, args.layer), indent=2) + "\n")
+    if json_path is not None:
+        write_text_atomic(json_path, json.dumps(search_json(result, args.layer), indent=2) + "\n")
     return 0
 
 
 def run_sweep_command(args: argparse.Namespace) -> int:
-    """Handle `dsasim sweep-sram`."""
+    """Handle `dsasim sweep-sram`: an exit status; a mistake in the command line raises CliError (exit 2)."""
     try:
         problem = parse_layer(args.layer)
         hardware = load_hardware(args.hardware)
-        sizes = parse_sizes(args.sizes)
+        try:
+            sizes = parse_sizes(args.sizes)
+        except OverflowError:
+            raise ValueError(f"--sizes {args.sizes!r}: a size is too large to be a number of bytes") from None
         if any(s < hardware.word_bytes for s in sizes):
             raise ValueError(f"every size must hold at least one {hardware.word_bytes}-byte word")
     except ValueError as err:
         return _fail("sweep-sram", err)
+    json_path = output_file("--json", args.json) if args.json is not None else None
+    plot_path = output_file("--plot", args.plot, PLOT_SUFFIXES) if args.plot is not None else None
+    if json_path is not None and plot_path is not None and json_path.resolve() == plot_path.resolve():
+        raise CliError(f"--json and --plot both name {json_path}; give two different files")
     runner = _runner()
     result = sweep_sram(problem, hardware, sizes, runner=runner, simulate=not args.no_simulate,
                         progress=not args.quiet, layer=args.layer)
     print(result.table())
     print(f"{len(sizes)} sizes, {result.evaluations:,} candidates evaluated, {result.seconds:.2f} s")
-    if args.json:
-        Path(args.json).write_text(json.dumps(result.to_json(), indent=2) + "\n")
-    if args.plot:
-        plot_sweep(result, args.plot)
+    if json_path is not None:
+        write_text_atomic(json_path, json.dumps(result.to_json(), indent=2) + "\n")
+    if plot_path is not None:
+        with atomic_path(plot_path) as tmp:  # the temporary name keeps the suffix: matplotlib's format
+            plot_sweep(result, str(tmp))
     return 0
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Stand-alone entry point (`python -m dsasim.search_cli search ...`)."""
-    parser = argparse.ArgumentParser(prog="dsasim")
-    sub = parser.add_subparsers(dest="command", required=True)
-    register(sub)
-    args = parser.parse_args(argv)
-    return args.func(args)
+    """Stand-alone entry point (`python -m dsasim.search_cli search ...`): `dsasim.cli.main`, one error path."""
+    from .cli import main as cli_main
+    return cli_main(argv)
 
 
 if __name__ == "__main__":

@@ -60,7 +60,7 @@ def test_numeric_run_reports_the_error_against_torch(tmp_path):
     (["demo", "--only", "demo9"], "unknown schedule(s) ['demo9']"),
     (["demo", "--hardware", "tpu-v9"], "unknown hardware preset 'tpu-v9'"),
     (["demo", "--only", "demo2", "--per-tensor", "demo3-2"], "--per-tensor 'demo3-2' is not among"),
-    (["demo", "--jobs", "0"], "--jobs must be >= 1"),
+    (["demo", "--jobs", "0"], "argument --jobs: must be >= 1, got 0"),
 ])
 def test_bad_arguments_exit_2_with_a_reason(argv, words, capsys):
     assert main(argv) == 2
@@ -88,3 +88,44 @@ def test_parallel_jobs_run_every_registered_schedule_kind(tmp_path):
     assert main(["demo", "--count-only", "--quiet", "--only", "res2a-branch2b", "demo6", "--jobs", "2",
                  "--json", str(out)]) == 0
     assert [r["status"] for r in json.loads(out.read_text())] == ["ok", "ok"]
+
+
+def _failing_schedules() -> list:
+    """One schedule that raises a ScheduleError (a stale tile), one that overflows: the two kinds of failure."""
+    from dsasim import GlobalHierarchy, Schedule, Workload
+    from dsasim.errors import StaleTileError
+
+    workload = Workload("w", inputs={"x": (1, 4, 1, 4)}, outputs={"y": (1, 4, 1, 4)}, reference=lambda x: {"y": x})
+
+    def broken(session, x, y):
+        raise StaleTileError("planted: a tile used after its scope ended")
+
+    def too_big(session, x, y):
+        with GlobalHierarchy(session, "all"):
+            x[:, :]
+            y[:, :]  # opened as zeros: 16 B more than fit
+
+    return [Schedule("broken", workload, broken), Schedule("too-big", workload, too_big)]
+
+
+@pytest.mark.parametrize("names, code", [(["too-big"], 0), (["broken"], 1), (["broken", "too-big"], 1)])
+def test_demo_exits_1_when_a_schedule_fails_and_0_for_an_overflow(names, code, tmp_path, monkeypatch, capsys):
+    import dsasim.cli
+
+    monkeypatch.setattr(dsasim.cli, "all_schedules", _failing_schedules)
+    tiny = tmp_path / "tiny.toml"
+    tiny.write_text('base = "blog"\nsram_bytes = 16\n')  # x and y are 16 B each: together they overflow
+    out = tmp_path / "r.json"
+    assert main(["demo", "--count-only", "--quiet", "--jobs", "1", "--hardware", str(tiny), "--only", *names,
+                 "--json", str(out)]) == code
+    statuses = {r["name"]: r["status"] for r in json.loads(out.read_text())}
+    expected = {"broken": "error", "too-big": "overflow"}
+    assert statuses == {name: expected[name] for name in names}
+    if "broken" in names:
+        assert "StaleTileError: planted" in capsys.readouterr().out
+
+
+def test_simulate_exits_1_for_an_overflow(capsys):
+    assert main(["simulate", "demo4"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("dsasim simulate: demo4 on blog failed (overflow): SRAM overflow") and "Traceback" not in err

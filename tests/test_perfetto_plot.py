@@ -10,6 +10,7 @@ from collections import defaultdict
 import pytest
 
 from dsasim import GlobalHierarchy, Schedule, Session, TensorCore, Workload, preset, run_schedule
+from dsasim.cli_common import CliError
 from dsasim.perfetto import perfetto_events, write_perfetto
 from dsasim.plot import plot_bandwidth, plot_gantt, plot_sram
 from dsasim.segments import Segment
@@ -138,7 +139,7 @@ def test_cli_simulate(tmp_path, monkeypatch, capsys):
 
     def find(name: str) -> Schedule:
         if name != "tiles":
-            raise KeyError(f"unknown schedule {name!r}")
+            raise ValueError(f"unknown schedule {name!r}")
         return schedule
 
     monkeypatch.setattr(dsasim.cli, "find_schedule", find, raising=False)
@@ -162,4 +163,5 @@ def test_cli_simulate(tmp_path, monkeypatch, capsys):
     assert (outputs[1] / "r.json").read_bytes() == (outputs[2] / "r.json").read_bytes()  # byte-identical
     assert (outputs[1] / "t.json").read_bytes() == (outputs[2] / "t.json").read_bytes()
     args = parser.parse_args(["simulate", "nope"])
-    assert args.func(args) == 2
+    with pytest.raises(CliError, match="unknown schedule 'nope'"):  # dsasim.cli.main turns it into exit 2
+        args.func(args)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 
 import pytest
@@ -13,7 +12,6 @@ from dsasim.layers import parse_layer
 from dsasim.loopnest import ConvProblem, LoopNest, MatmulProblem
 from dsasim.lower_bounds import lower_bound
 from dsasim.search import run_search, search, tile_candidates
-from dsasim.search_cli import register
 from dsasim.sweep import parse_bytes, parse_sizes, sweep_sram
 from kernels.loopnest_kernel import count_loopnest, load_nest, run_loopnest
 
@@ -110,16 +108,9 @@ def test_sizes_and_bytes_parse():
 
 
 # ------------------------------------------------------------------------------------------------- CLI
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="dsasim")
-    sub = parser.add_subparsers(dest="command", required=True)
-    register(sub)
-    return parser
-
-
 def _run(argv: list[str]) -> int:
-    args = _parser().parse_args(argv)
-    return args.func(args)
+    from dsasim.cli import main  # the one error path: a CliError becomes one line and exit 2
+    return main(argv)
 
 
 def test_search_command_prints_loops_and_writes_deterministic_json(tmp_path, capsys):

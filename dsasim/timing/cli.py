@@ -14,15 +14,20 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 from typing import Callable
 
+from ..atomic import write_text_atomic
+from ..cli_common import EXIT_FAILED, CliError, int_at_least, output_dir, output_file
 from ..hardware import Accelerator, load_hardware, preset
 from ..errors import ScheduleError
 from ..memory import Session
 from ..schedule import Schedule, bind_tensors, run_schedule
 from . import simulate
 from .errors import TimingError
+
+
+MAX_BUFFERS = 64  # N-way buffering beyond this is a typo, not a design (each way is a full copy)
+MAX_WINDOW_CYCLES = 10 ** 15  # keeps window arithmetic exact in int64
 
 
 def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -33,14 +38,14 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
                     "vector unit, a shared or split DDR port) and print cycles, roofline bound, utilization and "
                     "TensorCore stall causes.")
     p.add_argument("name", help="a registered schedule, e.g. demo2 (as listed by `dsasim demo`)")
-    p.add_argument("--buffers", type=int, metavar="N", default=None,
+    p.add_argument("--buffers", type=int_at_least(1, MAX_BUFFERS), metavar="N", default=None,
                    help="make every scope of the schedule N-way buffered (default: as the schedule declares)")
     p.add_argument("--hardware", metavar="PRESET|FILE", default=None,
                    help="hardware preset or TOML file (default: the preset the schedule was written for)")
     p.add_argument("--json", metavar="PATH", help="write the result summary as JSON")
     p.add_argument("--perfetto", metavar="PATH", help="write a Chrome/Perfetto trace (open in ui.perfetto.dev)")
     p.add_argument("--plot", metavar="DIR", help="write NAME-bandwidth.png, NAME-gantt.png, NAME-sram.png")
-    p.add_argument("--window", type=int, metavar="CYCLES", default=None,
+    p.add_argument("--window", type=int_at_least(1, MAX_WINDOW_CYCLES), metavar="CYCLES", default=None,
                    help="timeline window in cycles (default: about 256 windows over the run)")
     p.set_defaults(func=run)
     return p
@@ -58,26 +63,25 @@ def scope_names(schedule: Schedule, hardware: Accelerator) -> list[str]:
 
 
 def run(args: argparse.Namespace, find_schedule: Callable[[str], Schedule] | None = None) -> int:
-    """Handle `dsasim simulate`; returns the process exit code."""
+    """Handle `dsasim simulate`: 0, or 1 when the schedule fails; a mistake in the command line raises CliError
+    (`dsasim.cli.main` prints it and exits 2)."""
     if find_schedule is None:
         from dsasim.cli import find_schedule  # provided by the main CLI module
     try:
         schedule = find_schedule(args.name)
-    except (KeyError, ValueError) as err:
-        print(f"dsasim simulate: {err}", file=sys.stderr)
-        return 2
-    try:
-        hardware = load_hardware(args.hardware) if args.hardware else preset(schedule.hardware)
+        hardware = load_hardware(args.hardware) if args.hardware is not None else preset(schedule.hardware)
     except ValueError as err:
-        print(f"dsasim simulate: {err}", file=sys.stderr)
-        return 2
+        raise CliError(str(err)) from None
     buffers = args.buffers
-    if buffers is not None and buffers < 1:
-        print(f"dsasim simulate: --buffers must be >= 1, got {buffers}", file=sys.stderr)
-        return 2
-    if args.window is not None and args.window < 1:
-        print(f"dsasim simulate: --window must be >= 1, got {args.window}", file=sys.stderr)
-        return 2
+    # every output is checked before the (possibly long) run; --plot first: it creates its folder, which the
+    # other outputs may name (--plot out --perfetto out/t.json)
+    if args.plot is not None:
+        from ..plot import plot_all  # matplotlib loads only when a plot is asked for
+        plot_dir = output_dir("--plot", args.plot)
+    json_path = output_file("--json", args.json) if args.json is not None else None
+    perfetto_path = output_file("--perfetto", args.perfetto) if args.perfetto is not None else None
+    if json_path is not None and perfetto_path is not None and json_path.resolve() == perfetto_path.resolve():
+        raise CliError(f"--json and --perfetto both name {json_path}; give two different files")
     scope_buffers = None
     if buffers is not None:
         scope_buffers = {name: buffers for name in scope_names(schedule, hardware)}
@@ -85,25 +89,22 @@ def run(args: argparse.Namespace, find_schedule: Callable[[str], Schedule] | Non
     if run_result.status != "ok":
         print(f"dsasim simulate: {schedule.name} on {hardware.name} failed ({run_result.status}): "
               f"{run_result.message}", file=sys.stderr)
-        return 1
+        return EXIT_FAILED
     try:
         result = simulate(run_result.trace, hardware, window_cycles=args.window)
     except TimingError as err:
         print(f"dsasim simulate: {schedule.name}: {err}", file=sys.stderr)
-        return 1
+        return EXIT_FAILED
     ways = f", {buffers}-way scopes" if buffers is not None else ""
     print(f"{schedule.name} on {hardware.name}{ways}: {result.operations} operations")
     print(result.summary())
-    if args.json:
-        path = Path(args.json)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(result.to_json(schedule.name, buffers), indent=2) + "\n")
-        print(f"wrote {path}")
-    if args.perfetto:
+    if json_path is not None:
+        write_text_atomic(json_path, json.dumps(result.to_json(schedule.name, buffers), indent=2) + "\n")
+        print(f"wrote {json_path}")
+    if perfetto_path is not None:
         from ..perfetto import write_perfetto
-        print(f"wrote {write_perfetto(result, args.perfetto, schedule.name)}")
-    if args.plot:
-        from ..plot import plot_all
-        for path in plot_all(result, args.plot, prefix=f"{schedule.name}-"):
+        print(f"wrote {write_perfetto(result, perfetto_path, schedule.name)}")
+    if args.plot is not None:
+        for path in plot_all(result, plot_dir, prefix=f"{schedule.name}-"):
             print(f"wrote {path}")
     return 0
