@@ -257,3 +257,19 @@ def test_split_ports_let_a_store_and_a_load_overlap():
     assert ops == [("load", 0, 5), ("open", 0, 0), ("tensorcore", 5, 9), ("store", 10, 15), ("load", 5, 10),
                    ("open", 0, 0), ("tensorcore", 10, 11), ("store", 15, 20)]
     assert cycles == 20
+
+
+def test_the_vector_unit_and_the_tensorcore_run_in_parallel():
+    """Two engines for two units: after load a [0,5], a 20-cycle conv into o [5,25] and a 2-cycle vector op into
+    t [5,7] both read a and run side by side; store t [7,12] (6 B), store o [25,30]. On one engine the vector op
+    would queue behind the conv: [25,27], store t [27,32], store o [32,37]."""
+    events = [(ALLOC, 0, 0, row(6, 0, 6), 6, 0, 6), (LOAD, 0, 0, row(6, 0, 6), 6, False),
+              (ALLOC, 1, 1, row(6, 0, 6), 6, 6, 6), (OPEN, 1, 1, row(6, 0, 6), False),
+              (ALLOC, 2, 2, row(6, 0, 6), 6, 12, 6), (OPEN, 2, 2, row(6, 0, 6), False),
+              tc(1, (0,), 20), vec(2, (0,), 2),
+              (STORE, 2, 2, row(6, 0, 6), 6), (STORE, 1, 1, row(6, 0, 6), 6),
+              (FREE, 2, 6), (FREE, 1, 6), (FREE, 0, 6)]
+    cycles, ops = timed(trace([("a", (1, 6), False), ("o", (1, 6), True), ("t", (1, 6), True)], events))
+    assert ops == [("load", 0, 5), ("open", 0, 0), ("open", 0, 0), ("tensorcore", 5, 25), ("vector", 5, 7),
+                   ("store", 7, 12), ("store", 25, 30)]
+    assert cycles == 30
