@@ -215,14 +215,6 @@ def lower(trace: Trace, hardware: Accelerator) -> OpGraph:
     add_engine = engine.append
     add_deps = deps.append
 
-    def fill_deps(b: int, eng: int) -> list[int]:
-        """Slot dependencies of a fill (LOAD/OPEN) of buffer b on engine eng (-1: none)."""
-        pending = b_pending[b]
-        if pending is not None:  # the first fill after ALLOC: wait for the slot's previous occupant
-            b_pending[b] = None
-            return [d * 4 + SLOT for d in pending if engine[d] != eng or eng < 0]
-        return [d * 4 + SLOT for e, d in b_users[b].items() if e != eng or eng < 0]
-
     events = trace.events
     for idx, ev in enumerate(events):
         k = ev[0]
@@ -234,7 +226,19 @@ def lower(trace: Trace, hardware: Accelerator) -> OpGraph:
             w = writable[t]
             add_row((LOAD_OP, xfer(nb), p_load, nb, t, b, reg, idx, last_on[ch], w))
             add_engine(ch)
-            add_deps(fill_deps(b, ch))
+            # slot dependencies (inlined: the hottest branch), except on ops of this channel (program order)
+            dl = []
+            pending = b_pending[b]
+            if pending is not None:  # the first fill after ALLOC: wait for the slot's previous occupants
+                b_pending[b] = None
+                for d in pending:
+                    if engine[d] != ch:
+                        dl.append(d * 4 + SLOT)
+            else:  # a reuse-flag fill: wait for every earlier operation on the buffer
+                for e, d in b_users[b].items():
+                    if e != ch:
+                        dl.append(d * 4 + SLOT)
+            add_deps(dl)
             last_on[ch] = op
             queues[ch].append(op)
             if w:
@@ -288,7 +292,13 @@ def lower(trace: Trace, hardware: Accelerator) -> OpGraph:
             op = len(engine)
             add_row((OPEN_OP, 0, -1, 0, t, b, reg, idx, -1, False))
             add_engine(-1)
-            add_deps(fill_deps(b, -1))
+            # slot dependencies, as for a LOAD; an OPEN has no engine, so it waits for all of them
+            pending = b_pending[b]
+            if pending is not None:
+                b_pending[b] = None
+                add_deps([d * 4 + SLOT for d in pending])
+            else:
+                add_deps([d * 4 + SLOT for d in b_users[b].values()])
             if b_first[b] < 0:
                 b_first[b] = op
             b_last_write[b] = op
