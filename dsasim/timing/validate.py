@@ -17,7 +17,9 @@ count or a traceback from deep inside the scheduler. The rules (the trace format
   * ENTER/EXIT nest (an EXIT closes the innermost open scope instance, instances count from 0 per scope), a
     scope's buffers are freed before its EXIT, FREE gives back the bytes its ALLOC charged, and at the end every
     scope is closed and every buffer freed.
-Validation is a single pass over the events with a few list lookups per event (a few % of `simulate`).
+Validation is a single pass over the events with a few list lookups per event, 0.3 to 0.5 us per event on the
+bench traces: it adds 16 to 29 % to `simulate` (whose lowering no longer checks anything itself), 8 to 11 % to
+tracing plus simulating. Half of it on the demo3/demo5 traces is the bounds check of each reuse load's region.
 """
 
 from __future__ import annotations
@@ -116,7 +118,7 @@ def validate_trace(trace: Trace, hardware: Accelerator) -> None:
     if trace.word_bytes != hardware.word_bytes:
         raise TraceError(f"the trace was recorded with {trace.word_bytes}-byte words but {hardware.name!r} has "
                          f"{hardware.word_bytes}-byte words; trace the schedule on the hardware you time it on")
-    # The loop is hot (one pass over millions of events, a few % of `simulate`): messages are built by the
+    # The loop is hot (one pass over millions of events): messages are built by the
     # module-level helpers only when something is wrong, and a field of the wrong type (a float buffer id, a
     # region that is not a tuple, an event of the wrong length) is caught by the TypeError/ValueError/IndexError
     # it raises rather than by a type test on every field.
