@@ -273,3 +273,27 @@ def test_the_vector_unit_and_the_tensorcore_run_in_parallel():
     assert ops == [("load", 0, 5), ("open", 0, 0), ("open", 0, 0), ("tensorcore", 5, 25), ("vector", 5, 7),
                    ("store", 7, 12), ("store", 25, 30)]
     assert cycles == 30
+
+
+def test_a_session_reads_back_what_it_stored_after_the_store():
+    """The DDR read-after-write rule on a trace recorded by a Session. Scope a loads x (8 B at SRAM address 0,
+    [0,5]), opens y (address 8), copies x into y on the vector unit (ceil(8 / 32 lanes) = 1 cycle, [5,6]) and
+    stores y at its exit ([6,11]). Scope b loads y back into address 0 (x's bytes: that slot only waits for the
+    copy, done at 6) and must see the stored data: [11,16]; copies it in place [16,17]; stores it [17,22].
+    Without the rule the load would run [6,11] and the run would end at 17."""
+    from dsasim import GlobalHierarchy, Session, VectorUnit
+    s = Session(HW, numeric=False)
+    x, y = s.input("x", (1, 8)), s.output("y", (1, 8))
+    vec = VectorUnit(s)
+    with GlobalHierarchy(s, "a"):
+        xa, ya = x[:, :], y[:, :]
+        ya.assign(vec.copy(xa))
+    with GlobalHierarchy(s, "b"):
+        yb = y[:, :]
+        yb.assign(vec.copy(yb))
+    tr = s.finish()
+    assert [(e[0], e[5]) for e in tr.events if e[0] == ALLOC] == [(ALLOC, 0), (ALLOC, 8), (ALLOC, 0)]  # addresses
+    cycles, ops = timed(tr)
+    assert ops == [("load", 0, 5), ("open", 0, 0), ("vector", 5, 6), ("store", 6, 11), ("load", 11, 16),
+                   ("vector", 16, 17), ("store", 17, 22)]
+    assert cycles == 22
