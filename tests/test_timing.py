@@ -18,8 +18,9 @@ from hypothesis import strategies as st
 from dsasim import GlobalHierarchy, Schedule, Session, TensorCore, VectorUnit, preset, run_schedule
 from dsasim.schedule import bind_tensors
 from dsasim.segments import Segment
-from dsasim.timing import DeadlockError, SimResult, TimingError, simulate
-from dsasim.trace import ALLOC, COMPUTE, FREE, LOAD, OPEN, STORE, TensorInfo, Trace
+from dsasim.timing import DeadlockError, SimResult, TimingError, TraceError, simulate, validate_trace
+from dsasim.trace import (ALLOC, COMPUTE, ENTER, EXIT, FREE, HIT, LOAD, OPEN, STORE, EVENT_TYPES, EventKind, ScopeInfo,
+                          TensorInfo, Trace)
 
 
 def tiny(bw: float = 1.0, setup: int = 0, shared: bool = True, channels: int = 1, ic: int = 1,
@@ -295,13 +296,137 @@ def test_dependency_cycle_is_a_clear_error(reference):
     assert len(info.value.stuck) >= 3
 
 
-def test_malformed_traces_are_errors():
-    with pytest.raises(TimingError, match="never allocated"):
-        simulate(hand_trace([(LOAD, 3, 0, R8, 8, False)]), tiny())
-    with pytest.raises(TimingError, match="after its FREE"):
-        simulate(hand_trace([(ALLOC, 0, 0, R8, 8, 0, 8), (LOAD, 0, 0, R8, 8, False), (FREE, 0, 8),
-                             (LOAD, 0, 0, R8, 8, True)]), tiny())
-    with pytest.raises(TimingError, match="words"):
+# A valid hand-built trace (input a, output o, one scope s); the corpus below breaks it one way at a time.
+# tiny(): load a [0,8], open o, conv [8,16], store o [16,24].
+GOOD = [(ENTER, 0, 0),
+        (ALLOC, 0, 0, R8, 8, 0, 8), (LOAD, 0, 0, R8, 8, False),  # 1, 2
+        (ALLOC, 1, 1, R8, 8, 8, 8), (OPEN, 1, 1, R8, False),  # 3, 4
+        (COMPUTE, "tensorcore", "conv2d", 1, (0,), 8, 8, 8),  # 5
+        (STORE, 1, 1, R8, 8), (FREE, 1, 8), (FREE, 0, 8),  # 6, 7, 8
+        (EXIT, 0, 0)]  # 9
+R4 = ((0, 1), (0, 4))
+
+
+def scoped_trace(events) -> Trace:
+    tr = hand_trace(events)
+    tr.scopes = [ScopeInfo(("s",), 1), ScopeInfo(("s", "t"), 1)]
+    return tr
+
+
+def edit(at: int, *replacement, drop: int = 1) -> list:
+    """GOOD with `drop` events from index `at` replaced by `replacement`."""
+    return GOOD[:at] + list(replacement) + GOOD[at + drop:]
+
+
+def test_the_good_trace_is_timed_the_same_by_both_schedulers():
+    for reference in (False, True):
+        r = simulate(scoped_trace(GOOD), tiny(), reference=reference)
+        assert r.cycles == 24
+        assert [(o.kind, o.start, o.end) for o in r.records()] == [
+            ("load", 0, 8), ("open", 0, 0), ("tensorcore", 8, 16), ("store", 16, 24)]
+
+
+# (events, index of the bad event or None for an end-of-trace error, fragment of the message)
+BAD_TRACES = {
+    "negative bytes": (edit(2, (LOAD, 0, 0, R8, -8, False)), 2, "nbytes is -8, but the region holds 8 B"),
+    "bytes off by one": (edit(6, (STORE, 1, 1, R8, 9)), 6, "nbytes is 9, but the region holds 8 B"),
+    "float bytes": (edit(2, (LOAD, 0, 0, R8, 8.0, False)), 2, "nbytes is 8.0"),
+    "alloc bytes mismatch": (edit(1, (ALLOC, 0, 0, R8, 4, 0, 8)), 1, "nbytes is 4, but the region holds 8 B"),
+    "store to an input": (edit(6, (STORE, 0, 0, R8, 8)), 6, "'a' is an input (read-only): nothing may be stored"),
+    "compute writes an input": (edit(5, (COMPUTE, "tensorcore", "conv2d", 0, (0,), 8, 8, 8)), 5,
+                                "writes buffer 0 of 'a', an input (read-only)"),
+    "open of an input": (edit(2, (OPEN, 0, 0, R8, False)), 2, "'a' is an input (read-only): an OPEN"),
+    "unknown unit": (edit(5, (COMPUTE, "gpu", "conv2d", 1, (0,), 8, 8, 8)), 5, "unknown compute unit 'gpu'"),
+    "negative cycles": (edit(5, (COMPUTE, "tensorcore", "conv2d", 1, (0,), 8, -8, 8)), 5,
+                        "cycles must be an integer >= 0, got -8"),
+    "negative macs": (edit(5, (COMPUTE, "vector", "add", 1, (0,), -1, 8, 0)), 5, "macs and padded_macs must be"),
+    "padded below useful": (edit(5, (COMPUTE, "tensorcore", "conv2d", 1, (0,), 8, 8, 4)), 5,
+                            "padded_macs (4) < macs (8)"),
+    "unknown kind": (edit(5, (9, 1)), 5, "unknown event kind 9"),
+    "kind as a name": (edit(2, ("LOAD", 0, 0, R8, 8, False)), 2, "unknown event kind 'LOAD'"),
+    "not a tuple": (edit(2, 42), 2, "not an event tuple"),
+    "empty event": (edit(2, ()), 2, "not an event tuple"),
+    "wrong field count": (edit(2, (LOAD, 0, 0, R8, 8)), 2, "a LOAD event has 6 fields (kind included), this one has 5"),
+    "unallocated buffer": (edit(2, (LOAD, 5, 0, R8, 8, False)), 2, "buffer 5 was never allocated"),
+    "negative buffer id": (edit(8, (FREE, -1, 8)), 8, "buffer -1 was never allocated"),
+    "float buffer id": (edit(2, (LOAD, 0.0, 0, R8, 8, False)), 2, "buffer must be a Python int, got 0.0 (float)"),
+    "input buffers not a tuple": (edit(5, (COMPUTE, "vector", "add", 1, [0], 0, 8, 0)), 5,
+                                  "in_buffers must be a tuple of buffer ids, got [0]"),
+    "freed buffer": (edit(7, (FREE, 0, 8), (LOAD, 0, 0, R8, 8, True), drop=2), 8, "buffer 0 (a) is used after its FREE"),
+    "double free": (edit(8, (FREE, 1, 8)), 8, "buffer 1 (o) is used after its FREE"),
+    "compute input freed": (edit(5, (FREE, 0, 8), GOOD[5], drop=1) + [], 6, "input buffer 0 (a) is used after its FREE"),
+    "alloc out of order": (edit(3, (ALLOC, 2, 1, R8, 8, 8, 8)), 3, "ALLOC of buffer 2, expected buffer 1"),
+    "unknown tensor": (edit(1, (ALLOC, 0, 7, R8, 8, 0, 8)), 1, "tensor id 7 is not one of the trace's 2 tensors"),
+    "wrong tensor for the buffer": (edit(2, (LOAD, 0, 1, R8, 8, False)), 2, "is not the tensor of buffer 0"),
+    "region past the edge": (edit(1, (ALLOC, 0, 0, ((0, 1), (0, 9)), 9, 0, 9)), 1,
+                             "dimension 1 of the region is 0:9, empty or outside 0:8"),
+    "empty region": (edit(2, (LOAD, 0, 0, ((0, 1), (4, 4)), 0, True)), 2, "dimension 1 of the region is 4:4, empty"),
+    "region of the wrong rank": (edit(1, (ALLOC, 0, 0, ((0, 8),), 8, 0, 8)), 1, "must be a tuple of 2 (start, stop)"),
+    "float region bound": (edit(2, (LOAD, 0, 0, ((0, 1), (0, 8.0)), 8, True)), 2, "bounds must be Python ints"),
+    "region pair of three": (edit(2, (LOAD, 0, 0, ((0, 1), (0, 8, 9)), 8, True)), 2, "not a (start, stop) pair"),
+    "load larger than its buffer": (edit(1, (ALLOC, 0, 0, R4, 4, 0, 4), (LOAD, 0, 0, R8, 8, True), drop=2), 2,
+                                    "8 B do not fit buffer 0 (4 B)"),
+    "negative address": (edit(3, (ALLOC, 1, 1, R8, 8, -8, 8)), 3, "address must be an integer >= 0"),
+    "charge not a multiple": (edit(3, (ALLOC, 1, 1, R8, 8, 8, 12)), 3, "charged_bytes must be nbytes x ways"),
+    "free charge mismatch": (edit(7, (FREE, 1, 16)), 7, "charged_bytes 16 differs from the 8 B its ALLOC charged"),
+    "compute reads an unfilled buffer": (edit(2, GOOD[3], GOOD[4], GOOD[5], drop=4), 4,
+                                         "reads buffer 0 (a) before anything filled it"),
+    "compute writes an unfilled buffer": (edit(4, drop=1), 4, "writes buffer 1 (o) before it was filled"),
+    "store of an unmodified buffer": (edit(5, drop=1), 5, "STORE of buffer 1, which no compute modified"),
+    "store of another region": (edit(6, (STORE, 1, 1, R4, 4)), 6, "a STORE writes back the region its buffer holds"),
+    "load over unstored results": (edit(6, (LOAD, 1, 1, R8, 8, True)), 6, "whose modified contents were never stored"),
+    "hit outside the buffer": (edit(5, (HIT, 0, 0, ((0, 1), (4, 9)), False)), 5,
+                               "a HIT region must lie inside the region its buffer 0 holds, [0:1, 0:8]"),
+    "reuse flag not a bool": (edit(2, (LOAD, 0, 0, R8, 8, "yes")), 2, "the reuse flag must be True or False"),
+    "EXIT without ENTER": (GOOD[1:], 8, "EXIT with no scope open"),
+    "EXIT of another instance": (edit(9, (EXIT, 0, 1)), 9, "EXIT of scope 0 instance 1, but the innermost open scope "
+                                                            "is 0 ('s') instance 0"),
+    "EXIT of another scope": (edit(9, (ENTER, 1, 0), (EXIT, 0, 0)), 10, "EXIT of scope 0 instance 0, but the "
+                                                                         "innermost open scope is 1 ('s/t')"),
+    "ENTER of an unknown scope": (edit(0, (ENTER, 7, 0)), 0, "scope id 7 is not one of the trace's 2 scopes"),
+    "ENTER instance out of order": (edit(0, (ENTER, 0, 3)), 0, "instance 3 of scope 's', expected 0"),
+    "ENTER without EXIT": (GOOD[:-1], None, "the trace ends with scope 0 ('s') instance 0 still open"),
+    "EXIT before the FREEs": (edit(7, (EXIT, 0, 0), drop=3), 7, "the scope ends while buffer 0 (a) it allocated is "
+                                                                 "live"),
+    "buffer never freed": (GOOD[1:8], None, "buffer 0 (a[0:1, 0:8]) is never freed"),
+}
+
+
+@pytest.mark.parametrize("reference", [False, True], ids=["fast", "simpy"])
+@pytest.mark.parametrize("case", list(BAD_TRACES), ids=list(BAD_TRACES))
+def test_bad_trace_is_a_trace_error_naming_the_event(case, reference):
+    events, index, fragment = BAD_TRACES[case]
+    with pytest.raises(TraceError) as info:
+        simulate(scoped_trace(events), tiny(), reference=reference)
+    text = str(info.value)
+    assert fragment in text
+    if index is not None:
+        assert text.startswith(f"trace event {index} ")
+        event = events[index]
+        kind = event[0] if isinstance(event, tuple) and event else None
+        if isinstance(kind, int) and 0 <= kind < len(EventKind) and len(event) == len(EVENT_TYPES[kind]._fields):
+            assert text.startswith(f"trace event {index} {EventKind(kind).name}(")  # the event, readable
+
+
+def test_both_schedulers_give_the_same_trace_error():
+    for events, _, _ in BAD_TRACES.values():
+        messages = []
+        for reference in (False, True):
+            with pytest.raises(TraceError) as info:
+                simulate(scoped_trace(events), tiny(), reference=reference)
+            messages.append(str(info.value))
+        assert messages[0] == messages[1]
+
+
+def test_a_session_trace_passes_validation():
+    # what a Session records is valid by construction: every demo above is simulated, this checks one directly
+    hw = tiny()
+    validate_trace(pipeline(hw, 3, 4, 2, 2), hw)
+    validate_trace(inplace(hw, 3, 4, 2, 2), hw)
+
+
+def test_word_size_mismatch_is_an_error():
+    with pytest.raises(TraceError, match="4-byte words"):
         simulate(hand_trace([]), dataclasses.replace(tiny(), word_bytes=4))
 
 

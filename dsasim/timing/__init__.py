@@ -3,7 +3,7 @@
 `simulate(trace, hardware)` lowers the trace into an operation graph (`model.py`: engines, durations,
 dependencies), schedules it exactly (`engine.py`, a fast discrete-event list scheduler; `reference=True` uses
 the simpy reference scheduler of `reference.py`, which implements the same rules and is tested equal), and
-derives a `SimResult` (`result.py`). The trace is the only input.
+derives a `SimResult` (`result.py`). The trace is the only input; `lower` first checks it (`validate.py`).
 """
 
 from __future__ import annotations
@@ -13,11 +13,13 @@ import gc
 from ..hardware import Accelerator
 from ..trace import Trace
 from .engine import schedule
-from .errors import DeadlockError, TimingError
+from .errors import DeadlockError, TimingError, TraceError
 from .model import OpGraph, lower
 from .result import OpRecord, SimResult, build_result
+from .validate import validate_trace
 
-__all__ = ["DeadlockError", "OpGraph", "OpRecord", "SimResult", "TimingError", "lower", "simulate"]
+__all__ = ["DeadlockError", "OpGraph", "OpRecord", "SimResult", "TimingError", "TraceError", "lower", "simulate",
+           "validate_trace"]
 
 
 def simulate(trace: Trace, hardware: Accelerator, window_cycles: int | None = None,
@@ -25,7 +27,9 @@ def simulate(trace: Trace, hardware: Accelerator, window_cycles: int | None = No
     """Time a trace on `hardware`; `window_cycles` sets the timeline resolution (default: about 256 windows).
 
     reference=True schedules with the simpy reference implementation (same result, much slower).
-    Raises TimingError for a malformed trace and DeadlockError when some operation can never run.
+    Raises TraceError (a TimingError) for a malformed trace or one recorded with other word bytes, naming the first
+    bad event, before any scheduling (so the same error with either scheduler); DeadlockError when some operation
+    can never run.
     """
     if not isinstance(hardware, Accelerator):
         raise TypeError(f"simulate needs an Accelerator, got {type(hardware).__name__}")

@@ -17,3 +17,7 @@ class DeadlockError(TimingError):
     def __init__(self, message: str, stuck: tuple[str, ...] = ()) -> None:
         super().__init__(message)
         self.stuck = stuck
+
+
+class TraceError(TimingError):
+    """The trace is malformed: an event that a `Session` can never record (the message names the event)."""

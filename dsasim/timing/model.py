@@ -34,7 +34,8 @@ Dependencies (an operation starts only after all of these have finished):
 Dependencies on an earlier operation of the same engine are implied by program order and dropped.
 
 FREE: a buffer's bytes become reusable when all operations on the buffer (its final STORE included) have
-finished. A new buffer allocated over the bytes of a still-live buffer waits for that occupant's FREE; if the trace never frees it, the trace is rejected (`TimingError`), and a wait that closes a cycle
+finished. A new buffer allocated over the bytes of a still-live buffer waits for that occupant's FREE (a valid trace frees every
+buffer: `validate.py`); a wait that closes a cycle
 (e.g. the occupant is used later by an operation queued behind the waiting load) is reported by the scheduler
 as a `DeadlockError` naming the stuck operations.
 """
@@ -46,9 +47,9 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from ..hardware import Accelerator
-from ..trace import (ALLOC, COMPUTE, ENTER, EXIT, FREE, HIT, LOAD, OPEN, STORE, Region, Trace,
+from ..trace import (ALLOC, COMPUTE, FREE, LOAD, OPEN, STORE, Region, Trace,
                      format_region)
-from .errors import TimingError
+from .validate import validate_trace
 
 # operation kinds
 LOAD_OP, STORE_OP, TC_OP, VEC_OP, OPEN_OP, FREE_OP = range(6)
@@ -167,10 +168,11 @@ def transfer_cycles_fn(hardware: Accelerator):
 
 
 def lower(trace: Trace, hardware: Accelerator) -> OpGraph:
-    """Lower a trace into the operation graph of the timing model (see the module docstring for the rules)."""
-    if trace.word_bytes != hardware.word_bytes:
-        raise TimingError(f"the trace was recorded with {trace.word_bytes}-byte words but {hardware.name!r} has "
-                          f"{hardware.word_bytes}-byte words; trace the schedule on the hardware you time it on")
+    """Lower a trace into the operation graph of the timing model (see the module docstring for the rules).
+
+    Validates the trace first (`validate_trace`: TraceError names the first bad event), so the loop below can
+    trust every id, region and byte count."""
+    validate_trace(trace, hardware)
     channels = hardware.dma_load_channels
     load_engines = tuple(range(channels))
     e_store, e_tc, e_vec = channels, channels + 1, channels + 2
@@ -213,35 +215,30 @@ def lower(trace: Trace, hardware: Accelerator) -> OpGraph:
     add_engine = engine.append
     add_deps = deps.append
 
-    def bad_buffer(b: int, idx: int, what: str) -> TimingError:
-        if not 0 <= b < len(b_address):
-            return TimingError(f"trace event {idx} ({what}) names buffer {b}, which was never allocated")
-        return TimingError(f"trace event {idx} ({what}) uses buffer {b} ({trace.tensors[b_tensor[b]].name}) "
-                           f"after its FREE")
-
-    def fill_deps(b: int, eng: int) -> list[int]:
-        """Slot dependencies of a fill (LOAD/OPEN) of buffer b on engine eng (-1: none)."""
-        pending = b_pending[b]
-        if pending is not None:  # the first fill after ALLOC: wait for the slot's previous occupant
-            b_pending[b] = None
-            return [d * 4 + SLOT for d in pending if engine[d] != eng or eng < 0]
-        return [d * 4 + SLOT for e, d in b_users[b].items() if e != eng or eng < 0]
-
-    n_buf = 0
     events = trace.events
     for idx, ev in enumerate(events):
         k = ev[0]
         if k == LOAD:
             _, b, t, reg, nb, _reuse = ev
-            if not 0 <= b < n_buf or b_freed[b]:
-                raise bad_buffer(b, idx, "LOAD")
             ch = n_loads % channels
             n_loads += 1
             op = len(engine)
             w = writable[t]
             add_row((LOAD_OP, xfer(nb), p_load, nb, t, b, reg, idx, last_on[ch], w))
             add_engine(ch)
-            add_deps(fill_deps(b, ch))
+            # slot dependencies (inlined: the hottest branch), except on ops of this channel (program order)
+            dl = []
+            pending = b_pending[b]
+            if pending is not None:  # the first fill after ALLOC: wait for the slot's previous occupants
+                b_pending[b] = None
+                for d in pending:
+                    if engine[d] != ch:
+                        dl.append(d * 4 + SLOT)
+            else:  # a reuse-flag fill: wait for every earlier operation on the buffer
+                for e, d in b_users[b].items():
+                    if e != ch:
+                        dl.append(d * 4 + SLOT)
+            add_deps(dl)
             last_on[ch] = op
             queues[ch].append(op)
             if w:
@@ -265,20 +262,10 @@ def lower(trace: Trace, hardware: Accelerator) -> OpGraph:
                 eng, okind, q = e_vec, VEC_OP, q_vec
             dl = []
             for b in ins:
-                if not 0 <= b < n_buf or b_freed[b]:
-                    raise bad_buffer(b, idx, "COMPUTE input")
                 lw = b_last_write[b]
-                if lw < 0:
-                    raise TimingError(f"trace event {idx}: a compute reads buffer {b} "
-                                      f"({trace.tensors[b_tensor[b]].name}) before anything filled it")
                 if engine[lw] != eng:
                     dl.append(lw * 4 + DATA)
-            if not 0 <= out < n_buf or b_freed[out]:
-                raise bad_buffer(out, idx, "COMPUTE output")
             lw = b_last_write[out]
-            if lw < 0:
-                raise TimingError(f"trace event {idx}: a compute writes buffer {out} "
-                                  f"({trace.tensors[b_tensor[out]].name}) before it was filled (LOAD or OPEN)")
             if engine[lw] != eng:
                 dl.append(lw * 4 + DATA)
             readers = b_readers[out]
@@ -300,18 +287,18 @@ def lower(trace: Trace, hardware: Accelerator) -> OpGraph:
             b_users[out][eng] = op
             macs += m
             padded_macs += pm
-        elif k == HIT:
-            b = ev[1]
-            if not 0 <= b < n_buf or b_freed[b]:
-                raise bad_buffer(b, idx, "HIT")
         elif k == OPEN:
             _, b, t, reg, _reuse = ev
-            if not 0 <= b < n_buf or b_freed[b]:
-                raise bad_buffer(b, idx, "OPEN")
             op = len(engine)
             add_row((OPEN_OP, 0, -1, 0, t, b, reg, idx, -1, False))
             add_engine(-1)
-            add_deps(fill_deps(b, -1))
+            # slot dependencies, as for a LOAD; an OPEN has no engine, so it waits for all of them
+            pending = b_pending[b]
+            if pending is not None:
+                b_pending[b] = None
+                add_deps([d * 4 + SLOT for d in pending])
+            else:
+                add_deps([d * 4 + SLOT for d in b_users[b].values()])
             if b_first[b] < 0:
                 b_first[b] = op
             b_last_write[b] = op
@@ -320,10 +307,6 @@ def lower(trace: Trace, hardware: Accelerator) -> OpGraph:
             b_region[b] = reg
         elif k == ALLOC:
             _, b, t, reg, nb, address, charged = ev
-            if b != n_buf:
-                raise TimingError(f"trace event {idx}: ALLOC of buffer {b}, expected buffer {n_buf} "
-                                  f"(buffers are numbered in allocation order)")
-            n_buf += 1
             pending: tuple[int, ...] = ()
             for prev in occupancy.take(address, address + nb, b):
                 if b_freed[prev]:
@@ -346,8 +329,6 @@ def lower(trace: Trace, hardware: Accelerator) -> OpGraph:
                 peak_charged = live_charged
         elif k == FREE:
             _, b, charged = ev
-            if not 0 <= b < n_buf or b_freed[b]:
-                raise bad_buffer(b, idx, "FREE")
             b_freed[b] = True
             final = tuple(b_users[b].values())
             b_final[b] = final
@@ -366,33 +347,19 @@ def lower(trace: Trace, hardware: Accelerator) -> OpGraph:
                         b_pending[w] = tuple(b_pending[w]) + (node,)
         elif k == STORE:
             _, b, t, reg, nb = ev
-            if not 0 <= b < n_buf or b_freed[b]:
-                raise bad_buffer(b, idx, "STORE")
-            lw = b_last_write[b]
             op = len(engine)
             add_row((STORE_OP, xfer(nb), p_store, nb, t, b, reg, idx, last_on[e_store], True))
             add_engine(e_store)
-            add_deps([lw * 4 + DATA] if lw >= 0 else [])
+            add_deps([b_last_write[b] * 4 + DATA])  # validated: a compute modified the buffer
             last_on[e_store] = op
             q_store.append(op)
             stores_by_tensor.setdefault(t, []).append(op)
             b_readers[b][e_store] = op
             b_users[b][e_store] = op
             stored += nb
-        elif k == ENTER or k == EXIT:
-            pass
-        else:
-            raise TimingError(f"trace event {idx} has unknown kind {k!r}")
+        # HIT, ENTER, EXIT: no operation (a HIT adds nothing: see the module docstring)
 
-    if forward_waiters:
-        occupant, waiting = next(iter(forward_waiters.items()))
-        w = waiting[0]
-        raise TimingError(
-            f"buffer {occupant} ({trace.tensors[b_tensor[occupant]].name}"
-            f"{format_region(b_region[occupant])}) is never freed, yet buffer {w} "
-            f"({trace.tensors[b_tensor[w]].name}{format_region(b_region[w])}) was allocated over its SRAM bytes "
-            f"at address {b_address[w]}: its fill can never start. Every buffer must be freed (its scope must end) "
-            f"before its bytes are reused.")
+    # validated: every buffer is freed, so no forward waiter is left without its FREE node
     if rows:
         kind, dur, port, nbytes_l, tensor_l, buffer_l, region_l, event_l, prev_l, ddr_l = (
             list(col) for col in zip(*rows))
