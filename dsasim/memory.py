@@ -16,6 +16,7 @@ All state lives in a `Session`; two sessions never interfere.
 
 from __future__ import annotations
 
+import numbers
 import operator
 import os
 import sys
@@ -242,6 +243,8 @@ def _normalize_one(name: str, dim: int, extent: int, k: Any) -> tuple[int, int]:
         try:
             start, stop = k
         except (TypeError, ValueError):
+            if isinstance(k, numbers.Number):
+                _index(name, dim, k, "index")
             raise RegionError(f"{name}: dimension {dim}: cannot index with {k!r}; use an int, a slice, "
                               f"a Segment or a (start, stop) pair") from None
         start, stop = _index(name, dim, start, "start"), _index(name, dim, stop, "stop")
@@ -502,6 +505,8 @@ class GlobalHierarchy:
         if name is None:
             caller = sys._getframe(1)
             name = f"{os.path.basename(caller.f_code.co_filename)}:{caller.f_lineno}"
+        elif not isinstance(name, str) or not name:
+            raise ValueError(f"GlobalHierarchy name must be a non-empty string, got {name!r}")
         self.session = session
         self.name = name
         self.buffers = buffers
@@ -533,7 +538,26 @@ class Session:
                  scope_buffers: Mapping[str, int] | None = None, dtype: Any = np.float32,
                  enforce_capacity: bool = True, trace_event_limit: int | None = None) -> None:
         if not isinstance(hardware, Accelerator):
-            raise TypeError(f"Session needs an Accelerator, got {type(hardware).__name__}")
+            raise TypeError(f"Session needs an Accelerator, got {type(hardware).__name__}; pass e.g. "
+                            f"preset(\"blog\") or load_hardware(path)")
+        for flag, value in (("numeric", numeric), ("record_trace", record_trace),
+                            ("enforce_capacity", enforce_capacity)):
+            if not isinstance(value, (bool, np.bool_)):
+                raise ValueError(f"Session {flag} must be True or False, got {value!r}")
+        if trace_event_limit is not None and (isinstance(trace_event_limit, bool)
+                                              or not isinstance(trace_event_limit, int) or trace_event_limit < 0):
+            raise ValueError(f"Session trace_event_limit must be None or an integer >= 0 (events), got "
+                             f"{trace_event_limit!r}")
+        try:
+            floating = np.issubdtype(np.dtype(dtype), np.floating)
+        except TypeError:
+            floating = False
+        if not floating:
+            raise ValueError(f"Session dtype must be a numpy floating dtype (e.g. np.float32) for the numeric check, "
+                             f"got {dtype!r}; an integer dtype would truncate every product")
+        if scope_buffers is not None and not isinstance(scope_buffers, Mapping):
+            raise ValueError(f"Session scope_buffers must map scope names to buffering ways, e.g. {{\"tile\": 2}}, "
+                             f"got {type(scope_buffers).__name__}")
         self.hardware = hardware
         self.numeric = numeric
         self.record_trace = record_trace

@@ -130,7 +130,7 @@ class TensorCore:
     def conv2d(self, x: Tile, w: Tile, stride: int | tuple[int, int] = 1, dilation: int | tuple[int, int] = 1,
                groups: int = 1, padding: tuple[int, int, int, int] = (0, 0, 0, 0)) -> Product:
         """Conv of an input tile (N, C, H, W) with a weight tile (OC, C/groups, KH, KW); padding (top, bottom,
-        left, right) in elements is applied on chip. Cycles per the module's cost model."""
+        left, right) in elements is applied on chip (negative: crops). Cycles per the module's cost model."""
         _check_tiles(self.session, "conv2d", (x, w))
         xs, ws = x.shape, w.shape
         if len(xs) != 4 or len(ws) != 4:
@@ -140,9 +140,9 @@ class TensorCore:
         if not _is_int(groups) or groups < 1:
             raise ValueError(f"conv2d: groups must be an integer >= 1, got {groups!r}")
         groups = int(groups)
-        if not isinstance(padding, (tuple, list)) or len(padding) != 4 or not all(_is_int(p) and p >= 0
-                                                                                   for p in padding):
-            raise ValueError(f"conv2d: padding must be 4 integers >= 0 (top, bottom, left, right) in elements, got "
+        # a negative amount crops the tile instead (loop-nest kernels load whole tiles and crop on chip)
+        if not isinstance(padding, (tuple, list)) or len(padding) != 4 or not all(_is_int(p) for p in padding):
+            raise ValueError(f"conv2d: padding must be 4 integers (top, bottom, left, right) in elements, got "
                              f"{padding!r}; e.g. padding=(1, 1, 1, 1)")
         top, bottom, left, right = (int(p) for p in padding)
         n, c, h, wd = xs
