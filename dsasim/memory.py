@@ -695,10 +695,8 @@ class Session:
             if exc is not None:  # do not hide the exception that is unwinding
                 return
             raise UnfinishedError("scopes exited out of order; use `with` blocks so they nest")
-        if exc is not None or self._broken is not None:
+        if exc is not None:  # (on a poisoned session `_abandon` replaced this method by `_exit_poisoned`)
             self._abandon(inst, exc)
-            if exc is None:  # the user caught the exception and carried on to the end of an outer scope
-                raise SessionStateError(self._broken)
             return
         emit = self._emit
         try:
@@ -716,6 +714,16 @@ class Session:
         emit((EXIT, inst.scope_id, inst.instance))
         if self._trace_event_limit is not None and len(self._events) > self._trace_event_limit:
             self._drop_trace()
+
+    def _exit_poisoned(self, inst: _ScopeInstance, exc: BaseException | None) -> None:
+        """`_exit_scope` of a poisoned session: free without storing; a normal exit is refused after that."""
+        if not self._stack or self._stack[-1] is not inst:
+            if exc is not None:
+                return
+            raise UnfinishedError("scopes exited out of order; use `with` blocks so they nest")
+        self._abandon(inst, exc)
+        if exc is None:  # the user caught the exception and carried on to the end of an outer scope
+            raise SessionStateError(self._broken)
 
     def _abandon(self, inst: _ScopeInstance, exc: BaseException | None) -> None:
         """Free a scope left by an exception without storing anything, and refuse all further use.
@@ -737,6 +745,7 @@ class Session:
             for method in ("access", "scratch", "_enter_scope", "_new_tensor", "mark_written", "emit_compute",
                            "finish"):
                 setattr(self, method, refuse)
+            self._exit_scope = self._exit_poisoned  # type: ignore[method-assign]
         emit = self._emit
         for buf in reversed(inst.buffers):
             if not buf.freed:
@@ -827,9 +836,13 @@ class Session:
                 other.stale = True
         nbytes = _elements(region) * self._word_bytes
         slices = _slices(region)
-        if arr.stored is None:
-            arr.stored = _StoredElements(arr.shape)
-        arr.stored.add(region)
+        stored = arr.stored
+        if stored is None:
+            stored = arr.stored = _StoredElements(arr.shape)
+        if stored.dense is not None:  # inlined `stored.add` for the common small tensor: stores are hot
+            stored.dense[slices] = True
+        else:
+            stored.add(region)
         arr.stored_any = True
         if buf.data is not None:
             arr.data[slices] = buf.data
@@ -844,7 +857,11 @@ class Session:
 
     def _fill(self, buf: Buffer, arr: TracedArray, region: Region, elements: int, reuse: bool) -> None:
         """Bring region into buf: a DMA load, or a zero-open for a writable region never stored."""
-        if arr.writable and (not arr.stored_any or not arr.stored.any_in(region)):
+        # `stored.any_in` inlined for a dense mask (the common case: every miss of an output comes here);
+        # tobytes + `in` is several times faster than ndarray.any() on the small regions of hot loops
+        if arr.writable and (not arr.stored_any or not (
+                b"\x01" in arr.stored.dense[_slices(region)].tobytes() if arr.stored.dense is not None
+                else arr.stored.any_in(region))):
             buf.loaded_from_ddr = False
             buf.load_bytes = 0
             if self.numeric:
