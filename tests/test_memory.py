@@ -1006,3 +1006,21 @@ def test_first_unstored_element_in_c_order_on_a_dense_output():
     # unstored: o[1, 2, 3:5] and o[1, 3, :] = 2 + 5 = 7 elements, the first (1, 2, 3)
     with pytest.raises(UnfinishedError, match=r"7 of 60 elements were never stored, first at index \(1, 2, 3\)"):
         s.finish()
+
+
+@pytest.mark.parametrize("word", [1, 2])
+def test_pairs_and_slices_past_the_edge_are_clamped(word):
+    s = Session(tiny(word_bytes=word), numeric=False)
+    a = s.input("a", (5, 7))
+    with GlobalHierarchy(s, "pairs"):
+        t = a[(3, 10), (5, 100)]                  # clamped to [3:5, 5:7]: 2 x 2 = 4 elements
+        assert t.region == ((3, 5), (5, 7)) and t.shape == (2, 2)
+        assert t[(1, 9), ].region == ((4, 5), (5, 7))   # a sub-tile pair past the tile's edge: clamped to it
+    with GlobalHierarchy(s, "mixed"):
+        a[3:99, (6, 8)]                           # [3:5, 6:7]: 2 elements
+        a[(0, 6), 0:1]                            # [0:5, 0:1]: 5 elements
+    loads = of_kind(s, LOAD)
+    assert [e[3] for e in loads] == [((3, 5), (5, 7)), ((3, 5), (6, 7)), ((0, 5), (0, 1))]
+    assert [e[4] for e in loads] == [4 * word, 2 * word, 5 * word]
+    assert s.counters.loaded_bytes == 11 * word
+    assert s.counters.blog_loaded_elements == 11  # the default blog counter counts the clamped extents too
