@@ -26,8 +26,8 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from .errors import (CoherenceError, CrossSessionError, ReadOnlyError, RegionError, ReuseError,
-                     SessionStateError, SramOverflowError, StaleTileError, UnfinishedError)
+from .errors import (CoherenceError, ReadOnlyError, RegionError, ReuseError, SessionStateError,
+                     SramOverflowError, StaleTileError, UnfinishedError)
 from .hardware import Accelerator
 from .segments import Segment
 from .trace import (ALLOC, COMPUTE, ENTER, EXIT, FREE, HIT, LOAD, OPEN, STORE, Region, ScopeInfo,
@@ -222,7 +222,7 @@ def _index(name: str, dim: int, value: Any, what: str) -> int:
 def _normalize_one(name: str, dim: int, extent: int, k: Any) -> tuple[int, int]:
     """One dimension of `_normalize`: (start, stop) clipped to `extent`, or RegionError."""
     kind = type(k)
-    if kind is int or (kind is not bool and kind is not slice and hasattr(k, "__index__")):
+    if kind is int or isinstance(k, np.integer):
         k = _index(name, dim, k, "index")
         if k < 0 or k >= extent:
             raise RegionError(f"{name}: dimension {dim}: index {k} is outside 0:{extent}; negative indices are "

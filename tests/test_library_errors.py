@@ -235,7 +235,8 @@ CASES: list = [
      "kernel_size must be an int or an (h, w) pair"),
     ("bounds-negative-padding", lambda e, p: Conv2dBoundsInfer(8, 8, 3, padding=-1, input_shape=(1, 8, 8, 8)),
      ValueError, "padding must be >= 0"),
-    ("bounds-no-input-shape", lambda e, p: Conv2dBoundsInfer(8, 8, 3), ValueError, "input_shape (N, C, H, W) is required"),
+    ("bounds-no-input-shape", lambda e, p: Conv2dBoundsInfer(8, 8, 3), ValueError,
+     "input_shape (N, C, H, W) is required"),
     ("bounds-bad-out-region", lambda e, p: Conv2dBoundsInfer(8, 8, 3, input_shape=(1, 8, 8, 8)).input_region(
         ((0, 1), (0, 8))), ValueError, "out_region must be a tuple of 4"),
     # -- hardware --------------------------------------------------------------------------------------------------
