@@ -1024,3 +1024,21 @@ def test_pairs_and_slices_past_the_edge_are_clamped(word):
     assert [e[4] for e in loads] == [4 * word, 2 * word, 5 * word]
     assert s.counters.loaded_bytes == 11 * word
     assert s.counters.blog_loaded_elements == 11  # the default blog counter counts the clamped extents too
+
+
+def test_overflow_through_run_schedule_still_reruns_for_the_needed_sram():
+    # the overflow poisons the run's session; the needed-SRAM note comes from a fresh, unlimited one
+    wl = Workload("w", inputs={"a": (4, 8)}, outputs={"out": (1,)}, reference=lambda a: {"out": a.sum()[None]})
+
+    def body(s, a, out):
+        with GlobalHierarchy(s, "outer"):
+            a[0, :]                                # 8 B
+            with GlobalHierarchy(s, "inner"):
+                a[1:4, :]                          # 24 B: 32 > 30
+
+    r = run_schedule(Schedule("tight", wl, body), tiny(sram_bytes=30), numeric=False)
+    assert r.status == "overflow"
+    assert "Live buffers (8 B):\n  a[0:1, 0:8]: 8 B in scope outer\n" in r.message
+    # unlimited: 8 + 24 = 32 B peak, 32 B loaded, nothing stored, blog count 32 elements
+    assert r.message.endswith("With unlimited SRAM it would need 32 B peak (capacity 30 B), load 32 B, store 0 B; "
+                              "blog count 32.")
