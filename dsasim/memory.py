@@ -222,8 +222,7 @@ def _index(name: str, dim: int, value: Any, what: str) -> int:
 def _normalize_one(name: str, dim: int, extent: int, k: Any) -> tuple[int, int]:
     """One dimension of `_normalize`: (start, stop) clipped to `extent`, or RegionError."""
     kind = type(k)
-    if kind is int or isinstance(k, np.integer):
-        k = _index(name, dim, k, "index")
+    if kind is int:
         if k < 0 or k >= extent:
             raise RegionError(f"{name}: dimension {dim}: index {k} is outside 0:{extent}; negative indices are "
                               f"not supported (a DMA region is absolute)" if k < 0 else
@@ -233,12 +232,17 @@ def _normalize_one(name: str, dim: int, extent: int, k: Any) -> tuple[int, int]:
         if k.step is not None and _index(name, dim, k.step, "slice step") != 1:
             raise RegionError(f"{name}: dimension {dim}: step {k.step} is not supported; a DMA tile is a "
                               f"contiguous box, use step 1")
-        start = 0 if k.start is None else _index(name, dim, k.start, "slice start")
-        stop = extent if k.stop is None else _index(name, dim, k.stop, "slice stop")
+        start, stop = k.start, k.stop
+        if type(start) is not int:  # (the checks are skipped for plain ints: this is the hot path)
+            start = 0 if start is None else _index(name, dim, start, "slice start")
+        if type(stop) is not int:
+            stop = extent if stop is None else _index(name, dim, stop, "slice stop")
         if stop > extent:
             stop = extent
     elif kind is bool:
         raise RegionError(f"{name}: the reuse flag must be the last index, e.g. arr[seg_a, seg_b, True]")
+    elif isinstance(k, np.integer):
+        return _normalize_one(name, dim, extent, int(k))
     else:
         try:
             start, stop = k
@@ -505,7 +509,7 @@ class GlobalHierarchy:
         if name is None:
             caller = sys._getframe(1)
             name = f"{os.path.basename(caller.f_code.co_filename)}:{caller.f_lineno}"
-        elif not isinstance(name, str) or not name:
+        elif type(name) is not str or not name:
             raise ValueError(f"GlobalHierarchy name must be a non-empty string, got {name!r}")
         self.session = session
         self.name = name

@@ -58,7 +58,13 @@ def _check_session(session: object, unit: str) -> Session:
 
 
 def _check_tiles(session: Session, op: str, tiles: tuple[object, ...]) -> None:
-    """Operands must be live-able Tiles of the unit's own Session (a tile of another session is a foreign buffer)."""
+    """Operands must be Tiles of the unit's own Session (a tile of another session is a foreign buffer)."""
+    for t in tiles:  # one pass of cheap checks: every unit call comes here
+        if type(t) is not Tile or t.buffer.tensor.session is not session:
+            _bad_operand(session, op, tiles)
+
+
+def _bad_operand(session: Session, op: str, tiles: tuple[object, ...]) -> None:
     for i, t in enumerate(tiles):
         if type(t) is not Tile:
             hint = (" (index it inside a scope to get a tile, e.g. x[...])" if hasattr(t, "session")
@@ -96,7 +102,7 @@ class Product(PendingCompute):
         session = self.session
         if type(out) is not Tile:
             raise TypeError(f"{self!r} can only be written into a Tile, got {type(out).__name__}")
-        if out.buffer.tensor.session is not session:
+        if out.buffer.tensor.session is not session:  # type checked first: a non-Tile has no buffer
             raise CrossSessionError(f"{self!r} was computed in another Session than the output tile {out!r}; "
                                     f"a tile of one Session cannot be written into another's")
         out_shape = out.shape
