@@ -59,6 +59,14 @@ def other_session_tile(env: Env):
     return a[:, :]
 
 
+def foreign_weight(env: Env):
+    """A (24, 16, 1, 1) weight tile of a second session."""
+    s2 = Session(tiny())
+    w = s2.input("w", np.ones((24, 16, 1, 1), np.float32))
+    GlobalHierarchy(s2, "foreign").__enter__()
+    return w[:, :]
+
+
 def write_foreign(env: Env) -> None:
     """Write a product of another session's unit and tile into this session's output tile."""
     foreign = other_session_tile(env)
@@ -222,6 +230,10 @@ CASES: list = [
      "produces shape (1, 3) but the output tile o"),
     ("unit-of-other-session", in_scope(lambda e: e.vec.copy(other_session_tile(e))), CrossSessionError,
      "belongs to another Session"),
+    ("dot-of-other-session", in_scope(lambda e: e.vec.dot(e.x[0, :], other_session_tile(e)[0, :])),
+     CrossSessionError, "operand 1 Tile(a[0:1, 0:6]"),
+    ("conv-of-other-session", in_scope(lambda e: e.tc.conv2d(e.img[:, :], foreign_weight(e))), CrossSessionError,
+     "conv2d: operand 1"),
     ("write-into-other-session", lambda e, p: write_foreign(e), CrossSessionError,
      "computed in another Session than the output tile"),
     # -- Segments, bounds inference --------------------------------------------------------------------------------
