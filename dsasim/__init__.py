@@ -5,8 +5,8 @@ against torch, honest DDR traffic, and a trace for timing and analysis.
 """
 
 from .bounds import Conv2dBoundsInfer
-from .errors import (CoherenceError, ReadOnlyError, RegionError, ReuseError, ScheduleError, SramOverflowError,
-                     StaleTileError, UnfinishedError)
+from .errors import (CoherenceError, CrossSessionError, ReadOnlyError, RegionError, ReuseError, ScheduleError,
+                     SessionStateError, SramOverflowError, StaleTileError, UnfinishedError)
 from .analytic import analyze
 from .hardware import PRESETS, Accelerator, load_hardware, preset
 from .loopnest import ConvProblem, LoopNest, MatmulProblem
@@ -19,7 +19,7 @@ from .tensorcore import TensorCore, VectorUnit
 from .trace import EventKind, Trace
 
 __all__ = [
-    "Accelerator", "CoherenceError", "Conv2dBoundsInfer", "ConvProblem", "LoopNest", "MatmulProblem",
+    "Accelerator", "CoherenceError", "Conv2dBoundsInfer", "CrossSessionError", "SessionStateError", "ConvProblem", "LoopNest", "MatmulProblem",
     "analyze", "lower_bound", "search", "EventKind", "GlobalHierarchy", "PRESETS",
     "ReadOnlyError", "RegionError", "ReuseError", "RunResult", "Schedule", "ScheduleError", "Segment",
     "Segments", "Session", "SramOverflowError", "StaleTileError", "TensorCore", "Tile", "Trace", "TracedArray",

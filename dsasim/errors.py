@@ -41,3 +41,11 @@ class CoherenceError(ScheduleError):
 
 class UnfinishedError(ScheduleError):
     """The run ended with scopes still open or output elements never stored."""
+
+
+class SessionStateError(ScheduleError):
+    """The Session can no longer be trusted: an exception left a scope before its buffers were stored."""
+
+
+class CrossSessionError(ScheduleError, ValueError):
+    """A tile or unit of one Session was combined with a tile or unit of another Session."""

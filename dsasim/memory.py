@@ -16,6 +16,7 @@ All state lives in a `Session`; two sessions never interfere.
 
 from __future__ import annotations
 
+import numbers
 import operator
 import os
 import sys
@@ -25,8 +26,8 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from .errors import (CoherenceError, ReadOnlyError, RegionError, ReuseError, SramOverflowError,
-                     StaleTileError, UnfinishedError)
+from .errors import (CoherenceError, ReadOnlyError, RegionError, ReuseError, SessionStateError,
+                     SramOverflowError, StaleTileError, UnfinishedError)
 from .hardware import Accelerator
 from .segments import Segment
 from .trace import (ALLOC, COMPUTE, ENTER, EXIT, FREE, HIT, LOAD, OPEN, STORE, Region, ScopeInfo,
@@ -90,6 +91,22 @@ class Buffer:
         self.data: np.ndarray | None = None
 
 
+class PendingCompute:
+    """Base of compute results (`tensorcore.Product`) that a tile accepts in `tile += p` or `tile.assign(p)`."""
+
+    __slots__ = ()
+
+    def apply(self, out: "Tile", accumulate: bool) -> None:
+        """Write (or accumulate) the result into `out`."""
+        raise NotImplementedError
+
+
+def _check_product(tile: "Tile", value: Any, how: str) -> None:
+    if not isinstance(value, PendingCompute):
+        raise TypeError(f"{how} {tile!r} needs a compute unit's result (e.g. tc.conv2d(x, w) or "
+                        f"vector.copy(src)), got {type(value).__name__}")
+
+
 class Tile:
     """A view of a region of a buffer: what schedules compute with. Goes stale when its buffer is reused."""
 
@@ -114,6 +131,9 @@ class Tile:
         """Return the buffer, raising StaleTileError if the tile no longer refers to its data."""
         buf = self.buffer
         if buf.generation != self.generation or buf.freed or buf.stale:
+            broken = buf.tensor.session._broken
+            if broken is not None:
+                raise SessionStateError(broken)
             why = ("its buffer was freed when its scope exited" if buf.freed else
                    "its buffer was reloaded with another region (reuse flag)" if buf.generation != self.generation
                    else "DDR was overwritten by another buffer's store after it was loaded")
@@ -138,9 +158,13 @@ class Tile:
         if type(key) is not tuple:
             key = (key,)
         region = _normalize(self.buffer.tensor.name, self.shape, key)
+        if type(_elements(region)) is not int:
+            region = _integral_region(self.buffer.tensor.name, region)[0]
         return Tile(self.buffer, tuple((o + a, o + b) for (o, _), (a, b) in zip(self.region, region)))
 
     def __iadd__(self, product: Any) -> "Tile":
+        if not isinstance(product, PendingCompute):
+            _check_product(self, product, "`+=` into")
         product.apply(self, accumulate=True)
         return self
 
@@ -155,6 +179,8 @@ class Tile:
 
     def assign(self, product: Any) -> "Tile":
         """Overwrite the tile with a product's result."""
+        if not isinstance(product, PendingCompute):
+            _check_product(self, product, "assign into")
         product.apply(self, accumulate=False)
         return self
 
@@ -180,35 +206,57 @@ def _normalize(name: str, shape: tuple[int, ...], key: tuple) -> Region:
     return tuple(region)
 
 
+def _index(name: str, dim: int, value: Any, what: str) -> int:
+    """An integer index bound (Python or numpy integer), or RegionError naming what to pass instead."""
+    if type(value) is int:
+        return value
+    if not isinstance(value, bool):
+        try:
+            return operator.index(value)
+        except TypeError:
+            pass
+    raise RegionError(f"{name}: dimension {dim}: {what} {value!r} ({type(value).__name__}) is not an integer "
+                      f"element index; pass ints (e.g. int(x) // tile for computed bounds), never floats or bools")
+
+
 def _normalize_one(name: str, dim: int, extent: int, k: Any) -> tuple[int, int]:
     """One dimension of `_normalize`: (start, stop) clipped to `extent`, or RegionError."""
     kind = type(k)
     if kind is int:
         if k < 0 or k >= extent:
-            raise RegionError(f"{name}: dimension {dim}: index {k} is outside 0:{extent}")
+            raise RegionError(f"{name}: dimension {dim}: index {k} is outside 0:{extent}; negative indices are "
+                              f"not supported (a DMA region is absolute)" if k < 0 else
+                              f"{name}: dimension {dim}: index {k} is outside 0:{extent}")
         return (k, k + 1)
     if kind is slice:
-        if k.step not in (None, 1):
+        if k.step is not None and _index(name, dim, k.step, "slice step") != 1:
             raise RegionError(f"{name}: dimension {dim}: step {k.step} is not supported; a DMA tile is a "
                               f"contiguous box, use step 1")
-        start = 0 if k.start is None else k.start
-        stop = extent if k.stop is None or k.stop > extent else k.stop
+        start, stop = k.start, k.stop
+        if type(start) is not int:  # (the checks are skipped for plain ints: this is the hot path)
+            start = 0 if start is None else _index(name, dim, start, "slice start")
+        if type(stop) is not int:
+            stop = extent if stop is None else _index(name, dim, stop, "slice stop")
+        if stop > extent:
+            stop = extent
     elif kind is bool:
         raise RegionError(f"{name}: the reuse flag must be the last index, e.g. arr[seg_a, seg_b, True]")
+    elif isinstance(k, np.integer):
+        return _normalize_one(name, dim, extent, int(k))
     else:
         try:
             start, stop = k
         except (TypeError, ValueError):
+            if isinstance(k, numbers.Number):
+                _index(name, dim, k, "index")
             raise RegionError(f"{name}: dimension {dim}: cannot index with {k!r}; use an int, a slice, "
                               f"a Segment or a (start, stop) pair") from None
-        if type(start) is not int or type(stop) is not int:
-            try:
-                start, stop = operator.index(start), operator.index(stop)
-            except TypeError:
-                raise RegionError(f"{name}: dimension {dim}: cannot index with {k!r}; bounds must be "
-                                  f"integers") from None
+        start, stop = _index(name, dim, start, "start"), _index(name, dim, stop, "stop")
         stop = min(stop, extent)  # the blog clamps a tile that runs past the edge
-    if start < 0 or start >= stop:
+    if start < 0 or stop < 0:
+        raise RegionError(f"{name}: dimension {dim}: region {start}:{stop} has a negative bound; negative "
+                          f"indices are not supported (a DMA region is absolute), use 0 <= start < stop")
+    if start >= stop:
         raise RegionError(f"{name}: dimension {dim}: region {start}:{stop} is empty or outside 0:{extent}")
     return (start, stop)
 
@@ -239,15 +287,181 @@ def _requested_elements(shape: tuple[int, ...], key: tuple) -> int:
     return n
 
 
+def _integral_region(name: str, region: Region) -> tuple[Region, int]:
+    """A region whose bounds are not all Python ints (e.g. a Segment of floats): ints, or RegionError."""
+    fixed = tuple((_index(name, dim, a, "start"), _index(name, dim, b, "stop")) for dim, (a, b) in enumerate(region))
+    return fixed, _elements(fixed)
+
+
+def _check_shape(name: str, shape: Any) -> tuple[int, ...]:
+    """A tensor shape as a tuple of positive Python ints, or ValueError saying what to pass."""
+    if isinstance(shape, (int, np.integer)) and not isinstance(shape, bool):
+        raise ValueError(f"tensor {name!r}: shape {shape!r} must be a tuple of dimensions, e.g. ({shape},)")
+    try:
+        dims = tuple(shape)
+    except TypeError:
+        raise ValueError(f"tensor {name!r}: shape {shape!r} ({type(shape).__name__}) must be a tuple of positive "
+                         f"integers, e.g. (1, 64, 56, 56)") from None
+    out = []
+    for d in dims:
+        if isinstance(d, bool) or not isinstance(d, (int, np.integer)):
+            raise ValueError(f"tensor {name!r}: shape {shape!r}: dimension {d!r} ({type(d).__name__}) is not an "
+                             f"integer; pass whole numbers of elements (a fractional size has no meaning)")
+        out.append(int(d))
+    if not out or any(d <= 0 for d in out):
+        raise ValueError(f"tensor {name!r}: shape {tuple(out)} must have at least one dimension, all positive")
+    return tuple(out)
+
+
+def _check_name(name: Any) -> None:
+    """Tensor names are non-empty strings: they key reports, traces and JSON."""
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"tensor name {name!r} must be a non-empty string, e.g. \"output\"")
+
+
 def _slices(region: Region) -> tuple[slice, ...]:
     return tuple(starmap(slice, region))
+
+
+# Which elements of a writable tensor were ever stored (rule 5 and `finish`). A dense bool mask is the fastest
+# for the tensors schedules usually write, so it is kept up to _DENSE_MASK_MAX_ELEMENTS elements (16 MiB);
+# larger tensors (a search confirming an h=20000 layer) use a grid of blocks of at most _BLOCK_ELEMENTS
+# elements, each absent, fully stored, or partial with its own small mask, so memory follows what was stored.
+_DENSE_MASK_MAX_ELEMENTS = 1 << 24
+_BLOCK_ELEMENTS = 1 << 16
+_NONE, _PARTIAL, _FULL = 0, 1, 2
+
+
+def _block_shape(shape: tuple[int, ...], budget: int) -> tuple[int, ...]:
+    """Block extents, in elements, of at most `budget` elements in all, shared evenly over the dimensions.
+
+    Near-cubic blocks keep the number of blocks a tile only partly covers small whatever the tile's shape."""
+    block = [1] * len(shape)
+    left = budget
+    order = sorted(range(len(shape)), key=lambda d: shape[d])
+    for i, d in enumerate(order):
+        share = max(1, int(round(left ** (1.0 / (len(shape) - i)))))
+        while share > 1 and share ** (len(shape) - i) > left:
+            share -= 1
+        block[d] = min(shape[d], share)
+        left //= block[d]
+    return tuple(block)
+
+
+class _StoredElements:
+    """The set of stored elements of one tensor, exact. Memory: `nbytes` (see there for the bound)."""
+
+    __slots__ = ("shape", "dense", "block", "grid", "masks")
+
+    def __init__(self, shape: tuple[int, ...], dense_max_elements: int = _DENSE_MASK_MAX_ELEMENTS,
+                 block_elements: int = _BLOCK_ELEMENTS) -> None:
+        self.shape = shape
+        self.masks: dict[tuple[int, ...], np.ndarray] = {}
+        if _elements(tuple((0, d) for d in shape)) <= dense_max_elements:
+            self.dense: np.ndarray | None = np.zeros(shape, bool)
+            self.block = shape
+            self.grid = np.full((1,) * len(shape), _NONE, np.uint8)
+        else:
+            self.dense = None
+            self.block = _block_shape(shape, block_elements)
+            self.grid = np.zeros(tuple(-(-d // b) for d, b in zip(shape, self.block)), np.uint8)
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held: the dense mask (1 B per element), or 1 B per block + 1 B per element of partial blocks."""
+        if self.dense is not None:
+            return self.dense.nbytes
+        return self.grid.nbytes + sum(m.nbytes for m in self.masks.values())
+
+    def _block_box(self, idx: tuple[int, ...]) -> Region:
+        return tuple((i * b, min((i + 1) * b, d)) for i, b, d in zip(idx, self.block, self.shape))
+
+    def add(self, region: Region) -> None:
+        """Mark every element of `region` stored."""
+        if self.dense is not None:
+            self.dense[_slices(region)] = True
+            return
+        outer, inner = [], []
+        for (a, b), blk, extent in zip(region, self.block, self.shape):
+            outer.append((a // blk, (b - 1) // blk + 1))
+            # block k = [k*blk, min((k+1)*blk, extent)) is covered iff a <= k*blk and its end <= b
+            f1 = (b - 1) // blk + 1 if b == extent else b // blk
+            inner.append((-(-a // blk), f1))
+        grid, masks = self.grid, self.masks
+        if all(f0 < f1 for f0, f1 in inner):
+            grid[_slices(tuple(inner))] = _FULL
+            for idx in [i for i in masks if _contains(inner, tuple((k, k + 1) for k in i))]:
+                del masks[idx]
+        for idx in np.ndindex(*(f1 - f0 for f0, f1 in outer)):
+            idx = tuple(f0 + i for (f0, _), i in zip(outer, idx))
+            if all(f0 <= i < f1 for i, (f0, f1) in zip(idx, inner)) or grid[idx] == _FULL:
+                continue
+            box = self._block_box(idx)
+            mask = masks.get(idx)
+            if mask is None:
+                mask = np.zeros(tuple(e - s for s, e in box), bool)
+            mask[tuple(slice(max(a, s) - s, min(b, e) - s) for (a, b), (s, e) in zip(region, box))] = True
+            if mask.all():
+                grid[idx] = _FULL
+                masks.pop(idx, None)
+            else:
+                grid[idx] = _PARTIAL
+                masks[idx] = mask
+
+    def any_in(self, region: Region) -> bool:
+        """True when some element of `region` was stored."""
+        if self.dense is not None:
+            # tobytes + `in` is several times faster than ndarray.any() on the small regions of hot loops
+            return b"\x01" in self.dense[_slices(region)].tobytes()
+        outer = tuple((a // blk, (b - 1) // blk + 1) for (a, b), blk in zip(region, self.block))
+        states = self.grid[_slices(outer)]
+        raw = states.tobytes()
+        if b"\x02" in raw:
+            return True
+        if b"\x01" not in raw:
+            return False
+        for rel in np.argwhere(states == _PARTIAL):
+            idx = tuple(int(f0 + i) for (f0, _), i in zip(outer, rel))
+            box = self._block_box(idx)
+            sub = tuple(slice(max(a, s) - s, min(b, e) - s) for (a, b), (s, e) in zip(region, box))
+            if self.masks[idx][sub].any():
+                return True
+        return False
+
+    def missing(self) -> tuple[int, tuple[int, ...] | None]:
+        """(number of elements never stored, the first of them in C order or None), without an index array."""
+        if self.dense is not None:
+            flat = self.dense.reshape(-1)
+            count = int(flat.size - np.count_nonzero(flat))
+            if not count:
+                return 0, None
+            return count, tuple(int(i) for i in np.unravel_index(int(np.argmin(flat)), self.shape))
+        sizes = np.ones(self.grid.shape, np.int64)
+        for dim, (blk, extent) in enumerate(zip(self.block, self.shape)):
+            n = self.grid.shape[dim]
+            along = np.full(n, blk, np.int64)
+            along[-1] = extent - blk * (n - 1)
+            sizes = sizes * along.reshape((n,) + (1,) * (len(self.shape) - dim - 1))
+        count = int(sizes[self.grid == _NONE].sum())
+        firsts = []
+        flat = self.grid.reshape(-1)
+        empty = int(np.argmin(flat != _NONE))  # first untouched block in C order; its origin is a candidate
+        if flat[empty] == _NONE:
+            idx = np.unravel_index(empty, self.grid.shape)
+            firsts.append(tuple(int(i) * b for i, b in zip(idx, self.block)))
+        for idx, mask in self.masks.items():
+            m = mask.reshape(-1)
+            count += int(m.size - np.count_nonzero(m))
+            local = np.unravel_index(int(np.argmin(m)), mask.shape)
+            firsts.append(tuple(int(i) * b + int(j) for i, b, j in zip(idx, self.block, local)))
+        return count, (min(firsts) if firsts else None)
 
 
 class TracedArray:
     """A DDR tensor whose every access from a schedule is traced."""
 
     __slots__ = ("session", "id", "name", "shape", "writable", "must_be_written", "scratch", "data", "traffic",
-                 "live", "stored_mask", "stored_any", "nbytes")
+                 "live", "stored", "stored_any", "nbytes")
 
     def __init__(self, session: "Session", tensor_id: int, name: str, shape: tuple[int, ...], writable: bool,
                  must_be_written: bool, scratch: bool, data: np.ndarray | None) -> None:
@@ -261,7 +475,7 @@ class TracedArray:
         self.data = data
         self.traffic = TensorTraffic()
         self.live: list[Buffer] = []
-        self.stored_mask: np.ndarray | None = None
+        self.stored: _StoredElements | None = None  # created at the first store
         self.stored_any = False
         n = 1
         for d in shape:
@@ -324,6 +538,8 @@ class GlobalHierarchy:
         if name is None:
             caller = sys._getframe(1)
             name = f"{os.path.basename(caller.f_code.co_filename)}:{caller.f_lineno}"
+        elif type(name) is not str or not name:
+            raise ValueError(f"GlobalHierarchy name must be a non-empty string, got {name!r}")
         self.session = session
         self.name = name
         self.buffers = buffers
@@ -334,7 +550,7 @@ class GlobalHierarchy:
         return self
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
-        self.session._exit_scope(self._instance, failed=exc_type is not None)
+        self.session._exit_scope(self._instance, exc)
 
     def scratch(self, name: str, shape: tuple[int, ...], reuse: bool = False) -> Tile:
         """An on-chip-only zeroed buffer (no DDR backing, never loaded or stored); see Session.scratch."""
@@ -359,10 +575,27 @@ class Session:
                  enforce_capacity: bool = True, trace_event_limit: int | None = None,
                  blog_quirks: bool = False) -> None:
         if not isinstance(hardware, Accelerator):
-            raise TypeError(f"Session needs an Accelerator, got {type(hardware).__name__}")
-        if not isinstance(blog_quirks, bool):
-            raise ValueError(f"Session: blog_quirks must be True or False, got {blog_quirks!r}")
-        self.blog_quirks = blog_quirks
+            raise TypeError(f"Session needs an Accelerator, got {type(hardware).__name__}; pass e.g. "
+                            f"preset(\"blog\") or load_hardware(path)")
+        for flag, value in (("numeric", numeric), ("record_trace", record_trace),
+                            ("enforce_capacity", enforce_capacity), ("blog_quirks", blog_quirks)):
+            if not isinstance(value, (bool, np.bool_)):
+                raise ValueError(f"Session {flag} must be True or False, got {value!r}")
+        if trace_event_limit is not None and (isinstance(trace_event_limit, bool)
+                                              or not isinstance(trace_event_limit, int) or trace_event_limit < 0):
+            raise ValueError(f"Session trace_event_limit must be None or an integer >= 0 (events), got "
+                             f"{trace_event_limit!r}")
+        try:
+            floating = np.issubdtype(np.dtype(dtype), np.floating)
+        except TypeError:
+            floating = False
+        if not floating:
+            raise ValueError(f"Session dtype must be a numpy floating dtype (e.g. np.float32) for the numeric check, "
+                             f"got {dtype!r}; an integer dtype would truncate every product")
+        if scope_buffers is not None and not isinstance(scope_buffers, Mapping):
+            raise ValueError(f"Session scope_buffers must map scope names to buffering ways, e.g. {{\"tile\": 2}}, "
+                             f"got {type(scope_buffers).__name__}")
+        self.blog_quirks = bool(blog_quirks)
         self.hardware = hardware
         self.numeric = numeric
         self.record_trace = record_trace
@@ -388,15 +621,14 @@ class Session:
         self._used_scopes: set[str] = set()
         self.pending_products: dict[int, Any] = {}  # computes created but not yet written into a tile
         self.finished = False
+        self._broken: str | None = None  # why the session refuses further use (see _abandon)
 
     # -- tensors -------------------------------------------------------------------------------------------
     def _new_tensor(self, name: str, shape: tuple[int, ...], data: np.ndarray | None, writable: bool,
                     must_be_written: bool, scratch: bool) -> TracedArray:
         if name in self.tensors:
             raise ValueError(f"a tensor named {name!r} already exists in this session; names must be unique")
-        shape = tuple(int(d) for d in shape)
-        if not shape or any(d <= 0 for d in shape):
-            raise ValueError(f"tensor {name!r}: shape {shape} must have at least one dimension, all positive")
+        shape = _check_shape(name, shape)
         arr = TracedArray(self, len(self.trace.tensors), name, shape, writable, must_be_written, scratch, data)
         self.trace.tensors.append(TensorInfo(name, shape, writable))
         self.counters.per_tensor[name] = arr.traffic
@@ -405,24 +637,33 @@ class Session:
 
     def input(self, name: str, data: np.ndarray | tuple[int, ...]) -> TracedArray:
         """A read-only DDR tensor: numpy data in numeric mode, or just a shape (data is then ignored/absent)."""
+        _check_name(name)
         if isinstance(data, np.ndarray):
-            shape = data.shape
+            shape = _check_shape(name, data.shape)
+            if self.numeric and not (np.issubdtype(data.dtype, np.number) or data.dtype == bool) \
+                    or np.issubdtype(data.dtype, np.complexfloating):
+                raise ValueError(f"input {name!r}: data of dtype {data.dtype} cannot be converted to "
+                                 f"{np.dtype(self.dtype).name} without losing values; pass real numbers")
             values = np.ascontiguousarray(data, dtype=self.dtype) if self.numeric else None
         else:
-            shape = tuple(data)
             if self.numeric:
-                raise ValueError(f"input {name!r}: numeric mode needs data (a numpy array), got only a shape; "
-                                 f"pass an array or use Session(numeric=False)")
+                raise ValueError(f"input {name!r}: numeric mode needs data (a numpy array), got "
+                                 f"{type(data).__name__}; pass an array or use Session(numeric=False) with a shape")
+            shape = _check_shape(name, data)
             values = None
         return self._new_tensor(name, shape, values, writable=False, must_be_written=False, scratch=False)
 
     def output(self, name: str, shape: tuple[int, ...]) -> TracedArray:
         """A writable DDR tensor, zero-initialised, every element of which the schedule must store."""
+        _check_name(name)
+        shape = _check_shape(name, shape)
         data = np.zeros(shape, self.dtype) if self.numeric else None
         return self._new_tensor(name, shape, data, writable=True, must_be_written=True, scratch=False)
 
     def intermediate(self, name: str, shape: tuple[int, ...]) -> TracedArray:
         """A writable DDR tensor passed between stages; unlike an output it need not be fully written."""
+        _check_name(name)
+        shape = _check_shape(name, shape)
         data = np.zeros(shape, self.dtype) if self.numeric else None
         return self._new_tensor(name, shape, data, writable=True, must_be_written=False, scratch=False)
 
@@ -432,7 +673,10 @@ class Session:
         The first call fixes the scratch tensor's (largest) shape; later calls may ask for smaller shapes.
         reuse=True takes the buffer this scope already holds for `name` instead of allocating another.
         """
-        shape = tuple(int(d) for d in shape)
+        _check_name(name)
+        shape = _check_shape(name, shape)
+        if type(reuse) is not bool:
+            raise ValueError(f"scratch {name!r}: reuse must be True or False, got {reuse!r}")
         arr = self.tensors.get(name)
         if arr is None:
             arr = self._new_tensor(name, shape, None, writable=True, must_be_written=False, scratch=True)
@@ -483,24 +727,73 @@ class Session:
         self._emit((ENTER, scope_id, instance))
         return inst
 
-    def _exit_scope(self, inst: _ScopeInstance, failed: bool) -> None:
+    def _exit_scope(self, inst: _ScopeInstance, exc: BaseException | None) -> None:
+        """End a scope instance: store its modified buffers and free them all (exc: what is leaving it, if any)."""
         if not self._stack or self._stack[-1] is not inst:
+            if exc is not None:  # do not hide the exception that is unwinding
+                return
             raise UnfinishedError("scopes exited out of order; use `with` blocks so they nest")
-        if failed:  # leave the state as it was when the error happened, for the report
-            self._stack.pop()
+        if exc is not None:  # (on a poisoned session `_abandon` replaced this method by `_exit_poisoned`)
+            self._abandon(inst, exc)
             return
         emit = self._emit
-        for buf in reversed(inst.buffers):
-            if buf.dirty:
-                self._store(buf)
-            buf.freed = True
-            buf.tensor.live.remove(buf)
-            self._live_bytes -= buf.charged_bytes
-            emit((FREE, buf.id, buf.charged_bytes))
+        try:
+            for buf in reversed(inst.buffers):
+                if buf.dirty:
+                    self._store(buf)
+                buf.freed = True
+                buf.tensor.live.remove(buf)
+                self._live_bytes -= buf.charged_bytes
+                emit((FREE, buf.id, buf.charged_bytes))
+        except BaseException as err:  # e.g. a CoherenceError from a store: the rest of the scope is uncertain
+            self._abandon(inst, err)
+            raise
         self._stack.pop()
         emit((EXIT, inst.scope_id, inst.instance))
         if self._trace_event_limit is not None and len(self._events) > self._trace_event_limit:
             self._drop_trace()
+
+    def _exit_poisoned(self, inst: _ScopeInstance, exc: BaseException | None) -> None:
+        """`_exit_scope` of a poisoned session: free without storing; a normal exit is refused after that."""
+        if not self._stack or self._stack[-1] is not inst:
+            if exc is not None:
+                return
+            raise UnfinishedError("scopes exited out of order; use `with` blocks so they nest")
+        self._abandon(inst, exc)
+        if exc is None:  # the user caught the exception and carried on to the end of an outer scope
+            raise SessionStateError(self._broken)
+
+    def _abandon(self, inst: _ScopeInstance, exc: BaseException | None) -> None:
+        """Free a scope left by an exception without storing anything, and refuse all further use.
+
+        The buffers' data is uncertain (a compute may have run halfway), so storing it would count traffic for
+        results that may be wrong; keeping the buffers live would let later accesses hit dead data."""
+        if self._broken is None:
+            first = str(exc).split("\n", 1)[0] if exc is not None else ""
+            self._broken = (f"this Session was left in an uncertain state: {type(exc).__name__}"
+                            f"{': ' + first if first else ''} was raised inside scope {'/'.join(inst.path)}, "
+                            f"whose unstored results were dropped. Counting on would give wrong numbers; "
+                            f"start a new Session to run the schedule again")
+            message = self._broken
+
+            def refuse(*_args: Any, **_kwargs: Any) -> Any:
+                raise SessionStateError(message)
+
+            # Instance attributes shadow the methods: the refusal costs the hot path nothing.
+            for method in ("access", "scratch", "_enter_scope", "_new_tensor", "mark_written", "emit_compute",
+                           "finish"):
+                setattr(self, method, refuse)
+            self._exit_scope = self._exit_poisoned  # type: ignore[method-assign]
+        emit = self._emit
+        for buf in reversed(inst.buffers):
+            if not buf.freed:
+                buf.freed = True
+                buf.dirty = False
+                buf.tensor.live.remove(buf)
+                self._live_bytes -= buf.charged_bytes
+                emit((FREE, buf.id, buf.charged_bytes))
+        self._stack.pop()
+        emit((EXIT, inst.scope_id, inst.instance))
 
     def _drop_trace(self) -> None:
         """Stop recording and free the events (the trace outgrew `trace_event_limit`)."""
@@ -581,9 +874,13 @@ class Session:
                 other.stale = True
         nbytes = _elements(region) * self._word_bytes
         slices = _slices(region)
-        if arr.stored_mask is None:
-            arr.stored_mask = np.zeros(arr.shape, bool)
-        arr.stored_mask[slices] = True
+        stored = arr.stored
+        if stored is None:
+            stored = arr.stored = _StoredElements(arr.shape)
+        if stored.dense is not None:  # inlined `stored.add` for the common small tensor: stores are hot
+            stored.dense[slices] = True
+        else:
+            stored.add(region)
         arr.stored_any = True
         if buf.data is not None:
             arr.data[slices] = buf.data
@@ -598,8 +895,11 @@ class Session:
 
     def _fill(self, buf: Buffer, arr: TracedArray, region: Region, elements: int, reuse: bool) -> None:
         """Bring region into buf: a DMA load, or a zero-open for a writable region never stored."""
+        # `stored.any_in` inlined for a dense mask (the common case: every miss of an output comes here);
         # tobytes + `in` is several times faster than ndarray.any() on the small regions of hot loops
-        if arr.writable and (not arr.stored_any or b"\x01" not in arr.stored_mask[_slices(region)].tobytes()):
+        if arr.writable and (not arr.stored_any or not (
+                b"\x01" in arr.stored.dense[_slices(region)].tobytes() if arr.stored.dense is not None
+                else arr.stored.any_in(region))):
             buf.loaded_from_ddr = False
             buf.load_bytes = 0
             if self.numeric:
@@ -631,6 +931,8 @@ class Session:
         elements = 1
         for a, b in region:
             elements *= b - a
+        if type(elements) is not int:  # a hand-built Segment of floats or numpy ints passed the fast path
+            region, elements = _integral_region(arr.name, region)
         traffic = arr.traffic
         counters = self.counters
         if not reuse:
@@ -716,15 +1018,12 @@ class Session:
                                   f"write them with `out += product` or `out.assign(product)`")
         for arr in self.tensors.values():
             if arr.must_be_written:
-                if arr.stored_mask is None:
-                    missing = arr.nbytes // self._word_bytes
+                if arr.stored is None:
+                    missing, first = arr.nbytes // self._word_bytes, (0,) * len(arr.shape)
                 else:
-                    missing = int(arr.stored_mask.size - np.count_nonzero(arr.stored_mask))
+                    missing, first = arr.stored.missing()
                 if missing:
-                    where = ""
-                    if arr.stored_mask is not None:
-                        first = tuple(int(i) for i in np.argwhere(~arr.stored_mask)[0])
-                        where = f", first at index {first}"
+                    where = f", first at index {first}"
                     raise UnfinishedError(f"output {arr.name}: {missing} of {arr.nbytes // self._word_bytes} "
                                           f"elements were never stored{where}; the schedule does not cover the "
                                           f"whole output")

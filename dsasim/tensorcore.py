@@ -19,7 +19,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from .memory import Session, Tile
+from .errors import CrossSessionError
+from .memory import PendingCompute, Session, Tile
 from .trace import format_region, region_elements
 
 
@@ -27,17 +28,54 @@ def _ceil_div(a: int, b: int) -> int:
     return -(-a // b)
 
 
-def _pair(value: int | tuple[int, int], what: str) -> tuple[int, int]:
-    if isinstance(value, int) and not isinstance(value, bool):
-        return value, value
-    try:
-        a, b = value  # type: ignore[misc]
-    except (TypeError, ValueError):
-        raise ValueError(f"{what} must be an int or a pair of ints, got {value!r}") from None
-    return int(a), int(b)
+def _is_int(value: object) -> bool:
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
 
 
-class Product:
+def _pair(value: int | tuple[int, int], what: str, minimum: int = 1) -> tuple[int, int]:
+    """An int or (h, w) pair of ints >= minimum, as a pair of Python ints."""
+    if _is_int(value):
+        pair = (int(value), int(value))
+    else:
+        try:
+            a, b = value  # type: ignore[misc]
+        except (TypeError, ValueError):
+            a = b = None
+        if not (_is_int(a) and _is_int(b)):
+            raise ValueError(f"{what} must be an int or an (h, w) pair of ints, got {value!r}; pass e.g. "
+                             f"{what}=1 or {what}=(2, 2)") from None
+        pair = (int(a), int(b))
+    if min(pair) < minimum:
+        raise ValueError(f"{what} must be >= {minimum}, got {value!r}")
+    return pair
+
+
+def _check_session(session: object, unit: str) -> Session:
+    if not isinstance(session, Session):
+        raise TypeError(f"{unit} needs the Session to trace into, got {type(session).__name__}; "
+                        f"pass e.g. {unit}(session)")
+    return session
+
+
+def _check_tiles(session: Session, op: str, tiles: tuple[object, ...]) -> None:
+    """Operands must be Tiles of the unit's own Session (a tile of another session is a foreign buffer)."""
+    for t in tiles:  # one pass of cheap checks: every unit call comes here
+        if type(t) is not Tile or t.buffer.tensor.session is not session:
+            _bad_operand(session, op, tiles)
+
+
+def _bad_operand(session: Session, op: str, tiles: tuple[object, ...]) -> None:
+    for i, t in enumerate(tiles):
+        if type(t) is not Tile:
+            hint = (" (index it inside a scope to get a tile, e.g. x[...])" if hasattr(t, "session")
+                    and hasattr(t, "live") else "")
+            raise TypeError(f"{op}: operand {i} must be a Tile, got {type(t).__name__}{hint}")
+        if t.buffer.tensor.session is not session:
+            raise CrossSessionError(f"{op}: operand {i} {t!r} belongs to another Session than this unit; create the "
+                                    f"unit with the session that owns the tiles (TensorCore(session))")
+
+
+class Product(PendingCompute):
     """A pending compute: what `out += product` or `out.assign(product)` performs."""
 
     __slots__ = ("session", "unit", "op", "inputs", "out_shape", "macs", "cycles", "padded_macs", "compute")
@@ -62,6 +100,11 @@ class Product:
     def apply(self, out: Tile, accumulate: bool) -> None:
         """Write (or accumulate) the result into `out`, tracing one COMPUTE event."""
         session = self.session
+        if type(out) is not Tile:
+            raise TypeError(f"{self!r} can only be written into a Tile, got {type(out).__name__}")
+        if out.buffer.tensor.session is not session:  # type checked first: a non-Tile has no buffer
+            raise CrossSessionError(f"{self!r} was computed in another Session than the output tile {out!r}; "
+                                    f"a tile of one Session cannot be written into another's")
         out_shape = out.shape
         if out_shape != self.out_shape and not (self.out_shape == (1,) and region_elements(out.region) == 1):
             raise ValueError(f"{self.unit}.{self.op} produces shape {self.out_shape} but the output tile "
@@ -86,20 +129,28 @@ class TensorCore:
     """The matrix unit: `ic_block` input x `oc_block` output channels per cycle, per output pixel and tap."""
 
     def __init__(self, session: Session) -> None:
-        self.session = session
+        self.session = _check_session(session, "TensorCore")
         self.ic_block = session.hardware.tensorcore_in_channels
         self.oc_block = session.hardware.tensorcore_out_channels
 
     def conv2d(self, x: Tile, w: Tile, stride: int | tuple[int, int] = 1, dilation: int | tuple[int, int] = 1,
                groups: int = 1, padding: tuple[int, int, int, int] = (0, 0, 0, 0)) -> Product:
         """Conv of an input tile (N, C, H, W) with a weight tile (OC, C/groups, KH, KW); padding (top, bottom,
-        left, right) in elements is applied on chip. Cycles per the module's cost model."""
+        left, right) in elements is applied on chip (negative: crops). Cycles per the module's cost model."""
+        _check_tiles(self.session, "conv2d", (x, w))
         xs, ws = x.shape, w.shape
         if len(xs) != 4 or len(ws) != 4:
             raise ValueError(f"conv2d needs 4-d tiles (N, C, H, W) and (OC, C/groups, KH, KW), got {xs} and {ws}")
         sh, sw = _pair(stride, "stride")
         dh, dw = _pair(dilation, "dilation")
-        top, bottom, left, right = padding
+        if not _is_int(groups) or groups < 1:
+            raise ValueError(f"conv2d: groups must be an integer >= 1, got {groups!r}")
+        groups = int(groups)
+        # a negative amount crops the tile instead (loop-nest kernels load whole tiles and crop on chip)
+        if not isinstance(padding, (tuple, list)) or len(padding) != 4 or not all(_is_int(p) for p in padding):
+            raise ValueError(f"conv2d: padding must be 4 integers (top, bottom, left, right) in elements, got "
+                             f"{padding!r}; e.g. padding=(1, 1, 1, 1)")
+        top, bottom, left, right = (int(p) for p in padding)
         n, c, h, wd = xs
         oc, icg, kh, kw = ws
         if c != icg * groups or oc % groups:
@@ -137,6 +188,9 @@ class TensorCore:
 
     def matmul(self, a: Tile, b: Tile) -> Product:
         """(M, K) @ (K, N): K maps to the 16 input channels, N to the 24 output channels, M to pixels."""
+        _check_tiles(self.session, "matmul", (a, b))
+        if len(a.shape) != 2 or len(b.shape) != 2:
+            raise ValueError(f"matmul needs 2-d tiles (M, K) and (K, N), got {a.shape} and {b.shape}")
         (m, k), (k2, n) = a.shape, b.shape
         if k != k2:
             raise ValueError(f"matmul: inner dimensions differ: {a.shape} @ {b.shape}")
@@ -159,10 +213,11 @@ class VectorUnit:
     """The elementwise unit: `lanes` elements per cycle."""
 
     def __init__(self, session: Session) -> None:
-        self.session = session
+        self.session = _check_session(session, "VectorUnit")
         self.lanes = session.hardware.vector_lanes
 
     def _elementwise(self, op: str, tiles: tuple[Tile, ...], fn: Callable[..., np.ndarray]) -> Product:
+        _check_tiles(self.session, f"vector.{op}", tiles)
         shape = tiles[0].shape
         for t in tiles[1:]:
             if t.shape != shape:
@@ -192,6 +247,7 @@ class VectorUnit:
 
     def dot(self, a: Tile, b: Tile) -> Product:
         """sum(a * b) over all elements into a 1-element tile; ceil(elements / lanes) cycles, one MAC each."""
+        _check_tiles(self.session, "vector.dot", (a, b))
         n = region_elements(a.region)
         m = region_elements(b.region)
         if n != m:

@@ -11,6 +11,7 @@ from a run. Event tuples follow the layouts in dsasim/trace.py:
 from __future__ import annotations
 
 import dataclasses
+from itertools import starmap
 
 import numpy as np
 import pytest
@@ -19,6 +20,7 @@ import torch.nn.functional as F
 from dsasim import (CoherenceError, GlobalHierarchy, ReadOnlyError, RegionError, ReuseError, Schedule, Segments,
                     Session, SramOverflowError, StaleTileError, TensorCore, UnfinishedError, VectorUnit, Workload,
                     preset, run_schedule)
+from dsasim.errors import SessionStateError
 from dsasim.trace import ALLOC, COMPUTE, ENTER, EXIT, FREE, HIT, LOAD, OPEN, STORE
 
 from helpers import assert_schedule_matches_torch
@@ -750,3 +752,293 @@ def test_a_compute_never_written_anywhere_is_an_error():
         out += tc.conv2d(x[:, :, :, :], w[:, :, :, :])
     with pytest.raises(UnfinishedError, match=r"1 compute result\(s\) were never written.*tensorcore.conv2d"):
         s.finish()
+
+
+# -- an exception leaving a scope: its buffers are freed unstored, the session refuses further use ----------------
+def test_exception_leaving_a_scope_frees_its_buffers_and_poisons_the_session():
+    s = Session(tiny(sram_bytes=64, word_bytes=4))
+    x = s.input("x", arange(2, 4))
+    o = s.output("o", (2, 4))
+    vec = VectorUnit(s)
+    with pytest.raises(SessionStateError, match="uncertain state: RuntimeError: boom was raised inside scope "
+                                                "outer/inner"):
+        with GlobalHierarchy(s, "outer"):
+            kept = x[0, :]                        # 4 elements x 4 B = 16 B, outer scope
+            try:
+                with GlobalHierarchy(s, "inner"):
+                    t = o[1, :]                   # 16 B, opened, then modified
+                    t.assign(vec.copy(x[1, :]))   # x[1, :]: another 16 B
+                    assert s.live_sram_bytes == 48
+                    raise RuntimeError("boom")
+            except RuntimeError:
+                pass
+            # the inner scope's two buffers (32 B) were freed; the outer one (16 B) is still held
+            assert s.live_sram_bytes == 16
+            with pytest.raises(SessionStateError, match="start a new Session"):
+                x[0, :]                           # even a would-be hit is refused: nothing is counted on
+            with pytest.raises(SessionStateError):
+                kept += vec.copy(kept)            # a tile of a still-live buffer: its compute is refused
+            with pytest.raises(SessionStateError):
+                GlobalHierarchy(s, "again").__enter__()
+            with pytest.raises(SessionStateError):
+                s.scratch("tmp", (2,))
+            with pytest.raises(SessionStateError):
+                s.output("late", (2,))
+        # leaving "outer" normally on a poisoned session: freed without storing, and refused
+    assert s.live_sram_bytes == 0
+    assert of_kind(s, STORE) == [] and s.counters.stored_bytes == 0   # the modified o[1, :] was dropped
+    assert len(of_kind(s, FREE)) == len(of_kind(s, ALLOC)) == 3
+    with pytest.raises(SessionStateError):
+        s.finish()
+    with pytest.raises(SessionStateError):
+        t.data                                   # its buffer was freed by the exception
+
+
+def test_exception_unwinding_nested_scopes_frees_every_level():
+    s = Session(tiny(sram_bytes=64), numeric=False)
+    a = s.input("a", (8, 8))
+    with pytest.raises(KeyError):
+        with GlobalHierarchy(s, "l1"):
+            a[0, :]                               # 8 B
+            with GlobalHierarchy(s, "l2"):
+                a[1, :]                           # 8 B
+                with GlobalHierarchy(s, "l3"):
+                    a[2, :]                       # 8 B
+                    raise KeyError("k")
+    assert s.live_sram_bytes == 0 and s._stack == []
+    assert [e[0] for e in s.trace.events[-6:]] == [FREE, EXIT, FREE, EXIT, FREE, EXIT]
+    with pytest.raises(SessionStateError, match="KeyError: 'k' was raised inside scope l1/l2/l3"):
+        a[3, :]
+
+
+def test_overflow_lists_the_live_buffers_then_frees_them():
+    # a 40 B SRAM: 3 rows of 8 B fit (24 B), a 4th 8 B row too (32 B), a 16 B tile then overflows
+    s = Session(tiny(sram_bytes=40), numeric=False)
+    a = s.input("a", (8, 8))
+    with pytest.raises(SramOverflowError) as info:
+        with GlobalHierarchy(s, "outer"):
+            a[0, :]
+            with GlobalHierarchy(s, "inner"):
+                a[1, :]
+                a[2:4, :]                          # 16 B: 8 + 8 + 16 = 32 <= 40
+                a[4:6, :]                          # 16 B more: 48 > 40
+    message = str(info.value)
+    # built before the scopes were freed: it names all three live buffers
+    assert "Live buffers (32 B):" in message and "a[0:1, 0:8]: 8 B in scope outer\n" in message
+    assert "a[1:2, 0:8]: 8 B in scope outer/inner" in message and "a[2:4, 0:8]: 16 B in scope outer/inner" in message
+    assert s.live_sram_bytes == 0
+    with pytest.raises(SessionStateError, match="SramOverflowError: SRAM overflow: allocating 16 B"):
+        a[0, :]
+
+
+def test_coherence_error_at_scope_exit_unwinds_cleanly():
+    s = Session(tiny(), numeric=False)
+    x = s.input("x", (4,))
+    o = s.output("o", (4,))
+    vec = VectorUnit(s)
+    with pytest.raises(CoherenceError):
+        with GlobalHierarchy(s, "outer"):
+            with GlobalHierarchy(s, "inner"):
+                o[0:3].assign(vec.copy(x[0:3]))    # two opened, modified, overlapping buffers:
+                o[1:4].assign(vec.copy(x[1:4]))    # storing one at exit would overwrite the other
+    # the CoherenceError propagated as itself (no "scopes exited out of order" on the way out)
+    assert s.live_sram_bytes == 0 and s._stack == []
+    with pytest.raises(SessionStateError, match="CoherenceError"):
+        s.finish()
+
+
+def test_error_inside_a_scope_through_run_schedule_reports_the_original_error():
+    wl = Workload("w", inputs={"a": (2, 2)}, outputs={"out": (2, 2)}, reference=lambda a: {"out": a})
+
+    def body(s, a, out):
+        with GlobalHierarchy(s, "s"):
+            out[:, :].assign(VectorUnit(s).copy(a[:, :]))
+            a[5, 0]                                # RegionError leaves the scope
+
+    r = run_schedule(Schedule("bad", wl, body), tiny(), numeric=True)
+    assert r.status == "error" and r.message.startswith("RegionError: a: dimension 0: index 5 is outside 0:2")
+
+
+def test_an_exception_caught_inside_the_scope_leaves_the_session_usable():
+    s = Session(tiny(), numeric=False)
+    a = s.input("a", (4, 4))
+    with GlobalHierarchy(s, "s"):
+        with pytest.raises(RegionError):
+            a[9, 0]                                # never left the scope: nothing uncertain
+        a[0, :]
+    assert s.counters.loaded_bytes == 4
+
+
+# -- rule 5 with other live buffers: a store overwrites DDR under them --------------------------------------------
+def test_a_store_makes_other_live_buffers_of_the_region_stale_and_a_fresh_access_reloads():
+    s = Session(tiny(word_bytes=2))
+    x = s.input("x", arange(8))
+    o = s.output("o", (8,))
+    vec = VectorUnit(s)
+    with GlobalHierarchy(s, "outer"):
+        old = o[0:4]                               # buffer 0: opened (never stored), clean
+        with GlobalHierarchy(s, "inner"):
+            o[2:6].assign(vec.copy(x[2:6]))        # not inside buffer 0: its own buffer, modified
+        # inner exit stored o[2:6] (4 x 2 B = 8 B) over DDR that buffer 0 also holds: buffer 0 is stale
+        assert s.counters.stored_bytes == 8
+        with pytest.raises(StaleTileError, match="DDR was overwritten by another buffer's store"):
+            old.data
+        with pytest.raises(StaleTileError):
+            o[0:2].assign(vec.copy(old[0:2]))
+        fresh = o[0:4]                             # not a hit on the stale buffer: reloaded, 4 x 2 B = 8 B
+        assert of_kind(s, LOAD)[-1][2:5] == (1, ((0, 4),), 8)
+        np.testing.assert_array_equal(fresh.data, [0, 0, 3, 4])   # x = 1..8: elements 2, 3 were stored
+    assert s.counters.per_tensor["o"].loaded_bytes == 8 and s.counters.per_tensor["o"].hits == 0
+
+
+# -- byte counts with word_bytes > 1: loads, stores, read-modify-write, SRAM charge and capacity --------------------
+@pytest.mark.parametrize("word", [2, 4])
+def test_store_reload_and_capacity_bytes_scale_with_word_bytes(word):
+    # SRAM of 18 words (18 x word B)
+    s = Session(dataclasses.replace(preset("blog"), sram_bytes=18 * word, word_bytes=word), numeric=False)
+    x = s.input("x", (3, 4))
+    o = s.output("o", (3, 4))
+    vec = VectorUnit(s)
+    with GlobalHierarchy(s, "a"):
+        o[0:2, 1:4].assign(vec.copy(x[0:2, 1:4]))  # x: 6 elements loaded; o: opened; stored at exit (6 words)
+    with GlobalHierarchy(s, "b"):
+        t = o[0:3, :]                              # 12 elements overlapping the stored ones: loaded (12 words)
+        t[0:2, 1:4] += vec.copy(x[0:2, 1:4])       # x again (a new scope): 6 words; live 18 words = capacity
+    # exit: t modified after a load -> read-modify-write of 12 words, stored (12 words)
+    c = s.counters
+    assert c.loaded_bytes == (6 + 12 + 6) * word
+    assert c.stored_bytes == (6 + 12) * word
+    assert c.rmw_bytes == 12 * word
+    assert c.peak_sram_bytes == 18 * word
+    assert c.per_tensor["o"].loaded_bytes == 12 * word and c.per_tensor["o"].stored_bytes == 18 * word
+    assert [e[4] for e in of_kind(s, STORE)] == [6 * word, 12 * word]
+    assert [e[4] for e in of_kind(s, ALLOC)] == [6 * word, 6 * word, 12 * word, 6 * word]
+    with pytest.raises(SramOverflowError, match=rf"allocating {8 * word} B for o\[0:2, 0:4\] in scope c would "
+                                                rf"make the live footprint {20 * word} B > capacity {18 * word} B"):
+        with GlobalHierarchy(s, "c"):
+            x[:, :]                                # 12 words
+            o[0:2, :]                              # 8 words more: 20 > 18
+
+
+# -- rule 4 with rule 5: the reuse flag stores the held buffer, then reloads what was stored ------------------------
+def test_reuse_flag_store_then_reload_counts():
+    word = 2
+    s = Session(tiny(word_bytes=word), numeric=False)
+    x = s.input("x", (2, 4))
+    o = s.output("o", (2, 4))
+    vec = VectorUnit(s)
+    with GlobalHierarchy(s, "only"):
+        reuse = False
+        for row in (0, 1, 0):
+            t = o[row, :, reuse]                   # 1st: allocate + open; 2nd: store row 0, open row 1 in place;
+            reuse = True                           # 3rd: store row 1, LOAD row 0 (stored before) in place
+            t += vec.copy(x[row, :])
+    # exit stores row 0 again. Stores: row 0, row 1, row 0 = 3 x 4 elements; loads of o: row 0 once (4)
+    c = s.counters.per_tensor["o"]
+    assert (c.stores, c.stored_bytes) == (3, 12 * word)
+    assert (c.loads, c.loaded_bytes, c.opens) == (1, 4 * word, 2)
+    assert c.rmw_bytes == 4 * word                 # the reloaded row 0 was modified again
+    assert c.blog_loaded_elements == 4             # the blog counts only the first (reuse=False) access
+    assert len([e for e in of_kind(s, ALLOC) if e[2] == 1]) == 1   # one buffer for o throughout
+    assert [e[0] for e in s.trace.events if e[0] in (STORE, LOAD, OPEN) and e[2] == 1] == \
+        [OPEN, STORE, OPEN, STORE, LOAD, STORE]
+
+
+# -- the stored-element set: exact against a dense mask, bounded memory for huge outputs ----------------------------
+def _random_box(rng, shape):
+    box = []
+    for d in shape:
+        a = int(rng.integers(0, d))
+        box.append((a, int(rng.integers(a + 1, d + 1))))
+    return tuple(box)
+
+
+@pytest.mark.parametrize("block_elements", [1, 5, 27, 64])
+def test_block_stored_set_agrees_with_a_dense_mask(block_elements):
+    from dsasim.memory import _StoredElements
+    rng = np.random.default_rng(block_elements)
+    for _ in range(60):
+        shape = tuple(int(d) for d in rng.integers(1, 11, int(rng.integers(1, 5))))
+        stored = _StoredElements(shape, dense_max_elements=0, block_elements=block_elements)
+        assert stored.dense is None
+        ref = np.zeros(shape, bool)                # the independent reference: a plain numpy mask
+        for _ in range(int(rng.integers(1, 9))):
+            query = _random_box(rng, shape)
+            assert stored.any_in(query) == bool(ref[tuple(starmap(slice, query))].any())
+            box = _random_box(rng, shape)
+            stored.add(box)
+            ref[tuple(starmap(slice, box))] = True
+            missing = int((~ref).sum())
+            first = tuple(int(i) for i in np.argwhere(~ref)[0]) if missing else None
+            assert stored.missing() == (missing, first)
+
+
+def test_finish_on_a_huge_output_needs_memory_for_stored_blocks_only():
+    # (1, 64, 20000, 20000): 25.6 G elements, a dense mask would need 25.6 GB
+    s = Session(preset("blog"), numeric=False, record_trace=False)
+    x = s.input("x", (1, 64, 20000, 20000))
+    o = s.output("o", (1, 64, 20000, 20000))
+    vec = VectorUnit(s)
+    with GlobalHierarchy(s, "t"):
+        o[0, 0:64, 0:1, 0:100].assign(vec.copy(x[0, 0:64, 0:1, 0:100]))
+    stored = o.stored
+    assert stored.dense is None
+    # blocks of (1, 40, 40, 40) = 64,000 elements: a 1 B grid of 1 x 2 x 500 x 500 blocks, and the 2 x 1 x 3
+    # blocks the tile touched, each partial: 3 full-size masks (64,000 B) and 3 of the last channel block, which
+    # is clipped to channels 40:64 (1 x 24 x 40 x 40 = 38,400 B)
+    assert stored.block == (1, 40, 40, 40)
+    assert stored.nbytes == 2 * 500 * 500 + 3 * 64_000 + 3 * 38_400
+    with pytest.raises(UnfinishedError, match=r"output o: 25599993600 of 25600000000 elements were never stored, "
+                                              r"first at index \(0, 0, 0, 100\)"):
+        s.finish()
+
+
+def test_first_unstored_element_in_c_order_on_a_dense_output():
+    s = Session(tiny(), numeric=False)
+    x = s.input("x", (3, 4, 5))
+    o = s.output("o", (3, 4, 5))
+    vec = VectorUnit(s)
+    with GlobalHierarchy(s, "t"):
+        o[0].assign(vec.copy(x[0]))                # plane 0 whole
+        o[1, 0:2].assign(vec.copy(x[1, 0:2]))      # rows 0-1 of plane 1
+        o[1, 2, 0:3].assign(vec.copy(x[1, 2, 0:3]))
+        o[2].assign(vec.copy(x[2]))
+    # unstored: o[1, 2, 3:5] and o[1, 3, :] = 2 + 5 = 7 elements, the first (1, 2, 3)
+    with pytest.raises(UnfinishedError, match=r"7 of 60 elements were never stored, first at index \(1, 2, 3\)"):
+        s.finish()
+
+
+@pytest.mark.parametrize("word", [1, 2])
+def test_pairs_and_slices_past_the_edge_are_clamped(word):
+    s = Session(tiny(word_bytes=word), numeric=False)
+    a = s.input("a", (5, 7))
+    with GlobalHierarchy(s, "pairs"):
+        t = a[(3, 10), (5, 100)]                  # clamped to [3:5, 5:7]: 2 x 2 = 4 elements
+        assert t.region == ((3, 5), (5, 7)) and t.shape == (2, 2)
+        assert t[(1, 9), ].region == ((4, 5), (5, 7))   # a sub-tile pair past the tile's edge: clamped to it
+    with GlobalHierarchy(s, "mixed"):
+        a[3:99, (6, 8)]                           # [3:5, 6:7]: 2 elements
+        a[(0, 6), 0:1]                            # [0:5, 0:1]: 5 elements
+    loads = of_kind(s, LOAD)
+    assert [e[3] for e in loads] == [((3, 5), (5, 7)), ((3, 5), (6, 7)), ((0, 5), (0, 1))]
+    assert [e[4] for e in loads] == [4 * word, 2 * word, 5 * word]
+    assert s.counters.loaded_bytes == 11 * word
+    assert s.counters.blog_loaded_elements == 11  # the default blog counter counts the clamped extents too
+
+
+def test_overflow_through_run_schedule_still_reruns_for_the_needed_sram():
+    # the overflow poisons the run's session; the needed-SRAM note comes from a fresh, unlimited one
+    wl = Workload("w", inputs={"a": (4, 8)}, outputs={"out": (1,)}, reference=lambda a: {"out": a.sum()[None]})
+
+    def body(s, a, out):
+        with GlobalHierarchy(s, "outer"):
+            a[0, :]                                # 8 B
+            with GlobalHierarchy(s, "inner"):
+                a[1:4, :]                          # 24 B: 32 > 30
+
+    r = run_schedule(Schedule("tight", wl, body), tiny(sram_bytes=30), numeric=False)
+    assert r.status == "overflow"
+    assert "Live buffers (8 B):\n  a[0:1, 0:8]: 8 B in scope outer\n" in r.message
+    # unlimited: 8 + 24 = 32 B peak, 32 B loaded, nothing stored, blog count 32 elements
+    assert r.message.endswith("With unlimited SRAM it would need 32 B peak (capacity 30 B), load 32 B, store 0 B; "
+                              "blog count 32.")

@@ -109,3 +109,37 @@ def test_shape_mismatch_is_a_clear_error():
             out += TensorCore(s).conv2d(x[:, :, :, :], w[:, :, :, :])
         with pytest.raises(ValueError, match="needs 32 input channels"):
             TensorCore(s).conv2d(x[:, :, :, :], w[:, :, :, :], groups=2)
+
+
+def test_negative_padding_crops_the_tile_on_chip():
+    # loop-nest kernels load a whole tile and crop rows the output tile does not need: padding (-1, 0, 1, -2)
+    s = _session()
+    rng = np.random.default_rng(3)
+    x_data = rng.standard_normal((1, 2, 6, 6), dtype=np.float32)
+    w_data = rng.standard_normal((3, 2, 2, 2), dtype=np.float32)
+    x, w = s.input("x", x_data), s.input("w", w_data)
+    # rows 1..5 (top row cropped), columns: one zero column on the left, the last two cropped -> 5 x 5 input
+    cropped = np.pad(x_data[:, :, 1:, :4], ((0, 0), (0, 0), (0, 0), (1, 0)))
+    expected = F.conv2d(torch.from_numpy(cropped), torch.from_numpy(w_data))       # 2x2 kernel: 4 x 4 output
+    y = s.output("y", (1, 3, 4, 4))
+    with GlobalHierarchy(s, "all"):
+        out = y[:, :, :, :]
+        out += TensorCore(s).conv2d(x[:, :, :, :], w[:, :, :, :], padding=(-1, 0, 1, -2))
+    s.finish()
+    np.testing.assert_allclose(y.data, expected.numpy(), atol=1e-5)
+    # one 16 x 24 block step per output pixel and tap: 4 * 4 pixels * 2 * 2 taps
+    assert s.counters.tensorcore_cycles == 4 * 4 * 4
+    assert s.counters.macs == 3 * 2 * 4 * 4 * 2 * 2
+
+
+def test_units_refuse_tiles_of_another_session():
+    from dsasim.errors import CrossSessionError
+    s1, s2 = _session(), _session()
+    a1 = s1.input("a", np.ones((2, 3), np.float32))
+    b2 = s2.input("b", np.ones((3, 2), np.float32))
+    with GlobalHierarchy(s1, "one"), GlobalHierarchy(s2, "two"):
+        with pytest.raises(CrossSessionError, match=r"matmul: operand 0 Tile\(a\[0:2, 0:3\]"):
+            TensorCore(s2).matmul(a1[:, :], b2[:, :])
+        with pytest.raises(CrossSessionError, match="operand 1"):
+            TensorCore(s1).matmul(a1[:, :], b2[:, :])
+    assert s1.counters.tensorcore_cycles == s2.counters.tensorcore_cycles == 0
