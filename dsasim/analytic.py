@@ -39,8 +39,16 @@ from typing import NamedTuple, Sequence
 from .hardware import Accelerator
 from .loopnest import LoopNest, Problem, tile_count, window_rows
 
-__all__ = ["GroupStats", "group_stats", "TensorModel", "Analysis", "analyze", "estimate_cycles", "Mismatch",
+__all__ = ["fits_sram", "GroupStats", "group_stats", "TensorModel", "Analysis", "analyze", "estimate_cycles", "Mismatch",
            "Reconciliation", "reconcile"]
+
+
+def fits_sram(peak_sram_bytes, sram_bytes):
+    """The one capacity rule (bytes): a schedule fits when its peak live bytes are at most sram_bytes.
+
+    A peak equal to the capacity fits, as in the memory model (`SramOverflowError` only when live bytes exceed
+    sram_bytes). The search, the SRAM sweep and `Analysis.fits` all use it; works elementwise on numpy arrays."""
+    return peak_sram_bytes <= sram_bytes
 
 
 class GroupStats(NamedTuple):
@@ -167,6 +175,10 @@ class Analysis:
             if t.name == name:
                 return t
         raise KeyError(name)
+
+    def fits(self, sram_bytes: int) -> bool:
+        """True when the peak fits in sram_bytes (`fits_sram`)."""
+        return bool(fits_sram(self.peak_sram_bytes, sram_bytes))
 
     def summary(self) -> str:
         lines = [f"loaded {self.loaded_bytes:,} B, stored {self.stored_bytes:,} B (rmw {self.rmw_bytes:,} B), "

@@ -36,13 +36,45 @@ from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
-from .analytic import ISSUE_CYCLES, Analysis, analyze, group_stats
+from .analytic import ISSUE_CYCLES, Analysis, analyze, fits_sram, group_stats
 from .hardware import Accelerator
 from .loopnest import LoopNest, Problem, tile_count
 from .lower_bounds import Bound, lower_bound
 
 __all__ = ["Space", "Candidate", "SearchResult", "search", "search_front", "evaluate_nests", "simulate_cycles",
-           "tile_candidates", "SearchFront"]
+           "tile_candidates", "SearchFront", "LayerTooLargeError", "count_bound_bytes", "EXACT_COUNT_LIMIT"]
+
+# Every count the vectorised evaluator forms is an int64, and the fronts rank traffic as float64: both are exact
+# for integers up to 2**53. A layer whose counts could exceed it is refused before any evaluation.
+EXACT_COUNT_LIMIT = 2 ** 53
+
+
+class LayerTooLargeError(ValueError):
+    """The layer's counts can exceed what the vectorised search evaluates exactly (EXACT_COUNT_LIMIT)."""
+
+
+def count_bound_bytes(problem: Problem, word_bytes: int) -> int:
+    """An upper bound (bytes) on every count the search evaluates: (tensors + 1) x word_bytes x prod(extents).
+
+    Why it holds: an input is loaded at most once per iteration of the loops that do not index it, and its
+    box is at most the product of the extents of the loops that do (a window axis's tight rows over an
+    (output tile, tap tile) pair are at most o_len x t_len, so they sum to at most O x K); so each input moves
+    at most word x prod(extents) bytes. The output is stored R times and loaded R - 1 times, R <= the product of
+    the reduction extents: 2 x word x prod(extents) in all. DMA counts, iterations and TensorCore cycles are at
+    most prod(extents), peak SRAM at most ways x the tensors' bytes.
+    """
+    return (len(problem.tensors) + 1) * word_bytes * problem.macs
+
+
+def _check_exact(problem: Problem, word_bytes: int) -> None:
+    bound = count_bound_bytes(problem, word_bytes)
+    if bound > EXACT_COUNT_LIMIT:
+        raise LayerTooLargeError(
+            f"layer too large for exact counts: {problem.spec()} ({problem.macs:.3g} loop iterations, "
+            f"{word_bytes}-byte words) can move up to {len(problem.tensors) + 1} x {word_bytes} x {problem.macs:,} "
+            f"= {bound:.3g} B, above 2**53 = {EXACT_COUNT_LIMIT:,} B, the largest count the vectorised search "
+            f"evaluates exactly; split the layer (e.g. search one batch or a slice of its rows), or count a given "
+            f"LoopNest exactly with dsasim.analytic.analyze (Python integers)")
 
 CHUNK = 1 << 18
 # first-pass trip counts (the balanced tile for each); the refinement pass visits every balanced/aligned size
@@ -76,6 +108,7 @@ def tile_candidates(extent: int, align: int = 0, coarse: bool = False, exhaustiv
         return [extent] + list(range(extent - 1, 0, -1))
     if coarse:
         vals = {-(-extent // t) for t in COARSE_TRIPS if t <= extent}
+        vals.add(1)  # the smallest footprint: whatever fits any SRAM is found by the first pass alone
         if align > 1:
             vals |= {align * k for k in COARSE_ALIGNED if align * k < extent}
     else:
@@ -92,6 +125,7 @@ class Space:
     """A problem's search tables: candidate tile sizes per dimension and the window sums per tile pair."""
 
     def __init__(self, problem: Problem, hardware: Accelerator, exhaustive: bool = False) -> None:
+        _check_exact(problem, hardware.word_bytes)  # before any table is built or candidate evaluated
         self.problem = problem
         self.hardware = hardware
         self.word = hardware.word_bytes
@@ -497,7 +531,8 @@ class _Front:
         self.peak, self.k1, self.k2, self.rows = peak[sel], k1[sel], k2[sel], rows[sel]
 
     def best_at(self, cap: int) -> int | None:
-        """Index of the best point with peak <= cap."""
+        """Index of the best point that fits in cap (`fits_sram`: peak <= cap)."""
+        # peaks are sorted: side="right" counts the points with peak <= cap, the fits_sram rule
         pos = int(np.searchsorted(self.peak, cap, side="right")) - 1
         return pos if pos >= 0 else None
 
@@ -706,7 +741,7 @@ def _consider(st: SearchFront, b: _Batch, res: dict) -> None:
     space = st.space
     cap = max(st.caps)
     peak = _flat(res["peak"], b.shape)
-    fits = peak <= cap
+    fits = fits_sram(peak, cap)
     if not fits.any():
         return
     idx = np.nonzero(fits)[0]
@@ -723,9 +758,9 @@ def _consider(st: SearchFront, b: _Batch, res: dict) -> None:
         if res["est"] is not None:
             keep |= st.cycles.filter(p, es, tr)
         for c, tt, tc in zip(st.caps, st.top_traffic, st.top_cycles):
-            keep |= (tr <= tt.threshold()) & (p <= c)
+            keep |= (tr <= tt.threshold()) & fits_sram(p, c)
             if res["est"] is not None:
-                keep |= (es <= tc.threshold()) & (p <= c)
+                keep |= (es <= tc.threshold()) & fits_sram(p, c)
         if not keep.any():
             return
         sub = b.select(idx[keep])
@@ -737,7 +772,7 @@ def _consider(st: SearchFront, b: _Batch, res: dict) -> None:
             front.merge(p[m], k1[m], k2[m], _pack(space, b, idx[m]))
     picks = []
     for c, tt, tc in zip(st.caps, st.top_traffic, st.top_cycles):
-        under = p <= c
+        under = fits_sram(p, c)
         for top, k1 in ((tt, tr), (tc, es)):
             m = under & (k1 <= top.threshold())
             if m.any():
@@ -764,7 +799,7 @@ def _buffering_pass(st: SearchFront, b: _Batch, res: dict) -> None:
     best = st.cycles.k1.min() if len(st.cycles.k1) else math.inf
     tc = _flat(res["tc"], b.shape).astype(np.float64)
     multi = [_flat(res["per"][x][4], b.shape) > 1 for x in range(space.nt)]
-    promising = (tc < best) & (peak <= cap) & np.logical_or.reduce(multi)
+    promising = (tc < best) & fits_sram(peak, cap) & np.logical_or.reduce(multi)
     if not promising.any():
         return
     sel = np.nonzero(promising)[0]
@@ -913,7 +948,7 @@ def _upgrade_buffering(nest: LoopNest, hardware: Accelerator, cap: int) -> LoopN
     for pattern in itertools.product((1, 2), repeat=len(multi)):
         cand = nest.replace(buffers=dict(zip(multi, pattern)))
         a = analyze(cand, hardware)
-        if a.peak_sram_bytes <= cap and (a.estimated_cycles, a.peak_sram_bytes) < best_key:
+        if fits_sram(a.peak_sram_bytes, cap) and (a.estimated_cycles, a.peak_sram_bytes) < best_key:
             best, best_key = a, (a.estimated_cycles, a.peak_sram_bytes)
     return best.nest
 
