@@ -54,6 +54,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="re-run the top N candidates through the trace and timing simulator (default 3; 0: none)")
     p.add_argument("--no-simulate", action="store_true", help="trace the top candidates but skip the timing "
                                                                 "simulation (cycles are then estimates)")
+    p.add_argument("--force", action="store_true", help="run work estimated far beyond the usual (hours) "
+                                                          "instead of refusing it; the estimate is still printed")
     p.set_defaults(func=run_search_command)
 
     s = subparsers.add_parser(
@@ -68,7 +70,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     s.add_argument("--json", metavar="PATH", help="write the sweep as JSON")
     s.add_argument("--plot", metavar="PATH", help="write a PNG: traffic, bound, compulsory and cycles vs SRAM")
     s.add_argument("--no-simulate", action="store_true", help="no trace/timing simulation: estimated cycles")
-    s.add_argument("--quiet", action="store_true", help="no progress bar")
+    s.add_argument("--quiet", action="store_true", help="no progress bar (work estimates are still printed)")
+    s.add_argument("--force", action="store_true", help="run work estimated far beyond the usual (hours) "
+                                                          "instead of refusing it; the estimate is still printed")
     s.set_defaults(func=run_sweep_command)
 
 
@@ -105,6 +109,11 @@ def _fail(cmd: str, err: Exception) -> int:
     return 2
 
 
+def _warner(cmd: str) -> Callable[[str], None]:
+    """Print a warning line on stderr (whatever --quiet says: it announces hours of work)."""
+    return lambda message: print(f"dsasim {cmd}: warning: {message}", file=sys.stderr, flush=True)
+
+
 def run_search_command(args: argparse.Namespace) -> int:
     """Handle `dsasim search`."""
     try:
@@ -119,7 +128,7 @@ def run_search_command(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     try:
         result = search(problem, hardware, sram, args.objective, runner=runner, confirm_top=max(args.confirm, 1),
-                        simulate=not args.no_simulate)
+                        simulate=not args.no_simulate, force=args.force, warn=_warner("search"))
     except ValueError as err:
         return _fail("search", err)
     wall = time.perf_counter() - t0
@@ -162,8 +171,11 @@ def run_sweep_command(args: argparse.Namespace) -> int:
     except ValueError as err:
         return _fail("sweep-sram", err)
     runner = _runner()
-    result = sweep_sram(problem, hardware, sizes, runner=runner, simulate=not args.no_simulate,
-                        progress=not args.quiet, layer=args.layer)
+    try:
+        result = sweep_sram(problem, hardware, sizes, runner=runner, simulate=not args.no_simulate,
+                            progress=not args.quiet, layer=args.layer, force=args.force, warn=_warner("sweep-sram"))
+    except ValueError as err:
+        return _fail("sweep-sram", err)
     print(result.table())
     print(f"{len(sizes)} sizes, {result.evaluations:,} candidates evaluated, {result.seconds:.2f} s")
     if args.json:
