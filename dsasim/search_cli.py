@@ -1,14 +1,16 @@
 """`dsasim search` and `dsasim sweep-sram`: schedule search and SRAM sizing from the command line.
 
     dsasim search LAYER [--sram BYTES] [--hardware PRESET|FILE] [--objective traffic|cycles] [--json PATH]
-                        [--confirm N] [--no-simulate]
+                        [--confirm N] [--no-simulate] [--force]
     dsasim sweep-sram LAYER --sizes LO:HI[:POINTS] [--hardware PRESET|FILE] [--json PATH] [--plot PATH]
-                        [--no-simulate] [--quiet]
+                        [--no-simulate] [--quiet] [--force]
 
 LAYER is a built-in name (blog-conv, resnet50.res2a_branch2b, ..., gemm-1024) or a shape spec such as
 conv:ic=64,oc=64,h=56,k=3,p=1 or gemm:m=512,n=512,k=512 (see `dsasim.layers`). Sizes accept 65536, 64KiB,
 1.5MiB. `search --json` writes the best schedule with its figures; its `loop_nest` key is loadable by
-`kernels.loopnest_kernel.load_nest`. JSON output is deterministic (no wall times).
+`kernels.loopnest_kernel.load_nest`. JSON output is deterministic (no wall times). Work estimated far beyond
+the usual (hours: 1-element tiles of a large layer to trace, tens of thousands of SRAM sizes) is refused with
+the estimate unless --force; forced, the estimate is printed as a warning, even with --quiet.
 """
 
 from __future__ import annotations

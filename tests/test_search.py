@@ -211,7 +211,8 @@ def test_a_peak_equal_to_the_capacity_fits_and_one_byte_less_does_not():
         assert analyze(best.nest, hw).fits(cap) and not analyze(best.nest, hw).fits(cap - 1)
         assert count_loopnest(best.nest, hw).peak_sram_bytes == cap
         if cap - 1 >= word:
-            assert search(p, Accelerator("t", sram_bytes=cap - 1, word_bytes=word)).best_traffic is None
+            below = search(p, Accelerator("t", sram_bytes=cap - 1, word_bytes=word))
+            assert below.best_traffic is None and below.pareto == []  # not even a Pareto member above it
             with pytest.raises(SramOverflowError):
                 count_loopnest(best.nest, Accelerator("t", sram_bytes=cap - 1, word_bytes=word))
     assert search(p, Accelerator("t", sram_bytes=2, word_bytes=1)).best_traffic is None
