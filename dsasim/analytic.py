@@ -39,8 +39,16 @@ from typing import NamedTuple, Sequence
 from .hardware import Accelerator
 from .loopnest import LoopNest, Problem, tile_count, window_rows
 
-__all__ = ["GroupStats", "group_stats", "TensorModel", "Analysis", "analyze", "estimate_cycles", "Mismatch",
+__all__ = ["fits_sram", "GroupStats", "group_stats", "TensorModel", "Analysis", "analyze", "estimate_cycles", "Mismatch",
            "Reconciliation", "reconcile"]
+
+
+def fits_sram(peak_sram_bytes, sram_bytes):
+    """The one capacity rule (bytes): a schedule fits when its peak live bytes are at most sram_bytes.
+
+    A peak equal to the capacity fits, as in the memory model (`SramOverflowError` only when live bytes exceed
+    sram_bytes). The search, the SRAM sweep and `Analysis.fits` all use it; works elementwise on numpy arrays."""
+    return peak_sram_bytes <= sram_bytes
 
 
 class GroupStats(NamedTuple):
@@ -167,6 +175,10 @@ class Analysis:
             if t.name == name:
                 return t
         raise KeyError(name)
+
+    def fits(self, sram_bytes: int) -> bool:
+        """True when the peak fits in sram_bytes (`fits_sram`)."""
+        return bool(fits_sram(self.peak_sram_bytes, sram_bytes))
 
     def summary(self) -> str:
         lines = [f"loaded {self.loaded_bytes:,} B, stored {self.stored_bytes:,} B (rmw {self.rmw_bytes:,} B), "
@@ -390,55 +402,84 @@ def _instance_ranges(nest: LoopNest, tensor: str, instance: int) -> dict[str, tu
     return {d: ranges[d] for d in loops}  # outermost first
 
 
-def _first_instance_difference(nest: LoopNest, result, tensor: str, word: int) -> str:
-    """Walk the trace: the first scope instance of `tensor` whose loaded bytes differ from the model's box."""
+def _trace_per_instance(nest: LoopNest, result, tensor: str) -> dict[int, list] | None:
+    """Walk the trace: per scope instance of `tensor`'s scope, [loaded bytes, open regions (in order)]; None
+    without a trace."""
     trace = getattr(result, "trace", None)
     if trace is None:
-        return ""
-    from .trace import ENTER, EXIT, LOAD
+        return None
+    from .trace import ENTER, EXIT, LOAD, OPEN
     try:
         tid = next(i for i, t in enumerate(trace.tensors) if t.name == tensor)
     except StopIteration:
-        return ""
+        return None
     scope_name = nest.scope_name(tensor)
     scope_ids = {i for i, s in enumerate(trace.scopes) if s.path and s.path[-1] == scope_name}
-    per_instance: dict[int, int] = {}
+    per_instance: dict[int, list] = {}
     current = None
     for ev in trace.events:
         k = ev[0]
         if k == ENTER and ev[1] in scope_ids:
             current = ev[2]
-            per_instance.setdefault(current, 0)
+            per_instance.setdefault(current, [0, []])
         elif k == EXIT and ev[1] in scope_ids:
             current = None
-        elif k == LOAD and ev[2] == tid and current is not None:
-            per_instance[current] += ev[4]
+        elif current is not None and ev[2] == tid:
+            if k == LOAD:
+                per_instance[current][0] += ev[4]
+            elif k == OPEN:
+                per_instance[current][1].append(tuple(ev[3]))
+    return per_instance
+
+
+def _instance_differences(nest: LoopNest, result, tensor: str, word: int) -> tuple[str, str, int]:
+    """Compare every scope instance of `tensor` with the model: (first instance whose loaded bytes differ,
+    first instance whose opens differ, opens in the trace); empty strings when they agree or without a trace.
+
+    The model: an input instance loads its box; an output instance opens its box as zeros (one OPEN, no DMA) on
+    its first visit (every reduction loop above it at its first tile) and loads it (a read-modify-write) later.
+    """
+    per_instance = _trace_per_instance(nest, result, tensor)
+    if per_instance is None:
+        return "", "", -1
     spec = nest.problem.tensor(tensor)
     red = [d for d in nest.above(tensor) if d not in spec.dims]
     instances = math.prod(nest.trips(d) for d in nest.above(tensor))
+    load_diff = open_diff = ""
+    traced_opens = sum(len(v[1]) for v in per_instance.values())
     for inst in range(instances):
         ranges = _instance_ranges(nest, tensor, inst)
         box = nest.box(tensor, ranges)
         elems = math.prod(b - a for a, b in box)
+        first_visit = all(ranges[d][0] == 0 for d in red)
         if spec.output:
-            first_visit = all(ranges[d][0] == 0 for d in red)
-            model = 0 if first_visit else elems * word
+            model_load = 0 if first_visit else elems * word
+            model_opens = [box] if first_visit else []
         else:
-            model = elems * word
-        got = per_instance.get(inst, 0)
-        if got != model:
-            where = ", ".join(f"{d}=[{a}:{b})" for d, (a, b) in ranges.items() if nest.trips(d) > 1) or \
-                "the only instance"
-            return f"first differing scope instance #{inst} ({where}): model loads {model:,} B, trace {got:,} B"
-    return ""
+            model_load = elems * word
+            model_opens = []
+        got_load, got_opens = per_instance.get(inst, [0, []])
+        where = ", ".join(f"{d}=[{a}:{b})" for d, (a, b) in ranges.items() if nest.trips(d) > 1) or \
+            "the only instance"
+        if not load_diff and got_load != model_load:
+            load_diff = (f"first differing scope instance #{inst} ({where}): model loads {model_load:,} B, trace "
+                         f"{got_load:,} B")
+        if not open_diff and got_opens != model_opens:
+            open_diff = (f"first scope instance with different opens #{inst} ({where}): model opens "
+                         f"{model_opens or 'nothing'}, trace {got_opens or 'nothing'}")
+        if load_diff and open_diff:
+            break
+    return load_diff, open_diff, traced_opens
 
 
 def reconcile(nest: LoopNest, result, hardware: Accelerator) -> Reconciliation:
     """Compare `analyze(nest, hardware)` with a run of the generic kernel (`RunResult`, ideally with its trace).
 
     Checks per tensor loaded/stored/rmw bytes and load/store counts, and the run's peak SRAM, MACs and
-    TensorCore cycles. Each difference names the tensor, the loop its scope sits in, and both numbers; for a
-    load difference the first scope instance (with its loop indices) whose bytes differ is located in the trace.
+    TensorCore cycles; with a trace, also every scope instance: its loaded bytes and its opens (the output
+    regions zero-initialised on chip, which move no bytes and so no total would catch). Each difference names
+    the tensor, the loop its scope sits in, and both numbers, and the first scope instance (with its loop
+    indices) that differs.
     """
     model = analyze(nest, hardware)
     rec = Reconciliation(nest, model)
@@ -451,13 +492,17 @@ def reconcile(nest: LoopNest, result, hardware: Accelerator) -> Reconciliation:
         if tr is None:
             rec.mismatches.append(Mismatch(tm.name, tm.loop, "present in trace", 1, 0))
             continue
+        load_diff, open_diff, traced_opens = _instance_differences(nest, result, tm.name, model.word_bytes)
         for q in ("loaded_bytes", "stored_bytes", "rmw_bytes", "loads", "stores"):
             a, b = getattr(tm, q), getattr(tr, q)
             if a != b:
-                detail = ""
-                if q == "loaded_bytes":
-                    detail = _first_instance_difference(nest, result, tm.name, model.word_bytes)
-                rec.mismatches.append(Mismatch(tm.name, tm.loop, q, a, b, detail))
+                rec.mismatches.append(Mismatch(tm.name, tm.loop, q, a, b, load_diff if q == "loaded_bytes" else ""))
+        if traced_opens >= 0 and (tm.opens != traced_opens or open_diff):
+            rec.mismatches.append(Mismatch(tm.name, tm.loop, "opens", tm.opens, traced_opens, open_diff))
+        elif load_diff and not any(m.tensor == tm.name and m.quantity == "loaded_bytes" for m in rec.mismatches):
+            # equal totals, different instances: bytes moved between scope instances
+            rec.mismatches.append(Mismatch(tm.name, tm.loop, "loaded_bytes per scope instance", tm.loaded_bytes,
+                                           tr.loaded_bytes, load_diff))
     inner = nest.order[-1] if nest.order else "top"
     for q, a, b in (("peak_sram_bytes", model.peak_sram_bytes, result.peak_sram_bytes),
                     ("macs", model.macs, result.macs),

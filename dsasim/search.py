@@ -36,13 +36,47 @@ from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
-from .analytic import ISSUE_CYCLES, Analysis, analyze, group_stats
+from .analytic import ISSUE_CYCLES, Analysis, analyze, fits_sram, group_stats
 from .hardware import Accelerator
 from .loopnest import LoopNest, Problem, tile_count
 from .lower_bounds import Bound, lower_bound
 
 __all__ = ["Space", "Candidate", "SearchResult", "search", "search_front", "evaluate_nests", "simulate_cycles",
-           "tile_candidates", "SearchFront"]
+           "tile_candidates", "SearchFront", "LayerTooLargeError", "count_bound_bytes", "EXACT_COUNT_LIMIT",
+           "WorkTooLargeError", "WorkEstimate", "estimate_search_work", "estimate_trace_work", "check_work",
+           "WORK_LIMIT_SECONDS", "SECONDS_PER_TRACED_SCHEDULE"]
+
+# Every count the vectorised evaluator forms is an int64, and the fronts rank traffic as float64: both are exact
+# for integers up to 2**53. A layer whose counts could exceed it is refused before any evaluation.
+EXACT_COUNT_LIMIT = 2 ** 53
+
+
+class LayerTooLargeError(ValueError):
+    """The layer's counts can exceed what the vectorised search evaluates exactly (EXACT_COUNT_LIMIT)."""
+
+
+def count_bound_bytes(problem: Problem, word_bytes: int) -> int:
+    """An upper bound (bytes) on every count the search evaluates: (tensors + 1) x word_bytes x prod(extents).
+
+    Why it holds: an input is loaded at most once per iteration of the loops that do not index it, and its
+    box is at most the product of the extents of the loops that do (a window axis's tight rows over an
+    (output tile, tap tile) pair are at most o_len x t_len, so they sum to at most O x K); so each input moves
+    at most word x prod(extents) bytes. The output is stored R times and loaded R - 1 times, R <= the product of
+    the reduction extents: 2 x word x prod(extents) in all. DMA counts, iterations and TensorCore cycles are at
+    most prod(extents), peak SRAM at most ways x the tensors' bytes.
+    """
+    return (len(problem.tensors) + 1) * word_bytes * problem.macs
+
+
+def _check_exact(problem: Problem, word_bytes: int) -> None:
+    bound = count_bound_bytes(problem, word_bytes)
+    if bound > EXACT_COUNT_LIMIT:
+        raise LayerTooLargeError(
+            f"layer too large for exact counts: {problem.spec()} ({problem.macs:.3g} loop iterations, "
+            f"{word_bytes}-byte words) can move up to {len(problem.tensors) + 1} x {word_bytes} x {problem.macs:,} "
+            f"= {bound:.3g} B, above 2**53 = {EXACT_COUNT_LIMIT:,} B, the largest count the vectorised search "
+            f"evaluates exactly; split the layer (e.g. search one batch or a slice of its rows), or count a given "
+            f"LoopNest exactly with dsasim.analytic.analyze (Python integers)")
 
 CHUNK = 1 << 18
 # first-pass trip counts (the balanced tile for each); the refinement pass visits every balanced/aligned size
@@ -51,6 +85,100 @@ COARSE_ALIGNED = (1, 4, 16)
 REFINE_SEEDS = 8  # staircase points refined under each capacity
 TOP_STRUCTURES = 64  # best candidates of distinct structures kept (and refined), shared among the capacities
 PAIR_REACH = 2  # refinement moves two dims together by up to this many candidate sizes
+
+
+# ------------------------------------------------------------------------------------------- work estimates
+# Work far beyond the usual (seconds) is refused unless forced: an estimate above WORK_LIMIT_SECONDS raises
+# WorkTooLargeError before the work starts. The rates are conservative figures of this project's 2-core machine
+# (README, Speed): the estimate is an order of magnitude, not a promise.
+WORK_LIMIT_SECONDS = 600.0
+EVALUATIONS_PER_SECOND = 1.5e6  # end to end, first pass and refinement (measured 1.5-2.5 M/s)
+SECONDS_PER_CAPACITY = 0.02  # per SRAM size: refinement seeds and bookkeeping (measured ~0.01 s)
+TRACED_OPERATIONS_PER_SECOND = 2.0e4  # memory-model trace plus timing simulation, per operation
+SECONDS_PER_TRACED_SCHEDULE = 0.2  # fixed cost of tracing and timing one schedule (a 20-point sweep: ~4 s)
+
+
+class WorkTooLargeError(ValueError):
+    """The estimated work is far beyond the usual; `estimate` says how much. Rerun with force=True."""
+
+    def __init__(self, message: str, estimate: "WorkEstimate") -> None:
+        super().__init__(message)
+        self.estimate = estimate
+
+
+@dataclass(frozen=True)
+class WorkEstimate:
+    """An estimate of a search's or sweep's work: model evaluations, traced operations, seconds."""
+
+    what: str
+    evaluations: int
+    traced_operations: int
+    seconds: float
+
+    def __post_init__(self) -> None:
+        if self.evaluations < 0 or self.traced_operations < 0 or not self.seconds >= 0:
+            raise ValueError(f"WorkEstimate: counts and seconds must be >= 0, got {self}")
+
+    def __add__(self, other: "WorkEstimate") -> "WorkEstimate":
+        return WorkEstimate(f"{self.what}, {other.what}", self.evaluations + other.evaluations,
+                            self.traced_operations + other.traced_operations, self.seconds + other.seconds)
+
+    def describe(self) -> str:
+        """One line: what, how many evaluations / traced operations, and about how long."""
+        parts = []
+        if self.evaluations:
+            parts.append(f"{self.evaluations:,} model evaluations")
+        if self.traced_operations:
+            parts.append(f"{self.traced_operations:,} traced operations")
+        return f"{self.what}: {' and '.join(parts) or 'no work'}, about {_duration(self.seconds)}"
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} minutes"
+    if seconds < 3 * 86400:
+        return f"{seconds / 3600:.1f} hours"
+    return f"{seconds / 86400:.1f} days"
+
+
+def check_work(estimate: WorkEstimate, force: bool = False, warn: Callable[[str], None] | None = None) -> None:
+    """Raise WorkTooLargeError when `estimate` exceeds WORK_LIMIT_SECONDS, unless `force` (then call `warn`)."""
+    if estimate.seconds <= WORK_LIMIT_SECONDS:
+        return
+    text = (f"estimated work far beyond the usual: {estimate.describe()} (the limit without force is "
+            f"{_duration(WORK_LIMIT_SECONDS)})")
+    if not force:
+        raise WorkTooLargeError(f"{text}; run it anyway with --force (force=True), or make it smaller: fewer "
+                                f"SRAM sizes, a larger SRAM (larger tiles), or no tracing (search --confirm 0)",
+                                estimate)
+    if warn is not None:
+        warn(f"{text}; running it anyway (forced)")
+
+
+def estimate_search_work(problem: Problem, hardware: Accelerator, n_capacities: int = 1,
+                         exhaustive: bool = False) -> WorkEstimate:
+    """The enumeration's work for `n_capacities` SRAM sizes: first-pass candidates (counted exactly, nothing
+    evaluated) plus a per-size share, in seconds at EVALUATIONS_PER_SECOND and SECONDS_PER_CAPACITY."""
+    if n_capacities < 1:
+        raise ValueError(f"estimate_search_work: n_capacities must be >= 1, got {n_capacities}")
+    space = Space(problem, hardware, exhaustive=exhaustive)
+    n = first_pass_size(space, exhaustive)
+    return WorkEstimate(f"search of {problem.name} at {n_capacities:,} SRAM size(s)", n, 0,
+                        n / EVALUATIONS_PER_SECOND + n_capacities * SECONDS_PER_CAPACITY)
+
+
+def estimate_trace_work(nests: Sequence[LoopNest]) -> WorkEstimate:
+    """The work of tracing (and timing) `nests`: per nest, its tile computes plus an access of every tensor in
+    each, and the scope entries, at TRACED_OPERATIONS_PER_SECOND, plus SECONDS_PER_TRACED_SCHEDULE."""
+    ops = 0
+    for nest in nests:
+        it = nest.iterations()
+        scopes = sum(math.prod(nest.trips(d) for d in nest.above(t)) for t in nest.problem.tensor_names)
+        ops += it * (1 + len(nest.problem.tensors)) + 2 * scopes
+    return WorkEstimate(f"tracing {len(nests)} schedule(s)", 0, ops,
+                        ops / TRACED_OPERATIONS_PER_SECOND + len(nests) * SECONDS_PER_TRACED_SCHEDULE)
 
 
 # ------------------------------------------------------------------------------------------ tile candidates
@@ -76,6 +204,7 @@ def tile_candidates(extent: int, align: int = 0, coarse: bool = False, exhaustiv
         return [extent] + list(range(extent - 1, 0, -1))
     if coarse:
         vals = {-(-extent // t) for t in COARSE_TRIPS if t <= extent}
+        vals.add(1)  # the smallest footprint: whatever fits any SRAM is found by the first pass alone
         if align > 1:
             vals |= {align * k for k in COARSE_ALIGNED if align * k < extent}
     else:
@@ -92,6 +221,8 @@ class Space:
     """A problem's search tables: candidate tile sizes per dimension and the window sums per tile pair."""
 
     def __init__(self, problem: Problem, hardware: Accelerator, exhaustive: bool = False) -> None:
+        _check_exact(problem, hardware.word_bytes)  # before any table is built or candidate evaluated
+        self._structs: dict[tuple, np.ndarray] = {}
         self.problem = problem
         self.hardware = hardware
         self.word = hardware.word_bytes
@@ -185,6 +316,13 @@ class Space:
 
     # -- structures -------------------------------------------------------------------------------------------
     def structures(self, tiled: Sequence[int], pruned: bool = True) -> np.ndarray:
+        """Memoised `_structures` (the work estimate and the first pass both need them)."""
+        key = (tuple(tiled), pruned)
+        if key not in self._structs:
+            self._structs[key] = self._structures(tiled, pruned)
+        return self._structs[key]
+
+    def _structures(self, tiled: Sequence[int], pruned: bool = True) -> np.ndarray:
         """Unique chains of above-sets for the tiled dims: bool array (n, tensors, dims).
 
         Each tiled dim sits above the staging of some tensors: for a permutation pi of the tensors (outermost
@@ -497,7 +635,8 @@ class _Front:
         self.peak, self.k1, self.k2, self.rows = peak[sel], k1[sel], k2[sel], rows[sel]
 
     def best_at(self, cap: int) -> int | None:
-        """Index of the best point with peak <= cap."""
+        """Index of the best point that fits in cap (`fits_sram`: peak <= cap)."""
+        # peaks are sorted: side="right" counts the points with peak <= cap, the fits_sram rule
         pos = int(np.searchsorted(self.peak, cap, side="right")) - 1
         return pos if pos >= 0 else None
 
@@ -651,6 +790,22 @@ def _rows_batch(space: Space, rows: np.ndarray) -> _Batch:
     return _Batch(tidx, above, ways, (len(rows),), None)
 
 
+def _first_pass_lists(space: Space, exhaustive: bool, tiled: Sequence[int]) -> list[np.ndarray]:
+    return [space.coarse_idx[d][space.coarse_idx[d] > 0] if not exhaustive else np.arange(1, len(space.fine[d]))
+            for d in tiled]
+
+
+def first_pass_size(space: Space, exhaustive: bool = False) -> int:
+    """Candidates of the first pass (`_batches`), counted without building them."""
+    free = [d for d in range(space.nd) if len(space.fine[d]) > 1]
+    total = 0
+    for r in range(len(free) + 1):
+        for tiled in itertools.combinations(free, r):
+            lists = _first_pass_lists(space, exhaustive, tiled)
+            total += len(space.structures(tiled, pruned=not exhaustive)) * math.prod(len(x) for x in lists)
+    return total
+
+
 def _batches(space: Space, exhaustive: bool) -> Iterator[_Batch]:
     """The first pass: for every set of tiled dims, structures x tile products (2-d broadcasting)."""
     free = [d for d in range(space.nd) if len(space.fine[d]) > 1]
@@ -658,8 +813,7 @@ def _batches(space: Space, exhaustive: bool) -> Iterator[_Batch]:
         for tiled in itertools.combinations(free, r):
             structs = space.structures(tiled, pruned=not exhaustive)
             ns = len(structs)
-            lists = [space.coarse_idx[d][space.coarse_idx[d] > 0] if not exhaustive
-                     else np.arange(1, len(space.fine[d])) for d in tiled]
+            lists = _first_pass_lists(space, exhaustive, tiled)
             if any(len(lst) == 0 for lst in lists):
                 continue
             nprod = math.prod(len(lst) for lst in lists)
@@ -706,7 +860,7 @@ def _consider(st: SearchFront, b: _Batch, res: dict) -> None:
     space = st.space
     cap = max(st.caps)
     peak = _flat(res["peak"], b.shape)
-    fits = peak <= cap
+    fits = fits_sram(peak, cap)
     if not fits.any():
         return
     idx = np.nonzero(fits)[0]
@@ -723,9 +877,9 @@ def _consider(st: SearchFront, b: _Batch, res: dict) -> None:
         if res["est"] is not None:
             keep |= st.cycles.filter(p, es, tr)
         for c, tt, tc in zip(st.caps, st.top_traffic, st.top_cycles):
-            keep |= (tr <= tt.threshold()) & (p <= c)
+            keep |= (tr <= tt.threshold()) & fits_sram(p, c)
             if res["est"] is not None:
-                keep |= (es <= tc.threshold()) & (p <= c)
+                keep |= (es <= tc.threshold()) & fits_sram(p, c)
         if not keep.any():
             return
         sub = b.select(idx[keep])
@@ -737,7 +891,7 @@ def _consider(st: SearchFront, b: _Batch, res: dict) -> None:
             front.merge(p[m], k1[m], k2[m], _pack(space, b, idx[m]))
     picks = []
     for c, tt, tc in zip(st.caps, st.top_traffic, st.top_cycles):
-        under = p <= c
+        under = fits_sram(p, c)
         for top, k1 in ((tt, tr), (tc, es)):
             m = under & (k1 <= top.threshold())
             if m.any():
@@ -764,7 +918,7 @@ def _buffering_pass(st: SearchFront, b: _Batch, res: dict) -> None:
     best = st.cycles.k1.min() if len(st.cycles.k1) else math.inf
     tc = _flat(res["tc"], b.shape).astype(np.float64)
     multi = [_flat(res["per"][x][4], b.shape) > 1 for x in range(space.nt)]
-    promising = (tc < best) & (peak <= cap) & np.logical_or.reduce(multi)
+    promising = (tc < best) & fits_sram(peak, cap) & np.logical_or.reduce(multi)
     if not promising.any():
         return
     sel = np.nonzero(promising)[0]
@@ -913,7 +1067,7 @@ def _upgrade_buffering(nest: LoopNest, hardware: Accelerator, cap: int) -> LoopN
     for pattern in itertools.product((1, 2), repeat=len(multi)):
         cand = nest.replace(buffers=dict(zip(multi, pattern)))
         a = analyze(cand, hardware)
-        if a.peak_sram_bytes <= cap and (a.estimated_cycles, a.peak_sram_bytes) < best_key:
+        if fits_sram(a.peak_sram_bytes, cap) and (a.estimated_cycles, a.peak_sram_bytes) < best_key:
             best, best_key = a, (a.estimated_cycles, a.peak_sram_bytes)
     return best.nest
 
@@ -943,7 +1097,8 @@ def _candidate(space: Space, row: np.ndarray) -> Candidate:
 def search(problem: Problem, hardware: Accelerator, sram_bytes: int | None = None, objective: str = "traffic",
            runner: Callable[..., Any] | None = None, confirm_top: int = 3, refine: bool = True,
            exhaustive: bool = False, simulate: bool = True,
-           progress: Callable[[float], None] | None = None) -> SearchResult:
+           progress: Callable[[float], None] | None = None, force: bool = False,
+           warn: Callable[[str], None] | None = None) -> SearchResult:
     """Find the best LoopNest of `problem` under `sram_bytes` (default: the hardware's SRAM).
 
     Both rankings are computed: by loaded + stored bytes (ties: estimated cycles) and by estimated cycles
@@ -951,6 +1106,8 @@ def search(problem: Problem, hardware: Accelerator, sram_bytes: int | None = Non
     candidates are confirmed. With a `runner(nest, hardware) -> RunResult` (e.g.
     `kernels.loopnest_kernel.run_loopnest`) the top `confirm_top` candidates of the objective are re-run through
     the trace (checked equal to the model) and the timing simulator; the best simulated one is `best_cycles`.
+    Work estimated beyond WORK_LIMIT_SECONDS (the enumeration, before it starts; the tracing of the candidates,
+    before it starts) raises WorkTooLargeError unless `force` (then `warn` gets the estimate).
     """
     if objective not in ("traffic", "cycles"):
         raise ValueError(f"objective must be 'traffic' or 'cycles', got {objective!r}")
@@ -958,6 +1115,7 @@ def search(problem: Problem, hardware: Accelerator, sram_bytes: int | None = Non
     if cap < hardware.word_bytes:
         raise ValueError(f"sram_bytes {cap} is below one word ({hardware.word_bytes} B)")
     hw = replace(hardware, sram_bytes=cap)
+    check_work(estimate_search_work(problem, hw, 1, exhaustive), force, warn)
     st = run_search(problem, hw, [cap], "cycles", refine=refine, exhaustive=exhaustive, top=max(confirm_top, 1),
                     progress=progress)
     space = st.space
@@ -991,6 +1149,7 @@ def search(problem: Problem, hardware: Accelerator, sram_bytes: int | None = Non
         for c in (best_traffic, best_cycles):  # both winners are always timed
             if c is not None and c.nest not in uniq:
                 uniq[c.nest] = c
+        check_work(estimate_trace_work(list(uniq)), force, warn)  # 1-element tiles over a large layer
         confirmed = [confirm(c, hw, runner, simulate) for c in uniq.values()]
         by_nest = {c.nest: c for c in confirmed}
         best_traffic = by_nest[best_traffic.nest]

@@ -1,14 +1,16 @@
 """`dsasim search` and `dsasim sweep-sram`: schedule search and SRAM sizing from the command line.
 
     dsasim search LAYER [--sram BYTES] [--hardware PRESET|FILE] [--objective traffic|cycles] [--json PATH]
-                        [--confirm N] [--no-simulate]
+                        [--confirm N] [--no-simulate] [--force]
     dsasim sweep-sram LAYER --sizes LO:HI[:POINTS] [--hardware PRESET|FILE] [--json PATH] [--plot PATH]
-                        [--no-simulate] [--quiet]
+                        [--no-simulate] [--quiet] [--force]
 
 LAYER is a built-in name (blog-conv, resnet50.res2a_branch2b, ..., gemm-1024) or a shape spec such as
 conv:ic=64,oc=64,h=56,k=3,p=1 or gemm:m=512,n=512,k=512 (see `dsasim.layers`). Sizes accept 65536, 64KiB,
 1.5MiB. `search --json` writes the best schedule with its figures; its `loop_nest` key is loadable by
-`kernels.loopnest_kernel.load_nest`. JSON output is deterministic (no wall times).
+`kernels.loopnest_kernel.load_nest`. JSON output is deterministic (no wall times). Work estimated far beyond
+the usual (hours: 1-element tiles of a large layer to trace, tens of thousands of SRAM sizes) is refused with
+the estimate unless --force; forced, the estimate is printed as a warning, even with --quiet.
 """
 
 from __future__ import annotations
@@ -56,6 +58,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="re-run the top N candidates through the trace and timing simulator (default 3; 0: none)")
     p.add_argument("--no-simulate", action="store_true", help="trace the top candidates but skip the timing "
                                                                 "simulation (cycles are then estimates)")
+    p.add_argument("--force", action="store_true", help="run work estimated far beyond the usual (hours) "
+                                                          "instead of refusing it; the estimate is still printed")
     p.set_defaults(func=run_search_command)
 
     s = subparsers.add_parser(
@@ -70,7 +74,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     s.add_argument("--json", metavar="PATH", help="write the sweep as JSON")
     s.add_argument("--plot", metavar="PATH", help="write a PNG: traffic, bound, compulsory and cycles vs SRAM")
     s.add_argument("--no-simulate", action="store_true", help="no trace/timing simulation: estimated cycles")
-    s.add_argument("--quiet", action="store_true", help="no progress bar")
+    s.add_argument("--quiet", action="store_true", help="no progress bar (work estimates are still printed)")
+    s.add_argument("--force", action="store_true", help="run work estimated far beyond the usual (hours) "
+                                                          "instead of refusing it; the estimate is still printed")
     s.set_defaults(func=run_sweep_command)
 
 
@@ -115,6 +121,11 @@ def _size(flag: str, text: str) -> int:
         raise ValueError(f"{flag} {text!r} is too large to be a size in bytes") from None
 
 
+def _warner(cmd: str) -> Callable[[str], None]:
+    """Print a warning line on stderr (whatever --quiet says: it announces hours of work)."""
+    return lambda message: print(f"dsasim {cmd}: warning: {message}", file=sys.stderr, flush=True)
+
+
 def run_search_command(args: argparse.Namespace) -> int:
     """Handle `dsasim search`: an exit status; a mistake in the command line raises CliError (exit 2)."""
     try:
@@ -133,7 +144,7 @@ def run_search_command(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     try:
         result = search(problem, hardware, sram, args.objective, runner=runner, confirm_top=max(args.confirm, 1),
-                        simulate=not args.no_simulate)
+                        simulate=not args.no_simulate, force=args.force, warn=_warner("search"))
     except ValueError as err:
         return _fail("search", err)
     except OverflowError:  # a count past int64 inside the model: refuse rather than print a wrapped number
@@ -186,8 +197,11 @@ def run_sweep_command(args: argparse.Namespace) -> int:
     if json_path is not None and plot_path is not None and json_path.resolve() == plot_path.resolve():
         raise CliError(f"--json and --plot both name {json_path}; give two different files")
     runner = _runner()
-    result = sweep_sram(problem, hardware, sizes, runner=runner, simulate=not args.no_simulate,
-                        progress=not args.quiet, layer=args.layer)
+    try:
+        result = sweep_sram(problem, hardware, sizes, runner=runner, simulate=not args.no_simulate,
+                            progress=not args.quiet, layer=args.layer, force=args.force, warn=_warner("sweep-sram"))
+    except ValueError as err:
+        return _fail("sweep-sram", err)
     print(result.table())
     print(f"{len(sizes)} sizes, {result.evaluations:,} candidates evaluated, {result.seconds:.2f} s")
     if json_path is not None:

@@ -20,10 +20,13 @@ from typing import Any, Callable, Sequence
 from .hardware import Accelerator
 from .loopnest import LoopNest, Problem
 from .lower_bounds import lower_bound
-from .search import confirm, search_front
+from .search import (SECONDS_PER_TRACED_SCHEDULE, WorkEstimate, check_work, confirm, estimate_search_work,
+                     estimate_trace_work, search_front)
 
 __all__ = ["parse_bytes", "parse_sizes", "SweepPoint", "SweepResult", "sweep_sram", "plot_sweep", "ProgressBar",
            "format_bytes"]
+
+MAX_POINTS = 1_000_000  # sizes a --sizes LO:HI:POINTS range may ask for
 
 _UNITS = {"": 1, "b": 1, "k": 1024, "kb": 1024, "kib": 1024, "m": 1024 ** 2, "mb": 1024 ** 2, "mib": 1024 ** 2,
           "g": 1024 ** 3, "gb": 1024 ** 3, "gib": 1024 ** 3}
@@ -73,6 +76,8 @@ def parse_sizes(text: str) -> list[int]:
             raise ValueError(f"--sizes {text!r}: POINTS must be an integer") from None
         if points < 1:
             raise ValueError(f"--sizes {text!r}: POINTS must be >= 1")
+        if points > MAX_POINTS:  # bounded by design: the list is built before any estimate can refuse it
+            raise ValueError(f"--sizes {text!r}: POINTS must be at most {MAX_POINTS:,} (got {points:,})")
     else:
         ratio = hi / lo
         k = round(math.log2(ratio)) if ratio > 0 else 0
@@ -183,17 +188,31 @@ class SweepResult:
 
 def sweep_sram(problem: Problem, hardware: Accelerator, sizes: Sequence[int],
                runner: Callable[..., Any] | None = None, simulate: bool = True, progress: bool = False,
-               layer: str | None = None) -> SweepResult:
+               layer: str | None = None, force: bool = False,
+               warn: Callable[[str], None] | None = None) -> SweepResult:
     """For every SRAM size, the best-traffic schedule (ties: estimated cycles), its simulated cycles (with a
     `runner`, e.g. `kernels.loopnest_kernel.run_loopnest`; else the estimate), the lower bound and compulsory
-    traffic. Shows a progress bar on stderr when `progress`."""
+    traffic. Shows a progress bar on stderr when `progress`. Work estimated beyond the usual (many sizes; points
+    whose schedules have millions of tiles to trace) raises `WorkTooLargeError` before it starts, unless
+    `force` (then `warn` gets the estimate)."""
     sizes = sorted(set(int(s) for s in sizes))
     if not sizes:
         raise ValueError("sweep_sram needs at least one SRAM size")
+    work = estimate_search_work(problem, hardware, len(sizes))
+    if runner is not None:  # each size's schedule is traced and timed: at least a fixed cost per size
+        work = work + WorkEstimate(f"tracing {len(sizes):,} schedules", 0, 0,
+                                   len(sizes) * SECONDS_PER_TRACED_SCHEDULE)
+    check_work(work, force, warn)
     start = time.perf_counter()
     bar = ProgressBar(f"sweep {layer or problem.name}", progress)
     bar.update(0.0, "searching")
     st, best = search_front(problem, hardware, sizes, progress=lambda f: bar.update(0.5 * f, "searching"))
+    if runner is not None:
+        try:
+            check_work(estimate_trace_work([c.nest for c in best if c is not None]), force, warn)
+        except ValueError:
+            bar.close()
+            raise
     points = []
     for i, (size, cand) in enumerate(zip(sizes, best)):
         hw = dataclasses.replace(hardware, sram_bytes=size)

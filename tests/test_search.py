@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import argparse
+import importlib
 import json
+import time
 
 import pytest
 
@@ -58,9 +61,8 @@ def test_search_objectives_and_buffering():
     by_cycles = search(problem, hw, objective="cycles", runner=run_loopnest, confirm_top=2)
     assert by_cycles.best.simulated_cycles <= by_traffic.best.simulated_cycles
     assert by_traffic.best.traffic_bytes <= by_cycles.best.traffic_bytes
-    for c in by_traffic.confirmed + by_cycles.confirmed:
-        a = analyze(c.nest, hw)
-        assert c.peak_sram_bytes == a.peak_sram_bytes <= 24 * 1024 and c.traced
+    for c in by_traffic.confirmed + by_cycles.confirmed:  # the trace's peak, not the model's again
+        assert c.peak_sram_bytes == count_loopnest(c.nest, hw).peak_sram_bytes <= 24 * 1024 and c.traced
     assert any(w > 1 for w in by_cycles.best.nest.buffers)  # ping-pong where it fits
 
 
@@ -83,13 +85,13 @@ def test_sweep_is_monotone_and_never_below_the_bound():
     result = sweep_sram(problem, BLOG, sizes, runner=run_loopnest)
     traffic = [p.traffic_bytes for p in result.points]
     assert all(a >= b for a, b in zip(traffic, traffic[1:]))
+    # compulsory by hand: image 32*28*28 + weight 64*32*9 + output 64*28*28 = 25,088 + 18,432 + 50,176
     for p in result.points:
-        assert p.traffic_bytes >= p.lower_bound_bytes >= p.compulsory_bytes
-        assert p.lower_bound_bytes == lower_bound(problem, p.sram_bytes, 1).bytes
+        assert p.traffic_bytes >= p.lower_bound_bytes >= p.compulsory_bytes == 93_696
         assert p.peak_sram_bytes <= p.sram_bytes and p.cycles_source == "simulated" and p.cycles > 0
         assert count_loopnest(p.loop_nest, Accelerator("c", sram_bytes=p.sram_bytes, word_bytes=1)).loaded_bytes \
             == p.loaded_bytes
-    assert traffic[-1] == result.points[-1].compulsory_bytes
+    assert traffic[-1] == 93_696  # 256 KiB holds the weights and a slab: compulsory traffic
 
 
 def test_sizes_and_bytes_parse():
@@ -183,3 +185,140 @@ def test_without_the_timing_simulator_cycles_are_estimates(monkeypatch):
     assert result.best.traced and result.best.cycles == result.best.estimated_cycles > 0
     sweep = sweep_sram(problem, hw, [4096, 8192], runner=run_loopnest)
     assert all(p.cycles_source == "estimate" and p.cycles > 0 for p in sweep.points)
+
+
+# ------------------------------------------------------------------------------------ the capacity rule
+def test_a_peak_equal_to_the_capacity_fits_and_one_byte_less_does_not():
+    """gemm 5x5x5: the smallest footprint is one element of each tensor (every tile 1): 3 words. At 3 B it
+    fits exactly: a and b are loaded once per (m, n, k), 125 + 125 B, c stays and is stored once per (m, n),
+    25 B: 275 B. At 2 B nothing fits. Same with 4-byte words at 12 B and 11 B; the memory model agrees."""
+    from dsasim.analytic import fits_sram
+    from dsasim.memory import SramOverflowError
+    assert fits_sram(3, 3) and not fits_sram(4, 3)
+    p = MatmulProblem(5, 5, 5)
+    for word, cap, traffic in ((1, 3, 275), (4, 12, 4 * 275)):
+        hw = Accelerator("t", sram_bytes=cap, word_bytes=word)
+        best = search(p, hw).best_traffic
+        assert (best.peak_sram_bytes, best.traffic_bytes) == (cap, traffic)
+        assert analyze(best.nest, hw).fits(cap) and not analyze(best.nest, hw).fits(cap - 1)
+        assert count_loopnest(best.nest, hw).peak_sram_bytes == cap
+        if cap - 1 >= word:
+            below = search(p, Accelerator("t", sram_bytes=cap - 1, word_bytes=word))
+            assert below.best_traffic is None and below.pareto == []  # not even a Pareto member above it
+            with pytest.raises(SramOverflowError):
+                count_loopnest(best.nest, Accelerator("t", sram_bytes=cap - 1, word_bytes=word))
+    assert search(p, Accelerator("t", sram_bytes=2, word_bytes=1)).best_traffic is None
+    sweep = sweep_sram(p, Accelerator("t", sram_bytes=3, word_bytes=1), [2, 3])
+    assert [(q.traffic_bytes, q.peak_sram_bytes) for q in sweep.points] == [(None, None), (275, 3)]
+
+
+@pytest.mark.parametrize("problem", [MatmulProblem(5, 5, 5), ConvProblem(1, 5, 5, 5, 5, 3, padding=1),
+                                     MatmulProblem(7, 3, 5)])
+def test_search_and_sweep_agree_at_tiny_sizes(problem):
+    """One capacity rule and a first pass that holds the smallest footprint: `search` at each size, one
+    `sweep_sram` over all of them and the exhaustive enumeration find the same best traffic (they disagreed
+    below ~40 B: the search alone found nothing)."""
+    caps = list(range(2, 26))
+    hw = Accelerator("t", sram_bytes=max(caps), word_bytes=1)
+    exhaustive = run_search(problem, hw, caps, exhaustive=True)
+    sweep = sweep_sram(problem, hw, caps)
+    for cap, point in zip(caps, sweep.points):
+        i = exhaustive.traffic.best_at(cap)
+        want = None if i is None else int(exhaustive.traffic.k1[i])
+        got = search(problem, Accelerator("t", sram_bytes=cap, word_bytes=1)).best_traffic
+        assert (None if got is None else got.traffic_bytes) == point.traffic_bytes == want, cap
+        if point.peak_sram_bytes is not None:
+            assert point.peak_sram_bytes <= cap
+
+
+@pytest.mark.parametrize("cap", [40, 300, 1000, 4096])
+def test_pareto_members_never_exceed_the_capacity(cap):
+    problem = ConvProblem(1, 20, 30, 9, 9, 3, padding=1)
+    hw = Accelerator("t", sram_bytes=cap, word_bytes=2)
+    result = search(problem, hw)
+    assert result.pareto
+    for c in result.pareto:
+        assert c.peak_sram_bytes <= cap and analyze(c.nest, hw).peak_sram_bytes == c.peak_sram_bytes
+    traffic = [c.traffic_bytes for c in result.pareto]
+    assert traffic == sorted(traffic, reverse=True) and len(set(traffic)) == len(traffic)
+    assert traffic[-1] == result.best_traffic.traffic_bytes
+
+
+# ------------------------------------------------------------------------------------------ exact counts
+def test_counts_are_exact_up_to_two_to_the_53():
+    """count_bound_bytes = (tensors + 1) x word x prod(extents): a gemm of 2**17 cubed with 1-byte words is
+    4 x 2**51 = 2**53 exactly (searched); one more row is refused before any evaluation."""
+    from dsasim.search import EXACT_COUNT_LIMIT, LayerTooLargeError, Space, count_bound_bytes, evaluate_nests
+    edge = MatmulProblem(2 ** 17, 2 ** 17, 2 ** 17)
+    assert count_bound_bytes(edge, 1) == 2 ** 53 == EXACT_COUNT_LIMIT
+    hw = Accelerator("t", sram_bytes=1536 * 1024, word_bytes=1)
+    # every tile 1, every tensor innermost: a and b move m*n*k each, c is loaded k - 1 and stored k times per
+    # element: 2 * 2**51 + (2 * 2**17 - 1) * 2**34 = 2**53 - 2**34, exactly (as float64 and int64)
+    nest = LoopNest(edge, ("m", "n", "k"), {"m": 1, "n": 1, "k": 1}, {"a": 3, "b": 3, "c": 3})
+    assert int(evaluate_nests([nest], hw)["traffic"][0]) == 2 ** 53 - 2 ** 34 == analyze(nest, hw).traffic_bytes
+    result = search(edge, hw)
+    best = result.best_traffic
+    a = analyze(best.nest, hw)  # Python integers
+    assert (best.loaded_bytes, best.stored_bytes) == (a.loaded_bytes, a.stored_bytes)
+    assert result.bound.bytes <= best.traffic_bytes < 2 * result.bound.bytes
+    for too_big, word in ((MatmulProblem(2 ** 17 + 1, 2 ** 17, 2 ** 17), 1), (edge, 2),
+                          (MatmulProblem(3_000_000, 3_000_000, 3_000_000), 1)):
+        with pytest.raises(LayerTooLargeError, match="layer too large for exact counts"):
+            search(too_big, Accelerator("t", sram_bytes=1 << 20, word_bytes=word))
+        with pytest.raises(LayerTooLargeError):
+            Space(too_big, Accelerator("t", sram_bytes=1 << 20, word_bytes=word))
+
+
+def test_search_command_refuses_a_layer_too_large_for_exact_counts(capsys):
+    assert _run(["search", "gemm:m=3000000,n=3000000,k=3000000", "--confirm", "0"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("dsasim search: layer too large for exact counts") and "best / bound" not in err
+
+
+# ------------------------------------------------------------------------------------------ work estimates
+def test_work_estimates_by_hand():
+    from dsasim.search import (SECONDS_PER_TRACED_SCHEDULE, TRACED_OPERATIONS_PER_SECOND, Space, _batches,
+                               estimate_search_work, estimate_trace_work, first_pass_size)
+    # gemm 4x4x4, every tile 1, all innermost: 64 computes, each touching 3 tensors, 64 scope instances of each
+    # tensor (entered and left): 64 x 4 + 2 x 3 x 64 = 640 operations
+    nest = LoopNest(MatmulProblem(4, 4, 4), ("m", "n", "k"), {"m": 1, "n": 1, "k": 1}, {"a": 3, "b": 3, "c": 3})
+    w = estimate_trace_work([nest])
+    assert w.traced_operations == 640
+    assert w.seconds == pytest.approx(640 / TRACED_OPERATIONS_PER_SECOND + SECONDS_PER_TRACED_SCHEDULE)
+    # the first pass is counted without evaluating: the same number as the batches the search evaluates
+    for layer in ("resnet50.res2a_branch2b", "gemm-1024", "conv:ic=5,oc=7,h=6,k=3,s=2,p=1"):
+        space = Space(parse_layer(layer), BLOG)
+        assert first_pass_size(space) == sum(b.n for b in _batches(space, False)) > 0
+        assert estimate_search_work(parse_layer(layer), BLOG).evaluations == first_pass_size(space)
+
+
+def test_hours_of_work_are_refused_up_front_unless_forced(monkeypatch, capsys):
+    search_module = importlib.import_module("dsasim.search")
+    from dsasim.search import WorkTooLargeError
+    # 100,000 SRAM sizes: refused before any search (a fixed cost per traced size alone is hours)
+    start = time.perf_counter()
+    sizes = ",".join(str(s) for s in range(1, 100_001))
+    assert _run(["sweep-sram", "conv:ic=8,oc=8,h=8,k=3,p=1", "--sizes", sizes, "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert time.perf_counter() - start < 20
+    assert err.startswith("dsasim sweep-sram: estimated work far beyond the usual") and "hours" in err
+    assert "--force" in err and "100,000 SRAM size(s)" in err
+    # 1-element tiles over a large layer: the blog conv at 64 B of SRAM traces hundreds of millions of operations
+    with pytest.raises(WorkTooLargeError, match="tracing") as info:
+        search(parse_layer("blog-conv"), BLOG, 64, runner=run_loopnest)
+    assert info.value.estimate.traced_operations > 10 ** 8 and info.value.estimate.seconds > 3600
+    # forced: it runs, and the warning is printed even with --quiet
+    monkeypatch.setattr(search_module, "WORK_LIMIT_SECONDS", 0.0)
+    warnings: list[str] = []
+    result = search(MatmulProblem(4, 4, 4), Accelerator("t", sram_bytes=64, word_bytes=1), runner=run_loopnest,
+                    force=True, warn=warnings.append)
+    assert result.best.traced and len(warnings) == 2 and all("estimated work" in w for w in warnings)
+    with pytest.raises(WorkTooLargeError):
+        search(MatmulProblem(4, 4, 4), Accelerator("t", sram_bytes=64, word_bytes=1))
+    assert _run(["sweep-sram", "gemm:m=4,n=4,k=4", "--sizes", "16,64", "--quiet", "--force"]) == 0
+    captured = capsys.readouterr()
+    assert "dsasim sweep-sram: warning: estimated work far beyond the usual" in captured.err
+    assert "[" not in captured.err and "lower bound B" in captured.out  # no progress bar, the table
+    assert _run(["search", "gemm:m=4,n=4,k=4", "--sram", "64", "--force", "--confirm", "1"]) == 0
+    assert "dsasim search: warning: estimated work" in capsys.readouterr().err
+    assert _run(["search", "gemm:m=4,n=4,k=4", "--sram", "64"]) == 2
