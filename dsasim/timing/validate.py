@@ -11,8 +11,8 @@ count or a traceback from deep inside the scheduler. The rules (the trace format
     transfer's or allocation's `nbytes` is its region's elements x `trace.word_bytes`; an access names the
     tensor its buffer was allocated for, and fits the buffer's bytes;
   * an input (read-only tensor) is never OPENed, written by a compute, or STOREd; a compute reads and writes
-    only filled buffers; a STORE writes back exactly the region its buffer holds, and only after a compute
-    modified it; a LOAD never overwrites modified contents that were not stored;
+    only filled buffers; a STORE writes back exactly the region its buffer holds, of a filled buffer (usually one a
+    compute modified; `Session.mark_written` may mark a write that needed no arithmetic); a LOAD never overwrites modified contents that were not stored;
   * COMPUTE names a known unit ("tensorcore" or "vector") and non-negative integer MACs and cycles;
   * ENTER/EXIT nest (an EXIT closes the innermost open scope instance, instances count from 0 per scope), a
     scope's buffers are freed before its EXIT, FREE gives back the bytes its ALLOC charged, and at the end every
@@ -280,10 +280,11 @@ def validate_trace(trace: Trace, hardware: Accelerator) -> None:
                                             f"{format_region(held)}, not {reg!r}")
                 if nb != b_held[b] or type(nb) is not int:
                     raise _wrong_nbytes(idx, event, nb, b_held[b], word)
-                if b_state[b] != modified:
-                    raise _fail(idx, event, f"STORE of buffer {b}, which no compute modified since it was "
-                                            f"{'allocated' if b_state[b] == unfilled else 'filled or stored'}; "
-                                            f"only modified buffers are written back")
+                # a filled buffer may be stored with no COMPUTE since its fill: Session.mark_written records a
+                # write that needs no arithmetic (an all-padding window leaves an opened tile's zeros to store)
+                if b_state[b] == unfilled:
+                    raise _fail(idx, event, f"STORE of buffer {b}, which nothing filled or computed since it was "
+                                            f"allocated; only filled, written buffers are written back")
                 b_state[b] = clean
             elif k == k_open:
                 _, b, t, reg, reuse = event
