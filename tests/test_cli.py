@@ -110,9 +110,9 @@ def _failing_schedules() -> list:
 
 @pytest.mark.parametrize("names, code", [(["too-big"], 0), (["broken"], 1), (["broken", "too-big"], 1)])
 def test_demo_exits_1_when_a_schedule_fails_and_0_for_an_overflow(names, code, tmp_path, monkeypatch, capsys):
-    import dsasim.cli
+    import dsasim.cli.common
 
-    monkeypatch.setattr(dsasim.cli, "all_schedules", _failing_schedules)
+    monkeypatch.setattr(dsasim.cli.common, "all_schedules", _failing_schedules)
     tiny = tmp_path / "tiny.toml"
     tiny.write_text('base = "blog"\nsram_bytes = 16\n')  # x and y are 16 B each: together they overflow
     out = tmp_path / "r.json"

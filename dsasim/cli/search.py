@@ -1,16 +1,14 @@
-"""`dsasim search` and `dsasim sweep-sram`: schedule search and SRAM sizing from the command line.
+"""`dsasim search LAYER`: the best loop nest of a layer under an SRAM capacity.
 
     dsasim search LAYER [--sram BYTES] [--hardware PRESET|FILE] [--objective traffic|cycles] [--json PATH]
                         [--confirm N] [--no-simulate] [--force]
-    dsasim sweep-sram LAYER --sizes LO:HI[:POINTS] [--hardware PRESET|FILE] [--json PATH] [--plot PATH]
-                        [--no-simulate] [--quiet] [--force]
 
 LAYER is a built-in name (blog-conv, resnet50.res2a_branch2b, ..., gemm-1024) or a shape spec such as
 conv:ic=64,oc=64,h=56,k=3,p=1 or gemm:m=512,n=512,k=512 (see `dsasim.layers`). Sizes accept 65536, 64KiB,
-1.5MiB. `search --json` writes the best schedule with its figures; its `loop_nest` key is loadable by
+1.5MiB. `--json` writes the best schedule with its figures; its `loop_nest` key is loadable by
 `kernels.loopnest_kernel.load_nest`. JSON output is deterministic (no wall times). Work estimated far beyond
-the usual (hours: 1-element tiles of a large layer to trace, tens of thousands of SRAM sizes) is refused with
-the estimate unless --force; forced, the estimate is printed as a warning, even with --quiet.
+the usual (hours: 1-element tiles of a large layer to trace) is refused with the estimate unless --force;
+forced, the estimate is printed as a warning. The search is imported by the run, not by `dsasim --help`.
 """
 
 from __future__ import annotations
@@ -20,33 +18,21 @@ import dataclasses
 import json
 import sys
 import time
-from importlib.metadata import entry_points
-from typing import Any, Callable, NoReturn
+from typing import TYPE_CHECKING, Any
 
-from .atomic import atomic_path, write_text_atomic
-from .cli_common import EXIT_FAILED, PLOT_SUFFIXES, CliError, int_at_least, output_file
-from .hardware import PRESETS, load_hardware
-from .layers import parse_layer
-from .search import search
-from .sweep import format_bytes, parse_bytes, parse_sizes, plot_sweep, sweep_sram
+from ..atomic import write_text_atomic
+from ..hardware import PRESETS, load_hardware
+from .common import (EXIT_FAILED, CliError, Command, int_at_least, loopnest_runner, output_file,
+                     parse_size_option, warner)
 
-__all__ = ["register", "run_search_command", "run_sweep_command", "search_json"]
+if TYPE_CHECKING:
+    from ..search import SearchResult
 
-
-def _runner() -> Callable[..., Any] | None:
-    """The generic LoopNest kernel, found like the CLI finds schedules: through the `dsasim.loopnest_runner`
-    entry point (the library never imports kernels/). None: no kernel registered, confirm by the model only."""
-    found = sorted(entry_points(group="dsasim.loopnest_runner"), key=lambda e: e.name)
-    return found[0].load() if found else None
+__all__ = ["COMMAND", "search_json"]
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
-    """Add the `search` and `sweep-sram` subcommands; their handlers are `args.func(args) -> exit code`."""
-    p = subparsers.add_parser(
-        "search", help="search the best loop nest of a layer under an SRAM capacity",
-        description="Enumerate loop orders x tile sizes x staging levels x buffering of LAYER, evaluate them with "
-                    "the analytic traffic model, print the best schedule as loops with its traffic beside the "
-                    "lower bound, and re-run the top few through the trace and the timing simulator.")
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The arguments of `dsasim search`."""
     p.add_argument("layer", help="blog-conv, resnet50.<name>, gemm-1024, or a spec like conv:ic=64,oc=64,h=56,k=3,p=1")
     p.add_argument("--sram", metavar="BYTES", help="SRAM capacity (default: the hardware's), e.g. 1536KiB")
     p.add_argument("--hardware", metavar="PRESET|FILE", default="blog",
@@ -60,27 +46,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                                                                 "simulation (cycles are then estimates)")
     p.add_argument("--force", action="store_true", help="run work estimated far beyond the usual (hours) "
                                                           "instead of refusing it; the estimate is still printed")
-    p.set_defaults(func=run_search_command)
-
-    s = subparsers.add_parser(
-        "sweep-sram", help="best traffic and cycles of a layer across SRAM sizes",
-        description="For each SRAM size, the best-traffic schedule of LAYER (one enumeration for all sizes), its "
-                    "simulated cycles, the lower bound and compulsory traffic; a table, JSON and a plot.")
-    s.add_argument("layer", help="blog-conv, resnet50.<name>, gemm-1024, or a shape spec")
-    s.add_argument("--sizes", required=True, metavar="LO:HI[:POINTS]",
-                   help="SRAM sizes, geometric from LO to HI, e.g. 64KiB:8MiB:20 (or a list A,B,C)")
-    s.add_argument("--hardware", metavar="PRESET|FILE", default="blog",
-                   help="hardware preset or TOML file (default: blog); its sram_bytes is replaced by each size")
-    s.add_argument("--json", metavar="PATH", help="write the sweep as JSON")
-    s.add_argument("--plot", metavar="PATH", help="write a PNG: traffic, bound, compulsory and cycles vs SRAM")
-    s.add_argument("--no-simulate", action="store_true", help="no trace/timing simulation: estimated cycles")
-    s.add_argument("--quiet", action="store_true", help="no progress bar (work estimates are still printed)")
-    s.add_argument("--force", action="store_true", help="run work estimated far beyond the usual (hours) "
-                                                          "instead of refusing it; the estimate is still printed")
-    s.set_defaults(func=run_sweep_command)
 
 
-def search_json(result, layer: str) -> dict[str, Any]:
+def search_json(result: SearchResult, layer: str) -> dict[str, Any]:
     """The JSON object of `dsasim search --json` (stable key order, no wall times)."""
     best = result.best
     hw = result.hardware
@@ -108,45 +76,31 @@ def search_json(result, layer: str) -> dict[str, Any]:
     }
 
 
-def _fail(cmd: str, err: Exception) -> NoReturn:
-    """A mistake in the command line: `dsasim.cli.main` prints `dsasim CMD: err` and exits 2."""
-    raise CliError(str(err))
-
-
-def _size(flag: str, text: str) -> int:
-    """A size option in bytes; a number too large for a float is a mistake like any other."""
-    try:
-        return parse_bytes(text)
-    except OverflowError:
-        raise ValueError(f"{flag} {text!r} is too large to be a size in bytes") from None
-
-
-def _warner(cmd: str) -> Callable[[str], None]:
-    """Print a warning line on stderr (whatever --quiet says: it announces hours of work)."""
-    return lambda message: print(f"dsasim {cmd}: warning: {message}", file=sys.stderr, flush=True)
-
-
-def run_search_command(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
     """Handle `dsasim search`: an exit status; a mistake in the command line raises CliError (exit 2)."""
+    from ..layers import parse_layer
+    from ..search import search
+    from ..sweep import format_bytes
+
     try:
         problem = parse_layer(args.layer)
         hardware = load_hardware(args.hardware)
-        sram = _size("--sram", args.sram) if args.sram is not None else hardware.sram_bytes
+        sram = parse_size_option("--sram", args.sram) if args.sram is not None else hardware.sram_bytes
         if args.confirm < 0:
             raise ValueError("--confirm must be >= 0")
         if sram < hardware.word_bytes:
             raise ValueError(f"--sram {sram:,} B is below one {hardware.word_bytes}-byte word of {hardware.name}")
         dataclasses.replace(hardware, sram_bytes=sram)  # the hardware's own range check, before the search
     except ValueError as err:
-        return _fail("search", err)
+        raise CliError(str(err)) from None
     json_path = output_file("--json", args.json) if args.json is not None else None
-    runner = _runner() if args.confirm > 0 else None
+    runner = loopnest_runner() if args.confirm > 0 else None
     t0 = time.perf_counter()
     try:
         result = search(problem, hardware, sram, args.objective, runner=runner, confirm_top=max(args.confirm, 1),
-                        simulate=not args.no_simulate, force=args.force, warn=_warner("search"))
+                        simulate=not args.no_simulate, force=args.force, warn=warner("search"))
     except ValueError as err:
-        return _fail("search", err)
+        raise CliError(str(err)) from None
     except OverflowError:  # a count past int64 inside the model: refuse rather than print a wrapped number
         raise CliError(f"layer {args.layer!r} is too large for exact counts (a byte count exceeds 2**63); "
                        f"try a smaller layer") from None
@@ -179,44 +133,9 @@ def run_search_command(args: argparse.Namespace) -> int:
     return 0
 
 
-def run_sweep_command(args: argparse.Namespace) -> int:
-    """Handle `dsasim sweep-sram`: an exit status; a mistake in the command line raises CliError (exit 2)."""
-    try:
-        problem = parse_layer(args.layer)
-        hardware = load_hardware(args.hardware)
-        try:
-            sizes = parse_sizes(args.sizes)
-        except OverflowError:
-            raise ValueError(f"--sizes {args.sizes!r}: a size is too large to be a number of bytes") from None
-        if any(s < hardware.word_bytes for s in sizes):
-            raise ValueError(f"every size must hold at least one {hardware.word_bytes}-byte word")
-    except ValueError as err:
-        return _fail("sweep-sram", err)
-    json_path = output_file("--json", args.json) if args.json is not None else None
-    plot_path = output_file("--plot", args.plot, PLOT_SUFFIXES) if args.plot is not None else None
-    if json_path is not None and plot_path is not None and json_path.resolve() == plot_path.resolve():
-        raise CliError(f"--json and --plot both name {json_path}; give two different files")
-    runner = _runner()
-    try:
-        result = sweep_sram(problem, hardware, sizes, runner=runner, simulate=not args.no_simulate,
-                            progress=not args.quiet, layer=args.layer, force=args.force, warn=_warner("sweep-sram"))
-    except ValueError as err:
-        return _fail("sweep-sram", err)
-    print(result.table())
-    print(f"{len(sizes)} sizes, {result.evaluations:,} candidates evaluated, {result.seconds:.2f} s")
-    if json_path is not None:
-        write_text_atomic(json_path, json.dumps(result.to_json(), indent=2) + "\n")
-    if plot_path is not None:
-        with atomic_path(plot_path) as tmp:  # the temporary name keeps the suffix: matplotlib's format
-            plot_sweep(result, str(tmp))
-    return 0
-
-
-def main(argv: list[str] | None = None) -> int:
-    """Stand-alone entry point (`python -m dsasim.search_cli search ...`): `dsasim.cli.main`, one error path."""
-    from .cli import main as cli_main
-    return cli_main(argv)
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+COMMAND = Command(
+    "search", "search the best loop nest of a layer under an SRAM capacity",
+    "Enumerate loop orders x tile sizes x staging levels x buffering of LAYER, evaluate them with the analytic "
+    "traffic model, print the best schedule as loops with its traffic beside the lower bound, and re-run the top "
+    "few through the trace and the timing simulator.",
+    add_arguments, run)

@@ -1,0 +1,196 @@
+"""`dsasim demo`: run the schedule suite and print honest traffic beside the blog's count.
+
+    dsasim demo [--only NAME...] [--count-only] [--hardware PRESET|FILE] [--json PATH] [--per-tensor NAME]
+                [--by-scope NAME] [--jobs N] [--seed S] [--quiet] [--blog-quirks] [--no-timing]
+                [--timing-event-limit EVENTS]
+
+Schedules are found through the `dsasim.schedules` entry-point group (`common.all_schedules`), so the library
+never imports `kernels/`. The model (torch via `dsasim.schedule`, the timing simulator) is imported by the run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import signal
+import sys
+import time
+from typing import TYPE_CHECKING, Sequence
+
+from ..atomic import write_text_atomic
+from ..hardware import PRESETS, Accelerator, load_hardware
+from .common import EXIT_FAILED, CliError, Command, find_schedule, find_schedules, int_at_least, output_file
+from .table import cell, format_table
+
+if TYPE_CHECKING:
+    from ..report import ScopeTraffic
+    from ..schedule import RunResult
+
+__all__ = ["COMMAND", "format_results", "format_tensors", "format_traffic_by_scope"]
+
+
+def _fmt_err(result: RunResult) -> str:
+    if result.max_abs_err is None:
+        return "-"
+    return f"{result.max_abs_err:.1e}"
+
+
+def _fmt_printed(result: RunResult) -> str:
+    """The blog's printed count, marked '=' where the blog count column reproduces it and '!=' where not."""
+    if result.blog_printed is None:
+        return "-"
+    mark = "=" if result.blog_printed == result.blog_loaded_elements else "!="
+    return f"{mark} {result.blog_printed:,}"
+
+
+def format_results(results: Sequence[RunResult]) -> str:
+    """The demo table: one row per schedule, bytes and counts with thousands separators."""
+    quirks = any(r.blog_carried_elements is not None for r in results)  # --blog-quirks: the printed column
+    header = ("schedule", "hw", "status", "loaded B", "stored B", "rmw B", "hits", "peak SRAM B", "blog count",
+              *(("blog printed",) if quirks else ()), "MACs", "max|err|", "cycles", "roofline", "TC util")
+    rows = [(r.name, r.hardware, r.status, r.loaded_bytes, r.stored_bytes, r.rmw_bytes, r.hits, r.peak_sram_bytes,
+             r.blog_loaded_elements, *((_fmt_printed(r),) if quirks else ()), r.macs, _fmt_err(r), r.cycles,
+             r.roofline_cycles,
+             "-" if r.tensorcore_utilization is None else f"{r.tensorcore_utilization:.0%}")
+            for r in results]
+    return format_table(header, rows, left=(0, 1, 2))
+
+
+def format_tensors(result: RunResult) -> str:
+    """Per-tensor breakdown of one run: bytes moved and the re-fetch factor (loaded / tensor bytes)."""
+    header = ("tensor", "size B", "loaded B", "stored B", "rmw B", "hits", "re-fetch", "blog count")
+    rows = [(t.name, t.tensor_bytes, t.loaded_bytes, t.stored_bytes, t.rmw_bytes, t.hits,
+             f"{t.refetch_factor:.2f}x", t.blog_loaded_elements) for t in result.tensors]
+    return f"{result.name} on {result.hardware}: per-tensor traffic\n" + format_table(header, rows)
+
+
+def format_traffic_by_scope(rows: Sequence[ScopeTraffic]) -> str:
+    """A table of `dsasim.report.traffic_by_scope` rows."""
+    header = ("scope", "runs", "tensor", "loaded B", "stored B", "loads", "stores", "hits")
+    return format_table(header, [(r.scope, r.instances, r.tensor, r.loaded_bytes, r.stored_bytes, r.loads,
+                                  r.stores, r.hits) for r in rows], left=(0, 2))
+
+
+def _demo_one(name: str, hardware: Accelerator, numeric: bool, seed: int, by_scope: bool, timing: bool,
+              timing_event_limit: int, blog_quirks: bool) -> tuple[RunResult, str, float]:
+    """Run one demo schedule (and time its trace): the result, its by-scope table if asked, wall seconds.
+
+    Takes the schedule's name, not the Schedule, so that worker processes need not pickle its functions."""
+    from ..report import traffic_by_scope
+    from ..schedule import run_schedule
+    from ..timing import simulate
+
+    start = time.perf_counter()
+    schedule = find_schedule(name)
+    result = run_schedule(schedule, hardware, numeric=numeric, seed=seed, record_trace=by_scope or timing,
+                          trace_event_limit=None if by_scope else timing_event_limit, blog_quirks=blog_quirks)
+    table = ""
+    if by_scope and result.trace is not None:
+        table = f"{schedule.name} on {hardware.name}: traffic by scope\n" + \
+            format_traffic_by_scope(traffic_by_scope(result.trace))
+    if result.trace is not None and timing:
+        timed = simulate(result.trace, hardware)
+        result = dataclasses.replace(result, cycles=timed.cycles, roofline_cycles=timed.roofline_cycles,
+                                     tensorcore_utilization=timed.tensorcore_utilization)
+    # drop the trace (millions of events) and the output arrays: the report needs neither
+    result = dataclasses.replace(result, trace=None, outputs=None)
+    return result, table, time.perf_counter() - start
+
+
+def _demo_task(item: tuple[int, tuple]) -> tuple[int, tuple[RunResult, str, float]]:
+    """One task of the worker pool: (index, `_demo_one` arguments) -> (index, its result)."""
+    index, task = item
+    return index, _demo_one(*task)
+
+
+def _ignore_sigint() -> None:
+    """Worker initializer: Ctrl-C reaches the whole process group; only the parent handles it (and ends us)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Handle `dsasim demo`: 0, or 1 when a schedule fails (an overflow is a finding, not a failure); a mistake
+    in the command line raises CliError."""
+    schedules = find_schedules(args.only)
+    for flag, name in (("--per-tensor", args.per_tensor), ("--by-scope", args.by_scope)):
+        if name and name not in {s.name for s in schedules}:
+            raise CliError(f"{flag} {name!r} is not among the schedules run; add it to --only")
+    try:
+        override = load_hardware(args.hardware) if args.hardware is not None else None
+    except ValueError as err:
+        raise CliError(str(err)) from None
+    json_path = output_file("--json", args.json) if args.json is not None else None
+    jobs = max(1, min(args.jobs, len(schedules)))
+    tasks = [(schedule.name, override or load_hardware(schedule.hardware), not args.count_only, args.seed,
+              schedule.name == args.by_scope, not args.no_timing, args.timing_event_limit, args.blog_quirks)
+             for schedule in schedules]
+    results: list[RunResult | None] = [None] * len(tasks)
+    scope_tables: list[str] = [""] * len(tasks)
+
+    def done(index: int, result: RunResult, table: str, seconds: float) -> None:
+        results[index], scope_tables[index] = result, table
+        if not args.quiet:
+            print(f"{result.name} on {result.hardware}: {result.status} ({seconds:.1f} s)", file=sys.stderr,
+                  flush=True)
+
+    if jobs == 1:
+        for index, task in enumerate(tasks):
+            done(index, *_demo_one(*task))
+    else:
+        import multiprocessing
+
+        # fork: the children inherit the imported schedules; each runs whole schedules, results come back as they
+        # finish. Leaving the block (Ctrl-C included) terminates the workers at once.
+        context = multiprocessing.get_context("fork")
+        with context.Pool(jobs, initializer=_ignore_sigint) as pool:
+            for index, outcome in pool.imap_unordered(_demo_task, enumerate(tasks)):
+                done(index, *outcome)
+    scope_table = next((t for t in scope_tables if t), "")
+    print(format_results(results))
+    for r in results:
+        if r.message:
+            print(f"\n{r.name}: {r.status}: {r.message}")
+    if args.per_tensor:
+        chosen = next(r for r in results if r.name == args.per_tensor)
+        print()
+        print(format_tensors(chosen) if chosen.tensors is not None else
+              f"{chosen.name}: no per-tensor breakdown ({chosen.status})")
+    if scope_table:
+        print()
+        print(scope_table)
+    if json_path is not None:
+        write_text_atomic(json_path, json.dumps([r.to_json() for r in results], indent=2) + "\n")
+    # an overflow is a finding (demo3-1 and demo4 are meant to show it); any other failure is exit 1
+    return 0 if all(r.status in ("ok", "overflow") for r in results) else EXIT_FAILED
+
+
+def add_arguments(demo: argparse.ArgumentParser) -> None:
+    """The arguments of `dsasim demo`."""
+    demo.add_argument("--only", nargs="+", metavar="NAME", help="run only these schedules")
+    demo.add_argument("--count-only", action="store_true", help="no data, no torch check: counts only (fast)")
+    demo.add_argument("--hardware", metavar="PRESET|FILE",
+                      help=f"run every schedule on this hardware (presets: {', '.join(PRESETS)}; or a .toml "
+                           f"file); default: each schedule's own preset")
+    demo.add_argument("--json", metavar="PATH", help="also write the results as a JSON list")
+    demo.add_argument("--per-tensor", metavar="NAME", help="print the per-tensor breakdown of this schedule")
+    demo.add_argument("--by-scope", metavar="NAME",
+                      help="print which scope (loop level) moved which tensor's bytes in this schedule")
+    demo.add_argument("--jobs", type=int_at_least(1), default=os.cpu_count() or 1, metavar="N",
+                      help="run up to N schedules at once in worker processes (default: the number of CPUs)")
+    demo.add_argument("--seed", type=int_at_least(0, 2 ** 64 - 1), default=0,
+                      help="seed of the random input data (default 0)")
+    demo.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    demo.add_argument("--blog-quirks", action="store_true",
+                      help="count the blog's 'total loaded' as the blog's code did (unclamped last tiles, the "
+                           "count of a failed demo carried into the next) and show what it printed; traffic "
+                           "and every other column are unchanged")
+    demo.add_argument("--no-timing", action="store_true",
+                      help="skip the timing simulation (no cycles columns; saves the trace's memory)")
+    demo.add_argument("--timing-event-limit", type=int_at_least(0), default=3_000_000, metavar="EVENTS",
+                      help="time only schedules whose trace has at most this many events (default 3,000,000: "
+                           "demo1's 21 M events would need ~10 GB and minutes; time it with `dsasim simulate`)")
+
+
+COMMAND = Command("demo", "run the demo schedules and print their traffic table", None, add_arguments, run)
