@@ -27,8 +27,7 @@ if TYPE_CHECKING:
     from ..schedule import Schedule
 
 __all__ = ["Command", "CliError", "DsasimArgumentParser", "all_schedules", "find_schedule", "find_schedules",
-           "int_at_least", "loopnest_runner", "output_dir", "output_file", "parse_size_option", "PLOT_SUFFIXES",
-           "warner"]
+           "int_at_least", "loopnest_runner", "output_dir", "output_file", "PLOT_SUFFIXES", "warner"]
 
 EXIT_FAILED = 1  # the command ran, but what it ran failed (a schedule error, an overflow under simulate, no fit)
 EXIT_USAGE = 2  # a mistake in the command line: nothing was run, or nothing was written
@@ -184,15 +183,6 @@ def loopnest_runner() -> Callable[..., Any] | None:
     from importlib.metadata import entry_points  # only when a command runs: keeps --help fast
     found = sorted(entry_points(group="dsasim.loopnest_runner"), key=lambda e: e.name)
     return found[0].load() if found else None
-
-
-def parse_size_option(flag: str, text: str) -> int:
-    """A size option in bytes; a number too large for a float is a mistake like any other."""
-    from ..sweep import parse_bytes
-    try:
-        return parse_bytes(text)
-    except OverflowError:
-        raise ValueError(f"{flag} {text!r} is too large to be a size in bytes") from None
 
 
 def warner(cmd: str) -> Callable[[str], None]:

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Sequence
 from ..atomic import write_text_atomic
 from ..hardware import PRESETS, Accelerator, load_hardware
 from .common import EXIT_FAILED, CliError, Command, find_schedule, find_schedules, int_at_least, output_file
-from .table import cell, format_table
+from .table import format_table
 
 if TYPE_CHECKING:
     from ..report import ScopeTraffic

@@ -22,8 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..atomic import write_text_atomic
 from ..hardware import PRESETS, load_hardware
-from .common import (EXIT_FAILED, CliError, Command, int_at_least, loopnest_runner, output_file,
-                     parse_size_option, warner)
+from .common import EXIT_FAILED, CliError, Command, int_at_least, loopnest_runner, output_file, warner
 
 if TYPE_CHECKING:
     from ..search import SearchResult
@@ -76,6 +75,15 @@ def search_json(result: SearchResult, layer: str) -> dict[str, Any]:
     }
 
 
+def _size(flag: str, text: str) -> int:
+    """A size option in bytes; a number too large for a float is a mistake like any other."""
+    from ..sweep import parse_bytes
+    try:
+        return parse_bytes(text)
+    except OverflowError:
+        raise ValueError(f"{flag} {text!r} is too large to be a size in bytes") from None
+
+
 def run(args: argparse.Namespace) -> int:
     """Handle `dsasim search`: an exit status; a mistake in the command line raises CliError (exit 2)."""
     from ..layers import parse_layer
@@ -85,9 +93,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         problem = parse_layer(args.layer)
         hardware = load_hardware(args.hardware)
-        sram = parse_size_option("--sram", args.sram) if args.sram is not None else hardware.sram_bytes
-        if args.confirm < 0:
-            raise ValueError("--confirm must be >= 0")
+        sram = _size("--sram", args.sram) if args.sram is not None else hardware.sram_bytes
         if sram < hardware.word_bytes:
             raise ValueError(f"--sram {sram:,} B is below one {hardware.word_bytes}-byte word of {hardware.name}")
         dataclasses.replace(hardware, sram_bytes=sram)  # the hardware's own range check, before the search
