@@ -50,17 +50,3 @@ def traffic_by_scope(trace: Trace) -> list[ScopeTraffic]:
                                    stored, loads, stores, hits))
     return result
 
-
-def format_traffic_by_scope(rows: list[ScopeTraffic]) -> str:
-    """A table of `traffic_by_scope` rows."""
-    header = ("scope", "runs", "tensor", "loaded B", "stored B", "loads", "stores", "hits")
-    cells = [header] + [(r.scope, f"{r.instances:,}", r.tensor, f"{r.loaded_bytes:,}", f"{r.stored_bytes:,}",
-                         f"{r.loads:,}", f"{r.stores:,}", f"{r.hits:,}") for r in rows]
-    widths = [max(len(row[i]) for row in cells) for i in range(len(header))]
-    lines = []
-    for i, row in enumerate(cells):
-        lines.append("  ".join([row[0].ljust(widths[0]), row[1].rjust(widths[1]), row[2].ljust(widths[2])]
-                               + [c.rjust(w) for c, w in zip(row[3:], widths[3:])]))
-        if i == 0:
-            lines.append("  ".join("-" * w for w in widths))
-    return "\n".join(lines)

@@ -110,9 +110,9 @@ def _failing_schedules() -> list:
 
 @pytest.mark.parametrize("names, code", [(["too-big"], 0), (["broken"], 1), (["broken", "too-big"], 1)])
 def test_demo_exits_1_when_a_schedule_fails_and_0_for_an_overflow(names, code, tmp_path, monkeypatch, capsys):
-    import dsasim.cli
+    import dsasim.cli.common
 
-    monkeypatch.setattr(dsasim.cli, "all_schedules", _failing_schedules)
+    monkeypatch.setattr(dsasim.cli.common, "all_schedules", _failing_schedules)
     tiny = tmp_path / "tiny.toml"
     tiny.write_text('base = "blog"\nsram_bytes = 16\n')  # x and y are 16 B each: together they overflow
     out = tmp_path / "r.json"
@@ -129,3 +129,102 @@ def test_simulate_exits_1_for_an_overflow(capsys):
     assert main(["simulate", "demo4"]) == 1
     err = capsys.readouterr().err
     assert err.startswith("dsasim simulate: demo4 on blog failed (overflow): SRAM overflow") and "Traceback" not in err
+
+
+# --- the package: one registry, one error path, one table formatter, a fast --help ---------------------------
+
+def test_table_aligns_names_left_numbers_right_with_separators():
+    import numpy as np
+
+    from dsasim.cli.table import format_table
+    # widths by hand: column 0 is max(len("name"), len("bbb")) = 4, column 1 is len("1,234") = 5
+    assert format_table(("name", "n"), [("a", 1234), ("bbb", None)]) == \
+        "name      n\n----  -----\na     1,234\nbbb       -"
+    assert format_table(("n", "name"), [(np.int64(10 ** 6), "x")], left=(1,)) == \
+        "        n  name\n---------  ----\n1,000,000  x   "
+    with pytest.raises(ValueError, match="2 cells for 3 columns"):
+        format_table(("a", "b", "c"), [(1, 2)])
+
+
+def test_every_registered_command_shares_the_one_error_path(monkeypatch, capsys):
+    """Whatever command raises: a CliError is one line `dsasim NAME: message` and exit 2, Ctrl-C exit 130."""
+    import dataclasses
+
+    import dsasim.cli
+    from dsasim.cli.common import CliError
+
+    def mistake(args):
+        raise CliError(f"planted mistake in {args.command}")
+
+    def ctrl_c(args):
+        raise KeyboardInterrupt
+
+    required = {"demo": [], "simulate": ["demo6"], "search": ["gemm-64"], "sweep-sram": ["gemm-64", "--sizes", "1"]}
+    assert [c.name for c in dsasim.cli.COMMANDS] == list(required)
+    for run, code, message in ((mistake, 2, "planted mistake in {}"), (ctrl_c, 130, "interrupted")):
+        monkeypatch.setattr(dsasim.cli, "COMMANDS", tuple(dataclasses.replace(c, run=run)
+                                                          for c in dsasim.cli.COMMANDS))
+        for name, argv in required.items():
+            assert main([name, *argv]) == code
+            captured = capsys.readouterr()
+            assert captured.err == f"dsasim {name}: {message.format(name)}\n" and captured.out == ""
+
+
+@pytest.mark.parametrize("argv", [["demo", "--only", "demo9"], ["simulate", "demo9"]])
+def test_an_unknown_schedule_is_exit_2_naming_every_known_one_under_each_command(argv, capsys):
+    from dsasim.cli import all_schedules
+
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"dsasim {argv[0]}: unknown schedule") and err.count("\n") == 1, err
+    known = err.split("known: ", 1)[1].split(" (")[0].strip().split(", ")
+    assert sorted(known) == sorted(s.name for s in all_schedules()) and "demo9" in err
+
+
+def test_building_the_parser_imports_no_model():
+    """`dsasim --help` loads neither torch, matplotlib, simpy nor the search/timing/schedule modules (each
+    command imports them when it runs). The package's own __init__ is bypassed, so this holds for the CLI
+    whatever `import dsasim` itself loads."""
+    import subprocess
+    import sys
+
+    probe = """
+import importlib.util, sys, types
+spec = importlib.util.find_spec("dsasim")
+package = types.ModuleType("dsasim")
+package.__path__ = list(spec.submodule_search_locations)
+sys.modules["dsasim"] = package  # dsasim/__init__.py not run
+import dsasim.cli
+for action in dsasim.cli.build_parser()._subparsers._group_actions:
+    for sub in action.choices.values():
+        sub.format_help()
+heavy = ("torch", "matplotlib", "simpy", "numpy", "kernels", "dsasim.schedule", "dsasim.search", "dsasim.sweep",
+         "dsasim.timing", "dsasim.memory", "dsasim.plot", "dsasim.layers")
+print(sorted(m for m in sys.modules if any(m == h or m.startswith(h + ".") for h in heavy)))
+"""
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]", out
+
+
+def test_the_library_never_imports_the_cli():
+    """No module outside dsasim/cli imports it (the model packages know nothing of the command line)."""
+    import ast
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent / "dsasim"
+    offenders = []
+    for path in root.rglob("*.py"):
+        if path.relative_to(root).parts[0] == "cli":
+            continue
+        package = ".".join(("dsasim",) + path.relative_to(root).parent.parts)
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = []
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = package.rsplit(".", node.level - 1)[0] if node.level else ""
+                module = ".".join(p for p in (base, node.module or "") if p)
+                names = [module] + [f"{module}.{alias.name}" for alias in node.names]
+            if any(n == "dsasim.cli" or n.startswith("dsasim.cli.") for n in names):
+                offenders.append(f"{path.relative_to(root)}:{node.lineno}")
+    assert offenders == []

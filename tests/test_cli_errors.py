@@ -16,11 +16,11 @@ import sys
 import time
 from pathlib import Path
 
+import importlib
+
 import pytest
 
-import dsasim.cli
-import dsasim.search_cli
-import dsasim.timing.cli
+import dsasim.cli.demo
 from dsasim.atomic import TEMP_MARK, atomic_path, probe_writable, write_text_atomic
 from dsasim.cli import main
 
@@ -36,11 +36,12 @@ def _tripwire(*_args, **_kwargs):
 @pytest.fixture
 def no_work(monkeypatch):
     """Replace every expensive step by a tripwire: a bad command line must be refused before any of them."""
-    monkeypatch.setattr(dsasim.cli, "_demo_one", _tripwire)
-    monkeypatch.setattr(dsasim.timing.cli, "run_schedule", _tripwire)
-    monkeypatch.setattr(dsasim.timing.cli, "scope_names", _tripwire)
-    monkeypatch.setattr(dsasim.search_cli, "search", _tripwire)
-    monkeypatch.setattr(dsasim.search_cli, "sweep_sram", _tripwire)
+    # the commands import their model when they run: the tripwires sit where they import it from
+    monkeypatch.setattr(dsasim.cli.demo, "_demo_one", _tripwire)
+    monkeypatch.setattr(importlib.import_module("dsasim.schedule"), "run_schedule", _tripwire)
+    monkeypatch.setattr(dsasim.cli.simulate, "scope_names", _tripwire)
+    monkeypatch.setattr(importlib.import_module("dsasim.search"), "search", _tripwire)
+    monkeypatch.setattr(importlib.import_module("dsasim.sweep"), "sweep_sram", _tripwire)
 
 
 @pytest.fixture(scope="module")
@@ -389,8 +390,8 @@ def test_a_read_only_folder_is_refused_for_non_root(tmp_path, capsys, no_work):
 
 def test_outputs_checked_first_would_be_missed_without_the_check(tmp_path, capsys, monkeypatch):
     """The tripwire really fires: with the path check removed, the same mistake reaches the work."""
-    monkeypatch.setattr(dsasim.cli, "output_file", lambda flag, text, suffixes=(): Path(text))
-    monkeypatch.setattr(dsasim.cli, "_demo_one", _tripwire)
+    monkeypatch.setattr(dsasim.cli.demo, "output_file", lambda flag, text, suffixes=(): Path(text))
+    monkeypatch.setattr(dsasim.cli.demo, "_demo_one", _tripwire)
     with pytest.raises(AssertionError, match="the work started"):
         main(["demo", "--count-only", "--only", "demo6", "--json", str(tmp_path / "missing" / "r.json")])
 
@@ -405,7 +406,7 @@ def test_ctrl_c_during_the_run_exits_130_and_writes_nothing(tmp_path, capsys, mo
     def interrupted(*_args, **_kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(dsasim.cli, "_demo_one", interrupted)
+    monkeypatch.setattr(dsasim.cli.demo, "_demo_one", interrupted)
     code, out, err = _call(["demo", "--count-only", "--quiet", "--only", "demo6", "--jobs", "1", "--json",
                             str(tmp_path / "r.json")], capsys)
     assert code == 130 and err == "dsasim demo: interrupted\n" and out == ""

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import json
 from collections import defaultdict
@@ -10,7 +9,7 @@ from collections import defaultdict
 import pytest
 
 from dsasim import GlobalHierarchy, Schedule, Session, TensorCore, Workload, preset, run_schedule
-from dsasim.cli_common import CliError
+from dsasim.cli.common import CliError
 from dsasim.perfetto import perfetto_events, write_perfetto
 from dsasim.plot import plot_bandwidth, plot_gantt, plot_sram
 from dsasim.segments import Segment
@@ -132,19 +131,13 @@ def test_figures_of_separate_ports_and_single_op(tmp_path):
 
 
 def test_cli_simulate(tmp_path, monkeypatch, capsys):
-    """`dsasim simulate` through `register`, with `dsasim.cli.find_schedule` stubbed."""
-    import dsasim.cli
-    from dsasim.timing import cli
+    """`dsasim simulate` through the command registry, with the registered schedules replaced by one."""
+    import dsasim.cli.common
+    from dsasim.cli import build_parser
     schedule = Schedule("tiles", _workload(), _tiles)
 
-    def find(name: str) -> Schedule:
-        if name != "tiles":
-            raise ValueError(f"unknown schedule {name!r}")
-        return schedule
-
-    monkeypatch.setattr(dsasim.cli, "find_schedule", find, raising=False)
-    parser = argparse.ArgumentParser(prog="dsasim")
-    cli.register(parser.add_subparsers(dest="command"))
+    monkeypatch.setattr(dsasim.cli.common, "all_schedules", lambda: [schedule])
+    parser = build_parser()
     outputs = []
     for n in (1, 2, 2):
         out = tmp_path / f"run{len(outputs)}"

@@ -3,10 +3,11 @@
     dsasim simulate NAME [--buffers N] [--hardware PRESET|FILE] [--json PATH] [--perfetto PATH] [--plot DIR]
                          [--window CYCLES]
 
-NAME is looked up with `dsasim.cli.find_schedule`. `--buffers N` makes every scope of the schedule N-way
+NAME is looked up with `common.find_schedule`. `--buffers N` makes every scope of the schedule N-way
 buffered (the scope names are found by a first count-only pass). Prints a summary; --json writes
 `SimResult.to_json` (fixed key order, byte-identical for the same input), --perfetto a Chrome/Perfetto trace,
---plot the bandwidth, Gantt and SRAM figures as PNGs.
+--plot the bandwidth, Gantt and SRAM figures as PNGs. The model (torch via `dsasim.schedule`, the timing
+simulator, matplotlib) is imported by the run, not by `dsasim --help`.
 """
 
 from __future__ import annotations
@@ -14,29 +15,24 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Callable
+from typing import TYPE_CHECKING
 
 from ..atomic import write_text_atomic
-from ..cli_common import EXIT_FAILED, CliError, int_at_least, output_dir, output_file
-from ..hardware import Accelerator, load_hardware, preset
-from ..errors import ScheduleError
-from ..memory import Session
-from ..schedule import Schedule, bind_tensors, run_schedule
-from . import simulate
-from .errors import TimingError
+from ..hardware import load_hardware, preset
+from .common import EXIT_FAILED, CliError, Command, find_schedule, int_at_least, output_dir, output_file
 
+if TYPE_CHECKING:
+    from ..hardware import Accelerator
+    from ..schedule import Schedule
+
+__all__ = ["COMMAND", "MAX_BUFFERS", "MAX_WINDOW_CYCLES", "scope_names"]
 
 MAX_BUFFERS = 64  # N-way buffering beyond this is a typo, not a design (each way is a full copy)
 MAX_WINDOW_CYCLES = 10 ** 15  # keeps window arithmetic exact in int64
 
 
-def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
-    """Add the `simulate` subcommand; its handler is `args.func(args) -> exit code`."""
-    p = subparsers.add_parser(
-        "simulate", help="time a schedule: engines, DDR bandwidth, stalls, SRAM over time",
-        description="Trace a schedule count-only, simulate its timing (DMA load/store channels, TensorCore, "
-                    "vector unit, a shared or split DDR port) and print cycles, roofline bound, utilization and "
-                    "TensorCore stall causes.")
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The arguments of `dsasim simulate`."""
     p.add_argument("name", help="a registered schedule, e.g. demo2 (as listed by `dsasim demo`)")
     p.add_argument("--buffers", type=int_at_least(1, MAX_BUFFERS), metavar="N", default=None,
                    help="make every scope of the schedule N-way buffered (default: as the schedule declares)")
@@ -47,12 +43,14 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--plot", metavar="DIR", help="write NAME-bandwidth.png, NAME-gantt.png, NAME-sram.png")
     p.add_argument("--window", type=int_at_least(1, MAX_WINDOW_CYCLES), metavar="CYCLES", default=None,
                    help="timeline window in cycles (default: about 256 windows over the run)")
-    p.set_defaults(func=run)
-    return p
 
 
 def scope_names(schedule: Schedule, hardware: Accelerator) -> list[str]:
     """Names of the scopes a schedule enters (one count-only pass, capacity unchecked, nothing recorded)."""
+    from ..errors import ScheduleError
+    from ..memory import Session
+    from ..schedule import bind_tensors
+
     session = Session(hardware, numeric=False, record_trace=False, enforce_capacity=False)
     tensors = bind_tensors(session, schedule.workload, None)
     try:
@@ -62,11 +60,12 @@ def scope_names(schedule: Schedule, hardware: Accelerator) -> list[str]:
     return sorted({scope.path[-1] for scope in session.trace.scopes})
 
 
-def run(args: argparse.Namespace, find_schedule: Callable[[str], Schedule] | None = None) -> int:
+def run(args: argparse.Namespace) -> int:
     """Handle `dsasim simulate`: 0, or 1 when the schedule fails; a mistake in the command line raises CliError
     (`dsasim.cli.main` prints it and exits 2)."""
-    if find_schedule is None:
-        from dsasim.cli import find_schedule  # provided by the main CLI module
+    from ..schedule import run_schedule
+    from ..timing import TimingError, simulate
+
     try:
         schedule = find_schedule(args.name)
         hardware = load_hardware(args.hardware) if args.hardware is not None else preset(schedule.hardware)
@@ -108,3 +107,10 @@ def run(args: argparse.Namespace, find_schedule: Callable[[str], Schedule] | Non
         for path in plot_all(result, plot_dir, prefix=f"{schedule.name}-"):
             print(f"wrote {path}")
     return 0
+
+
+COMMAND = Command(
+    "simulate", "time a schedule: engines, DDR bandwidth, stalls, SRAM over time",
+    "Trace a schedule count-only, simulate its timing (DMA load/store channels, TensorCore, vector unit, a shared "
+    "or split DDR port) and print cycles, roofline bound, utilization and TensorCore stall causes.",
+    add_arguments, run)

@@ -1,4 +1,8 @@
-"""The command line's error contract, shared by every subcommand (`dsasim.cli.main` applies it).
+"""What every subcommand shares: the command record of the registry, the error contract, argument types,
+output-path checks and the schedule lookup. Imports nothing heavy: building the parser (`dsasim --help`) must
+stay fast, so each command imports its model (torch, matplotlib, the search) inside its run function.
+
+The error contract (`dsasim.cli.main` applies it):
 
 * A mistake in the command line (unknown name, bad number or size, unusable path, bad hardware file) raises
   `CliError`; `main` prints one line `dsasim COMMAND: what is wrong (how to fix it)` on stderr and exits 2.
@@ -12,12 +16,18 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, NoReturn
+from typing import TYPE_CHECKING, Any, Callable, NoReturn, Sequence
 
-from .atomic import probe_writable
+from ..atomic import probe_writable
 
-__all__ = ["CliError", "DsasimArgumentParser", "int_at_least", "output_dir", "output_file", "PLOT_SUFFIXES"]
+if TYPE_CHECKING:
+    from ..schedule import Schedule
+
+__all__ = ["Command", "CliError", "DsasimArgumentParser", "all_schedules", "find_schedule", "find_schedules",
+           "int_at_least", "loopnest_runner", "output_dir", "output_file", "PLOT_SUFFIXES", "warner"]
 
 EXIT_FAILED = 1  # the command ran, but what it ran failed (a schedule error, an overflow under simulate, no fit)
 EXIT_USAGE = 2  # a mistake in the command line: nothing was run, or nothing was written
@@ -27,6 +37,24 @@ PLOT_SUFFIXES = (".png", ".svg", ".pdf", ".jpg", ".jpeg", ".webp", ".tif", ".tif
 
 class CliError(Exception):
     """A mistake in the command line; its message says what is wrong and how to fix it (exit status 2)."""
+
+
+@dataclass(frozen=True)
+class Command:
+    """One subcommand of the registry: its name and help, how to add its arguments, and its handler.
+
+    `run(args) -> exit status` imports the command's model itself; a mistake in the command line raises
+    CliError."""
+
+    name: str
+    help: str
+    description: str | None
+    add_arguments: Callable[[argparse.ArgumentParser], None]
+    run: Callable[[argparse.Namespace], int]
+
+    def __post_init__(self) -> None:
+        if not self.name or not self.help:
+            raise ValueError(f"a command needs a name and a help line, got {self.name!r}, {self.help!r}")
 
 
 class DsasimArgumentParser(argparse.ArgumentParser):
@@ -113,3 +141,50 @@ def _check_folder(flag: str, path: Path, folder: Path) -> None:
     except OSError as err:
         raise CliError(f"{flag} '{path}': cannot create files in folder '{folder}' ({err.strerror or err}); "
                        f"choose a writable folder") from None
+
+
+def all_schedules() -> list[Schedule]:
+    """Every schedule registered under the `dsasim.schedules` entry-point group, in registration order."""
+    from importlib.metadata import entry_points  # only when a command needs schedules: keeps --help fast
+    found: list[Schedule] = []
+    for entry in sorted(entry_points(group="dsasim.schedules"), key=lambda e: e.name):
+        found.extend(entry.load())
+    names = [s.name for s in found]
+    duplicates = sorted({n for n in names if names.count(n) > 1})
+    if duplicates:
+        raise ValueError(f"schedule names registered twice: {duplicates}")
+    return found
+
+
+def find_schedule(name: str) -> Schedule:
+    """The registered schedule called `name`; ValueError naming the known ones if there is none."""
+    schedules = {s.name: s for s in all_schedules()}
+    if name not in schedules:
+        raise ValueError(f"unknown schedule {name!r}; known: {', '.join(schedules)} (`dsasim demo` lists them)")
+    return schedules[name]
+
+
+def find_schedules(names: Sequence[str] | None) -> list[Schedule]:
+    """The registered schedules called `names`, in registration order (all of them for None); CliError naming
+    the unknown and the known ones."""
+    schedules = all_schedules()
+    if names:
+        known = {s.name for s in schedules}
+        unknown = [n for n in names if n not in known]
+        if unknown:
+            raise CliError(f"unknown schedule(s) {unknown}; known: {', '.join(sorted(known))}")
+        schedules = [s for s in schedules if s.name in names]
+    return schedules
+
+
+def loopnest_runner() -> Callable[..., Any] | None:
+    """The generic LoopNest kernel, found like the CLI finds schedules: through the `dsasim.loopnest_runner`
+    entry point (the library never imports kernels/). None: no kernel registered, confirm by the model only."""
+    from importlib.metadata import entry_points  # only when a command runs: keeps --help fast
+    found = sorted(entry_points(group="dsasim.loopnest_runner"), key=lambda e: e.name)
+    return found[0].load() if found else None
+
+
+def warner(cmd: str) -> Callable[[str], None]:
+    """Print a warning line on stderr (whatever --quiet says: it announces hours of work)."""
+    return lambda message: print(f"dsasim {cmd}: warning: {message}", file=sys.stderr, flush=True)

@@ -1,0 +1,147 @@
+"""`dsasim search LAYER`: the best loop nest of a layer under an SRAM capacity.
+
+    dsasim search LAYER [--sram BYTES] [--hardware PRESET|FILE] [--objective traffic|cycles] [--json PATH]
+                        [--confirm N] [--no-simulate] [--force]
+
+LAYER is a built-in name (blog-conv, resnet50.res2a_branch2b, ..., gemm-1024) or a shape spec such as
+conv:ic=64,oc=64,h=56,k=3,p=1 or gemm:m=512,n=512,k=512 (see `dsasim.layers`). Sizes accept 65536, 64KiB,
+1.5MiB. `--json` writes the best schedule with its figures; its `loop_nest` key is loadable by
+`kernels.loopnest_kernel.load_nest`. JSON output is deterministic (no wall times). Work estimated far beyond
+the usual (hours: 1-element tiles of a large layer to trace) is refused with the estimate unless --force;
+forced, the estimate is printed as a warning. The search is imported by the run, not by `dsasim --help`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+import time
+from typing import TYPE_CHECKING, Any
+
+from ..atomic import write_text_atomic
+from ..hardware import PRESETS, load_hardware
+from .common import EXIT_FAILED, CliError, Command, int_at_least, loopnest_runner, output_file, warner
+
+if TYPE_CHECKING:
+    from ..search import SearchResult
+
+__all__ = ["COMMAND", "search_json"]
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The arguments of `dsasim search`."""
+    p.add_argument("layer", help="blog-conv, resnet50.<name>, gemm-1024, or a spec like conv:ic=64,oc=64,h=56,k=3,p=1")
+    p.add_argument("--sram", metavar="BYTES", help="SRAM capacity (default: the hardware's), e.g. 1536KiB")
+    p.add_argument("--hardware", metavar="PRESET|FILE", default="blog",
+                   help=f"hardware preset ({', '.join(PRESETS)}) or TOML file (default: blog)")
+    p.add_argument("--objective", choices=("traffic", "cycles"), default="traffic",
+                   help="rank by DDR traffic (ties: cycles) or by cycles (default: traffic)")
+    p.add_argument("--json", metavar="PATH", help="write the best schedule and its figures as JSON")
+    p.add_argument("--confirm", type=int_at_least(0), default=3, metavar="N",
+                   help="re-run the top N candidates through the trace and timing simulator (default 3; 0: none)")
+    p.add_argument("--no-simulate", action="store_true", help="trace the top candidates but skip the timing "
+                                                                "simulation (cycles are then estimates)")
+    p.add_argument("--force", action="store_true", help="run work estimated far beyond the usual (hours) "
+                                                          "instead of refusing it; the estimate is still printed")
+
+
+def search_json(result: SearchResult, layer: str) -> dict[str, Any]:
+    """The JSON object of `dsasim search --json` (stable key order, no wall times)."""
+    best = result.best
+    hw = result.hardware
+    return {
+        "layer": layer,
+        "hardware": hw.name,
+        "word_bytes": hw.word_bytes,
+        "objective": result.objective,
+        "sram_bytes": result.sram_bytes,
+        "loaded_bytes": best.loaded_bytes,
+        "stored_bytes": best.stored_bytes,
+        "rmw_bytes": best.rmw_bytes,
+        "traffic_bytes": best.traffic_bytes,
+        "peak_sram_bytes": best.peak_sram_bytes,
+        "lower_bound_bytes": result.bound.bytes,
+        "lower_bound_kind": result.bound.kind,
+        "compulsory_bytes": result.bound.compulsory_bytes,
+        "cycles": best.cycles,
+        "cycles_source": "simulated" if best.simulated_cycles is not None else "estimate",
+        "tensorcore_cycles": best.tensorcore_cycles,
+        "evaluations": result.evaluations,
+        "pareto": [{"peak_sram_bytes": c.peak_sram_bytes, "traffic_bytes": c.traffic_bytes}
+                   for c in result.pareto],
+        "loop_nest": best.nest.to_json(),
+    }
+
+
+def _size(flag: str, text: str) -> int:
+    """A size option in bytes; a number too large for a float is a mistake like any other."""
+    from ..sweep import parse_bytes
+    try:
+        return parse_bytes(text)
+    except OverflowError:
+        raise ValueError(f"{flag} {text!r} is too large to be a size in bytes") from None
+
+
+def run(args: argparse.Namespace) -> int:
+    """Handle `dsasim search`: an exit status; a mistake in the command line raises CliError (exit 2)."""
+    from ..layers import parse_layer
+    from ..search import search
+    from ..sweep import format_bytes
+
+    try:
+        problem = parse_layer(args.layer)
+        hardware = load_hardware(args.hardware)
+        sram = _size("--sram", args.sram) if args.sram is not None else hardware.sram_bytes
+        if sram < hardware.word_bytes:
+            raise ValueError(f"--sram {sram:,} B is below one {hardware.word_bytes}-byte word of {hardware.name}")
+        dataclasses.replace(hardware, sram_bytes=sram)  # the hardware's own range check, before the search
+    except ValueError as err:
+        raise CliError(str(err)) from None
+    json_path = output_file("--json", args.json) if args.json is not None else None
+    runner = loopnest_runner() if args.confirm > 0 else None
+    t0 = time.perf_counter()
+    try:
+        result = search(problem, hardware, sram, args.objective, runner=runner, confirm_top=max(args.confirm, 1),
+                        simulate=not args.no_simulate, force=args.force, warn=warner("search"))
+    except ValueError as err:
+        raise CliError(str(err)) from None
+    except OverflowError:  # a count past int64 inside the model: refuse rather than print a wrapped number
+        raise CliError(f"layer {args.layer!r} is too large for exact counts (a byte count exceeds 2**63); "
+                       f"try a smaller layer") from None
+    wall = time.perf_counter() - t0
+    best = result.best
+    if best is None:
+        print(f"dsasim search: no schedule of {args.layer} fits in {sram:,} B of SRAM (even the smallest tiles "
+              f"overflow it)", file=sys.stderr)
+        return EXIT_FAILED
+    word = hardware.word_bytes
+    print(best.nest.format(word))
+    print()
+    b = result.bound
+    src = "simulated" if best.simulated_cycles is not None else "estimated"
+    print(f"{args.layer} on {hardware.name} with {format_bytes(sram)} SRAM ({sram:,} B), objective {args.objective}:")
+    print(f"  traffic      {best.traffic_bytes:>16,} B  (loaded {best.loaded_bytes:,}, stored {best.stored_bytes:,},"
+          f" rmw {best.rmw_bytes:,})")
+    print(f"  lower bound  {b.bytes:>16,} B  ({b.kind}); compulsory {b.compulsory_bytes:,} B; "
+          f"best / bound = {best.traffic_bytes / b.bytes:.3f}")
+    print(f"  peak SRAM    {best.peak_sram_bytes:>16,} B")
+    print(f"  cycles       {best.cycles:>16,}    ({src}; TensorCore {best.tensorcore_cycles:,})")
+    if result.confirmed:
+        traced = sum(1 for c in result.confirmed if c.traced)
+        print(f"  confirmed    {traced} candidate(s) re-run through the trace (model equal byte for byte)"
+              + (" and the timing simulator" if result.cycles_source == "simulated" else ""))
+    print(f"  searched     {result.evaluations:,} candidates in {result.seconds:.2f} s "
+          f"({result.evaluations_per_second:,.0f}/s); {wall:.2f} s in all")
+    if json_path is not None:
+        write_text_atomic(json_path, json.dumps(search_json(result, args.layer), indent=2) + "\n")
+    return 0
+
+
+COMMAND = Command(
+    "search", "search the best loop nest of a layer under an SRAM capacity",
+    "Enumerate loop orders x tile sizes x staging levels x buffering of LAYER, evaluate them with the analytic "
+    "traffic model, print the best schedule as loops with its traffic beside the lower bound, and re-run the top "
+    "few through the trace and the timing simulator.",
+    add_arguments, run)

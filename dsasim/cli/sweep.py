@@ -1,0 +1,96 @@
+"""`dsasim sweep-sram LAYER`: best traffic and cycles of a layer across SRAM sizes.
+
+    dsasim sweep-sram LAYER --sizes LO:HI[:POINTS] [--hardware PRESET|FILE] [--json PATH] [--plot PATH]
+                        [--no-simulate] [--quiet] [--force]
+
+LAYER as for `dsasim search`. Work estimated far beyond the usual (tens of thousands of SRAM sizes, schedules
+with millions of tiles to trace) is refused with the estimate unless --force; forced, the estimate is printed as
+a warning, even with --quiet. The search and matplotlib are imported by the run, not by `dsasim --help`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import TYPE_CHECKING
+
+from ..atomic import atomic_path, write_text_atomic
+from ..hardware import load_hardware
+from .common import PLOT_SUFFIXES, CliError, Command, loopnest_runner, output_file, warner
+from .table import format_table
+
+if TYPE_CHECKING:
+    from ..sweep import SweepResult
+
+__all__ = ["COMMAND", "format_sweep"]
+
+
+def add_arguments(s: argparse.ArgumentParser) -> None:
+    """The arguments of `dsasim sweep-sram`."""
+    s.add_argument("layer", help="blog-conv, resnet50.<name>, gemm-1024, or a shape spec")
+    s.add_argument("--sizes", required=True, metavar="LO:HI[:POINTS]",
+                   help="SRAM sizes, geometric from LO to HI, e.g. 64KiB:8MiB:20 (or a list A,B,C)")
+    s.add_argument("--hardware", metavar="PRESET|FILE", default="blog",
+                   help="hardware preset or TOML file (default: blog); its sram_bytes is replaced by each size")
+    s.add_argument("--json", metavar="PATH", help="write the sweep as JSON")
+    s.add_argument("--plot", metavar="PATH", help="write a PNG: traffic, bound, compulsory and cycles vs SRAM")
+    s.add_argument("--no-simulate", action="store_true", help="no trace/timing simulation: estimated cycles")
+    s.add_argument("--quiet", action="store_true", help="no progress bar (work estimates are still printed)")
+    s.add_argument("--force", action="store_true", help="run work estimated far beyond the usual (hours) "
+                                                          "instead of refusing it; the estimate is still printed")
+
+
+def format_sweep(result: SweepResult) -> str:
+    """The sweep table: one row per SRAM size; '-' where nothing fits, '(est)' on estimated cycles."""
+    from ..sweep import format_bytes
+
+    header = ("SRAM", "traffic B", "lower bound B", "compulsory B", "best/bound", "peak SRAM B", "cycles")
+    rows = [(format_bytes(p.sram_bytes), p.traffic_bytes, p.lower_bound_bytes, p.compulsory_bytes,
+             None if p.traffic_bytes is None else f"{p.traffic_bytes / p.lower_bound_bytes:.3f}",
+             p.peak_sram_bytes,
+             None if p.cycles is None else f"{p.cycles:,}" + ("" if p.cycles_source == "simulated" else " (est)"))
+            for p in result.points]
+    return format_table(header, rows)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Handle `dsasim sweep-sram`: an exit status; a mistake in the command line raises CliError (exit 2)."""
+    from ..layers import parse_layer
+    from ..sweep import parse_sizes, plot_sweep, sweep_sram
+
+    try:
+        problem = parse_layer(args.layer)
+        hardware = load_hardware(args.hardware)
+        try:
+            sizes = parse_sizes(args.sizes)
+        except OverflowError:
+            raise ValueError(f"--sizes {args.sizes!r}: a size is too large to be a number of bytes") from None
+        if any(s < hardware.word_bytes for s in sizes):
+            raise ValueError(f"every size must hold at least one {hardware.word_bytes}-byte word")
+    except ValueError as err:
+        raise CliError(str(err)) from None
+    json_path = output_file("--json", args.json) if args.json is not None else None
+    plot_path = output_file("--plot", args.plot, PLOT_SUFFIXES) if args.plot is not None else None
+    if json_path is not None and plot_path is not None and json_path.resolve() == plot_path.resolve():
+        raise CliError(f"--json and --plot both name {json_path}; give two different files")
+    runner = loopnest_runner()
+    try:
+        result = sweep_sram(problem, hardware, sizes, runner=runner, simulate=not args.no_simulate,
+                            progress=not args.quiet, layer=args.layer, force=args.force, warn=warner("sweep-sram"))
+    except ValueError as err:
+        raise CliError(str(err)) from None
+    print(format_sweep(result))
+    print(f"{len(sizes)} sizes, {result.evaluations:,} candidates evaluated, {result.seconds:.2f} s")
+    if json_path is not None:
+        write_text_atomic(json_path, json.dumps(result.to_json(), indent=2) + "\n")
+    if plot_path is not None:
+        with atomic_path(plot_path) as tmp:  # the temporary name keeps the suffix: matplotlib's format
+            plot_sweep(result, str(tmp))
+    return 0
+
+
+COMMAND = Command(
+    "sweep-sram", "best traffic and cycles of a layer across SRAM sizes",
+    "For each SRAM size, the best-traffic schedule of LAYER (one enumeration for all sizes), its simulated "
+    "cycles, the lower bound and compulsory traffic; a table, JSON and a plot.",
+    add_arguments, run)
