@@ -11,17 +11,18 @@ from .analytic import analyze
 from .hardware import PRESETS, Accelerator, load_hardware, preset
 from .loopnest import ConvProblem, LoopNest, MatmulProblem
 from .lower_bounds import lower_bound
-from .memory import GlobalHierarchy, Session, Tile, TracedArray
-from .schedule import RunResult, Schedule, Workload, run_schedule
+from .memory import Counters, GlobalHierarchy, Session, TensorTraffic, Tile, TracedArray
+from .schedule import RunResult, Schedule, Status, TensorReport, Workload, bind_tensors, run_schedule
 from .search import search
 from .segments import Segment, Segments
 from .tensorcore import TensorCore, VectorUnit
 from .trace import EventKind, Trace
 
 __all__ = [
-    "Accelerator", "CoherenceError", "Conv2dBoundsInfer", "CrossSessionError", "SessionStateError", "ConvProblem", "LoopNest", "MatmulProblem",
-    "analyze", "lower_bound", "search", "EventKind", "GlobalHierarchy", "PRESETS",
-    "ReadOnlyError", "RegionError", "ReuseError", "RunResult", "Schedule", "ScheduleError", "Segment",
-    "Segments", "Session", "SramOverflowError", "StaleTileError", "TensorCore", "Tile", "Trace", "TracedArray",
-    "UnfinishedError", "VectorUnit", "Workload", "load_hardware", "preset", "run_schedule",
+    "Accelerator", "CoherenceError", "Conv2dBoundsInfer", "ConvProblem", "Counters", "CrossSessionError",
+    "EventKind", "GlobalHierarchy", "LoopNest", "MatmulProblem", "PRESETS", "ReadOnlyError", "RegionError",
+    "ReuseError", "RunResult", "Schedule", "ScheduleError", "Segment", "Segments", "Session", "SessionStateError",
+    "SramOverflowError", "StaleTileError", "Status", "TensorCore", "TensorReport", "TensorTraffic", "Tile", "Trace",
+    "TracedArray", "UnfinishedError", "VectorUnit", "Workload", "analyze", "bind_tensors", "load_hardware",
+    "lower_bound", "preset", "run_schedule", "search",
 ]

@@ -7,6 +7,8 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
+from .util import is_int
+
 KIB = 1024
 MIB = 1024 * 1024
 
@@ -54,7 +56,7 @@ class Accelerator:
             raise ValueError(f"Accelerator: name must be a non-empty string, got {self.name!r}")
         for field_name, (low, high) in _INT_RANGES.items():
             value = getattr(self, field_name)
-            if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+            if not is_int(value) or not low <= value <= high:
                 kind = "a positive integer" if low == 1 else f"an integer >= {low}"
                 raise ValueError(f"Accelerator {self.name!r}: {field_name} must be {kind} (at most {high:,}), "
                                  f"got {value!r}")

@@ -32,6 +32,8 @@ from .hardware import Accelerator
 from .segments import Segment
 from .trace import (ALLOC, COMPUTE, ENTER, EXIT, FREE, HIT, LOAD, OPEN, STORE, Region, ScopeInfo,
                     TensorInfo, Trace, format_region)
+from .util import (ceil_div, is_int, region_contains, region_elements, regions_overlap, shape_elements,
+                   whole_region)
 
 
 @dataclass
@@ -158,7 +160,7 @@ class Tile:
         if type(key) is not tuple:
             key = (key,)
         region = _normalize(self.buffer.tensor.name, self.shape, key)
-        if type(_elements(region)) is not int:
+        if type(region_elements(region)) is not int:
             region = _integral_region(self.buffer.tensor.name, region)[0]
         return Tile(self.buffer, tuple((o + a, o + b) for (o, _), (a, b) in zip(self.region, region)))
 
@@ -290,12 +292,12 @@ def _requested_elements(shape: tuple[int, ...], key: tuple) -> int:
 def _integral_region(name: str, region: Region) -> tuple[Region, int]:
     """A region whose bounds are not all Python ints (e.g. a Segment of floats): ints, or RegionError."""
     fixed = tuple((_index(name, dim, a, "start"), _index(name, dim, b, "stop")) for dim, (a, b) in enumerate(region))
-    return fixed, _elements(fixed)
+    return fixed, region_elements(fixed)
 
 
 def _check_shape(name: str, shape: Any) -> tuple[int, ...]:
     """A tensor shape as a tuple of positive Python ints, or ValueError saying what to pass."""
-    if isinstance(shape, (int, np.integer)) and not isinstance(shape, bool):
+    if is_int(shape, numpy=True):
         raise ValueError(f"tensor {name!r}: shape {shape!r} must be a tuple of dimensions, e.g. ({shape},)")
     try:
         dims = tuple(shape)
@@ -304,7 +306,7 @@ def _check_shape(name: str, shape: Any) -> tuple[int, ...]:
                          f"integers, e.g. (1, 64, 56, 56)") from None
     out = []
     for d in dims:
-        if isinstance(d, bool) or not isinstance(d, (int, np.integer)):
+        if not is_int(d, numpy=True):
             raise ValueError(f"tensor {name!r}: shape {shape!r}: dimension {d!r} ({type(d).__name__}) is not an "
                              f"integer; pass whole numbers of elements (a fractional size has no meaning)")
         out.append(int(d))
@@ -357,14 +359,14 @@ class _StoredElements:
                  block_elements: int = _BLOCK_ELEMENTS) -> None:
         self.shape = shape
         self.masks: dict[tuple[int, ...], np.ndarray] = {}
-        if _elements(tuple((0, d) for d in shape)) <= dense_max_elements:
+        if shape_elements(shape) <= dense_max_elements:
             self.dense: np.ndarray | None = np.zeros(shape, bool)
             self.block = shape
             self.grid = np.full((1,) * len(shape), _NONE, np.uint8)
         else:
             self.dense = None
             self.block = _block_shape(shape, block_elements)
-            self.grid = np.zeros(tuple(-(-d // b) for d, b in zip(shape, self.block)), np.uint8)
+            self.grid = np.zeros(tuple(ceil_div(d, b) for d, b in zip(shape, self.block)), np.uint8)
 
     @property
     def nbytes(self) -> int:
@@ -383,14 +385,14 @@ class _StoredElements:
             return
         outer, inner = [], []
         for (a, b), blk, extent in zip(region, self.block, self.shape):
-            outer.append((a // blk, (b - 1) // blk + 1))
+            outer.append((a // blk, ceil_div(b, blk)))
             # block k = [k*blk, min((k+1)*blk, extent)) is covered iff a <= k*blk and its end <= b
-            f1 = (b - 1) // blk + 1 if b == extent else b // blk
-            inner.append((-(-a // blk), f1))
+            f1 = ceil_div(b, blk) if b == extent else b // blk
+            inner.append((ceil_div(a, blk), f1))
         grid, masks = self.grid, self.masks
         if all(f0 < f1 for f0, f1 in inner):
             grid[_slices(tuple(inner))] = _FULL
-            for idx in [i for i in masks if _contains(inner, tuple((k, k + 1) for k in i))]:
+            for idx in [i for i in masks if region_contains(inner, tuple((k, k + 1) for k in i))]:
                 del masks[idx]
         for idx in np.ndindex(*(f1 - f0 for f0, f1 in outer)):
             idx = tuple(f0 + i for (f0, _), i in zip(outer, idx))
@@ -413,7 +415,7 @@ class _StoredElements:
         if self.dense is not None:
             # tobytes + `in` is several times faster than ndarray.any() on the small regions of hot loops
             return b"\x01" in self.dense[_slices(region)].tobytes()
-        outer = tuple((a // blk, (b - 1) // blk + 1) for (a, b), blk in zip(region, self.block))
+        outer = tuple((a // blk, ceil_div(b, blk)) for (a, b), blk in zip(region, self.block))
         states = self.grid[_slices(outer)]
         raw = states.tobytes()
         if b"\x02" in raw:
@@ -477,10 +479,7 @@ class TracedArray:
         self.live: list[Buffer] = []
         self.stored: _StoredElements | None = None  # created at the first store
         self.stored_any = False
-        n = 1
-        for d in shape:
-            n *= d
-        self.nbytes = n * session.hardware.word_bytes
+        self.nbytes = shape_elements(shape) * session.hardware.word_bytes
 
     def __getitem__(self, key: Any) -> Tile:
         kind = type(key)
@@ -505,7 +504,7 @@ class TracedArray:
 
 
 class _ScopeInstance:
-    """One execution of a scope: the buffers it allocated, in order."""
+    """One execution of a scope: its buffering ways and the Buffer objects it allocated, in order."""
 
     __slots__ = ("scope_id", "instance", "ways", "buffers", "held", "path")
 
@@ -521,20 +520,26 @@ class _ScopeInstance:
 class GlobalHierarchy:
     """An SRAM scope (the blog's name): `with GlobalHierarchy(session):` frees its buffers on exit.
 
-    `buffers=N` makes it N-way buffered: each buffer's SRAM block holds N copies that successive instances use in
+    `ways=N` makes it N-way buffered: each buffer's SRAM block holds N copies that successive instances use in
     turn, so the next instance's loads can overlap this one's compute; the capacity check counts N x its buffers.
-    `name` identifies the scope for buffering overrides and reports (default: its source line).
+    `buffers=N` is an alias of `ways=N` (the blog-style spelling; pass one of them). `name` identifies the scope
+    for buffering overrides (`Session(scope_ways=...)`) and reports (default: its source line).
     """
 
-    __slots__ = ("session", "name", "buffers", "_instance")
+    __slots__ = ("session", "name", "ways", "_instance")
 
-    def __init__(self, session: "Session", name: str | None = None, buffers: int | None = None) -> None:
+    def __init__(self, session: "Session", name: str | None = None, ways: int | None = None,
+                 buffers: int | None = None) -> None:
         if not isinstance(session, Session):
             raise TypeError(f"GlobalHierarchy needs the Session to trace into as its first argument, got "
                             f"{type(session).__name__}")
-        if buffers is not None and (isinstance(buffers, bool) or not isinstance(buffers, int) or buffers < 1):
-            raise ValueError(f"GlobalHierarchy buffers must be an integer >= 1 (1 = single, 2 = ping-pong), "
-                             f"got {buffers!r}")
+        if buffers is not None:
+            if ways is not None:
+                raise ValueError(f"GlobalHierarchy: pass ways={ways!r} or its alias buffers={buffers!r}, not both")
+            ways = buffers
+        if ways is not None and (not is_int(ways) or ways < 1):
+            raise ValueError(f"GlobalHierarchy {'ways' if buffers is None else 'buffers'} must be an integer >= 1 "
+                             f"(1 = single, 2 = ping-pong), got {ways!r}")
         if name is None:
             caller = sys._getframe(1)
             name = f"{os.path.basename(caller.f_code.co_filename)}:{caller.f_lineno}"
@@ -542,11 +547,11 @@ class GlobalHierarchy:
             raise ValueError(f"GlobalHierarchy name must be a non-empty string, got {name!r}")
         self.session = session
         self.name = name
-        self.buffers = buffers
+        self.ways = ways
         self._instance: _ScopeInstance | None = None
 
     def __enter__(self) -> "GlobalHierarchy":
-        self._instance = self.session._enter_scope(self.name, self.buffers)
+        self._instance = self.session._enter_scope(self.name, self.ways)
         return self
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
@@ -561,7 +566,8 @@ class Session:
     """One run of a schedule: hardware, tensors, live SRAM state, counters and the trace.
 
     numeric=False is count-only mode: no data, no arithmetic, the same events and counts.
-    scope_buffers maps scope names to buffering ways, overriding what the schedule declares.
+    scope_ways maps scope names to buffering ways, overriding what the schedule declares (`scope_buffers` is an
+    alias of it: pass one of them).
     enforce_capacity=False lets a schedule exceed sram_bytes (to measure how much SRAM it would need).
     trace_event_limit: past this many events the trace is dropped (`trace_dropped` is set) to bound memory;
     counters are unaffected.
@@ -571,9 +577,9 @@ class Session:
     """
 
     def __init__(self, hardware: Accelerator, numeric: bool = True, record_trace: bool = True,
-                 scope_buffers: Mapping[str, int] | None = None, dtype: Any = np.float32,
+                 scope_ways: Mapping[str, int] | None = None, dtype: Any = np.float32,
                  enforce_capacity: bool = True, trace_event_limit: int | None = None,
-                 blog_quirks: bool = False) -> None:
+                 blog_quirks: bool = False, scope_buffers: Mapping[str, int] | None = None) -> None:
         if not isinstance(hardware, Accelerator):
             raise TypeError(f"Session needs an Accelerator, got {type(hardware).__name__}; pass e.g. "
                             f"preset(\"blog\") or load_hardware(path)")
@@ -581,8 +587,7 @@ class Session:
                             ("enforce_capacity", enforce_capacity), ("blog_quirks", blog_quirks)):
             if not isinstance(value, (bool, np.bool_)):
                 raise ValueError(f"Session {flag} must be True or False, got {value!r}")
-        if trace_event_limit is not None and (isinstance(trace_event_limit, bool)
-                                              or not isinstance(trace_event_limit, int) or trace_event_limit < 0):
+        if trace_event_limit is not None and (not is_int(trace_event_limit) or trace_event_limit < 0):
             raise ValueError(f"Session trace_event_limit must be None or an integer >= 0 (events), got "
                              f"{trace_event_limit!r}")
         try:
@@ -592,18 +597,24 @@ class Session:
         if not floating:
             raise ValueError(f"Session dtype must be a numpy floating dtype (e.g. np.float32) for the numeric check, "
                              f"got {dtype!r}; an integer dtype would truncate every product")
-        if scope_buffers is not None and not isinstance(scope_buffers, Mapping):
-            raise ValueError(f"Session scope_buffers must map scope names to buffering ways, e.g. {{\"tile\": 2}}, "
-                             f"got {type(scope_buffers).__name__}")
+        # messages name the argument the caller used
+        self._scope_ways_arg = "scope_ways" if scope_buffers is None else "scope_buffers"
+        if scope_buffers is not None:
+            if scope_ways is not None:
+                raise ValueError("Session: pass scope_ways or its alias scope_buffers, not both")
+            scope_ways = scope_buffers
+        if scope_ways is not None and not isinstance(scope_ways, Mapping):
+            raise ValueError(f"Session {self._scope_ways_arg} must map scope names to buffering ways, e.g. "
+                             f"{{\"tile\": 2}}, got {type(scope_ways).__name__}")
         self.blog_quirks = bool(blog_quirks)
         self.hardware = hardware
         self.numeric = numeric
         self.record_trace = record_trace
         self.dtype = dtype
-        self.scope_buffers = dict(scope_buffers or {})
-        for name, ways in self.scope_buffers.items():
-            if isinstance(ways, bool) or not isinstance(ways, int) or ways < 1:
-                raise ValueError(f"scope_buffers[{name!r}] must be an integer >= 1, got {ways!r}")
+        self.scope_ways = dict(scope_ways or {})
+        for name, ways in self.scope_ways.items():
+            if not is_int(ways) or ways < 1:
+                raise ValueError(f"{self._scope_ways_arg}[{name!r}] must be an integer >= 1, got {ways!r}")
         self.trace = Trace(hardware.word_bytes)
         self._events: list[tuple] = self.trace.events  # type: ignore[assignment]
         self._emit = self._events.append if record_trace else _discard
@@ -684,9 +695,9 @@ class Session:
             raise ValueError(f"scratch {name!r}: a DDR tensor of that name exists ({arr}); pick another name")
         if len(shape) != len(arr.shape) or any(d < 1 or d > e for d, e in zip(shape, arr.shape)):
             raise ValueError(f"scratch {name!r}: shape {shape} must fit inside its first shape {arr.shape}")
-        region = tuple((0, d) for d in shape)
+        region = whole_region(shape)
         inst = self._current_scope(arr, region)
-        nbytes = _elements(region) * self._word_bytes
+        nbytes = region_elements(region) * self._word_bytes
         buf = inst.held.get(arr.id) if reuse else None
         if buf is None or nbytes > buf.nbytes:
             buf = self._allocate(arr, region, nbytes, inst)
@@ -700,20 +711,21 @@ class Session:
         return Tile(buf, region)
 
     # -- scopes ----------------------------------------------------------------------------------------------
-    def scope(self, name: str | None = None, buffers: int | None = None) -> GlobalHierarchy:
-        """A new SRAM scope in this session (same as GlobalHierarchy(session, ...))."""
+    def scope(self, name: str | None = None, ways: int | None = None,
+              buffers: int | None = None) -> GlobalHierarchy:
+        """A new SRAM scope in this session (same as GlobalHierarchy(session, ...); `buffers` aliases `ways`)."""
         if name is None:
             caller = sys._getframe(1)
             name = f"{os.path.basename(caller.f_code.co_filename)}:{caller.f_lineno}"
-        return GlobalHierarchy(self, name, buffers)
+        return GlobalHierarchy(self, name, ways, buffers)
 
-    def _enter_scope(self, name: str, buffers: int | None) -> _ScopeInstance:
+    def _enter_scope(self, name: str, declared_ways: int | None) -> _ScopeInstance:
         parent = self._stack[-1] if self._stack else None
         static_key = (parent.scope_id if parent is not None else -1, name)
         scope_id = self._scope_ids.get(static_key)
         if scope_id is None:
             path = (parent.path if parent is not None else ()) + (name,)
-            ways = self.scope_buffers.get(name, buffers if buffers is not None else 1)
+            ways = self.scope_ways.get(name, declared_ways if declared_ways is not None else 1)
             scope_id = len(self.trace.scopes)
             self._scope_ids[static_key] = scope_id
             self.trace.scopes.append(ScopeInfo(path, ways))
@@ -722,7 +734,7 @@ class Session:
         instance = self._scope_instances[scope_id]
         self._scope_instances[scope_id] = instance + 1
         info = self.trace.scopes[scope_id]
-        inst = _ScopeInstance(scope_id, instance, info.buffers, info.path)
+        inst = _ScopeInstance(scope_id, instance, info.ways, info.path)
         self._stack.append(inst)
         self._emit((ENTER, scope_id, instance))
         return inst
@@ -865,14 +877,14 @@ class Session:
             return
         region = buf.region
         for other in arr.live:
-            if other is not buf and _overlaps(other.region, region):
+            if other is not buf and regions_overlap(other.region, region):
                 if other.dirty:
                     raise CoherenceError(
                         f"two live modified buffers of {arr.name} overlap: {format_region(region)} (buffer "
                         f"{buf.id}) and {format_region(other.region)} (buffer {other.id}); storing one would "
                         f"overwrite the other's results. Give each output element one live buffer at a time.")
                 other.stale = True
-        nbytes = _elements(region) * self._word_bytes
+        nbytes = region_elements(region) * self._word_bytes
         slices = _slices(region)
         stored = arr.stored
         if stored is None:
@@ -942,7 +954,7 @@ class Session:
         live = arr.live
         if live:
             for buf in live:
-                if not buf.stale and _contains(buf.region, region):
+                if not buf.stale and region_contains(buf.region, region):
                     traffic.hits += 1
                     counters.hits += 1
                     self._emit((HIT, buf.id, arr.id, region, reuse))
@@ -951,7 +963,7 @@ class Session:
                 held = self._stack[-1].held.get(arr.id) if reuse and self._stack else None
                 for buf in live:
                     # the buffer a reuse load replaces is stored first, so it is no hazard
-                    if buf.dirty and buf is not held and _overlaps(buf.region, region):
+                    if buf.dirty and buf is not held and regions_overlap(buf.region, region):
                         raise CoherenceError(
                             f"{arr.name}{format_region(region)} must be read from DDR but buffer {buf.id} holds "
                             f"modified data for {format_region(buf.region)} that overlaps it and is not stored "
@@ -1027,9 +1039,9 @@ class Session:
                     raise UnfinishedError(f"output {arr.name}: {missing} of {arr.nbytes // self._word_bytes} "
                                           f"elements were never stored{where}; the schedule does not cover the "
                                           f"whole output")
-        unknown = sorted(set(self.scope_buffers) - self._used_scopes)
+        unknown = sorted(set(self.scope_ways) - self._used_scopes)
         if unknown:
-            raise ValueError(f"scope_buffers names scope(s) {unknown} that the schedule never entered; scopes "
+            raise ValueError(f"{self._scope_ways_arg} names scope(s) {unknown} that the schedule never entered; scopes "
                              f"it entered: {sorted(self._used_scopes)}")
         self.finished = True
         return self.trace.freeze()
@@ -1044,22 +1056,3 @@ def _discard(_event: tuple) -> None:
     pass
 
 
-def _contains(outer: Region, inner: Region) -> bool:
-    for (a, b), (c, d) in zip(outer, inner):
-        if c < a or d > b:
-            return False
-    return True
-
-
-def _overlaps(x: Region, y: Region) -> bool:
-    for (a, b), (c, d) in zip(x, y):
-        if d <= a or c >= b:
-            return False
-    return True
-
-
-def _elements(region: Region) -> int:
-    n = 1
-    for a, b in region:
-        n *= b - a
-    return n

@@ -1,23 +1,28 @@
 """Workloads, schedules, and running a schedule into a report (traffic, SRAM, MACs, error vs torch).
 
 A `Workload` names its DDR tensors and a torch reference; a `Schedule` is plain Python over the traced tensors
-of one workload. `run_schedule` runs one on an `Accelerator` and returns a `RunResult`.
+of one workload. `run_schedule` runs one on an `Accelerator` and returns a `RunResult`. torch is imported only by
+a numeric run (its reference and error check), so count-only runs and `import dsasim` never load it.
 """
 
 from __future__ import annotations
 
-import gc
 import math
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from enum import StrEnum
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping
 
 import numpy as np
-import torch
 
 from .errors import ScheduleError, SramOverflowError
 from .hardware import Accelerator
 from .memory import Counters, Session, TracedArray
 from .trace import Trace
+from .util import gc_paused
+
+if TYPE_CHECKING:
+    import torch
 
 Shape = tuple[int, ...]
 
@@ -71,7 +76,7 @@ class Schedule:
                              f"{type(self.blog_counter_follows).__name__}")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class TensorReport:
     """Traffic of one tensor, in bytes; refetch_factor = loaded_bytes / tensor_bytes."""
 
@@ -91,23 +96,31 @@ class TensorReport:
         return self.loaded_bytes / self.tensor_bytes
 
 
-@dataclass(frozen=True)
+class Status(StrEnum):
+    """How a run ended. A str: `status == "ok"` holds and JSON writes the plain string."""
+
+    OK = "ok"              # finished; in numeric mode the outputs match torch
+    OVERFLOW = "overflow"  # SramOverflowError: the live footprint exceeded the SRAM
+    ERROR = "error"        # another ScheduleError, or the numeric check failed
+
+
+@dataclass(frozen=True, kw_only=True)
 class RunResult:
-    """What one run of a schedule gave. Numbers are None when the run failed (status != 'ok')."""
+    """What one run of a schedule gave. Numbers are None when the run failed (status != Status.OK)."""
 
     name: str
     hardware: str
-    status: str  # "ok" | "overflow" | "error"
-    message: str
-    loaded_bytes: int | None
-    stored_bytes: int | None
-    rmw_bytes: int | None
-    hits: int | None
-    peak_sram_bytes: int | None
-    blog_loaded_elements: int | None
-    macs: int | None
-    tensorcore_cycles: int | None
-    max_abs_err: float | None
+    status: Status
+    message: str = ""
+    loaded_bytes: int | None = None
+    stored_bytes: int | None = None
+    rmw_bytes: int | None = None
+    hits: int | None = None
+    peak_sram_bytes: int | None = None
+    blog_loaded_elements: int | None = None
+    macs: int | None = None
+    tensorcore_cycles: int | None = None
+    max_abs_err: float | None = None
     tensors: tuple[TensorReport, ...] = ()
     # filled in by timing the trace (dsasim.timing.simulate); None when not timed or the run failed
     cycles: int | None = None
@@ -119,12 +132,16 @@ class RunResult:
     trace: Trace | None = field(default=None, compare=False, repr=False)
     outputs: Mapping[str, np.ndarray] | None = field(default=None, compare=False, repr=False)
 
+    def __post_init__(self) -> None:
+        # a plain "ok" / "overflow" / "error" becomes the enum member; anything else is a ValueError
+        object.__setattr__(self, "status", Status(self.status))
+
     def to_json(self) -> dict[str, Any]:
         """The JSON object for `dsasim demo --json` (stable key order)."""
         return {
             "name": self.name,
             "hardware": self.hardware,
-            "status": self.status,
+            "status": self.status.value,
             "loaded_bytes": self.loaded_bytes,
             "stored_bytes": self.stored_bytes,
             "rmw_bytes": self.rmw_bytes,
@@ -166,6 +183,8 @@ def max_abs_error(outputs: Mapping[str, np.ndarray], reference: Mapping[str, tor
 
     A NaN or infinite value where the reference has another value is an error of NaN or inf, never 0: `max`
     over a tensor would skip NaN."""
+    import torch
+
     worst = 0.0
     for name, ref in reference.items():
         ours = torch.from_numpy(np.asarray(outputs[name], dtype=np.float64))
@@ -198,67 +217,81 @@ def _tensor_reports(counters: Counters, session: Session) -> tuple[TensorReport,
         if arr.scratch:
             continue
         t = counters.per_tensor[name]
-        reports.append(TensorReport(name, arr.nbytes, t.loaded_bytes, t.stored_bytes, t.rmw_bytes, t.loads,
-                                    t.stores, t.hits, t.blog_loaded_elements))
+        reports.append(TensorReport(name=name, tensor_bytes=arr.nbytes, loaded_bytes=t.loaded_bytes,
+                                    stored_bytes=t.stored_bytes, rmw_bytes=t.rmw_bytes, loads=t.loads,
+                                    stores=t.stores, hits=t.hits, blog_loaded_elements=t.blog_loaded_elements))
     return tuple(reports)
 
 
+@contextmanager
+def _torch_single_thread(numeric: bool) -> Iterator[None]:
+    """In numeric mode, run torch on one thread for the block: tile-sized convs pay thread start-up 50x over
+    the arithmetic (demo2: 194 s vs 4 s). Count-only runs compute nothing and never import torch."""
+    if not numeric:
+        yield
+        return
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
+
+
 def run_schedule(schedule: Schedule, hardware: Accelerator, numeric: bool = True, seed: int = 0,
-                 record_trace: bool = True, scope_buffers: Mapping[str, int] | None = None,
+                 record_trace: bool = True, scope_ways: Mapping[str, int] | None = None,
                  enforce_capacity: bool = True, trace_event_limit: int | None = None,
-                 blog_quirks: bool = False) -> RunResult:
+                 blog_quirks: bool = False, scope_buffers: Mapping[str, int] | None = None) -> RunResult:
     """Run a schedule; numeric mode checks it against torch. Failures become a status, not an exception.
 
-    With record_trace, a trace longer than trace_event_limit events is dropped: the result's trace is None and
-    its message says so. An output holding NaN or infinity where torch's does not fails the numeric check
-    (status "error"). blog_quirks=True reproduces the blog's printed "total loaded" in blog_loaded_elements
-    (see `Session` and `Schedule.blog_counter_follows`); traffic and every other number are unchanged."""
-    session = Session(hardware, numeric=numeric, record_trace=record_trace, scope_buffers=scope_buffers,
+    scope_ways (alias scope_buffers) maps scope names to buffering ways, as in `Session`. With record_trace, a
+    trace longer than trace_event_limit events is dropped: the result's trace is None and its message says so.
+    An output holding NaN or infinity where torch's does not fails the numeric check (status "error").
+    blog_quirks=True reproduces the blog's printed "total loaded" in blog_loaded_elements (see `Session` and
+    `Schedule.blog_counter_follows`); traffic and every other number are unchanged."""
+    session = Session(hardware, numeric=numeric, record_trace=record_trace, scope_ways=scope_ways,
                       enforce_capacity=enforce_capacity, trace_event_limit=trace_event_limit,
-                      blog_quirks=blog_quirks)
+                      blog_quirks=blog_quirks, scope_buffers=scope_buffers)
+    scope_ways = session.scope_ways  # validated, whichever name it came by
     inputs = schedule.workload.make_inputs(seed) if numeric else None
     tensors = bind_tensors(session, schedule.workload, inputs)
-    status, message = "ok", ""
-    gc_was_enabled = gc.isenabled()
-    gc.disable()  # a trace is millions of small tuples: cyclic GC passes over them would dominate the run
-    torch_threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # tile-sized convs: thread start-up costs 50x the arithmetic (demo2: 194 s vs 4 s)
-    try:
-        schedule.body(session, **tensors)
-        trace = session.finish()
-    except SramOverflowError as err:
-        status, message = "overflow", str(err)
-    except ScheduleError as err:
-        status, message = "error", f"{type(err).__name__}: {err}"
-    finally:
-        torch.set_num_threads(torch_threads)
-        if gc_was_enabled:
-            gc.enable()
+    status, message = Status.OK, ""
+    # a trace is millions of small tuples: cyclic GC passes over them would dominate the run
+    with gc_paused(), _torch_single_thread(numeric):
+        try:
+            schedule.body(session, **tensors)
+            trace = session.finish()
+        except SramOverflowError as err:
+            status, message = Status.OVERFLOW, str(err)
+        except ScheduleError as err:
+            status, message = Status.ERROR, f"{type(err).__name__}: {err}"
     c = session.counters
-    blog_count: int | None = c.blog_loaded_elements if status == "ok" else None
+    blog_count: int | None = c.blog_loaded_elements if status == Status.OK else None
     blog_extra = {}
     if blog_quirks:
-        carried = _blog_count_left_by(schedule.blog_counter_follows, hardware, scope_buffers)
+        carried = _blog_count_left_by(schedule.blog_counter_follows, hardware, scope_ways)
         blog_extra = dict(blog_carried_elements=carried, blog_printed=schedule.blog_printed)
         # the blog's counter counted a failed run's accesses up to the failing one, and kept counting after it
         blog_count = c.blog_loaded_elements + carried
-    if status != "ok":
-        if status == "overflow":
-            message += _needed_sram_note(schedule, hardware, scope_buffers)
+    if status != Status.OK:
+        if status == Status.OVERFLOW:
+            message += _needed_sram_note(schedule, hardware, scope_ways)
         return RunResult(name=schedule.name, hardware=hardware.name, status=status, message=message,
-                         loaded_bytes=None, stored_bytes=None, rmw_bytes=None, hits=None, peak_sram_bytes=None,
-                         blog_loaded_elements=blog_count, macs=None, tensorcore_cycles=None, max_abs_err=None,
-                         **blog_extra)
+                         blog_loaded_elements=blog_count, **blog_extra)
     err_value = None
     outputs = None
     if numeric:
+        import torch
+
         outputs = {name: tensors[name].data for name in schedule.workload.outputs}
         with torch.no_grad():
             reference = schedule.workload.reference(
                 **{k: torch.from_numpy(v).to(torch.float64) for k, v in inputs.items()})
         err_value = max_abs_error(outputs, reference)
         if not math.isfinite(err_value):
-            status, message = "error", f"numeric check failed: {_first_bad_output(outputs)}"
+            status, message = Status.ERROR, f"numeric check failed: {_first_bad_output(outputs)}"
     if session.trace_dropped:
         message = (f"trace not kept: longer than {trace_event_limit:,} events (raise the limit to time it; "
                    f"it costs about 250 B of memory per event)")
@@ -271,21 +304,19 @@ def run_schedule(schedule: Schedule, hardware: Accelerator, numeric: bool = True
                      **blog_extra)
 
 
-def _blog_count_left_by(previous: Schedule | None, hardware: Accelerator,
-                        scope_buffers: Mapping[str, int] | None) -> int:
+def _blog_count_left_by(previous: Schedule | None, hardware: Accelerator, scope_ways: Mapping[str, int]) -> int:
     """The blog's count (elements) that `previous` left in its global counter: its count up to its failure,
     or 0 when it finished (the blog then called `GlobalHierarchy.Reset()`)."""
     if previous is None:
         return 0
-    result = run_schedule(previous, hardware, numeric=False, record_trace=False, scope_buffers=scope_buffers,
+    result = run_schedule(previous, hardware, numeric=False, record_trace=False, scope_ways=scope_ways,
                           blog_quirks=True)
-    return 0 if result.status == "ok" else result.blog_loaded_elements
+    return 0 if result.status == Status.OK else result.blog_loaded_elements
 
 
-def _needed_sram_note(schedule: Schedule, hardware: Accelerator, scope_buffers: Mapping[str, int] | None) -> str:
+def _needed_sram_note(schedule: Schedule, hardware: Accelerator, scope_ways: Mapping[str, int]) -> str:
     """Re-run count-only with unlimited SRAM to say how much the schedule would need."""
-    session = Session(hardware, numeric=False, record_trace=False, scope_buffers=scope_buffers,
-                      enforce_capacity=False)
+    session = Session(hardware, numeric=False, record_trace=False, scope_ways=scope_ways, enforce_capacity=False)
     tensors = bind_tensors(session, schedule.workload, None)
     try:
         schedule.body(session, **tensors)

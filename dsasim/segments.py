@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Iterator, NamedTuple
 
+from .util import ceil_div, is_int
+
 _new_tuple = tuple.__new__
 
 
@@ -28,7 +30,7 @@ class Segment(NamedTuple):
 
 
 def _check_int(name: str, value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
+    if not is_int(value):
         raise ValueError(f"Segments: {name} must be a Python int (element index), got {value!r} of type "
                          f"{type(value).__name__}; pass an integer, e.g. int({value!r}) for a numpy integer")
     return value
@@ -71,7 +73,7 @@ class Segments:
 
     def __len__(self) -> int:
         """Number of segments: ceil((stop - start) / tile)."""
-        return -(-(self.stop - self.start) // self.tile)
+        return ceil_div(self.stop - self.start, self.tile)
 
     def __repr__(self) -> str:
         clamp = "" if self.clamp else ", clamp=False"

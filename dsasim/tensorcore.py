@@ -2,7 +2,8 @@
 
 A unit call such as `tc.conv2d(x, w)` returns a `Product`; `out += product` (accumulate) or
 `out.assign(product)` (overwrite) performs it: the operands are checked live, a COMPUTE event is traced with
-its MACs and cycles, and in numeric mode the arithmetic runs (torch for convolutions, numpy elsewhere).
+its MACs and cycles, and in numeric mode the arithmetic runs (torch for convolutions, numpy elsewhere; torch is
+imported only then, so count-only runs and `import dsasim` never load it).
 
 Cost model (cycles at the accelerator clock):
   conv2d / matmul on the TensorCore: per group, ceil(ic/16) * ceil(oc/24) steps per output pixel per kernel
@@ -16,35 +17,19 @@ from __future__ import annotations
 from typing import Callable
 
 import numpy as np
-import torch
-import torch.nn.functional as F
 
 from .errors import CrossSessionError
 from .memory import PendingCompute, Session, Tile
-from .trace import format_region, region_elements
-
-
-def _ceil_div(a: int, b: int) -> int:
-    return -(-a // b)
-
-
-def _is_int(value: object) -> bool:
-    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+from .trace import format_region
+from .util import ceil_div, int_pair, is_int, region_elements, shape_elements
 
 
 def _pair(value: int | tuple[int, int], what: str, minimum: int = 1) -> tuple[int, int]:
-    """An int or (h, w) pair of ints >= minimum, as a pair of Python ints."""
-    if _is_int(value):
-        pair = (int(value), int(value))
-    else:
-        try:
-            a, b = value  # type: ignore[misc]
-        except (TypeError, ValueError):
-            a = b = None
-        if not (_is_int(a) and _is_int(b)):
-            raise ValueError(f"{what} must be an int or an (h, w) pair of ints, got {value!r}; pass e.g. "
-                             f"{what}=1 or {what}=(2, 2)") from None
-        pair = (int(a), int(b))
+    """An int or (h, w) pair of ints (numpy ints too) >= minimum, as a pair of Python ints."""
+    pair = int_pair(value, numpy=True)
+    if pair is None:
+        raise ValueError(f"{what} must be an int or an (h, w) pair of ints, got {value!r}; pass e.g. "
+                         f"{what}=1 or {what}=(2, 2)")
     if min(pair) < minimum:
         raise ValueError(f"{what} must be >= {minimum}, got {value!r}")
     return pair
@@ -143,11 +128,11 @@ class TensorCore:
             raise ValueError(f"conv2d needs 4-d tiles (N, C, H, W) and (OC, C/groups, KH, KW), got {xs} and {ws}")
         sh, sw = _pair(stride, "stride")
         dh, dw = _pair(dilation, "dilation")
-        if not _is_int(groups) or groups < 1:
+        if not is_int(groups, numpy=True) or groups < 1:
             raise ValueError(f"conv2d: groups must be an integer >= 1, got {groups!r}")
         groups = int(groups)
         # a negative amount crops the tile instead (loop-nest kernels load whole tiles and crop on chip)
-        if not isinstance(padding, (tuple, list)) or len(padding) != 4 or not all(_is_int(p) for p in padding):
+        if not isinstance(padding, (tuple, list)) or len(padding) != 4 or not all(is_int(p, numpy=True) for p in padding):
             raise ValueError(f"conv2d: padding must be 4 integers (top, bottom, left, right) in elements, got "
                              f"{padding!r}; e.g. padding=(1, 1, 1, 1)")
         top, bottom, left, right = (int(p) for p in padding)
@@ -161,13 +146,16 @@ class TensorCore:
         if oh < 1 or ow < 1:
             raise ValueError(f"conv2d: input tile {xs} with padding {padding} is smaller than the kernel {ws}")
         ocg = oc // groups
-        steps = groups * _ceil_div(icg, self.ic_block) * _ceil_div(ocg, self.oc_block)
+        steps = groups * ceil_div(icg, self.ic_block) * ceil_div(ocg, self.oc_block)
         cycles = steps * n * oh * ow * kh * kw
         macs = oc * icg * n * oh * ow * kh * kw
         padded = cycles * self.ic_block * self.oc_block
         icb, ocb = self.ic_block, self.oc_block
 
         def compute() -> np.ndarray:
+            import torch
+            import torch.nn.functional as F
+
             xt = torch.from_numpy(x.data)
             wt = torch.from_numpy(w.data)
             if top or bottom or left or right:
@@ -194,10 +182,12 @@ class TensorCore:
         (m, k), (k2, n) = a.shape, b.shape
         if k != k2:
             raise ValueError(f"matmul: inner dimensions differ: {a.shape} @ {b.shape}")
-        cycles = _ceil_div(k, self.ic_block) * _ceil_div(n, self.oc_block) * m
+        cycles = ceil_div(k, self.ic_block) * ceil_div(n, self.oc_block) * m
         icb = self.ic_block
 
         def compute() -> np.ndarray:
+            import torch
+
             at, bt = torch.from_numpy(a.data), torch.from_numpy(b.data)
             acc = None
             for i in range(0, k, icb):
@@ -222,10 +212,8 @@ class VectorUnit:
         for t in tiles[1:]:
             if t.shape != shape:
                 raise ValueError(f"vector.{op}: operand shapes differ: {[t.shape for t in tiles]}")
-        n = 1
-        for d in shape:
-            n *= d
-        cycles = _ceil_div(n, self.lanes)
+        n = shape_elements(shape)
+        cycles = ceil_div(n, self.lanes)
         return Product(self.session, "vector", op, tiles, shape, 0, cycles, 0,
                        lambda: fn(*(t.data for t in tiles)))
 
@@ -252,5 +240,5 @@ class VectorUnit:
         m = region_elements(b.region)
         if n != m:
             raise ValueError(f"vector.dot: operands have {n} and {m} elements")
-        return Product(self.session, "vector", "dot", (a, b), (1,), n, -(-n // self.lanes), 0,
+        return Product(self.session, "vector", "dot", (a, b), (1,), n, ceil_div(n, self.lanes), 0,
                        lambda: np.dot(a.data.reshape(-1), b.data.reshape(-1)))

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from enum import IntEnum
 from typing import Iterator, NamedTuple
 
-Region = tuple[tuple[int, int], ...]
+from .util import Region, region_elements, shape_elements  # noqa: F401  (Region, region_elements: re-exported)
 
 
 class EventKind(IntEnum):
@@ -132,31 +132,21 @@ class TensorInfo:
     @property
     def elements(self) -> int:
         """Number of elements."""
-        n = 1
-        for d in self.shape:
-            n *= d
-        return n
+        return shape_elements(self.shape)
 
 
 @dataclass(frozen=True)
 class ScopeInfo:
-    """A static SRAM scope (a `GlobalHierarchy` site): its path of names and its buffering ways."""
+    """A static SRAM scope (a `GlobalHierarchy` site): its path of names and its buffering ways (N-way: each of
+    its buffers' SRAM blocks holds N copies, used by successive instances in turn)."""
 
     path: tuple[str, ...]
-    buffers: int
+    ways: int
 
     @property
     def name(self) -> str:
         """The path joined with '/'."""
         return "/".join(self.path)
-
-
-def region_elements(region: Region) -> int:
-    """Number of elements in a region."""
-    n = 1
-    for start, stop in region:
-        n *= stop - start
-    return n
 
 
 def format_region(region: Region) -> str:

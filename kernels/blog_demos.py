@@ -24,9 +24,7 @@ API differences that apply to every port:
 from __future__ import annotations
 
 from functools import partial
-
-import torch
-import torch.nn.functional as F
+from typing import TYPE_CHECKING
 
 from dsasim import (Conv2dBoundsInfer, GlobalHierarchy, Schedule, Segments, Session, TensorCore, TracedArray,
                     VectorUnit, Workload)
@@ -36,12 +34,22 @@ IMAGE = (BATCH, IN_CHANNELS, HEIGHT, WIDTH)
 WEIGHT = (OUT_CHANNELS, IN_CHANNELS, 1, 1)
 OUTPUT = (BATCH, OUT_CHANNELS, HEIGHT, WIDTH)
 
+if TYPE_CHECKING:
+    import torch
+
+# The torch references import torch when called: only a numeric run checks numbers, and importing these
+# schedules (e.g. `dsasim demo --count-only`) should not pay for torch.
+
 
 def _conv(image: torch.Tensor, weight: torch.Tensor) -> dict[str, torch.Tensor]:
+    import torch.nn.functional as F
+
     return {"output": F.conv2d(image, weight)}
 
 
 def _bias_conv(image: torch.Tensor, bias: torch.Tensor, weight: torch.Tensor) -> dict[str, torch.Tensor]:
+    import torch.nn.functional as F
+
     return {"output": F.conv2d(image + bias, weight)}
 
 
@@ -294,6 +302,8 @@ CHAIN_IMAGE, CHAIN_MID, CHAIN_OUT = (1, 3, 224, 224), (1, 32, 224, 224), (1, 64,
 
 
 def _two_convs(image: torch.Tensor, weight1: torch.Tensor, weight2: torch.Tensor) -> dict[str, torch.Tensor]:
+    import torch.nn.functional as F
+
     return {"output": F.conv2d(F.conv2d(image, weight1), weight2)}
 
 

@@ -63,10 +63,10 @@ def assert_schedule_matches_torch(schedule: Schedule, hardware: Accelerator, see
 
     atol=None uses the per-element bound described in the module docstring, with K = `reduction` (or inferred
     by `reduction_length`); a number uses that absolute tolerance instead. Extra keyword arguments go to
-    `run_schedule` (e.g. scope_buffers). Returns the RunResult.
+    `run_schedule` (e.g. scope_ways). Returns the RunResult.
     """
     result = run_schedule(schedule, hardware, numeric=True, seed=seed, **run_kwargs)
-    assert result.status == "ok", (f"{schedule.name} on {hardware.name}: status {result.status!r}, expected 'ok'"
+    assert result.status == "ok", (f"{schedule.name} on {hardware.name}: status {result.status.value!r}, expected 'ok'"
                                    f"\n{result.message}")
     workload = schedule.workload
     assert result.outputs is not None, f"{schedule.name}: numeric run returned no outputs"

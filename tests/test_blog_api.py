@@ -3,7 +3,11 @@ as one list or tuple with the reuse flag, the blog counter's quirk mode, and `ds
 
 from __future__ import annotations
 
+import json
 import math
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -127,3 +131,42 @@ def test_demo_blog_quirks_column(capsys):
     assert main(["demo", "--count-only", "--quiet", "--no-timing", "--only", "demo5-1"]) == 0
     out = capsys.readouterr().out
     assert "blog printed" not in out and "24,092,672" in out
+
+
+# -- results: keyword construction, a Status enum whose JSON value is the plain string ---------------------------
+def test_run_result_is_keyword_only_and_its_status_an_enum_with_the_plain_string_value():
+    from dsasim import RunResult, Status
+    with pytest.raises(TypeError):
+        RunResult("x", "blog", "ok", "")  # positional: 13 fields, 9 of them None, were too easy to misplace
+    r = RunResult(name="x", hardware="blog", status="overflow")  # a plain string becomes the member
+    assert r.status is Status.OVERFLOW and r.status == "overflow" and f"{r.status}" == "overflow"
+    assert (r.loaded_bytes, r.macs, r.max_abs_err, r.tensors, r.message) == (None, None, None, (), "")
+    assert [s.value for s in Status] == ["ok", "overflow", "error"]
+    assert json.dumps(r.to_json()["status"]) == '"overflow"'
+    with pytest.raises(ValueError, match="'fine' is not a valid Status"):
+        RunResult(name="x", hardware="blog", status="fine")
+    tiny = Workload("tiny", inputs={"a": (2,)}, outputs={"o": (2,)}, reference=lambda a: {"o": a})
+
+    def copy(s, a, o):
+        with GlobalHierarchy(s):
+            o[:].assign(VectorUnit(s).copy(a[:]))
+
+    ok = run_schedule(Schedule("copy", tiny, copy), preset("blog"))
+    assert ok.status is Status.OK and ok.to_json()["status"] == "ok" and ok.max_abs_err == 0.0
+
+
+# -- torch only where numbers are checked --------------------------------------------------------------------------
+def test_import_and_a_count_only_run_never_load_torch_a_numeric_run_does():
+    code = ("import dataclasses, sys, dsasim\n"
+            "assert 'torch' not in sys.modules, 'import dsasim loaded torch'\n"
+            "from kernels.blog_demos import SCHEDULES\n"
+            "demo = {s.name: s for s in SCHEDULES}['demo3-3']\n"
+            "r = dsasim.run_schedule(demo, dsasim.preset('blog'), numeric=False, record_trace=False)\n"
+            "assert r.status == 'ok' and 'torch' not in sys.modules, 'a count-only run loaded torch'\n"
+            "small = dataclasses.replace(demo.workload, inputs={'image': (1, 40, 3, 5), 'weight': (20, 40, 1, 1)},\n"
+            "                            outputs={'output': (1, 20, 3, 5)})\n"
+            "r = dsasim.run_schedule(dataclasses.replace(demo, workload=small), dsasim.preset('blog'))\n"
+            "assert r.status == 'ok' and r.max_abs_err < 1e-4 and 'torch' in sys.modules, r\n")
+    done = subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).resolve().parent.parent,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]

@@ -12,8 +12,7 @@ import os
 
 import pytest
 
-from dsasim import GlobalHierarchy, Session, SramOverflowError, preset, run_schedule
-from dsasim.schedule import bind_tensors
+from dsasim import GlobalHierarchy, Session, SramOverflowError, bind_tensors, preset, run_schedule
 from kernels import blog_demos
 from kernels.blog_demos import SCHEDULES
 

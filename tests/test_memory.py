@@ -464,7 +464,7 @@ def _small_conv_schedule() -> Schedule:
         tc = TensorCore(s)
         for ic in Segments(0, 20, 16):
             for oh in Segments(0, 3, 2):
-                with GlobalHierarchy(s, "tile", buffers=2):
+                with GlobalHierarchy(s, "tile", ways=2):
                     out = output[0, :, oh, :]
                     out += tc.conv2d(image[0, ic, oh, :], weight[:, ic])
                     s.scratch("tmp", (1, 2))
@@ -665,14 +665,14 @@ def test_two_way_scope_charges_double_and_alternates_copies():
     s = Session(tiny(sram_bytes=100), numeric=False)
     a = s.input("a", (8, 10))
     for i in range(4):
-        with GlobalHierarchy(s, "pp", buffers=2):
+        with GlobalHierarchy(s, "pp", ways=2):
             a[i, :]                                    # 10 B, charged 2 x 10 = 20 B
     allocs = of_kind(s, ALLOC)
     # the block [0, 20) holds two 10 B copies: instance i uses bytes [10 * (i % 2), 10 * (i % 2) + 10)
     assert [(e[4], e[5], e[6]) for e in allocs] == [(10, 0, 20), (10, 10, 20), (10, 0, 20), (10, 10, 20)]
     assert [e[2] for e in of_kind(s, FREE)] == [20] * 4
     assert s.counters.peak_sram_bytes == 20
-    assert s.trace.scopes[0].buffers == 2
+    assert s.trace.scopes[0].ways == 2
 
 
 def test_two_way_scope_addresses_with_two_buffers_per_instance():
@@ -680,7 +680,7 @@ def test_two_way_scope_addresses_with_two_buffers_per_instance():
     a = s.input("a", (8, 10))
     b = s.input("b", (8, 10))
     for i in range(3):
-        with GlobalHierarchy(s, "pp", buffers=2):
+        with GlobalHierarchy(s, "pp", ways=2):
             a[i, :]
             b[i, :]
     # a's block is [0, 20), b's [20, 40); even instances use the first 10 B copy of each, odd ones the second
@@ -695,18 +695,18 @@ def test_two_way_scope_capacity_check():
         a[1, :]
         a[2, :]                                        # 3 x 10 = 30 B fits exactly
     with pytest.raises(SramOverflowError, match=r"allocating 20 B for a\[1:2, 0:10\] \(2-way buffered\)") as info:
-        with GlobalHierarchy(s, "double", buffers=2):
+        with GlobalHierarchy(s, "double", ways=2):
             a[0, :]                                    # 20 B charged
             a[1, :]                                    # 40 B > 30
     assert info.value.live == [("a", "[0:1, 0:10]", 20, "double")]
 
 
-def test_scope_buffers_override():
-    s = Session(tiny(sram_bytes=1000), numeric=False, scope_buffers={"pp": 3, "plain": 2})
+def test_scope_ways_override():
+    s = Session(tiny(sram_bytes=1000), numeric=False, scope_ways={"pp": 3, "plain": 2})
     a = s.input("a", (8, 10))
     with GlobalHierarchy(s, "outer"):
         for i in range(4):
-            with GlobalHierarchy(s, "pp", buffers=2):  # the override (3) wins over the declaration (2)
+            with GlobalHierarchy(s, "pp", ways=2):     # the override (3) wins over the declaration (2)
                 a[i, :]
     with GlobalHierarchy(s, "plain"):                  # declared single, overridden to 2
         a[5, :]
@@ -715,7 +715,53 @@ def test_scope_buffers_override():
     # "outer" holds nothing, so pp's 3 x 10 B block starts at 0; instance i uses the copy at 10 * (i % 3)
     assert [(e[5], e[6]) for e in allocs[:4]] == [(0, 30), (10, 30), (20, 30), (0, 30)]
     assert allocs[4][6] == 20
-    assert [sc.buffers for sc in s.trace.scopes] == [1, 3, 2]   # outer, outer/pp, plain
+    assert [sc.ways for sc in s.trace.scopes] == [1, 3, 2]   # outer, outer/pp, plain
+
+
+def _two_way_events(declare, session_kwargs):
+    """The events of a 2-way scope declared one way, overridden to 3 ways for "pp3" via the Session's mapping."""
+    s = Session(tiny(sram_bytes=1000), numeric=False, **session_kwargs)
+    a = s.input("a", (8, 10))
+    for i in range(3):
+        with declare(s, "pp"):
+            a[i, :]
+        with GlobalHierarchy(s, "pp3"):
+            a[i, :]
+    s.finish()
+    return s.trace.events, [sc.ways for sc in s.trace.scopes]
+
+
+def test_buffers_is_an_alias_of_ways():
+    # N-way buffering is named `ways`; `buffers=` (GlobalHierarchy, Session.scope) and `scope_buffers=` (Session,
+    # run_schedule) are the blog-style aliases and must give the very same run
+    by_ways = _two_way_events(lambda s, n: GlobalHierarchy(s, n, ways=2), dict(scope_ways={"pp3": 3}))
+    assert by_ways[1] == [2, 3]
+    assert [e[6] for e in by_ways[0] if e[0] == ALLOC] == [20, 30, 20, 30, 20, 30]  # charged = 10 B x ways
+    assert _two_way_events(lambda s, n: GlobalHierarchy(s, n, buffers=2), dict(scope_buffers={"pp3": 3})) == by_ways
+    assert _two_way_events(lambda s, n: s.scope(n, buffers=2), dict(scope_ways={"pp3": 3})) == by_ways
+    assert _two_way_events(lambda s, n: s.scope(n, ways=2), dict(scope_buffers={"pp3": 3})) == by_ways
+    assert _two_way_events(lambda s, n: GlobalHierarchy(s, n, 2), dict(scope_ways={"pp3": 3})) == by_ways
+
+
+def test_ways_and_its_alias_together_or_wrong_name_the_argument_used():
+    s = Session(tiny(), numeric=False)
+    with pytest.raises(ValueError, match=r"pass ways=2 or its alias buffers=2, not both"):
+        GlobalHierarchy(s, "pp", ways=2, buffers=2)
+    with pytest.raises(ValueError, match=r"GlobalHierarchy ways must be an integer >= 1"):
+        GlobalHierarchy(s, "pp", ways=0)
+    with pytest.raises(ValueError, match=r"GlobalHierarchy buffers must be an integer >= 1"):
+        s.scope("pp", buffers=0)
+    with pytest.raises(ValueError, match=r"pass scope_ways or its alias scope_buffers, not both"):
+        Session(tiny(), scope_ways={"a": 2}, scope_buffers={"a": 2})
+    with pytest.raises(ValueError, match=r"^scope_ways\['a'\] must be an integer >= 1, got 0$"):
+        Session(tiny(), scope_ways={"a": 0})
+    with pytest.raises(ValueError, match=r"Session scope_ways must map scope names"):
+        Session(tiny(), scope_ways=[("a", 2)])
+    s = Session(tiny(), numeric=False, scope_ways={"nowhere": 2})
+    with GlobalHierarchy(s, "somewhere"):
+        pass
+    with pytest.raises(ValueError, match=r"^scope_ways names scope\(s\) \['nowhere'\] that the schedule never"):
+        s.finish()
 
 
 def test_scope_buffers_errors():
@@ -727,17 +773,20 @@ def test_scope_buffers_errors():
     s = Session(tiny(), numeric=False, scope_buffers={"nowhere": 2})
     with GlobalHierarchy(s, "somewhere"):
         pass
-    with pytest.raises(ValueError, match="nowhere"):
+    with pytest.raises(ValueError, match=r"^scope_buffers names scope\(s\) \['nowhere'\]"):
         s.finish()
 
 
-def test_scope_buffers_through_run_schedule_changes_only_sram():
+def test_scope_ways_through_run_schedule_changes_only_sram():
     sched = _small_conv_schedule()
     hw = tiny(sram_bytes=4096)
     two = run_schedule(sched, hw, numeric=False)
-    four = run_schedule(sched, hw, numeric=False, scope_buffers={"tile": 4})
+    four = run_schedule(sched, hw, numeric=False, scope_ways={"tile": 4})
     assert four.peak_sram_bytes == 2 * two.peak_sram_bytes == 4 * 370
     assert (four.loaded_bytes, four.stored_bytes) == (two.loaded_bytes, two.stored_bytes)
+    assert run_schedule(sched, hw, numeric=False, scope_buffers={"tile": 4}) == four   # the alias
+    with pytest.raises(ValueError, match="not both"):
+        run_schedule(sched, hw, numeric=False, scope_ways={"tile": 4}, scope_buffers={"tile": 4})
 
 
 def test_a_compute_never_written_anywhere_is_an_error():

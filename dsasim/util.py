@@ -1,0 +1,100 @@
+"""Small helpers shared across dsasim, each written once: integer checks, ceiling division, element counts,
+region tests and pausing the cyclic garbage collector.
+
+A region is a tuple of half-open (start, stop) pairs, one per dimension, in elements (see `dsasim.trace`).
+Only the standard library and numpy are imported here, so every module can use these helpers.
+"""
+
+from __future__ import annotations
+
+import gc
+import math
+from contextlib import contextmanager
+from typing import Iterable, Iterator, Sequence
+
+import numpy as np
+
+Region = tuple[tuple[int, int], ...]
+
+
+def ceil_div(a: int, b: int) -> int:
+    """ceil(a / b) for integers (b > 0), exact for any size: -(-a // b)."""
+    return -(-a // b)
+
+
+def is_int(value: object, numpy: bool = False) -> bool:
+    """True for a Python int that is not a bool; numpy=True also accepts numpy integers (not numpy bools)."""
+    if numpy:
+        return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def check_int(what: str, value: object, minimum: int) -> int:
+    """`value` if it is a Python int >= minimum, else ValueError "{what} must be an integer >= {minimum}, got ..."."""
+    if not is_int(value) or value < minimum:  # type: ignore[operator]
+        raise ValueError(f"{what} must be an integer >= {minimum}, got {value!r}")
+    return value  # type: ignore[return-value]
+
+
+def int_pair(value: object, numpy: bool = False) -> tuple[int, int] | None:
+    """An int or an (h, w) pair of ints as a pair of Python ints; None when `value` is neither (the caller says
+    what it expected). numpy=True also accepts numpy integers. A bare int v gives (v, v)."""
+    if is_int(value, numpy):
+        return int(value), int(value)  # type: ignore[call-overload]
+    if isinstance(value, (str, bytes)):
+        return None
+    try:
+        a, b = value  # type: ignore[misc]
+    except (TypeError, ValueError):
+        return None
+    if is_int(a, numpy) and is_int(b, numpy):
+        return int(a), int(b)
+    return None
+
+
+def shape_elements(shape: Iterable[int]) -> int:
+    """Number of elements of a tensor of this shape (the product of its dimensions; 1 for a 0-d shape)."""
+    return math.prod(shape)
+
+
+def region_elements(region: Region) -> int:
+    """Number of elements in a region."""
+    n = 1
+    for start, stop in region:
+        n *= stop - start
+    return n
+
+
+def region_contains(outer: Region, inner: Region) -> bool:
+    """True when every element of `inner` lies in `outer` (regions of the same tensor)."""
+    for (a, b), (c, d) in zip(outer, inner):
+        if c < a or d > b:
+            return False
+    return True
+
+
+def regions_overlap(x: Region, y: Region) -> bool:
+    """True when two regions of the same tensor share at least one element."""
+    for (a, b), (c, d) in zip(x, y):
+        if d <= a or c >= b:
+            return False
+    return True
+
+
+def whole_region(shape: Sequence[int]) -> Region:
+    """The region covering a whole tensor of this shape."""
+    return tuple((0, d) for d in shape)
+
+
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector for the block (restored after, even on an exception).
+
+    Traces and timing graphs are millions of small acyclic tuples: cyclic GC passes over them only cost time."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()

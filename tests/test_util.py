@@ -1,0 +1,66 @@
+"""dsasim.util: the small helpers every module shares (expected values worked out by hand)."""
+
+from __future__ import annotations
+
+import gc
+
+import numpy as np
+import pytest
+
+from dsasim.util import (ceil_div, check_int, gc_paused, int_pair, is_int, region_contains, region_elements,
+                         regions_overlap, shape_elements, whole_region)
+
+
+def test_ceil_div_rounds_up_exactly_even_past_float_precision():
+    assert [ceil_div(a, 4) for a in (0, 1, 4, 5, 8, 9)] == [0, 1, 1, 2, 2, 3]
+    assert ceil_div(-5, 4) == -1                     # ceil(-1.25)
+    assert ceil_div(10 ** 30 + 1, 10 ** 15) == 10 ** 15 + 1   # a float division would round this to 10**15
+
+
+def test_is_int_rejects_bools_and_floats_and_takes_numpy_ints_only_when_asked():
+    assert is_int(3) and is_int(-2) and not is_int(True) and not is_int(3.0) and not is_int("3")
+    assert not is_int(np.int64(3)) and is_int(np.int64(3), numpy=True)
+    assert not is_int(np.bool_(True), numpy=True) and not is_int(np.float32(1), numpy=True)
+
+
+def test_check_int_names_what_and_the_minimum():
+    assert check_int("tile", 5, 1) == 5
+    for bad in (0, 2.0, True, None):
+        with pytest.raises(ValueError, match=r"^tile must be an integer >= 1, got "):
+            check_int("tile", bad, 1)
+
+
+def test_int_pair_of_an_int_or_a_pair():
+    assert int_pair(3) == (3, 3) and int_pair((2, 5)) == (2, 5) and int_pair([1, 0]) == (1, 0)
+    assert int_pair(np.int32(2)) is None and int_pair(np.int32(2), numpy=True) == (2, 2)
+    pair = int_pair((np.int64(2), 3), numpy=True)
+    assert pair == (2, 3) and all(type(v) is int for v in pair)
+    for bad in ((1, 2, 3), (1,), 1.0, (1.0, 2), "ab", b"ab", None, (True, 1)):
+        assert int_pair(bad, numpy=True) is None, bad
+
+
+def test_element_counts_and_region_tests():
+    assert shape_elements((2, 3, 4)) == 24 and shape_elements(()) == 1
+    assert region_elements(((0, 2), (3, 6))) == 6 and region_elements(()) == 1
+    assert whole_region((2, 3)) == ((0, 2), (0, 3))
+    box = ((0, 4), (2, 6))
+    assert region_contains(box, ((1, 4), (2, 3))) and not region_contains(box, ((1, 5), (2, 3)))
+    assert regions_overlap(box, ((3, 9), (5, 7)))                 # share element (3, 5)
+    assert not regions_overlap(box, ((4, 9), (0, 9)))             # touch at row 4 only: half-open, no overlap
+    assert not regions_overlap(box, ((0, 4), (6, 8)))
+
+
+def test_gc_paused_restores_the_previous_state_even_on_an_exception():
+    assert gc.isenabled()
+    with pytest.raises(RuntimeError):
+        with gc_paused():
+            assert not gc.isenabled()
+            raise RuntimeError("inside")
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with gc_paused():
+            pass
+        assert not gc.isenabled()                                 # it was off before: it stays off
+    finally:
+        gc.enable()
