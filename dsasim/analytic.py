@@ -39,7 +39,8 @@ from typing import Any, NamedTuple, Sequence
 import numpy as np
 
 from .hardware import Accelerator
-from .loopnest import LoopNest, Problem, last_tile, tile_count, window_rows
+from .geometry import window_rows
+from .loopnest import LoopNest, Problem, last_tile, tile_count
 
 __all__ = ["fits_sram", "GroupStats", "group_stats", "TensorModel", "Analysis", "analyze", "Evaluator", "Evaluation",
            "TensorCounts", "Batch", "Mismatch",
@@ -309,7 +310,7 @@ class Evaluator:
         def arr(values) -> np.ndarray:
             return np.array(list(values), dtype=dtype)
 
-        self.blocks = {p.tc_in_dim: hardware.tensorcore_in_channels, p.tc_out_dim: hardware.tensorcore_out_channels}
+        self.blocks = tensorcore_blocks(p, hardware)
         self.fine = [arr(int(v) for v in f) for f in fine]
         self.ext = [p.extents[d] for d in self.dims]
         self.trips = [arr(tile_count(e, int(v)) for v in f) for e, f in zip(self.ext, self.fine)]
@@ -530,6 +531,12 @@ class Evaluator:
         return _max(tc + exposed, dma) + fill + ISSUE_CYCLES * iterations
 
 
+def tensorcore_blocks(problem: Problem, hardware: Accelerator) -> dict[str, int]:
+    """The problem's dimensions mapped to the TensorCore's input and output channels, with their block sizes
+    (elements): they set the TensorCore cycles and the search's aligned tile sizes."""
+    return {problem.tc_in_dim: hardware.tensorcore_in_channels, problem.tc_out_dim: hardware.tensorcore_out_channels}
+
+
 def _dim_sum(extent: int, tile: int, block: int) -> int:
     """sum over the tiles of ceil(tile_len / block) (block 0: sum of tile lengths = extent)."""
     if block == 0:
@@ -541,7 +548,7 @@ def _dim_sum(extent: int, tile: int, block: int) -> int:
 def nest_batch(evaluator: Evaluator, nest: LoopNest) -> Batch:
     """The batch of one nest for an evaluator whose candidate tiles are the nest's own (`analyze`)."""
     above = [[d in set(nest.above(t.name)) for d in evaluator.dims] for t in evaluator.tensors]
-    return Batch([0] * evaluator.nd, above, list(nest.buffers), ())
+    return Batch([0] * evaluator.nd, above, list(nest.ways), ())
 
 
 def analyze(nest: LoopNest, hardware: Accelerator) -> Analysis:
@@ -560,7 +567,7 @@ def analyze(nest: LoopNest, hardware: Accelerator) -> Analysis:
 def _tensor_model(nest: LoopNest, spec, c: TensorCounts) -> TensorModel:
     """A tensor's `TensorModel` from its counts: an output's reloads are its read-modify-writes, the other
     visits open zeros."""
-    ways = nest.ways(spec.name)
+    ways = nest.ways_of(spec.name)
     rmw = c.loaded_bytes if spec.output else 0
     opens = c.instances - c.loads if spec.output else 0
     return TensorModel(spec.name, nest.loop_of(spec.name), c.instances, c.loaded_bytes, c.stored_bytes, rmw,

@@ -36,7 +36,7 @@ from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
-from .analytic import Analysis, Batch, Evaluation, Evaluator, analyze, fits_sram
+from .analytic import Analysis, Batch, Evaluation, Evaluator, analyze, fits_sram, tensorcore_blocks
 from .hardware import Accelerator
 from .loopnest import LoopNest, Problem, tile_count
 from .lower_bounds import Bound, lower_bound
@@ -224,8 +224,7 @@ class Space(Evaluator):
     def __init__(self, problem: Problem, hardware: Accelerator, exhaustive: bool = False) -> None:
         _check_exact(problem, hardware.word_bytes)  # before any table is built or candidate evaluated
         self._structs: dict[tuple, np.ndarray] = {}
-        align = {problem.tc_in_dim: hardware.tensorcore_in_channels,
-                 problem.tc_out_dim: hardware.tensorcore_out_channels}
+        align = tensorcore_blocks(problem, hardware)
         fine_lists, self.coarse_idx = [], []
         for d in problem.dims:
             ext = problem.extents[d]
@@ -314,7 +313,7 @@ class Space(Evaluator):
         for t in self.tensors:
             loops = set(nest.above(t.name))
             above.append([d in loops for d in self.dims])
-        return tidx, above, list(nest.buffers)
+        return tidx, above, list(nest.ways)
 
 
 # -------------------------------------------------------------------------------------------- bookkeeping
@@ -753,7 +752,7 @@ def _upgrade_buffering(nest: LoopNest, hardware: Accelerator, cap: int) -> LoopN
     names = nest.problem.tensor_names
     multi = [n for n in names if best.tensor(n).instances > 1]
     for pattern in itertools.product((1, 2), repeat=len(multi)):
-        cand = nest.replace(buffers=dict(zip(multi, pattern)))
+        cand = nest.replace(ways=dict(zip(multi, pattern)))
         a = analyze(cand, hardware)
         if fits_sram(a.peak_sram_bytes, cap) and (a.estimated_cycles, a.peak_sram_bytes) < best_key:
             best, best_key = a, (a.estimated_cycles, a.peak_sram_bytes)

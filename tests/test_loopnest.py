@@ -16,7 +16,7 @@ from dsasim.loopnest import ConvProblem, LoopNest, MatmulProblem, problem_from_j
 from dsasim.schedule import bind_tensors
 from kernels import blog_demos
 from kernels.loopnest_kernel import (BLOG_DEMO_NAMES, blog_conv, blog_demo_nest, count_loopnest, execute,
-                                     loopnest_schedule, res2a_slab_nest, run_loopnest)
+                                     loopnest_schedule, loopnest_workload, res2a_slab_nest, run_loopnest)
 from kernels.resnet_schedules import SCHEDULES as RESNET_SCHEDULES
 
 BLOG = preset("blog")
@@ -149,7 +149,7 @@ def test_all_padding_tiles_compute_nothing_but_store_their_output():
 # ------------------------------------------------------------------------------------------ blog demos
 def _run_body(body, problem, hardware, numeric):
     s = Session(hardware, numeric=numeric)
-    workload = problem.workload()
+    workload = loopnest_workload(problem)
     inputs = workload.make_inputs(0) if numeric else None
     tensors = bind_tensors(s, workload, inputs)
     body(s, **tensors)
