@@ -503,7 +503,7 @@ class Evaluator:
             estimate = max(tensorcore + exposed, dma) + first loads + last store + ISSUE_CYCLES x iterations.
         """
         hw = self.hardware
-        setup = hw.dma_setup_cycles
+        setup = float(hw.dma_setup_cycles)  # exact: counts x setup stay below 2**53
         bw = float(hw.dram_bytes_per_cycle)
         load_total: Any = 0.0
         store_total: Any = 0.0
@@ -522,8 +522,9 @@ class Evaluator:
             inst, w = t.instances, ways[x]
             if isinstance(inst, int) and inst <= 1 or isinstance(w, (int, np.integer)) and w != 1:
                 continue
-            single = (inst > 1) if isinstance(w, (int, np.integer)) else (w == 1) * (inst > 1)
-            exposed = exposed + single * lc * (inst - 1) / inst
+            if not isinstance(w, (int, np.integer)):  # 1-way scopes only (one instance adds 0 x lc anyway)
+                lc = (w == 1) * lc
+            exposed = exposed + lc * (inst - 1) / inst
         dma = load_total + store_total if hw.dram_shared_load_store else _max(load_total, store_total)
         iterations: Any = 1
         for v in trips.values():

@@ -15,7 +15,6 @@ schedule.
 from __future__ import annotations
 
 import json
-from contextlib import ExitStack
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
@@ -36,31 +35,30 @@ def loopnest_workload(problem: Problem) -> Workload:
 
 def _region(axes: tuple[Axis, ...], cur: dict[str, Segment]) -> tuple[tuple[int, int], ...]:
     """The box of a tensor for the current tiles: plain axes take the tile, window axes the real rows read."""
-    return tuple(cur[a.dim] if a.tap is None else window_rows(*cur[a.dim], *cur[a.tap], a.stride, a.dilation,
-                                                               a.padding, a.size) for a in axes)
+    return tuple([cur[a.dim] if a.tap is None else window_rows(*cur[a.dim], *cur[a.tap], a.stride, a.dilation,
+                                                                a.padding, a.size) for a in axes])
 
 
 def _conv_compute(nest: LoopNest, s: Session, tensors: Mapping[str, TracedArray], held: dict, inner: set,
                   cur: dict[str, Segment]) -> Callable[[], None]:
     """The innermost step of a conv nest: out += conv2d(image tile, weight tile) with on-chip zero padding."""
     p, tc = nest.problem, TensorCore(s)
-    rows_axis, cols_axis = p.windows
+    rows_geom, cols_geom = ((a.stride, a.dilation, a.padding, a.size) for a in p.windows)
     image, weight, output = (tensors[n] for n in p.tensor_names)
-
-    def operand(name: str, arr: TracedArray, region: tuple) -> Any:
-        return held[name] if name in inner else arr[region]
+    image_held, weight_held, output_held = ("image" in inner, "weight" in inner, "output" in inner)
 
     def compute() -> None:
         n, oc, ic, kh, kw = cur["n"], cur["oc"], cur["ic"], cur["kh"], cur["kw"]
-        out = operand("output", output, (n, oc, cur["oh"], cur["ow"]))
-        rows = window(*cur["oh"], *kh, rows_axis.stride, rows_axis.dilation, rows_axis.padding, rows_axis.size)
-        cols = window(*cur["ow"], *kw, cols_axis.stride, cols_axis.dilation, cols_axis.padding, cols_axis.size)
-        if rows.empty or cols.empty:  # the window reads only padding: nothing to add
+        oh, ow = cur["oh"], cur["ow"]
+        out = held["output"] if output_held else output[n, oc, oh, ow]
+        rows = window(oh[0], oh[1], kh[0], kh[1], *rows_geom)
+        cols = window(ow[0], ow[1], kw[0], kw[1], *cols_geom)
+        if rows.first == rows.stop or cols.first == cols.stop:  # the window reads only padding: nothing to add
             s.mark_written(out)
             return
-        x = operand("image", image, (n, ic, rows[:2], cols[:2]))
-        out += tc.conv2d(x, operand("weight", weight, (oc, ic, kh, kw)), stride=p.stride, dilation=p.dilation,
-                         padding=rows.pad + cols.pad)
+        x = held["image"] if image_held else image[n, ic, (rows.first, rows.stop), (cols.first, cols.stop)]
+        w = held["weight"] if weight_held else weight[oc, ic, kh, kw]
+        out += tc.conv2d(x, w, stride=p.stride, dilation=p.dilation, padding=rows.pad + cols.pad)
 
     return compute
 
@@ -91,26 +89,39 @@ def execute(nest: LoopNest, s: Session, tensors: Mapping[str, TracedArray]) -> N
     make = _conv_compute if isinstance(problem, ConvProblem) else _matmul_compute
     compute = make(nest, s, tensors, held, inner, cur)
 
-    def level(k: int) -> None:
-        with ExitStack() as scopes:
-            for name in staged[k]:
-                scopes.enter_context(GlobalHierarchy(s, nest.scope_name(name), buffers=nest.ways_of(name)))
-                region = _region(problem.tensor(name).axes, cur)
-                if all(a < b for a, b in region):  # an all-padding box is not accessed
-                    tile = tensors[name][region]
-                    if k == len(order):
-                        held[name] = tile
-            if k == len(order):
-                compute()
-                return
-            d = order[k]
-            ext, t = problem.extents[d], nest.tile(d)
-            for start in range(0, ext, t):
-                cur[d] = Segment(start, min(start + t, ext))
-                level(k + 1)
-            cur[d] = Segment(0, ext)
+    plans = {n: (nest.scope_name(n), nest.ways_of(n), problem.tensor(n).axes) for n in problem.tensor_names}
 
-    level(0)
+    def open_scopes(k: int, i: int = 0) -> None:
+        """Open the scopes staged at depth k from the i-th on, each accessing its box, then run depth k."""
+        if i == len(staged[k]):
+            run(k)
+            return
+        name = staged[k][i]
+        scope, ways, axes = plans[name]
+        with GlobalHierarchy(s, scope, buffers=ways):
+            region = _region(axes, cur)
+            if all(a < b for a, b in region):  # an all-padding box is not accessed
+                tile = tensors[name][region]
+                if k == len(order):
+                    held[name] = tile
+            open_scopes(k, i + 1)
+
+    def run(k: int) -> None:
+        """Depth k: the compute at the innermost point, else the loop order[k] over its tiles."""
+        if k == len(order):
+            compute()
+            return
+        d = order[k]
+        ext, t = problem.extents[d], nest.tile(d)
+        for start in range(0, ext, t):
+            cur[d] = Segment(start, min(start + t, ext))
+            if staged[k + 1]:
+                open_scopes(k + 1)
+            else:
+                run(k + 1)
+        cur[d] = Segment(0, ext)
+
+    open_scopes(0)
 
 
 def loopnest_body(nest: LoopNest):
