@@ -95,6 +95,15 @@ class Problem:
     tc_in_dim: str
     tc_out_dim: str
 
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.spec()!r}, name={self.name!r})"
+
+    def __eq__(self, other: object) -> bool:  # same kind and shape (the name is a label)
+        return isinstance(other, Problem) and self.spec() == other.spec()
+
+    def __hash__(self) -> int:
+        return hash(self.spec())
+
     # -- derived ---------------------------------------------------------------------------------------------
     def extent(self, dim: str) -> int:
         return self.extents[dim]
@@ -220,15 +229,6 @@ class ConvProblem(Problem):
         )
         self.tc_in_dim, self.tc_out_dim = "ic", "oc"
 
-    def __repr__(self) -> str:
-        return f"ConvProblem({self.spec()!r}, name={self.name!r})"
-
-    def __eq__(self, other: object) -> bool:  # same shape (the name is a label)
-        return isinstance(other, ConvProblem) and self.spec() == other.spec()
-
-    def __hash__(self) -> int:
-        return hash(self.spec())
-
     def spec(self) -> str:
         (sh, sw), (ph, pw), (dh, dw) = self.stride, self.padding, self.dilation
         parts = [f"n={self.n}", f"ic={self.ic}", f"oc={self.oc}", f"h={self.h}", f"w={self.w}"]
@@ -278,15 +278,6 @@ class MatmulProblem(Problem):
             TensorSpec("c", (Axis("m"), Axis("n")), output=True),
         )
         self.tc_in_dim, self.tc_out_dim = "k", "n"
-
-    def __repr__(self) -> str:
-        return f"MatmulProblem({self.spec()!r}, name={self.name!r})"
-
-    def __eq__(self, other: object) -> bool:  # same shape (the name is a label)
-        return isinstance(other, MatmulProblem) and self.spec() == other.spec()
-
-    def __hash__(self) -> int:
-        return hash(self.spec())
 
     def spec(self) -> str:
         return f"gemm:m={self.m},n={self.n},k={self.k}"
