@@ -34,12 +34,16 @@ from __future__ import annotations
 import itertools
 import math
 from dataclasses import dataclass, field
-from typing import NamedTuple, Sequence
+from typing import Any, NamedTuple, Sequence
+
+import numpy as np
 
 from .hardware import Accelerator
-from .loopnest import LoopNest, Problem, tile_count, window_rows
+from .geometry import window_rows
+from .loopnest import LoopNest, Problem, last_tile, tile_count
 
-__all__ = ["fits_sram", "GroupStats", "group_stats", "TensorModel", "Analysis", "analyze", "estimate_cycles", "Mismatch",
+__all__ = ["fits_sram", "GroupStats", "group_stats", "TensorModel", "Analysis", "analyze", "Evaluator", "Evaluation",
+           "TensorCounts", "Batch", "Mismatch",
            "Reconciliation", "reconcile"]
 
 
@@ -163,7 +167,7 @@ class Analysis:
     macs: int
     padded_macs: int
     tensorcore_cycles: int
-    estimated_cycles: int  # an estimate (see estimate_cycles), not the timing simulation
+    estimated_cycles: int  # an estimate (see Evaluator._estimate), not the timing simulation
 
     @property
     def traffic_bytes(self) -> int:
@@ -190,56 +194,348 @@ class Analysis:
         return "\n".join(lines)
 
 
-ISSUE_CYCLES = 1  # per tile compute, in the estimate only (see estimate_cycles)
+ISSUE_CYCLES = 1  # per tile compute, in the cycle estimate only (see Evaluator.evaluate)
 
 
-def estimate_cycles(hardware: Accelerator, tensorcore_cycles: float, loaded: Sequence[float],
-                    stored: Sequence[float], loads: Sequence[float], stores: Sequence[float],
-                    instances: Sequence[float], ways: Sequence[float], box_bytes: Sequence[float],
-                    is_output: Sequence[bool], iterations: float = 0) -> float:
-    """A quick cycle estimate used to rank schedules (the timing simulator gives the real number).
+# ------------------------------------------------------------------------------------------ the one model
+@dataclass
+class Batch:
+    """Candidate nests as arrays broadcastable to `shape`: tidx[d] (index into Evaluator.fine[d]), above[x][d]
+    (bool: loop d above tensor x's staging), ways[x]; `tiled` lists the dims that may have several trips (None:
+    all). Scalars (Python ints and bools) make a batch of one."""
 
-    DMA time = per transfer dma_setup_cycles + bytes / dram_bytes_per_cycle (loads and stores added on a
-    shared port, the larger of the two otherwise). The transfers of a 1-way scope with several instances
-    cannot overlap the computes of the previous instance (its slot is busy), so (instances - 1)/instances of
-    them add to the TensorCore time. Plus the first loads and the last output store (pipeline fill/drain), and
-    ISSUE_CYCLES per tile compute (`iterations`), a stand-in for issuing each operation that the timing simulator
-    does not charge: among schedules within a fraction of a percent it prefers fewer, larger operations (and
-    shorter traces):
-        estimate = max(tensorcore + exposed, dma) + first loads + last store + ISSUE_CYCLES x iterations.
-    Works elementwise on numpy arrays too.
-    """
-    setup = hardware.dma_setup_cycles
-    bw = float(hardware.dram_bytes_per_cycle)
-    load_total = 0.0
-    store_total = 0.0
-    exposed = 0.0
-    fill = 0.0
-    for ld, st, nl, ns, inst, w, box, out in zip(loaded, stored, loads, stores, instances, ways, box_bytes,
-                                                 is_output):
-        lc = nl * setup + ld / bw
-        sc = ns * setup + st / bw
-        load_total = load_total + lc
-        store_total = store_total + sc
-        single = (w == 1) * (inst > 1)
-        exposed = exposed + single * (lc + sc) * (inst - 1) / inst
-        if out:
-            fill = fill + (setup + box / bw)
-        else:
-            fill = fill + (box > 0) * (setup + box / bw)
-    if hardware.dram_shared_load_store:
-        dma = load_total + store_total
-    else:
-        dma = _maximum(load_total, store_total)
-    return _maximum(tensorcore_cycles + exposed, dma) + fill + ISSUE_CYCLES * iterations
+    tidx: list
+    above: list
+    ways: list
+    shape: tuple[int, ...]
+    tiled: list[int] | None = None
+
+    @property
+    def n(self) -> int:
+        return math.prod(self.shape)
+
+    def select(self, sel: np.ndarray) -> "Batch":
+        """The flat-indexed candidates `sel` as a 1-d batch."""
+        idx = np.unravel_index(sel, self.shape)
+
+        def take(a):
+            if isinstance(a, np.ndarray):
+                return np.broadcast_to(a, self.shape)[idx]
+            return a
+
+        return Batch([take(a) for a in self.tidx], [[take(a) for a in row] for row in self.above],
+                     [take(a) for a in self.ways], (len(sel),), self.tiled)
 
 
-def _maximum(a, b):
-    try:
-        return max(a, b)
-    except (TypeError, ValueError):
-        import numpy as np
-        return np.maximum(a, b)
+class TensorCounts(NamedTuple):
+    """One tensor's counts over a batch (arrays or scalars): bytes moved, DMA transfers, scope instances and its
+    largest box (bytes, one way)."""
+
+    loaded_bytes: Any
+    stored_bytes: Any
+    loads: Any
+    stores: Any
+    instances: Any
+    box_bytes: Any
+
+
+class Evaluation(NamedTuple):
+    """What the model gives for a batch of nests (arrays broadcastable to the batch's shape, or scalars)."""
+
+    loaded_bytes: Any
+    stored_bytes: Any
+    peak_sram_bytes: Any  # exact, or (peak_exact False) a lower bound: every loop at its first tile
+    peak_exact: bool
+    macs: Any
+    tensorcore_cycles: Any
+    estimated_cycles: Any  # float; None when not asked for
+    tensors: tuple[TensorCounts, ...]
+
+    @property
+    def traffic_bytes(self) -> Any:
+        return self.loaded_bytes + self.stored_bytes
+
+
+@dataclass(frozen=True)
+class _WindowTable:
+    """`group_stats` of one window group over every pair of candidate tiles, flattened: entry
+    combo * size + io * nk + ik, combo = 2 x (output loop above) + (tap loop above)."""
+
+    o: int  # dim index of the output position
+    k: int  # dim index of the tap
+    nk: int
+    size: int
+    total: np.ndarray
+    boxes: np.ndarray
+    cls: tuple[np.ndarray, ...]  # per class (ci, cj) in order (0,0), (0,1), (1,0), (1,1)
+    valid: np.ndarray  # both loops above (MAC weight), entry io * nk + ik
+
+
+def _is_true(a) -> bool:
+    return a is True or (isinstance(a, np.bool_) and bool(a))
+
+
+def _pick(a, yes, no):
+    """yes where the above flag a holds, else no (a: bool or bool array)."""
+    if a is True or a is False or isinstance(a, np.bool_):
+        return yes if a else no
+    return np.where(a, yes, no)
+
+
+def _max(a, b):
+    """Elementwise maximum that keeps Python ints Python ints (exact beyond int64)."""
+    if isinstance(a, int) and isinstance(b, int):
+        return a if a >= b else b
+    return np.maximum(a, b)
+
+
+class Evaluator:
+    """The analytic model's tables for a problem over candidate tile sizes `fine[d]` per dimension, and the one
+    evaluation of a `Batch` of nests. python_ints: tables of Python ints (exact at any size; `analyze`),
+    else int64 (the vectorised search)."""
+
+    def __init__(self, problem: Problem, hardware: Accelerator, fine: Sequence[Sequence[int]],
+                 python_ints: bool = False) -> None:
+        p = problem
+        self.problem = problem
+        self.hardware = hardware
+        self.word = hardware.word_bytes
+        self.dims = p.dims
+        self.nd = len(self.dims)
+        self.tensors = p.tensors
+        self.nt = len(self.tensors)
+        self.dim_index = {d: i for i, d in enumerate(self.dims)}
+        dtype = object if python_ints else np.int64
+
+        def arr(values) -> np.ndarray:
+            return np.array(list(values), dtype=dtype)
+
+        self.blocks = tensorcore_blocks(p, hardware)
+        self.fine = [arr(int(v) for v in f) for f in fine]
+        self.ext = [p.extents[d] for d in self.dims]
+        self.trips = [arr(tile_count(e, int(v)) for v in f) for e, f in zip(self.ext, self.fine)]
+        self.last = [arr(last_tile(e, int(v)) for v in f) for e, f in zip(self.ext, self.fine)]
+        self.tcsum = [arr(_dim_sum(e, int(v), self.blocks.get(d, 0)) for v in f)
+                      for d, e, f in zip(self.dims, self.ext, self.fine)]
+        self.groups: list[_WindowTable] = []
+        self.group_of: dict[str, tuple[int, int]] = {}  # dim -> (window group, 0 output position / 1 tap)
+        for g, a in enumerate(p.windows):
+            self.groups.append(self._window_table(a, arr))
+            self.group_of[a.dim] = (g, 0)
+            self.group_of[a.tap] = (g, 1)
+        self.group_of_idx = {self.dim_index[d]: v for d, v in self.group_of.items()}
+        self.idx = [[self.dim_index[d] for d in self.dims if d in t.dims] for t in self.tensors]
+        self.nonidx = [[self.dim_index[d] for d in self.dims if d not in t.dims] for t in self.tensors]
+        self.axes = [[("plain", self.dim_index[a.dim]) if a.tap is None else ("window", self.group_of[a.dim][0])
+                      for a in t.axes] for t in self.tensors]
+        self.out_t = next(i for i, t in enumerate(self.tensors) if t.output)
+        self.sizes = [problem.elements(t.name) for t in self.tensors]
+        self.plain_dims = [i for i, d in enumerate(self.dims) if d not in self.group_of]
+        self.plain_extent = math.prod(self.ext[d] for d in self.plain_dims)
+
+    def _window_table(self, a, arr) -> _WindowTable:
+        io, ik = self.dim_index[a.dim], self.dim_index[a.tap]
+        fo, fk = [int(v) for v in self.fine[io]], [int(v) for v in self.fine[ik]]
+        O, K = self.problem.extents[a.dim], self.problem.extents[a.tap]
+        cache: dict[tuple[int, int], GroupStats] = {}
+        stats = []  # combo-major, then output tile, then tap tile
+        for combo in range(4):
+            ao, ak = combo >> 1, combo & 1
+            for to in fo:
+                for tk in fk:
+                    key = (to if ao else O, tk if ak else K)
+                    if key not in cache:
+                        cache[key] = group_stats(O, K, a.stride, a.dilation, a.padding, a.size, *key)
+                    stats.append(cache[key])
+        both = stats[3 * len(fo) * len(fk):]
+        return _WindowTable(io, ik, len(fk), len(fo) * len(fk), arr(s.total for s in stats),
+                            arr(s.boxes for s in stats),
+                            tuple(arr(s.cls_max[ci][cj] for s in stats) for ci in (0, 1) for cj in (0, 1)),
+                            arr(s.valid for s in both))
+
+    def evaluate(self, b: Batch, exact: bool = True, estimate: bool = True) -> Evaluation:
+        """Evaluate a batch of candidates (numpy broadcasting over b.shape).
+
+        exact=False computes, instead of the peak, a lower bound on it (the live bytes at the iteration where
+        every loop is at its first tile), enough to discard candidates cheaply. estimate=False leaves the cycle
+        estimate out (None)."""
+        tiled = set(range(self.nd)) if b.tiled is None else set(b.tiled)
+        tidx, above = b.tidx, b.above
+        T = {d: self.trips[d][tidx[d]] for d in tiled}
+        # trips of dim d seen by tensor x: T if the loop is above x's staging, else 1 (left out)
+        seen: list[dict[int, Any]] = []
+        for x in range(self.nt):
+            row = {}
+            for d in tiled:
+                a = above[x][d]
+                if _is_true(a):
+                    row[d] = T[d]
+                elif not (a is False or isinstance(a, np.bool_)):
+                    row[d] = np.where(a, T[d], 1)
+            seen.append(row)
+        pair_index = [(tidx[g.o] * g.nk + tidx[g.k]) if (g.o in tiled or g.k in tiled) else 0 for g in self.groups]
+        flats = [[self._combo(x, g, above, tiled) * g.size + pi for g, pi in zip(self.groups, pair_index)]
+                 for x in range(self.nt)]
+        counts = [self._tensor_counts(x, seen[x], flats[x]) for x in range(self.nt)]
+        peak, boxes = self._peak(b, flats, tiled, exact)
+        valid: Any = 1
+        for g, pi in zip(self.groups, pair_index):
+            valid = valid * g.valid[pi]
+        cycles: Any = valid
+        for d in self.plain_dims:
+            cycles = cycles * (self.tcsum[d][tidx[d]] if d in tiled else self.tcsum[d][0])
+        tensors = tuple(TensorCounts(*c, box) for c, box in zip(counts, boxes))
+        loaded = stored = 0
+        for c in counts:
+            loaded = loaded + c[0]
+            stored = stored + c[1]
+        est = self._estimate(cycles, tensors, b.ways, T) if estimate else None
+        return Evaluation(loaded, stored, peak, exact, self.plain_extent * valid, cycles, est, tensors)
+
+    def _tensor_counts(self, x: int, row: dict, flat: list) -> tuple:
+        """(loaded bytes, stored bytes, loads, stores, instances) of tensor x (see the module docstring)."""
+        nonidx: Any = 1
+        for d in self.nonidx[x]:
+            if d in row:
+                nonidx = nonidx * row[d]
+        instances = elem = boxes = nonidx
+        for kind, v in self.axes[x]:
+            if kind == "plain":
+                elem = elem * self.ext[v]
+                if v in row:
+                    boxes = boxes * row[v]
+                    instances = instances * row[v]
+            else:
+                g = self.groups[v]
+                elem = elem * g.total[flat[v]]
+                boxes = boxes * g.boxes[flat[v]]
+                for d in (g.o, g.k):
+                    if d in row:
+                        instances = instances * row[d]
+        if x == self.out_t:  # R = nonidx visits: the first opens zeros, the others reload the partial sums
+            size = self.sizes[x] * self.word
+            return (nonidx - 1) * size, nonidx * size, instances - instances // nonidx, instances, instances
+        return elem * self.word, 0, boxes, 0, instances
+
+    @staticmethod
+    def _combo(x: int, g: _WindowTable, above: list, tiled: set):
+        ao = above[x][g.o] if g.o in tiled else False
+        ak = above[x][g.k] if g.k in tiled else False
+        if isinstance(ao, (bool, np.bool_)) and isinstance(ak, (bool, np.bool_)):
+            return 2 * int(ao) + int(ak)
+        return 2 * np.asarray(ao, np.int64) + np.asarray(ak, np.int64)
+
+    def _peak(self, b: Batch, flats: list, tiled: set, exact: bool = True) -> tuple[Any, list]:
+        """max over the window-group tile classes of sum(ways x box); and each tensor's largest box (one way).
+
+        A window group (output position, tap) has four tile classes (not-last / last for each loop); within a
+        class every box is constant, so the maximum over the class combinations of all groups is exact."""
+        ng = len(self.groups)
+        class_opts = []
+        for g in self.groups:
+            co = (0, 1) if g.o in tiled else (1,)
+            ck = (0, 1) if g.k in tiled else (1,)
+            class_opts.append([(ci, cj) for ci in co for cj in ck])
+        if not exact:  # one class per group: every loop at its first tile (a lower bound of the peak)
+            class_opts = [opts[:1] for opts in class_opts]
+        bases = []
+        terms: list[list[dict | None]] = []
+        for x in range(self.nt):
+            base: Any = self.word
+            tx: list[dict | None] = [None] * ng
+            for kind, v in self.axes[x]:
+                if kind == "window":
+                    g = self.groups[v]
+                    vals = {(ci, cj): g.cls[2 * ci + cj][flats[x][v]] for ci, cj in class_opts[v]}
+                elif v in tiled:
+                    d, a = v, b.above[x][v]
+                    full = _pick(a, self.fine[d][b.tidx[d]], self.ext[d])
+                    if d not in self.group_of_idx:
+                        base = base * full
+                        continue
+                    v, role = self.group_of_idx[d]  # a plain axis of a window group's loop: its tile class
+                    lst = _pick(a, self.last[d][b.tidx[d]], self.ext[d])
+                    vals = {cl: (full if cl[role] == 0 else lst) for cl in class_opts[v]}
+                else:
+                    base = base * self.ext[v]
+                    continue
+                if tx[v] is None:
+                    tx[v] = vals
+                else:
+                    tx[v] = {cl: tx[v][cl] * vals[cl] for cl in tx[v]}
+            bases.append(base)
+            terms.append(tx)
+        boxes = []  # the classes of different groups vary independently
+        for x in range(self.nt):
+            box = bases[x]
+            for tg in terms[x]:
+                if tg is not None:
+                    vals = list(tg.values())
+                    m = vals[0]
+                    for v in vals[1:]:
+                        m = _max(m, v)
+                    box = box * m
+            boxes.append(box)
+
+        def rec(gi: int, partial: list):
+            if gi == ng:
+                live = partial[0]
+                for v in partial[1:]:
+                    live = live + v
+                return live
+            best = None
+            for cl in class_opts[gi]:
+                v = rec(gi + 1, [p if terms[x][gi] is None else p * terms[x][gi][cl] for x, p in enumerate(partial)])
+                best = v if best is None else _max(best, v)
+            return best
+
+        return rec(0, [bases[x] * b.ways[x] for x in range(self.nt)]), boxes
+
+    def _estimate(self, tc, tensors: Sequence[TensorCounts], ways: Sequence, trips: dict):
+        """A quick cycle estimate used to rank schedules (the timing simulator gives the real number).
+
+        DMA time = per transfer dma_setup_cycles + bytes / dram_bytes_per_cycle (loads and stores added on a
+        shared port, the larger of the two otherwise). The transfers of a 1-way scope with several instances
+        cannot overlap the computes of the previous instance (its slot is busy), so (instances - 1)/instances of
+        them add to the TensorCore time. Plus the first loads and the last output store (pipeline fill/drain),
+        and ISSUE_CYCLES per tile compute, a stand-in for issuing each operation that the timing simulator does
+        not charge: among schedules within a fraction of a percent it prefers fewer, larger operations:
+            estimate = max(tensorcore + exposed, dma) + first loads + last store + ISSUE_CYCLES x iterations.
+        """
+        hw = self.hardware
+        setup = float(hw.dma_setup_cycles)  # exact: counts x setup stay below 2**53
+        bw = float(hw.dram_bytes_per_cycle)
+        load_total: Any = 0.0
+        store_total: Any = 0.0
+        exposed: Any = 0.0
+        fill: Any = 0.0
+        for x, t in enumerate(tensors):
+            lc = t.loads * setup + t.loaded_bytes / bw
+            load_total = load_total + lc
+            if x == self.out_t:
+                sc = t.stores * setup + t.stored_bytes / bw
+                store_total = store_total + sc
+                lc = lc + sc
+                fill = fill + (setup + t.box_bytes / bw)
+            else:
+                fill = fill + (t.box_bytes > 0) * (setup + t.box_bytes / bw)
+            inst, w = t.instances, ways[x]
+            if isinstance(inst, int) and inst <= 1 or isinstance(w, (int, np.integer)) and w != 1:
+                continue
+            if not isinstance(w, (int, np.integer)):  # 1-way scopes only (one instance adds 0 x lc anyway)
+                lc = (w == 1) * lc
+            exposed = exposed + lc * (inst - 1) / inst
+        dma = load_total + store_total if hw.dram_shared_load_store else _max(load_total, store_total)
+        iterations: Any = 1
+        for v in trips.values():
+            iterations = iterations * v
+        return _max(tc + exposed, dma) + fill + ISSUE_CYCLES * iterations
+
+
+def tensorcore_blocks(problem: Problem, hardware: Accelerator) -> dict[str, int]:
+    """The problem's dimensions mapped to the TensorCore's input and output channels, with their block sizes
+    (elements): they set the TensorCore cycles and the search's aligned tile sizes."""
+    return {problem.tc_in_dim: hardware.tensorcore_in_channels, problem.tc_out_dim: hardware.tensorcore_out_channels}
 
 
 def _dim_sum(extent: int, tile: int, block: int) -> int:
@@ -247,109 +543,36 @@ def _dim_sum(extent: int, tile: int, block: int) -> int:
     if block == 0:
         return extent
     n = tile_count(extent, tile)
-    last = extent - (n - 1) * tile
-    return (n - 1) * (-(-tile // block)) + (-(-last // block))
+    return (n - 1) * (-(-tile // block)) + (-(-last_tile(extent, tile) // block))
+
+
+def nest_batch(evaluator: Evaluator, nest: LoopNest) -> Batch:
+    """The batch of one nest for an evaluator whose candidate tiles are the nest's own (`analyze`)."""
+    above = [[d in set(nest.above(t.name)) for d in evaluator.dims] for t in evaluator.tensors]
+    return Batch([0] * evaluator.nd, above, list(nest.ways), ())
 
 
 def analyze(nest: LoopNest, hardware: Accelerator) -> Analysis:
-    """The closed-form counts of `nest` on `hardware` (see the module docstring); equal to a traced run."""
-    p = nest.problem
-    word = hardware.word_bytes
-    ext = p.extents
-    pos = {d: i for i, d in enumerate(nest.order)}
-    trips = {d: nest.trips(d) for d in p.dims}
-    tiles = nest.tile_map
-    last = {d: ext[d] - (trips[d] - 1) * tiles[d] for d in p.dims}
-    windows = p.windows
-    group_of: dict[str, tuple[int, int]] = {}  # dim -> (window group, 0 = output position / 1 = tap)
-    for g, a in enumerate(windows):
-        group_of[a.dim] = (g, 0)
-        group_of[a.tap] = (g, 1)
+    """The closed-form counts of `nest` on `hardware` (see the module docstring); equal to a traced run.
 
-    models = []
-    ext_fns = []  # per tensor: function(classes) -> box elements
-    for spec, depth, ways in zip(p.tensors, nest.stage, nest.buffers):
-        above = {d: pos[d] < depth for d in p.dims}
-        idx = spec.dims
-        nonidx = math.prod(trips[d] for d in p.dims if above[d] and d not in idx)
-        elem_sum = nonidx
-        boxes = nonidx
-        axis_ext = []
-        for a in spec.axes:
-            if a.tap is None:
-                d = a.dim
-                elem_sum *= ext[d]
-                boxes *= trips[d] if above[d] else 1
-                axis_ext.append(("plain", d, above[d]))
-            else:
-                gs = group_stats(ext[a.dim], ext[a.tap], a.stride, a.dilation, a.padding, a.size,
-                                 tiles[a.dim] if above[a.dim] else ext[a.dim],
-                                 tiles[a.tap] if above[a.tap] else ext[a.tap])
-                elem_sum *= gs.total
-                boxes *= gs.boxes
-                axis_ext.append(("window", group_of[a.dim][0], gs.cls_max))
-        instances = math.prod(trips[d] for d in p.dims if above[d])
-        ext_fns.append((axis_ext, ways))
-        if spec.output:
-            size = p.elements(spec.name)
-            distinct = boxes // nonidx
-            loaded = (nonidx - 1) * size * word
-            stored = nonidx * size * word
-            models.append([spec.name, nest.loop_of(spec.name), instances, loaded, stored, loaded,
-                           instances - distinct, instances, distinct, 0, 0, ways])
-        else:
-            models.append([spec.name, nest.loop_of(spec.name), instances, elem_sum * word, 0, 0, boxes, 0, 0, 0,
-                           0, ways])
+    A batch of one through `Evaluator`, in Python integers (exact at any size)."""
+    ev = Evaluator(nest.problem, hardware, [[t] for t in nest.tiles], python_ints=True)
+    r = ev.evaluate(nest_batch(ev, nest))
+    tensors = tuple(_tensor_model(nest, spec, c) for spec, c in zip(nest.problem.tensors, r.tensors))
+    padded = r.tensorcore_cycles * hardware.tensorcore_in_channels * hardware.tensorcore_out_channels
+    return Analysis(nest, hardware.name, hardware.word_bytes, tensors, r.loaded_bytes, r.stored_bytes,
+                    sum(t.rmw_bytes for t in tensors), sum(t.loads for t in tensors), sum(t.stores for t in tensors),
+                    r.peak_sram_bytes, r.macs, padded, r.tensorcore_cycles, int(round(r.estimated_cycles)))
 
-    def axis_value(item, classes) -> int:
-        if item[0] == "window":
-            ci, cj = classes[item[1]]
-            return item[2][ci][cj]
-        _, d, is_above = item
-        if not is_above:
-            return ext[d]
-        if d in group_of:
-            g, role = group_of[d]
-            cls = classes[g][role]
-            if trips[d] > 1 and cls == 0:
-                return tiles[d]
-            return last[d]
-        return tiles[d]
 
-    peak = 0
-    box_max = [0] * len(p.tensors)
-    for classes in itertools.product(((0, 0), (0, 1), (1, 0), (1, 1)), repeat=len(windows)):
-        live = 0
-        for i, (axis_ext, ways) in enumerate(ext_fns):
-            box = math.prod(axis_value(item, classes) for item in axis_ext) * word
-            box_max[i] = max(box_max[i], box)
-            live += ways * box
-        peak = max(peak, live)
-    for m, box in zip(models, box_max):
-        m[9] = box
-        m[10] = box * m[11]
-    tensors = tuple(TensorModel(*m) for m in models)
-
-    # MACs and TensorCore cycles
-    inner_valid = 1
-    for a in windows:
-        gs = group_stats(ext[a.dim], ext[a.tap], a.stride, a.dilation, a.padding, a.size, tiles[a.dim],
-                         tiles[a.tap])
-        inner_valid *= gs.valid
-    plain_dims = [d for d in p.dims if d not in group_of]
-    macs = math.prod(ext[d] for d in plain_dims) * inner_valid
-    blocks = {p.tc_in_dim: hardware.tensorcore_in_channels, p.tc_out_dim: hardware.tensorcore_out_channels}
-    cycles = math.prod(_dim_sum(ext[d], tiles[d], blocks.get(d, 0)) for d in plain_dims) * inner_valid
-    padded = cycles * hardware.tensorcore_in_channels * hardware.tensorcore_out_channels
-
-    est = estimate_cycles(hardware, cycles, [t.loaded_bytes for t in tensors], [t.stored_bytes for t in tensors],
-                          [t.loads for t in tensors], [t.stores for t in tensors],
-                          [t.instances for t in tensors], [t.ways for t in tensors],
-                          [t.box_bytes for t in tensors], [s.output for s in p.tensors], nest.iterations())
-    return Analysis(nest, hardware.name, word, tensors, sum(t.loaded_bytes for t in tensors),
-                    sum(t.stored_bytes for t in tensors), sum(t.rmw_bytes for t in tensors),
-                    sum(t.loads for t in tensors), sum(t.stores for t in tensors), peak, macs, padded, cycles,
-                    int(round(est)))
+def _tensor_model(nest: LoopNest, spec, c: TensorCounts) -> TensorModel:
+    """A tensor's `TensorModel` from its counts: an output's reloads are its read-modify-writes, the other
+    visits open zeros."""
+    ways = nest.ways_of(spec.name)
+    rmw = c.loaded_bytes if spec.output else 0
+    opens = c.instances - c.loads if spec.output else 0
+    return TensorModel(spec.name, nest.loop_of(spec.name), c.instances, c.loaded_bytes, c.stored_bytes, rmw,
+                       c.loads, c.stores, opens, c.box_bytes, ways * c.box_bytes, ways)
 
 
 # ------------------------------------------------------------------------------------------ reconciliation

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Sequence
 
+from dsasim.geometry import Window, conv_output_size, window, window_rows
 from dsasim.segments import Segment
 
 SegmentLike = Segment | tuple[int, int]
@@ -60,52 +61,6 @@ def _unpack(rng: object) -> tuple[object, object] | None:
     except (TypeError, ValueError):
         return None
     return start, stop
-
-
-def window_rows(o0: int, o1: int, t0: int, t1: int, stride: int, dilation: int, padding: int,
-                size: int) -> tuple[int, int]:
-    """Tight range [first, stop) of real input rows read by output rows [o0, o1) with kernel taps [t0, t1).
-
-    Row o with tap t reads input row o*stride + t*dilation - padding; rows outside [0, size) are padding.
-    An all-padding window gives an empty range (first == stop). Cost O(t1 - t0).
-    """
-    lo = o0 * stride + t0 * dilation - padding
-    hi = (o1 - 1) * stride + (t1 - 1) * dilation - padding
-    if lo >= 0 and hi < size:
-        return lo, hi + 1
-    first, last = size, -1
-    for t in range(t0, t1):
-        off = t * dilation - padding
-        o = max(o0, -(off // stride))
-        if o < o1:
-            v = o * stride + off
-            if v < first:
-                first = v
-        o = min(o1 - 1, (size - 1 - off) // stride)
-        if o >= o0:
-            v = o * stride + off
-            if v > last:
-                last = v
-    if first > last:
-        first = min(max(lo, 0), size)
-        return first, first
-    return first, last + 1
-
-
-def _touched(o0: int, o1: int, stride: int, pad: int, k: int, dil: int, size: int) -> tuple[int, int, int, int]:
-    """Along one spatial dim, for output rows [o0, o1): (first, stop, lo, hi) input row indices.
-
-    [first, stop) is the tight range of real rows read (empty, at the window start clamped to [0, size), when
-    only padding is read); [lo, hi) is the unclipped window including padding.
-    """
-    first, stop = window_rows(o0, o1, 0, k, stride, dil, pad, size)
-    return first, stop, o0 * stride - pad, (o1 - 1) * stride - pad + (k - 1) * dil + 1
-
-
-def _pad_amounts(seg_start: int, seg_stop: int, lo: int, hi: int) -> tuple[int, int]:
-    """Zero rows to add (before, after) a loaded range [seg_start, seg_stop) to rebuild the window [lo, hi)."""
-    before = min(max(seg_start - lo, 0), hi - lo)
-    return before, (hi - lo) - (seg_stop - seg_start) - before
 
 
 @dataclass(frozen=True)
@@ -151,13 +106,11 @@ class Conv2dBoundsInfer:
                              f"{self.in_channels}; make input_shape[1] == in_channels")
         object.__setattr__(self, "input_shape", tuple(shape))
         for axis, dim in ((0, "height"), (1, "width")):
-            extent = self.dilation[axis] * (self.kernel_size[axis] - 1) + 1
-            padded = shape[2 + axis] + 2 * self.padding[axis]
-            if padded < extent:
-                raise ValueError(f"Conv2dBoundsInfer: the padded input {dim} ({padded} = {shape[2 + axis]} + "
-                                 f"2*{self.padding[axis]}) is smaller than the dilated kernel extent ({extent}), "
-                                 f"so the output would be empty; increase padding or the input size, or reduce "
-                                 f"kernel_size/dilation")
+            try:
+                conv_output_size(shape[2 + axis], self.kernel_size[axis], self.stride[axis], self.padding[axis],
+                                 self.dilation[axis], dim)
+            except ValueError as err:
+                raise ValueError(f"Conv2dBoundsInfer: {err}") from None
 
     @property
     def in_channels_per_group(self) -> int:
@@ -174,8 +127,8 @@ class Conv2dBoundsInfer:
         """The output tensor shape (N, out_channels, OH, OW), in elements, by torch's conv2d formula."""
         n, _, h, w = self.input_shape
         (kh, kw), (sh, sw), (ph, pw), (dh, dw) = self.kernel_size, self.stride, self.padding, self.dilation
-        oh = (h + 2 * ph - dh * (kh - 1) - 1) // sh + 1
-        ow = (w + 2 * pw - dw * (kw - 1) - 1) // sw + 1
+        oh = conv_output_size(h, kh, sh, ph, dh, "height")
+        ow = conv_output_size(w, kw, sw, pw, dw, "width")
         return n, self.out_channels, oh, ow
 
     @property
@@ -216,12 +169,11 @@ class Conv2dBoundsInfer:
         ocpg = self.out_channels // self.groups
         return oc.start // ocpg, (oc.stop - 1) // ocpg + 1
 
-    def _spatial(self, oh: Segment, ow: Segment) -> tuple[tuple[int, int, int, int], tuple[int, int, int, int]]:
-        """`_touched` for the rows and the columns of an output tile."""
+    def _spatial(self, oh: Segment, ow: Segment) -> tuple[Window, Window]:
+        """The `Window`s of the rows and the columns of an output tile (every tap)."""
         _, _, h, w = self.input_shape
         (kh, kw), (sh, sw), (ph, pw), (dh, dw) = self.kernel_size, self.stride, self.padding, self.dilation
-        return (_touched(oh.start, oh.stop, sh, ph, kh, dh, h),
-                _touched(ow.start, ow.stop, sw, pw, kw, dw, w))
+        return window(oh.start, oh.stop, 0, kh, sh, dh, ph, h), window(ow.start, ow.stop, 0, kw, sw, dw, pw, w)
 
     def input_region(self, out_region: Sequence[SegmentLike]) -> Region4:
         """The (n, c, h, w) input-tensor region, in element indices, that the output tile depends on (no padding).
@@ -233,7 +185,7 @@ class Conv2dBoundsInfer:
         g0, g1 = self._groups_of(oc)
         icpg = self.in_channels // self.groups
         rows, cols = self._spatial(oh, ow)
-        return n, Segment(g0 * icpg, g1 * icpg), Segment(rows[0], rows[1]), Segment(cols[0], cols[1])
+        return n, Segment(g0 * icpg, g1 * icpg), Segment(rows.first, rows.stop), Segment(cols.first, cols.stop)
 
     def input_region_for_channels(self, out_region: Sequence[SegmentLike], in_channels: SegmentLike) -> Region4:
         """`input_region` with channels intersected with an explicit input-channel range, in element indices.
@@ -284,9 +236,7 @@ class Conv2dBoundsInfer:
         """
         _, _, oh, ow = self._out_region(out_region)
         rows, cols = self._spatial(oh, ow)
-        top, bottom = _pad_amounts(*rows)
-        left, right = _pad_amounts(*cols)
-        return top, bottom, left, right
+        return rows.pad + cols.pad
 
     # ------------------------------------------------------------------------------------------ the blog's API
 

@@ -27,7 +27,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
-from .bounds import Conv2dBoundsInfer, window_rows
+from .geometry import conv_output_size, window_rows
 
 __all__ = ["Axis", "TensorSpec", "Problem", "ConvProblem", "MatmulProblem", "LoopNest", "problem_from_json",
            "window_rows", "tile_count", "last_tile"]
@@ -95,6 +95,15 @@ class Problem:
     tc_in_dim: str
     tc_out_dim: str
 
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.spec()!r}, name={self.name!r})"
+
+    def __eq__(self, other: object) -> bool:  # same kind and shape (the name is a label)
+        return isinstance(other, Problem) and self.spec() == other.spec()
+
+    def __hash__(self) -> int:
+        return hash(self.spec())
+
     # -- derived ---------------------------------------------------------------------------------------------
     def extent(self, dim: str) -> int:
         return self.extents[dim]
@@ -140,19 +149,20 @@ class Problem:
     def to_json(self) -> dict[str, Any]:
         raise NotImplementedError
 
+    def describe(self) -> str:
+        """One line: the computation and its shapes (the header of `LoopNest.format`)."""
+        raise NotImplementedError
+
+    def compute_statement(self) -> str:
+        """The innermost statement of a loop nest over this problem, as pseudo-code."""
+        raise NotImplementedError
+
     def spec(self) -> str:
         """The command-line shape spec of this problem (see `dsasim.layers.parse_layer`)."""
         raise NotImplementedError
 
     def reference(self, **tensors: Any) -> Any:
         raise NotImplementedError
-
-    def workload(self):
-        """The `Workload` (tensor shapes and torch reference) to run a LoopNest of this problem."""
-        from .schedule import Workload
-        ins = {t.name: self.shape(t.name) for t in self.tensors[:-1]}
-        outs = {self.output.name: self.shape(self.output.name)}
-        return Workload(self.name, inputs=ins, outputs=outs, reference=self.reference)
 
 
 def _pos_int(owner: str, name: str, value: Any, minimum: int = 1) -> int:
@@ -171,30 +181,39 @@ def _pair(owner: str, name: str, value: Any, minimum: int) -> tuple[int, int]:
 
 
 class ConvProblem(Problem):
-    """A 2-D convolution (NCHW, zero padding, groups = 1): image (N, IC, H, W), weight (OC, IC, KH, KW).
+    """A 2-D convolution (NCHW, zero padding): image (N, IC, H, W), weight (OC, IC // groups, KH, KW).
 
     Loop dimensions n, oc, oh, ow, ic, kh, kw; tensors image, weight (inputs) and output (N, OC, OH, OW).
-    stride, padding and dilation are ints or (h, w) pairs.
+    stride, padding and dilation are ints or (h, w) pairs. `groups` is part of the description, but the loop
+    nests, the analytic model and the search handle groups = 1 only (ValueError otherwise).
     """
 
     kind = "conv"
 
     def __init__(self, n: int, ic: int, oc: int, h: int, w: int, kh: int, kw: int | None = None,
                  stride: int | tuple[int, int] = 1, padding: int | tuple[int, int] = 0,
-                 dilation: int | tuple[int, int] = 1, name: str | None = None) -> None:
+                 dilation: int | tuple[int, int] = 1, name: str | None = None, groups: int = 1) -> None:
         owner = f"ConvProblem {name!r}" if name else "ConvProblem"
         kw = kh if kw is None else kw
-        for label, v in (("n", n), ("ic", ic), ("oc", oc), ("h", h), ("w", w), ("kh", kh), ("kw", kw)):
+        for label, v in (("n", n), ("ic", ic), ("oc", oc), ("h", h), ("w", w), ("kh", kh), ("kw", kw),
+                         ("groups", groups)):
             _pos_int(owner, label, v)
+        if ic % groups or oc % groups:
+            raise ValueError(f"{owner}: ic ({ic}) and oc ({oc}) must both be divisible by groups ({groups}); "
+                             f"choose groups among their common divisors")
+        if groups != 1:
+            raise ValueError(f"{owner}: groups={groups}: grouped convolutions are not modelled by loop nests, the "
+                             f"analytic model or the search yet; use groups=1 (a grouped layer is {groups} "
+                             f"separate convs of {ic // groups} -> {oc // groups} channels)")
+        self.groups = groups
         self.stride = _pair(owner, "stride", stride, 1)
         self.padding = _pair(owner, "padding", padding, 0)
         self.dilation = _pair(owner, "dilation", dilation, 1)
         try:
-            bounds = Conv2dBoundsInfer(ic, oc, (kh, kw), self.stride, self.padding, self.dilation,
-                                       input_shape=(n, ic, h, w))
+            oh = conv_output_size(h, kh, self.stride[0], self.padding[0], self.dilation[0], "height")
+            ow = conv_output_size(w, kw, self.stride[1], self.padding[1], self.dilation[1], "width")
         except ValueError as err:
             raise ValueError(f"{owner}: {err}") from None
-        _, _, oh, ow = bounds.output_shape
         self.n, self.ic, self.oc, self.h, self.w, self.kh, self.kw = n, ic, oc, h, w, kh, kw
         self.oh, self.ow = oh, ow
         self.name = name or self.spec()
@@ -210,15 +229,6 @@ class ConvProblem(Problem):
         )
         self.tc_in_dim, self.tc_out_dim = "ic", "oc"
 
-    def __repr__(self) -> str:
-        return f"ConvProblem({self.spec()!r}, name={self.name!r})"
-
-    def __eq__(self, other: object) -> bool:  # same shape (the name is a label)
-        return isinstance(other, ConvProblem) and self.spec() == other.spec()
-
-    def __hash__(self) -> int:
-        return hash(self.spec())
-
     def spec(self) -> str:
         (sh, sw), (ph, pw), (dh, dw) = self.stride, self.padding, self.dilation
         parts = [f"n={self.n}", f"ic={self.ic}", f"oc={self.oc}", f"h={self.h}", f"w={self.w}"]
@@ -228,6 +238,14 @@ class ConvProblem(Problem):
         if (dh, dw) != (1, 1):
             parts.append(f"d={dh}" if dh == dw else f"dh={dh},dw={dw}")
         return "conv:" + ",".join(parts)
+
+    def describe(self) -> str:
+        return (f"conv {self.ic}->{self.oc} channels, {self.kh}x{self.kw} kernel, input {self.n}x{self.ic}x{self.h}x"
+                f"{self.w}, stride {self.stride}, padding {self.padding}, dilation {self.dilation} -> output "
+                f"{self.n}x{self.oc}x{self.oh}x{self.ow}")
+
+    def compute_statement(self) -> str:
+        return "output[n, oc, oh, ow] += conv2d(image[n, ic, rows(oh,kh), rows(ow,kw)], weight[oc, ic, kh, kw])"
 
     def to_json(self) -> dict[str, Any]:
         return {"kind": "conv", "name": self.name, "n": self.n, "ic": self.ic, "oc": self.oc, "h": self.h,
@@ -261,17 +279,14 @@ class MatmulProblem(Problem):
         )
         self.tc_in_dim, self.tc_out_dim = "k", "n"
 
-    def __repr__(self) -> str:
-        return f"MatmulProblem({self.spec()!r}, name={self.name!r})"
-
-    def __eq__(self, other: object) -> bool:  # same shape (the name is a label)
-        return isinstance(other, MatmulProblem) and self.spec() == other.spec()
-
-    def __hash__(self) -> int:
-        return hash(self.spec())
-
     def spec(self) -> str:
         return f"gemm:m={self.m},n={self.n},k={self.k}"
+
+    def describe(self) -> str:
+        return f"matmul c[{self.m}x{self.n}] += a[{self.m}x{self.k}] @ b[{self.k}x{self.n}]"
+
+    def compute_statement(self) -> str:
+        return "c[m, n] += a[m, k] @ b[k, n]"
 
     def to_json(self) -> dict[str, Any]:
         return {"kind": "matmul", "name": self.name, "m": self.m, "n": self.n, "k": self.k}
@@ -286,7 +301,7 @@ def problem_from_json(data: Mapping[str, Any]) -> Problem:
     if kind == "conv":
         return ConvProblem(data["n"], data["ic"], data["oc"], data["h"], data["w"], data["kh"], data["kw"],
                            tuple(data["stride"]), tuple(data["padding"]), tuple(data["dilation"]),
-                           name=data.get("name"))
+                           name=data.get("name"), groups=data.get("groups", 1))
     if kind == "matmul":
         return MatmulProblem(data["m"], data["n"], data["k"], name=data.get("name"))
     raise ValueError(f"unknown problem kind {kind!r}; expected 'conv' or 'matmul'")
@@ -299,13 +314,15 @@ _TOP = "top"
 class LoopNest:
     """A schedule as data: loop order, tile sizes, staging depth and buffering ways per tensor.
 
-    LoopNest(problem, order, tiles, stage, buffers=None)
+    LoopNest(problem, order, tiles, stage, ways=None)
 
     * order: every dimension of the problem once, outermost first.
     * tiles: dim -> tile size (1 <= tile <= extent); dimensions left out take their full extent (one trip).
     * stage: tensor -> where its buffer's scope opens: a depth 0..len(order), the name of the loop it sits in
       (the scope opens inside that loop), or None / "top" (above every loop). Every tensor must be staged.
-    * buffers: tensor -> ways of its scope (default 1; capacity counts ways x the buffer).
+    * ways: tensor -> buffering ways of its scope (N-way buffering; default 1; capacity counts ways x the
+      buffer). `buffers=` is an alias of `ways=` (the blog-style name of `GlobalHierarchy(buffers=N)`), and the
+      JSON key stays "buffers".
     Invalid values raise ValueError saying which and why.
     """
 
@@ -313,11 +330,11 @@ class LoopNest:
     order: tuple[str, ...]
     tiles: tuple[int, ...]  # per problem dimension, in problem.dims order
     stage: tuple[int, ...]  # per tensor, in problem.tensors order: depth 0..len(order)
-    buffers: tuple[int, ...]  # per tensor
+    ways: tuple[int, ...]  # per tensor
 
     def __init__(self, problem: Problem, order: Sequence[str], tiles: Mapping[str, int] | None = None,
-                 stage: Mapping[str, int | str | None] | None = None,
-                 buffers: Mapping[str, int] | None = None) -> None:
+                 stage: Mapping[str, int | str | None] | None = None, ways: Mapping[str, int] | None = None,
+                 *, buffers: Mapping[str, int] | None = None) -> None:
         if not isinstance(problem, Problem):
             raise TypeError(f"LoopNest needs a ConvProblem or MatmulProblem, got {type(problem).__name__}")
         dims = problem.dims
@@ -361,22 +378,25 @@ class LoopNest:
         depths = []
         for n in names:
             depths.append(self._depth(n, stage[n], order))
-        buffers = dict(buffers or {})
-        bad = sorted(set(buffers) - set(names))
+        if ways is not None and buffers is not None:
+            raise ValueError("LoopNest: give ways= or its alias buffers=, not both")
+        label = "buffers" if buffers is not None else "ways"
+        given = dict((buffers if buffers is not None else ways) or {})
+        bad = sorted(set(given) - set(names))
         if bad:
-            raise ValueError(f"LoopNest buffers: unknown tensor(s) {bad}; tensors are {list(names)}")
-        ways = []
+            raise ValueError(f"LoopNest {label}: unknown tensor(s) {bad}; tensors are {list(names)}")
+        way_tuple = []
         for n in names:
-            w = buffers.get(n, 1)
+            w = given.get(n, 1)
             if isinstance(w, bool) or not isinstance(w, int) or w < 1:
-                raise ValueError(f"LoopNest buffers[{n!r}] must be an integer >= 1 (1 = single, 2 = ping-pong), "
+                raise ValueError(f"LoopNest {label}[{n!r}] must be an integer >= 1 (1 = single, 2 = ping-pong), "
                                  f"got {w!r}")
-            ways.append(w)
+            way_tuple.append(w)
         object.__setattr__(self, "problem", problem)
         object.__setattr__(self, "order", order)
         object.__setattr__(self, "tiles", tuple(tile_tuple))
         object.__setattr__(self, "stage", tuple(depths))
-        object.__setattr__(self, "buffers", tuple(ways))
+        object.__setattr__(self, "ways", tuple(way_tuple))
 
     @staticmethod
     def _depth(tensor: str, where: int | str | None, order: tuple[str, ...]) -> int:
@@ -410,9 +430,14 @@ class LoopNest:
         """Staging depth of a tensor (0 = above every loop)."""
         return self.stage[self.problem.tensor_names.index(tensor)]
 
-    def ways(self, tensor: str) -> int:
+    def ways_of(self, tensor: str) -> int:
         """Buffering ways of a tensor's scope."""
-        return self.buffers[self.problem.tensor_names.index(tensor)]
+        return self.ways[self.problem.tensor_names.index(tensor)]
+
+    @property
+    def buffers(self) -> tuple[int, ...]:
+        """Alias of `ways` (per tensor, in problem.tensors order)."""
+        return self.ways
 
     def loop_of(self, tensor: str) -> str:
         """The loop a tensor's scope sits in ('top' when above every loop)."""
@@ -437,8 +462,11 @@ class LoopNest:
 
     def replace(self, order: Sequence[str] | None = None, tiles: Mapping[str, int] | None = None,
                 stage: Mapping[str, int | str | None] | None = None,
-                buffers: Mapping[str, int] | None = None) -> "LoopNest":
-        """A copy with some fields replaced (mappings update the existing ones; stage values as in __init__)."""
+                ways: Mapping[str, int] | None = None, *, buffers: Mapping[str, int] | None = None) -> "LoopNest":
+        """A copy with some fields replaced (mappings update the existing ones; stage values as in __init__;
+        `buffers=` is an alias of `ways=`)."""
+        if ways is not None and buffers is not None:
+            raise ValueError("LoopNest.replace: give ways= or its alias buffers=, not both")
         names = self.problem.tensor_names
         t = self.tile_map
         t.update(tiles or {})
@@ -448,9 +476,9 @@ class LoopNest:
         else:
             st = {n: self.depth(n) for n in names}
         st.update(stage or {})
-        b = dict(zip(names, self.buffers))
-        b.update(buffers or {})
-        return LoopNest(self.problem, new_order, t, st, b)
+        w = dict(zip(names, self.ways))
+        w.update((buffers if buffers is not None else ways) or {})
+        return LoopNest(self.problem, new_order, t, st, w)
 
     # -- serialisation ---------------------------------------------------------------------------------------
     def to_json(self) -> dict[str, Any]:
@@ -461,7 +489,7 @@ class LoopNest:
             "order": list(self.order),
             "tiles": {d: t for d, t in zip(self.problem.dims, self.tiles)},
             "stage": {n: self.loop_of(n) for n in names},
-            "buffers": {n: w for n, w in zip(names, self.buffers)},
+            "buffers": {n: w for n, w in zip(names, self.ways)},  # the JSON key keeps the blog-style name
         }
 
     @classmethod
@@ -474,7 +502,7 @@ class LoopNest:
 
     def key(self) -> tuple:
         """A hashable identity (problem spec, order, tiles, stage, buffers)."""
-        return (self.problem.spec(), self.order, self.tiles, self.stage, self.buffers)
+        return (self.problem.spec(), self.order, self.tiles, self.stage, self.ways)
 
     def __hash__(self) -> int:
         return hash(self.key())
@@ -503,12 +531,7 @@ class LoopNest:
         p = self.problem
         names = p.tensor_names
         lines = []
-        if p.kind == "conv":
-            lines.append(f"# {p.name}: conv {p.ic}->{p.oc} channels, {p.kh}x{p.kw} kernel, input "
-                         f"{p.n}x{p.ic}x{p.h}x{p.w}, stride {p.stride}, padding {p.padding}, dilation "
-                         f"{p.dilation} -> output {p.n}x{p.oc}x{p.oh}x{p.ow}")
-        else:
-            lines.append(f"# {p.name}: matmul c[{p.m}x{p.n}] += a[{p.m}x{p.k}] @ b[{p.k}x{p.n}]")
+        lines.append(f"# {p.name}: {p.describe()}")
         single = [d for d in self.order if self.trips(d) == 1]
         if single:
             lines.append(f"# loops with one trip (the whole extent, not shown): {', '.join(single)}")
@@ -528,7 +551,7 @@ class LoopNest:
                         parts.append(f"0:{a.size}")
                     else:
                         parts.append(f"rows({a.dim if o else '*'},{a.tap if t else '*'})")
-            ways = self.ways(n)
+            ways = self.ways_of(n)
             verb = "accumulate" if spec.output else "load"
             return (f"{indent}stage {n}[{', '.join(parts)}]  ({verb}; scope {self.scope_name(n)}, "
                     f"{ways}-way)")
@@ -549,15 +572,11 @@ class LoopNest:
             rag = "" if ext % t == 0 else f", last tile {last_tile(ext, t)}"
             lines.append(f"{indent}for {d} in 0:{ext} step {t}:   # {trips} trips{rag}")
             indent += "  "
-        if p.kind == "conv":
-            lines.append(f"{indent}output[n, oc, oh, ow] += conv2d(image[n, ic, rows(oh,kh), rows(ow,kw)], "
-                         f"weight[oc, ic, kh, kw])   # TensorCore")
-        else:
-            lines.append(f"{indent}c[m, n] += a[m, k] @ b[k, n]   # TensorCore")
+        lines.append(f"{indent}{p.compute_statement()}   # TensorCore")
         return "\n".join(lines)
 
     def __repr__(self) -> str:
         names = self.problem.tensor_names
         st = {n: self.loop_of(n) for n in names}
         return (f"LoopNest({self.problem.name!r}, order={list(self.order)}, tiles={self.tile_map}, stage={st}, "
-                f"buffers={dict(zip(names, self.buffers))})")
+                f"buffers={dict(zip(names, self.ways))})")

@@ -33,6 +33,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from .geometry import tap_outputs
 from .loopnest import ConvProblem, MatmulProblem, Problem
 
 __all__ = ["Bound", "touched_elements", "compulsory_bytes", "lower_bound", "window_reuse", "real_macs",
@@ -59,8 +60,7 @@ def _axis_touched(out_ext: int, taps: int, stride: int, dilation: int, padding: 
     taps_used = 0
     for t in range(taps):
         off = t * dilation - padding
-        lo = max(0, -(off // stride))  # first o with o*stride + off >= 0
-        hi = min(out_ext - 1, (size - 1 - off) // stride)
+        lo, hi = tap_outputs(0, out_ext, off, stride, size)
         if lo <= hi:
             taps_used += 1
             for o in range(lo, hi + 1):

@@ -36,7 +36,7 @@ from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
-from .analytic import ISSUE_CYCLES, Analysis, analyze, fits_sram, group_stats
+from .analytic import Analysis, Batch, Evaluation, Evaluator, analyze, fits_sram, tensorcore_blocks
 from .hardware import Accelerator
 from .loopnest import LoopNest, Problem, tile_count
 from .lower_bounds import Bound, lower_bound
@@ -217,89 +217,23 @@ def tile_candidates(extent: int, align: int = 0, coarse: bool = False, exhaustiv
 
 
 # ----------------------------------------------------------------------------------------------- the space
-class Space:
-    """A problem's search tables: candidate tile sizes per dimension and the window sums per tile pair."""
+class Space(Evaluator):
+    """A problem's search tables: candidate tile sizes per dimension (`tile_candidates`), the coarse first-pass
+    subset, and the model's tables over them (`analytic.Evaluator`)."""
 
     def __init__(self, problem: Problem, hardware: Accelerator, exhaustive: bool = False) -> None:
         _check_exact(problem, hardware.word_bytes)  # before any table is built or candidate evaluated
         self._structs: dict[tuple, np.ndarray] = {}
-        self.problem = problem
-        self.hardware = hardware
-        self.word = hardware.word_bytes
-        p = problem
-        self.dims = p.dims
-        self.nd = len(self.dims)
-        self.tensors = p.tensors
-        self.nt = len(self.tensors)
-        self.dim_index = {d: i for i, d in enumerate(self.dims)}
-        align = {p.tc_in_dim: hardware.tensorcore_in_channels, p.tc_out_dim: hardware.tensorcore_out_channels}
-        self.blocks = align
-        self.fine: list[np.ndarray] = []
-        self.coarse_idx: list[np.ndarray] = []
-        for d in self.dims:
-            ext = p.extents[d]
+        align = tensorcore_blocks(problem, hardware)
+        fine_lists, self.coarse_idx = [], []
+        for d in problem.dims:
+            ext = problem.extents[d]
             fine = tile_candidates(ext, align.get(d, 0), exhaustive=exhaustive)
             coarse = tile_candidates(ext, align.get(d, 0), coarse=True) if not exhaustive else fine
             pos = {v: i for i, v in enumerate(fine)}
-            self.fine.append(np.array(fine, dtype=np.int64))
+            fine_lists.append(fine)
             self.coarse_idx.append(np.array(sorted({pos[v] for v in coarse if v in pos}), dtype=np.int64))
-        self.ext = np.array([p.extents[d] for d in self.dims], dtype=np.int64)
-        self.trips = [(-(-int(e) // f)).astype(np.int64) for e, f in zip(self.ext, self.fine)]
-        self.last = [(int(e) - (T - 1) * f).astype(np.int64) for e, T, f in zip(self.ext, self.trips, self.fine)]
-        self.tcsum = []
-        for d, f, T, last in zip(self.dims, self.fine, self.trips, self.last):
-            blk = align.get(d, 0)
-            if blk:
-                self.tcsum.append(((T - 1) * (-(-f // blk)) + (-(-last // blk))).astype(np.int64))
-            else:
-                self.tcsum.append(np.full(len(f), p.extents[d], dtype=np.int64))
-        # window groups: image rows and columns
-        self.groups = []
-        self.group_of: dict[str, tuple[int, int]] = {}
-        for g, a in enumerate(p.windows):
-            io, ik = self.dim_index[a.dim], self.dim_index[a.tap]
-            fo, fk = self.fine[io], self.fine[ik]
-            no, nk = len(fo), len(fk)
-            tot = np.zeros((4, no, nk), np.int64)
-            box = np.zeros((4, no, nk), np.int64)
-            cls = np.zeros((4, no, nk, 2, 2), np.int64)
-            valid = np.zeros((no, nk), np.int64)
-            O, K = p.extents[a.dim], p.extents[a.tap]
-            cache: dict[tuple[int, int], Any] = {}
-            for combo in range(4):
-                ao, ak = combo >> 1, combo & 1
-                for i in range(no):
-                    for j in range(nk):
-                        key = (int(fo[i]) if ao else O, int(fk[j]) if ak else K)
-                        gs = cache.get(key)
-                        if gs is None:
-                            gs = cache[key] = group_stats(O, K, a.stride, a.dilation, a.padding, a.size, *key)
-                        tot[combo, i, j] = gs.total
-                        box[combo, i, j] = gs.boxes
-                        cls[combo, i, j] = gs.cls_max
-                        if combo == 3:
-                            valid[i, j] = gs.valid
-            self.groups.append({"o": io, "k": ik, "nk": nk, "no": no, "tot": tot.ravel(), "box": box.ravel(),
-                                "cls": [cls[:, :, :, ci, cj].ravel() for ci in (0, 1) for cj in (0, 1)],
-                                "valid": valid.ravel(), "size": no * nk})
-            self.group_of[a.dim] = (g, 0)
-            self.group_of[a.tap] = (g, 1)
-        self.group_of_idx = {self.dim_index[d]: v for d, v in self.group_of.items()}
-        # tensors: which dims index them; axes kinds
-        self.idx = [[self.dim_index[d] for d in self.dims if d in t.dims] for t in self.tensors]
-        self.nonidx = [[self.dim_index[d] for d in self.dims if d not in t.dims] for t in self.tensors]
-        self.axes = []
-        for t in self.tensors:
-            ax = []
-            for a in t.axes:
-                if a.tap is None:
-                    ax.append(("plain", self.dim_index[a.dim]))
-                else:
-                    ax.append(("window", self.group_of[a.dim][0]))
-            self.axes.append(ax)
-        self.out_t = next(i for i, t in enumerate(self.tensors) if t.output)
-        self.sizes = [problem.elements(t.name) for t in self.tensors]
-        self.plain_dims = [i for i, d in enumerate(self.dims) if d not in self.group_of]
+        super().__init__(problem, hardware, fine_lists)
 
     def moves(self, d: int, pos: np.ndarray) -> np.ndarray:
         """Refinement moves of dim d from candidate positions `pos`: +-1, +-2 positions, halve, double."""
@@ -345,222 +279,6 @@ class Space:
             return np.zeros((1, self.nt, self.nd), bool)
         return np.stack(list(seen.values()))
 
-    # -- evaluation ---------------------------------------------------------------------------------------------
-    def evaluate(self, b: "_Batch", exact: bool = True, estimate: bool = True) -> dict:
-        """Evaluate a batch of candidates (numpy broadcasting over b.shape); see `_Batch`.
-
-        exact=False computes, instead of the peak, a lower bound on it (the live bytes at the iteration where
-        every loop is at its first tile), enough to discard candidates cheaply; res["exact"] says which.
-        estimate=False leaves the cycle estimate out (res["est"] is None)."""
-        word = self.word
-        nd, nt = self.nd, self.nt
-        tiled_set = set(range(nd)) if b.tiled is None else set(b.tiled)
-        tidx, above, ways = b.tidx, b.above, b.ways
-        ext = [int(e) for e in self.ext]
-        t: dict[int, Any] = {}
-        T: dict[int, Any] = {}
-        last: dict[int, Any] = {}
-        for d in tiled_set:
-            t[d] = self.fine[d][tidx[d]]
-            T[d] = self.trips[d][tidx[d]]
-            last[d] = self.last[d][tidx[d]]
-        # trips of dim d seen by tensor x: T if the loop is above x's staging, else 1
-        tr: list[dict[int, Any]] = []
-        for x in range(nt):
-            row = {}
-            for d in tiled_set:
-                a = above[x][d]
-                if a is True or (isinstance(a, np.bool_) and a):
-                    row[d] = T[d]
-                elif a is False or isinstance(a, np.bool_):
-                    continue
-                else:
-                    row[d] = np.where(a, T[d], 1)
-            tr.append(row)
-        pair = [g["o"] in tiled_set or g["k"] in tiled_set for g in self.groups]
-        pair_index = [(tidx[g["o"]] * g["nk"] + tidx[g["k"]]) if pair[i] else 0 for i, g in enumerate(self.groups)]
-        combos = [[self._combo(x, g, above, tiled_set) for g in self.groups] for x in range(nt)]
-        loaded_total: Any = 0
-        stored_total: Any = 0
-        per = []
-        for x in range(nt):
-            row = tr[x]
-            nonidx: Any = 1
-            for d in self.nonidx[x]:
-                if d in row:
-                    nonidx = nonidx * row[d]
-            instances: Any = nonidx
-            elem: Any = nonidx
-            boxes: Any = nonidx
-            for kind, v in self.axes[x]:
-                if kind == "plain":
-                    elem = elem * ext[v]
-                    if v in row:
-                        boxes = boxes * row[v]
-                        instances = instances * row[v]
-                else:
-                    g = self.groups[v]
-                    flat = combos[x][v] * g["size"] + pair_index[v]
-                    elem = elem * g["tot"][flat]
-                    boxes = boxes * g["box"][flat]
-                    for d in (g["o"], g["k"]):
-                        if d in row:
-                            instances = instances * row[d]
-            if x == self.out_t:
-                size = self.sizes[x] * word
-                loaded = (nonidx - 1) * size
-                stored = nonidx * size
-                loads = instances - instances // nonidx
-                stores = instances
-            else:
-                loaded = elem * word
-                stored = 0
-                loads = boxes
-                stores = 0
-            loaded_total = loaded_total + loaded
-            stored_total = stored_total + stored
-            per.append((loaded, stored, loads, stores, instances))
-        peak, boxmax = self._peak(t, last, pair_index, combos, above, ways, tiled_set, exact)
-        cycles: Any = 1
-        for d in self.plain_dims:
-            if d in tiled_set:
-                cycles = cycles * self.tcsum[d][tidx[d]]
-            else:
-                cycles = cycles * int(self.tcsum[d][0])
-        for i, g in enumerate(self.groups):
-            cycles = cycles * g["valid"][pair_index[i]]
-        return {"loaded": loaded_total, "stored": stored_total, "traffic": loaded_total + stored_total,
-                "per": per, "peak": peak, "exact": exact, "box": boxmax, "tc": cycles,
-                "est": self._estimate(cycles, per, ways, boxmax, T) if estimate else None}
-
-    @staticmethod
-    def _combo(x: int, g: dict, above: list, tiled_set: set):
-        ao = above[x][g["o"]] if g["o"] in tiled_set else False
-        ak = above[x][g["k"]] if g["k"] in tiled_set else False
-        if isinstance(ao, (bool, np.bool_)) and isinstance(ak, (bool, np.bool_)):
-            return 2 * int(ao) + int(ak)
-        return 2 * np.asarray(ao, np.int64) + np.asarray(ak, np.int64)
-
-    def _peak(self, t, last, pair_index, combos, above, ways, tiled_set, exact=True):
-        """max over the window-group tile classes of sum(ways x box); and each tensor's largest box (one way)."""
-        ext = [int(e) for e in self.ext]
-        word = self.word
-        ng = len(self.groups)
-        class_opts = []
-        for g in self.groups:
-            co = (0, 1) if g["o"] in tiled_set else (1,)
-            ck = (0, 1) if g["k"] in tiled_set else (1,)
-            class_opts.append([(ci, cj) for ci in co for cj in ck])
-        if not exact:  # one class per group: every loop at its first tile (a lower bound of the peak)
-            class_opts = [opts[:1] for opts in class_opts]
-
-        def pick(a, yes, no):
-            if a is True or (isinstance(a, np.bool_) and a):
-                return yes
-            if a is False or isinstance(a, np.bool_):
-                return no
-            return np.where(a, yes, no)
-
-        bases = []
-        terms: list[list[dict | None]] = []
-        for x in range(self.nt):
-            base: Any = word
-            tx: list[dict | None] = [None] * ng
-            for kind, v in self.axes[x]:
-                if kind == "plain":
-                    d = v
-                    if d in tiled_set:
-                        a = above[x][d]
-                        full = pick(a, t[d], ext[d])
-                    else:
-                        a, full = False, ext[d]
-                    if d in self.group_of_idx and d in tiled_set:
-                        gi, role = self.group_of_idx[d]
-                        lst = pick(a, last[d], ext[d])
-                        if tx[gi] is None:
-                            tx[gi] = {}
-                        for ci, cj in class_opts[gi]:
-                            cls = ci if role == 0 else cj
-                            val = full if cls == 0 else lst
-                            cur = tx[gi].get((ci, cj))
-                            tx[gi][(ci, cj)] = val if cur is None else cur * val
-                    else:
-                        base = base * full
-                else:
-                    gi = v
-                    g = self.groups[gi]
-                    flat = combos[x][gi] * g["size"] + pair_index[gi]
-                    if tx[gi] is None:
-                        tx[gi] = {}
-                    for ci, cj in class_opts[gi]:
-                        val = g["cls"][2 * ci + cj][flat]
-                        cur = tx[gi].get((ci, cj))
-                        tx[gi][(ci, cj)] = val if cur is None else cur * val
-            bases.append(base)
-            terms.append(tx)
-        # largest box per tensor: the classes of different groups vary independently
-        boxmax = []
-        for x in range(self.nt):
-            box = bases[x]
-            for gi in range(ng):
-                tg = terms[x][gi]
-                if tg is not None:
-                    vals = list(tg.values())
-                    m = vals[0]
-                    for v in vals[1:]:
-                        m = np.maximum(m, v)
-                    box = box * m
-            boxmax.append(box)
-        weighted = [bases[x] * ways[x] for x in range(self.nt)]
-
-        def rec(gi: int, partial: list):
-            if gi == ng:
-                live = partial[0]
-                for v in partial[1:]:
-                    live = live + v
-                return live
-            best = None
-            for cl in class_opts[gi]:
-                nxt = [p if terms[x][gi] is None else p * terms[x][gi][cl] for x, p in enumerate(partial)]
-                v = rec(gi + 1, nxt)
-                best = v if best is None else np.maximum(best, v)
-            return best
-
-        return rec(0, weighted), boxmax
-
-    def _estimate(self, tc, per, ways, boxmax, trips):
-        hw = self.hardware
-        setup = float(hw.dma_setup_cycles)
-        bw = float(hw.dram_bytes_per_cycle)
-        load_total: Any = 0.0
-        store_total: Any = 0.0
-        exposed: Any = 0.0
-        fill: Any = 0.0
-        for x, (ld, st, nl, ns, inst) in enumerate(per):
-            lc = nl * setup + ld * (1.0 / bw)
-            load_total = load_total + lc
-            if x == self.out_t:
-                sc = ns * setup + st * (1.0 / bw)
-                store_total = store_total + sc
-                lc = lc + sc
-                fill = fill + (setup + boxmax[x] * (1.0 / bw))
-            else:
-                fill = fill + (np.asarray(boxmax[x]) > 0) * (setup + boxmax[x] * (1.0 / bw))
-            w = ways[x]
-            if isinstance(inst, int) and inst <= 1:
-                continue
-            frac = (inst - 1) / np.asarray(inst, np.float64)
-            if isinstance(w, (int, np.integer)):
-                if w == 1:
-                    exposed = exposed + lc * frac
-            else:
-                exposed = exposed + (w == 1) * lc * frac
-        dma = load_total + store_total if hw.dram_shared_load_store else np.maximum(load_total, store_total)
-        iterations: Any = 1
-        for v in trips.values():
-            iterations = iterations * v
-        return np.maximum(tc + exposed, dma) + fill + ISSUE_CYCLES * iterations
-
     # -- candidates -> nests --------------------------------------------------------------------------------------
     def nest(self, tidx_row: Sequence[int], above_rows: Sequence[Sequence[bool]], ways_row: Sequence[int]
              ) -> LoopNest:
@@ -595,7 +313,7 @@ class Space:
         for t in self.tensors:
             loops = set(nest.above(t.name))
             above.append([d in loops for d in self.dims])
-        return tidx, above, list(nest.buffers)
+        return tidx, above, list(nest.ways)
 
 
 # -------------------------------------------------------------------------------------------- bookkeeping
@@ -727,39 +445,11 @@ class SearchResult:
 
 
 # --------------------------------------------------------------------------------------------- enumeration
-@dataclass
-class _Batch:
-    """Candidates as arrays broadcastable to `shape`: tidx[d] (index into Space.fine[d]), above[x][d] (bool:
-    loop d above tensor x's staging), ways[x]; `tiled` lists the dims that may have several trips (None: all)."""
-
-    tidx: list
-    above: list
-    ways: list
-    shape: tuple[int, ...]
-    tiled: list[int] | None = None
-
-    @property
-    def n(self) -> int:
-        return math.prod(self.shape)
-
-    def select(self, sel: np.ndarray) -> "_Batch":
-        """The flat-indexed candidates `sel` as a 1-d batch."""
-        idx = np.unravel_index(sel, self.shape)
-
-        def take(a):
-            if isinstance(a, np.ndarray):
-                return np.broadcast_to(a, self.shape)[idx]
-            return a
-
-        return _Batch([take(a) for a in self.tidx], [[take(a) for a in row] for row in self.above],
-                      [take(a) for a in self.ways], (len(sel),), self.tiled)
-
-
 def _row_width(space: Space) -> int:
     return space.nd + 2 * space.nt
 
 
-def _pack(space: Space, b: _Batch, sel: np.ndarray) -> np.ndarray:
+def _pack(space: Space, b: Batch, sel: np.ndarray) -> np.ndarray:
     """Candidate rows [tile indices..., above bits per tensor..., ways per tensor...] of the selected ones."""
     n = len(sel)
     sub = b.select(sel)
@@ -783,11 +473,11 @@ def _unpack(space: Space, row: np.ndarray) -> tuple[list[int], list[list[bool]],
     return tidx, above, ways
 
 
-def _rows_batch(space: Space, rows: np.ndarray) -> _Batch:
+def _rows_batch(space: Space, rows: np.ndarray) -> Batch:
     tidx = [rows[:, d].copy() for d in range(space.nd)]
     above = [[((rows[:, space.nd + x] >> d) & 1).astype(bool) for d in range(space.nd)] for x in range(space.nt)]
     ways = [rows[:, space.nd + space.nt + x].copy() for x in range(space.nt)]
-    return _Batch(tidx, above, ways, (len(rows),), None)
+    return Batch(tidx, above, ways, (len(rows),), None)
 
 
 def _first_pass_lists(space: Space, exhaustive: bool, tiled: Sequence[int]) -> list[np.ndarray]:
@@ -806,7 +496,7 @@ def first_pass_size(space: Space, exhaustive: bool = False) -> int:
     return total
 
 
-def _batches(space: Space, exhaustive: bool) -> Iterator[_Batch]:
+def _batches(space: Space, exhaustive: bool) -> Iterator[Batch]:
     """The first pass: for every set of tiled dims, structures x tile products (2-d broadcasting)."""
     free = [d for d in range(space.nd) if len(space.fine[d]) > 1]
     for r in range(len(free) + 1):
@@ -835,7 +525,7 @@ def _batches(space: Space, exhaustive: bool) -> Iterator[_Batch]:
                 for j, d in enumerate(tiled):
                     tidx[d] = pr[:, j][None, :].copy()
                 above: list = [[above_cols.get((x, d), False) for d in range(space.nd)] for x in range(space.nt)]
-                yield _Batch(tidx, above, [1] * space.nt, (ns, npr), list(tiled))
+                yield Batch(tidx, above, [1] * space.nt, (ns, npr), list(tiled))
 
 
 def _flat(v, shape: tuple[int, ...]) -> np.ndarray:
@@ -856,29 +546,29 @@ class SearchFront:
     seconds: float = 0.0
 
 
-def _consider(st: SearchFront, b: _Batch, res: dict) -> None:
+def _consider(st: SearchFront, b: Batch, res: Evaluation) -> None:
     space = st.space
     cap = max(st.caps)
-    peak = _flat(res["peak"], b.shape)
+    peak = _flat(res.peak_sram_bytes, b.shape)
     fits = fits_sram(peak, cap)
     if not fits.any():
         return
     idx = np.nonzero(fits)[0]
     p = peak[idx]
-    tr = _flat(res["traffic"], b.shape)[idx].astype(np.float64)
-    if res["est"] is None:  # traffic only: ties in traffic go on to the exact evaluation
+    tr = _flat(res.traffic_bytes, b.shape)[idx].astype(np.float64)
+    if res.estimated_cycles is None:  # traffic only: ties in traffic go on to the exact evaluation
         es = np.full(len(idx), -np.inf)
     else:
-        es = _flat(res["est"], b.shape)[idx].astype(np.float64)
-    if not res["exact"]:
+        es = _flat(res.estimated_cycles, b.shape)[idx].astype(np.float64)
+    if not res.peak_exact:
         # p is a lower bound of the peak, and the best key at a peak never increases with the peak: a candidate
         # that does not beat the staircase at p cannot beat it at its real peak
         keep = st.traffic.filter(p, tr, es)
-        if res["est"] is not None:
+        if res.estimated_cycles is not None:
             keep |= st.cycles.filter(p, es, tr)
         for c, tt, tc in zip(st.caps, st.top_traffic, st.top_cycles):
             keep |= (tr <= tt.threshold()) & fits_sram(p, c)
-            if res["est"] is not None:
+            if res.estimated_cycles is not None:
                 keep |= (es <= tc.threshold()) & fits_sram(p, c)
         if not keep.any():
             return
@@ -910,14 +600,14 @@ def _consider(st: SearchFront, b: _Batch, res: dict) -> None:
                 top.merge(es[sub], tr[sub], rows[pos])
 
 
-def _buffering_pass(st: SearchFront, b: _Batch, res: dict) -> None:
+def _buffering_pass(st: SearchFront, b: Batch, res: Evaluation) -> None:
     """Cycles objective: try 2-way buffering for tensors with several instances, on promising candidates."""
     space = st.space
     cap = max(st.caps)
-    peak = _flat(res["peak"], b.shape)
+    peak = _flat(res.peak_sram_bytes, b.shape)
     best = st.cycles.k1.min() if len(st.cycles.k1) else math.inf
-    tc = _flat(res["tc"], b.shape).astype(np.float64)
-    multi = [_flat(res["per"][x][4], b.shape) > 1 for x in range(space.nt)]
+    tc = _flat(res.tensorcore_cycles, b.shape).astype(np.float64)
+    multi = [_flat(res.tensors[x].instances, b.shape) > 1 for x in range(space.nt)]
     promising = (tc < best) & fits_sram(peak, cap) & np.logical_or.reduce(multi)
     if not promising.any():
         return
@@ -927,7 +617,7 @@ def _buffering_pass(st: SearchFront, b: _Batch, res: dict) -> None:
         if all(w == 1 for w in pattern):
             continue
         ways = [np.where(multi[x][sel], 2, 1) if pattern[x] > 1 else 1 for x in range(space.nt)]
-        vb = _Batch(sub.tidx, sub.above, ways, sub.shape, sub.tiled)
+        vb = Batch(sub.tidx, sub.above, ways, sub.shape, sub.tiled)
         r = space.evaluate(vb)
         st.evaluations += vb.n
         _consider(st, vb, r)
@@ -1049,12 +739,9 @@ def run_search(problem: Problem, hardware: Accelerator, caps: Sequence[int], obj
 
 
 # ---------------------------------------------------------------------------------------- confirmation
-def simulate_cycles(trace: Any, hardware: Accelerator) -> int | None:
-    """Cycles of a trace from the timing simulator (`dsasim.timing.simulate`), or None if it is unavailable."""
-    try:
-        from .timing import simulate
-    except ImportError:
-        return None
+def simulate_cycles(trace: Any, hardware: Accelerator) -> int:
+    """Cycles of a trace from the timing simulator (`dsasim.timing.simulate`)."""
+    from .timing import simulate  # the timing package is only needed to confirm candidates
     return int(simulate(trace, hardware).cycles)
 
 
@@ -1065,7 +752,7 @@ def _upgrade_buffering(nest: LoopNest, hardware: Accelerator, cap: int) -> LoopN
     names = nest.problem.tensor_names
     multi = [n for n in names if best.tensor(n).instances > 1]
     for pattern in itertools.product((1, 2), repeat=len(multi)):
-        cand = nest.replace(buffers=dict(zip(multi, pattern)))
+        cand = nest.replace(ways=dict(zip(multi, pattern)))
         a = analyze(cand, hardware)
         if fits_sram(a.peak_sram_bytes, cap) and (a.estimated_cycles, a.peak_sram_bytes) < best_key:
             best, best_key = a, (a.estimated_cycles, a.peak_sram_bytes)
@@ -1197,6 +884,6 @@ def evaluate_nests(nests: Sequence[LoopNest], hardware: Accelerator) -> dict[str
             rows[i, space.nd + space.nt + x] = ways[x]
     b = _rows_batch(space, rows)
     res = space.evaluate(b)
-    return {"loaded": _flat(res["loaded"], b.shape), "stored": _flat(res["stored"], b.shape),
-            "traffic": _flat(res["traffic"], b.shape), "peak": _flat(res["peak"], b.shape),
-            "tensorcore_cycles": _flat(res["tc"], b.shape), "estimated_cycles": _flat(res["est"], b.shape)}
+    return {"loaded": _flat(res.loaded_bytes, b.shape), "stored": _flat(res.stored_bytes, b.shape),
+            "traffic": _flat(res.traffic_bytes, b.shape), "peak": _flat(res.peak_sram_bytes, b.shape),
+            "tensorcore_cycles": _flat(res.tensorcore_cycles, b.shape), "estimated_cycles": _flat(res.estimated_cycles, b.shape)}

@@ -16,108 +16,112 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from dsasim import GlobalHierarchy, RunResult, Schedule, Segment, Session, TensorCore, TracedArray, run_schedule
+from dsasim.geometry import window, window_rows
 from dsasim.hardware import Accelerator
 from dsasim.memory import Counters
-from dsasim.schedule import bind_tensors
-from dsasim.loopnest import ConvProblem, LoopNest, MatmulProblem, window_rows
+from dsasim.schedule import Workload, bind_tensors
+from dsasim.loopnest import Axis, ConvProblem, LoopNest, MatmulProblem, Problem
+
+
+def loopnest_workload(problem: Problem) -> Workload:
+    """The `Workload` (tensor shapes and torch reference) that runs a LoopNest of `problem`."""
+    ins = {t.name: problem.shape(t.name) for t in problem.tensors[:-1]}
+    return Workload(problem.name, inputs=ins, outputs={problem.output.name: problem.shape(problem.output.name)},
+                    reference=problem.reference)
+
+
+def _region(axes: tuple[Axis, ...], cur: dict[str, Segment]) -> tuple[tuple[int, int], ...]:
+    """The box of a tensor for the current tiles: plain axes take the tile, window axes the real rows read."""
+    return tuple([cur[a.dim] if a.tap is None else window_rows(*cur[a.dim], *cur[a.tap], a.stride, a.dilation,
+                                                                a.padding, a.size) for a in axes])
+
+
+def _conv_compute(nest: LoopNest, s: Session, tensors: Mapping[str, TracedArray], held: dict, inner: set,
+                  cur: dict[str, Segment]) -> Callable[[], None]:
+    """The innermost step of a conv nest: out += conv2d(image tile, weight tile) with on-chip zero padding."""
+    p, tc = nest.problem, TensorCore(s)
+    rows_geom, cols_geom = ((a.stride, a.dilation, a.padding, a.size) for a in p.windows)
+    image, weight, output = (tensors[n] for n in p.tensor_names)
+    image_held, weight_held, output_held = ("image" in inner, "weight" in inner, "output" in inner)
+
+    def compute() -> None:
+        n, oc, ic, kh, kw = cur["n"], cur["oc"], cur["ic"], cur["kh"], cur["kw"]
+        oh, ow = cur["oh"], cur["ow"]
+        out = held["output"] if output_held else output[n, oc, oh, ow]
+        rows = window(oh[0], oh[1], kh[0], kh[1], *rows_geom)
+        cols = window(ow[0], ow[1], kw[0], kw[1], *cols_geom)
+        if rows.first == rows.stop or cols.first == cols.stop:  # the window reads only padding: nothing to add
+            s.mark_written(out)
+            return
+        x = held["image"] if image_held else image[n, ic, (rows.first, rows.stop), (cols.first, cols.stop)]
+        w = held["weight"] if weight_held else weight[oc, ic, kh, kw]
+        out += tc.conv2d(x, w, stride=p.stride, dilation=p.dilation, padding=rows.pad + cols.pad)
+
+    return compute
+
+
+def _matmul_compute(nest: LoopNest, s: Session, tensors: Mapping[str, TracedArray], held: dict, inner: set,
+                    cur: dict[str, Segment]) -> Callable[[], None]:
+    """The innermost step of a matmul nest: c += a @ b."""
+    tc = TensorCore(s)
+    a, b, c = (tensors[n] for n in nest.problem.tensor_names)
+
+    def compute() -> None:
+        m, n, k = cur["m"], cur["n"], cur["k"]
+        out = held["c"] if "c" in inner else c[m, n]
+        out += tc.matmul(held["a"] if "a" in inner else a[m, k], held["b"] if "b" in inner else b[k, n])
+
+    return compute
 
 
 def execute(nest: LoopNest, s: Session, tensors: Mapping[str, TracedArray]) -> None:
     """Run `nest` in session `s` over its traced tensors (by name)."""
-    problem = nest.problem
-    order = nest.order
-    nloops = len(order)
-    extents = problem.extents
-    tiles = nest.tile_map
-    names = problem.tensor_names
-    dims = problem.dims
-    pos = {d: i for i, d in enumerate(dims)}
-    # per depth: (tensor, scope name, ways, axis plan) staged there; an axis plan is (dim index, tap index or
-    # -1, stride, dilation, padding, size)
-    staged: list[list[tuple]] = [[] for _ in range(nloops + 1)]
-    for name in names:
-        plan = tuple((pos[a.dim], pos[a.tap] if a.tap else -1, a.stride, a.dilation, a.padding, a.size)
-                     for a in problem.tensor(name).axes)
-        staged[nest.depth(name)].append((name, nest.scope_name(name), nest.ways(name), plan, tensors[name]))
-    cur: list = [Segment(0, extents[d]) for d in dims]  # the current tile of every dimension
-    loops = [(pos[d], extents[d], tiles[d]) for d in order]
-    tc = TensorCore(s)
-    held: dict[str, object] = {}  # tiles staged at the innermost depth, used directly by the compute
+    problem, order = nest.problem, nest.order
+    staged: list[list[str]] = [[] for _ in range(len(order) + 1)]  # tensors staged at each depth
+    for name in problem.tensor_names:
+        staged[nest.depth(name)].append(name)
+    cur = {d: Segment(0, problem.extents[d]) for d in problem.dims}  # the current tile of every dimension
+    held: dict[str, Any] = {}  # tiles staged at the innermost depth, used directly by the compute
+    inner = set(staged[-1])
+    make = _conv_compute if isinstance(problem, ConvProblem) else _matmul_compute
+    compute = make(nest, s, tensors, held, inner, cur)
 
-    if problem.kind == "conv":
-        image, weight, output = (tensors[n] for n in names)
-        (sh, sw), (ph, pw), (dh, dw) = problem.stride, problem.padding, problem.dilation
-        h_, w_ = problem.h, problem.w
-        inner = {n for n, *_ in staged[nloops]}
-        i_n, i_oc, i_oh, i_ow, i_ic, i_kh, i_kw = (pos[d] for d in ("n", "oc", "oh", "ow", "ic", "kh", "kw"))
+    plans = {n: (nest.scope_name(n), nest.ways_of(n), problem.tensor(n).axes) for n in problem.tensor_names}
 
-        def compute() -> None:
-            n, oc, oh, ow, ic, kh, kw = (cur[i_n], cur[i_oc], cur[i_oh], cur[i_ow], cur[i_ic], cur[i_kh],
-                                         cur[i_kw])
-            out = held["output"] if "output" in inner else output[n, oc, oh, ow]
-            r0, r1 = window_rows(oh[0], oh[1], kh[0], kh[1], sh, dh, ph, h_)
-            c0, c1 = window_rows(ow[0], ow[1], kw[0], kw[1], sw, dw, pw, w_)
-            if r0 == r1 or c0 == c1:  # the window reads only padding: nothing to add
-                s.mark_written(out)
-                return
-            x = held["image"] if "image" in inner else image[n, ic, (r0, r1), (c0, c1)]
-            w = held["weight"] if "weight" in inner else weight[oc, ic, kh, kw]
-            lo_r = oh[0] * sh + kh[0] * dh - ph
-            hi_r = (oh[1] - 1) * sh + (kh[1] - 1) * dh - ph + 1
-            lo_c = ow[0] * sw + kw[0] * dw - pw
-            hi_c = (ow[1] - 1) * sw + (kw[1] - 1) * dw - pw + 1
-            pad = (r0 - lo_r, hi_r - r1, c0 - lo_c, hi_c - c1)
-            out += tc.conv2d(x, w, stride=(sh, sw), dilation=(dh, dw), padding=pad)
-    else:
-        a, b, c = (tensors[n] for n in names)
-        inner = {n for n, *_ in staged[nloops]}
-        i_m, i_n, i_k = pos["m"], pos["n"], pos["k"]
-
-        def compute() -> None:
-            m, n, k = cur[i_m], cur[i_n], cur[i_k]
-            out = held["c"] if "c" in inner else c[m, n]
-            out += tc.matmul(held["a"] if "a" in inner else a[m, k], held["b"] if "b" in inner else b[k, n])
-
-    def stage(k: int) -> list[GlobalHierarchy]:
-        opened = []
-        for name, scope, ways, plan, arr in staged[k]:
-            g = GlobalHierarchy(s, scope, buffers=ways)
-            g.__enter__()
-            opened.append(g)
-            region = []
-            empty = False
-            for di, ti, st, dl, pd, size in plan:
-                if ti < 0:
-                    region.append(cur[di])
-                else:
-                    o, t = cur[di], cur[ti]
-                    r = window_rows(o[0], o[1], t[0], t[1], st, dl, pd, size)
-                    empty = empty or r[0] == r[1]
-                    region.append(r)
-            if not empty:
-                tile = arr[tuple(region)]
-                if k == nloops:
+    def open_scopes(k: int, i: int = 0) -> None:
+        """Open the scopes staged at depth k from the i-th on, each accessing its box, then run depth k."""
+        if i == len(staged[k]):
+            run(k)
+            return
+        name = staged[k][i]
+        scope, ways, axes = plans[name]
+        with GlobalHierarchy(s, scope, buffers=ways):
+            region = _region(axes, cur)
+            if all(a < b for a, b in region):  # an all-padding box is not accessed
+                tile = tensors[name][region]
+                if k == len(order):
                     held[name] = tile
-        return opened
+            open_scopes(k, i + 1)
 
-    def level(k: int) -> None:
-        opened = stage(k) if staged[k] else ()
-        if k == nloops:
+    def run(k: int) -> None:
+        """Depth k: the compute at the innermost point, else the loop order[k] over its tiles."""
+        if k == len(order):
             compute()
-        else:
-            di, ext, t = loops[k]
-            for start in range(0, ext, t):
-                stop = start + t
-                cur[di] = Segment(start, stop if stop < ext else ext)
-                level(k + 1)
-            cur[di] = Segment(0, ext)
-        for g in reversed(opened):
-            g.__exit__(None, None, None)
+            return
+        d = order[k]
+        ext, t = problem.extents[d], nest.tile(d)
+        for start in range(0, ext, t):
+            cur[d] = Segment(start, min(start + t, ext))
+            if staged[k + 1]:
+                open_scopes(k + 1)
+            else:
+                run(k + 1)
+        cur[d] = Segment(0, ext)
 
-    level(0)
+    open_scopes(0)
 
 
 def loopnest_body(nest: LoopNest):
@@ -132,7 +136,7 @@ def loopnest_body(nest: LoopNest):
 def loopnest_schedule(nest: LoopNest, name: str | None = None, description: str = "",
                       hardware: str = "blog") -> Schedule:
     """`nest` as a `Schedule` of its problem's workload (for `run_schedule`, the CLI, the timing simulator)."""
-    return Schedule(name or "loopnest", nest.problem.workload(), loopnest_body(nest),
+    return Schedule(name or "loopnest", loopnest_workload(nest.problem), loopnest_body(nest),
                     description or repr(nest), hardware)
 
 
@@ -147,7 +151,7 @@ def count_loopnest(nest: LoopNest, hardware: Accelerator, enforce_capacity: bool
     """The fastest traced run: count-only, no trace recorded, no torch; returns the session's `Counters`
     (raises `SramOverflowError` if the nest does not fit and capacity is enforced)."""
     s = Session(hardware, numeric=False, record_trace=False, enforce_capacity=enforce_capacity)
-    tensors = bind_tensors(s, nest.problem.workload(), None)
+    tensors = bind_tensors(s, loopnest_workload(nest.problem), None)
     execute(nest, s, tensors)
     s.finish()
     return s.counters
@@ -218,9 +222,3 @@ def gemm_nest(m: int = 64, n: int = 48, k: int = 32) -> LoopNest:
     p = MatmulProblem(m, n, k)
     return LoopNest(p, ("m", "n", "k"), {"m": min(16, m), "n": min(24, n), "k": min(16, k)},
                     {"a": "k", "b": "k", "c": "n"})
-
-
-SCHEDULES = [loopnest_schedule(blog_demo_nest(name), f"{name}-loopnest",
-                               f"{name} expressed as a LoopNest (generic kernel)",
-                               "blog-fp32" if name == "output-stationary-fp32" else "blog")
-             for name in ("demo2", "demo3-2", "demo3-3", "weights-resident", "output-stationary-fp32")]

@@ -16,7 +16,7 @@ from dsasim.loopnest import ConvProblem, LoopNest, MatmulProblem, problem_from_j
 from dsasim.schedule import bind_tensors
 from kernels import blog_demos
 from kernels.loopnest_kernel import (BLOG_DEMO_NAMES, blog_conv, blog_demo_nest, count_loopnest, execute,
-                                     loopnest_schedule, res2a_slab_nest, run_loopnest)
+                                     loopnest_schedule, loopnest_workload, res2a_slab_nest, run_loopnest)
 from kernels.resnet_schedules import SCHEDULES as RESNET_SCHEDULES
 
 BLOG = preset("blog")
@@ -41,6 +41,8 @@ ORDER = ("n", "oc", "oh", "ow", "ic", "kh", "kw")
     (dict(stage={"image": -1, "weight": 0, "output": 0}), "depth must lie in 0..7"),
     (dict(stage={"image": "h", "weight": 0, "output": 0}), "not a loop of this nest"),
     (dict(buffers={"image": 0}), r"buffers\['image'\] must be an integer >= 1"),
+    (dict(ways={"image": 0}), r"ways\['image'\] must be an integer >= 1"),
+    (dict(ways={"image": 2}, buffers={"image": 2}), "not both"),
 ])
 def test_invalid_nests_are_rejected_with_a_clear_error(kwargs, message):
     args = dict(order=ORDER, tiles={"oc": 2}, stage={"image": "ow", "weight": "oc", "output": "ow"})
@@ -52,6 +54,12 @@ def test_invalid_nests_are_rejected_with_a_clear_error(kwargs, message):
 def test_invalid_problems_are_rejected():
     with pytest.raises(ValueError, match="kernel"):
         ConvProblem(1, 4, 4, 2, 2, 5)
+    with pytest.raises(ValueError, match="groups=2: grouped convolutions are not modelled"):
+        ConvProblem(1, 4, 4, 8, 8, 3, groups=2)
+    with pytest.raises(ValueError, match=r"divisible by groups \(3\)"):
+        ConvProblem(1, 4, 6, 8, 8, 3, groups=3)
+    with pytest.raises(ValueError, match="groups must be an integer >= 1"):
+        ConvProblem(1, 4, 4, 8, 8, 3, groups=0)
     with pytest.raises(ValueError, match="integer >= 1"):
         MatmulProblem(0, 4, 4)
     with pytest.raises(TypeError):
@@ -149,7 +157,7 @@ def test_all_padding_tiles_compute_nothing_but_store_their_output():
 # ------------------------------------------------------------------------------------------ blog demos
 def _run_body(body, problem, hardware, numeric):
     s = Session(hardware, numeric=numeric)
-    workload = problem.workload()
+    workload = loopnest_workload(problem)
     inputs = workload.make_inputs(0) if numeric else None
     tensors = bind_tensors(s, workload, inputs)
     body(s, **tensors)
@@ -231,3 +239,14 @@ def test_layer_names_and_specs():
 def test_bad_layer_specs_say_why(text, message):
     with pytest.raises(ValueError, match=message):
         parse_layer(text)
+
+
+def test_ways_is_the_name_and_buffers_its_alias():
+    """N-way buffering per tensor: ways= and buffers= give the same nest; the JSON key stays "buffers"."""
+    stage = {"image": "ow", "weight": "oc", "output": "ow"}
+    a = LoopNest(CONV, ORDER, {"oc": 2}, stage, ways={"image": 2})
+    b = LoopNest(CONV, ORDER, {"oc": 2}, stage, buffers={"image": 2})
+    assert a == b and a.ways == a.buffers == (2, 1, 1) and a.ways_of("image") == 2
+    assert a.to_json()["buffers"] == {"image": 2, "weight": 1, "output": 1}
+    assert LoopNest.from_json(a.to_json()) == a
+    assert a.replace(ways={"output": 3}).ways == a.replace(buffers={"output": 3}).ways == (2, 1, 3)

@@ -175,18 +175,6 @@ def test_sweep_command_writes_table_json_plot_and_progress(tmp_path, capsys):
     assert again.read_bytes() == js.read_bytes()
 
 
-def test_without_the_timing_simulator_cycles_are_estimates(monkeypatch):
-    import sys
-    monkeypatch.setitem(sys.modules, "dsasim.timing", None)  # `from .timing import simulate` now fails
-    problem = parse_layer("conv:ic=16,oc=24,h=10,k=3,p=1")
-    hw = Accelerator("t", sram_bytes=8192, word_bytes=1)
-    result = search(problem, hw, runner=run_loopnest, confirm_top=1)
-    assert result.cycles_source == "estimate" and result.best.simulated_cycles is None
-    assert result.best.traced and result.best.cycles == result.best.estimated_cycles > 0
-    sweep = sweep_sram(problem, hw, [4096, 8192], runner=run_loopnest)
-    assert all(p.cycles_source == "estimate" and p.cycles > 0 for p in sweep.points)
-
-
 # ------------------------------------------------------------------------------------ the capacity rule
 def test_a_peak_equal_to_the_capacity_fits_and_one_byte_less_does_not():
     """gemm 5x5x5: the smallest footprint is one element of each tensor (every tile 1): 3 words. At 3 B it
