@@ -26,7 +26,7 @@ from .errors import DeadlockError
 from .model import OpGraph, overlaps
 
 
-class Schedule:
+class Timeline:
     """Start and end cycle of every operation, plus the order in which each DDR port carried its transfers."""
 
     __slots__ = ("starts", "ends", "port_order", "cycles")
@@ -38,31 +38,43 @@ class Schedule:
         self.cycles = max(ends, default=0)
 
 
-def schedule(g: OpGraph) -> Schedule:
+def build_timeline(g: OpGraph) -> Timeline:
     """Exact start/end cycles of every operation of `g` (raises DeadlockError if some can never run)."""
-    n = g.n
-    starts = [0] * n
-    ends = [-1] * n
-    deps = g.deps
-    dur = g.dur
-    engine = g.engine
-    region = g.region
-    tensor = g.tensor
-    ddr_check = g.ddr_check
-    stores_by_tensor = g.stores_by_tensor
-    loads_by_tensor = g.loads_by_tensor
-    queues = g.queues
-    n_eng = len(queues)
-    heads = [0] * n_eng
-    free = [0] * n_eng
-    port_free = [0] * g.n_ports
-    port_order: list[list[int]] = [[] for _ in range(g.n_ports)]
-    compute_engines = [e for e in range(n_eng) if g.engine_ports[e] < 0 and queues[e]]
-    transfer_engines = [e for e in range(n_eng) if g.engine_ports[e] >= 0 and queues[e]]
-    engine_ports = g.engine_ports
+    scheduler = _ListScheduler(g)
+    while True:
+        scheduler.advance_compute_engines()
+        choice = scheduler.next_transfer()
+        if choice is None:
+            break
+        scheduler.place_transfer(*choice)
+    return scheduler.timeline()
 
-    def resolve(op: int) -> int:
+
+class _ListScheduler:
+    """The state of `build_timeline`: the ends known so far, each engine's next operation and free time, and each
+    port's free time and order. An unknown end is -1."""
+
+    __slots__ = ("g", "n", "starts", "ends", "deps", "dur", "engine", "queues", "heads", "free", "port_free",
+                 "port_order", "compute_engines", "transfer_engines", "remaining")
+
+    def __init__(self, g: OpGraph) -> None:
+        self.g = g
+        n = self.n = g.n
+        self.starts = [0] * n
+        self.ends = [-1] * n
+        self.deps, self.dur, self.engine, self.queues = g.deps, g.dur, g.engine, g.queues
+        n_eng = len(g.queues)
+        self.heads = [0] * n_eng  # per engine, the index of its next operation in its queue
+        self.free = [0] * n_eng  # per engine, when it finished its last operation
+        self.port_free = [0] * g.n_ports
+        self.port_order: list[list[int]] = [[] for _ in range(g.n_ports)]
+        self.compute_engines = [e for e in range(n_eng) if g.engine_ports[e] < 0 and g.queues[e]]
+        self.transfer_engines = [e for e in range(n_eng) if g.engine_ports[e] >= 0 and g.queues[e]]
+        self.remaining = sum(len(q) for q in g.queues)
+
+    def resolve(self, op: int) -> int:
         """End of an engine-less node (OPEN, FREE) if all it waits for has a known end, else -1 (iterative)."""
+        deps, ends, engine, starts, dur = self.deps, self.ends, self.engine, self.starts, self.dur
         stack = [op]
         while stack:
             top = stack[-1]
@@ -80,7 +92,7 @@ def schedule(g: OpGraph) -> Schedule:
                 if e > r:
                     r = e
             if blocked:
-                if len(stack) > n + 1:  # cannot happen for traces from dsasim; guards malformed graphs
+                if len(stack) > self.n + 1:  # cannot happen for traces from dsasim; guards malformed graphs
                     return -1
                 continue
             starts[top] = r
@@ -88,35 +100,38 @@ def schedule(g: OpGraph) -> Schedule:
             stack.pop()
         return ends[op]
 
-    def ready_time(op: int, t: int) -> int:
+    def ready_time(self, op: int, t: int) -> int:
         """When `op` (the head of its engine, engine free at t) is ready, or -1 if not yet known."""
+        ends, engine = self.ends, self.engine
         r = t
-        for d in deps[op]:
+        for d in self.deps[op]:
             j = d >> 2
             e = ends[j]
             if e < 0:
                 if engine[j] >= 0:
                     return -1
-                e = resolve(j)
+                e = self.resolve(j)
                 if e < 0:
                     return -1
             if e > r:
                 r = e
-        if ddr_check[op]:
-            r = ddr_ready(op, r)
+        if self.g.ddr_check[op]:
+            r = self.ddr_ready(op, r)
         return r
 
-    def ddr_ready(op: int, r: int) -> int:
+    def ddr_ready(self, op: int, r: int) -> int:
         """Fold in the DDR dependencies of a transfer; -1 if an overlapping earlier transfer is unplaced."""
-        t = tensor[op]
+        g, ends = self.g, self.ends
+        region = g.region
+        t = g.tensor[op]
         reg = region[op]
-        if engine[op] == g.store_engine:
-            per = loads_by_tensor.get(t)
+        if self.engine[op] == g.store_engine:
+            per = g.loads_by_tensor.get(t)
             if per is None:
                 return r
             lists = per
         else:
-            st = stores_by_tensor.get(t)
+            st = g.stores_by_tensor.get(t)
             if st is None:
                 return r
             lists = (st,)
@@ -135,13 +150,14 @@ def schedule(g: OpGraph) -> Schedule:
                 k -= 1
         return r
 
-    remaining = sum(len(q) for q in queues)
-    while True:
-        # compute engines: advance each as far as its dependencies are known
+    def advance_compute_engines(self) -> None:
+        """Start every compute engine's next operations for as long as their dependencies' ends are known."""
+        deps, ends, engine, starts, dur = self.deps, self.ends, self.engine, self.starts, self.dur
+        queues, heads, free = self.queues, self.heads, self.free
         progressed = True
         while progressed:
             progressed = False
-            for e in compute_engines:
+            for e in self.compute_engines:
                 q = queues[e]
                 h = heads[e]
                 if h == len(q):
@@ -159,7 +175,7 @@ def schedule(g: OpGraph) -> Schedule:
                             if engine[j] >= 0:
                                 ok = False
                                 break
-                            x = resolve(j)
+                            x = self.resolve(j)
                             if x < 0:
                                 ok = False
                                 break
@@ -172,20 +188,26 @@ def schedule(g: OpGraph) -> Schedule:
                     ends[op] = t
                     h += 1
                 if h != start_h:
-                    remaining -= h - start_h
+                    self.remaining -= h - start_h
                     heads[e] = h
                     free[e] = t
                     progressed = True
-        # transfers: decide the port whose next transfer can start earliest
+
+    def next_transfer(self) -> tuple[int, int, int, int] | None:
+        """(start, op, engine, port) of the port decision that comes first in time, or None if no transfer is ready.
+
+        Among the transfers of the chosen port, op has the smallest (ready, program index) with ready <= start."""
+        queues, heads, free, port_free = self.queues, self.heads, self.free, self.port_free
+        engine_ports = self.g.engine_ports
         best_d = best_r = best_op = best_e = -1
         best_p = 0
-        for e in transfer_engines:
+        for e in self.transfer_engines:
             q = queues[e]
             h = heads[e]
             if h == len(q):
                 continue
             op = q[h]
-            r = ready_time(op, free[e])
+            r = self.ready_time(op, free[e])
             if r < 0:
                 continue
             p = engine_ports[e]
@@ -196,23 +218,29 @@ def schedule(g: OpGraph) -> Schedule:
                     r < best_r or (r == best_r and op < best_op))))):
                 best_d, best_r, best_op, best_e, best_p = d, r, op, e, p
         if best_op < 0:
-            break
-        # among the transfers of the chosen port, best_op has the smallest (ready, program index) with ready <= D
-        starts[best_op] = best_d
-        end = best_d + dur[best_op]
-        ends[best_op] = end
-        port_free[best_p] = end
-        free[best_e] = end
-        heads[best_e] += 1
-        port_order[best_p].append(best_op)
-        remaining -= 1
+            return None
+        return best_d, best_op, best_e, best_p
 
-    if remaining:
-        _raise_deadlock(g, ends, heads, resolve)
-    for op in range(n):  # engine-less nodes nobody waited for
-        if ends[op] < 0 and resolve(op) < 0:
-            _raise_deadlock(g, ends, heads, resolve, first=op)
-    return Schedule(starts, ends, port_order)
+    def place_transfer(self, start: int, op: int, e: int, p: int) -> None:
+        """Run transfer `op` of engine `e` on port `p` from `start`."""
+        self.starts[op] = start
+        end = start + self.dur[op]
+        self.ends[op] = end
+        self.port_free[p] = end
+        self.free[e] = end
+        self.heads[e] += 1
+        self.port_order[p].append(op)
+        self.remaining -= 1
+
+    def timeline(self) -> Timeline:
+        """The finished Timeline; DeadlockError if some operation never ran."""
+        g, ends, heads = self.g, self.ends, self.heads
+        if self.remaining:
+            _raise_deadlock(g, ends, heads, self.resolve)
+        for op in range(self.n):  # engine-less nodes nobody waited for
+            if ends[op] < 0 and self.resolve(op) < 0:
+                _raise_deadlock(g, ends, heads, self.resolve, first=op)
+        return Timeline(self.starts, ends, self.port_order)
 
 
 def _waits_for(g: OpGraph, op: int, ends: list[int], heads: list[int], resolve) -> int | None:
