@@ -41,12 +41,10 @@ class Timeline:
 def build_timeline(g: OpGraph) -> Timeline:
     """Exact start/end cycles of every operation of `g` (raises DeadlockError if some can never run)."""
     scheduler = _ListScheduler(g)
-    while True:
-        scheduler.advance_compute_engines()
-        choice = scheduler.next_transfer()
-        if choice is None:
-            break
-        scheduler.place_transfer(*choice)
+    advance, place_next_transfer = scheduler.advance_compute_engines, scheduler.place_next_transfer
+    advance()
+    while place_next_transfer():
+        advance()
     return scheduler.timeline()
 
 
@@ -55,14 +53,20 @@ class _ListScheduler:
     port's free time and order. An unknown end is -1."""
 
     __slots__ = ("g", "n", "starts", "ends", "deps", "dur", "engine", "queues", "heads", "free", "port_free",
-                 "port_order", "compute_engines", "transfer_engines", "remaining")
+                 "port_order", "compute_engines", "transfer_engines", "remaining", "tensor", "region", "ddr_check",
+                 "engine_ports", "store_engine", "loads_by_tensor", "stores_by_tensor", "compute_state",
+                 "transfer_state")
 
     def __init__(self, g: OpGraph) -> None:
         self.g = g
         n = self.n = g.n
         self.starts = [0] * n
         self.ends = [-1] * n
+        # the graph's lists, read on every step (one attribute lookup instead of two)
         self.deps, self.dur, self.engine, self.queues = g.deps, g.dur, g.engine, g.queues
+        self.tensor, self.region, self.ddr_check, self.engine_ports = g.tensor, g.region, g.ddr_check, g.engine_ports
+        self.store_engine, self.loads_by_tensor, self.stores_by_tensor = (g.store_engine, g.loads_by_tensor,
+                                                                          g.stores_by_tensor)
         n_eng = len(g.queues)
         self.heads = [0] * n_eng  # per engine, the index of its next operation in its queue
         self.free = [0] * n_eng  # per engine, when it finished its last operation
@@ -71,6 +75,11 @@ class _ListScheduler:
         self.compute_engines = [e for e in range(n_eng) if g.engine_ports[e] < 0 and g.queues[e]]
         self.transfer_engines = [e for e in range(n_eng) if g.engine_ports[e] >= 0 and g.queues[e]]
         self.remaining = sum(len(q) for q in g.queues)
+        # what each step reads, bound once: one attribute lookup per step instead of one per list
+        self.compute_state = (self.deps, self.ends, self.engine, self.starts, self.dur, self.queues, self.heads,
+                              self.free, self.compute_engines)
+        self.transfer_state = (self.queues, self.heads, self.free, self.port_free, self.engine_ports,
+                               self.transfer_engines, self.ready_time)
 
     def resolve(self, op: int) -> int:
         """End of an engine-less node (OPEN, FREE) if all it waits for has a known end, else -1 (iterative)."""
@@ -115,23 +124,22 @@ class _ListScheduler:
                     return -1
             if e > r:
                 r = e
-        if self.g.ddr_check[op]:
+        if self.ddr_check[op]:
             r = self.ddr_ready(op, r)
         return r
 
     def ddr_ready(self, op: int, r: int) -> int:
         """Fold in the DDR dependencies of a transfer; -1 if an overlapping earlier transfer is unplaced."""
-        g, ends = self.g, self.ends
-        region = g.region
-        t = g.tensor[op]
+        ends, region = self.ends, self.region
+        t = self.tensor[op]
         reg = region[op]
-        if self.engine[op] == g.store_engine:
-            per = g.loads_by_tensor.get(t)
+        if self.engine[op] == self.store_engine:
+            per = self.loads_by_tensor.get(t)
             if per is None:
                 return r
             lists = per
         else:
-            st = g.stores_by_tensor.get(t)
+            st = self.stores_by_tensor.get(t)
             if st is None:
                 return r
             lists = (st,)
@@ -152,12 +160,11 @@ class _ListScheduler:
 
     def advance_compute_engines(self) -> None:
         """Start every compute engine's next operations for as long as their dependencies' ends are known."""
-        deps, ends, engine, starts, dur = self.deps, self.ends, self.engine, self.starts, self.dur
-        queues, heads, free = self.queues, self.heads, self.free
+        deps, ends, engine, starts, dur, queues, heads, free, compute_engines = self.compute_state
         progressed = True
         while progressed:
             progressed = False
-            for e in self.compute_engines:
+            for e in compute_engines:
                 q = queues[e]
                 h = heads[e]
                 if h == len(q):
@@ -193,21 +200,21 @@ class _ListScheduler:
                     free[e] = t
                     progressed = True
 
-    def next_transfer(self) -> tuple[int, int, int, int] | None:
-        """(start, op, engine, port) of the port decision that comes first in time, or None if no transfer is ready.
+    def place_next_transfer(self) -> bool:
+        """Make the port decision that comes first in time; False if no transfer is ready.
 
-        Among the transfers of the chosen port, op has the smallest (ready, program index) with ready <= start."""
-        queues, heads, free, port_free = self.queues, self.heads, self.free, self.port_free
-        engine_ports = self.g.engine_ports
+        The port whose next transfer can start earliest (at D) takes, among its transfers ready by D, the one with
+        the smallest (ready time, program index)."""
+        queues, heads, free, port_free, engine_ports, transfer_engines, ready_time = self.transfer_state
         best_d = best_r = best_op = best_e = -1
         best_p = 0
-        for e in self.transfer_engines:
+        for e in transfer_engines:
             q = queues[e]
             h = heads[e]
             if h == len(q):
                 continue
             op = q[h]
-            r = self.ready_time(op, free[e])
+            r = ready_time(op, free[e])
             if r < 0:
                 continue
             p = engine_ports[e]
@@ -218,22 +225,20 @@ class _ListScheduler:
                     r < best_r or (r == best_r and op < best_op))))):
                 best_d, best_r, best_op, best_e, best_p = d, r, op, e, p
         if best_op < 0:
-            return None
-        return best_d, best_op, best_e, best_p
-
-    def place_transfer(self, start: int, op: int, e: int, p: int) -> None:
-        """Run transfer `op` of engine `e` on port `p` from `start`."""
-        self.starts[op] = start
-        end = start + self.dur[op]
-        self.ends[op] = end
-        self.port_free[p] = end
-        self.free[e] = end
-        self.heads[e] += 1
-        self.port_order[p].append(op)
+            return False
+        self.starts[best_op] = best_d
+        end = best_d + self.dur[best_op]
+        self.ends[best_op] = end
+        port_free[best_p] = end
+        free[best_e] = end
+        heads[best_e] += 1
+        self.port_order[best_p].append(best_op)
         self.remaining -= 1
+        return True
 
     def timeline(self) -> Timeline:
         """The finished Timeline; DeadlockError if some operation never ran."""
+        self.transfer_state = None  # it holds a bound method of self: drop the reference cycle
         g, ends, heads = self.g, self.ends, self.heads
         if self.remaining:
             _raise_deadlock(g, ends, heads, self.resolve)

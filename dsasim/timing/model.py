@@ -222,13 +222,12 @@ class _Lowering:
     def load(self, idx: int, ev: tuple) -> None:
         """LOAD: a transfer on the next load channel; a fill of its buffer (slot dependencies)."""
         _, b, t, reg, nb, _reuse = ev
-        channels = self.channels
-        ch = self.n_loads % channels
+        ch = self.n_loads % self.channels
         self.n_loads += 1
-        engine = self.engine
+        engine, last_on = self.engine, self.last_on
         op = len(engine)
         w = self.writable[t]
-        self.add_row((LOAD_OP, self.xfer(nb), self.p_load, nb, t, b, reg, idx, self.last_on[ch], w))
+        self.add_row((LOAD_OP, self.xfer(nb), self.p_load, nb, t, b, reg, idx, last_on[ch], w))
         self.add_engine(ch)
         # slot dependencies, except on ops of this channel (program order)
         buf = self.buffers[b]
@@ -244,12 +243,12 @@ class _Lowering:
                 if e != ch:
                     dl.append(d * 4 + SLOT)
         self.add_deps(dl)
-        self.last_on[ch] = op
+        last_on[ch] = op
         self.queues[ch].append(op)
         if w:
             per = self.loads_by_tensor.get(t)
             if per is None:
-                per = self.loads_by_tensor[t] = [[] for _ in range(channels)]
+                per = self.loads_by_tensor[t] = [[] for _ in range(self.channels)]
             per[ch].append(op)
         if buf.first_op < 0:
             buf.first_op = op
@@ -284,10 +283,11 @@ class _Lowering:
                 if e != eng:
                     dl.append(d * 4 + WAR)
         op = len(engine)
-        self.add_row((okind, cyc, -1, 0, dst.tensor, out, dst.region, idx, self.last_on[eng], False))
+        last_on = self.last_on
+        self.add_row((okind, cyc, -1, 0, dst.tensor, out, dst.region, idx, last_on[eng], False))
         self.add_engine(eng)
         self.add_deps(dl)
-        self.last_on[eng] = op
+        last_on[eng] = op
         self.queues[eng].append(op)
         for b in ins:
             src = buffers[b]

@@ -253,11 +253,14 @@ _REASON_PRIO = (0, 2, 3)  # on equal end times: data before slot before war befo
 class _CriticalChain:
     """Walks back from an operation along what it waited for last (see the module docstring's stall attribution)."""
 
-    __slots__ = ("g", "timeline", "port_pos")
+    __slots__ = ("g", "timeline", "port_pos", "starts", "ends", "deps", "prev_on_engine", "ddr_check", "port")
 
     def __init__(self, g: OpGraph, timeline: Timeline) -> None:
         self.g = g
         self.timeline = timeline
+        # the lists read at every link (one attribute lookup instead of two)
+        self.starts, self.ends, self.deps = timeline.starts, timeline.ends, g.deps
+        self.prev_on_engine, self.ddr_check, self.port = g.prev_on_engine, g.ddr_check, g.port
         self.port_pos: dict[int, tuple[int, int]] = {}  # transfer -> (port, its position in the port's order)
         for p, order in enumerate(timeline.port_order):
             for k, op in enumerate(order):
@@ -286,13 +289,13 @@ class _CriticalChain:
 
     def binding(self, op: int) -> tuple[int, str]:
         """(what op waited for last, how): 'engine', 'data', 'slot', 'war', 'ddr', 'port'; (-1, '') if nothing."""
-        g, ends = self.g, self.timeline.ends
+        ends = self.ends
         hows, reason_prio = REASON_NAMES, _REASON_PRIO
-        best_j = g.prev_on_engine[op]
+        best_j = self.prev_on_engine[op]
         best_end = ends[best_j] if best_j >= 0 else -1
         best_pr = 4
         best_how = "engine"
-        for d in g.deps[op]:
+        for d in self.deps[op]:
             j = d >> 2
             e = ends[j]
             if e >= best_end:
@@ -300,11 +303,11 @@ class _CriticalChain:
                 if e > best_end or pr < best_pr:
                     best_j, best_end, best_pr, best_how = j, e, pr, hows[d & 3]
         ready = best_end if best_end > 0 else 0
-        if g.ddr_check[op]:
+        if self.ddr_check[op]:
             j, e = self.ddr_binding(op, ready)
             if j >= 0:
                 best_j, best_end, best_how, ready = j, e, "ddr", e
-        if g.port[op] >= 0 and self.timeline.starts[op] > ready:
+        if self.port[op] >= 0 and self.starts[op] > ready:
             p, k = self.port_pos[op]
             if k > 0:
                 return self.timeline.port_order[p][k - 1], "port"
@@ -326,7 +329,7 @@ class _CriticalChain:
 
     def blame_gap(self, op: int, prev_end: int, stalls: dict[str, int]) -> None:
         """Add to `stalls` the TensorCore idle gap [prev_end, start of op), walking back from op."""
-        starts, ends, kind = self.timeline.starts, self.timeline.ends, self.g.kind
+        starts, ends, kind = self.starts, self.ends, self.g.kind
         get = stalls.get
         limit = self.g.n + 1
         cur, hi, mode = op, starts[op], None
