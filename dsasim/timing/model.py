@@ -193,7 +193,8 @@ class _Lowering:
     __slots__ = ("channels", "e_store", "e_tc", "e_vec", "engine_names", "engine_ports", "shared", "p_load",
                  "p_store", "xfer", "writable", "engine", "deps", "rows", "add_row", "add_engine", "add_deps", "queues",
                  "last_on", "stores_by_tensor", "loads_by_tensor", "buffers", "forward_waiters", "occupancy",
-                 "live_charged", "peak_charged", "macs", "tc_macs", "padded_macs", "loaded", "stored", "n_loads")
+                 "live_charged", "peak_charged", "macs", "tc_macs", "padded_macs", "loaded", "stored", "n_loads",
+                 "hot")
 
     def __init__(self, trace: Trace, hardware: Accelerator) -> None:
         channels = self.channels = hardware.dma_load_channels
@@ -218,19 +219,22 @@ class _Lowering:
         self.occupancy = _Occupancy()  # which buffer last held each SRAM byte
         self.live_charged = self.peak_charged = 0
         self.macs = self.tc_macs = self.padded_macs = self.loaded = self.stored = self.n_loads = 0
+        # what the LOAD and COMPUTE handlers (most events) read, bound once: one attribute lookup per event
+        self.hot = (self.engine, self.last_on, self.buffers, self.queues, self.add_row, self.add_engine,
+                    self.add_deps)
 
     def load(self, idx: int, ev: tuple) -> None:
         """LOAD: a transfer on the next load channel; a fill of its buffer (slot dependencies)."""
         _, b, t, reg, nb, _reuse = ev
+        engine, last_on, buffers, queues, add_row, add_engine, add_deps = self.hot
         ch = self.n_loads % self.channels
         self.n_loads += 1
-        engine, last_on = self.engine, self.last_on
         op = len(engine)
         w = self.writable[t]
-        self.add_row((LOAD_OP, self.xfer(nb), self.p_load, nb, t, b, reg, idx, last_on[ch], w))
-        self.add_engine(ch)
+        add_row((LOAD_OP, self.xfer(nb), self.p_load, nb, t, b, reg, idx, last_on[ch], w))
+        add_engine(ch)
         # slot dependencies, except on ops of this channel (program order)
-        buf = self.buffers[b]
+        buf = buffers[b]
         dl = []
         pending = buf.pending
         if pending is not None:  # the first fill after ALLOC: wait for the slot's previous occupants
@@ -242,9 +246,9 @@ class _Lowering:
             for e, d in buf.users.items():
                 if e != ch:
                     dl.append(d * 4 + SLOT)
-        self.add_deps(dl)
+        add_deps(dl)
         last_on[ch] = op
-        self.queues[ch].append(op)
+        queues[ch].append(op)
         if w:
             per = self.loads_by_tensor.get(t)
             if per is None:
@@ -266,8 +270,7 @@ class _Lowering:
             self.tc_macs += m
         else:
             eng, okind = self.e_vec, VEC_OP
-        engine = self.engine
-        buffers = self.buffers
+        engine, last_on, buffers, queues, add_row, add_engine, add_deps = self.hot
         dl = []
         for b in ins:
             lw = buffers[b].last_write
@@ -283,12 +286,11 @@ class _Lowering:
                 if e != eng:
                     dl.append(d * 4 + WAR)
         op = len(engine)
-        last_on = self.last_on
-        self.add_row((okind, cyc, -1, 0, dst.tensor, out, dst.region, idx, last_on[eng], False))
-        self.add_engine(eng)
-        self.add_deps(dl)
+        add_row((okind, cyc, -1, 0, dst.tensor, out, dst.region, idx, last_on[eng], False))
+        add_engine(eng)
+        add_deps(dl)
         last_on[eng] = op
-        self.queues[eng].append(op)
+        queues[eng].append(op)
         for b in ins:
             src = buffers[b]
             src.readers[eng] = op
