@@ -79,7 +79,7 @@ class _ListScheduler:
         self.compute_state = (self.deps, self.ends, self.engine, self.starts, self.dur, self.queues, self.heads,
                               self.free, self.compute_engines)
         self.transfer_state = (self.queues, self.heads, self.free, self.port_free, self.engine_ports,
-                               self.transfer_engines, self.ready_time)
+                               self.transfer_engines, self.deps, self.ends, self.engine)
 
     def resolve(self, op: int) -> int:
         """End of an engine-less node (OPEN, FREE) if all it waits for has a known end, else -1 (iterative)."""
@@ -108,25 +108,6 @@ class _ListScheduler:
             ends[top] = r + dur[top]
             stack.pop()
         return ends[op]
-
-    def ready_time(self, op: int, t: int) -> int:
-        """When `op` (the head of its engine, engine free at t) is ready, or -1 if not yet known."""
-        ends, engine = self.ends, self.engine
-        r = t
-        for d in self.deps[op]:
-            j = d >> 2
-            e = ends[j]
-            if e < 0:
-                if engine[j] >= 0:
-                    return -1
-                e = self.resolve(j)
-                if e < 0:
-                    return -1
-            if e > r:
-                r = e
-        if self.ddr_check[op]:
-            r = self.ddr_ready(op, r)
-        return r
 
     def ddr_ready(self, op: int, r: int) -> int:
         """Fold in the DDR dependencies of a transfer; -1 if an overlapping earlier transfer is unplaced."""
@@ -205,7 +186,7 @@ class _ListScheduler:
 
         The port whose next transfer can start earliest (at D) takes, among its transfers ready by D, the one with
         the smallest (ready time, program index)."""
-        queues, heads, free, port_free, engine_ports, transfer_engines, ready_time = self.transfer_state
+        queues, heads, free, port_free, engine_ports, transfer_engines, deps, ends, engine = self.transfer_state
         best_d = best_r = best_op = best_e = -1
         best_p = 0
         for e in transfer_engines:
@@ -214,7 +195,17 @@ class _ListScheduler:
             if h == len(q):
                 continue
             op = q[h]
-            r = ready_time(op, free[e])
+            r = free[e]  # when op is ready (the head of its engine): its dependencies' last end, -1 if unknown
+            for dep in deps[op]:
+                j = dep >> 2
+                x = ends[j]
+                if x < 0 and (engine[j] >= 0 or (x := self.resolve(j)) < 0):
+                    r = -1
+                    break
+                if x > r:
+                    r = x
+            if r >= 0 and self.ddr_check[op]:
+                r = self.ddr_ready(op, r)
             if r < 0:
                 continue
             p = engine_ports[e]
@@ -238,7 +229,6 @@ class _ListScheduler:
 
     def timeline(self) -> Timeline:
         """The finished Timeline; DeadlockError if some operation never ran."""
-        self.transfer_state = None  # it holds a bound method of self: drop the reference cycle
         g, ends, heads = self.g, self.ends, self.heads
         if self.remaining:
             _raise_deadlock(g, ends, heads, self.resolve)

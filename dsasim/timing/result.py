@@ -332,10 +332,11 @@ class _CriticalChain:
         starts, ends, kind = self.starts, self.ends, self.g.kind
         get = stalls.get
         limit = self.g.n + 1
+        binding = self.binding
         cur, hi, mode = op, starts[op], None
         steps = 0
         while hi > prev_end:
-            q, how = self.binding(cur)
+            q, how = binding(cur)
             steps += 1
             if q < 0 or steps > limit:
                 stalls["other"] = get("other", 0) + hi - prev_end
