@@ -1,9 +1,10 @@
 """Timing simulation of a trace: engines, DDR ports, dependencies, stalls, timelines.
 
 `simulate(trace, hardware)` lowers the trace into an operation graph (`model.py`: engines, durations,
-dependencies), schedules it exactly (`engine.py`, a fast discrete-event list scheduler; `reference=True` uses
-the simpy reference scheduler of `reference.py`, which implements the same rules and is tested equal), and
-derives a `SimResult` (`result.py`). The trace is the only input; `lower` first checks it (`validate.py`).
+dependencies), times it exactly into a `Timeline` (`engine.build_timeline`, a fast discrete-event list scheduler;
+`reference=True` uses `reference.build_timeline_simpy`, the simpy reference scheduler, which implements the same
+rules and is tested equal), and derives a `SimResult` (`result.py`). The trace is the only input; `lower` first
+checks it (`validate.py`).
 """
 
 from __future__ import annotations
@@ -12,14 +13,14 @@ import gc
 
 from ..hardware import Accelerator
 from ..trace import Trace
-from .engine import schedule
+from .engine import Timeline, build_timeline
 from .errors import DeadlockError, TimingError, TraceError
 from .model import OpGraph, lower
 from .result import OpRecord, SimResult, build_result
 from .validate import validate_trace
 
-__all__ = ["DeadlockError", "OpGraph", "OpRecord", "SimResult", "TimingError", "TraceError", "lower", "simulate",
-           "validate_trace"]
+__all__ = ["DeadlockError", "OpGraph", "OpRecord", "SimResult", "Timeline", "TimingError", "TraceError",
+           "build_timeline", "lower", "simulate", "validate_trace"]
 
 
 def simulate(trace: Trace, hardware: Accelerator, window_cycles: int | None = None,
@@ -41,11 +42,11 @@ def simulate(trace: Trace, hardware: Accelerator, window_cycles: int | None = No
     try:
         graph = lower(trace, hardware)
         if reference:
-            from .reference import schedule_simpy
-            sched = schedule_simpy(graph)
+            from .reference import build_timeline_simpy
+            timeline = build_timeline_simpy(graph)
         else:
-            sched = schedule(graph)
-        return build_result(graph, sched, hardware, window_cycles)
+            timeline = build_timeline(graph)
+        return build_result(graph, timeline, hardware, window_cycles)
     finally:
         if collecting:
             gc.enable()

@@ -26,7 +26,7 @@ from .errors import DeadlockError
 from .model import OpGraph, overlaps
 
 
-class Schedule:
+class Timeline:
     """Start and end cycle of every operation, plus the order in which each DDR port carried its transfers."""
 
     __slots__ = ("starts", "ends", "port_order", "cycles")
@@ -38,31 +38,52 @@ class Schedule:
         self.cycles = max(ends, default=0)
 
 
-def schedule(g: OpGraph) -> Schedule:
+def build_timeline(g: OpGraph) -> Timeline:
     """Exact start/end cycles of every operation of `g` (raises DeadlockError if some can never run)."""
-    n = g.n
-    starts = [0] * n
-    ends = [-1] * n
-    deps = g.deps
-    dur = g.dur
-    engine = g.engine
-    region = g.region
-    tensor = g.tensor
-    ddr_check = g.ddr_check
-    stores_by_tensor = g.stores_by_tensor
-    loads_by_tensor = g.loads_by_tensor
-    queues = g.queues
-    n_eng = len(queues)
-    heads = [0] * n_eng
-    free = [0] * n_eng
-    port_free = [0] * g.n_ports
-    port_order: list[list[int]] = [[] for _ in range(g.n_ports)]
-    compute_engines = [e for e in range(n_eng) if g.engine_ports[e] < 0 and queues[e]]
-    transfer_engines = [e for e in range(n_eng) if g.engine_ports[e] >= 0 and queues[e]]
-    engine_ports = g.engine_ports
+    scheduler = _ListScheduler(g)
+    advance, place_next_transfer = scheduler.advance_compute_engines, scheduler.place_next_transfer
+    advance()
+    while place_next_transfer():
+        advance()
+    return scheduler.timeline()
 
-    def resolve(op: int) -> int:
+
+class _ListScheduler:
+    """The state of `build_timeline`: the ends known so far, each engine's next operation and free time, and each
+    port's free time and order. An unknown end is -1."""
+
+    __slots__ = ("g", "n", "starts", "ends", "deps", "dur", "engine", "queues", "heads", "free", "port_free",
+                 "port_order", "compute_engines", "transfer_engines", "remaining", "tensor", "region", "ddr_check",
+                 "engine_ports", "store_engine", "loads_by_tensor", "stores_by_tensor", "compute_state",
+                 "transfer_state")
+
+    def __init__(self, g: OpGraph) -> None:
+        self.g = g
+        n = self.n = g.n
+        self.starts = [0] * n
+        self.ends = [-1] * n
+        # the graph's lists, read on every step (one attribute lookup instead of two)
+        self.deps, self.dur, self.engine, self.queues = g.deps, g.dur, g.engine, g.queues
+        self.tensor, self.region, self.ddr_check, self.engine_ports = g.tensor, g.region, g.ddr_check, g.engine_ports
+        self.store_engine, self.loads_by_tensor, self.stores_by_tensor = (g.store_engine, g.loads_by_tensor,
+                                                                          g.stores_by_tensor)
+        n_eng = len(g.queues)
+        self.heads = [0] * n_eng  # per engine, the index of its next operation in its queue
+        self.free = [0] * n_eng  # per engine, when it finished its last operation
+        self.port_free = [0] * g.n_ports
+        self.port_order: list[list[int]] = [[] for _ in range(g.n_ports)]
+        self.compute_engines = [e for e in range(n_eng) if g.engine_ports[e] < 0 and g.queues[e]]
+        self.transfer_engines = [e for e in range(n_eng) if g.engine_ports[e] >= 0 and g.queues[e]]
+        self.remaining = sum(len(q) for q in g.queues)
+        # what each step reads, bound once: one attribute lookup per step instead of one per list
+        self.compute_state = (self.deps, self.ends, self.engine, self.starts, self.dur, self.queues, self.heads,
+                              self.free, self.compute_engines)
+        self.transfer_state = (self.queues, self.heads, self.free, self.port_free, self.engine_ports,
+                               self.transfer_engines, self.deps, self.ends, self.engine)
+
+    def resolve(self, op: int) -> int:
         """End of an engine-less node (OPEN, FREE) if all it waits for has a known end, else -1 (iterative)."""
+        deps, ends, engine, starts, dur = self.deps, self.ends, self.engine, self.starts, self.dur
         stack = [op]
         while stack:
             top = stack[-1]
@@ -80,7 +101,7 @@ def schedule(g: OpGraph) -> Schedule:
                 if e > r:
                     r = e
             if blocked:
-                if len(stack) > n + 1:  # cannot happen for traces from dsasim; guards malformed graphs
+                if len(stack) > self.n + 1:  # cannot happen for traces from dsasim; guards malformed graphs
                     return -1
                 continue
             starts[top] = r
@@ -88,35 +109,18 @@ def schedule(g: OpGraph) -> Schedule:
             stack.pop()
         return ends[op]
 
-    def ready_time(op: int, t: int) -> int:
-        """When `op` (the head of its engine, engine free at t) is ready, or -1 if not yet known."""
-        r = t
-        for d in deps[op]:
-            j = d >> 2
-            e = ends[j]
-            if e < 0:
-                if engine[j] >= 0:
-                    return -1
-                e = resolve(j)
-                if e < 0:
-                    return -1
-            if e > r:
-                r = e
-        if ddr_check[op]:
-            r = ddr_ready(op, r)
-        return r
-
-    def ddr_ready(op: int, r: int) -> int:
+    def ddr_ready(self, op: int, r: int) -> int:
         """Fold in the DDR dependencies of a transfer; -1 if an overlapping earlier transfer is unplaced."""
-        t = tensor[op]
+        ends, region = self.ends, self.region
+        t = self.tensor[op]
         reg = region[op]
-        if engine[op] == g.store_engine:
-            per = loads_by_tensor.get(t)
+        if self.engine[op] == self.store_engine:
+            per = self.loads_by_tensor.get(t)
             if per is None:
                 return r
             lists = per
         else:
-            st = stores_by_tensor.get(t)
+            st = self.stores_by_tensor.get(t)
             if st is None:
                 return r
             lists = (st,)
@@ -135,9 +139,9 @@ def schedule(g: OpGraph) -> Schedule:
                 k -= 1
         return r
 
-    remaining = sum(len(q) for q in queues)
-    while True:
-        # compute engines: advance each as far as its dependencies are known
+    def advance_compute_engines(self) -> None:
+        """Start every compute engine's next operations for as long as their dependencies' ends are known."""
+        deps, ends, engine, starts, dur, queues, heads, free, compute_engines = self.compute_state
         progressed = True
         while progressed:
             progressed = False
@@ -159,7 +163,7 @@ def schedule(g: OpGraph) -> Schedule:
                             if engine[j] >= 0:
                                 ok = False
                                 break
-                            x = resolve(j)
+                            x = self.resolve(j)
                             if x < 0:
                                 ok = False
                                 break
@@ -172,11 +176,17 @@ def schedule(g: OpGraph) -> Schedule:
                     ends[op] = t
                     h += 1
                 if h != start_h:
-                    remaining -= h - start_h
+                    self.remaining -= h - start_h
                     heads[e] = h
                     free[e] = t
                     progressed = True
-        # transfers: decide the port whose next transfer can start earliest
+
+    def place_next_transfer(self) -> bool:
+        """Make the port decision that comes first in time; False if no transfer is ready.
+
+        The port whose next transfer can start earliest (at D) takes, among its transfers ready by D, the one with
+        the smallest (ready time, program index)."""
+        queues, heads, free, port_free, engine_ports, transfer_engines, deps, ends, engine = self.transfer_state
         best_d = best_r = best_op = best_e = -1
         best_p = 0
         for e in transfer_engines:
@@ -185,7 +195,17 @@ def schedule(g: OpGraph) -> Schedule:
             if h == len(q):
                 continue
             op = q[h]
-            r = ready_time(op, free[e])
+            r = free[e]  # when op is ready (the head of its engine): its dependencies' last end, -1 if unknown
+            for dep in deps[op]:
+                j = dep >> 2
+                x = ends[j]
+                if x < 0 and (engine[j] >= 0 or (x := self.resolve(j)) < 0):
+                    r = -1
+                    break
+                if x > r:
+                    r = x
+            if r >= 0 and self.ddr_check[op]:
+                r = self.ddr_ready(op, r)
             if r < 0:
                 continue
             p = engine_ports[e]
@@ -196,23 +216,26 @@ def schedule(g: OpGraph) -> Schedule:
                     r < best_r or (r == best_r and op < best_op))))):
                 best_d, best_r, best_op, best_e, best_p = d, r, op, e, p
         if best_op < 0:
-            break
-        # among the transfers of the chosen port, best_op has the smallest (ready, program index) with ready <= D
-        starts[best_op] = best_d
-        end = best_d + dur[best_op]
-        ends[best_op] = end
+            return False
+        self.starts[best_op] = best_d
+        end = best_d + self.dur[best_op]
+        self.ends[best_op] = end
         port_free[best_p] = end
         free[best_e] = end
         heads[best_e] += 1
-        port_order[best_p].append(best_op)
-        remaining -= 1
+        self.port_order[best_p].append(best_op)
+        self.remaining -= 1
+        return True
 
-    if remaining:
-        _raise_deadlock(g, ends, heads, resolve)
-    for op in range(n):  # engine-less nodes nobody waited for
-        if ends[op] < 0 and resolve(op) < 0:
-            _raise_deadlock(g, ends, heads, resolve, first=op)
-    return Schedule(starts, ends, port_order)
+    def timeline(self) -> Timeline:
+        """The finished Timeline; DeadlockError if some operation never ran."""
+        g, ends, heads = self.g, self.ends, self.heads
+        if self.remaining:
+            _raise_deadlock(g, ends, heads, self.resolve)
+        for op in range(self.n):  # engine-less nodes nobody waited for
+            if ends[op] < 0 and self.resolve(op) < 0:
+                _raise_deadlock(g, ends, heads, self.resolve, first=op)
+        return Timeline(self.starts, ends, self.port_order)
 
 
 def _waits_for(g: OpGraph, op: int, ends: list[int], heads: list[int], resolve) -> int | None:

@@ -1,4 +1,4 @@
-"""Errors of the timing simulation: a malformed trace, and a schedule that can never finish."""
+"""Errors of the timing simulation: a malformed trace, and operations that can never all run (deadlock)."""
 
 from __future__ import annotations
 

@@ -34,10 +34,10 @@ Dependencies (an operation starts only after all of these have finished):
 Dependencies on an earlier operation of the same engine are implied by program order and dropped.
 
 FREE: a buffer's bytes become reusable when all operations on the buffer (its final STORE included) have
-finished. A new buffer allocated over the bytes of a still-live buffer waits for that occupant's FREE (a valid trace frees every
-buffer: `validate.py`); a wait that closes a cycle
-(e.g. the occupant is used later by an operation queued behind the waiting load) is reported by the scheduler
-as a `DeadlockError` naming the stuck operations.
+finished. A new buffer allocated over the bytes of a still-live buffer waits for that occupant's FREE (a valid
+trace frees every buffer: `validate.py`); a wait that closes a cycle (e.g. the occupant is used later by an
+operation queued behind the waiting load) is reported by the scheduler (`engine.build_timeline`) as a
+`DeadlockError` naming the stuck operations.
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from ..hardware import Accelerator
-from ..trace import (ALLOC, COMPUTE, FREE, LOAD, OPEN, STORE, Region, Trace,
+from ..trace import (ALLOC, COMPUTE, ENTER, EXIT, FREE, HIT, LOAD, OPEN, STORE, Region, Trace,
                      format_region)
 from .validate import validate_trace
 
@@ -167,214 +167,247 @@ def transfer_cycles_fn(hardware: Accelerator):
     return cycles
 
 
+class _BufferState:
+    """What lowering tracks for one buffer (index = buffer id) while it walks the trace."""
+
+    __slots__ = ("tensor", "nbytes", "region", "last_write", "readers", "users", "pending", "first_op",
+                 "final_users", "freed")
+
+    def __init__(self, tensor: int, nbytes: int, region: Region, pending: tuple[int, ...]) -> None:
+        self.tensor = tensor
+        self.nbytes = nbytes
+        self.region = region  # the region it holds now (a reuse-flag fill may change it)
+        self.last_write = -1  # the op that last wrote it (LOAD, OPEN or COMPUTE)
+        self.readers: dict[int, int] = {}  # engine -> last op that read the current contents
+        self.users: dict[int, int] = {}  # engine (-1: no engine) -> last op on the buffer since its last fill
+        self.pending: tuple[int, ...] | None = pending  # slot deps for the first fill, None once filled
+        self.first_op = -1  # its first fill, -1 until filled
+        self.final_users: tuple[int, ...] = ()  # the ops whose end releases the slot, set by its FREE
+        self.freed = False
+
+
+class _Lowering:
+    """The state of `lower` while it walks the trace: the operations so far, one _BufferState per buffer, and one
+    handler per event kind (`load`, `compute`, `open`, `alloc`, `free`, `store`) that applies that kind's rules."""
+
+    __slots__ = ("channels", "e_store", "e_tc", "e_vec", "engine_names", "engine_ports", "shared", "p_load",
+                 "p_store", "xfer", "writable", "engine", "deps", "rows", "add_row", "add_engine", "add_deps", "queues",
+                 "last_on", "stores_by_tensor", "loads_by_tensor", "buffers", "forward_waiters", "occupancy",
+                 "live_charged", "peak_charged", "macs", "tc_macs", "padded_macs", "loaded", "stored", "n_loads",
+                 "hot")
+
+    def __init__(self, trace: Trace, hardware: Accelerator) -> None:
+        channels = self.channels = hardware.dma_load_channels
+        self.e_store, self.e_tc, self.e_vec = channels, channels + 1, channels + 2
+        names = ["dma-load"] if channels == 1 else [f"dma-load{k}" for k in range(channels)]
+        self.engine_names = names + ["dma-store", "tensorcore", "vector"]
+        self.shared = hardware.dram_shared_load_store
+        self.p_load, self.p_store = 0, (0 if self.shared else 1)
+        self.engine_ports = [self.p_load] * channels + [self.p_store, -1, -1]
+        self.xfer = transfer_cycles_fn(hardware)
+        self.writable = [t.writable for t in trace.tensors]
+        self.engine: list[int] = []  # per op (read while lowering); the other fields are collected as rows
+        self.deps: list[list[int]] = []
+        self.rows: list[tuple] = []  # (kind, dur, port, nbytes, tensor, buffer, region, event, prev_on_engine, ddr)
+        self.add_row, self.add_engine, self.add_deps = self.rows.append, self.engine.append, self.deps.append
+        self.queues: list[list[int]] = [[] for _ in self.engine_names]
+        self.last_on: list[int] = [-1] * len(self.engine_names)
+        self.stores_by_tensor: dict[int, list[int]] = {}
+        self.loads_by_tensor: dict[int, list[list[int]]] = {}
+        self.buffers: list[_BufferState] = []
+        self.forward_waiters: dict[int, list[int]] = {}  # live occupant -> buffers allocated over its bytes
+        self.occupancy = _Occupancy()  # which buffer last held each SRAM byte
+        self.live_charged = self.peak_charged = 0
+        self.macs = self.tc_macs = self.padded_macs = self.loaded = self.stored = self.n_loads = 0
+        # what the LOAD and COMPUTE handlers (most events) read, bound once: one attribute lookup per event
+        self.hot = (self.engine, self.last_on, self.buffers, self.queues, self.add_row, self.add_engine,
+                    self.add_deps)
+
+    def load(self, idx: int, ev: tuple) -> None:
+        """LOAD: a transfer on the next load channel; a fill of its buffer (slot dependencies)."""
+        _, b, t, reg, nb, _reuse = ev
+        engine, last_on, buffers, queues, add_row, add_engine, add_deps = self.hot
+        ch = self.n_loads % self.channels
+        self.n_loads += 1
+        op = len(engine)
+        w = self.writable[t]
+        add_row((LOAD_OP, self.xfer(nb), self.p_load, nb, t, b, reg, idx, last_on[ch], w))
+        add_engine(ch)
+        # slot dependencies, except on ops of this channel (program order)
+        buf = buffers[b]
+        dl = []
+        pending = buf.pending
+        if pending is not None:  # the first fill after ALLOC: wait for the slot's previous occupants
+            buf.pending = None
+            for d in pending:
+                if engine[d] != ch:
+                    dl.append(d * 4 + SLOT)
+        else:  # a reuse-flag fill: wait for every earlier operation on the buffer
+            for e, d in buf.users.items():
+                if e != ch:
+                    dl.append(d * 4 + SLOT)
+        add_deps(dl)
+        last_on[ch] = op
+        queues[ch].append(op)
+        if w:
+            per = self.loads_by_tensor.get(t)
+            if per is None:
+                per = self.loads_by_tensor[t] = [[] for _ in range(self.channels)]
+            per[ch].append(op)
+        if buf.first_op < 0:
+            buf.first_op = op
+        buf.last_write = op
+        buf.readers = {}
+        buf.users = {ch: op}
+        buf.region = reg
+        self.loaded += nb
+
+    def compute(self, idx: int, ev: tuple) -> None:
+        """COMPUTE: RAW on its inputs and output, WAR on the output's readers."""
+        _, unit, _opname, out, ins, m, cyc, pm = ev
+        if unit == "tensorcore":
+            eng, okind = self.e_tc, TC_OP
+            self.tc_macs += m
+        else:
+            eng, okind = self.e_vec, VEC_OP
+        engine, last_on, buffers, queues, add_row, add_engine, add_deps = self.hot
+        dl = []
+        for b in ins:
+            lw = buffers[b].last_write
+            if engine[lw] != eng:
+                dl.append(lw * 4 + DATA)
+        dst = buffers[out]
+        lw = dst.last_write
+        if engine[lw] != eng:
+            dl.append(lw * 4 + DATA)
+        readers = dst.readers
+        if readers:
+            for e, d in readers.items():
+                if e != eng:
+                    dl.append(d * 4 + WAR)
+        op = len(engine)
+        add_row((okind, cyc, -1, 0, dst.tensor, out, dst.region, idx, last_on[eng], False))
+        add_engine(eng)
+        add_deps(dl)
+        last_on[eng] = op
+        queues[eng].append(op)
+        for b in ins:
+            src = buffers[b]
+            src.readers[eng] = op
+            src.users[eng] = op
+        dst.last_write = op
+        dst.readers = {}
+        dst.users[eng] = op
+        self.macs += m
+        self.padded_macs += pm
+
+    def open(self, idx: int, ev: tuple) -> None:
+        """OPEN: a zeroed fill on no engine; slot dependencies as for a LOAD, on every engine."""
+        _, b, t, reg, _reuse = ev
+        op = len(self.engine)
+        self.add_row((OPEN_OP, 0, -1, 0, t, b, reg, idx, -1, False))
+        self.add_engine(-1)
+        buf = self.buffers[b]
+        pending = buf.pending
+        if pending is not None:
+            buf.pending = None
+            self.add_deps([d * 4 + SLOT for d in pending])
+        else:
+            self.add_deps([d * 4 + SLOT for d in buf.users.values()])
+        if buf.first_op < 0:
+            buf.first_op = op
+        buf.last_write = op
+        buf.readers = {}
+        buf.users = {-1: op}
+        buf.region = reg
+
+    def alloc(self, idx: int, ev: tuple) -> None:
+        """ALLOC: a new buffer whose first fill waits for the previous occupants of its bytes."""
+        _, b, t, reg, nb, address, charged = ev
+        buffers = self.buffers
+        pending: tuple[int, ...] = ()
+        for prev in self.occupancy.take(address, address + nb, b):
+            if buffers[prev].freed:
+                pending += buffers[prev].final_users
+            else:  # the occupant is still live: wait for its FREE (a FREE node, patched in when reached)
+                self.forward_waiters.setdefault(prev, []).append(b)
+        buffers.append(_BufferState(t, nb, reg, pending))
+        self.live_charged += charged
+        if self.live_charged > self.peak_charged:
+            self.peak_charged = self.live_charged
+
+    def free(self, idx: int, ev: tuple) -> None:
+        """FREE: the slot is released when every op on the buffer ends; a FREE node if a later buffer waits."""
+        _, b, charged = ev
+        buf = self.buffers[b]
+        buf.freed = True
+        final = buf.final_users = tuple(buf.users.values())
+        self.live_charged -= charged
+        waiters = self.forward_waiters.pop(b, None)
+        if waiters:
+            node = len(self.engine)
+            self.add_row((FREE_OP, 0, -1, 0, -1, b, None, idx, -1, False))
+            self.add_engine(-1)
+            self.add_deps([d * 4 + DATA for d in final])
+            for w in waiters:
+                waiter = self.buffers[w]
+                if waiter.first_op >= 0:
+                    self.deps[waiter.first_op].append(node * 4 + SLOT)
+                else:
+                    waiter.pending = tuple(waiter.pending) + (node,)
+
+    def store(self, idx: int, ev: tuple) -> None:
+        """STORE: a transfer on the store engine after the last write of its buffer; a reader of the buffer."""
+        _, b, t, reg, nb = ev
+        e_store = self.e_store
+        op = len(self.engine)
+        self.add_row((STORE_OP, self.xfer(nb), self.p_store, nb, t, b, reg, idx, self.last_on[e_store], True))
+        self.add_engine(e_store)
+        buf = self.buffers[b]
+        self.add_deps([buf.last_write * 4 + DATA])  # validated: a compute modified the buffer
+        self.last_on[e_store] = op
+        self.queues[e_store].append(op)
+        self.stores_by_tensor.setdefault(t, []).append(op)
+        buf.readers[e_store] = op
+        buf.users[e_store] = op
+        self.stored += nb
+
+    def graph(self, trace: Trace) -> OpGraph:
+        """The OpGraph of everything lowered so far."""
+        # validated: every buffer is freed, so no forward waiter is left without its FREE node
+        if self.rows:
+            kind, dur, port, nbytes, tensor, buffer, region, event, prev, ddr = (list(c) for c in zip(*self.rows))
+        else:
+            kind, dur, port, nbytes, tensor, buffer, region, event, prev, ddr = ([] for _ in range(10))
+        buffers = self.buffers
+        return OpGraph(
+            n=len(kind), kind=kind, engine=self.engine, dur=dur, port=port, deps=self.deps, nbytes=nbytes,
+            tensor=tensor, buffer=buffer, region=region, event=event, prev_on_engine=prev, ddr_check=ddr,
+            queues=self.queues, engine_names=self.engine_names, engine_ports=self.engine_ports,
+            n_ports=1 if self.shared else 2, load_engines=tuple(range(self.channels)), store_engine=self.e_store,
+            tensorcore_engine=self.e_tc, vector_engine=self.e_vec, stores_by_tensor=self.stores_by_tensor,
+            loads_by_tensor=self.loads_by_tensor, buffer_tensor=[s.tensor for s in buffers],
+            buffer_nbytes=[s.nbytes for s in buffers], buffer_first_op=[s.first_op for s in buffers],
+            buffer_final_users=[s.final_users for s in buffers], reserved_sram_bytes=self.peak_charged,
+            macs=self.macs, tensorcore_macs=self.tc_macs, padded_macs=self.padded_macs, loaded_bytes=self.loaded,
+            stored_bytes=self.stored, tensor_names=[t.name for t in trace.tensors])
+
+
 def lower(trace: Trace, hardware: Accelerator) -> OpGraph:
     """Lower a trace into the operation graph of the timing model (see the module docstring for the rules).
 
-    Validates the trace first (`validate_trace`: TraceError names the first bad event), so the loop below can
-    trust every id, region and byte count."""
+    Validates the trace first (`validate_trace`: TraceError names the first bad event), so the handlers can trust
+    every id, region and byte count."""
     validate_trace(trace, hardware)
-    channels = hardware.dma_load_channels
-    load_engines = tuple(range(channels))
-    e_store, e_tc, e_vec = channels, channels + 1, channels + 2
-    names = ["dma-load"] if channels == 1 else [f"dma-load{k}" for k in range(channels)]
-    names += ["dma-store", "tensorcore", "vector"]
-    shared = hardware.dram_shared_load_store
-    p_load, p_store = 0, (0 if shared else 1)
-    engine_ports = [p_load] * channels + [p_store, -1, -1]
-    xfer = transfer_cycles_fn(hardware)
-    writable = [t.writable for t in trace.tensors]
-
-    engine: list[int] = []  # per op (needed while lowering); the other fields are collected as rows
-    deps: list[list[int]] = []
-    rows: list[tuple] = []  # (kind, dur, port, nbytes, tensor, buffer, region, event, prev_on_engine, ddr)
-    queues: list[list[int]] = [[] for _ in names]
-    last_on: list[int] = [-1] * len(names)
-    stores_by_tensor: dict[int, list[int]] = {}
-    loads_by_tensor: dict[int, list[list[int]]] = {}
-
-    # buffer state (index = buffer id)
-    b_address: list[int] = []
-    b_tensor: list[int] = []
-    b_nbytes: list[int] = []
-    b_region: list = []
-    b_last_write: list[int] = []
-    b_readers: list[dict[int, int]] = []  # engine -> last op that read the current contents
-    b_users: list[dict[int, int]] = []  # engine (-1: no engine) -> last op on the buffer since its last fill
-    b_pending: list = []  # slot deps for the first fill: tuple of ops, or None once filled
-    b_first: list[int] = []
-    b_final: list[tuple[int, ...]] = []
-    b_freed: list[bool] = []
-    forward_waiters: dict[int, list[int]] = {}  # live occupant -> buffers allocated over its bytes meanwhile
-    occupancy = _Occupancy()  # which buffer last held each SRAM byte
-    live_charged = 0
-    peak_charged = 0
-    macs = tc_macs = padded_macs = loaded = stored = 0
-    n_loads = 0
-    q_store, q_tc, q_vec = queues[e_store], queues[e_tc], queues[e_vec]
-    add_row = rows.append
-    add_engine = engine.append
-    add_deps = deps.append
-
-    events = trace.events
-    for idx, ev in enumerate(events):
-        k = ev[0]
-        if k == LOAD:
-            _, b, t, reg, nb, _reuse = ev
-            ch = n_loads % channels
-            n_loads += 1
-            op = len(engine)
-            w = writable[t]
-            add_row((LOAD_OP, xfer(nb), p_load, nb, t, b, reg, idx, last_on[ch], w))
-            add_engine(ch)
-            # slot dependencies (inlined: the hottest branch), except on ops of this channel (program order)
-            dl = []
-            pending = b_pending[b]
-            if pending is not None:  # the first fill after ALLOC: wait for the slot's previous occupants
-                b_pending[b] = None
-                for d in pending:
-                    if engine[d] != ch:
-                        dl.append(d * 4 + SLOT)
-            else:  # a reuse-flag fill: wait for every earlier operation on the buffer
-                for e, d in b_users[b].items():
-                    if e != ch:
-                        dl.append(d * 4 + SLOT)
-            add_deps(dl)
-            last_on[ch] = op
-            queues[ch].append(op)
-            if w:
-                per = loads_by_tensor.get(t)
-                if per is None:
-                    per = loads_by_tensor[t] = [[] for _ in range(channels)]
-                per[ch].append(op)
-            if b_first[b] < 0:
-                b_first[b] = op
-            b_last_write[b] = op
-            b_readers[b] = {}
-            b_users[b] = {ch: op}
-            b_region[b] = reg
-            loaded += nb
-        elif k == COMPUTE:
-            _, unit, _opname, out, ins, m, cyc, pm = ev
-            if unit == "tensorcore":
-                eng, okind, q = e_tc, TC_OP, q_tc
-                tc_macs += m
-            else:
-                eng, okind, q = e_vec, VEC_OP, q_vec
-            dl = []
-            for b in ins:
-                lw = b_last_write[b]
-                if engine[lw] != eng:
-                    dl.append(lw * 4 + DATA)
-            lw = b_last_write[out]
-            if engine[lw] != eng:
-                dl.append(lw * 4 + DATA)
-            readers = b_readers[out]
-            if readers:
-                for e, d in readers.items():
-                    if e != eng:
-                        dl.append(d * 4 + WAR)
-            op = len(engine)
-            add_row((okind, cyc, -1, 0, b_tensor[out], out, b_region[out], idx, last_on[eng], False))
-            add_engine(eng)
-            add_deps(dl)
-            last_on[eng] = op
-            q.append(op)
-            for b in ins:
-                b_readers[b][eng] = op
-                b_users[b][eng] = op
-            b_last_write[out] = op
-            b_readers[out] = {}
-            b_users[out][eng] = op
-            macs += m
-            padded_macs += pm
-        elif k == OPEN:
-            _, b, t, reg, _reuse = ev
-            op = len(engine)
-            add_row((OPEN_OP, 0, -1, 0, t, b, reg, idx, -1, False))
-            add_engine(-1)
-            # slot dependencies, as for a LOAD; an OPEN has no engine, so it waits for all of them
-            pending = b_pending[b]
-            if pending is not None:
-                b_pending[b] = None
-                add_deps([d * 4 + SLOT for d in pending])
-            else:
-                add_deps([d * 4 + SLOT for d in b_users[b].values()])
-            if b_first[b] < 0:
-                b_first[b] = op
-            b_last_write[b] = op
-            b_readers[b] = {}
-            b_users[b] = {-1: op}
-            b_region[b] = reg
-        elif k == ALLOC:
-            _, b, t, reg, nb, address, charged = ev
-            pending: tuple[int, ...] = ()
-            for prev in occupancy.take(address, address + nb, b):
-                if b_freed[prev]:
-                    pending += b_final[prev]
-                else:  # the occupant is still live: wait for its FREE (a FREE node, patched in when reached)
-                    forward_waiters.setdefault(prev, []).append(b)
-            b_address.append(address)
-            b_tensor.append(t)
-            b_nbytes.append(nb)
-            b_region.append(reg)
-            b_last_write.append(-1)
-            b_readers.append({})
-            b_users.append({})
-            b_pending.append(pending)
-            b_first.append(-1)
-            b_final.append(())
-            b_freed.append(False)
-            live_charged += charged
-            if live_charged > peak_charged:
-                peak_charged = live_charged
-        elif k == FREE:
-            _, b, charged = ev
-            b_freed[b] = True
-            final = tuple(b_users[b].values())
-            b_final[b] = final
-            live_charged -= charged
-            waiters = forward_waiters.pop(b, None)
-            if waiters:
-                node = len(engine)
-                add_row((FREE_OP, 0, -1, 0, -1, b, None, idx, -1, False))
-                add_engine(-1)
-                add_deps([d * 4 + DATA for d in final])
-                for w in waiters:
-                    first = b_first[w]
-                    if first >= 0:
-                        deps[first].append(node * 4 + SLOT)
-                    else:
-                        b_pending[w] = tuple(b_pending[w]) + (node,)
-        elif k == STORE:
-            _, b, t, reg, nb = ev
-            op = len(engine)
-            add_row((STORE_OP, xfer(nb), p_store, nb, t, b, reg, idx, last_on[e_store], True))
-            add_engine(e_store)
-            add_deps([b_last_write[b] * 4 + DATA])  # validated: a compute modified the buffer
-            last_on[e_store] = op
-            q_store.append(op)
-            stores_by_tensor.setdefault(t, []).append(op)
-            b_readers[b][e_store] = op
-            b_users[b][e_store] = op
-            stored += nb
-        # HIT, ENTER, EXIT: no operation (a HIT adds nothing: see the module docstring)
-
-    # validated: every buffer is freed, so no forward waiter is left without its FREE node
-    if rows:
-        kind, dur, port, nbytes_l, tensor_l, buffer_l, region_l, event_l, prev_l, ddr_l = (
-            list(col) for col in zip(*rows))
-    else:
-        kind, dur, port, nbytes_l, tensor_l, buffer_l, region_l, event_l, prev_l, ddr_l = ([] for _ in range(10))
-
-    return OpGraph(
-        n=len(kind), kind=kind, engine=engine, dur=dur, port=port, deps=deps, nbytes=nbytes_l, tensor=tensor_l,
-        buffer=buffer_l, region=region_l, event=event_l, prev_on_engine=prev_l, ddr_check=ddr_l, queues=queues,
-        engine_names=names, engine_ports=engine_ports, n_ports=1 if shared else 2, load_engines=load_engines,
-        store_engine=e_store, tensorcore_engine=e_tc, vector_engine=e_vec, stores_by_tensor=stores_by_tensor,
-        loads_by_tensor=loads_by_tensor, buffer_tensor=b_tensor, buffer_nbytes=b_nbytes,
-        buffer_first_op=b_first, buffer_final_users=b_final, reserved_sram_bytes=peak_charged, macs=macs,
-        tensorcore_macs=tc_macs, padded_macs=padded_macs, loaded_bytes=loaded, stored_bytes=stored,
-        tensor_names=[t.name for t in trace.tensors])
+    state = _Lowering(trace, hardware)
+    handlers: list = [None] * (max(ENTER, EXIT, ALLOC, LOAD, OPEN, HIT, COMPUTE, STORE, FREE) + 1)
+    handlers[LOAD], handlers[COMPUTE], handlers[OPEN] = state.load, state.compute, state.open
+    handlers[ALLOC], handlers[FREE], handlers[STORE] = state.alloc, state.free, state.store
+    for idx, ev in enumerate(trace.events):
+        handler = handlers[ev[0]]
+        if handler is not None:  # HIT, ENTER, EXIT: no operation (a HIT adds nothing: see the module docstring)
+            handler(idx, ev)
+    return state.graph(trace)
 
 
 def overlaps(x: Region, y: Region) -> bool:

@@ -19,7 +19,7 @@ import heapq
 
 import simpy
 
-from .engine import Schedule, _raise_deadlock
+from .engine import Timeline, _raise_deadlock
 from .model import OpGraph, overlaps
 
 _AFTER_NORMAL = 2  # simpy: URGENT = 0, NORMAL = 1; larger runs later among events at the same time
@@ -68,7 +68,7 @@ class _Port:
         grant.succeed()
 
 
-def schedule_simpy(g: OpGraph) -> Schedule:
+def build_timeline_simpy(g: OpGraph) -> Timeline:
     """Start/end cycles of every operation of `g`, by simpy (raises DeadlockError if some can never run)."""
     env = simpy.Environment()
     n = g.n
@@ -124,4 +124,4 @@ def schedule_simpy(g: OpGraph) -> Schedule:
                 h += 1
             heads.append(h)
         _raise_deadlock(g, ends, heads, lambda j: ends[j])
-    return Schedule(starts, ends, port_order)
+    return Timeline(starts, ends, port_order)

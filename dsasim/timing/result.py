@@ -1,4 +1,4 @@
-"""SimResult: what a timing simulation reports, and how it is derived from the scheduled operation graph.
+"""SimResult: what a timing simulation reports, and how it is derived from the timed operation graph (Timeline).
 
 Definitions (cycles at the accelerator clock):
   * cycles: when the last operation ends (the first starts at 0).
@@ -37,8 +37,8 @@ import numpy as np
 
 from ..hardware import Accelerator
 from ..trace import Region, format_region
-from .engine import Schedule
-from .model import FREE_OP, KIND_NAMES, LOAD_OP, STORE_OP, TC_OP, VEC_OP, OpGraph, overlaps
+from .engine import Timeline
+from .model import FREE_OP, KIND_NAMES, LOAD_OP, REASON_NAMES, STORE_OP, TC_OP, VEC_OP, OpGraph, overlaps
 
 # operation kinds as they appear in records
 KINDS = KIND_NAMES[:5]
@@ -166,11 +166,14 @@ class SimResult:
                                                   self.op_buffer.tolist()):
             yield OpRecord(names[e] if e >= 0 else "sram", KINDS[k], s, t_end, nb, tensors[t], reg, b)
 
-    def to_json(self, name: str, buffers: int | None = None) -> dict[str, Any]:
-        """A JSON-ready summary with a fixed key order (same input, byte-identical output)."""
+    def to_json(self, name: str, ways: int | None = None) -> dict[str, Any]:
+        """A JSON-ready summary with a fixed key order (same input, byte-identical output).
+
+        `ways` is the N of N-way scopes the trace was recorded with (None: each scope's own); its key stays
+        "buffers", the name of the `--buffers` option, so that existing JSON readers keep working."""
         return {
             "name": name,
-            "buffers": buffers,
+            "buffers": ways,
             "hardware": self.hardware,
             "cycles": self.cycles,
             "seconds": self.seconds,
@@ -244,22 +247,30 @@ def _window_integrals(s: np.ndarray, e: np.ndarray, rate: np.ndarray, edges: np.
     return np.diff(ge)
 
 
-def _attribute_stalls(g: OpGraph, sched: Schedule, cycles: int) -> dict[str, int]:
-    """Blame every idle TensorCore cycle on a cause (see the module docstring)."""
-    queue = g.queues[g.tensorcore_engine]
-    if not queue:
-        return {}
-    starts, ends = sched.starts, sched.ends
-    kind, deps, engine, tensor_names, tensor = g.kind, g.deps, g.engine, g.tensor_names, g.tensor
-    port_pos: dict[int, tuple[int, int]] = {}
-    for p, order in enumerate(sched.port_order):
-        for k, op in enumerate(order):
-            port_pos[op] = (p, k)
+_REASON_PRIO = (0, 2, 3)  # on equal end times: data before slot before war before the engine predecessor
 
-    def ddr_binding(op: int, ready: int) -> tuple[int, int]:
+
+class _CriticalChain:
+    """Walks back from an operation along what it waited for last (see the module docstring's stall attribution)."""
+
+    __slots__ = ("g", "timeline", "port_pos", "starts", "ends", "deps", "prev_on_engine", "ddr_check", "port")
+
+    def __init__(self, g: OpGraph, timeline: Timeline) -> None:
+        self.g = g
+        self.timeline = timeline
+        # the lists read at every link (one attribute lookup instead of two)
+        self.starts, self.ends, self.deps = timeline.starts, timeline.ends, g.deps
+        self.prev_on_engine, self.ddr_check, self.port = g.prev_on_engine, g.ddr_check, g.port
+        self.port_pos: dict[int, tuple[int, int]] = {}  # transfer -> (port, its position in the port's order)
+        for p, order in enumerate(timeline.port_order):
+            for k, op in enumerate(order):
+                self.port_pos[op] = (p, k)
+
+    def ddr_binding(self, op: int, ready: int) -> tuple[int, int]:
         """The overlapping earlier transfer with the latest end after `ready`, if any."""
-        t = tensor[op]
-        if engine[op] == g.store_engine:
+        g, ends = self.g, self.timeline.ends
+        t = g.tensor[op]
+        if g.engine[op] == g.store_engine:
             lists = g.loads_by_tensor.get(t) or []
         else:
             lists = [g.stores_by_tensor.get(t, [])]
@@ -276,17 +287,15 @@ def _attribute_stalls(g: OpGraph, sched: Schedule, cycles: int) -> dict[str, int
                 k -= 1
         return best, best_end
 
-    hows = ("data", "slot", "war")
-    reason_prio = (0, 2, 3)  # on equal end times: data before slot before war before the engine predecessor
-    prev_on_engine, port_of, ddr_check = g.prev_on_engine, g.port, g.ddr_check
-
-    def binding(op: int) -> tuple[int, str]:
+    def binding(self, op: int) -> tuple[int, str]:
         """(what op waited for last, how): 'engine', 'data', 'slot', 'war', 'ddr', 'port'; (-1, '') if nothing."""
-        best_j = prev_on_engine[op]
+        ends = self.ends
+        hows, reason_prio = REASON_NAMES, _REASON_PRIO
+        best_j = self.prev_on_engine[op]
         best_end = ends[best_j] if best_j >= 0 else -1
         best_pr = 4
         best_how = "engine"
-        for d in deps[op]:
+        for d in self.deps[op]:
             j = d >> 2
             e = ends[j]
             if e >= best_end:
@@ -294,163 +303,212 @@ def _attribute_stalls(g: OpGraph, sched: Schedule, cycles: int) -> dict[str, int
                 if e > best_end or pr < best_pr:
                     best_j, best_end, best_pr, best_how = j, e, pr, hows[d & 3]
         ready = best_end if best_end > 0 else 0
-        if ddr_check[op]:
-            j, e = ddr_binding(op, ready)
+        if self.ddr_check[op]:
+            j, e = self.ddr_binding(op, ready)
             if j >= 0:
                 best_j, best_end, best_how, ready = j, e, "ddr", e
-        if port_of[op] >= 0 and starts[op] > ready:
-            p, k = port_pos[op]
+        if self.port[op] >= 0 and self.starts[op] > ready:
+            p, k = self.port_pos[op]
             if k > 0:
-                return sched.port_order[p][k - 1], "port"
+                return self.timeline.port_order[p][k - 1], "port"
         return best_j, best_how
 
-    def label(op: int) -> str:
-        k = kind[op]
+    def label(self, op: int) -> str:
+        """The stall cause of a stretch of time spent in `op` (when no earlier link set the mode)."""
+        g = self.g
+        k = g.kind[op]
         if k == LOAD_OP:
-            return f"load:{tensor_names[tensor[op]]}"
+            return f"load:{g.tensor_names[g.tensor[op]]}"
         if k == STORE_OP:
-            return f"store:{tensor_names[tensor[op]]}"
+            return f"store:{g.tensor_names[g.tensor[op]]}"
         if k == VEC_OP:
             return "vector"
         if k == TC_OP:
             return "tensorcore"
         return "other"
 
+    def blame_gap(self, op: int, prev_end: int, stalls: dict[str, int]) -> None:
+        """Add to `stalls` the TensorCore idle gap [prev_end, start of op), walking back from op."""
+        starts, ends, kind = self.starts, self.ends, self.g.kind
+        get = stalls.get
+        limit = self.g.n + 1
+        binding = self.binding
+        cur, hi, mode = op, starts[op], None
+        steps = 0
+        while hi > prev_end:
+            q, how = binding(cur)
+            steps += 1
+            if q < 0 or steps > limit:
+                stalls["other"] = get("other", 0) + hi - prev_end
+                break
+            if mode is None:
+                if how == "slot":
+                    mode = "slot"
+                elif how == "port" and kind[q] == STORE_OP:
+                    mode = "store-port"
+            e_q = ends[q]
+            if e_q < hi:  # not expected: the binding predecessor ends when cur starts
+                low = e_q if e_q > prev_end else prev_end
+                stalls["other"] = get("other", 0) + hi - low
+                hi = low
+            s_q = starts[q]
+            lo = s_q if s_q > prev_end else prev_end
+            if hi > lo:
+                key = mode or self.label(q)
+                stalls[key] = get(key, 0) + hi - lo
+            if s_q < hi:
+                hi = s_q
+            cur = q
+
+
+def _attribute_stalls(g: OpGraph, timeline: Timeline, cycles: int) -> dict[str, int]:
+    """Blame every idle TensorCore cycle on a cause (see the module docstring)."""
+    queue = g.queues[g.tensorcore_engine]
+    if not queue:
+        return {}
+    chain = _CriticalChain(g, timeline)
+    starts, ends = timeline.starts, timeline.ends
     stalls: dict[str, int] = {}
-    get = stalls.get
-    limit = g.n + 1
     prev_end = 0
     for op in queue:
-        s = starts[op]
-        if s > prev_end:
-            cur, hi, mode = op, s, None
-            steps = 0
-            while hi > prev_end:
-                q, how = binding(cur)
-                steps += 1
-                if q < 0 or steps > limit:
-                    stalls["other"] = get("other", 0) + hi - prev_end
-                    break
-                if mode is None:
-                    if how == "slot":
-                        mode = "slot"
-                    elif how == "port" and kind[q] == STORE_OP:
-                        mode = "store-port"
-                e_q = ends[q]
-                if e_q < hi:  # not expected: the binding predecessor ends when cur starts
-                    low = e_q if e_q > prev_end else prev_end
-                    stalls["other"] = get("other", 0) + hi - low
-                    hi = low
-                s_q = starts[q]
-                lo = s_q if s_q > prev_end else prev_end
-                if hi > lo:
-                    key = mode or label(q)
-                    stalls[key] = get(key, 0) + hi - lo
-                if s_q < hi:
-                    hi = s_q
-                cur = q
+        if starts[op] > prev_end:
+            chain.blame_gap(op, prev_end, stalls)
         prev_end = ends[op]
     if cycles > prev_end:
-        stalls["drain"] = get("drain", 0) + cycles - prev_end
+        stalls["drain"] = stalls.get("drain", 0) + cycles - prev_end
     return stalls
 
 
-def build_result(g: OpGraph, sched: Schedule, hardware: Accelerator, window_cycles: int | None) -> SimResult:
-    """Assemble the SimResult of a scheduled graph."""
-    cycles = sched.cycles
-    n = g.n
-    real = [i for i in range(n) if g.kind[i] != FREE_OP] if any(k == FREE_OP for k in g.kind) else None
-    idx = np.arange(n) if real is None else np.asarray(real, dtype=np.int64)
-    starts = np.asarray(sched.starts, dtype=np.int64)[idx]
-    ends = np.asarray(sched.ends, dtype=np.int64)[idx]
-    kind = np.asarray(g.kind, dtype=np.int8)[idx]
-    engine = np.asarray(g.engine, dtype=np.int16)[idx]
-    nbytes = np.asarray(g.nbytes, dtype=np.int64)[idx]
-    tensor = np.asarray(g.tensor, dtype=np.int32)[idx]
-    buffer = np.asarray(g.buffer, dtype=np.int64)[idx]
-    regions = tuple(g.region) if real is None else tuple(g.region[i] for i in real)
-    durs = ends - starts
+class _OpArrays(NamedTuple):
+    """The scheduled operations without FREE nodes, as arrays (index = position among them)."""
 
-    names = tuple(g.engine_names)
+    starts: np.ndarray
+    ends: np.ndarray
+    kind: np.ndarray
+    engine: np.ndarray
+    nbytes: np.ndarray
+    tensor: np.ndarray
+    buffer: np.ndarray
+    regions: tuple[Region, ...]
+
+
+def _op_arrays(g: OpGraph, timeline: Timeline) -> _OpArrays:
+    """The operations that SimResult reports (FREE nodes dropped), as arrays."""
+    real = [i for i in range(g.n) if g.kind[i] != FREE_OP] if any(k == FREE_OP for k in g.kind) else None
+    idx = np.arange(g.n) if real is None else np.asarray(real, dtype=np.int64)
+    return _OpArrays(
+        starts=np.asarray(timeline.starts, dtype=np.int64)[idx], ends=np.asarray(timeline.ends, dtype=np.int64)[idx],
+        kind=np.asarray(g.kind, dtype=np.int8)[idx], engine=np.asarray(g.engine, dtype=np.int16)[idx],
+        nbytes=np.asarray(g.nbytes, dtype=np.int64)[idx], tensor=np.asarray(g.tensor, dtype=np.int32)[idx],
+        buffer=np.asarray(g.buffer, dtype=np.int64)[idx],
+        regions=tuple(g.region) if real is None else tuple(g.region[i] for i in real))
+
+
+def _engine_figures(names: tuple[str, ...], ops: _OpArrays) -> tuple[dict[str, int], dict[str, int]]:
+    """Per engine: busy cycles (sum of its operations' durations) and number of operations."""
+    durs = ops.ends - ops.starts
     busy = {}
     counts = {}
     for e, nm in enumerate(names):
-        mask = engine == e
+        mask = ops.engine == e
         busy[nm] = int(durs[mask].sum())
         counts[nm] = int(mask.sum())
+    return busy, counts
 
-    padded = g.padded_macs
+
+def _roofline_terms(g: OpGraph, hardware: Accelerator, busy: Mapping[str, int]) -> dict[str, int]:
+    """The roofline's terms in cycles: TensorCore busy, vector busy, DDR time (see the module docstring)."""
     bw = float(hardware.dram_bytes_per_cycle)
     if hardware.dram_shared_load_store:
         ddr = math.ceil((g.loaded_bytes + g.stored_bytes) / bw)
     else:
         ddr = math.ceil(max(g.loaded_bytes, g.stored_bytes) / bw)
-    terms = {"tensorcore": busy["tensorcore"], "vector": busy["vector"], "ddr": ddr}
-    bound = max(terms.values())
+    return {"tensorcore": busy["tensorcore"], "vector": busy["vector"], "ddr": ddr}
 
-    # timelines
-    w = window_cycles if window_cycles is not None else _nice_window(cycles)
-    if w < 1:
-        raise ValueError(f"window_cycles must be >= 1, got {w}")
-    n_win = max(1, math.ceil(cycles / w))
-    edges = np.arange(n_win + 1, dtype=np.float64) * w
-    setup = hardware.dma_setup_cycles
+
+def _ddr_per_window(ops: _OpArrays, setup_cycles: int, edges: np.ndarray) -> list[np.ndarray]:
+    """Loaded and stored bytes per window, each transfer's bytes spread evenly over its data phase."""
     ddr_bytes = []
     for k in (LOAD_OP, STORE_OP):
-        m = kind == k
-        s = starts[m] + setup
-        e = ends[m]
-        b = nbytes[m].astype(np.float64)
+        m = ops.kind == k
+        s = ops.starts[m] + setup_cycles
+        e = ops.ends[m]
+        b = ops.nbytes[m].astype(np.float64)
         ddr_bytes.append(_window_integrals(s, e, b / np.maximum(e - s, 1), edges))
+    return ddr_bytes
 
-    # SRAM occupancy per buffer
+
+def _buffer_intervals(g: OpGraph, timeline: Timeline) -> tuple[np.ndarray, ...]:
+    """(tensor, bytes, start, end) of every filled buffer: occupied from its first fill to its release."""
     nb_buf = len(g.buffer_tensor)
     b_start = np.zeros(nb_buf, dtype=np.int64)
     b_end = np.zeros(nb_buf, dtype=np.int64)
     first = np.asarray(g.buffer_first_op, dtype=np.int64)
     keep = first >= 0
-    all_starts = np.asarray(sched.starts, dtype=np.int64)
-    all_ends = np.asarray(sched.ends, dtype=np.int64)
+    all_starts = np.asarray(timeline.starts, dtype=np.int64)
+    all_ends = np.asarray(timeline.ends, dtype=np.int64)
     b_start[keep] = all_starts[first[keep]]
     finals = g.buffer_final_users
     n_users = np.fromiter((len(u) for u in finals), dtype=np.int64, count=nb_buf)
     flat = np.fromiter((u for users in finals for u in users), dtype=np.int64, count=int(n_users.sum()))
-    b_end[n_users == 0] = cycles  # never freed: occupied until the end
+    b_end[n_users == 0] = timeline.cycles  # never freed: occupied until the end
     if len(flat):
         np.maximum.at(b_end, np.repeat(np.arange(nb_buf), n_users), all_ends[flat])
     b_tensor = np.asarray(g.buffer_tensor, dtype=np.int32)[keep]
     b_bytes = np.asarray(g.buffer_nbytes, dtype=np.int64)[keep]
-    b_start = b_start[keep]
-    b_end = b_end[keep]
+    return b_tensor, b_bytes, b_start[keep], b_end[keep]
+
+
+def _sram_occupancy(g: OpGraph, b_tensor: np.ndarray, b_bytes: np.ndarray, b_start: np.ndarray, b_end: np.ndarray,
+                    edges: np.ndarray, w: int) -> tuple[tuple[str, ...], np.ndarray]:
+    """The tensors present in SRAM and their time-averaged bytes per window, one row each."""
     present = sorted(set(b_tensor.tolist()))
-    sram_names = tuple(g.tensor_names[t] for t in present)
-    occupancy = np.zeros((len(present), n_win))
+    occupancy = np.zeros((len(present), len(edges) - 1))
     for row, t in enumerate(present):
         m = b_tensor == t
         occupancy[row] = _window_integrals(b_start[m], b_end[m], b_bytes[m].astype(np.float64), edges) / w
-    if len(b_start):
-        times = np.concatenate([b_end, b_start])
-        deltas = np.concatenate([-b_bytes, b_bytes])
-        order = np.lexsort((deltas, times))
-        peak = int(max(0, np.cumsum(deltas[order]).max()))
-    else:
-        peak = 0
+    return tuple(g.tensor_names[t] for t in present), occupancy
 
-    stalls = _attribute_stalls(g, sched, cycles)
-    result = SimResult(
-        hardware=hardware.name, clock_hz=hardware.clock_hz, dram_bytes_per_cycle=bw,
-        dram_shared_load_store=hardware.dram_shared_load_store, dma_setup_cycles=setup,
+
+def _peak_bytes(b_bytes: np.ndarray, b_start: np.ndarray, b_end: np.ndarray) -> int:
+    """The exact peak of occupied bytes (a release at t comes before a fill at t)."""
+    if not len(b_start):
+        return 0
+    times = np.concatenate([b_end, b_start])
+    deltas = np.concatenate([-b_bytes, b_bytes])
+    order = np.lexsort((deltas, times))
+    return int(max(0, np.cumsum(deltas[order]).max()))
+
+
+def build_result(g: OpGraph, timeline: Timeline, hardware: Accelerator, window_cycles: int | None) -> SimResult:
+    """Assemble the SimResult of a timed graph."""
+    cycles = timeline.cycles
+    ops = _op_arrays(g, timeline)
+    names = tuple(g.engine_names)
+    busy, counts = _engine_figures(names, ops)
+    terms = _roofline_terms(g, hardware, busy)
+    w = window_cycles if window_cycles is not None else _nice_window(cycles)
+    if w < 1:
+        raise ValueError(f"window_cycles must be >= 1, got {w}")
+    edges = np.arange(max(1, math.ceil(cycles / w)) + 1, dtype=np.float64) * w
+    ddr_bytes = _ddr_per_window(ops, hardware.dma_setup_cycles, edges)
+    b_tensor, b_bytes, b_start, b_end = _buffer_intervals(g, timeline)
+    sram_names, occupancy = _sram_occupancy(g, b_tensor, b_bytes, b_start, b_end, edges, w)
+    stalls = _attribute_stalls(g, timeline, cycles)
+    return SimResult(
+        hardware=hardware.name, clock_hz=hardware.clock_hz, dram_bytes_per_cycle=float(hardware.dram_bytes_per_cycle),
+        dram_shared_load_store=hardware.dram_shared_load_store, dma_setup_cycles=hardware.dma_setup_cycles,
         sram_bytes=hardware.sram_bytes,
         tensorcore_block=hardware.tensorcore_in_channels * hardware.tensorcore_out_channels, cycles=cycles,
         engines=names, engine_busy_cycles=MappingProxyType(busy), engine_operations=MappingProxyType(counts),
         loaded_bytes=g.loaded_bytes, stored_bytes=g.stored_bytes, macs=g.macs,
-        tensorcore_macs=g.tensorcore_macs, padded_macs=padded,
-        roofline_cycles=bound, roofline_terms=MappingProxyType(terms), stall_cycles=MappingProxyType(stalls),
-        peak_sram_bytes=peak, reserved_sram_bytes=g.reserved_sram_bytes, window_cycles=w,
+        tensorcore_macs=g.tensorcore_macs, padded_macs=g.padded_macs,
+        roofline_cycles=max(terms.values()), roofline_terms=MappingProxyType(terms),
+        stall_cycles=MappingProxyType(stalls), peak_sram_bytes=_peak_bytes(b_bytes, b_start, b_end),
+        reserved_sram_bytes=g.reserved_sram_bytes, window_cycles=w,
         ddr_load_bytes=_frozen(ddr_bytes[0]), ddr_store_bytes=_frozen(ddr_bytes[1]), sram_tensors=sram_names,
-        sram_occupancy=_frozen(occupancy), tensors=tuple(g.tensor_names), op_engine=_frozen(engine),
-        op_kind=_frozen(kind), op_start=_frozen(starts), op_end=_frozen(ends), op_bytes=_frozen(nbytes),
-        op_tensor=_frozen(tensor), op_buffer=_frozen(buffer), op_regions=regions,
-        buffer_tensor=_frozen(b_tensor), buffer_bytes=_frozen(b_bytes), buffer_start=_frozen(b_start),
-        buffer_end=_frozen(b_end))
-    return result
+        sram_occupancy=_frozen(occupancy), tensors=tuple(g.tensor_names), op_engine=_frozen(ops.engine),
+        op_kind=_frozen(ops.kind), op_start=_frozen(ops.starts), op_end=_frozen(ops.ends),
+        op_bytes=_frozen(ops.nbytes), op_tensor=_frozen(ops.tensor), op_buffer=_frozen(ops.buffer),
+        op_regions=ops.regions, buffer_tensor=_frozen(b_tensor), buffer_bytes=_frozen(b_bytes),
+        buffer_start=_frozen(b_start), buffer_end=_frozen(b_end))
