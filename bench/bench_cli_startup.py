@@ -16,8 +16,8 @@ import subprocess
 import sys
 import time
 
-HEAVY = ("torch", "matplotlib", "simpy", "dsasim.schedule", "dsasim.search", "dsasim.sweep", "dsasim.timing",
-         "dsasim.plot", "kernels")
+HEAVY = ("torch", "matplotlib", "simpy", "dsasim.traced.schedule", "dsasim.architect.search", "dsasim.architect.sweep", "dsasim.timing",
+         "dsasim.view.plot", "kernels")
 CASES = [
     ("python -c 'import numpy'", ["-c", "import numpy"]),
     ("python -c 'import dsasim'", ["-c", "import dsasim"]),

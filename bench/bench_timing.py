@@ -27,7 +27,7 @@ sys.path.insert(0, str(ROOT))
 
 from timing_utils import best_of  # noqa: E402
 from dsasim import GlobalHierarchy, Session, TensorCore, preset, run_schedule  # noqa: E402
-from dsasim.segments import Segment  # noqa: E402
+from dsasim.traced.segments import Segment  # noqa: E402
 from dsasim.timing import simulate  # noqa: E402
 
 

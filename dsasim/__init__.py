@@ -4,19 +4,19 @@ Write a tiled schedule as plain Python over traced DDR tensors and SRAM scopes; 
 against torch, honest DDR traffic, and a trace for timing and analysis.
 """
 
-from .bounds import Conv2dBoundsInfer
-from .errors import (CoherenceError, CrossSessionError, ReadOnlyError, RegionError, ReuseError, ScheduleError,
+from dsasim.traced.bounds import Conv2dBoundsInfer
+from dsasim.errors import (CoherenceError, CrossSessionError, ReadOnlyError, RegionError, ReuseError, ScheduleError,
                      SessionStateError, SramOverflowError, StaleTileError, UnfinishedError)
-from .analytic import analyze
-from .hardware import PRESETS, Accelerator, load_hardware, preset
-from .loopnest import ConvProblem, LoopNest, MatmulProblem
-from .lower_bounds import lower_bound
-from .memory import Counters, GlobalHierarchy, Session, TensorTraffic, Tile, TracedArray
-from .schedule import RunResult, Schedule, Status, TensorReport, Workload, bind_tensors, run_schedule
-from .search import search
-from .segments import Segment, Segments
-from .tensorcore import TensorCore, VectorUnit
-from .trace import EventKind, Trace
+from dsasim.architect.analytic import analyze
+from dsasim.hardware import PRESETS, Accelerator, load_hardware, preset
+from dsasim.architect.loopnest import ConvProblem, LoopNest, MatmulProblem
+from dsasim.architect.lower_bounds import lower_bound
+from dsasim.traced.memory import Counters, GlobalHierarchy, Session, TensorTraffic, Tile, TracedArray
+from dsasim.traced.schedule import RunResult, Schedule, Status, TensorReport, Workload, bind_tensors, run_schedule
+from dsasim.architect.search import search
+from dsasim.traced.segments import Segment, Segments
+from dsasim.traced.tensorcore import TensorCore, VectorUnit
+from dsasim.traced.trace import EventKind, Trace
 
 __all__ = [
     "Accelerator", "CoherenceError", "Conv2dBoundsInfer", "ConvProblem", "Counters", "CrossSessionError",

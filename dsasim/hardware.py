@@ -7,7 +7,7 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-from .util import is_int
+from dsasim.util import is_int
 
 KIB = 1024
 MIB = 1024 * 1024

@@ -1,7 +1,7 @@
 """Small helpers shared across dsasim, each written once: integer checks, ceiling division, element counts,
 region tests and pausing the cyclic garbage collector.
 
-A region is a tuple of half-open (start, stop) pairs, one per dimension, in elements (see `dsasim.trace`).
+A region is a tuple of half-open (start, stop) pairs, one per dimension, in elements (see `dsasim.traced.trace`).
 Only the standard library and numpy are imported here, so every module can use these helpers.
 """
 

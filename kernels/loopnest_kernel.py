@@ -1,6 +1,6 @@
 """The generic kernel: executes any `LoopNest` (conv or matmul) on the traced memory model.
 
-Semantics are those of `dsasim.loopnest` (module docstring): one loop per dimension in the nest's order; each
+Semantics are those of `dsasim.architect.loopnest` (module docstring): one loop per dimension in the nest's order; each
 tensor's buffer staged in its own `GlobalHierarchy` scope (`TENSOR@LOOP`, `buffers=ways`) at its depth, holding
 the tensor's box for every loop inside; the TensorCore computes one tile at the innermost point, taking its
 operands from the staged buffers (hits). Run it like a hand-written schedule: `loopnest_schedule(nest)` is a
@@ -19,11 +19,11 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from dsasim import GlobalHierarchy, RunResult, Schedule, Segment, Session, TensorCore, TracedArray, run_schedule
-from dsasim.geometry import window, window_rows
+from dsasim.architect.geometry import window, window_rows
 from dsasim.hardware import Accelerator
-from dsasim.memory import Counters
-from dsasim.schedule import Workload, bind_tensors
-from dsasim.loopnest import Axis, ConvProblem, LoopNest, MatmulProblem, Problem
+from dsasim.traced.memory import Counters
+from dsasim.traced.schedule import Workload, bind_tensors
+from dsasim.architect.loopnest import Axis, ConvProblem, LoopNest, MatmulProblem, Problem
 
 
 def loopnest_workload(problem: Problem) -> Workload:

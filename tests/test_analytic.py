@@ -11,13 +11,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dsasim import Accelerator, preset
-from dsasim.analytic import analyze, group_stats, reconcile
-from dsasim.loopnest import ConvProblem, LoopNest, MatmulProblem, tile_count, window_rows
-from dsasim.search import evaluate_nests
+from dsasim.architect.analytic import analyze, group_stats, reconcile
+from dsasim.architect.loopnest import ConvProblem, LoopNest, MatmulProblem, tile_count, window_rows
+from dsasim.architect.search import evaluate_nests
 from kernels import loopnest_kernel
 from kernels.loopnest_kernel import blog_demo_nest, run_loopnest
 
-from dsasim.trace import OPEN
+from dsasim.traced.trace import OPEN
 
 HW = dataclasses.replace(preset("blog"), sram_bytes=1 << 40, word_bytes=2)
 

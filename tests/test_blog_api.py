@@ -16,7 +16,7 @@ import torch
 from dsasim import (Conv2dBoundsInfer, GlobalHierarchy, Schedule, Segment, Segments, Session, VectorUnit, Workload,
                     preset, run_schedule)
 from dsasim.cli import main
-from dsasim.schedule import max_abs_error
+from dsasim.traced.schedule import max_abs_error
 
 
 def test_unclamped_segments_keep_the_last_tile_full_sized():

@@ -9,8 +9,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from dsasim.bounds import Conv2dBoundsInfer
-from dsasim.segments import Segment, Segments
+from dsasim.traced.bounds import Conv2dBoundsInfer
+from dsasim.traced.segments import Segment, Segments
 
 N_CONFIGS = 200
 
@@ -316,7 +316,7 @@ def test_region_validation() -> None:
 # ------------------------------------------------------------------------------------- one window helper
 def test_window_and_padding_along_one_axis():
     """Hand-derived: 5 rows, 3 taps, stride 1, padding 1 (output row o reads rows o - 1 .. o + 1)."""
-    from dsasim.geometry import Window, conv_output_size, tap_outputs, window
+    from dsasim.architect.geometry import Window, conv_output_size, tap_outputs, window
     assert window(0, 2, 0, 3, 1, 1, 1, 5) == Window(0, 3, -1, 3) and window(0, 2, 0, 3, 1, 1, 1, 5).pad == (1, 0)
     assert window(4, 5, 0, 3, 1, 1, 1, 5) == Window(3, 5, 3, 6) and window(4, 5, 0, 3, 1, 1, 1, 5).pad == (0, 1)
     assert window(1, 3, 0, 3, 1, 1, 1, 5).pad == (0, 0)  # rows 0..3, all real

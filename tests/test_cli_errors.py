@@ -38,10 +38,10 @@ def no_work(monkeypatch):
     """Replace every expensive step by a tripwire: a bad command line must be refused before any of them."""
     # the commands import their model when they run: the tripwires sit where they import it from
     monkeypatch.setattr(dsasim.cli.demo, "_demo_one", _tripwire)
-    monkeypatch.setattr(importlib.import_module("dsasim.schedule"), "run_schedule", _tripwire)
+    monkeypatch.setattr(importlib.import_module("dsasim.traced.schedule"), "run_schedule", _tripwire)
     monkeypatch.setattr(dsasim.cli.simulate, "scope_names", _tripwire)
-    monkeypatch.setattr(importlib.import_module("dsasim.search"), "search", _tripwire)
-    monkeypatch.setattr(importlib.import_module("dsasim.sweep"), "sweep_sram", _tripwire)
+    monkeypatch.setattr(importlib.import_module("dsasim.architect.search"), "search", _tripwire)
+    monkeypatch.setattr(importlib.import_module("dsasim.architect.sweep"), "sweep_sram", _tripwire)
 
 
 @pytest.fixture(scope="module")
@@ -416,7 +416,7 @@ def test_ctrl_c_during_the_run_exits_130_and_writes_nothing(tmp_path, capsys, mo
 def test_ctrl_c_while_writing_leaves_the_old_file_and_no_temporary(tmp_path, capsys, monkeypatch):
     """Interrupted half-way through writing the Perfetto trace: the old trace stays whole, the JSON written
     before it is complete, and no temporary file is left."""
-    import dsasim.perfetto
+    import dsasim.view.perfetto
 
     old = tmp_path / "t.json"
     old.write_text('{"old": true}\n')
@@ -427,7 +427,7 @@ def test_ctrl_c_while_writing_leaves_the_old_file_and_no_temporary(tmp_path, cap
             f.write(json.dumps(doc)[:100])  # a truncated document, then Ctrl-C
             raise KeyboardInterrupt
 
-    monkeypatch.setattr(dsasim.perfetto, "json", HalfWriter)
+    monkeypatch.setattr(dsasim.view.perfetto, "json", HalfWriter)
     code, out, err = _call(["simulate", "demo6", "--json", str(tmp_path / "r.json"), "--perfetto", str(old)],
                            capsys)
     assert code == 130 and err == "dsasim simulate: interrupted\n"

@@ -9,12 +9,12 @@ import random
 import pytest
 
 from dsasim import Accelerator
-from dsasim.analytic import analyze
-from dsasim.layers import parse_layer
-from dsasim.loopnest import ConvProblem, LoopNest, MatmulProblem
-from dsasim.lower_bounds import (compulsory_bytes, lower_bound, matmul_bound_elements, real_macs,
+from dsasim.architect.analytic import analyze
+from dsasim.architect.layers import parse_layer
+from dsasim.architect.loopnest import ConvProblem, LoopNest, MatmulProblem
+from dsasim.architect.lower_bounds import (compulsory_bytes, lower_bound, matmul_bound_elements, real_macs,
                                  touched_elements, window_reuse)
-from dsasim.search import run_search, search
+from dsasim.architect.search import run_search, search
 from kernels.loopnest_kernel import count_loopnest
 
 

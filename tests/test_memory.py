@@ -1,7 +1,7 @@
 """The memory model, one exact rule at a time, on tiny tensors and a tiny accelerator.
 
 Every expected number is derived by hand in the comments next to it (elements x word_bytes); none is pasted
-from a run. Event tuples follow the layouts in dsasim/trace.py:
+from a run. Event tuples follow the layouts in dsasim/traced/trace.py:
   ENTER/EXIT (kind, scope_id, instance); ALLOC (kind, buffer, tensor, region, nbytes, address, charged);
   LOAD (kind, buffer, tensor, region, nbytes, reuse); OPEN/HIT (kind, buffer, tensor, region, reuse);
   COMPUTE (kind, unit, op, out_buffer, in_buffers, macs, cycles, padded_macs);
@@ -21,7 +21,7 @@ from dsasim import (CoherenceError, GlobalHierarchy, ReadOnlyError, RegionError,
                     Session, SramOverflowError, StaleTileError, TensorCore, UnfinishedError, VectorUnit, Workload,
                     preset, run_schedule)
 from dsasim.errors import SessionStateError
-from dsasim.trace import ALLOC, COMPUTE, ENTER, EXIT, FREE, HIT, LOAD, OPEN, STORE
+from dsasim.traced.trace import ALLOC, COMPUTE, ENTER, EXIT, FREE, HIT, LOAD, OPEN, STORE
 
 from helpers import assert_schedule_matches_torch
 
@@ -1004,7 +1004,7 @@ def _random_box(rng, shape):
 
 @pytest.mark.parametrize("block_elements", [1, 5, 27, 64])
 def test_block_stored_set_agrees_with_a_dense_mask(block_elements):
-    from dsasim.memory import _StoredElements
+    from dsasim.traced.memory import _StoredElements
     rng = np.random.default_rng(block_elements)
     for _ in range(60):
         shape = tuple(int(d) for d in rng.integers(1, 11, int(rng.integers(1, 5))))

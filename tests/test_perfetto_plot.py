@@ -10,9 +10,9 @@ import pytest
 
 from dsasim import GlobalHierarchy, Schedule, Session, TensorCore, Workload, preset, run_schedule
 from dsasim.cli.common import CliError
-from dsasim.perfetto import perfetto_events, write_perfetto
-from dsasim.plot import plot_bandwidth, plot_gantt, plot_sram
-from dsasim.segments import Segment
+from dsasim.view.perfetto import perfetto_events, write_perfetto
+from dsasim.view.plot import plot_bandwidth, plot_gantt, plot_sram
+from dsasim.traced.segments import Segment
 from dsasim.timing import simulate
 
 PNG = b"\x89PNG\r\n\x1a\n"

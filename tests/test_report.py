@@ -5,7 +5,7 @@ import dataclasses
 
 from dsasim import GlobalHierarchy, Session, TensorCore, preset
 from dsasim.cli.demo import format_traffic_by_scope
-from dsasim.report import traffic_by_scope
+from dsasim.view.report import traffic_by_scope
 
 
 def test_bytes_land_in_the_scope_that_moved_them():

@@ -7,7 +7,7 @@ import random
 import numpy as np
 import pytest
 
-from dsasim.segments import Segment, Segments
+from dsasim.traced.segments import Segment, Segments
 
 
 def test_segment_basics() -> None:

@@ -16,10 +16,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dsasim import GlobalHierarchy, Schedule, Session, TensorCore, VectorUnit, preset, run_schedule
-from dsasim.schedule import bind_tensors
-from dsasim.segments import Segment
+from dsasim.traced.schedule import bind_tensors
+from dsasim.traced.segments import Segment
 from dsasim.timing import DeadlockError, SimResult, TimingError, TraceError, simulate, validate_trace
-from dsasim.trace import (ALLOC, COMPUTE, ENTER, EXIT, FREE, HIT, LOAD, OPEN, STORE, EVENT_TYPES, EventKind, ScopeInfo,
+from dsasim.traced.trace import (ALLOC, COMPUTE, ENTER, EXIT, FREE, HIT, LOAD, OPEN, STORE, EVENT_TYPES, EventKind, ScopeInfo,
                           TensorInfo, Trace)
 
 

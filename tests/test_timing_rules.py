@@ -19,7 +19,7 @@ import pytest
 
 from dsasim import preset
 from dsasim.timing import simulate
-from dsasim.trace import ALLOC, COMPUTE, FREE, LOAD, OPEN, STORE, TensorInfo, Trace
+from dsasim.traced.trace import ALLOC, COMPUTE, FREE, LOAD, OPEN, STORE, TensorInfo, Trace
 
 HW = dataclasses.replace(preset("blog"), name="rules", dram_bytes_per_cycle=4.0, dma_setup_cycles=3,
                          dram_shared_load_store=False)

@@ -16,8 +16,8 @@ import os
 import sys
 from typing import Sequence
 
-from . import demo, search, simulate, sweep
-from .common import (EXIT_FAILED, EXIT_INTERRUPTED, EXIT_USAGE, CliError, Command, DsasimArgumentParser,
+from dsasim.cli import demo, search, simulate, sweep
+from dsasim.cli.common import (EXIT_FAILED, EXIT_INTERRUPTED, EXIT_USAGE, CliError, Command, DsasimArgumentParser,
                      all_schedules, find_schedule)
 
 __all__ = ["COMMANDS", "CliError", "all_schedules", "build_parser", "find_schedule", "main"]

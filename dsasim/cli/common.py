@@ -21,10 +21,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, NoReturn, Sequence
 
-from ..atomic import probe_writable
+from dsasim.atomic import probe_writable
 
 if TYPE_CHECKING:
-    from ..schedule import Schedule
+    from dsasim.traced.schedule import Schedule
 
 __all__ = ["Command", "CliError", "DsasimArgumentParser", "all_schedules", "find_schedule", "find_schedules",
            "int_at_least", "loopnest_runner", "output_dir", "output_file", "PLOT_SUFFIXES", "warner"]

@@ -5,7 +5,7 @@
                 [--timing-event-limit EVENTS]
 
 Schedules are found through the `dsasim.schedules` entry-point group (`common.all_schedules`), so the library
-never imports `kernels/`. The model (torch via `dsasim.schedule`, the timing simulator) is imported by the run.
+never imports `kernels/`. The model (torch via `dsasim.traced.schedule`, the timing simulator) is imported by the run.
 """
 
 from __future__ import annotations
@@ -19,14 +19,14 @@ import sys
 import time
 from typing import TYPE_CHECKING, Sequence
 
-from ..atomic import write_text_atomic
-from ..hardware import PRESETS, Accelerator, load_hardware
-from .common import EXIT_FAILED, CliError, Command, find_schedule, find_schedules, int_at_least, output_file
-from .table import format_table
+from dsasim.atomic import write_text_atomic
+from dsasim.hardware import PRESETS, Accelerator, load_hardware
+from dsasim.cli.common import EXIT_FAILED, CliError, Command, find_schedule, find_schedules, int_at_least, output_file
+from dsasim.cli.table import format_table
 
 if TYPE_CHECKING:
-    from ..report import ScopeTraffic
-    from ..schedule import RunResult
+    from dsasim.view.report import ScopeTraffic
+    from dsasim.traced.schedule import RunResult
 
 __all__ = ["COMMAND", "format_results", "format_tensors", "format_traffic_by_scope"]
 
@@ -67,7 +67,7 @@ def format_tensors(result: RunResult) -> str:
 
 
 def format_traffic_by_scope(rows: Sequence[ScopeTraffic]) -> str:
-    """A table of `dsasim.report.traffic_by_scope` rows."""
+    """A table of `dsasim.view.report.traffic_by_scope` rows."""
     header = ("scope", "runs", "tensor", "loaded B", "stored B", "loads", "stores", "hits")
     return format_table(header, [(r.scope, r.instances, r.tensor, r.loaded_bytes, r.stored_bytes, r.loads,
                                   r.stores, r.hits) for r in rows], left=(0, 2))
@@ -78,9 +78,9 @@ def _demo_one(name: str, hardware: Accelerator, numeric: bool, seed: int, by_sco
     """Run one demo schedule (and time its trace): the result, its by-scope table if asked, wall seconds.
 
     Takes the schedule's name, not the Schedule, so that worker processes need not pickle its functions."""
-    from ..report import traffic_by_scope
-    from ..schedule import run_schedule
-    from ..timing import simulate
+    from dsasim.view.report import traffic_by_scope
+    from dsasim.traced.schedule import run_schedule
+    from dsasim.timing import simulate
 
     start = time.perf_counter()
     schedule = find_schedule(name)

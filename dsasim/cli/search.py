@@ -4,7 +4,7 @@
                         [--confirm N] [--no-simulate] [--force]
 
 LAYER is a built-in name (blog-conv, resnet50.res2a_branch2b, ..., gemm-1024) or a shape spec such as
-conv:ic=64,oc=64,h=56,k=3,p=1 or gemm:m=512,n=512,k=512 (see `dsasim.layers`). Sizes accept 65536, 64KiB,
+conv:ic=64,oc=64,h=56,k=3,p=1 or gemm:m=512,n=512,k=512 (see `dsasim.architect.layers`). Sizes accept 65536, 64KiB,
 1.5MiB. `--json` writes the best schedule with its figures; its `loop_nest` key is loadable by
 `kernels.loopnest_kernel.load_nest`. JSON output is deterministic (no wall times). Work estimated far beyond
 the usual (hours: 1-element tiles of a large layer to trace) is refused with the estimate unless --force;
@@ -20,12 +20,12 @@ import sys
 import time
 from typing import TYPE_CHECKING, Any
 
-from ..atomic import write_text_atomic
-from ..hardware import PRESETS, load_hardware
-from .common import EXIT_FAILED, CliError, Command, int_at_least, loopnest_runner, output_file, warner
+from dsasim.atomic import write_text_atomic
+from dsasim.hardware import PRESETS, load_hardware
+from dsasim.cli.common import EXIT_FAILED, CliError, Command, int_at_least, loopnest_runner, output_file, warner
 
 if TYPE_CHECKING:
-    from ..search import SearchResult
+    from dsasim.architect.search import SearchResult
 
 __all__ = ["COMMAND", "search_json"]
 
@@ -77,7 +77,7 @@ def search_json(result: SearchResult, layer: str) -> dict[str, Any]:
 
 def _size(flag: str, text: str) -> int:
     """A size option in bytes; a number too large for a float is a mistake like any other."""
-    from ..sweep import parse_bytes
+    from dsasim.architect.sweep import parse_bytes
     try:
         return parse_bytes(text)
     except OverflowError:
@@ -86,9 +86,9 @@ def _size(flag: str, text: str) -> int:
 
 def run(args: argparse.Namespace) -> int:
     """Handle `dsasim search`: an exit status; a mistake in the command line raises CliError (exit 2)."""
-    from ..layers import parse_layer
-    from ..search import search
-    from ..sweep import format_bytes
+    from dsasim.architect.layers import parse_layer
+    from dsasim.architect.search import search
+    from dsasim.architect.sweep import format_bytes
 
     try:
         problem = parse_layer(args.layer)

@@ -6,7 +6,7 @@
 NAME is looked up with `common.find_schedule`. `--buffers N` makes every scope of the schedule N-way
 buffered (the scope names are found by a first count-only pass). Prints a summary; --json writes
 `SimResult.to_json` (fixed key order, byte-identical for the same input), --perfetto a Chrome/Perfetto trace,
---plot the bandwidth, Gantt and SRAM figures as PNGs. The model (torch via `dsasim.schedule`, the timing
+--plot the bandwidth, Gantt and SRAM figures as PNGs. The model (torch via `dsasim.traced.schedule`, the timing
 simulator, matplotlib) is imported by the run, not by `dsasim --help`.
 """
 
@@ -17,13 +17,13 @@ import json
 import sys
 from typing import TYPE_CHECKING
 
-from ..atomic import write_text_atomic
-from ..hardware import load_hardware, preset
-from .common import EXIT_FAILED, CliError, Command, find_schedule, int_at_least, output_dir, output_file
+from dsasim.atomic import write_text_atomic
+from dsasim.hardware import load_hardware, preset
+from dsasim.cli.common import EXIT_FAILED, CliError, Command, find_schedule, int_at_least, output_dir, output_file
 
 if TYPE_CHECKING:
-    from ..hardware import Accelerator
-    from ..schedule import Schedule
+    from dsasim.hardware import Accelerator
+    from dsasim.traced.schedule import Schedule
 
 __all__ = ["COMMAND", "MAX_BUFFERS", "MAX_WINDOW_CYCLES", "scope_names"]
 
@@ -47,9 +47,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def scope_names(schedule: Schedule, hardware: Accelerator) -> list[str]:
     """Names of the scopes a schedule enters (one count-only pass, capacity unchecked, nothing recorded)."""
-    from ..errors import ScheduleError
-    from ..memory import Session
-    from ..schedule import bind_tensors
+    from dsasim.errors import ScheduleError
+    from dsasim.traced.memory import Session
+    from dsasim.traced.schedule import bind_tensors
 
     session = Session(hardware, numeric=False, record_trace=False, enforce_capacity=False)
     tensors = bind_tensors(session, schedule.workload, None)
@@ -63,8 +63,8 @@ def scope_names(schedule: Schedule, hardware: Accelerator) -> list[str]:
 def run(args: argparse.Namespace) -> int:
     """Handle `dsasim simulate`: 0, or 1 when the schedule fails; a mistake in the command line raises CliError
     (`dsasim.cli.main` prints it and exits 2)."""
-    from ..schedule import run_schedule
-    from ..timing import TimingError, simulate
+    from dsasim.traced.schedule import run_schedule
+    from dsasim.timing import TimingError, simulate
 
     try:
         schedule = find_schedule(args.name)
@@ -75,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
     # every output is checked before the (possibly long) run; --plot first: it creates its folder, which the
     # other outputs may name (--plot out --perfetto out/t.json)
     if args.plot is not None:
-        from ..plot import plot_all  # matplotlib loads only when a plot is asked for
+        from dsasim.view.plot import plot_all  # matplotlib loads only when a plot is asked for
         plot_dir = output_dir("--plot", args.plot)
     json_path = output_file("--json", args.json) if args.json is not None else None
     perfetto_path = output_file("--perfetto", args.perfetto) if args.perfetto is not None else None
@@ -101,7 +101,7 @@ def run(args: argparse.Namespace) -> int:
         write_text_atomic(json_path, json.dumps(result.to_json(schedule.name, buffers), indent=2) + "\n")
         print(f"wrote {json_path}")
     if perfetto_path is not None:
-        from ..perfetto import write_perfetto
+        from dsasim.view.perfetto import write_perfetto
         print(f"wrote {write_perfetto(result, perfetto_path, schedule.name)}")
     if args.plot is not None:
         for path in plot_all(result, plot_dir, prefix=f"{schedule.name}-"):

@@ -14,13 +14,13 @@ import argparse
 import json
 from typing import TYPE_CHECKING
 
-from ..atomic import atomic_path, write_text_atomic
-from ..hardware import load_hardware
-from .common import PLOT_SUFFIXES, CliError, Command, loopnest_runner, output_file, warner
-from .table import format_table
+from dsasim.atomic import atomic_path, write_text_atomic
+from dsasim.hardware import load_hardware
+from dsasim.cli.common import PLOT_SUFFIXES, CliError, Command, loopnest_runner, output_file, warner
+from dsasim.cli.table import format_table
 
 if TYPE_CHECKING:
-    from ..sweep import SweepResult
+    from dsasim.architect.sweep import SweepResult
 
 __all__ = ["COMMAND", "format_sweep"]
 
@@ -42,7 +42,7 @@ def add_arguments(s: argparse.ArgumentParser) -> None:
 
 def format_sweep(result: SweepResult) -> str:
     """The sweep table: one row per SRAM size; '-' where nothing fits, '(est)' on estimated cycles."""
-    from ..sweep import format_bytes
+    from dsasim.architect.sweep import format_bytes
 
     header = ("SRAM", "traffic B", "lower bound B", "compulsory B", "best/bound", "peak SRAM B", "cycles")
     rows = [(format_bytes(p.sram_bytes), p.traffic_bytes, p.lower_bound_bytes, p.compulsory_bytes,
@@ -55,8 +55,8 @@ def format_sweep(result: SweepResult) -> str:
 
 def run(args: argparse.Namespace) -> int:
     """Handle `dsasim sweep-sram`: an exit status; a mistake in the command line raises CliError (exit 2)."""
-    from ..layers import parse_layer
-    from ..sweep import parse_sizes, plot_sweep, sweep_sram
+    from dsasim.architect.layers import parse_layer
+    from dsasim.architect.sweep import parse_sizes, plot_sweep, sweep_sram
 
     try:
         problem = parse_layer(args.layer)

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import gc
 
-from ..hardware import Accelerator
-from ..trace import Trace
-from .engine import Timeline, build_timeline
-from .errors import DeadlockError, TimingError, TraceError
-from .model import OpGraph, lower
-from .result import OpRecord, SimResult, build_result
-from .validate import validate_trace
+from dsasim.hardware import Accelerator
+from dsasim.traced.trace import Trace
+from dsasim.timing.engine import Timeline, build_timeline
+from dsasim.timing.errors import DeadlockError, TimingError, TraceError
+from dsasim.timing.model import OpGraph, lower
+from dsasim.timing.result import OpRecord, SimResult, build_result
+from dsasim.timing.validate import validate_trace
 
 __all__ = ["DeadlockError", "OpGraph", "OpRecord", "SimResult", "Timeline", "TimingError", "TraceError",
            "build_timeline", "lower", "simulate", "validate_trace"]
@@ -42,7 +42,7 @@ def simulate(trace: Trace, hardware: Accelerator, window_cycles: int | None = No
     try:
         graph = lower(trace, hardware)
         if reference:
-            from .reference import build_timeline_simpy
+            from dsasim.timing.reference import build_timeline_simpy
             timeline = build_timeline_simpy(graph)
         else:
             timeline = build_timeline(graph)

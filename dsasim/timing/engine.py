@@ -22,8 +22,8 @@ from __future__ import annotations
 
 from bisect import bisect_left
 
-from .errors import DeadlockError
-from .model import OpGraph, overlaps
+from dsasim.timing.errors import DeadlockError
+from dsasim.timing.model import OpGraph, overlaps
 
 
 class Timeline:

@@ -46,10 +46,10 @@ from bisect import bisect_right
 from dataclasses import dataclass
 from fractions import Fraction
 
-from ..hardware import Accelerator
-from ..trace import (ALLOC, COMPUTE, ENTER, EXIT, FREE, HIT, LOAD, OPEN, STORE, Region, Trace,
+from dsasim.hardware import Accelerator
+from dsasim.traced.trace import (ALLOC, COMPUTE, ENTER, EXIT, FREE, HIT, LOAD, OPEN, STORE, Region, Trace,
                      format_region)
-from .validate import validate_trace
+from dsasim.timing.validate import validate_trace
 
 # operation kinds
 LOAD_OP, STORE_OP, TC_OP, VEC_OP, OPEN_OP, FREE_OP = range(6)

@@ -19,8 +19,8 @@ import heapq
 
 import simpy
 
-from .engine import Timeline, _raise_deadlock
-from .model import OpGraph, overlaps
+from dsasim.timing.engine import Timeline, _raise_deadlock
+from dsasim.timing.model import OpGraph, overlaps
 
 _AFTER_NORMAL = 2  # simpy: URGENT = 0, NORMAL = 1; larger runs later among events at the same time
 

@@ -35,10 +35,10 @@ from typing import Any, Iterator, Mapping, NamedTuple
 
 import numpy as np
 
-from ..hardware import Accelerator
-from ..trace import Region, format_region
-from .engine import Timeline
-from .model import FREE_OP, KIND_NAMES, LOAD_OP, REASON_NAMES, STORE_OP, TC_OP, VEC_OP, OpGraph, overlaps
+from dsasim.hardware import Accelerator
+from dsasim.traced.trace import Region, format_region
+from dsasim.timing.engine import Timeline
+from dsasim.timing.model import FREE_OP, KIND_NAMES, LOAD_OP, REASON_NAMES, STORE_OP, TC_OP, VEC_OP, OpGraph, overlaps
 
 # operation kinds as they appear in records
 KINDS = KIND_NAMES[:5]

@@ -2,7 +2,7 @@
 
 `lower` (and so `simulate`, with either scheduler) calls `validate_trace` first, so a hand-built or corrupted
 trace fails with one `TraceError` naming the event index, the event and what is wrong, instead of a wrong cycle
-count or a traceback from deep inside the scheduler. The rules (the trace format of `dsasim/trace.py`):
+count or a traceback from deep inside the scheduler. The rules (the trace format of `dsasim/traced/trace.py`):
 
   * every event is a tuple whose first field is an `EventKind` and whose length is that kind's field count;
   * ids are Python ints: a tensor id indexes `trace.tensors`, a scope id `trace.scopes`; buffers are numbered
@@ -24,10 +24,10 @@ tracing plus simulating. Half of it on the demo3/demo5 traces is the bounds chec
 
 from __future__ import annotations
 
-from ..hardware import Accelerator
-from ..trace import (ALLOC, COMPUTE, ENTER, EVENT_TYPES, EXIT, FREE, HIT, LOAD, OPEN, STORE, EventKind, Region,
+from dsasim.hardware import Accelerator
+from dsasim.traced.trace import (ALLOC, COMPUTE, ENTER, EVENT_TYPES, EXIT, FREE, HIT, LOAD, OPEN, STORE, EventKind, Region,
                      Trace, format_region)
-from .errors import TraceError
+from dsasim.timing.errors import TraceError
 
 UNITS = ("tensorcore", "vector")
 _FIELD_COUNTS = tuple(len(t._fields) for t in EVENT_TYPES)
@@ -354,7 +354,7 @@ def validate_trace(trace: Trace, hardware: Accelerator) -> None:
 def _malformed(event: object, err: Exception, shapes: list[tuple[int, ...]]) -> str:
     """What is wrong with an event whose fields raised `err` when read: its shape, its region, or a field's type."""
     if type(event) is not tuple or not event:
-        return "not an event tuple (kind, fields...); see dsasim/trace.py for the layouts"
+        return "not an event tuple (kind, fields...); see dsasim/traced/trace.py for the layouts"
     k = event[0]
     if type(k) in (int, EventKind) and 0 <= k < len(_FIELD_COUNTS):
         if len(event) != _FIELD_COUNTS[k]:
@@ -370,4 +370,4 @@ def _malformed(event: object, err: Exception, shapes: list[tuple[int, ...]]) -> 
                 problem = _region_problem(event[fields.index("region")], shapes[t])
                 if problem:
                     return problem
-    return f"a field has the wrong type or shape ({type(err).__name__}: {err}); see dsasim/trace.py for the layouts"
+    return f"a field has the wrong type or shape ({type(err).__name__}: {err}); see dsasim/traced/trace.py for the layouts"

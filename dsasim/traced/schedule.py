@@ -15,11 +15,11 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping
 
 import numpy as np
 
-from .errors import ScheduleError, SramOverflowError
-from .hardware import Accelerator
-from .memory import Counters, Session, TracedArray
-from .trace import Trace
-from .util import gc_paused
+from dsasim.errors import ScheduleError, SramOverflowError
+from dsasim.hardware import Accelerator
+from dsasim.traced.memory import Counters, Session, TracedArray
+from dsasim.traced.trace import Trace
+from dsasim.util import gc_paused
 
 if TYPE_CHECKING:
     import torch

@@ -33,8 +33,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from .geometry import tap_outputs
-from .loopnest import ConvProblem, MatmulProblem, Problem
+from dsasim.architect.geometry import tap_outputs
+from dsasim.architect.loopnest import ConvProblem, MatmulProblem, Problem
 
 __all__ = ["Bound", "touched_elements", "compulsory_bytes", "lower_bound", "window_reuse", "real_macs",
            "matmul_bound_elements"]

@@ -17,8 +17,8 @@ import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from .atomic import atomic_path
-from .timing.result import SimResult, _window_integrals
+from dsasim.atomic import atomic_path
+from dsasim.timing.result import SimResult, _window_integrals
 
 _MAX_BARS = 300  # an engine with more operations is drawn as a busy-fraction profile
 _PROFILE_BINS = 400

@@ -26,13 +26,13 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from .errors import (CoherenceError, ReadOnlyError, RegionError, ReuseError, SessionStateError,
+from dsasim.errors import (CoherenceError, ReadOnlyError, RegionError, ReuseError, SessionStateError,
                      SramOverflowError, StaleTileError, UnfinishedError)
-from .hardware import Accelerator
-from .segments import Segment
-from .trace import (ALLOC, COMPUTE, ENTER, EXIT, FREE, HIT, LOAD, OPEN, STORE, Region, ScopeInfo,
+from dsasim.hardware import Accelerator
+from dsasim.traced.segments import Segment
+from dsasim.traced.trace import (ALLOC, COMPUTE, ENTER, EXIT, FREE, HIT, LOAD, OPEN, STORE, Region, ScopeInfo,
                     TensorInfo, Trace, format_region)
-from .util import (ceil_div, is_int, region_contains, region_elements, regions_overlap, shape_elements,
+from dsasim.util import (ceil_div, is_int, region_contains, region_elements, regions_overlap, shape_elements,
                    whole_region)
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .trace import ENTER, EXIT, HIT, LOAD, STORE, Trace
+from dsasim.traced.trace import ENTER, EXIT, HIT, LOAD, STORE, Trace
 
 
 @dataclass(frozen=True)

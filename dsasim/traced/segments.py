@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Iterator, NamedTuple
 
-from .util import ceil_div, is_int
+from dsasim.util import ceil_div, is_int
 
 _new_tuple = tuple.__new__
 

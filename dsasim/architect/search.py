@@ -1,7 +1,7 @@
 """Schedule search: enumerate LoopNests, evaluate them with the analytic model in numpy, keep the best.
 
 The space. A LoopNest's counts depend on its loop order only through, for every tensor, the set of loops above
-its staging point (`dsasim.analytic`), and those sets are nested (they are prefixes of one order). The search
+its staging point (`dsasim.architect.analytic`), and those sets are nested (they are prefixes of one order). The search
 therefore enumerates, for every subset of tiled dimensions (a tiled dimension has more than one trip), every
 chain of above-sets and every combination of tile sizes:
 
@@ -36,10 +36,10 @@ from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
-from .analytic import Analysis, Batch, Evaluation, Evaluator, analyze, fits_sram, tensorcore_blocks
-from .hardware import Accelerator
-from .loopnest import LoopNest, Problem, tile_count
-from .lower_bounds import Bound, lower_bound
+from dsasim.architect.analytic import Analysis, Batch, Evaluation, Evaluator, analyze, fits_sram, tensorcore_blocks
+from dsasim.hardware import Accelerator
+from dsasim.architect.loopnest import LoopNest, Problem, tile_count
+from dsasim.architect.lower_bounds import Bound, lower_bound
 
 __all__ = ["Space", "Candidate", "SearchResult", "search", "search_front", "evaluate_nests", "simulate_cycles",
            "tile_candidates", "SearchFront", "LayerTooLargeError", "count_bound_bytes", "EXACT_COUNT_LIMIT",
@@ -76,7 +76,7 @@ def _check_exact(problem: Problem, word_bytes: int) -> None:
             f"{word_bytes}-byte words) can move up to {len(problem.tensors) + 1} x {word_bytes} x {problem.macs:,} "
             f"= {bound:.3g} B, above 2**53 = {EXACT_COUNT_LIMIT:,} B, the largest count the vectorised search "
             f"evaluates exactly; split the layer (e.g. search one batch or a slice of its rows), or count a given "
-            f"LoopNest exactly with dsasim.analytic.analyze (Python integers)")
+            f"LoopNest exactly with dsasim.architect.analytic.analyze (Python integers)")
 
 CHUNK = 1 << 18
 # first-pass trip counts (the balanced tile for each); the refinement pass visits every balanced/aligned size
@@ -741,7 +741,7 @@ def run_search(problem: Problem, hardware: Accelerator, caps: Sequence[int], obj
 # ---------------------------------------------------------------------------------------- confirmation
 def simulate_cycles(trace: Any, hardware: Accelerator) -> int:
     """Cycles of a trace from the timing simulator (`dsasim.timing.simulate`)."""
-    from .timing import simulate  # the timing package is only needed to confirm candidates
+    from dsasim.timing import simulate  # the timing package is only needed to confirm candidates
     return int(simulate(trace, hardware).cycles)
 
 
@@ -770,7 +770,7 @@ def confirm(candidate: Candidate, hardware: Accelerator, runner: Callable[..., A
     model = analyze(candidate.nest, hardware)
     if (result.loaded_bytes, result.stored_bytes, result.peak_sram_bytes) != \
             (model.loaded_bytes, model.stored_bytes, model.peak_sram_bytes):
-        from .analytic import reconcile
+        from dsasim.architect.analytic import reconcile
         raise AssertionError(f"analytic model and trace differ:\n{reconcile(candidate.nest, result, hardware)}")
     cycles = simulate_cycles(result.trace, hardware) if simulate and result.trace is not None else None
     return replace(candidate, simulated_cycles=cycles, traced=True)

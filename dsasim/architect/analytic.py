@@ -38,9 +38,9 @@ from typing import Any, NamedTuple, Sequence
 
 import numpy as np
 
-from .hardware import Accelerator
-from .geometry import window_rows
-from .loopnest import LoopNest, Problem, last_tile, tile_count
+from dsasim.hardware import Accelerator
+from dsasim.architect.geometry import window_rows
+from dsasim.architect.loopnest import LoopNest, Problem, last_tile, tile_count
 
 __all__ = ["fits_sram", "GroupStats", "group_stats", "TensorModel", "Analysis", "analyze", "Evaluator", "Evaluation",
            "TensorCounts", "Batch", "Mismatch",
@@ -631,7 +631,7 @@ def _trace_per_instance(nest: LoopNest, result, tensor: str) -> dict[int, list] 
     trace = getattr(result, "trace", None)
     if trace is None:
         return None
-    from .trace import ENTER, EXIT, LOAD, OPEN
+    from dsasim.traced.trace import ENTER, EXIT, LOAD, OPEN
     try:
         tid = next(i for i, t in enumerate(trace.tensors) if t.name == tensor)
     except StopIteration:

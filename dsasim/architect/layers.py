@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 
-from .loopnest import ConvProblem, MatmulProblem, Problem
+from dsasim.architect.loopnest import ConvProblem, MatmulProblem, Problem
 
 __all__ = ["RESNET50", "layer_names", "parse_layer", "resnet50_layers", "distinct_resnet50"]
 

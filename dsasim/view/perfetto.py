@@ -16,9 +16,9 @@ from typing import Any
 
 import numpy as np
 
-from .atomic import atomic_path
-from .timing.result import KINDS, SimResult
-from .trace import format_region
+from dsasim.atomic import atomic_path
+from dsasim.timing.result import KINDS, SimResult
+from dsasim.traced.trace import format_region
 
 PID = 1
 

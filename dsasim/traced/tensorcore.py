@@ -18,10 +18,10 @@ from typing import Callable
 
 import numpy as np
 
-from .errors import CrossSessionError
-from .memory import PendingCompute, Session, Tile
-from .trace import format_region
-from .util import ceil_div, int_pair, is_int, region_elements, shape_elements
+from dsasim.errors import CrossSessionError
+from dsasim.traced.memory import PendingCompute, Session, Tile
+from dsasim.traced.trace import format_region
+from dsasim.util import ceil_div, int_pair, is_int, region_elements, shape_elements
 
 
 def _pair(value: int | tuple[int, int], what: str, minimum: int = 1) -> tuple[int, int]:

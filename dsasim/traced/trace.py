@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from enum import IntEnum
 from typing import Iterator, NamedTuple
 
-from .util import Region, region_elements, shape_elements  # noqa: F401  (Region, region_elements: re-exported)
+from dsasim.util import Region, region_elements, shape_elements  # noqa: F401  (Region, region_elements: re-exported)
 
 
 class EventKind(IntEnum):

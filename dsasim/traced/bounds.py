@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Sequence
 
-from dsasim.geometry import Window, conv_output_size, window, window_rows
-from dsasim.segments import Segment
+from dsasim.architect.geometry import Window, conv_output_size, window, window_rows
+from dsasim.traced.segments import Segment
 
 SegmentLike = Segment | tuple[int, int]
 _new_segment = tuple.__new__

@@ -17,10 +17,10 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
-from .hardware import Accelerator
-from .loopnest import LoopNest, Problem
-from .lower_bounds import lower_bound
-from .search import (SECONDS_PER_TRACED_SCHEDULE, WorkEstimate, check_work, confirm, estimate_search_work,
+from dsasim.hardware import Accelerator
+from dsasim.architect.loopnest import LoopNest, Problem
+from dsasim.architect.lower_bounds import lower_bound
+from dsasim.architect.search import (SECONDS_PER_TRACED_SCHEDULE, WorkEstimate, check_work, confirm, estimate_search_work,
                      estimate_trace_work, search_front)
 
 __all__ = ["parse_bytes", "parse_sizes", "SweepPoint", "SweepResult", "sweep_sram", "plot_sweep", "ProgressBar",

@@ -1,0 +1,1 @@
+"""The traced memory model and the trace: what a schedule does (Session, TracedArray, GlobalHierarchy, the TensorCore and vector unit, the blog's Segments and Conv2dBoundsInfer, running a schedule)."""

@@ -1,0 +1,1 @@
+"""How a person sees a run: reports from a trace, plots, Perfetto export."""
