@@ -472,13 +472,20 @@ def _children(pid: int) -> list[int]:
 
 
 @pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="needs Linux /proc to see the workers start")
+def _sigint_default() -> None:
+    """A shell's background job (`cmd &`, as CI may run us) inherits SIGINT ignored, and Python then never raises
+    KeyboardInterrupt; a terminal's foreground job has the default action. Give the child the terminal's."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_ctrl_c_reaches_a_real_multi_process_demo(tmp_path):
     """End to end: SIGINT to the whole process group (what a terminal sends) while two workers run demo1 and
     demo2; the parent exits 130 with one line, the workers print nothing, no JSON is written."""
     out = tmp_path / "r.json"
     proc = subprocess.Popen([sys.executable, "-m", "dsasim.cli", "demo", "--count-only", "--quiet", "--no-timing",
                              "--only", "demo1", "demo2", "--jobs", "2", "--json", str(out)], cwd=REPO,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+                            preexec_fn=_sigint_default)
     try:
         deadline = time.monotonic() + 60
         while len(_children(proc.pid)) < 2:  # the workers start after the imports and the checks
