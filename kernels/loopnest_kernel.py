@@ -18,11 +18,9 @@ import json
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from dsasim import GlobalHierarchy, RunResult, Schedule, Segment, Session, TensorCore, TracedArray, run_schedule
+from dsasim import (Accelerator, Counters, GlobalHierarchy, RunResult, Schedule, Segment, Session, TensorCore,
+                    TracedArray, Workload, bind_tensors, run_schedule)
 from dsasim.architect.geometry import window, window_rows
-from dsasim.hardware import Accelerator
-from dsasim.traced.memory import Counters
-from dsasim.traced.schedule import Workload, bind_tensors
 from dsasim.architect.loopnest import Axis, ConvProblem, LoopNest, MatmulProblem, Problem
 
 

@@ -9,9 +9,9 @@ checks it (`validate.py`).
 
 from __future__ import annotations
 
-import gc
 
 from dsasim.hardware import Accelerator
+from dsasim.util import gc_paused
 from dsasim.traced.trace import Trace
 from dsasim.timing.engine import Timeline, build_timeline
 from dsasim.timing.errors import DeadlockError, TimingError, TraceError
@@ -37,9 +37,7 @@ def simulate(trace: Trace, hardware: Accelerator, window_cycles: int | None = No
     if window_cycles is not None and (isinstance(window_cycles, bool) or not isinstance(window_cycles, int)
                                       or window_cycles < 1):
         raise ValueError(f"window_cycles must be a positive integer or None, got {window_cycles!r}")
-    collecting = gc.isenabled()
-    gc.disable()  # the graph is large and acyclic: cyclic GC passes over it only cost time
-    try:
+    with gc_paused():  # the graph is large and acyclic: cyclic GC passes over it only cost time
         graph = lower(trace, hardware)
         if reference:
             from dsasim.timing.reference import build_timeline_simpy
@@ -47,6 +45,3 @@ def simulate(trace: Trace, hardware: Accelerator, window_cycles: int | None = No
         else:
             timeline = build_timeline(graph)
         return build_result(graph, timeline, hardware, window_cycles)
-    finally:
-        if collecting:
-            gc.enable()

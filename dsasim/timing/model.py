@@ -47,6 +47,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from dsasim.hardware import Accelerator
+from dsasim.util import regions_overlap
 from dsasim.traced.trace import (ALLOC, COMPUTE, ENTER, EXIT, FREE, HIT, LOAD, OPEN, STORE, Region, Trace,
                      format_region)
 from dsasim.timing.validate import validate_trace
@@ -410,9 +411,4 @@ def lower(trace: Trace, hardware: Accelerator) -> OpGraph:
     return state.graph(trace)
 
 
-def overlaps(x: Region, y: Region) -> bool:
-    """True when two regions of the same tensor share at least one element."""
-    for (a, b), (c, d) in zip(x, y):
-        if d <= a or c >= b:
-            return False
-    return True
+overlaps = regions_overlap  # the timing modules' name for it (one definition, in dsasim.util)
