@@ -27,6 +27,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
+from dsasim.util import ceil_div, check_int
 from dsasim.architect.geometry import conv_output_size, window_rows
 
 __all__ = ["Axis", "TensorSpec", "Problem", "ConvProblem", "MatmulProblem", "LoopNest", "problem_from_json",
@@ -35,7 +36,7 @@ __all__ = ["Axis", "TensorSpec", "Problem", "ConvProblem", "MatmulProblem", "Loo
 
 def tile_count(extent: int, tile: int) -> int:
     """Number of tiles of `tile` elements covering `extent` (the last may be ragged)."""
-    return -(-extent // tile)
+    return ceil_div(extent, tile)
 
 
 def last_tile(extent: int, tile: int) -> int:
@@ -166,9 +167,7 @@ class Problem:
 
 
 def _pos_int(owner: str, name: str, value: Any, minimum: int = 1) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ValueError(f"{owner}: {name} must be an integer >= {minimum}, got {value!r}")
-    return value
+    return check_int(f"{owner}: {name}", value, minimum)
 
 
 def _pair(owner: str, name: str, value: Any, minimum: int) -> tuple[int, int]:

@@ -26,6 +26,7 @@ from typing import Sequence
 
 from dsasim.architect.geometry import Window, conv_output_size, window, window_rows
 from dsasim.traced.segments import Segment
+from dsasim.util import int_pair, is_int
 
 SegmentLike = Segment | tuple[int, int]
 _new_segment = tuple.__new__
@@ -33,18 +34,10 @@ Region4 = tuple[Segment, Segment, Segment, Segment]
 _DIM_NAMES = ("n", "oc", "oh", "ow")
 
 
-def _is_int(value: object) -> bool:
-    """True for a Python int that is not a bool."""
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
 def _pair(name: str, value: object, minimum: int) -> tuple[int, int]:
     """Normalise an int or (h, w) pair to a pair of ints >= minimum."""
-    if _is_int(value):
-        pair = (value, value)
-    elif isinstance(value, (tuple, list)) and len(value) == 2 and all(_is_int(v) for v in value):
-        pair = (value[0], value[1])
-    else:
+    pair = int_pair(value) if isinstance(value, (int, tuple, list)) else None
+    if pair is None:
         raise ValueError(f"Conv2dBoundsInfer: {name} must be an int or an (h, w) pair of ints, got {value!r}; "
                          f"pass e.g. {name}=3 or {name}=(3, 3)")
     if min(pair) < minimum:
@@ -83,7 +76,7 @@ class Conv2dBoundsInfer:
         """Normalise the int-or-pair fields to pairs and validate the configuration (ValueError)."""
         for name in ("in_channels", "out_channels", "groups"):
             value = getattr(self, name)
-            if not _is_int(value) or value <= 0:
+            if not is_int(value) or value <= 0:
                 raise ValueError(f"Conv2dBoundsInfer: {name} must be a positive int, got {value!r}")
         object.__setattr__(self, "kernel_size", _pair("kernel_size", self.kernel_size, 1))
         object.__setattr__(self, "stride", _pair("stride", self.stride, 1))
@@ -97,7 +90,7 @@ class Conv2dBoundsInfer:
         if shape is None:
             raise ValueError("Conv2dBoundsInfer: input_shape (N, C, H, W) is required, e.g. "
                              "Conv2dBoundsInfer(64, 64, 3, padding=1, input_shape=(1, 64, 56, 56))")
-        if not isinstance(shape, (tuple, list)) or len(shape) != 4 or not all(_is_int(v) for v in shape):
+        if not isinstance(shape, (tuple, list)) or len(shape) != 4 or not all(is_int(v) for v in shape):
             raise ValueError(f"Conv2dBoundsInfer: input_shape must be a 4-tuple of ints (N, C, H, W), got {shape!r}")
         if min(shape) <= 0:
             raise ValueError(f"Conv2dBoundsInfer: every input_shape dimension must be positive, got {tuple(shape)}")
@@ -159,7 +152,7 @@ class Conv2dBoundsInfer:
         """Validate a possibly empty channel range inside [0, size] and return it as a Segment."""
         pair = _unpack(rng)
         start, stop = pair if pair is not None else (None, None)
-        if not (_is_int(start) and _is_int(stop)) or not 0 <= start <= stop <= size:
+        if not (is_int(start) and is_int(stop)) or not 0 <= start <= stop <= size:
             raise ValueError(f"Conv2dBoundsInfer: {name} range {rng!r} must be a (start, stop) int range inside "
                              f"[0, {size}]; pass 0 <= start <= stop <= {size}")
         return Segment(start, stop)
@@ -278,7 +271,7 @@ def _blog_range(name: str, value: object, size: int) -> Segment:
     """An int, slice or (start, stop) pair over a dimension of `size` as a non-empty Segment (stop may pass size)."""
     if type(value) is Segment and 0 <= value[0] < value[1] and value[0] < size:  # the common case, first
         return value
-    if _is_int(value):
+    if is_int(value):
         start, stop = value, value + 1
     elif isinstance(value, slice):
         if value.step not in (None, 1):
@@ -289,7 +282,7 @@ def _blog_range(name: str, value: object, size: int) -> Segment:
     else:
         pair = _unpack(value)
         start, stop = pair if pair is not None else (None, None)
-    if not (_is_int(start) and _is_int(stop)) or not 0 <= start < stop or start >= size:
+    if not (is_int(start) and is_int(stop)) or not 0 <= start < stop or start >= size:
         raise ValueError(f"Conv2dBoundsInfer: {name} range {value!r} must be an int, a slice or a (start, stop) "
                          f"pair of ints with 0 <= start < stop and start < {size}")
     return Segment(start, stop)
