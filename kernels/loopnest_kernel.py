@@ -15,13 +15,15 @@ schedule.
 from __future__ import annotations
 
 import json
+from operator import itemgetter
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Mapping
 
 from dsasim import (Accelerator, Counters, GlobalHierarchy, RunResult, Schedule, Segment, Session, TensorCore,
                     TracedArray, Workload, bind_tensors, run_schedule)
-from dsasim.architect.geometry import window, window_rows
 from dsasim.architect.loopnest import Axis, ConvProblem, LoopNest, MatmulProblem, Problem
+from dsasim.geometry import window_rows
+from dsasim.util import Region
 
 
 def loopnest_workload(problem: Problem) -> Workload:
@@ -31,48 +33,10 @@ def loopnest_workload(problem: Problem) -> Workload:
                     reference=problem.reference)
 
 
-def _region(axes: tuple[Axis, ...], cur: dict[str, Segment]) -> tuple[tuple[int, int], ...]:
+def _region(axes: tuple[Axis, ...], cur: dict[str, Segment]) -> Region:
     """The box of a tensor for the current tiles: plain axes take the tile, window axes the real rows read."""
     return tuple([cur[a.dim] if a.tap is None else window_rows(*cur[a.dim], *cur[a.tap], a.stride, a.dilation,
                                                                 a.padding, a.size) for a in axes])
-
-
-def _conv_compute(nest: LoopNest, s: Session, tensors: Mapping[str, TracedArray], held: dict, inner: set,
-                  cur: dict[str, Segment]) -> Callable[[], None]:
-    """The innermost step of a conv nest: out += conv2d(image tile, weight tile) with on-chip zero padding."""
-    p, tc = nest.problem, TensorCore(s)
-    rows_geom, cols_geom = ((a.stride, a.dilation, a.padding, a.size) for a in p.windows)
-    image, weight, output = (tensors[n] for n in p.tensor_names)
-    image_held, weight_held, output_held = ("image" in inner, "weight" in inner, "output" in inner)
-
-    def compute() -> None:
-        n, oc, ic, kh, kw = cur["n"], cur["oc"], cur["ic"], cur["kh"], cur["kw"]
-        oh, ow = cur["oh"], cur["ow"]
-        out = held["output"] if output_held else output[n, oc, oh, ow]
-        rows = window(oh[0], oh[1], kh[0], kh[1], *rows_geom)
-        cols = window(ow[0], ow[1], kw[0], kw[1], *cols_geom)
-        if rows.first == rows.stop or cols.first == cols.stop:  # the window reads only padding: nothing to add
-            s.mark_written(out)
-            return
-        x = held["image"] if image_held else image[n, ic, (rows.first, rows.stop), (cols.first, cols.stop)]
-        w = held["weight"] if weight_held else weight[oc, ic, kh, kw]
-        out += tc.conv2d(x, w, stride=p.stride, dilation=p.dilation, padding=rows.pad + cols.pad)
-
-    return compute
-
-
-def _matmul_compute(nest: LoopNest, s: Session, tensors: Mapping[str, TracedArray], held: dict, inner: set,
-                    cur: dict[str, Segment]) -> Callable[[], None]:
-    """The innermost step of a matmul nest: c += a @ b."""
-    tc = TensorCore(s)
-    a, b, c = (tensors[n] for n in nest.problem.tensor_names)
-
-    def compute() -> None:
-        m, n, k = cur["m"], cur["n"], cur["k"]
-        out = held["c"] if "c" in inner else c[m, n]
-        out += tc.matmul(held["a"] if "a" in inner else a[m, k], held["b"] if "b" in inner else b[k, n])
-
-    return compute
 
 
 def execute(nest: LoopNest, s: Session, tensors: Mapping[str, TracedArray]) -> None:
@@ -84,8 +48,22 @@ def execute(nest: LoopNest, s: Session, tensors: Mapping[str, TracedArray]) -> N
     cur = {d: Segment(0, problem.extents[d]) for d in problem.dims}  # the current tile of every dimension
     held: dict[str, Any] = {}  # tiles staged at the innermost depth, used directly by the compute
     inner = set(staged[-1])
-    make = _conv_compute if isinstance(problem, ConvProblem) else _matmul_compute
-    compute = make(nest, s, tensors, held, inner, cur)
+    tc, out_name = TensorCore(s), problem.output.name
+    # an output has plain axes only (two or more), so its tile is the current tiles of its dimensions
+    out_key = itemgetter(*(a.dim for a in problem.output.axes))
+
+    def operand(name: str, region: Region) -> TracedArray:
+        """An input tile of the compute: the staged buffer when it is staged innermost, else an access (a hit)."""
+        return held[name] if name in inner else tensors[name][region]
+
+    def compute() -> None:
+        """The innermost point: the problem's tile product on the TensorCore, accumulated into the output tile."""
+        out = held[out_name] if out_name in inner else tensors[out_name][out_key(cur)]
+        product = problem.tile_product(tc, operand, cur)
+        if product is None:  # the window reads only padding: nothing to add, the tile still counts as written
+            s.mark_written(out)
+        else:
+            out += product
 
     plans = {n: (nest.scope_name(n), nest.ways_of(n), problem.tensor(n).axes) for n in problem.tensor_names}
 
@@ -169,49 +147,43 @@ def blog_conv(n: int = 1, ic: int = 2048, oc: int = 512, h: int = 56, w: int = 5
 
 
 _CONV_ORDER = ("n", "oc", "oh", "ow", "ic", "kh", "kw")
+_ROWS_FIRST = ("n", "oh", "oc", "ow", "ic", "kh", "kw")
+_BLOG_NESTS = {  # name: (order, tiles, stage)
+    # a scope per 24 x 2 x 56 output tile holding all three tensors' tiles
+    "demo2": (_CONV_ORDER, dict(n=1, oc=24, oh=2, ow=56), {"image": "ow", "weight": "ow", "output": "ow"}),
+    # all weights per batch; every output tile accumulates in the batch scope
+    "demo3-1": (_CONV_ORDER, dict(n=1, oc=24, oh=2, ow=56), {"image": "ow", "weight": "n", "output": "n"}),
+    # a scope per 24 output channels: their weights and outputs; image tiles reloaded
+    "demo3-2": (_CONV_ORDER, dict(n=1, oc=24, oh=2, ow=56), {"image": "ow", "weight": "oc", "output": "oc"}),
+    # output-stationary 8 x 56 x 56; 16-channel image and weight slices
+    "demo3-3": (_CONV_ORDER, dict(n=1, oc=8, oh=56, ow=56, ic=16), {"image": "ic", "weight": "ic", "output": "ow"}),
+    # the whole image per batch
+    "demo4": (_CONV_ORDER, dict(n=1, oc=8, oh=56, ow=56, ic=16), {"image": "n", "weight": "ic", "output": "ow"}),
+    # all weights on chip, 2-row slabs of image and output
+    "weights-resident": (_ROWS_FIRST, dict(n=1, oh=2, oc=24), {"image": "oh", "weight": "top", "output": "oh"}),
+    # all output channels of a 12-row slab; 16-channel slices stream
+    "output-stationary-fp32": (("n", "oh", "ic", "oc", "ow", "kh", "kw"), dict(n=1, oh=12, ic=16),
+                               {"image": "ic", "weight": "ic", "output": "oh"}),
+}
+BLOG_DEMO_NAMES = tuple(_BLOG_NESTS)
 
 
 def blog_demo_nest(name: str, problem: ConvProblem | None = None) -> LoopNest:
     """The LoopNest form of a blog demo (`demo2`, `demo3-1`, `demo3-2`, `demo3-3`, `demo4`, `weights-resident`,
     `output-stationary-fp32`) on `problem` (default: the blog conv). Tiles are clamped to the extents, as the
     hand-written ports' `Segments` clamp them."""
+    if name not in _BLOG_NESTS:
+        raise ValueError(f"no LoopNest form of {name!r}; known: {sorted(BLOG_DEMO_NAMES)}")
     p = problem or blog_conv()
-
-    def tiles(**t: int) -> dict[str, int]:
-        return {d: min(v, p.extents[d]) for d, v in t.items()}
-
-    if name == "demo2":  # a scope per 24 x 2 x 56 output tile holding all three tensors' tiles
-        return LoopNest(p, _CONV_ORDER, tiles(n=1, oc=24, oh=2, ow=56),
-                        {"image": "ow", "weight": "ow", "output": "ow"})
-    if name == "demo3-1":  # all weights per batch; every output tile accumulates in the batch scope
-        return LoopNest(p, _CONV_ORDER, tiles(n=1, oc=24, oh=2, ow=56),
-                        {"image": "ow", "weight": "n", "output": "n"})
-    if name == "demo3-2":  # a scope per 24 output channels: their weights and outputs; image tiles reloaded
-        return LoopNest(p, _CONV_ORDER, tiles(n=1, oc=24, oh=2, ow=56),
-                        {"image": "ow", "weight": "oc", "output": "oc"})
-    if name == "demo3-3":  # output-stationary 8 x 56 x 56; 16-channel image and weight slices
-        return LoopNest(p, _CONV_ORDER, tiles(n=1, oc=8, oh=56, ow=56, ic=16),
-                        {"image": "ic", "weight": "ic", "output": "ow"})
-    if name == "demo4":  # the whole image per batch
-        return LoopNest(p, _CONV_ORDER, tiles(n=1, oc=8, oh=56, ow=56, ic=16),
-                        {"image": "n", "weight": "ic", "output": "ow"})
-    if name == "weights-resident":  # all weights on chip, 2-row slabs of image and output
-        return LoopNest(p, ("n", "oh", "oc", "ow", "ic", "kh", "kw"), tiles(n=1, oh=2, oc=24),
-                        {"image": "oh", "weight": "top", "output": "oh"})
-    if name == "output-stationary-fp32":  # all output channels of a 12-row slab; 16-channel slices stream
-        return LoopNest(p, ("n", "oh", "ic", "oc", "ow", "kh", "kw"), tiles(n=1, oh=12, ic=16),
-                        {"image": "ic", "weight": "ic", "output": "oh"})
-    raise ValueError(f"no LoopNest form of {name!r}; known: {sorted(BLOG_DEMO_NAMES)}")
-
-
-BLOG_DEMO_NAMES = ("demo2", "demo3-1", "demo3-2", "demo3-3", "demo4", "weights-resident", "output-stationary-fp32")
+    order, tiles, stage = _BLOG_NESTS[name]
+    return LoopNest(p, order, {d: min(v, p.extents[d]) for d, v in tiles.items()}, stage)
 
 
 def res2a_slab_nest(rows: int = 4, buffers: int = 2) -> LoopNest:
     """`kernels.resnet_schedules.row_slab_conv` as a LoopNest: weights resident, `rows`-row slabs of image (with
     halo) and output, each slab scope `buffers`-way."""
     p = ConvProblem(1, 64, 64, 56, 56, 3, padding=1, name="resnet50.res2a_branch2b")
-    return LoopNest(p, ("n", "oh", "oc", "ow", "ic", "kh", "kw"), {"n": 1, "oh": rows},
+    return LoopNest(p, _ROWS_FIRST, {"n": 1, "oh": rows},
                     {"image": "oh", "weight": "top", "output": "oh"}, {"image": buffers, "output": buffers})
 
 

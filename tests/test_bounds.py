@@ -311,20 +311,3 @@ def test_region_validation() -> None:
         c.weight_region((4, 4))
     with pytest.raises(ValueError, match="ic range"):
         c.weight_region((0, 4), (3, 2))
-
-
-# ------------------------------------------------------------------------------------- one window helper
-def test_window_and_padding_along_one_axis():
-    """Hand-derived: 5 rows, 3 taps, stride 1, padding 1 (output row o reads rows o - 1 .. o + 1)."""
-    from dsasim.architect.geometry import Window, conv_output_size, tap_outputs, window
-    assert window(0, 2, 0, 3, 1, 1, 1, 5) == Window(0, 3, -1, 3) and window(0, 2, 0, 3, 1, 1, 1, 5).pad == (1, 0)
-    assert window(4, 5, 0, 3, 1, 1, 1, 5) == Window(3, 5, 3, 6) and window(4, 5, 0, 3, 1, 1, 1, 5).pad == (0, 1)
-    assert window(1, 3, 0, 3, 1, 1, 1, 5).pad == (0, 0)  # rows 0..3, all real
-    # 2 rows, padding 3, one tap: output row 0 reads row -3, all padding: empty at 0, one zero row before
-    empty = window(0, 1, 0, 1, 1, 1, 3, 2)
-    assert empty.empty and empty == Window(0, 0, -3, -2) and empty.pad == (1, 0)
-    # stride 2, tap offset -1: outputs o with 2o - 1 in [0, 5) are 1 and 2
-    assert tap_outputs(0, 4, -1, 2, 5) == (1, 2)
-    assert conv_output_size(5, 3, 2, 1, 1, "height") == 3  # (5 + 2 - 3) // 2 + 1
-    with pytest.raises(ValueError, match="padded input height .* smaller than the dilated kernel extent"):
-        conv_output_size(1, 5, 1, 0, 1, "height")

@@ -154,6 +154,56 @@ def test_all_padding_tiles_compute_nothing_but_store_their_output():
     assert result.macs == a.macs == 486 and problem.macs == 1_350
 
 
+class _RecordingTensorCore:
+    """Stands in for the TensorCore: records each call and returns its name."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple] = []
+
+    def conv2d(self, x, w, **options):
+        self.calls.append(("conv2d", x, w, options))
+        return "conv2d"
+
+    def matmul(self, a, b):
+        self.calls.append(("matmul", a, b))
+        return "matmul"
+
+
+def _tile_product(problem, **ranges):
+    tc, fetched = _RecordingTensorCore(), []
+
+    def operand(name, region):
+        fetched.append((name, tuple(tuple(r) for r in region)))
+        return name
+
+    return problem.tile_product(tc, operand, ranges), fetched, tc.calls
+
+
+def test_each_problem_computes_its_own_tile():
+    """By hand: a 3x3, padding-1 conv over 5 x 5; output rows 0..1 read rows -1..2 (one zero row above), output
+    column 4 reads columns 3..5 (one zero column right)."""
+    conv = ConvProblem(1, 2, 3, 5, 5, 3, padding=1)
+    product, fetched, calls = _tile_product(conv, n=(0, 1), oc=(0, 3), oh=(0, 2), ow=(4, 5), ic=(0, 2), kh=(0, 3),
+                                            kw=(0, 3))
+    assert product == "conv2d"
+    assert fetched == [("image", ((0, 1), (0, 2), (0, 3), (3, 5))), ("weight", ((0, 3), (0, 2), (0, 3), (0, 3)))]
+    assert calls == [("conv2d", "image", "weight", dict(stride=(1, 1), dilation=(1, 1), padding=(1, 0, 0, 1)))]
+    # a 1x1 kernel, padding 3 over one row: output row 0 reads row -3, padding only: nothing fetched or computed
+    assert _tile_product(ConvProblem(1, 1, 1, 1, 1, 1, padding=3), n=(0, 1), oc=(0, 1), oh=(0, 1), ow=(3, 4),
+                         ic=(0, 1), kh=(0, 1), kw=(0, 1)) == (None, [], [])
+    product, fetched, calls = _tile_product(MatmulProblem(4, 4, 4), m=(0, 2), n=(1, 3), k=(2, 4))
+    assert product == "matmul" and calls == [("matmul", "a", "b")]
+    assert fetched == [("a", ((0, 2), (2, 4))), ("b", ((2, 4), (1, 3)))]
+
+
+def test_dense_matmul_view_of_each_problem():
+    assert MatmulProblem(3, 4, 5).dense_matmul() == (3, 4, 5)
+    # 1x1, stride 2, no padding over 10 x 10: 5 x 5 pixels of 8 channels -> (25 x 8) @ (8 x 4)
+    assert ConvProblem(1, 8, 4, 10, 10, 1, stride=2).dense_matmul() == (25, 4, 8)
+    assert ConvProblem(1, 8, 4, 10, 10, 1, padding=1).dense_matmul() is None  # padding rows are not dense
+    assert ConvProblem(1, 8, 4, 10, 10, 3).dense_matmul() is None  # overlapping windows
+
+
 # ------------------------------------------------------------------------------------------ blog demos
 def _run_body(body, problem, hardware, numeric):
     s = Session(hardware, numeric=numeric)

@@ -39,7 +39,7 @@ from typing import Any, NamedTuple, Sequence
 import numpy as np
 
 from dsasim.hardware import Accelerator
-from dsasim.architect.geometry import window_rows
+from dsasim.geometry import window_rows
 from dsasim.architect.loopnest import LoopNest, Problem, last_tile, tile_count
 
 __all__ = ["fits_sram", "GroupStats", "group_stats", "TensorModel", "Analysis", "analyze", "Evaluator", "Evaluation",

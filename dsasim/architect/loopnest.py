@@ -25,10 +25,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from dsasim.util import ceil_div, check_int
-from dsasim.architect.geometry import conv_output_size, window_rows
+from dsasim.geometry import Conv2dShape, window_rows
+from dsasim.util import Region, ceil_div, check_int
 
 __all__ = ["Axis", "TensorSpec", "Problem", "ConvProblem", "MatmulProblem", "LoopNest", "problem_from_json",
            "window_rows", "tile_count", "last_tile"]
@@ -106,9 +106,6 @@ class Problem:
         return hash(self.spec())
 
     # -- derived ---------------------------------------------------------------------------------------------
-    def extent(self, dim: str) -> int:
-        return self.extents[dim]
-
     @property
     def tensor_names(self) -> tuple[str, ...]:
         return tuple(t.name for t in self.tensors)
@@ -122,12 +119,6 @@ class Problem:
     @property
     def output(self) -> TensorSpec:
         return self.tensors[-1]
-
-    @property
-    def reduction_dims(self) -> tuple[str, ...]:
-        """Dimensions that do not index the output (summed over)."""
-        out = self.output.dims
-        return tuple(d for d in self.dims if d not in out)
 
     @property
     def windows(self) -> tuple[Axis, ...]:
@@ -165,18 +156,17 @@ class Problem:
     def reference(self, **tensors: Any) -> Any:
         raise NotImplementedError
 
+    def dense_matmul(self) -> tuple[int, int, int] | None:
+        """(M, N, K) when the problem is exactly a dense matmul (M x K) @ (K x N), N the output channels; else
+        None (the lower bounds pick their formula by it)."""
+        raise NotImplementedError
 
-def _pos_int(owner: str, name: str, value: Any, minimum: int = 1) -> int:
-    return check_int(f"{owner}: {name}", value, minimum)
-
-
-def _pair(owner: str, name: str, value: Any, minimum: int) -> tuple[int, int]:
-    if isinstance(value, (tuple, list)):
-        if len(value) != 2:
-            raise ValueError(f"{owner}: {name} must be an int or an (h, w) pair, got {value!r}")
-        return _pos_int(owner, name, value[0], minimum), _pos_int(owner, name, value[1], minimum)
-    v = _pos_int(owner, name, value, minimum)
-    return v, v
+    def tile_product(self, tc: Any, operand: Callable[[str, Region], Any],
+                     ranges: Mapping[str, tuple[int, int]]) -> Any:
+        """What one innermost tile adds to its output tile, computed on the TensorCore `tc` from
+        `operand(tensor, region)` (the loop-nest kernel fetches the tile); None when the tile reads only padding.
+        `ranges` maps every dimension to its current (start, stop), in elements."""
+        raise NotImplementedError
 
 
 class ConvProblem(Problem):
@@ -195,25 +185,17 @@ class ConvProblem(Problem):
         owner = f"ConvProblem {name!r}" if name else "ConvProblem"
         kw = kh if kw is None else kw
         for label, v in (("n", n), ("ic", ic), ("oc", oc), ("h", h), ("w", w), ("kh", kh), ("kw", kw),
-                         ("groups", groups)):
-            _pos_int(owner, label, v)
-        if ic % groups or oc % groups:
-            raise ValueError(f"{owner}: ic ({ic}) and oc ({oc}) must both be divisible by groups ({groups}); "
-                             f"choose groups among their common divisors")
+                         ("groups", groups)):  # this signature's own names; the shape checks the rest
+            check_int(f"{owner}: {label}", v, 1)
+        self.geometry = g = Conv2dShape(ic, oc, (kh, kw), stride, padding, dilation, groups, (n, ic, h, w),
+                                        owner=owner)
         if groups != 1:
             raise ValueError(f"{owner}: groups={groups}: grouped convolutions are not modelled by loop nests, the "
                              f"analytic model or the search yet; use groups=1 (a grouped layer is {groups} "
                              f"separate convs of {ic // groups} -> {oc // groups} channels)")
-        self.groups = groups
-        self.stride = _pair(owner, "stride", stride, 1)
-        self.padding = _pair(owner, "padding", padding, 0)
-        self.dilation = _pair(owner, "dilation", dilation, 1)
-        try:
-            oh = conv_output_size(h, kh, self.stride[0], self.padding[0], self.dilation[0], "height")
-            ow = conv_output_size(w, kw, self.stride[1], self.padding[1], self.dilation[1], "width")
-        except ValueError as err:
-            raise ValueError(f"{owner}: {err}") from None
         self.n, self.ic, self.oc, self.h, self.w, self.kh, self.kw = n, ic, oc, h, w, kh, kw
+        self.stride, self.padding, self.dilation, self.groups = g.stride, g.padding, g.dilation, groups
+        _, _, oh, ow = g.output_shape
         self.oh, self.ow = oh, ow
         self.name = name or self.spec()
         self.dims = ("n", "oc", "oh", "ow", "ic", "kh", "kw")
@@ -256,6 +238,22 @@ class ConvProblem(Problem):
         return {"output": F.conv2d(image, weight, stride=self.stride, padding=self.padding,
                                    dilation=self.dilation)}
 
+    def dense_matmul(self) -> tuple[int, int, int] | None:
+        # a 1x1 kernel without padding reads a dense (N*OH*OW) x IC image operand, whatever the stride
+        if self.kh == 1 and self.kw == 1 and self.padding == (0, 0):
+            return self.n * self.oh * self.ow, self.oc, self.ic
+        return None
+
+    def tile_product(self, tc: Any, operand: Callable[[str, Region], Any],
+                     ranges: Mapping[str, tuple[int, int]]) -> Any:
+        n, oc, ic, kh, kw = ranges["n"], ranges["oc"], ranges["ic"], ranges["kh"], ranges["kw"]
+        rows, cols = self.geometry.window(0, *ranges["oh"], *kh), self.geometry.window(1, *ranges["ow"], *kw)
+        if rows.empty or cols.empty:
+            return None
+        x = operand("image", (n, ic, (rows.first, rows.stop), (cols.first, cols.stop)))
+        return tc.conv2d(x, operand("weight", (oc, ic, kh, kw)), stride=self.stride, dilation=self.dilation,
+                         padding=rows.pad + cols.pad)
+
 
 class MatmulProblem(Problem):
     """A matrix product c (M, N) = a (M, K) @ b (K, N). Loop dimensions m, n, k; k maps to the TensorCore's
@@ -266,7 +264,7 @@ class MatmulProblem(Problem):
     def __init__(self, m: int, n: int, k: int, name: str | None = None) -> None:
         owner = f"MatmulProblem {name!r}" if name else "MatmulProblem"
         for label, v in (("m", m), ("n", n), ("k", k)):
-            _pos_int(owner, label, v)
+            check_int(f"{owner}: {label}", v, 1)
         self.m, self.n, self.k = m, n, k
         self.name = name or self.spec()
         self.dims = ("m", "n", "k")
@@ -293,6 +291,14 @@ class MatmulProblem(Problem):
     def reference(self, a: Any, b: Any) -> dict[str, Any]:
         return {"c": a @ b}
 
+    def dense_matmul(self) -> tuple[int, int, int] | None:
+        return self.m, self.n, self.k
+
+    def tile_product(self, tc: Any, operand: Callable[[str, Region], Any],
+                     ranges: Mapping[str, tuple[int, int]]) -> Any:
+        m, n, k = ranges["m"], ranges["n"], ranges["k"]
+        return tc.matmul(operand("a", (m, k)), operand("b", (k, n)))
+
 
 def problem_from_json(data: Mapping[str, Any]) -> Problem:
     """Rebuild a problem from `Problem.to_json()`."""
@@ -307,6 +313,13 @@ def problem_from_json(data: Mapping[str, Any]) -> Problem:
 
 
 _TOP = "top"
+
+
+def _known(what: str, keys: Iterable[str], known: Sequence[str], noun: str) -> None:
+    """ValueError naming the keys of a LoopNest argument that are not among `known` (dimensions or tensors)."""
+    bad = sorted(set(keys) - set(known))
+    if bad:
+        raise ValueError(f"LoopNest {what}: unknown {noun}(s) {bad}; {noun}s are {list(known)}")
 
 
 @dataclass(frozen=True, init=False)
@@ -336,12 +349,9 @@ class LoopNest:
                  *, buffers: Mapping[str, int] | None = None) -> None:
         if not isinstance(problem, Problem):
             raise TypeError(f"LoopNest needs a ConvProblem or MatmulProblem, got {type(problem).__name__}")
-        dims = problem.dims
+        dims, names = problem.dims, problem.tensor_names
         order = tuple(order)
-        unknown = [d for d in order if d not in dims]
-        if unknown:
-            raise ValueError(f"LoopNest order: unknown dimension(s) {unknown}; {problem.kind} dimensions are "
-                             f"{list(dims)}")
+        _known("order", order, dims, "dimension")
         dup = sorted({d for d in order if order.count(d) > 1})
         if dup:
             raise ValueError(f"LoopNest order: dimension(s) {dup} appear more than once; give each loop once")
@@ -350,9 +360,7 @@ class LoopNest:
             raise ValueError(f"LoopNest order: dimension(s) {missing} are missing; the order must list every "
                              f"dimension of {list(dims)} once (a loop with tile = extent runs once)")
         tiles = dict(tiles or {})
-        bad = sorted(set(tiles) - set(dims))
-        if bad:
-            raise ValueError(f"LoopNest tiles: unknown dimension(s) {bad}; dimensions are {list(dims)}")
+        _known("tiles", tiles, dims, "dimension")
         tile_tuple = []
         for d in dims:
             ext = problem.extents[d]
@@ -365,25 +373,18 @@ class LoopNest:
                 raise ValueError(f"LoopNest tiles[{d!r}] = {t} exceeds the extent {ext} of {d}; use {ext} for "
                                  f"one untiled trip")
             tile_tuple.append(t)
-        names = problem.tensor_names
         stage = dict(stage or {})
-        bad = sorted(set(stage) - set(names))
-        if bad:
-            raise ValueError(f"LoopNest stage: unknown tensor(s) {bad}; tensors are {list(names)}")
+        _known("stage", stage, names, "tensor")
         unstaged = [n for n in names if n not in stage]
         if unstaged:
             raise ValueError(f"LoopNest stage: tensor(s) {unstaged} have no staging level; every tensor needs a "
                              f"buffer: give a depth 0..{len(order)}, a loop name from {list(order)} or 'top'")
-        depths = []
-        for n in names:
-            depths.append(self._depth(n, stage[n], order))
+        depths = tuple(self._depth(n, stage[n], order) for n in names)
         if ways is not None and buffers is not None:
             raise ValueError("LoopNest: give ways= or its alias buffers=, not both")
         label = "buffers" if buffers is not None else "ways"
         given = dict((buffers if buffers is not None else ways) or {})
-        bad = sorted(set(given) - set(names))
-        if bad:
-            raise ValueError(f"LoopNest {label}: unknown tensor(s) {bad}; tensors are {list(names)}")
+        _known(label, given, names, "tensor")
         way_tuple = []
         for n in names:
             w = given.get(n, 1)
@@ -394,7 +395,7 @@ class LoopNest:
         object.__setattr__(self, "problem", problem)
         object.__setattr__(self, "order", order)
         object.__setattr__(self, "tiles", tuple(tile_tuple))
-        object.__setattr__(self, "stage", tuple(depths))
+        object.__setattr__(self, "stage", depths)
         object.__setattr__(self, "ways", tuple(way_tuple))
 
     @staticmethod
@@ -510,7 +511,7 @@ class LoopNest:
         return isinstance(other, LoopNest) and self.key() == other.key()
 
     # -- boxes -------------------------------------------------------------------------------------------------
-    def box(self, tensor: str, ranges: Mapping[str, tuple[int, int]]) -> tuple[tuple[int, int], ...]:
+    def box(self, tensor: str, ranges: Mapping[str, tuple[int, int]]) -> Region:
         """The region of `tensor` for the given dimension ranges (full extents where absent); window axes give
         the tight range of real input rows (possibly empty)."""
         ext = self.problem.extents

@@ -32,9 +32,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Mapping
 
-from dsasim.architect.geometry import tap_outputs
-from dsasim.architect.loopnest import ConvProblem, MatmulProblem, Problem
+from dsasim.architect.loopnest import Axis, Problem
+from dsasim.geometry import tap_outputs
 
 __all__ = ["Bound", "touched_elements", "compulsory_bytes", "lower_bound", "window_reuse", "real_macs",
            "matmul_bound_elements"]
@@ -53,31 +54,35 @@ class Bound:
     word_bytes: int
 
 
-def _axis_touched(out_ext: int, taps: int, stride: int, dilation: int, padding: int, size: int
-                  ) -> tuple[int, int, int, int]:
-    """(rows read, taps that read a real row, (position, tap) pairs on real rows, max pairs per row)."""
-    count = [0] * size
+def _axis_touched(axis: Axis, extents: Mapping[str, int]) -> tuple[int, int, int, int]:
+    """Along one window axis: (rows read, taps that read a real row, (position, tap) pairs on real rows, max pairs
+    per row)."""
+    count = [0] * axis.size
     taps_used = 0
-    for t in range(taps):
-        off = t * dilation - padding
-        lo, hi = tap_outputs(0, out_ext, off, stride, size)
+    for t in range(extents[axis.tap]):
+        off = t * axis.dilation - axis.padding
+        lo, hi = tap_outputs(0, extents[axis.dim], off, axis.stride, axis.size)
         if lo <= hi:
             taps_used += 1
             for o in range(lo, hi + 1):
-                count[o * stride + off] += 1
+                count[o * axis.stride + off] += 1
     rows = sum(1 for c in count if c)
     return rows, taps_used, sum(count), max(count, default=0)
 
 
 def touched_elements(problem: Problem) -> dict[str, int]:
-    """Elements of each tensor that the computation touches (reads, or writes for the output)."""
-    if isinstance(problem, MatmulProblem):
-        return {"a": problem.m * problem.k, "b": problem.k * problem.n, "c": problem.m * problem.n}
-    p = problem
-    assert isinstance(p, ConvProblem)
-    rh, th, _, _ = _axis_touched(p.oh, p.kh, p.stride[0], p.dilation[0], p.padding[0], p.h)
-    rw, tw, _, _ = _axis_touched(p.ow, p.kw, p.stride[1], p.dilation[1], p.padding[1], p.w)
-    return {"image": p.n * p.ic * rh * rw, "weight": p.oc * p.ic * th * tw, "output": p.n * p.oc * p.oh * p.ow}
+    """Elements of each tensor that the computation touches (reads, or writes for the output): along a window
+    axis the rows some (position, tap) pair reads, along a tap dimension the taps that meet a real row, else the
+    whole extent."""
+    ext = problem.extents
+    touched = {a.tap: _axis_touched(a, ext) for a in problem.windows}
+
+    def along(a: Axis) -> int:
+        if a.is_window:
+            return touched[a.tap][0]
+        return touched[a.dim][1] if a.dim in touched else ext[a.dim]
+
+    return {t.name: math.prod(along(a) for a in t.axes) for t in problem.tensors}
 
 
 def compulsory_bytes(problem: Problem, word_bytes: int) -> int:
@@ -87,22 +92,14 @@ def compulsory_bytes(problem: Problem, word_bytes: int) -> int:
 
 def window_reuse(problem: Problem) -> int:
     """R: the most (output position, tap) pairs that read one image element (1 for a matmul)."""
-    if isinstance(problem, MatmulProblem):
-        return 1
-    p = problem
-    _, _, _, mh = _axis_touched(p.oh, p.kh, p.stride[0], p.dilation[0], p.padding[0], p.h)
-    _, _, _, mw = _axis_touched(p.ow, p.kw, p.stride[1], p.dilation[1], p.padding[1], p.w)
-    return max(1, mh * mw)
+    return max(1, math.prod(_axis_touched(a, problem.extents)[3] for a in problem.windows))
 
 
 def real_macs(problem: Problem) -> int:
     """MACs whose input is a real element (padding taps excluded)."""
-    if isinstance(problem, MatmulProblem):
-        return problem.m * problem.n * problem.k
-    p = problem
-    _, _, vh, _ = _axis_touched(p.oh, p.kh, p.stride[0], p.dilation[0], p.padding[0], p.h)
-    _, _, vw, _ = _axis_touched(p.ow, p.kw, p.stride[1], p.dilation[1], p.padding[1], p.w)
-    return p.n * p.oc * p.ic * vh * vw
+    windowed = {d for a in problem.windows for d in a.dims()}
+    plain = math.prod(e for d, e in problem.extents.items() if d not in windowed)
+    return plain * math.prod(_axis_touched(a, problem.extents)[2] for a in problem.windows)
 
 
 def _ceil_safe(x: float) -> int:
@@ -128,19 +125,15 @@ def lower_bound(problem: Problem, sram_bytes: int, word_bytes: int) -> Bound:
         raise ValueError(f"lower_bound: need sram_bytes >= word_bytes >= 1, got {sram_bytes}, {word_bytes}")
     s = sram_bytes // word_bytes
     comp = compulsory_bytes(problem, word_bytes)
-    if isinstance(problem, MatmulProblem):
-        value, kind, formula = matmul_bound_elements(problem.m, problem.n, problem.k, s)
+    mnk = problem.dense_matmul()
+    if mnk is not None:
+        value, kind, formula = matmul_bound_elements(*mnk, s)
     else:
-        p = problem
-        assert isinstance(p, ConvProblem)
-        if p.kh == 1 and p.kw == 1 and p.padding == (0, 0):
-            value, kind, formula = matmul_bound_elements(p.n * p.oh * p.ow, p.oc, p.ic, s)
-        else:
-            rr = window_reuse(p)
-            macs = real_macs(p)
-            value = macs / (2 * math.sqrt(2) * math.sqrt(rr * s)) - s
-            kind = "conv-itt-window"
-            formula = f"MACs/(2*sqrt(2)*sqrt(R*S)) - S = {macs}/(2*sqrt(2)*sqrt({rr}*{s})) - {s}"
+        rr = window_reuse(problem)
+        macs = real_macs(problem)
+        value = macs / (2 * math.sqrt(2) * math.sqrt(rr * s)) - s
+        kind = "conv-itt-window"
+        formula = f"MACs/(2*sqrt(2)*sqrt(R*S)) - S = {macs}/(2*sqrt(2)*sqrt({rr}*{s})) - {s}"
     dataflow = _ceil_safe(value) * word_bytes
     if dataflow > comp:
         return Bound(dataflow, comp, dataflow, kind, formula, sram_bytes, word_bytes)
