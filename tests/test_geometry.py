@@ -78,6 +78,8 @@ def test_one_validator_under_each_owner(make, owner):
     assert _message(lambda: make(**base, groups=3)) == (
         f"{owner}: in_channels (4) and out_channels (6) must both be divisible by groups (3); choose groups among "
         f"their common divisors")
+    assert _message(lambda: make(**dict(base, in_channels=6, out_channels=4, input_shape=(1, 6, 8, 8)),
+                                 groups=3)).startswith(f"{owner}: in_channels (6) and out_channels (4) must both")
     assert _message(lambda: make(**base, stride=(1, 0))) == (
         f"{owner}: stride must be positive in both dimensions, got (1, 0); pass values positive")
     assert _message(lambda: make(**base, padding=-1)) == (
