@@ -1,1 +1,1 @@
-"""The architects' loop: what the best schedule could do (loop nests as data, the analytic model, conv geometry, lower bounds, the search and SRAM sweeps, layer specs)."""
+"""The architects' loop: what the best schedule could do (loop nests as data, the analytic model, lower bounds, the search and SRAM sweeps, layer specs)."""
