@@ -132,9 +132,10 @@ def test_vectorised_evaluation_equals_the_scalar_model():
         v = evaluate_nests(nests, HW)
         for i, nest in enumerate(nests):
             a = analyze(nest, HW)
-            assert (int(v["loaded"][i]), int(v["stored"][i]), int(v["peak"][i]), int(v["tensorcore_cycles"][i])) \
-                == (a.loaded_bytes, a.stored_bytes, a.peak_sram_bytes, a.tensorcore_cycles), nest
-            assert round(float(v["estimated_cycles"][i])) == a.estimated_cycles
+            assert (int(v.loaded_bytes[i]), int(v.stored_bytes[i]), int(v.peak_sram_bytes[i]),
+                    int(v.tensorcore_cycles[i])) == (a.loaded_bytes, a.stored_bytes, a.peak_sram_bytes,
+                                                     a.tensorcore_cycles), nest
+            assert round(float(v.estimated_cycles[i])) == a.estimated_cycles
 
 
 def test_blog_demo_figures_by_hand():
@@ -259,7 +260,7 @@ def test_vectorised_evaluation_across_tensorcore_blocks():
     """The search's numpy evaluator on channels crossing 16/24 blocks: the hand-derived 24 cycles of the ragged
     matmul above, and equal to the scalar model on random nests with up to 70 channels."""
     nest = LoopNest(MatmulProblem(2, 50, 40), ("m", "n", "k"), {"k": 20, "n": 30}, {"a": 3, "b": 3, "c": 3})
-    assert int(evaluate_nests([nest], HW)["tensorcore_cycles"][0]) == 24
+    assert int(evaluate_nests([nest], HW).tensorcore_cycles[0]) == 24
     rng = random.Random(5)
     for _ in range(60):
         problem = _block_problem(rng)
@@ -267,5 +268,5 @@ def test_vectorised_evaluation_across_tensorcore_blocks():
         v = evaluate_nests(nests, HW)
         for i, n in enumerate(nests):
             a = analyze(n, HW)
-            assert (int(v["tensorcore_cycles"][i]), int(v["peak"][i]), int(v["traffic"][i])) == \
+            assert (int(v.tensorcore_cycles[i]), int(v.peak_sram_bytes[i]), int(v.traffic_bytes[i])) == \
                 (a.tensorcore_cycles, a.peak_sram_bytes, a.traffic_bytes), n

@@ -243,7 +243,7 @@ def test_counts_are_exact_up_to_two_to_the_53():
     # every tile 1, every tensor innermost: a and b move m*n*k each, c is loaded k - 1 and stored k times per
     # element: 2 * 2**51 + (2 * 2**17 - 1) * 2**34 = 2**53 - 2**34, exactly (as float64 and int64)
     nest = LoopNest(edge, ("m", "n", "k"), {"m": 1, "n": 1, "k": 1}, {"a": 3, "b": 3, "c": 3})
-    assert int(evaluate_nests([nest], hw)["traffic"][0]) == 2 ** 53 - 2 ** 34 == analyze(nest, hw).traffic_bytes
+    assert int(evaluate_nests([nest], hw).traffic_bytes[0]) == 2 ** 53 - 2 ** 34 == analyze(nest, hw).traffic_bytes
     result = search(edge, hw)
     best = result.best_traffic
     a = analyze(best.nest, hw)  # Python integers
@@ -276,7 +276,7 @@ def test_work_estimates_by_hand():
     # the first pass is counted without evaluating: the same number as the batches the search evaluates
     for layer in ("resnet50.res2a_branch2b", "gemm-1024", "conv:ic=5,oc=7,h=6,k=3,s=2,p=1"):
         space = Space(parse_layer(layer), BLOG)
-        assert first_pass_size(space) == sum(b.n for b in _batches(space, False)) > 0
+        assert first_pass_size(space) == sum(b.n for b in _batches(space)) > 0
         assert estimate_search_work(parse_layer(layer), BLOG).evaluations == first_pass_size(space)
 
 

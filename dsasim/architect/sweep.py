@@ -200,8 +200,8 @@ def sweep_sram(problem: Problem, hardware: Accelerator, sizes: Sequence[int],
         raise ValueError("sweep_sram needs at least one SRAM size")
     work = estimate_search_work(problem, hardware, len(sizes))
     if runner is not None:  # each size's schedule is traced and timed: at least a fixed cost per size
-        work = work + WorkEstimate(f"tracing {len(sizes):,} schedules", 0, 0,
-                                   len(sizes) * SECONDS_PER_TRACED_SCHEDULE)
+        work = work + WorkEstimate(what=f"tracing {len(sizes):,} schedules", evaluations=0, traced_operations=0,
+                                   seconds=len(sizes) * SECONDS_PER_TRACED_SCHEDULE)
     check_work(work, force, warn)
     start = time.perf_counter()
     bar = ProgressBar(f"sweep {layer or problem.name}", progress)
