@@ -192,7 +192,7 @@ class Analysis:
         return bool(fits_sram(self.peak_sram_bytes, sram_bytes))
 
 
-ISSUE_CYCLES = 1  # per tile compute, in the cycle estimate only (see Evaluator.evaluate)
+ISSUE_CYCLES = 1  # per tile compute, in the cycle estimate only (see Evaluator._estimate)
 
 
 # ------------------------------------------------------------------------------------------ the one model

@@ -189,13 +189,11 @@ def estimate_trace_work(nests: Sequence[LoopNest]) -> WorkEstimate:
 # ------------------------------------------------------------------------------------------ tile candidates
 def _balanced(extent: int) -> list[int]:
     """ceil(extent / T) for every trip count T: the smallest tile giving T trips."""
-    vals = set()
-    t = 1
+    vals, t = set(), 1
     while t <= extent:
         trips = tile_count(extent, t)
         vals.add(ceil_div(extent, trips))
-        # next trip count below: jump to the smallest tile with fewer trips
-        t = ceil_div(extent, trips - 1) if trips > 1 else extent + 1
+        t = ceil_div(extent, trips - 1) if trips > 1 else extent + 1  # the smallest tile with fewer trips
     return sorted(vals)
 
 
@@ -217,7 +215,6 @@ def tile_candidates(extent: int, align: int = 0, coarse: bool = False, exhaustiv
         if align > 1:
             vals |= {align * ceil_div(v, align) for v in list(vals) if align * ceil_div(v, align) < extent}
             vals |= {align * k for k in (1, 2, 4, 8, 16, 32, 64) if align * k < extent}
-    vals.discard(extent)
     return [extent] + sorted((v for v in vals if 1 <= v < extent), reverse=True)
 
 
@@ -275,7 +272,8 @@ class Space(Evaluator):
                 mat = np.zeros((self.nt, self.nd), bool)
                 for k, x in enumerate(pi):
                     for d, lv in zip(tiled, levels):
-                        mat[x, d] |= lv <= k
+                        if lv <= k:
+                            mat[x, d] = True
                 seen.setdefault(mat.tobytes(), mat)
         self._structs[key] = np.stack(list(seen.values())) if seen else np.zeros((1, self.nt, self.nd), bool)
         return self._structs[key]
@@ -345,12 +343,9 @@ class _Front:
         """Mask of candidates that could join (beat the current best at their peak)."""
         if len(self.peak) == 0:
             return np.ones(len(peak), bool)
-        pos = np.searchsorted(self.peak, peak, side="right") - 1
-        has = pos >= 0
-        posc = np.maximum(pos, 0)
-        b1 = self.k1[posc]
-        b2 = self.k2[posc]
-        return ~has | (k1 < b1) | ((k1 == b1) & (k2 < b2))
+        pos = np.searchsorted(self.peak, peak, side="right") - 1  # the best point at or below each peak
+        b1, b2 = self.k1[np.maximum(pos, 0)], self.k2[np.maximum(pos, 0)]
+        return (pos < 0) | (k1 < b1) | ((k1 == b1) & (k2 < b2))
 
     def merge(self, peak: np.ndarray, k1: np.ndarray, k2: np.ndarray, rows: np.ndarray) -> None:
         peak = np.concatenate([self.peak, peak])
@@ -394,11 +389,8 @@ class _TopK:
         k2 = np.concatenate([self.k2, k2])
         rows = np.concatenate([self.rows, rows])
         order = np.lexsort((k2, k1))
-        bits = rows[order, self.struct_cols]
-        key = np.zeros(len(order), np.int64)
-        for j in range(bits.shape[1]):
-            key |= bits[:, j] << (j * self.nd)
-        _, first = np.unique(key, return_index=True)
+        bits = rows[order, self.struct_cols]  # tensor j's above bits shifted to bits j*nd.. (disjoint): one key
+        _, first = np.unique((bits << (np.arange(bits.shape[1]) * self.nd)).sum(axis=1), return_index=True)
         sel = order[np.sort(first)[:self.k]]
         self.k1, self.k2, self.rows = k1[sel], k2[sel], rows[sel]
 
