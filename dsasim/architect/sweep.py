@@ -23,7 +23,7 @@ from dsasim.architect.lower_bounds import lower_bound
 from dsasim.architect.search import (SECONDS_PER_TRACED_SCHEDULE, Candidate, WorkEstimate, check_work, confirm,
                                      estimate_search_work, estimate_trace_work, search_front)
 
-__all__ = ["parse_bytes", "parse_sizes", "SweepPoint", "SweepResult", "sweep_sram", "plot_sweep", "ProgressBar",
+__all__ = ["parse_bytes", "parse_sizes", "SweepPoint", "SweepResult", "sweep_sram", "ProgressBar",
            "format_bytes"]
 
 MAX_POINTS = 1_000_000  # sizes a --sizes LO:HI:POINTS range may ask for
@@ -220,37 +220,3 @@ def _sweep_point(problem: Problem, hardware: Accelerator, cand: Candidate | None
                       cycles=cand.estimated_cycles if simulated is None else simulated,
                       cycles_source="estimate" if simulated is None else "simulated", lower_bound_bytes=b.bytes,
                       lower_bound_kind=b.kind, compulsory_bytes=b.compulsory_bytes, loop_nest=cand.nest)
-
-
-def plot_sweep(result: SweepResult, path: str) -> None:
-    """Traffic (best found, lower bound, compulsory) and simulated cycles against SRAM size, log-log."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    pts = result.points
-    xs = [p.sram_bytes / 1024 for p in pts]
-    fig, ax = plt.subplots(figsize=(8, 4.8), dpi=120)
-    traffic = [p.traffic_bytes if p.traffic_bytes is not None else float("nan") for p in pts]
-    ax.plot(xs, traffic, "o-", color="tab:blue", label="best schedule: traffic")
-    ax.plot(xs, [p.lower_bound_bytes for p in pts], "--", color="tab:red", label="lower bound")
-    ax.plot(xs, [p.compulsory_bytes for p in pts], ":", color="black", label="compulsory traffic")
-    ax.set_xscale("log", base=2)
-    ax.set_yscale("log")
-    ax.set_xlabel("SRAM (KiB)")
-    ax.set_ylabel("DDR traffic (bytes)")
-    ax2 = ax.twinx()
-    cycles = [p.cycles if p.cycles is not None else float("nan") for p in pts]
-    sim = all(p.cycles_source == "simulated" for p in pts if p.cycles is not None)
-    ax2.plot(xs, cycles, "s-", color="tab:green", label="best schedule: cycles" + ("" if sim else " (estimate)"))
-    ax2.set_ylabel("cycles")
-    lines = ax.get_legend_handles_labels()
-    lines2 = ax2.get_legend_handles_labels()
-    ax.legend(lines[0] + lines2[0], lines[1] + lines2[1], loc="upper right", fontsize=8)
-    ax.set_title(f"{result.layer} on {result.hardware.name}: SRAM sizing")
-    ax.grid(True, which="both", alpha=0.3)
-    fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
-
-
