@@ -49,7 +49,7 @@ from dsasim.architect.geometry import window_rows
 from dsasim.architect.loopnest import LoopNest, Problem, last_tile, tile_count
 
 __all__ = ["fits_sram", "GroupStats", "group_stats", "TensorModel", "Analysis", "analyze", "Evaluator", "Evaluation",
-           "TensorCounts", "Batch", "Mismatch",
+           "TensorCounts", "Batch", "flat", "Mismatch",
            "Reconciliation", "reconcile"]
 
 
@@ -223,6 +223,11 @@ class Batch:
                      ways=[take(a) for a in self.ways], shape=(len(sel),), tiled=self.tiled)
 
 
+def flat(v: Any, shape: tuple[int, ...]) -> np.ndarray:
+    """A count (array broadcastable to a batch's shape, or scalar) as a 1-d array over the batch's candidates."""
+    return np.broadcast_to(np.asarray(v), shape).reshape(-1)
+
+
 class TensorCounts(NamedTuple):
     """One tensor's counts over a batch (arrays or scalars): bytes moved, DMA transfers, scope instances and its
     largest box (bytes, one way)."""
@@ -254,7 +259,7 @@ class Evaluation(NamedTuple):
     def flat(self, shape: tuple[int, ...]) -> "Evaluation":
         """Every count as a 1-d array over the batch's candidates (in flat index order)."""
         def f(v):
-            return None if v is None else np.broadcast_to(np.asarray(v), shape).reshape(-1)
+            return None if v is None else flat(v, shape)
 
         return self._replace(loaded_bytes=f(self.loaded_bytes), stored_bytes=f(self.stored_bytes),
                              peak_sram_bytes=f(self.peak_sram_bytes), macs=f(self.macs),

@@ -37,7 +37,7 @@ from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
-from dsasim.architect.analytic import (Analysis, Batch, Evaluation, Evaluator, analyze, fits_sram, reconcile,
+from dsasim.architect.analytic import (Analysis, Batch, Evaluation, Evaluator, analyze, fits_sram, flat, reconcile,
                                        tensorcore_blocks)
 from dsasim.hardware import Accelerator
 from dsasim.traced.schedule import Status
@@ -489,10 +489,6 @@ def _batches(space: Space) -> Iterator[Batch]:
             yield Batch(tidx=tidx, above=above, ways=[1] * space.nt, shape=(len(structs), len(pr)), tiled=list(tiled))
 
 
-def _flat(v, shape: tuple[int, ...]) -> np.ndarray:
-    return np.broadcast_to(np.asarray(v), shape).reshape(-1)
-
-
 @dataclass
 class SearchFront:
     """Internal state of one search: the staircases by traffic and by estimated cycles, the top-k lists."""
@@ -510,14 +506,14 @@ class SearchFront:
 def _consider(st: SearchFront, b: Batch, res: Evaluation) -> None:
     """Merge the evaluated candidates of a batch that join a staircase or a top-k list; with a lower bound of
     the peak (screening), first re-evaluate exactly those that could join."""
-    peak = _flat(res.peak_sram_bytes, b.shape)
+    peak = flat(res.peak_sram_bytes, b.shape)
     idx = np.nonzero(fits_sram(peak, max(st.caps)))[0]
     if len(idx) == 0:
         return
     p = peak[idx]
-    tr = _flat(res.traffic_bytes, b.shape)[idx].astype(np.float64)
+    tr = flat(res.traffic_bytes, b.shape)[idx].astype(np.float64)
     estimated = res.estimated_cycles is not None  # traffic only: ties in traffic go on to the exact evaluation
-    es = _flat(res.estimated_cycles, b.shape)[idx].astype(np.float64) if estimated else np.full(len(idx), -np.inf)
+    es = flat(res.estimated_cycles, b.shape)[idx].astype(np.float64) if estimated else np.full(len(idx), -np.inf)
     if not res.peak_exact:
         keep = _could_join(st, p, tr, es, estimated)
         if keep.any():
@@ -561,10 +557,10 @@ def _buffering_pass(st: SearchFront, b: Batch, res: Evaluation) -> None:
     """Cycles objective: try 2-way buffering for tensors with several instances, on promising candidates."""
     space = st.space
     cap = max(st.caps)
-    peak = _flat(res.peak_sram_bytes, b.shape)
+    peak = flat(res.peak_sram_bytes, b.shape)
     best = st.cycles.k1.min() if len(st.cycles.k1) else math.inf
-    tc = _flat(res.tensorcore_cycles, b.shape).astype(np.float64)
-    multi = [_flat(res.tensors[x].instances, b.shape) > 1 for x in range(space.nt)]
+    tc = flat(res.tensorcore_cycles, b.shape).astype(np.float64)
+    multi = [flat(res.tensors[x].instances, b.shape) > 1 for x in range(space.nt)]
     sel = np.nonzero((tc < best) & fits_sram(peak, cap) & np.logical_or.reduce(multi))[0]
     if len(sel) == 0:
         return
