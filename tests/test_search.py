@@ -310,3 +310,18 @@ def test_hours_of_work_are_refused_up_front_unless_forced(monkeypatch, capsys):
     assert _run(["search", "gemm:m=4,n=4,k=4", "--sram", "64", "--force", "--confirm", "1"]) == 0
     assert "dsasim search: warning: estimated work" in capsys.readouterr().err
     assert _run(["search", "gemm:m=4,n=4,k=4", "--sram", "64"]) == 2
+
+
+def test_top_k_keeps_one_candidate_per_structure():
+    """The top-k lists keep the best candidate of each structure (the above-sets of all tensors): two candidates
+    whose tensors have the same above bits but on different tensors are different structures."""
+    import numpy as np
+    from dsasim.architect.search import Space, _TopK
+    space = Space(parse_layer("gemm-64"), BLOG)
+    rows = np.zeros((3, space.width), np.int64)
+    rows[0, space.nd:space.nd + 2] = (1, 0)  # loop 0 above the first tensor only
+    rows[1, space.nd:space.nd + 2] = (0, 1)  # loop 0 above the second tensor only: another structure
+    rows[2, space.nd:space.nd + 2] = (1, 0)  # the first structure again, with a worse key
+    top = _TopK(4, space)
+    top.merge(np.array([1.0, 2.0, 3.0]), np.zeros(3), rows)
+    assert top.rows.tolist() == rows[:2].tolist()
