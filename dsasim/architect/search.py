@@ -634,7 +634,7 @@ def _neighbours(space: Space, seeds: np.ndarray) -> np.ndarray:
     for a, b in itertools.combinations(range(space.nt), 2):
         chain &= ((bits[a] & ~bits[b]) == 0) | ((bits[b] & ~bits[a]) == 0)
     cand = cand[chain]
-    anyabove = np.bitwise_or.reduce(cand[:, space.nd:space.nd + space.nt], axis=1)
+    anyabove = functools.reduce(np.bitwise_or, (cand[:, space.nd + x] for x in range(space.nt)))
     for d in range(space.nd):  # a dim above no tensor's staging gains nothing from tiling: one trip (index 0)
         cand[:, d] = np.where((anyabove >> d) & 1, cand[:, d], 0)
     return cand
