@@ -380,10 +380,10 @@ class Evaluator:
                     row[d] = np.where(a, T[d], 1)
             seen.append(row)
         pair_index = [(tidx[g.o] * g.nk + tidx[g.k]) if (g.o in tiled or g.k in tiled) else 0 for g in self.groups]
-        flats = [[self._combo(x, g, above, tiled) * g.size + pi for g, pi in zip(self.groups, pair_index)]
-                 for x in range(self.nt)]
-        peak, boxes = self._peak(b, flats, tiled, exact)
-        tensors = tuple(self._tensor_counts(x, seen[x], flats[x])._replace(box_bytes=boxes[x])
+        entries = [[self._combo(x, g, above, tiled) * g.size + pi for g, pi in zip(self.groups, pair_index)]
+                   for x in range(self.nt)]
+        peak, boxes = self._peak(b, entries, tiled, exact)
+        tensors = tuple(self._tensor_counts(x, seen[x], entries[x])._replace(box_bytes=boxes[x])
                         for x in range(self.nt))
         valid: Any = 1
         for g, pi in zip(self.groups, pair_index):
@@ -397,8 +397,9 @@ class Evaluator:
                           estimated_cycles=self._estimate(cycles, tensors, b.ways, T) if estimate else None,
                           tensors=tensors)
 
-    def _tensor_counts(self, x: int, seen: dict, flat: list) -> TensorCounts:
-        """Tensor x's counts but its box (see the module docstring); seen: the trips of its loops above."""
+    def _tensor_counts(self, x: int, seen: dict, entry: list) -> TensorCounts:
+        """Tensor x's counts but its box (see the module docstring); seen: the trips of its loops above; entry: its
+        entry in each window table."""
         nonidx: Any = 1
         for d in self.nonidx[x]:
             if d in seen:
@@ -411,8 +412,8 @@ class Evaluator:
                 instances = instances * seen[d]
         for v in self.window_axes[x]:
             g = self.groups[v]
-            elem = elem * g.total[flat[v]]
-            boxes = boxes * g.boxes[flat[v]]
+            elem = elem * g.total[entry[v]]
+            boxes = boxes * g.boxes[entry[v]]
             for d in (g.o, g.k):
                 if d in seen:
                     instances = instances * seen[d]
@@ -430,7 +431,7 @@ class Evaluator:
             return 2 * int(ao) + int(ak)
         return 2 * np.asarray(ao, np.int64) + np.asarray(ak, np.int64)
 
-    def _peak(self, b: Batch, flats: list, tiled: set, exact: bool = True) -> tuple[Any, list]:
+    def _peak(self, b: Batch, entries: list, tiled: set, exact: bool = True) -> tuple[Any, list]:
         """max over the window-group tile classes of sum(ways x box); and each tensor's largest box (one way).
 
         A window group (output position, tap) has four tile classes (not-last / last for each loop); within a
@@ -439,7 +440,7 @@ class Evaluator:
         for g in self.groups:
             cl = [(ci, cj) for ci in ((0, 1) if g.o in tiled else (1,)) for cj in ((0, 1) if g.k in tiled else (1,))]
             opts.append(cl if exact else cl[:1])  # one class per group: every loop at its first tile (a lower bound)
-        terms = [self._box_terms(x, b, flats[x], tiled, opts) for x in range(self.nt)]
+        terms = [self._box_terms(x, b, entries[x], tiled, opts) for x in range(self.nt)]
         # a box is largest in the largest class of each group (the classes of different groups vary independently)
         boxes = [math.prod((functools.reduce(_max, tg.values()) for tg in tx if tg is not None), start=base)
                  for base, tx in terms]
@@ -447,12 +448,13 @@ class Evaluator:
         def live(gi: int, partial: list):  # the largest live bytes over the classes of groups gi, gi + 1, ...
             if gi == len(self.groups):
                 return functools.reduce(operator.add, partial)
-            return functools.reduce(_max, (live(gi + 1, [p if tx[gi] is None else p * tx[gi][cl]
-                                                         for p, (_, tx) in zip(partial, terms)]) for cl in opts[gi]))
+            per_class = (live(gi + 1, [p if tx[gi] is None else p * tx[gi][cl] for p, (_, tx) in zip(partial, terms)])
+                         for cl in opts[gi])
+            return functools.reduce(_max, per_class)
 
         return live(0, [base * w for (base, _), w in zip(terms, b.ways)]), boxes
 
-    def _box_terms(self, x: int, b: Batch, flat: list, tiled: set, opts: list) -> tuple[Any, list]:
+    def _box_terms(self, x: int, b: Batch, entry: list, tiled: set, opts: list) -> tuple[Any, list]:
         """Tensor x's box (bytes, one way) as base x the product over window groups g of terms[g][class] (None:
         the box does not depend on g's class)."""
         base: Any = self.word
@@ -462,7 +464,7 @@ class Evaluator:
             terms[v] = vals if terms[v] is None else {cl: terms[v][cl] * vals[cl] for cl in terms[v]}
 
         for v in self.window_axes[x]:
-            times(v, {cl: self.groups[v].cls[cl][flat[v]] for cl in opts[v]})
+            times(v, {cl: self.groups[v].cls[cl][entry[v]] for cl in opts[v]})
         for d in self.plain_axes[x]:
             if d not in tiled:
                 base = base * self.ext[d]
