@@ -50,7 +50,7 @@ def bench_evaluator(repeat: int) -> list[dict]:
     for layer in ("resnet50.res2a_branch2b", "blog-conv", "resnet50.conv1"):
         p = parse_layer(layer)
         space = Space(p, BLOG)
-        batches = list(_batches(space, exhaustive=False))
+        batches = list(_batches(space))
         n = sum(b.n for b in batches)
         full, _ = best_of(repeat, lambda: [space.evaluate(b, exact=True, estimate=True) for b in batches])
         screen, _ = best_of(repeat, lambda: [space.evaluate(b, exact=False, estimate=False) for b in batches])

@@ -124,17 +124,24 @@ def test_reconciliation_names_tensor_loop_and_both_numbers(monkeypatch):
     assert f"model {bad[0].model:,} vs trace {bad[0].trace:,}" in text
 
 
-def test_vectorised_evaluation_equals_the_scalar_model():
-    rng = random.Random(11)
-    for _ in range(120):
-        problem = _random_problem(rng)
-        nests = [_random_nest(rng, problem) for _ in range(4)]
+def _check_vectorised(rng: random.Random, make_problem, problems: int, nests_each: int) -> None:
+    """evaluate_nests (the search's numpy evaluator) equals analyze, nest by nest, in every count it gives."""
+    for _ in range(problems):
+        problem = make_problem(rng)
+        nests = [_random_nest(rng, problem) for _ in range(nests_each)]
         v = evaluate_nests(nests, HW)
         for i, nest in enumerate(nests):
             a = analyze(nest, HW)
-            assert (int(v["loaded"][i]), int(v["stored"][i]), int(v["peak"][i]), int(v["tensorcore_cycles"][i])) \
-                == (a.loaded_bytes, a.stored_bytes, a.peak_sram_bytes, a.tensorcore_cycles), nest
-            assert round(float(v["estimated_cycles"][i])) == a.estimated_cycles
+            assert (int(v.loaded_bytes[i]), int(v.stored_bytes[i]), int(v.traffic_bytes[i]), int(v.macs[i]),
+                    int(v.peak_sram_bytes[i]), int(v.tensorcore_cycles[i]), round(float(v.estimated_cycles[i]))) \
+                == (a.loaded_bytes, a.stored_bytes, a.traffic_bytes, a.macs, a.peak_sram_bytes,
+                    a.tensorcore_cycles, a.estimated_cycles), nest
+            assert [(int(t.loads[i]), int(t.stores[i]), int(t.instances[i]), int(t.box_bytes[i]))
+                    for t in v.tensors] == [(t.loads, t.stores, t.instances, t.box_bytes) for t in a.tensors], nest
+
+
+def test_vectorised_evaluation_equals_the_scalar_model():
+    _check_vectorised(random.Random(11), _random_problem, 120, 4)
 
 
 def test_blog_demo_figures_by_hand():
@@ -259,13 +266,5 @@ def test_vectorised_evaluation_across_tensorcore_blocks():
     """The search's numpy evaluator on channels crossing 16/24 blocks: the hand-derived 24 cycles of the ragged
     matmul above, and equal to the scalar model on random nests with up to 70 channels."""
     nest = LoopNest(MatmulProblem(2, 50, 40), ("m", "n", "k"), {"k": 20, "n": 30}, {"a": 3, "b": 3, "c": 3})
-    assert int(evaluate_nests([nest], HW)["tensorcore_cycles"][0]) == 24
-    rng = random.Random(5)
-    for _ in range(60):
-        problem = _block_problem(rng)
-        nests = [_random_nest(rng, problem) for _ in range(3)]
-        v = evaluate_nests(nests, HW)
-        for i, n in enumerate(nests):
-            a = analyze(n, HW)
-            assert (int(v["tensorcore_cycles"][i]), int(v["peak"][i]), int(v["traffic"][i])) == \
-                (a.tensorcore_cycles, a.peak_sram_bytes, a.traffic_bytes), n
+    assert int(evaluate_nests([nest], HW).tensorcore_cycles[0]) == 24
+    _check_vectorised(random.Random(5), _block_problem, 60, 3)

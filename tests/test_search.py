@@ -243,7 +243,7 @@ def test_counts_are_exact_up_to_two_to_the_53():
     # every tile 1, every tensor innermost: a and b move m*n*k each, c is loaded k - 1 and stored k times per
     # element: 2 * 2**51 + (2 * 2**17 - 1) * 2**34 = 2**53 - 2**34, exactly (as float64 and int64)
     nest = LoopNest(edge, ("m", "n", "k"), {"m": 1, "n": 1, "k": 1}, {"a": 3, "b": 3, "c": 3})
-    assert int(evaluate_nests([nest], hw)["traffic"][0]) == 2 ** 53 - 2 ** 34 == analyze(nest, hw).traffic_bytes
+    assert int(evaluate_nests([nest], hw).traffic_bytes[0]) == 2 ** 53 - 2 ** 34 == analyze(nest, hw).traffic_bytes
     result = search(edge, hw)
     best = result.best_traffic
     a = analyze(best.nest, hw)  # Python integers
@@ -276,7 +276,7 @@ def test_work_estimates_by_hand():
     # the first pass is counted without evaluating: the same number as the batches the search evaluates
     for layer in ("resnet50.res2a_branch2b", "gemm-1024", "conv:ic=5,oc=7,h=6,k=3,s=2,p=1"):
         space = Space(parse_layer(layer), BLOG)
-        assert first_pass_size(space) == sum(b.n for b in _batches(space, False)) > 0
+        assert first_pass_size(space) == sum(b.n for b in _batches(space)) > 0
         assert estimate_search_work(parse_layer(layer), BLOG).evaluations == first_pass_size(space)
 
 
@@ -310,3 +310,18 @@ def test_hours_of_work_are_refused_up_front_unless_forced(monkeypatch, capsys):
     assert _run(["search", "gemm:m=4,n=4,k=4", "--sram", "64", "--force", "--confirm", "1"]) == 0
     assert "dsasim search: warning: estimated work" in capsys.readouterr().err
     assert _run(["search", "gemm:m=4,n=4,k=4", "--sram", "64"]) == 2
+
+
+def test_top_k_keeps_one_candidate_per_structure():
+    """The top-k lists keep the best candidate of each structure (the above-sets of all tensors): two candidates
+    whose tensors have the same above bits but on different tensors are different structures."""
+    import numpy as np
+    from dsasim.architect.search import Space, _TopK
+    space = Space(parse_layer("gemm-64"), BLOG)
+    rows = np.zeros((3, space.width), np.int64)
+    rows[0, space.nd:space.nd + 2] = (1, 0)  # loop 0 above the first tensor only
+    rows[1, space.nd:space.nd + 2] = (0, 1)  # loop 0 above the second tensor only: another structure
+    rows[2, space.nd:space.nd + 2] = (1, 0)  # the first structure again, with a worse key
+    top = _TopK(4, space)
+    top.merge(np.array([1.0, 2.0, 3.0]), np.zeros(3), rows)
+    assert top.rows.tolist() == rows[:2].tolist()

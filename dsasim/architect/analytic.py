@@ -31,19 +31,25 @@ names the tensor, its loop and both numbers for every difference.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
+import operator
+from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, Sequence
 
 import numpy as np
 
 from dsasim.hardware import Accelerator
+from dsasim.traced.schedule import Status
+from dsasim.traced.trace import ENTER, EXIT, LOAD, OPEN
+from dsasim.util import ceil_div, region_elements
 from dsasim.geometry import window_rows
 from dsasim.architect.loopnest import LoopNest, Problem, last_tile, tile_count
 
 __all__ = ["fits_sram", "GroupStats", "group_stats", "TensorModel", "Analysis", "analyze", "Evaluator", "Evaluation",
-           "TensorCounts", "Batch", "Mismatch",
+           "TensorCounts", "Batch", "flat", "Mismatch",
            "Reconciliation", "reconcile"]
 
 
@@ -53,6 +59,9 @@ def fits_sram(peak_sram_bytes, sram_bytes):
     A peak equal to the capacity fits, as in the memory model (`SramOverflowError` only when live bytes exceed
     sram_bytes). The search, the SRAM sweep and `Analysis.fits` all use it; works elementwise on numpy arrays."""
     return peak_sram_bytes <= sram_bytes
+
+
+CLASSES = ((0, 0), (0, 1), (1, 0), (1, 1))  # tile classes (ci, cj) of a window group: 0 not-last, 1 last tile
 
 
 class GroupStats(NamedTuple):
@@ -90,8 +99,8 @@ def group_stats(o_ext: int, k_ext: int, stride: int, dilation: int, padding: int
     k_len = (k_tile, k_last)
     o_cnt = (to_n - 1, 1)
     k_cnt = (tk_n - 1, 1)
-    clipped = [[0, 0], [0, 0]]
-    clip_max = [[0, 0], [0, 0]]
+    clipped = dict.fromkeys(CLASSES, 0)  # border pairs per class, and their largest row count
+    clip_max = dict.fromkeys(CLASSES, 0)
     step = o_tile * s
     for j in range(tk_n):
         t0 = j * k_tile
@@ -99,9 +108,9 @@ def group_stats(o_ext: int, k_ext: int, stride: int, dilation: int, padding: int
         kl = t1 - t0
         cj = 1 if j == tk_n - 1 else 0
         num = p - t0 * d  # output tiles i < a start above row 0
-        a = 0 if num <= 0 else min(to_n, -(-num // step))
+        a = 0 if num <= 0 else min(to_n, ceil_div(num, step))
         y = h + s + p - (t1 - 1) * d  # not-last tiles i >= b end below row h - 1
-        b = max(0, -(-y // step) - 1)
+        b = max(0, ceil_div(y, step) - 1)
         candidates = itertools.chain(range(a), range(max(a, min(b, to_n - 1)), to_n))
         for i in candidates:
             o0 = i * o_tile
@@ -117,19 +126,17 @@ def group_stats(o_ext: int, k_ext: int, stride: int, dilation: int, padding: int
                 boxes -= 1
                 valid -= (o1 - o0) * kl
             ci = 1 if i == to_n - 1 else 0
-            clipped[ci][cj] += 1
-            if rows > clip_max[ci][cj]:
-                clip_max[ci][cj] = rows
-    cls = [[0, 0], [0, 0]]
-    for ci in (0, 1):
-        for cj in (0, 1):
-            sci = ci if o_cnt[ci] else 1
-            scj = cj if k_cnt[cj] else 1
-            if o_cnt[sci] * k_cnt[scj] > clipped[sci][scj]:  # an interior pair exists: the unclipped window
-                cls[ci][cj] = (o_len[sci] - 1) * s + (k_len[scj] - 1) * d + 1
-            else:
-                cls[ci][cj] = clip_max[sci][scj]
-    return GroupStats(total, boxes, valid, ((cls[0][0], cls[0][1]), (cls[1][0], cls[1][1])))
+            clipped[ci, cj] += 1
+            clip_max[ci, cj] = max(clip_max[ci, cj], rows)
+
+    def largest(ci: int, cj: int) -> int:
+        ci, cj = (ci if o_cnt[ci] else 1), (cj if k_cnt[cj] else 1)  # one trip: only the last tile
+        if o_cnt[ci] * k_cnt[cj] > clipped[ci, cj]:  # an interior pair exists: the unclipped window
+            return (o_len[ci] - 1) * s + (k_len[cj] - 1) * d + 1
+        return clip_max[ci, cj]
+
+    return GroupStats(total=total, boxes=boxes, valid=valid,
+                      cls_max=((largest(0, 0), largest(0, 1)), (largest(1, 0), largest(1, 1))))
 
 
 @dataclass(frozen=True)
@@ -184,17 +191,8 @@ class Analysis:
         """True when the peak fits in sram_bytes (`fits_sram`)."""
         return bool(fits_sram(self.peak_sram_bytes, sram_bytes))
 
-    def summary(self) -> str:
-        lines = [f"loaded {self.loaded_bytes:,} B, stored {self.stored_bytes:,} B (rmw {self.rmw_bytes:,} B), "
-                 f"peak SRAM {self.peak_sram_bytes:,} B, {self.macs:,} MACs, {self.tensorcore_cycles:,} "
-                 f"TensorCore cycles, ~{self.estimated_cycles:,} cycles (estimate)"]
-        for t in self.tensors:
-            lines.append(f"  {t.name:<8} @{t.loop:<4} x{t.instances:<8,} loaded {t.loaded_bytes:>14,} B  stored "
-                         f"{t.stored_bytes:>14,} B  buffer {t.buffer_bytes:>12,} B ({t.ways}-way)")
-        return "\n".join(lines)
 
-
-ISSUE_CYCLES = 1  # per tile compute, in the cycle estimate only (see Evaluator.evaluate)
+ISSUE_CYCLES = 1  # per tile compute, in the cycle estimate only (see Evaluator._estimate)
 
 
 # ------------------------------------------------------------------------------------------ the one model
@@ -219,12 +217,15 @@ class Batch:
         idx = np.unravel_index(sel, self.shape)
 
         def take(a):
-            if isinstance(a, np.ndarray):
-                return np.broadcast_to(a, self.shape)[idx]
-            return a
+            return np.broadcast_to(a, self.shape)[idx] if isinstance(a, np.ndarray) else a
 
-        return Batch([take(a) for a in self.tidx], [[take(a) for a in row] for row in self.above],
-                     [take(a) for a in self.ways], (len(sel),), self.tiled)
+        return Batch(tidx=[take(a) for a in self.tidx], above=[[take(a) for a in row] for row in self.above],
+                     ways=[take(a) for a in self.ways], shape=(len(sel),), tiled=self.tiled)
+
+
+def flat(v: Any, shape: tuple[int, ...]) -> np.ndarray:
+    """A count (array broadcastable to a batch's shape, or scalar) as a 1-d array over the batch's candidates."""
+    return np.broadcast_to(np.asarray(v), shape).reshape(-1)
 
 
 class TensorCounts(NamedTuple):
@@ -236,7 +237,7 @@ class TensorCounts(NamedTuple):
     loads: Any
     stores: Any
     instances: Any
-    box_bytes: Any
+    box_bytes: Any = None
 
 
 class Evaluation(NamedTuple):
@@ -255,6 +256,16 @@ class Evaluation(NamedTuple):
     def traffic_bytes(self) -> Any:
         return self.loaded_bytes + self.stored_bytes
 
+    def flat(self, shape: tuple[int, ...]) -> "Evaluation":
+        """Every count as a 1-d array over the batch's candidates (in flat index order)."""
+        def f(v):
+            return None if v is None else flat(v, shape)
+
+        return self._replace(loaded_bytes=f(self.loaded_bytes), stored_bytes=f(self.stored_bytes),
+                             peak_sram_bytes=f(self.peak_sram_bytes), macs=f(self.macs),
+                             tensorcore_cycles=f(self.tensorcore_cycles), estimated_cycles=f(self.estimated_cycles),
+                             tensors=tuple(TensorCounts._make(map(f, t)) for t in self.tensors))
+
 
 @dataclass(frozen=True)
 class _WindowTable:
@@ -267,7 +278,7 @@ class _WindowTable:
     size: int
     total: np.ndarray
     boxes: np.ndarray
-    cls: tuple[np.ndarray, ...]  # per class (ci, cj) in order (0,0), (0,1), (1,0), (1,1)
+    cls: dict[tuple[int, int], np.ndarray]  # the largest row count per tile class (ci, cj) (`GroupStats`)
     valid: np.ndarray  # both loops above (MAC weight), entry io * nk + ik
 
 
@@ -310,27 +321,26 @@ class Evaluator:
         def arr(values) -> np.ndarray:
             return np.array(list(values), dtype=dtype)
 
-        self.blocks = tensorcore_blocks(p, hardware)
+        blocks = tensorcore_blocks(p, hardware)
         self.fine = [arr(int(v) for v in f) for f in fine]
         self.ext = [p.extents[d] for d in self.dims]
         self.trips = [arr(tile_count(e, int(v)) for v in f) for e, f in zip(self.ext, self.fine)]
         self.last = [arr(last_tile(e, int(v)) for v in f) for e, f in zip(self.ext, self.fine)]
-        self.tcsum = [arr(_dim_sum(e, int(v), self.blocks.get(d, 0)) for v in f)
+        self.tcsum = [arr(_dim_sum(e, int(v), blocks.get(d, 0)) for v in f)
                       for d, e, f in zip(self.dims, self.ext, self.fine)]
-        self.groups: list[_WindowTable] = []
-        self.group_of: dict[str, tuple[int, int]] = {}  # dim -> (window group, 0 output position / 1 tap)
-        for g, a in enumerate(p.windows):
-            self.groups.append(self._window_table(a, arr))
-            self.group_of[a.dim] = (g, 0)
-            self.group_of[a.tap] = (g, 1)
-        self.group_of_idx = {self.dim_index[d]: v for d, v in self.group_of.items()}
+        self.groups = [self._window_table(a, arr) for a in p.windows]
+        # dim index -> (its window group, 0 output position / 1 tap)
+        self.group_of = {self.dim_index[d]: (g, role) for g, a in enumerate(p.windows)
+                         for role, d in enumerate((a.dim, a.tap))}
         self.idx = [[self.dim_index[d] for d in self.dims if d in t.dims] for t in self.tensors]
         self.nonidx = [[self.dim_index[d] for d in self.dims if d not in t.dims] for t in self.tensors]
-        self.axes = [[("plain", self.dim_index[a.dim]) if a.tap is None else ("window", self.group_of[a.dim][0])
-                      for a in t.axes] for t in self.tensors]
+        # a tensor's axes: plain (a dim index) or a window over a group's output position and tap (group index)
+        self.plain_axes = [[self.dim_index[a.dim] for a in t.axes if a.tap is None] for t in self.tensors]
+        self.window_axes = [[self.group_of[self.dim_index[a.dim]][0] for a in t.axes if a.tap is not None]
+                            for t in self.tensors]
         self.out_t = next(i for i, t in enumerate(self.tensors) if t.output)
         self.sizes = [problem.elements(t.name) for t in self.tensors]
-        self.plain_dims = [i for i, d in enumerate(self.dims) if d not in self.group_of]
+        self.plain_dims = [d for d in range(self.nd) if d not in self.group_of]
         self.plain_extent = math.prod(self.ext[d] for d in self.plain_dims)
 
     def _window_table(self, a, arr) -> _WindowTable:
@@ -339,19 +349,15 @@ class Evaluator:
         O, K = self.problem.extents[a.dim], self.problem.extents[a.tap]
         cache: dict[tuple[int, int], GroupStats] = {}
         stats = []  # combo-major, then output tile, then tap tile
-        for combo in range(4):
-            ao, ak = combo >> 1, combo & 1
-            for to in fo:
-                for tk in fk:
-                    key = (to if ao else O, tk if ak else K)
-                    if key not in cache:
-                        cache[key] = group_stats(O, K, a.stride, a.dilation, a.padding, a.size, *key)
-                    stats.append(cache[key])
-        both = stats[3 * len(fo) * len(fk):]
+        for ao, ak in CLASSES:  # combo = 2 x ao + ak: whether the output / tap loop is above
+            for key in itertools.product(fo if ao else [O], fk if ak else [K]):
+                if key not in cache:
+                    cache[key] = group_stats(O, K, a.stride, a.dilation, a.padding, a.size, *key)
+            stats += [cache[to if ao else O, tk if ak else K] for to in fo for tk in fk]
         return _WindowTable(io, ik, len(fk), len(fo) * len(fk), arr(s.total for s in stats),
-                            arr(s.boxes for s in stats),
-                            tuple(arr(s.cls_max[ci][cj] for s in stats) for ci in (0, 1) for cj in (0, 1)),
-                            arr(s.valid for s in both))
+                            arr(s.boxes for s in stats), {(ci, cj): arr(s.cls_max[ci][cj] for s in stats)
+                                                          for ci, cj in CLASSES},
+                            arr(s.valid for s in stats[3 * len(fo) * len(fk):]))
 
     def evaluate(self, b: Batch, exact: bool = True, estimate: bool = True) -> Evaluation:
         """Evaluate a batch of candidates (numpy broadcasting over b.shape).
@@ -374,48 +380,48 @@ class Evaluator:
                     row[d] = np.where(a, T[d], 1)
             seen.append(row)
         pair_index = [(tidx[g.o] * g.nk + tidx[g.k]) if (g.o in tiled or g.k in tiled) else 0 for g in self.groups]
-        flats = [[self._combo(x, g, above, tiled) * g.size + pi for g, pi in zip(self.groups, pair_index)]
-                 for x in range(self.nt)]
-        counts = [self._tensor_counts(x, seen[x], flats[x]) for x in range(self.nt)]
-        peak, boxes = self._peak(b, flats, tiled, exact)
+        entries = [[self._combo(x, g, above, tiled) * g.size + pi for g, pi in zip(self.groups, pair_index)]
+                   for x in range(self.nt)]
+        peak, boxes = self._peak(b, entries, tiled, exact)
+        tensors = tuple(self._tensor_counts(x, seen[x], entries[x])._replace(box_bytes=boxes[x])
+                        for x in range(self.nt))
         valid: Any = 1
         for g, pi in zip(self.groups, pair_index):
             valid = valid * g.valid[pi]
         cycles: Any = valid
         for d in self.plain_dims:
             cycles = cycles * (self.tcsum[d][tidx[d]] if d in tiled else self.tcsum[d][0])
-        tensors = tuple(TensorCounts(*c, box) for c, box in zip(counts, boxes))
-        loaded = stored = 0
-        for c in counts:
-            loaded = loaded + c[0]
-            stored = stored + c[1]
-        est = self._estimate(cycles, tensors, b.ways, T) if estimate else None
-        return Evaluation(loaded, stored, peak, exact, self.plain_extent * valid, cycles, est, tensors)
+        return Evaluation(loaded_bytes=sum(t.loaded_bytes for t in tensors),
+                          stored_bytes=sum(t.stored_bytes for t in tensors), peak_sram_bytes=peak, peak_exact=exact,
+                          macs=self.plain_extent * valid, tensorcore_cycles=cycles,
+                          estimated_cycles=self._estimate(cycles, tensors, b.ways, T) if estimate else None,
+                          tensors=tensors)
 
-    def _tensor_counts(self, x: int, row: dict, flat: list) -> tuple:
-        """(loaded bytes, stored bytes, loads, stores, instances) of tensor x (see the module docstring)."""
+    def _tensor_counts(self, x: int, seen: dict, entry: list) -> TensorCounts:
+        """Tensor x's counts but its box (see the module docstring); seen: the trips of its loops above; entry: its
+        entry in each window table."""
         nonidx: Any = 1
         for d in self.nonidx[x]:
-            if d in row:
-                nonidx = nonidx * row[d]
+            if d in seen:
+                nonidx = nonidx * seen[d]
         instances = elem = boxes = nonidx
-        for kind, v in self.axes[x]:
-            if kind == "plain":
-                elem = elem * self.ext[v]
-                if v in row:
-                    boxes = boxes * row[v]
-                    instances = instances * row[v]
-            else:
-                g = self.groups[v]
-                elem = elem * g.total[flat[v]]
-                boxes = boxes * g.boxes[flat[v]]
-                for d in (g.o, g.k):
-                    if d in row:
-                        instances = instances * row[d]
+        for d in self.plain_axes[x]:
+            elem = elem * self.ext[d]
+            if d in seen:
+                boxes = boxes * seen[d]
+                instances = instances * seen[d]
+        for v in self.window_axes[x]:
+            g = self.groups[v]
+            elem = elem * g.total[entry[v]]
+            boxes = boxes * g.boxes[entry[v]]
+            for d in (g.o, g.k):
+                if d in seen:
+                    instances = instances * seen[d]
         if x == self.out_t:  # R = nonidx visits: the first opens zeros, the others reload the partial sums
             size = self.sizes[x] * self.word
-            return (nonidx - 1) * size, nonidx * size, instances - instances // nonidx, instances, instances
-        return elem * self.word, 0, boxes, 0, instances
+            return TensorCounts(loaded_bytes=(nonidx - 1) * size, stored_bytes=nonidx * size,
+                                loads=instances - instances // nonidx, stores=instances, instances=instances)
+        return TensorCounts(loaded_bytes=elem * self.word, stored_bytes=0, loads=boxes, stores=0, instances=instances)
 
     @staticmethod
     def _combo(x: int, g: _WindowTable, above: list, tiled: set):
@@ -425,71 +431,52 @@ class Evaluator:
             return 2 * int(ao) + int(ak)
         return 2 * np.asarray(ao, np.int64) + np.asarray(ak, np.int64)
 
-    def _peak(self, b: Batch, flats: list, tiled: set, exact: bool = True) -> tuple[Any, list]:
+    def _peak(self, b: Batch, entries: list, tiled: set, exact: bool = True) -> tuple[Any, list]:
         """max over the window-group tile classes of sum(ways x box); and each tensor's largest box (one way).
 
         A window group (output position, tap) has four tile classes (not-last / last for each loop); within a
         class every box is constant, so the maximum over the class combinations of all groups is exact."""
-        ng = len(self.groups)
-        class_opts = []
+        opts = []
         for g in self.groups:
-            co = (0, 1) if g.o in tiled else (1,)
-            ck = (0, 1) if g.k in tiled else (1,)
-            class_opts.append([(ci, cj) for ci in co for cj in ck])
-        if not exact:  # one class per group: every loop at its first tile (a lower bound of the peak)
-            class_opts = [opts[:1] for opts in class_opts]
-        bases = []
-        terms: list[list[dict | None]] = []
-        for x in range(self.nt):
-            base: Any = self.word
-            tx: list[dict | None] = [None] * ng
-            for kind, v in self.axes[x]:
-                if kind == "window":
-                    g = self.groups[v]
-                    vals = {(ci, cj): g.cls[2 * ci + cj][flats[x][v]] for ci, cj in class_opts[v]}
-                elif v in tiled:
-                    d, a = v, b.above[x][v]
-                    full = _pick(a, self.fine[d][b.tidx[d]], self.ext[d])
-                    if d not in self.group_of_idx:
-                        base = base * full
-                        continue
-                    v, role = self.group_of_idx[d]  # a plain axis of a window group's loop: its tile class
-                    lst = _pick(a, self.last[d][b.tidx[d]], self.ext[d])
-                    vals = {cl: (full if cl[role] == 0 else lst) for cl in class_opts[v]}
-                else:
-                    base = base * self.ext[v]
-                    continue
-                if tx[v] is None:
-                    tx[v] = vals
-                else:
-                    tx[v] = {cl: tx[v][cl] * vals[cl] for cl in tx[v]}
-            bases.append(base)
-            terms.append(tx)
-        boxes = []  # the classes of different groups vary independently
-        for x in range(self.nt):
-            box = bases[x]
-            for tg in terms[x]:
-                if tg is not None:
-                    vals = list(tg.values())
-                    m = vals[0]
-                    for v in vals[1:]:
-                        m = _max(m, v)
-                    box = box * m
-            boxes.append(box)
+            cl = [(ci, cj) for ci in ((0, 1) if g.o in tiled else (1,)) for cj in ((0, 1) if g.k in tiled else (1,))]
+            opts.append(cl if exact else cl[:1])  # one class per group: every loop at its first tile (a lower bound)
+        terms = [self._box_terms(x, b, entries[x], tiled, opts) for x in range(self.nt)]
+        # a box is largest in the largest class of each group (the classes of different groups vary independently)
+        boxes = [math.prod((functools.reduce(_max, tg.values()) for tg in tx if tg is not None), start=base)
+                 for base, tx in terms]
 
-        def rec(gi: int, partial: list):
-            if gi == ng:
-                live = partial[0]
-                for v in partial[1:]:
-                    live = live + v
-                return live
-            best = None
-            for cl in class_opts[gi]:
-                v = rec(gi + 1, [p if terms[x][gi] is None else p * terms[x][gi][cl] for x, p in enumerate(partial)])
-                best = v if best is None else _max(best, v)
-            return best
+        def live(gi: int, partial: list):  # the largest live bytes over the classes of groups gi, gi + 1, ...
+            if gi == len(self.groups):
+                return functools.reduce(operator.add, partial)
+            per_class = (live(gi + 1, [p if tx[gi] is None else p * tx[gi][cl] for p, (_, tx) in zip(partial, terms)])
+                         for cl in opts[gi])
+            return functools.reduce(_max, per_class)
 
-        return rec(0, [bases[x] * b.ways[x] for x in range(self.nt)]), boxes
+        return live(0, [base * w for (base, _), w in zip(terms, b.ways)]), boxes
+
+    def _box_terms(self, x: int, b: Batch, entry: list, tiled: set, opts: list) -> tuple[Any, list]:
+        """Tensor x's box (bytes, one way) as base x the product over window groups g of terms[g][class] (None:
+        the box does not depend on g's class)."""
+        base: Any = self.word
+        terms: list[dict | None] = [None] * len(self.groups)
+
+        def times(v: int, vals: dict) -> None:
+            terms[v] = vals if terms[v] is None else {cl: terms[v][cl] * vals[cl] for cl in terms[v]}
+
+        for v in self.window_axes[x]:
+            times(v, {cl: self.groups[v].cls[cl][entry[v]] for cl in opts[v]})
+        for d in self.plain_axes[x]:
+            if d not in tiled:
+                base = base * self.ext[d]
+                continue
+            full = _pick(b.above[x][d], self.fine[d][b.tidx[d]], self.ext[d])
+            if d not in self.group_of:
+                base = base * full
+                continue
+            v, role = self.group_of[d]  # a plain axis over a window group's loop: its tile class sets its size
+            last = _pick(b.above[x][d], self.last[d][b.tidx[d]], self.ext[d])
+            times(v, {cl: (full if cl[role] == 0 else last) for cl in opts[v]})
+        return base, terms
 
     def _estimate(self, tc, tensors: Sequence[TensorCounts], ways: Sequence, trips: dict):
         """A quick cycle estimate used to rank schedules (the timing simulator gives the real number).
@@ -526,9 +513,7 @@ class Evaluator:
                 lc = (w == 1) * lc
             exposed = exposed + lc * (inst - 1) / inst
         dma = load_total + store_total if hw.dram_shared_load_store else _max(load_total, store_total)
-        iterations: Any = 1
-        for v in trips.values():
-            iterations = iterations * v
+        iterations = math.prod(trips.values())
         return _max(tc + exposed, dma) + fill + ISSUE_CYCLES * iterations
 
 
@@ -543,36 +528,36 @@ def _dim_sum(extent: int, tile: int, block: int) -> int:
     if block == 0:
         return extent
     n = tile_count(extent, tile)
-    return (n - 1) * (-(-tile // block)) + (-(-last_tile(extent, tile) // block))
-
-
-def nest_batch(evaluator: Evaluator, nest: LoopNest) -> Batch:
-    """The batch of one nest for an evaluator whose candidate tiles are the nest's own (`analyze`)."""
-    above = [[d in set(nest.above(t.name)) for d in evaluator.dims] for t in evaluator.tensors]
-    return Batch([0] * evaluator.nd, above, list(nest.ways), ())
+    return (n - 1) * ceil_div(tile, block) + ceil_div(last_tile(extent, tile), block)
 
 
 def analyze(nest: LoopNest, hardware: Accelerator) -> Analysis:
     """The closed-form counts of `nest` on `hardware` (see the module docstring); equal to a traced run.
 
-    A batch of one through `Evaluator`, in Python integers (exact at any size)."""
+    A batch of one through `Evaluator` whose candidate tiles are the nest's own, in Python integers (exact at
+    any size)."""
     ev = Evaluator(nest.problem, hardware, [[t] for t in nest.tiles], python_ints=True)
-    r = ev.evaluate(nest_batch(ev, nest))
+    above = [[d in nest.above(t.name) for d in ev.dims] for t in ev.tensors]
+    r = ev.evaluate(Batch(tidx=[0] * ev.nd, above=above, ways=list(nest.ways), shape=()))
     tensors = tuple(_tensor_model(nest, spec, c) for spec, c in zip(nest.problem.tensors, r.tensors))
-    padded = r.tensorcore_cycles * hardware.tensorcore_in_channels * hardware.tensorcore_out_channels
-    return Analysis(nest, hardware.name, hardware.word_bytes, tensors, r.loaded_bytes, r.stored_bytes,
-                    sum(t.rmw_bytes for t in tensors), sum(t.loads for t in tensors), sum(t.stores for t in tensors),
-                    r.peak_sram_bytes, r.macs, padded, r.tensorcore_cycles, int(round(r.estimated_cycles)))
+    return Analysis(nest=nest, hardware=hardware.name, word_bytes=hardware.word_bytes, tensors=tensors,
+                    loaded_bytes=r.loaded_bytes, stored_bytes=r.stored_bytes,
+                    rmw_bytes=sum(t.rmw_bytes for t in tensors), loads=sum(t.loads for t in tensors),
+                    stores=sum(t.stores for t in tensors), peak_sram_bytes=r.peak_sram_bytes, macs=r.macs,
+                    padded_macs=r.tensorcore_cycles * hardware.tensorcore_in_channels
+                    * hardware.tensorcore_out_channels,
+                    tensorcore_cycles=r.tensorcore_cycles, estimated_cycles=int(round(r.estimated_cycles)))
 
 
 def _tensor_model(nest: LoopNest, spec, c: TensorCounts) -> TensorModel:
     """A tensor's `TensorModel` from its counts: an output's reloads are its read-modify-writes, the other
     visits open zeros."""
     ways = nest.ways_of(spec.name)
-    rmw = c.loaded_bytes if spec.output else 0
-    opens = c.instances - c.loads if spec.output else 0
-    return TensorModel(spec.name, nest.loop_of(spec.name), c.instances, c.loaded_bytes, c.stored_bytes, rmw,
-                       c.loads, c.stores, opens, c.box_bytes, ways * c.box_bytes, ways)
+    return TensorModel(name=spec.name, loop=nest.loop_of(spec.name), instances=c.instances,
+                       loaded_bytes=c.loaded_bytes, stored_bytes=c.stored_bytes,
+                       rmw_bytes=c.loaded_bytes if spec.output else 0, loads=c.loads, stores=c.stores,
+                       opens=c.instances - c.loads if spec.output else 0, box_bytes=c.box_bytes,
+                       buffer_bytes=ways * c.box_bytes, ways=ways)
 
 
 # ------------------------------------------------------------------------------------------ reconciliation
@@ -625,34 +610,30 @@ def _instance_ranges(nest: LoopNest, tensor: str, instance: int) -> dict[str, tu
     return {d: ranges[d] for d in loops}  # outermost first
 
 
-def _trace_per_instance(nest: LoopNest, result, tensor: str) -> dict[int, list] | None:
-    """Walk the trace: per scope instance of `tensor`'s scope, [loaded bytes, open regions (in order)]; None
-    without a trace."""
+def _trace_per_instance(nest: LoopNest, result, tensor: str) -> tuple[dict[int, int], dict[int, list]] | None:
+    """Walk the trace: per scope instance of `tensor`'s scope, its loaded bytes and its open regions (in order);
+    None without a trace."""
     trace = getattr(result, "trace", None)
-    if trace is None:
-        return None
-    from dsasim.traced.trace import ENTER, EXIT, LOAD, OPEN
-    try:
-        tid = next(i for i, t in enumerate(trace.tensors) if t.name == tensor)
-    except StopIteration:
+    tid = next((i for i, t in enumerate(trace.tensors) if t.name == tensor), None) if trace is not None else None
+    if tid is None:
         return None
     scope_name = nest.scope_name(tensor)
     scope_ids = {i for i, s in enumerate(trace.scopes) if s.path and s.path[-1] == scope_name}
-    per_instance: dict[int, list] = {}
+    loaded: dict[int, int] = defaultdict(int)
+    opens: dict[int, list] = defaultdict(list)
     current = None
     for ev in trace.events:
         k = ev[0]
         if k == ENTER and ev[1] in scope_ids:
             current = ev[2]
-            per_instance.setdefault(current, [0, []])
         elif k == EXIT and ev[1] in scope_ids:
             current = None
         elif current is not None and ev[2] == tid:
             if k == LOAD:
-                per_instance[current][0] += ev[4]
+                loaded[current] += ev[4]
             elif k == OPEN:
-                per_instance[current][1].append(tuple(ev[3]))
-    return per_instance
+                opens[current].append(tuple(ev[3]))
+    return loaded, opens
 
 
 def _instance_differences(nest: LoopNest, result, tensor: str, word: int) -> tuple[str, str, int]:
@@ -662,37 +643,30 @@ def _instance_differences(nest: LoopNest, result, tensor: str, word: int) -> tup
     The model: an input instance loads its box; an output instance opens its box as zeros (one OPEN, no DMA) on
     its first visit (every reduction loop above it at its first tile) and loads it (a read-modify-write) later.
     """
-    per_instance = _trace_per_instance(nest, result, tensor)
-    if per_instance is None:
+    traced = _trace_per_instance(nest, result, tensor)
+    if traced is None:
         return "", "", -1
+    loaded, opens = traced
     spec = nest.problem.tensor(tensor)
     red = [d for d in nest.above(tensor) if d not in spec.dims]
-    instances = math.prod(nest.trips(d) for d in nest.above(tensor))
     load_diff = open_diff = ""
-    traced_opens = sum(len(v[1]) for v in per_instance.values())
-    for inst in range(instances):
+    for inst in range(math.prod(nest.trips(d) for d in nest.above(tensor))):
         ranges = _instance_ranges(nest, tensor, inst)
         box = nest.box(tensor, ranges)
-        elems = math.prod(b - a for a, b in box)
         first_visit = all(ranges[d][0] == 0 for d in red)
-        if spec.output:
-            model_load = 0 if first_visit else elems * word
-            model_opens = [box] if first_visit else []
-        else:
-            model_load = elems * word
-            model_opens = []
-        got_load, got_opens = per_instance.get(inst, [0, []])
+        model_load = 0 if spec.output and first_visit else region_elements(box) * word
+        model_opens = [box] if spec.output and first_visit else []
         where = ", ".join(f"{d}=[{a}:{b})" for d, (a, b) in ranges.items() if nest.trips(d) > 1) or \
             "the only instance"
-        if not load_diff and got_load != model_load:
+        if not load_diff and loaded.get(inst, 0) != model_load:
             load_diff = (f"first differing scope instance #{inst} ({where}): model loads {model_load:,} B, trace "
-                         f"{got_load:,} B")
-        if not open_diff and got_opens != model_opens:
+                         f"{loaded.get(inst, 0):,} B")
+        if not open_diff and opens.get(inst, []) != model_opens:
             open_diff = (f"first scope instance with different opens #{inst} ({where}): model opens "
-                         f"{model_opens or 'nothing'}, trace {got_opens or 'nothing'}")
+                         f"{model_opens or 'nothing'}, trace {opens.get(inst) or 'nothing'}")
         if load_diff and open_diff:
             break
-    return load_diff, open_diff, traced_opens
+    return load_diff, open_diff, sum(len(v) for v in opens.values())
 
 
 def reconcile(nest: LoopNest, result, hardware: Accelerator) -> Reconciliation:
@@ -705,36 +679,32 @@ def reconcile(nest: LoopNest, result, hardware: Accelerator) -> Reconciliation:
     indices) that differs.
     """
     model = analyze(nest, hardware)
-    rec = Reconciliation(nest, model)
-    if getattr(result, "status", "ok") != "ok":
-        rec.mismatches.append(Mismatch("*", "top", f"status {result.status}", 0, 0, result.message[:300]))
+    rec = Reconciliation(nest=nest, analysis=model)
+
+    def differ(tensor: str, loop: str, quantity: str, model: int, trace: int, detail: str = "") -> None:
+        rec.mismatches.append(Mismatch(tensor=tensor, loop=loop, quantity=quantity, model=model, trace=trace,
+                                       detail=detail))
+
+    if result.status != Status.OK:
+        differ("*", "top", f"status {result.status}", 0, 0, result.message[:300])
         return rec
     traced = {t.name: t for t in result.tensors}
     for tm in model.tensors:
         tr = traced.get(tm.name)
         if tr is None:
-            rec.mismatches.append(Mismatch(tm.name, tm.loop, "present in trace", 1, 0))
+            differ(tm.name, tm.loop, "present in trace", 1, 0)
             continue
         load_diff, open_diff, traced_opens = _instance_differences(nest, result, tm.name, model.word_bytes)
         for q in ("loaded_bytes", "stored_bytes", "rmw_bytes", "loads", "stores"):
-            a, b = getattr(tm, q), getattr(tr, q)
-            if a != b:
-                rec.mismatches.append(Mismatch(tm.name, tm.loop, q, a, b, load_diff if q == "loaded_bytes" else ""))
+            if getattr(tm, q) != getattr(tr, q):
+                differ(tm.name, tm.loop, q, getattr(tm, q), getattr(tr, q), load_diff if q == "loaded_bytes" else "")
         if traced_opens >= 0 and (tm.opens != traced_opens or open_diff):
-            rec.mismatches.append(Mismatch(tm.name, tm.loop, "opens", tm.opens, traced_opens, open_diff))
-        elif load_diff and not any(m.tensor == tm.name and m.quantity == "loaded_bytes" for m in rec.mismatches):
+            differ(tm.name, tm.loop, "opens", tm.opens, traced_opens, open_diff)
+        elif load_diff and tm.loaded_bytes == tr.loaded_bytes:
             # equal totals, different instances: bytes moved between scope instances
-            rec.mismatches.append(Mismatch(tm.name, tm.loop, "loaded_bytes per scope instance", tm.loaded_bytes,
-                                           tr.loaded_bytes, load_diff))
-    inner = nest.order[-1] if nest.order else "top"
-    for q, a, b in (("peak_sram_bytes", model.peak_sram_bytes, result.peak_sram_bytes),
-                    ("macs", model.macs, result.macs),
-                    ("tensorcore_cycles", model.tensorcore_cycles, result.tensorcore_cycles)):
-        if a != b:
-            rec.mismatches.append(Mismatch("*", "innermost " + inner if q != "peak_sram_bytes" else "all", q, a, b))
+            differ(tm.name, tm.loop, "loaded_bytes per scope instance", tm.loaded_bytes, tr.loaded_bytes, load_diff)
+    inner = "innermost " + (nest.order[-1] if nest.order else "top")
+    for q in ("peak_sram_bytes", "macs", "tensorcore_cycles"):
+        if getattr(model, q) != getattr(result, q):
+            differ("*", "all" if q == "peak_sram_bytes" else inner, q, getattr(model, q), getattr(result, q))
     return rec
-
-
-def problem_tensor_bytes(problem: Problem, word_bytes: int) -> dict[str, int]:
-    """DDR bytes of every tensor of a problem."""
-    return {t.name: problem.elements(t.name) * word_bytes for t in problem.tensors}

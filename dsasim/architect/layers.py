@@ -48,10 +48,15 @@ _stage(5, "abc", 1024, 512, 2048, 14, 2)
 RESNET50: dict[str, tuple[int, int, int, int, int, int]] = {n: rest for n, *rest in _R50}
 
 
+def _resnet50(short: str) -> ConvProblem:
+    """The ResNet-50 convolution `short` (a name without the resnet50. prefix) at batch 1."""
+    ic, oc, k, s, p, hw = RESNET50[short]
+    return ConvProblem(n=1, ic=ic, oc=oc, h=hw, w=hw, kh=k, stride=s, padding=p, name=f"resnet50.{short}")
+
+
 def resnet50_layers() -> dict[str, ConvProblem]:
     """All 53 ResNet-50 convolutions, by name (without the resnet50. prefix), in network order."""
-    return {name: ConvProblem(1, ic, oc, hw, hw, k, stride=s, padding=p, name=f"resnet50.{name}")
-            for name, (ic, oc, k, s, p, hw) in RESNET50.items()}
+    return {name: _resnet50(name) for name in RESNET50}
 
 
 def distinct_resnet50() -> list[tuple[ConvProblem, list[str]]]:
@@ -90,56 +95,57 @@ def _kv(spec: str, body: str) -> dict[str, int]:
     return values
 
 
+def _gemm_spec(name: str, v: dict[str, int]) -> MatmulProblem:
+    unknown = sorted(set(v) - {"m", "n", "k"})
+    missing = sorted({"m", "n", "k"} - set(v))
+    if unknown or missing:
+        raise ValueError(f"layer spec {name!r}: a gemm needs m, n and k" +
+                         (f"; unknown key(s) {unknown}" if unknown else "") +
+                         (f"; missing {missing}" if missing else ""))
+    return MatmulProblem(v["m"], v["n"], v["k"], name=name)
+
+
+def _conv_spec(name: str, v: dict[str, int]) -> ConvProblem:
+    allowed = {"n", "ic", "oc", "h", "w", "k", "kh", "kw", "s", "sh", "sw", "p", "ph", "pw", "d", "dh", "dw"}
+    unknown = sorted(set(v) - allowed)
+    if unknown:
+        raise ValueError(f"layer spec {name!r}: unknown key(s) {unknown}; keys are {sorted(allowed)}")
+    missing = sorted({"ic", "oc", "h"} - set(v))
+    if missing:
+        raise ValueError(f"layer spec {name!r}: missing {missing} (e.g. conv:ic=64,oc=64,h=56,k=3,p=1)")
+
+    def pair(key: str, default: int) -> tuple[int, int]:  # k, or kh and kw for unequal height and width
+        base = v.get(key, default)
+        return v.get(key + "h", base), v.get(key + "w", base)
+
+    kh, kw = pair("k", 1)
+    return ConvProblem(n=v.get("n", 1), ic=v["ic"], oc=v["oc"], h=v["h"], w=v.get("w", v["h"]), kh=kh, kw=kw,
+                       stride=pair("s", 1), padding=pair("p", 0), dilation=pair("d", 1), name=name)
+
+
+_SPECS = {"gemm": _gemm_spec, "matmul": _gemm_spec, "conv": _conv_spec}
+
+
 def parse_layer(text: str) -> Problem:
     """A built-in layer name or a shape spec (see the module docstring) -> ConvProblem / MatmulProblem."""
     name = text.strip()
     if name == "blog-conv":
-        return ConvProblem(1, 2048, 512, 56, 56, 1, name="blog-conv")
+        return ConvProblem(n=1, ic=2048, oc=512, h=56, w=56, kh=1, name="blog-conv")
     if name.startswith("resnet50."):
         short = name[len("resnet50."):]
         if short not in RESNET50:
             raise ValueError(f"unknown ResNet-50 layer {short!r}; names are conv1 and res{{2..5}}{{a..}}_branch"
                              f"{{1,2a,2b,2c}}, e.g. resnet50.res2a_branch2b; known: {', '.join(RESNET50)}")
-        ic, oc, k, s, p, hw = RESNET50[short]
-        return ConvProblem(1, ic, oc, hw, hw, k, stride=s, padding=p, name=name)
+        return _resnet50(short)
     m = re.fullmatch(r"gemm-(\d+)(?:x(\d+)x(\d+))?", name)
     if m:
         a = int(m.group(1))
-        b = int(m.group(2)) if m.group(2) else a
-        c = int(m.group(3)) if m.group(3) else a
-        return MatmulProblem(a, b, c, name=name)
+        return MatmulProblem(a, int(m.group(2) or a), int(m.group(3) or a), name=name)
     if ":" in name:
         kind, body = name.split(":", 1)
-        kind = kind.strip().lower()
-        v = _kv(name, body)
-        if kind in ("gemm", "matmul"):
-            unknown = sorted(set(v) - {"m", "n", "k"})
-            missing = sorted({"m", "n", "k"} - set(v))
-            if unknown or missing:
-                raise ValueError(f"layer spec {name!r}: a gemm needs m, n and k" +
-                                 (f"; unknown key(s) {unknown}" if unknown else "") +
-                                 (f"; missing {missing}" if missing else ""))
-            return MatmulProblem(v["m"], v["n"], v["k"], name=name)
-        if kind == "conv":
-            allowed = {"n", "ic", "oc", "h", "w", "k", "kh", "kw", "s", "sh", "sw", "p", "ph", "pw", "d", "dh",
-                       "dw"}
-            unknown = sorted(set(v) - allowed)
-            if unknown:
-                raise ValueError(f"layer spec {name!r}: unknown key(s) {unknown}; keys are {sorted(allowed)}")
-            missing = sorted({"ic", "oc", "h"} - set(v))
-            if missing:
-                raise ValueError(f"layer spec {name!r}: missing {missing} (e.g. conv:ic=64,oc=64,h=56,k=3,p=1)")
-
-            def pair(key: str, default: int) -> tuple[int, int]:
-                base = v.get(key, default)
-                return v.get(key + "h", base), v.get(key + "w", base)
-
-            kh, kw = pair("k", 1)
-            sh, sw = pair("s", 1)
-            ph, pw = pair("p", 0)
-            dh, dw = pair("d", 1)
-            return ConvProblem(v.get("n", 1), v["ic"], v["oc"], v["h"], v.get("w", v["h"]), kh, kw, (sh, sw),
-                               (ph, pw), (dh, dw), name=name)
-        raise ValueError(f"layer spec {name!r}: unknown kind {kind!r}; use conv:... or gemm:...")
+        values = _kv(name, body)
+        if kind.strip().lower() not in _SPECS:
+            raise ValueError(f"layer spec {name!r}: unknown kind {kind.strip().lower()!r}; use conv:... or gemm:...")
+        return _SPECS[kind.strip().lower()](name, values)
     raise ValueError(f"unknown layer {name!r}: use a built-in name (blog-conv, resnet50.<name>, gemm-1024) or a "
                      f"shape spec such as conv:ic=64,oc=64,h=56,k=3,p=1 or gemm:m=512,n=512,k=512")

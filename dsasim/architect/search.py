@@ -28,6 +28,7 @@ timing simulator to confirm them.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 import time
@@ -36,12 +37,15 @@ from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
-from dsasim.architect.analytic import Analysis, Batch, Evaluation, Evaluator, analyze, fits_sram, tensorcore_blocks
+from dsasim.architect.analytic import (Analysis, Batch, Evaluation, Evaluator, analyze, fits_sram, flat, reconcile,
+                                       tensorcore_blocks)
 from dsasim.hardware import Accelerator
+from dsasim.traced.schedule import Status
+from dsasim.util import ceil_div
 from dsasim.architect.loopnest import LoopNest, Problem, tile_count
 from dsasim.architect.lower_bounds import Bound, lower_bound
 
-__all__ = ["Space", "Candidate", "SearchResult", "search", "search_front", "evaluate_nests", "simulate_cycles",
+__all__ = ["Space", "Candidate", "SearchResult", "search", "search_front", "evaluate_nests",
            "tile_candidates", "SearchFront", "LayerTooLargeError", "count_bound_bytes", "EXACT_COUNT_LIMIT",
            "WorkTooLargeError", "WorkEstimate", "estimate_search_work", "estimate_trace_work", "check_work",
            "WORK_LIMIT_SECONDS", "SECONDS_PER_TRACED_SCHEDULE"]
@@ -120,8 +124,9 @@ class WorkEstimate:
             raise ValueError(f"WorkEstimate: counts and seconds must be >= 0, got {self}")
 
     def __add__(self, other: "WorkEstimate") -> "WorkEstimate":
-        return WorkEstimate(f"{self.what}, {other.what}", self.evaluations + other.evaluations,
-                            self.traced_operations + other.traced_operations, self.seconds + other.seconds)
+        return WorkEstimate(what=f"{self.what}, {other.what}", evaluations=self.evaluations + other.evaluations,
+                            traced_operations=self.traced_operations + other.traced_operations,
+                            seconds=self.seconds + other.seconds)
 
     def describe(self) -> str:
         """One line: what, how many evaluations / traced operations, and about how long."""
@@ -164,9 +169,9 @@ def estimate_search_work(problem: Problem, hardware: Accelerator, n_capacities: 
     if n_capacities < 1:
         raise ValueError(f"estimate_search_work: n_capacities must be >= 1, got {n_capacities}")
     space = Space(problem, hardware, exhaustive=exhaustive)
-    n = first_pass_size(space, exhaustive)
-    return WorkEstimate(f"search of {problem.name} at {n_capacities:,} SRAM size(s)", n, 0,
-                        n / EVALUATIONS_PER_SECOND + n_capacities * SECONDS_PER_CAPACITY)
+    n = first_pass_size(space)
+    return WorkEstimate(what=f"search of {problem.name} at {n_capacities:,} SRAM size(s)", evaluations=n,
+                        traced_operations=0, seconds=n / EVALUATIONS_PER_SECOND + n_capacities * SECONDS_PER_CAPACITY)
 
 
 def estimate_trace_work(nests: Sequence[LoopNest]) -> WorkEstimate:
@@ -177,20 +182,18 @@ def estimate_trace_work(nests: Sequence[LoopNest]) -> WorkEstimate:
         it = nest.iterations()
         scopes = sum(math.prod(nest.trips(d) for d in nest.above(t)) for t in nest.problem.tensor_names)
         ops += it * (1 + len(nest.problem.tensors)) + 2 * scopes
-    return WorkEstimate(f"tracing {len(nests)} schedule(s)", 0, ops,
-                        ops / TRACED_OPERATIONS_PER_SECOND + len(nests) * SECONDS_PER_TRACED_SCHEDULE)
+    return WorkEstimate(what=f"tracing {len(nests)} schedule(s)", evaluations=0, traced_operations=ops,
+                        seconds=ops / TRACED_OPERATIONS_PER_SECOND + len(nests) * SECONDS_PER_TRACED_SCHEDULE)
 
 
 # ------------------------------------------------------------------------------------------ tile candidates
 def _balanced(extent: int) -> list[int]:
     """ceil(extent / T) for every trip count T: the smallest tile giving T trips."""
-    vals = set()
-    t = 1
+    vals, t = set(), 1
     while t <= extent:
         trips = tile_count(extent, t)
-        vals.add(-(-extent // trips))
-        # next trip count below: jump to the smallest tile with fewer trips
-        t = -(-extent // (trips - 1)) if trips > 1 else extent + 1
+        vals.add(ceil_div(extent, trips))
+        t = ceil_div(extent, trips - 1) if trips > 1 else extent + 1  # the smallest tile with fewer trips
     return sorted(vals)
 
 
@@ -203,71 +206,68 @@ def tile_candidates(extent: int, align: int = 0, coarse: bool = False, exhaustiv
     if exhaustive:
         return [extent] + list(range(extent - 1, 0, -1))
     if coarse:
-        vals = {-(-extent // t) for t in COARSE_TRIPS if t <= extent}
+        vals = {ceil_div(extent, t) for t in COARSE_TRIPS if t <= extent}
         vals.add(1)  # the smallest footprint: whatever fits any SRAM is found by the first pass alone
         if align > 1:
             vals |= {align * k for k in COARSE_ALIGNED if align * k < extent}
     else:
         vals = set(_balanced(extent))
         if align > 1:
-            vals |= {align * -(-v // align) for v in list(vals) if align * -(-v // align) < extent}
+            vals |= {align * ceil_div(v, align) for v in list(vals) if align * ceil_div(v, align) < extent}
             vals |= {align * k for k in (1, 2, 4, 8, 16, 32, 64) if align * k < extent}
-    vals.discard(extent)
     return [extent] + sorted((v for v in vals if 1 <= v < extent), reverse=True)
 
 
 # ----------------------------------------------------------------------------------------------- the space
 class Space(Evaluator):
-    """A problem's search tables: candidate tile sizes per dimension (`tile_candidates`), the coarse first-pass
-    subset, and the model's tables over them (`analytic.Evaluator`)."""
+    """A problem's search tables: candidate tile sizes per dimension (`tile_candidates`), the first pass's
+    subset of them, and the model's tables over them (`analytic.Evaluator`).
+
+    A candidate is also kept as a row of int64: [tile index per dim..., above bits per tensor (bit d: loop d
+    above its staging)..., ways per tensor...] (`rows`, `batch`, `nest`, `row`)."""
 
     def __init__(self, problem: Problem, hardware: Accelerator, exhaustive: bool = False) -> None:
         _check_exact(problem, hardware.word_bytes)  # before any table is built or candidate evaluated
+        self.exhaustive = exhaustive
         self._structs: dict[tuple, np.ndarray] = {}
         align = tensorcore_blocks(problem, hardware)
-        fine_lists, self.coarse_idx = [], []
+        fine_lists, self.first_pass_idx = [], []
         for d in problem.dims:
-            ext = problem.extents[d]
-            fine = tile_candidates(ext, align.get(d, 0), exhaustive=exhaustive)
-            coarse = tile_candidates(ext, align.get(d, 0), coarse=True) if not exhaustive else fine
-            pos = {v: i for i, v in enumerate(fine)}
+            fine = tile_candidates(problem.extents[d], align.get(d, 0), exhaustive=exhaustive)
+            coarse = set(fine if exhaustive else tile_candidates(problem.extents[d], align.get(d, 0), coarse=True))
+            # the first pass's tiles of a tiled dim: the coarse ones but the full extent (index 0)
+            self.first_pass_idx.append(np.array([i for i, v in enumerate(fine) if v in coarse and i > 0], np.int64))
             fine_lists.append(fine)
-            self.coarse_idx.append(np.array(sorted({pos[v] for v in coarse if v in pos}), dtype=np.int64))
         super().__init__(problem, hardware, fine_lists)
+        self.width = self.nd + 2 * self.nt
+
+    @functools.cached_property
+    def _halve_double(self) -> tuple[list[np.ndarray], list[np.ndarray]]:
+        """Per dim and candidate position, the position of the candidate nearest half / twice its size."""
+        vals = [f.astype(np.float64) for f in self.fine]
+        return ([np.abs(v[None, :] - v[:, None] / 2).argmin(axis=1) for v in vals],
+                [np.abs(v[None, :] - v[:, None] * 2).argmin(axis=1) for v in vals])
 
     def moves(self, d: int, pos: np.ndarray) -> np.ndarray:
         """Refinement moves of dim d from candidate positions `pos`: +-1, +-2 positions, halve, double."""
         n = len(self.fine[d])
-        if not hasattr(self, "_half"):
-            self._half, self._double = [], []
-            for f in self.fine:
-                vals = f.astype(np.float64)
-                self._half.append(np.abs(vals[None, :] - vals[:, None] / 2).argmin(axis=1))
-                self._double.append(np.abs(vals[None, :] - vals[:, None] * 2).argmin(axis=1))
+        half, double = self._halve_double
         steps = [np.clip(pos + k, 0, n - 1) for k in (-PAIR_REACH, -1, 0, 1, PAIR_REACH)]
-        steps += [self._half[d][pos], self._double[d][pos]]
-        return np.stack(steps, axis=1)
+        return np.stack(steps + [half[d][pos], double[d][pos]], axis=1)
 
-    # -- structures -------------------------------------------------------------------------------------------
-    def structures(self, tiled: Sequence[int], pruned: bool = True) -> np.ndarray:
-        """Memoised `_structures` (the work estimate and the first pass both need them)."""
-        key = (tuple(tiled), pruned)
-        if key not in self._structs:
-            self._structs[key] = self._structures(tiled, pruned)
-        return self._structs[key]
-
-    def _structures(self, tiled: Sequence[int], pruned: bool = True) -> np.ndarray:
-        """Unique chains of above-sets for the tiled dims: bool array (n, tensors, dims).
+    def structures(self, tiled: Sequence[int]) -> np.ndarray:
+        """Unique chains of above-sets for the tiled dims: bool array (n, tensors, dims), memoised.
 
         Each tiled dim sits above the staging of some tensors: for a permutation pi of the tensors (outermost
-        staged first), level l puts it above pi[l], pi[l+1], ... . pruned: a dim at level l must index pi[l]
-        (otherwise pi[l] could be staged above it, re-fetching less with the same box); unpruned: any level."""
+        staged first), level l puts it above pi[l], pi[l+1], ... . Pruned (not exhaustive): a dim at level l
+        must index pi[l] (otherwise pi[l] could be staged above it, re-fetching less with the same box)."""
+        key = tuple(tiled)
+        if key in self._structs:
+            return self._structs[key]
         seen = {}
         tensor_dims = [set(ix) for ix in self.idx]
         for pi in itertools.permutations(range(self.nt)):
-            opts = []
-            for d in tiled:
-                opts.append([lv for lv in range(self.nt) if not pruned or d in tensor_dims[pi[lv]]])
+            opts = [[lv for lv in range(self.nt) if self.exhaustive or d in tensor_dims[pi[lv]]] for d in tiled]
             for levels in itertools.product(*opts):
                 mat = np.zeros((self.nt, self.nd), bool)
                 for k, x in enumerate(pi):
@@ -275,45 +275,58 @@ class Space(Evaluator):
                         if lv <= k:
                             mat[x, d] = True
                 seen.setdefault(mat.tobytes(), mat)
-        if not seen:
-            return np.zeros((1, self.nt, self.nd), bool)
-        return np.stack(list(seen.values()))
+        self._structs[key] = np.stack(list(seen.values())) if seen else np.zeros((1, self.nt, self.nd), bool)
+        return self._structs[key]
 
-    # -- candidates -> nests --------------------------------------------------------------------------------------
-    def nest(self, tidx_row: Sequence[int], above_rows: Sequence[Sequence[bool]], ways_row: Sequence[int]
-             ) -> LoopNest:
-        """Build the LoopNest of one candidate (its above-sets must form a chain)."""
-        tiles = {d: int(self.fine[i][tidx_row[i]]) for i, d in enumerate(self.dims)}
-        trips = {d: tile_count(self.problem.extents[d], tiles[d]) for d in self.dims}
-        sets = []
+    # -- candidate rows ---------------------------------------------------------------------------------------
+    def rows(self, b: Batch, sel: np.ndarray) -> np.ndarray:
+        """The rows of the selected (flat-indexed) candidates of a batch."""
+        n = len(sel)
+        sub = b.select(sel)
+        rows = np.zeros((n, self.width), np.int64)
+        for d in range(self.nd):
+            rows[:, d] = sub.tidx[d]
         for x in range(self.nt):
-            sets.append(frozenset(self.dims[d] for d in range(self.nd) if above_rows[x][d]
-                                  and trips[self.dims[d]] > 1))
-        chain = sorted(range(self.nt), key=lambda x: (len(sets[x]), x))
+            for d in range(self.nd):
+                rows[:, self.nd + x] |= np.broadcast_to(np.asarray(sub.above[x][d], bool), (n,)).astype(np.int64) << d
+            rows[:, self.nd + self.nt + x] = sub.ways[x]
+        return rows
+
+    def batch(self, rows: np.ndarray) -> Batch:
+        """Rows as a 1-d batch."""
+        bits = rows[:, self.nd:self.nd + self.nt]
+        return Batch(tidx=[rows[:, d].copy() for d in range(self.nd)],
+                     above=[[((bits[:, x] >> d) & 1).astype(bool) for d in range(self.nd)] for x in range(self.nt)],
+                     ways=[rows[:, self.nd + self.nt + x].copy() for x in range(self.nt)], shape=(len(rows),))
+
+    def nest(self, row: np.ndarray) -> LoopNest:
+        """The LoopNest of one candidate row (its above-sets must form a chain)."""
+        tiles = {d: int(self.fine[i][row[i]]) for i, d in enumerate(self.dims)}
+        sets = [frozenset(d for i, d in enumerate(self.dims) if (int(row[self.nd + x]) >> i) & 1
+                          and tile_count(self.problem.extents[d], tiles[d]) > 1) for x in range(self.nt)]
         order: list[str] = []
         stage = {}
-        for x in chain:
+        for x in sorted(range(self.nt), key=lambda x: (len(sets[x]), x)):
             if not set(order) <= sets[x]:
                 raise ValueError("candidate above-sets do not form a chain")
             order += [d for d in self.dims if d in sets[x] and d not in order]
             stage[self.tensors[x].name] = len(order)
         order += [d for d in self.dims if d not in order]
         return LoopNest(self.problem, order, tiles, stage,
-                        {self.tensors[x].name: int(ways_row[x]) for x in range(self.nt)})
+                        {t.name: int(row[self.nd + self.nt + x]) for x, t in enumerate(self.tensors)})
 
-    def encode(self, nest: LoopNest) -> tuple[list[int], list[list[bool]], list[int]]:
-        """The candidate arrays (tile indices, above flags, ways) of a nest whose tiles are candidates."""
-        tidx = []
+    def row(self, nest: LoopNest) -> np.ndarray:
+        """The row of a nest whose tiles are candidates."""
+        row = np.zeros(self.width, np.int64)
         for i, d in enumerate(self.dims):
             hits = np.nonzero(self.fine[i] == nest.tile(d))[0]
             if len(hits) == 0:
                 raise ValueError(f"tile {nest.tile(d)} of {d} is not a candidate")
-            tidx.append(int(hits[0]))
-        above = []
-        for t in self.tensors:
-            loops = set(nest.above(t.name))
-            above.append([d in loops for d in self.dims])
-        return tidx, above, list(nest.ways)
+            row[i] = hits[0]
+        for x, t in enumerate(self.tensors):
+            row[self.nd + x] = sum(1 << self.dim_index[d] for d in nest.above(t.name))
+        row[self.nd + self.nt:] = nest.ways
+        return row
 
 
 # -------------------------------------------------------------------------------------------- bookkeeping
@@ -330,12 +343,9 @@ class _Front:
         """Mask of candidates that could join (beat the current best at their peak)."""
         if len(self.peak) == 0:
             return np.ones(len(peak), bool)
-        pos = np.searchsorted(self.peak, peak, side="right") - 1
-        has = pos >= 0
-        posc = np.maximum(pos, 0)
-        b1 = self.k1[posc]
-        b2 = self.k2[posc]
-        return ~has | (k1 < b1) | ((k1 == b1) & (k2 < b2))
+        pos = np.searchsorted(self.peak, peak, side="right") - 1  # the best point at or below each peak
+        b1, b2 = self.k1[np.maximum(pos, 0)], self.k2[np.maximum(pos, 0)]
+        return (pos < 0) | (k1 < b1) | ((k1 == b1) & (k2 < b2))
 
     def merge(self, peak: np.ndarray, k1: np.ndarray, k2: np.ndarray, rows: np.ndarray) -> None:
         peak = np.concatenate([self.peak, peak])
@@ -363,13 +373,13 @@ class _TopK:
     """The k best candidates by (k1, k2) under a capacity, at most one per structure (set of above-sets), so
     that they are diverse seeds for the refinement and for confirmation."""
 
-    def __init__(self, k: int, width: int, struct_cols: slice, nd: int) -> None:
+    def __init__(self, k: int, space: Space) -> None:
         self.k = k
-        self.struct_cols = struct_cols
-        self.nd = nd
+        self.struct_cols = slice(space.nd, space.nd + space.nt)
+        self.nd = space.nd
         self.k1 = np.zeros(0, np.float64)
         self.k2 = np.zeros(0, np.float64)
-        self.rows = np.zeros((0, width), np.int64)
+        self.rows = np.zeros((0, space.width), np.int64)
 
     def threshold(self) -> float:
         return float(self.k1[-1]) if len(self.k1) >= self.k else math.inf
@@ -379,11 +389,8 @@ class _TopK:
         k2 = np.concatenate([self.k2, k2])
         rows = np.concatenate([self.rows, rows])
         order = np.lexsort((k2, k1))
-        bits = rows[order, self.struct_cols]
-        key = np.zeros(len(order), np.int64)
-        for j in range(bits.shape[1]):
-            key |= bits[:, j] << (j * self.nd)
-        _, first = np.unique(key, return_index=True)
+        bits = rows[order, self.struct_cols]  # tensor j's above bits shifted to bits j*nd.. (disjoint): one key
+        _, first = np.unique((bits << (np.arange(bits.shape[1]) * self.nd)).sum(axis=1), return_index=True)
         sel = order[np.sort(first)[:self.k]]
         self.k1, self.k2, self.rows = k1[sel], k2[sel], rows[sel]
 
@@ -414,8 +421,10 @@ class Candidate:
 
     @staticmethod
     def of(analysis: Analysis) -> "Candidate":
-        return Candidate(analysis.nest, analysis.loaded_bytes, analysis.stored_bytes, analysis.rmw_bytes,
-                         analysis.peak_sram_bytes, analysis.tensorcore_cycles, analysis.estimated_cycles)
+        return Candidate(nest=analysis.nest, loaded_bytes=analysis.loaded_bytes,
+                         stored_bytes=analysis.stored_bytes, rmw_bytes=analysis.rmw_bytes,
+                         peak_sram_bytes=analysis.peak_sram_bytes, tensorcore_cycles=analysis.tensorcore_cycles,
+                         estimated_cycles=analysis.estimated_cycles)
 
 
 @dataclass
@@ -445,91 +454,39 @@ class SearchResult:
 
 
 # --------------------------------------------------------------------------------------------- enumeration
-def _row_width(space: Space) -> int:
-    return space.nd + 2 * space.nt
+def _first_pass(space: Space) -> Iterator[tuple[tuple[int, ...], np.ndarray, list[np.ndarray]]]:
+    """For every set of tiled dims (a tiled dim has several candidate tiles): the structures and, per tiled dim,
+    its first-pass tile indices."""
+    free = [d for d in range(space.nd) if len(space.fine[d]) > 1]
+    for r in range(len(free) + 1):
+        for tiled in itertools.combinations(free, r):
+            yield tiled, space.structures(tiled), [space.first_pass_idx[d] for d in tiled]
 
 
-def _pack(space: Space, b: Batch, sel: np.ndarray) -> np.ndarray:
-    """Candidate rows [tile indices..., above bits per tensor..., ways per tensor...] of the selected ones."""
-    n = len(sel)
-    sub = b.select(sel)
-    rows = np.zeros((n, _row_width(space)), np.int64)
-    for d in range(space.nd):
-        rows[:, d] = sub.tidx[d]
-    for x in range(space.nt):
-        bits = np.zeros(n, np.int64)
-        for d in range(space.nd):
-            a = sub.above[x][d]
-            bits |= np.broadcast_to(np.asarray(a, bool), (n,)).astype(np.int64) << d
-        rows[:, space.nd + x] = bits
-        rows[:, space.nd + space.nt + x] = sub.ways[x]
-    return rows
-
-
-def _unpack(space: Space, row: np.ndarray) -> tuple[list[int], list[list[bool]], list[int]]:
-    tidx = [int(v) for v in row[:space.nd]]
-    above = [[bool((int(row[space.nd + x]) >> d) & 1) for d in range(space.nd)] for x in range(space.nt)]
-    ways = [int(v) for v in row[space.nd + space.nt:]]
-    return tidx, above, ways
-
-
-def _rows_batch(space: Space, rows: np.ndarray) -> Batch:
-    tidx = [rows[:, d].copy() for d in range(space.nd)]
-    above = [[((rows[:, space.nd + x] >> d) & 1).astype(bool) for d in range(space.nd)] for x in range(space.nt)]
-    ways = [rows[:, space.nd + space.nt + x].copy() for x in range(space.nt)]
-    return Batch(tidx, above, ways, (len(rows),), None)
-
-
-def _first_pass_lists(space: Space, exhaustive: bool, tiled: Sequence[int]) -> list[np.ndarray]:
-    return [space.coarse_idx[d][space.coarse_idx[d] > 0] if not exhaustive else np.arange(1, len(space.fine[d]))
-            for d in tiled]
-
-
-def first_pass_size(space: Space, exhaustive: bool = False) -> int:
+def first_pass_size(space: Space) -> int:
     """Candidates of the first pass (`_batches`), counted without building them."""
-    free = [d for d in range(space.nd) if len(space.fine[d]) > 1]
-    total = 0
-    for r in range(len(free) + 1):
-        for tiled in itertools.combinations(free, r):
-            lists = _first_pass_lists(space, exhaustive, tiled)
-            total += len(space.structures(tiled, pruned=not exhaustive)) * math.prod(len(x) for x in lists)
-    return total
+    return sum(len(structs) * math.prod(len(x) for x in lists) for _, structs, lists in _first_pass(space))
 
 
-def _batches(space: Space, exhaustive: bool) -> Iterator[Batch]:
+def _batches(space: Space) -> Iterator[Batch]:
     """The first pass: for every set of tiled dims, structures x tile products (2-d broadcasting)."""
-    free = [d for d in range(space.nd) if len(space.fine[d]) > 1]
-    for r in range(len(free) + 1):
-        for tiled in itertools.combinations(free, r):
-            structs = space.structures(tiled, pruned=not exhaustive)
-            ns = len(structs)
-            lists = _first_pass_lists(space, exhaustive, tiled)
-            if any(len(lst) == 0 for lst in lists):
-                continue
-            nprod = math.prod(len(lst) for lst in lists)
-            if r:
-                grids = np.meshgrid(*lists, indexing="ij")
-                prods = np.stack([g.ravel() for g in grids], axis=1)
-            else:
-                prods = np.zeros((1, 0), np.int64)
-            per = max(1, CHUNK // ns)
-            above_cols = {}
-            for x in range(space.nt):
-                for d in tiled:
-                    col = structs[:, x, d]
-                    above_cols[x, d] = True if col.all() else (col[:, None].copy() if col.any() else False)
-            for start in range(0, nprod, per):
-                pr = prods[start:start + per]
-                npr = len(pr)
-                tidx: list = [0] * space.nd
-                for j, d in enumerate(tiled):
-                    tidx[d] = pr[:, j][None, :].copy()
-                above: list = [[above_cols.get((x, d), False) for d in range(space.nd)] for x in range(space.nt)]
-                yield Batch(tidx, above, [1] * space.nt, (ns, npr), list(tiled))
-
-
-def _flat(v, shape: tuple[int, ...]) -> np.ndarray:
-    return np.broadcast_to(np.asarray(v), shape).reshape(-1)
+    for tiled, structs, lists in _first_pass(space):
+        if any(len(lst) == 0 for lst in lists):
+            continue
+        prods = np.stack([g.ravel() for g in np.meshgrid(*lists, indexing="ij")], axis=1) if tiled else \
+            np.zeros((1, 0), np.int64)
+        above: list = [[False] * space.nd for _ in range(space.nt)]
+        for x in range(space.nt):
+            for d in tiled:
+                col = structs[:, x, d]
+                above[x][d] = True if col.all() else (col[:, None].copy() if col.any() else False)
+        per = max(1, CHUNK // len(structs))
+        for start in range(0, len(prods), per):
+            pr = prods[start:start + per]
+            tidx: list = [0] * space.nd
+            for j, d in enumerate(tiled):
+                tidx[d] = pr[:, j][None, :].copy()
+            yield Batch(tidx=tidx, above=above, ways=[1] * space.nt, shape=(len(structs), len(pr)), tiled=list(tiled))
 
 
 @dataclass
@@ -547,85 +504,85 @@ class SearchFront:
 
 
 def _consider(st: SearchFront, b: Batch, res: Evaluation) -> None:
-    space = st.space
-    cap = max(st.caps)
-    peak = _flat(res.peak_sram_bytes, b.shape)
-    fits = fits_sram(peak, cap)
-    if not fits.any():
+    """Merge the evaluated candidates of a batch that join a staircase or a top-k list; with a lower bound of
+    the peak (screening), first re-evaluate exactly those that could join."""
+    peak = flat(res.peak_sram_bytes, b.shape)
+    idx = np.nonzero(fits_sram(peak, max(st.caps)))[0]
+    if len(idx) == 0:
         return
-    idx = np.nonzero(fits)[0]
     p = peak[idx]
-    tr = _flat(res.traffic_bytes, b.shape)[idx].astype(np.float64)
-    if res.estimated_cycles is None:  # traffic only: ties in traffic go on to the exact evaluation
-        es = np.full(len(idx), -np.inf)
-    else:
-        es = _flat(res.estimated_cycles, b.shape)[idx].astype(np.float64)
+    tr = flat(res.traffic_bytes, b.shape)[idx].astype(np.float64)
+    estimated = res.estimated_cycles is not None  # traffic only: ties in traffic go on to the exact evaluation
+    es = flat(res.estimated_cycles, b.shape)[idx].astype(np.float64) if estimated else np.full(len(idx), -np.inf)
     if not res.peak_exact:
-        # p is a lower bound of the peak, and the best key at a peak never increases with the peak: a candidate
-        # that does not beat the staircase at p cannot beat it at its real peak
-        keep = st.traffic.filter(p, tr, es)
-        if res.estimated_cycles is not None:
-            keep |= st.cycles.filter(p, es, tr)
-        for c, tt, tc in zip(st.caps, st.top_traffic, st.top_cycles):
-            keep |= (tr <= tt.threshold()) & fits_sram(p, c)
-            if res.estimated_cycles is not None:
-                keep |= (es <= tc.threshold()) & fits_sram(p, c)
-        if not keep.any():
-            return
-        sub = b.select(idx[keep])
-        _consider(st, sub, space.evaluate(sub, exact=True))
+        keep = _could_join(st, p, tr, es, estimated)
+        if keep.any():
+            sub = b.select(idx[keep])
+            _consider(st, sub, st.space.evaluate(sub, exact=True))
         return
     for front, k1, k2 in ((st.traffic, tr, es), (st.cycles, es, tr)):
         m = front.filter(p, k1, k2)
         if m.any():
-            front.merge(p[m], k1[m], k2[m], _pack(space, b, idx[m]))
-    picks = []
+            front.merge(p[m], k1[m], k2[m], st.space.rows(b, idx[m]))
+    picks = []  # (top-k list, its keys, the candidates (indices into idx) that enter it)
     for c, tt, tc in zip(st.caps, st.top_traffic, st.top_cycles):
         under = fits_sram(p, c)
-        for top, k1 in ((tt, tr), (tc, es)):
-            m = under & (k1 <= top.threshold())
-            if m.any():
-                sub = np.nonzero(m)[0]
-                if len(sub) > 64 * top.k:
-                    sub = sub[np.argpartition(k1[sub], 64 * top.k)[:64 * top.k]]
-                picks.append((top, sub))
+        for top, k1, k2 in ((tt, tr, es), (tc, es, tr)):
+            sub = np.nonzero(under & (k1 <= top.threshold()))[0]
+            if len(sub) > 64 * top.k:
+                sub = sub[np.argpartition(k1[sub], 64 * top.k)[:64 * top.k]]
+            if len(sub):
+                picks.append((top, k1, k2, sub))
     if picks:  # pack the union once
-        union = np.unique(np.concatenate([sub for _, sub in picks]))
-        rows = _pack(space, b, idx[union])
-        for top, sub in picks:
-            pos = np.searchsorted(union, sub)
-            if top in st.top_traffic:
-                top.merge(tr[sub], es[sub], rows[pos])
-            else:
-                top.merge(es[sub], tr[sub], rows[pos])
+        union = np.unique(np.concatenate([sub for *_, sub in picks]))
+        rows = st.space.rows(b, idx[union])
+        for top, k1, k2, sub in picks:
+            top.merge(k1[sub], k2[sub], rows[np.searchsorted(union, sub)])
+
+
+def _could_join(st: SearchFront, p: np.ndarray, tr: np.ndarray, es: np.ndarray, estimated: bool) -> np.ndarray:
+    """Candidates that could join a staircase or a top-k list, given a lower bound p of their peak: the best
+    key at a peak never increases with the peak, so one that does not beat a staircase at p cannot at its peak."""
+    keep = st.traffic.filter(p, tr, es)
+    if estimated:
+        keep |= st.cycles.filter(p, es, tr)
+    for c, tt, tc in zip(st.caps, st.top_traffic, st.top_cycles):
+        keep |= (tr <= tt.threshold()) & fits_sram(p, c)
+        if estimated:
+            keep |= (es <= tc.threshold()) & fits_sram(p, c)
+    return keep
 
 
 def _buffering_pass(st: SearchFront, b: Batch, res: Evaluation) -> None:
     """Cycles objective: try 2-way buffering for tensors with several instances, on promising candidates."""
     space = st.space
     cap = max(st.caps)
-    peak = _flat(res.peak_sram_bytes, b.shape)
+    peak = flat(res.peak_sram_bytes, b.shape)
     best = st.cycles.k1.min() if len(st.cycles.k1) else math.inf
-    tc = _flat(res.tensorcore_cycles, b.shape).astype(np.float64)
-    multi = [_flat(res.tensors[x].instances, b.shape) > 1 for x in range(space.nt)]
-    promising = (tc < best) & fits_sram(peak, cap) & np.logical_or.reduce(multi)
-    if not promising.any():
+    tc = flat(res.tensorcore_cycles, b.shape).astype(np.float64)
+    multi = [flat(res.tensors[x].instances, b.shape) > 1 for x in range(space.nt)]
+    sel = np.nonzero((tc < best) & fits_sram(peak, cap) & np.logical_or.reduce(multi))[0]
+    if len(sel) == 0:
         return
-    sel = np.nonzero(promising)[0]
     sub = b.select(sel)
     for pattern in itertools.product((1, 2), repeat=space.nt):
         if all(w == 1 for w in pattern):
             continue
         ways = [np.where(multi[x][sel], 2, 1) if pattern[x] > 1 else 1 for x in range(space.nt)]
-        vb = Batch(sub.tidx, sub.above, ways, sub.shape, sub.tiled)
-        r = space.evaluate(vb)
-        st.evaluations += vb.n
-        _consider(st, vb, r)
+        vb = replace(sub, ways=ways)
+        _evaluate(st, vb, space.evaluate(vb), buffering=False)
+
+
+def _evaluate(st: SearchFront, b: Batch, res: Evaluation, buffering: bool) -> None:
+    """Count and consider an evaluated batch; buffering: then try 2-way buffering on its promising candidates."""
+    st.evaluations += b.n
+    _consider(st, b, res)
+    if buffering:
+        _buffering_pass(st, b, res)
 
 
 def _refine(st: SearchFront, rounds: int = 8, objective_cycles: bool = False) -> None:
     """Local search: move the tiles of the staircase points (one dim over all sizes, two dims nearby)."""
-    space = st.space
     seen: set[bytes] = set()
     for _ in range(rounds):
         fronts = [st.traffic] + ([st.cycles] if objective_cycles else [])
@@ -635,75 +592,52 @@ def _refine(st: SearchFront, rounds: int = 8, objective_cycles: bool = False) ->
                 i = f.best_at(cap)
                 if i is not None:
                     parts.append(f.rows[max(0, i - REFINE_SEEDS + 1):i + 1])
-        seeds = np.concatenate(parts)
-        if len(seeds) == 0:
-            return
         fresh = []
-        for r in seeds:
-            key = r.tobytes()
-            if key not in seen:
-                seen.add(key)
+        for r in np.concatenate(parts):
+            if r.tobytes() not in seen:
+                seen.add(r.tobytes())
                 fresh.append(r)
         if not fresh:
             return
-        seeds = np.stack(fresh)
-        neigh = []
-        for d in range(space.nd):
-            nf = len(space.fine[d])
-            if nf <= 1:
-                continue
-            # every size of one dim
-            rep = np.repeat(seeds, nf, axis=0)
-            rep[:, d] = np.tile(np.arange(nf), len(seeds))
-            neigh.append(rep)
-        for d1, d2 in itertools.combinations(range(space.nd), 2):
-            if len(space.fine[d1]) <= 1 or len(space.fine[d2]) <= 1:
-                continue
-            m1 = space.moves(d1, seeds[:, d1])  # (seeds, moves)
-            m2 = space.moves(d2, seeds[:, d2])
-            k1, k2 = m1.shape[1], m2.shape[1]
-            rep = np.repeat(seeds, k1 * k2, axis=0)
-            rep[:, d1] = np.repeat(m1, k2, axis=1).ravel()
-            rep[:, d2] = np.tile(m2, (1, k1)).ravel()
-            neigh.append(rep)
-        # level moves: toggle one tensor's above flag for one dim (kept only if still a chain)
-        moves = []
-        for x in range(space.nt):
-            for d in range(space.nd):
-                rep = seeds.copy()
-                rep[:, space.nd + x] ^= (1 << d)
-                moves.append(rep)
-        cand = np.concatenate(neigh + moves)
-        cand = _normalize_rows(space, cand[_is_chain(space, cand)])
+        cand = _neighbours(st.space, np.stack(fresh))
         for start in range(0, len(cand), CHUNK):
-            b = _rows_batch(space, cand[start:start + CHUNK])
-            res = space.evaluate(b)
-            st.evaluations += b.n
-            _consider(st, b, res)
-            if objective_cycles:
-                _buffering_pass(st, b, res)
+            b = st.space.batch(cand[start:start + CHUNK])
+            _evaluate(st, b, st.space.evaluate(b), buffering=objective_cycles)
 
 
-def _normalize_rows(space: Space, rows: np.ndarray) -> np.ndarray:
-    """A dim above no tensor's staging point gains nothing from tiling: give it one trip (tile index 0)."""
-    rows = rows.copy()
-    anyabove = np.zeros(len(rows), np.int64)
+def _neighbours(space: Space, seeds: np.ndarray) -> np.ndarray:
+    """The refinement's candidate rows around `seeds`: every size of one dim, nearby sizes of two dims, and
+    one tensor's above flag toggled for one dim, kept when the above-sets still form a chain."""
+    tiled = [d for d in range(space.nd) if len(space.fine[d]) > 1]
+    neigh = []
+    for d in tiled:
+        nf = len(space.fine[d])
+        rep = np.repeat(seeds, nf, axis=0)
+        rep[:, d] = np.tile(np.arange(nf), len(seeds))
+        neigh.append(rep)
+    for d1, d2 in itertools.combinations(tiled, 2):
+        m1 = space.moves(d1, seeds[:, d1])  # (seeds, moves)
+        m2 = space.moves(d2, seeds[:, d2])
+        k1, k2 = m1.shape[1], m2.shape[1]
+        rep = np.repeat(seeds, k1 * k2, axis=0)
+        rep[:, d1] = np.repeat(m1, k2, axis=1).ravel()
+        rep[:, d2] = np.tile(m2, (1, k1)).ravel()
+        neigh.append(rep)
     for x in range(space.nt):
-        anyabove |= rows[:, space.nd + x]
-    for d in range(space.nd):
-        rows[:, d] = np.where((anyabove >> d) & 1, rows[:, d], 0)
-    return rows
-
-
-def _is_chain(space: Space, rows: np.ndarray) -> np.ndarray:
-    """Rows whose above-sets (bitmasks) are nested."""
-    bits = [rows[:, space.nd + x] for x in range(space.nt)]
-    ok = np.ones(len(rows), bool)
+        for d in range(space.nd):
+            rep = seeds.copy()
+            rep[:, space.nd + x] ^= (1 << d)
+            neigh.append(rep)
+    cand = np.concatenate(neigh)
+    bits = [cand[:, space.nd + x] for x in range(space.nt)]
+    chain = np.ones(len(cand), bool)  # above-sets (bitmasks) nested
     for a, b in itertools.combinations(range(space.nt), 2):
-        sub_ab = (bits[a] & ~bits[b]) == 0
-        sub_ba = (bits[b] & ~bits[a]) == 0
-        ok &= sub_ab | sub_ba
-    return ok
+        chain &= ((bits[a] & ~bits[b]) == 0) | ((bits[b] & ~bits[a]) == 0)
+    cand = cand[chain]
+    anyabove = functools.reduce(np.bitwise_or, (cand[:, space.nd + x] for x in range(space.nt)))
+    for d in range(space.nd):  # a dim above no tensor's staging gains nothing from tiling: one trip (index 0)
+        cand[:, d] = np.where((anyabove >> d) & 1, cand[:, d], 0)
+    return cand
 
 
 def run_search(problem: Problem, hardware: Accelerator, caps: Sequence[int], objective: str = "traffic",
@@ -714,21 +648,15 @@ def run_search(problem: Problem, hardware: Accelerator, caps: Sequence[int], obj
         raise ValueError(f"objective must be 'traffic' or 'cycles', got {objective!r}")
     start = time.perf_counter()
     space = Space(problem, hardware, exhaustive=exhaustive)
-    width = _row_width(space)
     caps = sorted(set(int(c) for c in caps))
-    cols = slice(space.nd, space.nd + space.nt)
     k = max(top, TOP_STRUCTURES // len(caps), 8)
-    st = SearchFront(space, caps, _Front(width), _Front(width), [_TopK(k, width, cols, space.nd) for _ in caps],
-                     [_TopK(k, width, cols, space.nd) for _ in caps])
-    batches = list(_batches(space, exhaustive))
+    st = SearchFront(space=space, caps=caps, traffic=_Front(space.width), cycles=_Front(space.width),
+                     top_traffic=[_TopK(k, space) for _ in caps], top_cycles=[_TopK(k, space) for _ in caps])
+    batches = list(_batches(space))
     total = sum(b.n for b in batches) or 1
     done = 0
     for b in batches:
-        res = space.evaluate(b, exact=False, estimate=objective == "cycles")
-        st.evaluations += b.n
-        _consider(st, b, res)
-        if objective == "cycles":
-            _buffering_pass(st, b, res)
+        _evaluate(st, b, space.evaluate(b, exact=False, estimate=objective == "cycles"), objective == "cycles")
         done += b.n
         if progress is not None:
             progress(done / total)
@@ -739,24 +667,23 @@ def run_search(problem: Problem, hardware: Accelerator, caps: Sequence[int], obj
 
 
 # ---------------------------------------------------------------------------------------- confirmation
-def simulate_cycles(trace: Any, hardware: Accelerator) -> int:
-    """Cycles of a trace from the timing simulator (`dsasim.timing.simulate`)."""
-    from dsasim.timing import simulate  # the timing package is only needed to confirm candidates
-    return int(simulate(trace, hardware).cycles)
-
-
-def _upgrade_buffering(nest: LoopNest, hardware: Accelerator, cap: int) -> LoopNest:
-    """Best estimated cycles over the buffering ways (1 or 2 per multi-instance tensor) that fit in cap."""
+def _best_buffering(nest: LoopNest, hardware: Accelerator, cap: int) -> Analysis:
+    """`nest` with the buffering ways (1 or 2 per multi-instance tensor) of the best estimated cycles that fit in
+    cap (ties: lower peak), analysed."""
     best = analyze(nest, hardware)
-    best_key = (best.estimated_cycles, best.peak_sram_bytes)
-    names = nest.problem.tensor_names
-    multi = [n for n in names if best.tensor(n).instances > 1]
+    multi = [n for n in nest.problem.tensor_names if best.tensor(n).instances > 1]
     for pattern in itertools.product((1, 2), repeat=len(multi)):
-        cand = nest.replace(ways=dict(zip(multi, pattern)))
-        a = analyze(cand, hardware)
-        if fits_sram(a.peak_sram_bytes, cap) and (a.estimated_cycles, a.peak_sram_bytes) < best_key:
-            best, best_key = a, (a.estimated_cycles, a.peak_sram_bytes)
-    return best.nest
+        a = analyze(nest.replace(ways=dict(zip(multi, pattern))), hardware)
+        if fits_sram(a.peak_sram_bytes, cap) and \
+                (a.estimated_cycles, a.peak_sram_bytes) < (best.estimated_cycles, best.peak_sram_bytes):
+            best = a
+    return best
+
+
+def _candidate(space: Space, row: np.ndarray, cap: int | None = None) -> Candidate:
+    """The candidate of a row; given cap, with the buffering of the best estimated cycles within cap."""
+    nest = space.nest(row)
+    return Candidate.of(analyze(nest, space.hardware) if cap is None else _best_buffering(nest, space.hardware, cap))
 
 
 def confirm(candidate: Candidate, hardware: Accelerator, runner: Callable[..., Any] | None,
@@ -765,20 +692,47 @@ def confirm(candidate: Candidate, hardware: Accelerator, runner: Callable[..., A
     if runner is None:
         return candidate
     result = runner(candidate.nest, hardware)
-    if result.status != "ok":
+    if result.status != Status.OK:
         raise RuntimeError(f"the search's schedule failed when traced ({result.status}): {result.message}")
     model = analyze(candidate.nest, hardware)
     if (result.loaded_bytes, result.stored_bytes, result.peak_sram_bytes) != \
             (model.loaded_bytes, model.stored_bytes, model.peak_sram_bytes):
-        from dsasim.architect.analytic import reconcile
         raise AssertionError(f"analytic model and trace differ:\n{reconcile(candidate.nest, result, hardware)}")
-    cycles = simulate_cycles(result.trace, hardware) if simulate and result.trace is not None else None
+    cycles = None
+    if simulate and result.trace is not None:
+        from dsasim.timing import simulate as simulate_timing  # the timing package only confirms candidates
+        cycles = int(simulate_timing(result.trace, hardware).cycles)
     return replace(candidate, simulated_cycles=cycles, traced=True)
 
 
-def _candidate(space: Space, row: np.ndarray) -> Candidate:
-    tidx, above, ways = _unpack(space, row)
-    return Candidate.of(analyze(space.nest(tidx, above, ways), space.hardware))
+def _to_confirm(st: SearchFront, objective: str, top: int, best_traffic: Candidate,
+                best_cycles: Candidate | None) -> list[Candidate]:
+    """The candidates to trace: the `top` best of the objective (distinct nests; for cycles, each with the
+    buffering of the best estimated cycles), then both winners."""
+    space, cap = st.space, st.caps[0]
+    if objective == "traffic":
+        pool = [best_traffic] + [_candidate(space, r) for r in st.top_traffic[0].rows[:top]]
+    else:
+        pool = [best_cycles] + [_candidate(space, r) for r in st.top_cycles[0].rows[:top]]
+        pool = [Candidate.of(_best_buffering(c.nest, space.hardware, cap)) for c in pool if c is not None]
+    uniq: dict[LoopNest, Candidate] = {}
+    for c in pool:
+        if c is not None and c.nest not in uniq and len(uniq) < top:
+            uniq[c.nest] = c
+    for c in (best_traffic, best_cycles):  # both winners are always timed
+        if c is not None and c.nest not in uniq:
+            uniq[c.nest] = c
+    return list(uniq.values())
+
+
+def _pareto(st: SearchFront) -> list[Candidate]:
+    """The traffic staircase's points that lower the traffic: peak SRAM vs traffic."""
+    out, last = [], math.inf
+    for row, traffic in zip(st.traffic.rows, st.traffic.k1):
+        if traffic < last:
+            out.append(_candidate(st.space, row))
+            last = traffic
+    return out
 
 
 def search(problem: Problem, hardware: Accelerator, sram_bytes: int | None = None, objective: str = "traffic",
@@ -805,39 +759,15 @@ def search(problem: Problem, hardware: Accelerator, sram_bytes: int | None = Non
     check_work(estimate_search_work(problem, hw, 1, exhaustive), force, warn)
     st = run_search(problem, hw, [cap], "cycles", refine=refine, exhaustive=exhaustive, top=max(confirm_top, 1),
                     progress=progress)
-    space = st.space
-    bound = lower_bound(problem, cap, hw.word_bytes)
-    i = st.traffic.best_at(cap)
-    best_traffic = None
-    if i is not None:
-        best_traffic = _candidate(space, st.traffic.rows[i])
-        nest = _upgrade_buffering(best_traffic.nest, hw, cap)
-        best_traffic = Candidate.of(analyze(nest, hw))
-    j = st.cycles.best_at(cap)
-    best_cycles = _candidate(space, st.cycles.rows[j]) if j is not None else None
-    pareto = []
-    last_traffic = math.inf
-    for k in range(len(st.traffic.peak)):
-        if st.traffic.k1[k] < last_traffic:
-            pareto.append(_candidate(space, st.traffic.rows[k]))
-            last_traffic = st.traffic.k1[k]
+    i, j = st.traffic.best_at(cap), st.cycles.best_at(cap)
+    best_traffic = _candidate(st.space, st.traffic.rows[i], cap) if i is not None else None
+    best_cycles = _candidate(st.space, st.cycles.rows[j]) if j is not None else None
     confirmed: list[Candidate] = []
     source = "estimate"
     if runner is not None and best_traffic is not None:
-        if objective == "traffic":
-            pool = [best_traffic] + [_candidate(space, r) for r in st.top_traffic[0].rows[:confirm_top]]
-        else:
-            pool = [best_cycles] + [_candidate(space, r) for r in st.top_cycles[0].rows[:confirm_top]]
-            pool = [Candidate.of(analyze(_upgrade_buffering(c.nest, hw, cap), hw)) for c in pool if c is not None]
-        uniq: dict[LoopNest, Candidate] = {}
-        for c in pool:
-            if c is not None and c.nest not in uniq and len(uniq) < confirm_top:
-                uniq[c.nest] = c
-        for c in (best_traffic, best_cycles):  # both winners are always timed
-            if c is not None and c.nest not in uniq:
-                uniq[c.nest] = c
-        check_work(estimate_trace_work(list(uniq)), force, warn)  # 1-element tiles over a large layer
-        confirmed = [confirm(c, hw, runner, simulate) for c in uniq.values()]
+        pool = _to_confirm(st, objective, confirm_top, best_traffic, best_cycles)
+        check_work(estimate_trace_work([c.nest for c in pool]), force, warn)  # 1-element tiles over a large layer
+        confirmed = [confirm(c, hw, runner, simulate) for c in pool]
         by_nest = {c.nest: c for c in confirmed}
         best_traffic = by_nest[best_traffic.nest]
         sims = [c for c in confirmed if c.simulated_cycles is not None]
@@ -846,44 +776,27 @@ def search(problem: Problem, hardware: Accelerator, sram_bytes: int | None = Non
             best_cycles = min(sims, key=lambda c: (c.simulated_cycles, c.traffic_bytes, c.peak_sram_bytes))
         elif best_cycles is not None:
             best_cycles = by_nest[best_cycles.nest]
-    return SearchResult(problem, hw, cap, objective, best_traffic, best_cycles, pareto, confirmed,
-                        st.evaluations, st.seconds, bound, source)
+    return SearchResult(problem=problem, hardware=hw, sram_bytes=cap, objective=objective, best_traffic=best_traffic,
+                        best_cycles=best_cycles, pareto=_pareto(st), confirmed=confirmed,
+                        evaluations=st.evaluations, seconds=st.seconds, bound=lower_bound(problem, cap, hw.word_bytes),
+                        cycles_source=source)
 
 
 def search_front(problem: Problem, hardware: Accelerator, caps: Sequence[int], refine: bool = True,
                  progress: Callable[[float], None] | None = None) -> tuple[SearchFront, list[Candidate | None]]:
-    """Best-by-traffic candidate (ties: estimated cycles) for each capacity in `caps`, from one enumeration."""
-    hw = replace(hardware, sram_bytes=max(caps))
-    st = run_search(problem, hw, list(caps), "traffic", refine=refine, progress=progress)
-    out: list[Candidate | None] = []
-    for cap in caps:
-        i = st.traffic.best_at(cap)
-        if i is None:
-            out.append(None)
-            continue
-        c = _candidate(st.space, st.traffic.rows[i])
-        hw_cap = replace(hardware, sram_bytes=cap)
-        nest = _upgrade_buffering(c.nest, hw_cap, cap)
-        out.append(Candidate.of(analyze(nest, hw_cap)))
-    return st, out
+    """Best-by-traffic candidate (ties: estimated cycles) for each capacity in `caps`, from one enumeration,
+    with the buffering of the best estimated cycles within the capacity."""
+    st = run_search(problem, replace(hardware, sram_bytes=max(caps)), list(caps), "traffic", refine=refine,
+                    progress=progress)
+    best = [st.traffic.best_at(cap) for cap in caps]
+    return st, [None if i is None else _candidate(st.space, st.traffic.rows[i], cap) for i, cap in zip(best, caps)]
 
 
-def evaluate_nests(nests: Sequence[LoopNest], hardware: Accelerator) -> dict[str, np.ndarray]:
-    """Vectorised evaluation of explicit nests (their tiles must be search candidates: balanced, aligned or
-    exhaustive); returns arrays of loaded, stored, traffic, peak, tensorcore_cycles, estimated_cycles."""
+def evaluate_nests(nests: Sequence[LoopNest], hardware: Accelerator) -> Evaluation:
+    """Vectorised evaluation of explicit nests of one problem (their tiles must be search candidates: balanced,
+    aligned or exhaustive): the model's `Evaluation`, one array entry per nest in every count."""
     if not nests:
-        return {}
-    problem = nests[0].problem
-    space = Space(problem, hardware, exhaustive=True)
-    rows = np.zeros((len(nests), _row_width(space)), np.int64)
-    for i, n in enumerate(nests):
-        tidx, above, ways = space.encode(n)
-        rows[i, :space.nd] = tidx
-        for x in range(space.nt):
-            rows[i, space.nd + x] = sum(1 << d for d in range(space.nd) if above[x][d])
-            rows[i, space.nd + space.nt + x] = ways[x]
-    b = _rows_batch(space, rows)
-    res = space.evaluate(b)
-    return {"loaded": _flat(res.loaded_bytes, b.shape), "stored": _flat(res.stored_bytes, b.shape),
-            "traffic": _flat(res.traffic_bytes, b.shape), "peak": _flat(res.peak_sram_bytes, b.shape),
-            "tensorcore_cycles": _flat(res.tensorcore_cycles, b.shape), "estimated_cycles": _flat(res.estimated_cycles, b.shape)}
+        raise ValueError("evaluate_nests needs at least one nest")
+    space = Space(nests[0].problem, hardware, exhaustive=True)
+    b = space.batch(np.stack([space.row(n) for n in nests]))
+    return space.evaluate(b).flat(b.shape)

@@ -20,10 +20,10 @@ from typing import Any, Callable, Sequence
 from dsasim.hardware import Accelerator
 from dsasim.architect.loopnest import LoopNest, Problem
 from dsasim.architect.lower_bounds import lower_bound
-from dsasim.architect.search import (SECONDS_PER_TRACED_SCHEDULE, WorkEstimate, check_work, confirm, estimate_search_work,
-                     estimate_trace_work, search_front)
+from dsasim.architect.search import (SECONDS_PER_TRACED_SCHEDULE, Candidate, WorkEstimate, check_work, confirm,
+                                     estimate_search_work, estimate_trace_work, search_front)
 
-__all__ = ["parse_bytes", "parse_sizes", "SweepPoint", "SweepResult", "sweep_sram", "plot_sweep", "ProgressBar",
+__all__ = ["parse_bytes", "parse_sizes", "SweepPoint", "SweepResult", "sweep_sram", "ProgressBar",
            "format_bytes"]
 
 MAX_POINTS = 1_000_000  # sizes a --sizes LO:HI:POINTS range may ask for
@@ -167,24 +167,6 @@ class SweepResult:
                 "word_bytes": self.hardware.word_bytes, "evaluations": self.evaluations,
                 "points": [p.to_json() for p in self.points]}
 
-    def table(self) -> str:
-        head = ("SRAM", "traffic B", "lower bound B", "compulsory B", "best/bound", "peak SRAM B", "cycles")
-        rows = [head]
-        for p in self.points:
-            tr = p.traffic_bytes
-            rows.append((format_bytes(p.sram_bytes), "-" if tr is None else f"{tr:,}", f"{p.lower_bound_bytes:,}",
-                         f"{p.compulsory_bytes:,}", "-" if tr is None else f"{tr / p.lower_bound_bytes:.3f}",
-                         "-" if p.peak_sram_bytes is None else f"{p.peak_sram_bytes:,}",
-                         "-" if p.cycles is None else f"{p.cycles:,}" + ("" if p.cycles_source == "simulated"
-                                                                          else " (est)")))
-        widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
-        lines = []
-        for i, r in enumerate(rows):
-            lines.append("  ".join([r[0].ljust(widths[0])] + [c.rjust(w) for c, w in zip(r[1:], widths[1:])]))
-            if i == 0:
-                lines.append("  ".join("-" * w for w in widths))
-        return "\n".join(lines)
-
 
 def sweep_sram(problem: Problem, hardware: Accelerator, sizes: Sequence[int],
                runner: Callable[..., Any] | None = None, simulate: bool = True, progress: bool = False,
@@ -200,8 +182,8 @@ def sweep_sram(problem: Problem, hardware: Accelerator, sizes: Sequence[int],
         raise ValueError("sweep_sram needs at least one SRAM size")
     work = estimate_search_work(problem, hardware, len(sizes))
     if runner is not None:  # each size's schedule is traced and timed: at least a fixed cost per size
-        work = work + WorkEstimate(f"tracing {len(sizes):,} schedules", 0, 0,
-                                   len(sizes) * SECONDS_PER_TRACED_SCHEDULE)
+        work = work + WorkEstimate(what=f"tracing {len(sizes):,} schedules", evaluations=0, traced_operations=0,
+                                   seconds=len(sizes) * SECONDS_PER_TRACED_SCHEDULE)
     check_work(work, force, warn)
     start = time.perf_counter()
     bar = ProgressBar(f"sweep {layer or problem.name}", progress)
@@ -215,55 +197,26 @@ def sweep_sram(problem: Problem, hardware: Accelerator, sizes: Sequence[int],
             raise
     points = []
     for i, (size, cand) in enumerate(zip(sizes, best)):
-        hw = dataclasses.replace(hardware, sram_bytes=size)
-        b = lower_bound(problem, size, hardware.word_bytes)
-        if cand is None:
-            points.append(SweepPoint(size, None, None, None, None, "none", b.bytes, b.kind, b.compulsory_bytes,
-                                     None))
-        else:
-            source = "estimate"
-            cycles = cand.estimated_cycles
-            if runner is not None:
-                done = confirm(cand, hw, runner, simulate)
-                if done.simulated_cycles is not None:
-                    cycles, source = done.simulated_cycles, "simulated"
-            points.append(SweepPoint(size, cand.loaded_bytes, cand.stored_bytes, cand.peak_sram_bytes, cycles,
-                                     source, b.bytes, b.kind, b.compulsory_bytes, cand.nest))
+        points.append(_sweep_point(problem, dataclasses.replace(hardware, sram_bytes=size), cand, runner, simulate))
         bar.update(0.5 + 0.5 * (i + 1) / len(sizes), f"{format_bytes(size)}")
     bar.close()
-    return SweepResult(layer or problem.name, problem, hardware, points, st.evaluations,
-                       time.perf_counter() - start)
+    return SweepResult(layer=layer or problem.name, problem=problem, hardware=hardware, points=points,
+                       evaluations=st.evaluations, seconds=time.perf_counter() - start)
 
 
-def plot_sweep(result: SweepResult, path: str) -> None:
-    """Traffic (best found, lower bound, compulsory) and simulated cycles against SRAM size, log-log."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    pts = result.points
-    xs = [p.sram_bytes / 1024 for p in pts]
-    fig, ax = plt.subplots(figsize=(8, 4.8), dpi=120)
-    traffic = [p.traffic_bytes if p.traffic_bytes is not None else float("nan") for p in pts]
-    ax.plot(xs, traffic, "o-", color="tab:blue", label="best schedule: traffic")
-    ax.plot(xs, [p.lower_bound_bytes for p in pts], "--", color="tab:red", label="lower bound")
-    ax.plot(xs, [p.compulsory_bytes for p in pts], ":", color="black", label="compulsory traffic")
-    ax.set_xscale("log", base=2)
-    ax.set_yscale("log")
-    ax.set_xlabel("SRAM (KiB)")
-    ax.set_ylabel("DDR traffic (bytes)")
-    ax2 = ax.twinx()
-    cycles = [p.cycles if p.cycles is not None else float("nan") for p in pts]
-    sim = all(p.cycles_source == "simulated" for p in pts if p.cycles is not None)
-    ax2.plot(xs, cycles, "s-", color="tab:green", label="best schedule: cycles" + ("" if sim else " (estimate)"))
-    ax2.set_ylabel("cycles")
-    lines = ax.get_legend_handles_labels()
-    lines2 = ax2.get_legend_handles_labels()
-    ax.legend(lines[0] + lines2[0], lines[1] + lines2[1], loc="upper right", fontsize=8)
-    ax.set_title(f"{result.layer} on {result.hardware.name}: SRAM sizing")
-    ax.grid(True, which="both", alpha=0.3)
-    fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
-
-
+def _sweep_point(problem: Problem, hardware: Accelerator, cand: Candidate | None,
+                 runner: Callable[..., Any] | None, simulate: bool) -> SweepPoint:
+    """The point of one SRAM size (hardware.sram_bytes): the best candidate's figures, its cycles simulated when
+    a runner confirms it (else the estimate), beside the lower bound."""
+    size = hardware.sram_bytes
+    b = lower_bound(problem, size, hardware.word_bytes)
+    if cand is None:
+        return SweepPoint(sram_bytes=size, loaded_bytes=None, stored_bytes=None, peak_sram_bytes=None, cycles=None,
+                          cycles_source="none", lower_bound_bytes=b.bytes, lower_bound_kind=b.kind,
+                          compulsory_bytes=b.compulsory_bytes, loop_nest=None)
+    simulated = confirm(cand, hardware, runner, simulate).simulated_cycles
+    return SweepPoint(sram_bytes=size, loaded_bytes=cand.loaded_bytes, stored_bytes=cand.stored_bytes,
+                      peak_sram_bytes=cand.peak_sram_bytes,
+                      cycles=cand.estimated_cycles if simulated is None else simulated,
+                      cycles_source="estimate" if simulated is None else "simulated", lower_bound_bytes=b.bytes,
+                      lower_bound_kind=b.kind, compulsory_bytes=b.compulsory_bytes, loop_nest=cand.nest)

@@ -14,7 +14,7 @@ import argparse
 import json
 from typing import TYPE_CHECKING
 
-from dsasim.atomic import atomic_path, write_text_atomic
+from dsasim.atomic import write_text_atomic
 from dsasim.hardware import load_hardware
 from dsasim.cli.common import PLOT_SUFFIXES, CliError, Command, loopnest_runner, output_file, warner
 from dsasim.cli.table import format_table
@@ -56,7 +56,7 @@ def format_sweep(result: SweepResult) -> str:
 def run(args: argparse.Namespace) -> int:
     """Handle `dsasim sweep-sram`: an exit status; a mistake in the command line raises CliError (exit 2)."""
     from dsasim.architect.layers import parse_layer
-    from dsasim.architect.sweep import parse_sizes, plot_sweep, sweep_sram
+    from dsasim.architect.sweep import parse_sizes, sweep_sram
 
     try:
         problem = parse_layer(args.layer)
@@ -84,8 +84,8 @@ def run(args: argparse.Namespace) -> int:
     if json_path is not None:
         write_text_atomic(json_path, json.dumps(result.to_json(), indent=2) + "\n")
     if plot_path is not None:
-        with atomic_path(plot_path) as tmp:  # the temporary name keeps the suffix: matplotlib's format
-            plot_sweep(result, str(tmp))
+        from dsasim.view.plot import plot_sweep  # matplotlib only when a plot is asked for
+        plot_sweep(result, plot_path)  # written atomically
     return 0
 
 

@@ -1,4 +1,4 @@
-"""Pictures of a timing simulation (matplotlib, Agg canvas; no pyplot state is touched).
+"""Pictures of a timing simulation and of an SRAM sweep (matplotlib, Agg canvas; no pyplot state is touched).
 
 * `plot_bandwidth`: DDR bytes per cycle over time, loads and stores stacked, with the bandwidth ceiling.
 * `plot_gantt`: one row per engine; operations as bars colored by tensor (at least 1/2000 of the run wide).
@@ -6,12 +6,14 @@
   stacked by tensor; a full row is 100% busy), so a 10k-operation run stays readable.
 * `plot_sram`: SRAM occupancy over time, stacked by tensor (time-averaged per window), with the peak and the
   capacity.
+* `plot_sweep`: an SRAM sweep's best traffic, lower bound, compulsory traffic and cycles against SRAM size.
 Each returns the path it wrote (the format follows the suffix, e.g. .png or .svg).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -19,6 +21,9 @@ from matplotlib.figure import Figure
 
 from dsasim.atomic import atomic_path
 from dsasim.timing.result import SimResult, _window_integrals
+
+if TYPE_CHECKING:
+    from dsasim.architect.sweep import SweepResult
 
 _MAX_BARS = 300  # an engine with more operations is drawn as a busy-fraction profile
 _PROFILE_BINS = 400
@@ -187,4 +192,31 @@ def plot_all(result: SimResult, directory: str | Path, prefix: str = "") -> list
             plot_sram(result, directory / f"{prefix}sram.png")]
 
 
-__all__ = ["plot_all", "plot_bandwidth", "plot_gantt", "plot_sram"]
+def plot_sweep(result: SweepResult, path: str | Path) -> Path:
+    """An SRAM sweep: traffic (best found, lower bound, compulsory) and cycles against SRAM size, log-log."""
+    pts = result.points
+    xs = [p.sram_bytes / 1024 for p in pts]
+    fig = _figure(8.0, 4.8)
+    ax = fig.add_subplot()
+    traffic = [p.traffic_bytes if p.traffic_bytes is not None else float("nan") for p in pts]
+    ax.plot(xs, traffic, "o-", color="tab:blue", label="best schedule: traffic")
+    ax.plot(xs, [p.lower_bound_bytes for p in pts], "--", color="tab:red", label="lower bound")
+    ax.plot(xs, [p.compulsory_bytes for p in pts], ":", color="black", label="compulsory traffic")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("SRAM (KiB)")
+    ax.set_ylabel("DDR traffic (bytes)")
+    ax2 = ax.twinx()
+    cycles = [p.cycles if p.cycles is not None else float("nan") for p in pts]
+    sim = all(p.cycles_source == "simulated" for p in pts if p.cycles is not None)
+    ax2.plot(xs, cycles, "s-", color="tab:green", label="best schedule: cycles" + ("" if sim else " (estimate)"))
+    ax2.set_ylabel("cycles")
+    lines = ax.get_legend_handles_labels()
+    lines2 = ax2.get_legend_handles_labels()
+    ax.legend(lines[0] + lines2[0], lines[1] + lines2[1], loc="upper right", fontsize=8)
+    ax.set_title(f"{result.layer} on {result.hardware.name}: SRAM sizing")
+    ax.grid(True, which="both", alpha=0.3)
+    return _save(fig, path)
+
+
+__all__ = ["plot_all", "plot_bandwidth", "plot_gantt", "plot_sram", "plot_sweep"]

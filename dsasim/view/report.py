@@ -43,10 +43,8 @@ def traffic_by_scope(trace: Trace) -> list[ScopeTraffic]:
                 row[3] += 1
             else:
                 row[4] += 1
-    result = []
-    for (scope_id, tensor_id), (loaded, stored, loads, stores, hits) in rows.items():
-        name = trace.scopes[scope_id].name if scope_id >= 0 else "(top)"
-        result.append(ScopeTraffic(name, trace.tensors[tensor_id].name, instances.get(scope_id, 0), loaded,
-                                   stored, loads, stores, hits))
-    return result
+    return [ScopeTraffic(scope=trace.scopes[scope_id].name if scope_id >= 0 else "(top)",
+                         tensor=trace.tensors[tensor_id].name, instances=instances.get(scope_id, 0),
+                         loaded_bytes=loaded, stored_bytes=stored, loads=loads, stores=stores, hits=hits)
+            for (scope_id, tensor_id), (loaded, stored, loads, stores, hits) in rows.items()]
 
