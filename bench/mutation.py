@@ -400,7 +400,7 @@ def main(argv: list[str] | None = None) -> int:
     """Run the mutants and print one line each and the score; exit 1 when any survived or is stale."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--jobs", type=int, default=2, help="mutants run at once (default 2)")
-    parser.add_argument("--only", nargs="+", metavar="SUBSTRING", help="only mutants whose name contains one")
+    parser.add_argument("--only", nargs="+", metavar="SUBSTRING", help="only mutants whose name or file path contains one")
     parser.add_argument("--timeout", type=float, default=600.0, help="seconds per mutant before it counts killed")
     parser.add_argument("--list", action="store_true", help="list the mutants and exit")
     args = parser.parse_args(argv)
@@ -408,7 +408,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--jobs must be >= 1")
     if shutil.which("git") is None:
         parser.error("needs git (it copies the committed tree)")
-    mutants = [m for m in MUTANTS if not args.only or any(s in m.name for s in args.only)]
+    mutants = [m for m in MUTANTS if not args.only or any(s in m.name or s in m.path for s in args.only)]
     if args.list:
         for m in mutants:
             print(f"{m.path}: {m.name}")
