@@ -1,7 +1,7 @@
 """The generic kernel: executes any `LoopNest` (conv or matmul) on the traced memory model.
 
 Semantics are those of `dsasim.architect.loopnest` (module docstring): one loop per dimension in the nest's order; each
-tensor's buffer staged in its own `GlobalHierarchy` scope (`TENSOR@LOOP`, `buffers=ways`) at its depth, holding
+tensor's buffer staged in its own `GlobalHierarchy` scope (`TENSOR@LOOP`, `ways=`) at its depth, holding
 the tensor's box for every loop inside; the TensorCore computes one tile at the innermost point, taking its
 operands from the staged buffers (hits). Run it like a hand-written schedule: `loopnest_schedule(nest)` is a
 `Schedule` for `run_schedule` (numeric mode checks it against torch), `run_loopnest` does that in one call, and
@@ -74,7 +74,7 @@ def execute(nest: LoopNest, s: Session, tensors: Mapping[str, TracedArray]) -> N
             return
         name = staged[k][i]
         scope, ways, axes = plans[name]
-        with GlobalHierarchy(s, scope, buffers=ways):
+        with GlobalHierarchy(s, scope, ways=ways):
             region = _region(axes, cur)
             if all(a < b for a, b in region):  # an all-padding box is not accessed
                 tile = tensors[name][region]
@@ -179,12 +179,12 @@ def blog_demo_nest(name: str, problem: ConvProblem | None = None) -> LoopNest:
     return LoopNest(p, order, {d: min(v, p.extents[d]) for d, v in tiles.items()}, stage)
 
 
-def res2a_slab_nest(rows: int = 4, buffers: int = 2) -> LoopNest:
+def res2a_slab_nest(rows: int = 4, ways: int = 2) -> LoopNest:
     """`kernels.resnet_schedules.row_slab_conv` as a LoopNest: weights resident, `rows`-row slabs of image (with
-    halo) and output, each slab scope `buffers`-way."""
+    halo) and output, each slab scope `ways`-way."""
     p = ConvProblem(1, 64, 64, 56, 56, 3, padding=1, name="resnet50.res2a_branch2b")
     return LoopNest(p, _ROWS_FIRST, {"n": 1, "oh": rows},
-                    {"image": "oh", "weight": "top", "output": "oh"}, {"image": buffers, "output": buffers})
+                    {"image": "oh", "weight": "top", "output": "oh"}, {"image": ways, "output": ways})
 
 
 def gemm_nest(m: int = 64, n: int = 48, k: int = 32) -> LoopNest:

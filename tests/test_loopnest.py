@@ -293,11 +293,14 @@ def test_bad_layer_specs_say_why(text, message):
 
 
 def test_ways_is_the_name_and_buffers_its_alias():
-    """N-way buffering per tensor: ways= and buffers= give the same nest; the JSON key stays "buffers"."""
+    """N-way buffering per tensor: ways= and buffers= give the same nest; the JSON key is "ways", and JSON
+    written before the rename (key "buffers") still loads."""
     stage = {"image": "ow", "weight": "oc", "output": "ow"}
     a = LoopNest(CONV, ORDER, {"oc": 2}, stage, ways={"image": 2})
     b = LoopNest(CONV, ORDER, {"oc": 2}, stage, buffers={"image": 2})
     assert a == b and a.ways == a.buffers == (2, 1, 1) and a.ways_of("image") == 2
-    assert a.to_json()["buffers"] == {"image": 2, "weight": 1, "output": 1}
+    assert a.to_json()["ways"] == {"image": 2, "weight": 1, "output": 1} and "buffers" not in a.to_json()
     assert LoopNest.from_json(a.to_json()) == a
+    old = {k: v for k, v in a.to_json().items() if k != "ways"} | {"buffers": {"image": 2}}
+    assert LoopNest.from_json(old) == a
     assert a.replace(ways={"output": 3}).ways == a.replace(buffers={"output": 3}).ways == (2, 1, 3)

@@ -10,7 +10,7 @@ Semantics (what `kernels/loopnest_kernel.py` executes and `dsasim.architect.anal
   depth len(order) is the innermost point where the compute happens.
 * A tensor staged at depth k gets its own `GlobalHierarchy` scope, opened at depth k once per iteration of
   the k loops above it (named `TENSOR@LOOP`, `LOOP` being the loop it sits in, or `top`), with
-  `buffers=ways`. On entry it accesses its *box*: for every dimension that indexes it, the current tile if the
+  `ways=`. On entry it accesses its *box*: for every dimension that indexes it, the current tile if the
   dimension's loop is above depth k, else the whole extent; for an image row/column (a window over an output
   position and a kernel tap), the tight range of real input rows that the box's output positions and taps read
   (padding is never loaded). An input box is a DMA load (an empty box, all padding, is not accessed). An output
@@ -333,8 +333,8 @@ class LoopNest:
     * stage: tensor -> where its buffer's scope opens: a depth 0..len(order), the name of the loop it sits in
       (the scope opens inside that loop), or None / "top" (above every loop). Every tensor must be staged.
     * ways: tensor -> buffering ways of its scope (N-way buffering; default 1; capacity counts ways x the
-      buffer). `buffers=` is an alias of `ways=` (the blog-style name of `GlobalHierarchy(buffers=N)`), and the
-      JSON key stays "buffers".
+      buffer). `buffers=` is an alias of `ways=` (the blog-style name of `GlobalHierarchy(buffers=N)`); the
+      JSON key is "ways" (`from_json` also reads the older "buffers").
     Invalid values raise ValueError saying which and why.
     """
 
@@ -489,7 +489,7 @@ class LoopNest:
             "order": list(self.order),
             "tiles": {d: t for d, t in zip(self.problem.dims, self.tiles)},
             "stage": {n: self.loop_of(n) for n in names},
-            "buffers": {n: w for n, w in zip(names, self.ways)},  # the JSON key keeps the blog-style name
+            "ways": {n: w for n, w in zip(names, self.ways)},
         }
 
     @classmethod
@@ -498,10 +498,11 @@ class LoopNest:
         if "loop_nest" in data and "problem" not in data:
             data = data["loop_nest"]
         problem = problem_from_json(data["problem"])
-        return cls(problem, data["order"], data.get("tiles"), data.get("stage"), data.get("buffers"))
+        return cls(problem, data["order"], data.get("tiles"), data.get("stage"),
+                   data.get("ways", data.get("buffers")))  # "buffers": JSON written before the rename
 
     def key(self) -> tuple:
-        """A hashable identity (problem spec, order, tiles, stage, buffers)."""
+        """A hashable identity (problem spec, order, tiles, stage, ways)."""
         return (self.problem.spec(), self.order, self.tiles, self.stage, self.ways)
 
     def __hash__(self) -> int:
@@ -579,4 +580,4 @@ class LoopNest:
         names = self.problem.tensor_names
         st = {n: self.loop_of(n) for n in names}
         return (f"LoopNest({self.problem.name!r}, order={list(self.order)}, tiles={self.tile_map}, stage={st}, "
-                f"buffers={dict(zip(names, self.ways))})")
+                f"ways={dict(zip(names, self.ways))})")

@@ -1,10 +1,10 @@
 """`dsasim simulate NAME`: trace a schedule count-only and time it.
 
-    dsasim simulate NAME [--buffers N] [--hardware PRESET|FILE] [--json PATH] [--perfetto PATH] [--plot DIR]
+    dsasim simulate NAME [--ways N] [--hardware PRESET|FILE] [--json PATH] [--perfetto PATH] [--plot DIR]
                          [--window CYCLES]
 
-NAME is looked up with `common.find_schedule`. `--buffers N` makes every scope of the schedule N-way
-buffered (the scope names are found by a first count-only pass). Prints a summary; --json writes
+NAME is looked up with `common.find_schedule`. `--ways N` (alias `--buffers N`, the blog's word) makes every scope of
+the schedule N-way buffered (the scope names are found by a first count-only pass). Prints a summary; --json writes
 `SimResult.to_json` (fixed key order, byte-identical for the same input), --perfetto a Chrome/Perfetto trace,
 --plot the bandwidth, Gantt and SRAM figures as PNGs. The model (torch via `dsasim.traced.schedule`, the timing
 simulator, matplotlib) is imported by the run, not by `dsasim --help`.
@@ -25,17 +25,18 @@ if TYPE_CHECKING:
     from dsasim.hardware import Accelerator
     from dsasim.traced.schedule import Schedule
 
-__all__ = ["COMMAND", "MAX_BUFFERS", "MAX_WINDOW_CYCLES", "scope_names"]
+__all__ = ["COMMAND", "MAX_WAYS", "MAX_WINDOW_CYCLES", "scope_names"]
 
-MAX_BUFFERS = 64  # N-way buffering beyond this is a typo, not a design (each way is a full copy)
+MAX_WAYS = 64  # N-way buffering beyond this is a typo, not a design (each way is a full copy)
 MAX_WINDOW_CYCLES = 10 ** 15  # keeps window arithmetic exact in int64
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """The arguments of `dsasim simulate`."""
     p.add_argument("name", help="a registered schedule, e.g. demo2 (as listed by `dsasim demo`)")
-    p.add_argument("--buffers", type=int_at_least(1, MAX_BUFFERS), metavar="N", default=None,
-                   help="make every scope of the schedule N-way buffered (default: as the schedule declares)")
+    p.add_argument("--ways", "--buffers", dest="ways", type=int_at_least(1, MAX_WAYS), metavar="N", default=None,
+                   help="make every scope of the schedule N-way buffered (default: as the schedule declares; "
+                        "--buffers is an alias)")
     p.add_argument("--hardware", metavar="PRESET|FILE", default=None,
                    help="hardware preset or TOML file (default: the preset the schedule was written for)")
     p.add_argument("--json", metavar="PATH", help="write the result summary as JSON")
@@ -71,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
         hardware = load_hardware(args.hardware) if args.hardware is not None else preset(schedule.hardware)
     except ValueError as err:
         raise CliError(str(err)) from None
-    buffers = args.buffers
+    ways = args.ways
     # every output is checked before the (possibly long) run; --plot first: it creates its folder, which the
     # other outputs may name (--plot out --perfetto out/t.json)
     if args.plot is not None:
@@ -81,10 +82,10 @@ def run(args: argparse.Namespace) -> int:
     perfetto_path = output_file("--perfetto", args.perfetto) if args.perfetto is not None else None
     if json_path is not None and perfetto_path is not None and json_path.resolve() == perfetto_path.resolve():
         raise CliError(f"--json and --perfetto both name {json_path}; give two different files")
-    scope_buffers = None
-    if buffers is not None:
-        scope_buffers = {name: buffers for name in scope_names(schedule, hardware)}
-    run_result = run_schedule(schedule, hardware, numeric=False, record_trace=True, scope_buffers=scope_buffers)
+    scope_ways = None
+    if ways is not None:
+        scope_ways = {name: ways for name in scope_names(schedule, hardware)}
+    run_result = run_schedule(schedule, hardware, numeric=False, record_trace=True, scope_ways=scope_ways)
     if run_result.status != "ok":
         print(f"dsasim simulate: {schedule.name} on {hardware.name} failed ({run_result.status}): "
               f"{run_result.message}", file=sys.stderr)
@@ -94,11 +95,11 @@ def run(args: argparse.Namespace) -> int:
     except TimingError as err:
         print(f"dsasim simulate: {schedule.name}: {err}", file=sys.stderr)
         return EXIT_FAILED
-    ways = f", {buffers}-way scopes" if buffers is not None else ""
-    print(f"{schedule.name} on {hardware.name}{ways}: {result.operations} operations")
+    way_note = f", {ways}-way scopes" if ways is not None else ""
+    print(f"{schedule.name} on {hardware.name}{way_note}: {result.operations} operations")
     print(result.summary())
     if json_path is not None:
-        write_text_atomic(json_path, json.dumps(result.to_json(schedule.name, buffers), indent=2) + "\n")
+        write_text_atomic(json_path, json.dumps(result.to_json(schedule.name, ways), indent=2) + "\n")
         print(f"wrote {json_path}")
     if perfetto_path is not None:
         from dsasim.view.perfetto import write_perfetto
