@@ -54,8 +54,7 @@ class _ListScheduler:
 
     __slots__ = ("g", "n", "starts", "ends", "deps", "dur", "engine", "queues", "heads", "free", "port_free",
                  "port_order", "compute_engines", "transfer_engines", "remaining", "tensor", "region", "ddr_check",
-                 "engine_ports", "store_engine", "loads_by_tensor", "stores_by_tensor", "compute_state",
-                 "transfer_state")
+                 "engine_ports", "store_engine", "loads_by_tensor", "stores_by_tensor")
 
     def __init__(self, g: OpGraph) -> None:
         self.g = g
@@ -75,38 +74,44 @@ class _ListScheduler:
         self.compute_engines = [e for e in range(n_eng) if g.engine_ports[e] < 0 and g.queues[e]]
         self.transfer_engines = [e for e in range(n_eng) if g.engine_ports[e] >= 0 and g.queues[e]]
         self.remaining = sum(len(q) for q in g.queues)
-        # what each step reads, bound once: one attribute lookup per step instead of one per list
-        self.compute_state = (self.deps, self.ends, self.engine, self.starts, self.dur, self.queues, self.heads,
-                              self.free, self.compute_engines)
-        self.transfer_state = (self.queues, self.heads, self.free, self.port_free, self.engine_ports,
-                               self.transfer_engines, self.deps, self.ends, self.engine)
+
+    def ready(self, op: int, r: int) -> int:
+        """When every dependency of op has ended (at least r); -1 if one has no known end yet (an engine-less one
+        is resolved on the way)."""
+        ends, engine = self.ends, self.engine
+        for d in self.deps[op]:
+            j = d >> 2
+            x = ends[j]
+            if x < 0 and (engine[j] >= 0 or (x := self.resolve(j)) < 0):
+                return -1
+            if x > r:
+                r = x
+        return r
 
     def resolve(self, op: int) -> int:
-        """End of an engine-less node (OPEN, FREE) if all it waits for has a known end, else -1 (iterative)."""
+        """End of an engine-less node (OPEN, FREE) if all it waits for has a known end, else -1 (iterative: a chain
+        of engine-less nodes is walked with a stack, not by recursion)."""
         deps, ends, engine, starts, dur = self.deps, self.ends, self.engine, self.starts, self.dur
         stack = [op]
         while stack:
             top = stack[-1]
             r = 0
-            blocked = False
             for d in deps[top]:
                 j = d >> 2
                 e = ends[j]
                 if e < 0:
                     if engine[j] >= 0:
                         return -1
+                    if len(stack) > self.n:  # cannot happen for traces from dsasim; guards malformed graphs
+                        return -1
                     stack.append(j)
-                    blocked = True
                     break
                 if e > r:
                     r = e
-            if blocked:
-                if len(stack) > self.n + 1:  # cannot happen for traces from dsasim; guards malformed graphs
-                    return -1
-                continue
-            starts[top] = r
-            ends[top] = r + dur[top]
-            stack.pop()
+            else:
+                starts[top] = r
+                ends[top] = r + dur[top]
+                stack.pop()
         return ends[op]
 
     def ddr_ready(self, op: int, r: int) -> int:
@@ -141,39 +146,22 @@ class _ListScheduler:
 
     def advance_compute_engines(self) -> None:
         """Start every compute engine's next operations for as long as their dependencies' ends are known."""
-        deps, ends, engine, starts, dur, queues, heads, free, compute_engines = self.compute_state
+        starts, ends, dur, queues, heads, free, ready = self.starts, self.ends, self.dur, self.queues, self.heads, \
+            self.free, self.ready
         progressed = True
         while progressed:
             progressed = False
-            for e in compute_engines:
+            for e in self.compute_engines:
                 q = queues[e]
-                h = heads[e]
-                if h == len(q):
-                    continue
+                h = start_h = heads[e]
                 t = free[e]
-                start_h = h
                 while h < len(q):
                     op = q[h]
-                    r = t
-                    ok = True
-                    for d in deps[op]:
-                        j = d >> 2
-                        x = ends[j]
-                        if x < 0:
-                            if engine[j] >= 0:
-                                ok = False
-                                break
-                            x = self.resolve(j)
-                            if x < 0:
-                                ok = False
-                                break
-                        if x > r:
-                            r = x
-                    if not ok:
+                    r = ready(op, t)
+                    if r < 0:
                         break
                     starts[op] = r
-                    t = r + dur[op]
-                    ends[op] = t
+                    t = ends[op] = r + dur[op]
                     h += 1
                 if h != start_h:
                     self.remaining -= h - start_h
@@ -186,24 +174,17 @@ class _ListScheduler:
 
         The port whose next transfer can start earliest (at D) takes, among its transfers ready by D, the one with
         the smallest (ready time, program index)."""
-        queues, heads, free, port_free, engine_ports, transfer_engines, deps, ends, engine = self.transfer_state
+        queues, heads, free, port_free, engine_ports = self.queues, self.heads, self.free, self.port_free, \
+            self.engine_ports
         best_d = best_r = best_op = best_e = -1
         best_p = 0
-        for e in transfer_engines:
+        for e in self.transfer_engines:
             q = queues[e]
             h = heads[e]
             if h == len(q):
                 continue
             op = q[h]
-            r = free[e]  # when op is ready (the head of its engine): its dependencies' last end, -1 if unknown
-            for dep in deps[op]:
-                j = dep >> 2
-                x = ends[j]
-                if x < 0 and (engine[j] >= 0 or (x := self.resolve(j)) < 0):
-                    r = -1
-                    break
-                if x > r:
-                    r = x
+            r = self.ready(op, free[e])  # when op is ready (the head of its engine), -1 if not known yet
             if r >= 0 and self.ddr_check[op]:
                 r = self.ddr_ready(op, r)
             if r < 0:

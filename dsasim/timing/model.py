@@ -47,10 +47,9 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from dsasim.hardware import Accelerator
-from dsasim.util import regions_overlap
-from dsasim.traced.trace import (ALLOC, COMPUTE, ENTER, EXIT, FREE, HIT, LOAD, OPEN, STORE, Region, Trace,
-                     format_region)
-from dsasim.timing.validate import validate_trace
+from dsasim.util import ceil_div, regions_overlap
+from dsasim.traced.trace import ALLOC, COMPUTE, FREE, LOAD, OPEN, STORE, Region, Trace, format_region
+from dsasim.timing.validate import TraceChecker
 
 # operation kinds
 LOAD_OP, STORE_OP, TC_OP, VEC_OP, OPEN_OP, FREE_OP = range(6)
@@ -76,6 +75,10 @@ class _Occupancy:
         i = bisect_right(self.starts, start)
         if i and self.runs[i - 1][1] > start:
             i -= 1
+            a, b, owner = self.runs[i]
+            if a == start and b == stop:  # the common case: the same bytes again (an N-way slot's next turn)
+                self.runs[i] = (start, stop, buffer)
+                return [owner]
         j = i
         previous: list[int] = []
         keep: list[tuple[int, int, int]] = []
@@ -162,7 +165,7 @@ def transfer_cycles_fn(hardware: Accelerator):
     def cycles(nbytes: int) -> int:
         c = cache.get(nbytes)
         if c is None:
-            c = cache[nbytes] = setup + -(-nbytes * den // num)
+            c = cache[nbytes] = setup + ceil_div(nbytes * den, num)  # once per distinct size
         return c
 
     return cycles
@@ -397,17 +400,19 @@ class _Lowering:
 def lower(trace: Trace, hardware: Accelerator) -> OpGraph:
     """Lower a trace into the operation graph of the timing model (see the module docstring for the rules).
 
-    Validates the trace first (`validate_trace`: TraceError names the first bad event), so the handlers can trust
-    every id, region and byte count."""
-    validate_trace(trace, hardware)
+    Each event is checked (`validate.TraceChecker`: TraceError names the first bad event) before its handler
+    lowers it, in one pass, so the handlers can trust every id, region and byte count."""
+    checker = TraceChecker(trace, hardware)
+    check = checker.run
     state = _Lowering(trace, hardware)
-    handlers: list = [None] * (max(ENTER, EXIT, ALLOC, LOAD, OPEN, HIT, COMPUTE, STORE, FREE) + 1)
-    handlers[LOAD], handlers[COMPUTE], handlers[OPEN] = state.load, state.compute, state.open
-    handlers[ALLOC], handlers[FREE], handlers[STORE] = state.alloc, state.free, state.store
+    handlers = {LOAD: state.load, COMPUTE: state.compute, OPEN: state.open, ALLOC: state.alloc, FREE: state.free,
+                STORE: state.store}.get  # HIT, ENTER, EXIT: no operation (a HIT adds nothing: module docstring)
     for idx, ev in enumerate(trace.events):
-        handler = handlers[ev[0]]
-        if handler is not None:  # HIT, ENTER, EXIT: no operation (a HIT adds nothing: see the module docstring)
+        check(idx, ev)
+        handler = handlers(ev[0])
+        if handler is not None:
             handler(idx, ev)
+    checker.finish()
     return state.graph(trace)
 
 

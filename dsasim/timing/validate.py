@@ -1,7 +1,7 @@
 """Validation of a trace before it is timed: one pass that rejects what a `Session` can never record.
 
-`lower` (and so `simulate`, with either scheduler) calls `validate_trace` first, so a hand-built or corrupted
-trace fails with one `TraceError` naming the event index, the event and what is wrong, instead of a wrong cycle
+`lower` (and so `simulate`, with either scheduler) checks each event with `TraceChecker` before it lowers it, so a
+hand-built or corrupted trace fails with one `TraceError` naming the event index, the event and what is wrong, instead of a wrong cycle
 count or a traceback from deep inside the scheduler. The rules (the trace format of `dsasim/traced/trace.py`):
 
   * every event is a tuple whose first field is an `EventKind` and whose length is that kind's field count;
@@ -12,14 +12,14 @@ count or a traceback from deep inside the scheduler. The rules (the trace format
     tensor its buffer was allocated for, and fits the buffer's bytes;
   * an input (read-only tensor) is never OPENed, written by a compute, or STOREd; a compute reads and writes
     only filled buffers; a STORE writes back exactly the region its buffer holds, of a filled buffer (usually one a
-    compute modified; `Session.mark_written` may mark a write that needed no arithmetic); a LOAD never overwrites modified contents that were not stored;
+    compute modified; `Session.mark_written` may mark a write that needed no arithmetic); a LOAD never overwrites
+    modified contents that were not stored;
   * COMPUTE names a known unit ("tensorcore" or "vector") and non-negative integer MACs and cycles;
   * ENTER/EXIT nest (an EXIT closes the innermost open scope instance, instances count from 0 per scope), a
     scope's buffers are freed before its EXIT, FREE gives back the bytes its ALLOC charged, and at the end every
     scope is closed and every buffer freed.
-Validation is a single pass over the events with a few list lookups per event, 0.3 to 0.5 us per event on the
-bench traces: it adds 16 to 29 % to `simulate` (whose lowering no longer checks anything itself), 8 to 11 % to
-tracing plus simulating. Half of it on the demo3/demo5 traces is the bounds check of each reuse load's region.
+One check per event kind (`TraceChecker.load`, `.compute`, ...), like the lowering's handlers; `validate_trace`
+runs them alone.
 """
 
 from __future__ import annotations
@@ -72,11 +72,6 @@ def _bad_buffer(idx: int, event: object, b: object, role: str, b_state: list[int
     return _fail(idx, event, f"{role} {b} ({names[b_tensor[b]]}) is used after its FREE")
 
 
-def _wrong_nbytes(idx: int, event: object, nb: object, need: int, word: int) -> TraceError:
-    return _fail(idx, event, f"nbytes is {nb!r}, but the region holds {need} B ({need // word} elements x {word}-byte "
-                             f"words)")
-
-
 def _wrong_tensor(idx: int, event: object, b: int, t: object, b_tensor: list[int], names: list[str]) -> TraceError:
     shown = repr(names[t]) if type(t) is int and 0 <= t < len(names) else "not a tensor id"
     return _fail(idx, event, f"tensor {t!r} ({shown}) is not the tensor of buffer {b} ({names[b_tensor[b]]!r}, "
@@ -115,240 +110,251 @@ def _region_problem(region: object, shape: tuple[int, ...]) -> str | None:
 
 def validate_trace(trace: Trace, hardware: Accelerator) -> None:
     """Check that `trace` is a well-formed trace for `hardware` (rules: module docstring); raise TraceError."""
-    if trace.word_bytes != hardware.word_bytes:
-        raise TraceError(f"the trace was recorded with {trace.word_bytes}-byte words but {hardware.name!r} has "
-                         f"{hardware.word_bytes}-byte words; trace the schedule on the hardware you time it on")
-    # The loop is hot (one pass over millions of events): messages are built by the
-    # module-level helpers only when something is wrong, and a field of the wrong type (a float buffer id, a
-    # region that is not a tuple, an event of the wrong length) is caught by the TypeError/ValueError/IndexError
-    # it raises rather than by a type test on every field.
-    tensors = trace.tensors
-    shapes = [t.shape for t in tensors]
-    writable = [t.writable for t in tensors]
-    names = [t.name for t in tensors]
-    n_tensors = len(tensors)
-    n_scopes = len(trace.scopes)
-    word = trace.word_bytes
+    checker = TraceChecker(trace, hardware)
+    run = checker.run
+    for idx, event in enumerate(trace.events):
+        run(idx, event)
+    checker.finish()
 
-    # per buffer (index = buffer id)
-    b_tensor: list[int] = []
-    b_nbytes: list[int] = []  # its allocation's bytes
-    b_charged: list[int] = []
-    b_region: list = []  # the region it holds (its ALLOC's, then its last fill's)
-    b_held: list[int] = []  # the bytes of that region
-    b_state: list[int] = []
-    b_scope: list = []  # the open-scope record that allocated it, or None
-    n_buf = 0
-    scope_stack: list[list[int]] = []  # [scope_id, instance, live buffers]
-    next_instance = [0] * n_scopes
 
-    # module constants as locals: the loop reads them on every event
-    unfilled, clean, modified, freed = _UNFILLED, _CLEAN, _MODIFIED, _FREED
-    k_load, k_compute, k_hit, k_alloc, k_free, k_store, k_open = LOAD, COMPUTE, HIT, ALLOC, FREE, STORE, OPEN
-    region_nbytes = _region_nbytes
-    idx = -1
-    event: object = None
-    try:
-        for idx, event in enumerate(trace.events):
-            k = event[0]
-            if k == k_load:
-                _, b, t, reg, nb, reuse = event
-                if not 0 <= b < n_buf or b_state[b] == freed:
-                    raise _bad_buffer(idx, event, b, "buffer", b_state, b_tensor, names)
-                if t is not b_tensor[b] and (t != b_tensor[b] or type(t) is not int):
-                    raise _wrong_tensor(idx, event, b, t, b_tensor, names)
-                if reg is b_region[b]:
-                    need = b_held[b]
-                else:
-                    need = region_nbytes(reg, shapes[t], word)
-                    if need < 0:
-                        raise _fail(idx, event, f"{_region_problem(reg, shapes[t])} (tensor {names[t]!r} has shape "
-                                                f"{shapes[t]})")
-                    if need > b_nbytes[b]:
-                        raise _fail(idx, event, f"{need} B do not fit buffer {b} ({b_nbytes[b]} B)")
-                if nb != need or type(nb) is not int:
-                    raise _wrong_nbytes(idx, event, nb, need, word)
-                if b_state[b] == modified:
-                    raise _fail(idx, event, f"LOAD into buffer {b}, whose modified contents were never stored: a "
-                                            f"STORE must come first, or the results are lost")
-                if reuse is not True and reuse is not False:
-                    raise _fail(idx, event, f"the reuse flag must be True or False, got {reuse!r}")
-                b_region[b] = reg
-                b_held[b] = need
-                b_state[b] = clean
-            elif k == k_compute:
-                _, unit, _opname, out, ins, m, cyc, pm = event
-                if unit != "tensorcore" and unit != "vector":
-                    raise _fail(idx, event, f"unknown compute unit {unit!r}; units are "
-                                            f"{', '.join(map(repr, UNITS))}")
-                if type(cyc) is not int or cyc < 0:
-                    raise _fail(idx, event, f"cycles must be an integer >= 0, got {cyc!r}")
-                if type(m) is not int or m < 0 or type(pm) is not int or pm < 0:
-                    raise _fail(idx, event, f"macs and padded_macs must be integers >= 0, got {m!r} and {pm!r}")
-                if pm < m and unit == "tensorcore":
-                    raise _fail(idx, event, f"padded_macs ({pm}) < macs ({m}): the TensorCore's padded MACs include "
-                                            f"the useful ones")
-                if type(ins) is not tuple:
-                    raise _fail(idx, event, f"in_buffers must be a tuple of buffer ids, got {ins!r}")
-                for b in ins:
-                    if not 0 <= b < n_buf or b_state[b] == freed:
-                        raise _bad_buffer(idx, event, b, "input buffer", b_state, b_tensor, names)
-                    if b_state[b] == unfilled:
-                        raise _fail(idx, event, f"reads buffer {b} ({names[b_tensor[b]]}) before anything filled it "
-                                                f"(LOAD or OPEN)")
-                if not 0 <= out < n_buf or b_state[out] == freed:
-                    raise _bad_buffer(idx, event, out, "output buffer", b_state, b_tensor, names)
-                t = b_tensor[out]
-                if not writable[t]:
-                    raise _fail(idx, event, f"writes buffer {out} of {names[t]!r}, an input (read-only); computes "
-                                            f"write outputs, intermediates or scratch tensors")
-                if b_state[out] == unfilled:
-                    raise _fail(idx, event, f"writes buffer {out} ({names[t]}) before it was filled (LOAD or OPEN)")
-                b_state[out] = modified
-            elif k == k_hit:
-                _, b, t, reg, reuse = event
-                if not 0 <= b < n_buf or b_state[b] == freed:
-                    raise _bad_buffer(idx, event, b, "buffer", b_state, b_tensor, names)
-                if t is not b_tensor[b] and (t != b_tensor[b] or type(t) is not int):
-                    raise _wrong_tensor(idx, event, b, t, b_tensor, names)
-                if b_state[b] == unfilled:
-                    raise _fail(idx, event, f"a HIT on buffer {b}, which nothing filled yet (LOAD or OPEN)")
-                held = b_region[b]
-                if reg is not held:
-                    if type(reg) is not tuple or len(reg) != len(held):
-                        raise _fail(idx, event, _region_problem(reg, shapes[t]) or "malformed region")
-                    for (start, stop), (h_start, h_stop) in zip(reg, held):
-                        if not h_start <= start < stop <= h_stop or type(start) is not int or type(stop) is not int:
-                            raise _fail(idx, event, f"a HIT region must lie inside the region its buffer {b} holds, "
-                                                    f"{format_region(held)}")
-                if reuse is not True and reuse is not False:
-                    raise _fail(idx, event, f"the reuse flag must be True or False, got {reuse!r}")
-            elif k == k_alloc:
-                _, b, t, reg, nb, address, charged = event
-                if b != n_buf or type(b) is not int:
-                    raise _fail(idx, event, f"ALLOC of buffer {b!r}, expected buffer {n_buf} (buffers are numbered "
-                                            f"in allocation order)")
-                if not 0 <= t < n_tensors or type(t) is not int:
-                    raise _fail(idx, event, f"tensor id {t!r} is not one of the trace's {n_tensors} tensors")
-                need = region_nbytes(reg, shapes[t], word)
-                if need < 0:
-                    raise _fail(idx, event, f"{_region_problem(reg, shapes[t])} (tensor {names[t]!r} has shape "
-                                            f"{shapes[t]})")
-                if nb != need or type(nb) is not int:
-                    raise _wrong_nbytes(idx, event, nb, need, word)
-                if type(address) is not int or address < 0:
-                    raise _fail(idx, event, f"address must be an integer >= 0 (a byte offset in SRAM), got "
-                                            f"{address!r}")
-                if type(charged) is not int or charged < nb or charged % nb:
-                    raise _fail(idx, event, f"charged_bytes must be nbytes x ways (a positive multiple of {nb}), "
-                                            f"got {charged!r}")
-                n_buf += 1
-                b_tensor.append(t)
-                b_nbytes.append(nb)
-                b_charged.append(charged)
-                b_region.append(reg)
-                b_held.append(nb)
-                b_state.append(unfilled)
-                if scope_stack:
-                    top = scope_stack[-1]
-                    top[2] += 1
-                    b_scope.append(top)
-                else:
-                    b_scope.append(None)
-            elif k == k_free:
-                _, b, charged = event
-                if not 0 <= b < n_buf or b_state[b] == freed:
-                    raise _bad_buffer(idx, event, b, "buffer", b_state, b_tensor, names)
-                if charged != b_charged[b]:
-                    raise _fail(idx, event, f"charged_bytes {charged!r} differs from the {b_charged[b]} B its ALLOC "
-                                            f"charged")
-                b_state[b] = freed
-                owner = b_scope[b]
-                if owner is not None:
-                    owner[2] -= 1
-            elif k == k_store:
-                _, b, t, reg, nb = event
-                if not 0 <= b < n_buf or b_state[b] == freed:
-                    raise _bad_buffer(idx, event, b, "buffer", b_state, b_tensor, names)
-                if t is not b_tensor[b] and (t != b_tensor[b] or type(t) is not int):
-                    raise _wrong_tensor(idx, event, b, t, b_tensor, names)
-                if not writable[t]:
-                    raise _fail(idx, event, f"{names[t]!r} is an input (read-only): nothing may be stored to it")
-                held = b_region[b]
-                if reg is not held and reg != held:
-                    raise _fail(idx, event, f"a STORE writes back the region its buffer holds, "
-                                            f"{format_region(held)}, not {reg!r}")
-                if nb != b_held[b] or type(nb) is not int:
-                    raise _wrong_nbytes(idx, event, nb, b_held[b], word)
-                # a filled buffer may be stored with no COMPUTE since its fill: Session.mark_written records a
-                # write that needs no arithmetic (an all-padding window leaves an opened tile's zeros to store)
-                if b_state[b] == unfilled:
-                    raise _fail(idx, event, f"STORE of buffer {b}, which nothing filled or computed since it was "
-                                            f"allocated; only filled, written buffers are written back")
-                b_state[b] = clean
-            elif k == k_open:
-                _, b, t, reg, reuse = event
-                if not 0 <= b < n_buf or b_state[b] == freed:
-                    raise _bad_buffer(idx, event, b, "buffer", b_state, b_tensor, names)
-                if t is not b_tensor[b] and (t != b_tensor[b] or type(t) is not int):
-                    raise _wrong_tensor(idx, event, b, t, b_tensor, names)
-                if not writable[t]:
-                    raise _fail(idx, event, f"{names[t]!r} is an input (read-only): an OPEN (a zeroed region, no "
-                                            f"DMA) is only for outputs, intermediates and scratch tensors; an input "
-                                            f"is LOADed")
-                if reg is b_region[b]:
-                    need = b_held[b]
-                else:
-                    need = region_nbytes(reg, shapes[t], word)
-                    if need < 0:
-                        raise _fail(idx, event, f"{_region_problem(reg, shapes[t])} (tensor {names[t]!r} has shape "
-                                                f"{shapes[t]})")
-                    if need > b_nbytes[b]:
-                        raise _fail(idx, event, f"{need} B do not fit buffer {b} ({b_nbytes[b]} B)")
-                if reuse is not True and reuse is not False:
-                    raise _fail(idx, event, f"the reuse flag must be True or False, got {reuse!r}")
-                b_region[b] = reg
-                b_held[b] = need
-                b_state[b] = clean
-            elif k == ENTER:
-                _, scope_id, instance = event
-                if not 0 <= scope_id < n_scopes or type(scope_id) is not int:
-                    raise _fail(idx, event, f"scope id {scope_id!r} is not one of the trace's {n_scopes} scopes")
-                if instance != next_instance[scope_id] or type(instance) is not int:
-                    raise _fail(idx, event, f"instance {instance!r} of scope {trace.scopes[scope_id].name!r}, "
-                                            f"expected {next_instance[scope_id]} (instances count from 0 per scope)")
-                next_instance[scope_id] += 1
-                scope_stack.append([scope_id, instance, 0])
-            elif k == EXIT:
-                _, scope_id, instance = event
-                if not scope_stack:
-                    raise _fail(idx, event, "EXIT with no scope open (no matching ENTER)")
-                top = scope_stack[-1]
-                if scope_id != top[0] or instance != top[1]:
-                    raise _fail(idx, event, f"EXIT of scope {scope_id!r} instance {instance!r}, but the innermost "
-                                            f"open scope is {top[0]} ({trace.scopes[top[0]].name!r}) instance "
-                                            f"{top[1]}; scopes must nest")
-                if top[2]:
-                    live = next(b for b in range(n_buf) if b_scope[b] is top and b_state[b] != freed)
-                    raise _fail(idx, event, f"the scope ends while buffer {live} ({names[b_tensor[live]]}) it "
-                                            f"allocated is live: a scope FREEs its buffers before its EXIT")
-                scope_stack.pop()
-            else:
-                raise _fail(idx, event, f"unknown event kind {k!r}; kinds are "
+class TraceChecker:
+    """The state of validation while it walks a trace, and one check per event kind (`load`, `compute`, `hit`,
+    `alloc`, `free`, `store`, `open`, `enter`, `exit`); `run(idx, event)` checks one event, `finish()` the end.
+
+    Per buffer (index = buffer id): its tensor, allocated bytes and charge, the region it holds (its ALLOC's, then
+    its last fill's) and that region's bytes, its state, and the open-scope record that allocated it (or None).
+    The checks are hot (one call per event): a field of the wrong type (a float buffer id, a region that is not a
+    tuple, an event of the wrong length) is caught by the TypeError/ValueError/IndexError it raises, which `run`
+    turns into a TraceError, rather than by a type test on every field."""
+
+    __slots__ = ("scopes", "shapes", "writable", "names", "word", "b_tensor", "b_nbytes", "b_charged", "b_region",
+                 "b_held", "b_state", "b_scope", "scope_stack", "next_instance", "checks")
+
+    def __init__(self, trace: Trace, hardware: Accelerator) -> None:
+        if trace.word_bytes != hardware.word_bytes:
+            raise TraceError(f"the trace was recorded with {trace.word_bytes}-byte words but {hardware.name!r} has "
+                             f"{hardware.word_bytes}-byte words; trace the schedule on the hardware you time it on")
+        self.scopes = trace.scopes
+        self.shapes = [t.shape for t in trace.tensors]
+        self.writable = [t.writable for t in trace.tensors]
+        self.names = [t.name for t in trace.tensors]
+        self.word = trace.word_bytes
+        self.b_tensor: list[int] = []
+        self.b_nbytes: list[int] = []
+        self.b_charged: list[int] = []
+        self.b_region: list = []
+        self.b_held: list[int] = []
+        self.b_state: list[int] = []
+        self.b_scope: list = []
+        self.scope_stack: list[list[int]] = []  # [scope_id, instance, live buffers]
+        self.next_instance = [0] * len(trace.scopes)
+        self.checks = {int(kind): getattr(self, kind.name.lower()) for kind in EventKind}
+
+    def run(self, idx: int, event: tuple) -> None:
+        """Check one event (the idx-th of the trace)."""
+        try:
+            check = self.checks.get(event[0])  # a dict: 3.0 or True find LOAD or EXIT, as == would
+            if check is None:
+                raise _fail(idx, event, f"unknown event kind {event[0]!r}; kinds are "
                                         f"{', '.join(f'{e.name}={e.value}' for e in EventKind)}")
-    except (TypeError, ValueError, IndexError, KeyError) as err:
-        if isinstance(err, TraceError):
+            check(idx, event)
+        except TraceError:
             raise
-        raise _fail(idx, event, _malformed(event, err, shapes)) from None
+        except (TypeError, ValueError, IndexError, KeyError) as err:
+            raise _fail(idx, event, _malformed(event, err, self.shapes)) from None
 
-    if scope_stack:
-        scope_id, instance, _ = scope_stack[-1]
-        raise TraceError(f"the trace ends with scope {scope_id} ({trace.scopes[scope_id].name!r}) instance "
-                         f"{instance} still open (ENTER without EXIT); a finished session closes every scope")
-    for b, state in enumerate(b_state):
-        if state != _FREED:
-            raise TraceError(f"buffer {b} ({names[b_tensor[b]]}{format_region(b_region[b])}) is never freed: every "
-                             f"ALLOC needs a FREE (its scope must end) before the trace ends")
+    def finish(self) -> None:
+        """The end of the trace: every scope closed, every buffer freed."""
+        if self.scope_stack:
+            scope_id, instance, _ = self.scope_stack[-1]
+            raise TraceError(f"the trace ends with scope {scope_id} ({self.scopes[scope_id].name!r}) instance "
+                             f"{instance} still open (ENTER without EXIT); a finished session closes every scope")
+        for b, state in enumerate(self.b_state):
+            if state != _FREED:
+                raise TraceError(f"buffer {b} ({self.names[self.b_tensor[b]]}{format_region(self.b_region[b])}) is "
+                                 f"never freed: every ALLOC needs a FREE (its scope must end) before the trace ends")
+
+    # -- checks shared by several kinds --------------------------------------------------------------------------
+    def live(self, idx: int, event: tuple, b: int, role: str = "buffer") -> None:
+        """`b` is an allocated buffer not yet freed."""
+        if not 0 <= b < len(self.b_state) or self.b_state[b] == _FREED:
+            raise _bad_buffer(idx, event, b, role, self.b_state, self.b_tensor, self.names)
+
+    def access(self, idx: int, event: tuple, b: int, t: int) -> None:
+        """LOAD, OPEN, HIT, STORE: a live buffer, named with the tensor it was allocated for."""
+        self.live(idx, event, b)
+        bt = self.b_tensor[b]
+        if t is not bt and (t != bt or type(t) is not int):
+            raise _wrong_tensor(idx, event, b, t, self.b_tensor, self.names)
+
+    def region_bytes(self, idx: int, event: tuple, t: int, reg: Region) -> int:
+        """The bytes of `reg`, which must be a region of tensor t."""
+        need = _region_nbytes(reg, self.shapes[t], self.word)
+        if need < 0:
+            raise _fail(idx, event, f"{_region_problem(reg, self.shapes[t])} (tensor {self.names[t]!r} has shape "
+                                    f"{self.shapes[t]})")
+        return need
+
+    def fill_bytes(self, idx: int, event: tuple, b: int, t: int, reg: Region) -> int:
+        """LOAD, OPEN: the bytes of the filled region, which must fit the buffer."""
+        if reg is self.b_region[b]:
+            return self.b_held[b]
+        need = self.region_bytes(idx, event, t, reg)
+        if need > self.b_nbytes[b]:
+            raise _fail(idx, event, f"{need} B do not fit buffer {b} ({self.b_nbytes[b]} B)")
+        return need
+
+    def reuse_flag(self, idx: int, event: tuple, reuse: object) -> None:
+        if reuse is not True and reuse is not False:
+            raise _fail(idx, event, f"the reuse flag must be True or False, got {reuse!r}")
+
+    def nbytes(self, idx: int, event: tuple, nb: object, need: int) -> None:
+        if nb != need or type(nb) is not int:
+            raise _fail(idx, event, f"nbytes is {nb!r}, but the region holds {need} B ({need // self.word} elements "
+                                    f"x {self.word}-byte words)")
+
+    # -- one check per event kind --------------------------------------------------------------------------------
+    def load(self, idx: int, event: tuple) -> None:
+        _, b, t, reg, nb, reuse = event
+        self.access(idx, event, b, t)
+        need = self.fill_bytes(idx, event, b, t, reg)
+        self.nbytes(idx, event, nb, need)
+        if self.b_state[b] == _MODIFIED:
+            raise _fail(idx, event, f"LOAD into buffer {b}, whose modified contents were never stored: a STORE must "
+                                    f"come first, or the results are lost")
+        self.reuse_flag(idx, event, reuse)
+        self.b_region[b], self.b_held[b], self.b_state[b] = reg, need, _CLEAN
+
+    def open(self, idx: int, event: tuple) -> None:
+        _, b, t, reg, reuse = event
+        self.access(idx, event, b, t)
+        if not self.writable[t]:
+            raise _fail(idx, event, f"{self.names[t]!r} is an input (read-only): an OPEN (a zeroed region, no DMA) is "
+                                    f"only for outputs, intermediates and scratch tensors; an input is LOADed")
+        need = self.fill_bytes(idx, event, b, t, reg)
+        self.reuse_flag(idx, event, reuse)
+        self.b_region[b], self.b_held[b], self.b_state[b] = reg, need, _CLEAN
+
+    def hit(self, idx: int, event: tuple) -> None:
+        _, b, t, reg, reuse = event
+        self.access(idx, event, b, t)
+        if self.b_state[b] == _UNFILLED:
+            raise _fail(idx, event, f"a HIT on buffer {b}, which nothing filled yet (LOAD or OPEN)")
+        held = self.b_region[b]
+        if reg is not held:
+            if type(reg) is not tuple or len(reg) != len(held):
+                raise _fail(idx, event, _region_problem(reg, self.shapes[t]) or "malformed region")
+            for (start, stop), (h_start, h_stop) in zip(reg, held):
+                if not h_start <= start < stop <= h_stop or type(start) is not int or type(stop) is not int:
+                    raise _fail(idx, event, f"a HIT region must lie inside the region its buffer {b} holds, "
+                                            f"{format_region(held)}")
+        self.reuse_flag(idx, event, reuse)
+
+    def compute(self, idx: int, event: tuple) -> None:
+        _, unit, _opname, out, ins, m, cyc, pm = event
+        if unit != "tensorcore" and unit != "vector":
+            raise _fail(idx, event, f"unknown compute unit {unit!r}; units are {', '.join(map(repr, UNITS))}")
+        if type(cyc) is not int or cyc < 0:
+            raise _fail(idx, event, f"cycles must be an integer >= 0, got {cyc!r}")
+        if type(m) is not int or m < 0 or type(pm) is not int or pm < 0:
+            raise _fail(idx, event, f"macs and padded_macs must be integers >= 0, got {m!r} and {pm!r}")
+        if pm < m and unit == "tensorcore":
+            raise _fail(idx, event, f"padded_macs ({pm}) < macs ({m}): the TensorCore's padded MACs include the "
+                                    f"useful ones")
+        if type(ins) is not tuple:
+            raise _fail(idx, event, f"in_buffers must be a tuple of buffer ids, got {ins!r}")
+        b_state = self.b_state
+        for b in ins:
+            self.live(idx, event, b, "input buffer")
+            if b_state[b] == _UNFILLED:
+                raise _fail(idx, event, f"reads buffer {b} ({self.names[self.b_tensor[b]]}) before anything filled "
+                                        f"it (LOAD or OPEN)")
+        self.live(idx, event, out, "output buffer")
+        t = self.b_tensor[out]
+        if not self.writable[t]:
+            raise _fail(idx, event, f"writes buffer {out} of {self.names[t]!r}, an input (read-only); computes write "
+                                    f"outputs, intermediates or scratch tensors")
+        if b_state[out] == _UNFILLED:
+            raise _fail(idx, event, f"writes buffer {out} ({self.names[t]}) before it was filled (LOAD or OPEN)")
+        b_state[out] = _MODIFIED
+
+    def store(self, idx: int, event: tuple) -> None:
+        _, b, t, reg, nb = event
+        self.access(idx, event, b, t)
+        if not self.writable[t]:
+            raise _fail(idx, event, f"{self.names[t]!r} is an input (read-only): nothing may be stored to it")
+        held = self.b_region[b]
+        if reg is not held and reg != held:
+            raise _fail(idx, event, f"a STORE writes back the region its buffer holds, {format_region(held)}, not "
+                                    f"{reg!r}")
+        self.nbytes(idx, event, nb, self.b_held[b])
+        # a filled buffer may be stored with no COMPUTE since its fill: Session.mark_written records a write that
+        # needs no arithmetic (an all-padding window leaves an opened tile's zeros to store)
+        if self.b_state[b] == _UNFILLED:
+            raise _fail(idx, event, f"STORE of buffer {b}, which nothing filled or computed since it was allocated; "
+                                    f"only filled, written buffers are written back")
+        self.b_state[b] = _CLEAN
+
+    def alloc(self, idx: int, event: tuple) -> None:
+        _, b, t, reg, nb, address, charged = event
+        n_buf = len(self.b_state)
+        if b != n_buf or type(b) is not int:
+            raise _fail(idx, event, f"ALLOC of buffer {b!r}, expected buffer {n_buf} (buffers are numbered in "
+                                    f"allocation order)")
+        if not 0 <= t < len(self.shapes) or type(t) is not int:
+            raise _fail(idx, event, f"tensor id {t!r} is not one of the trace's {len(self.shapes)} tensors")
+        need = self.region_bytes(idx, event, t, reg)
+        self.nbytes(idx, event, nb, need)
+        if type(address) is not int or address < 0:
+            raise _fail(idx, event, f"address must be an integer >= 0 (a byte offset in SRAM), got {address!r}")
+        if type(charged) is not int or charged < nb or charged % nb:
+            raise _fail(idx, event, f"charged_bytes must be nbytes x ways (a positive multiple of {nb}), got "
+                                    f"{charged!r}")
+        self.b_tensor.append(t)
+        self.b_nbytes.append(nb)
+        self.b_charged.append(charged)
+        self.b_region.append(reg)
+        self.b_held.append(nb)
+        self.b_state.append(_UNFILLED)
+        top = self.scope_stack[-1] if self.scope_stack else None
+        if top is not None:
+            top[2] += 1
+        self.b_scope.append(top)
+
+    def free(self, idx: int, event: tuple) -> None:
+        _, b, charged = event
+        self.live(idx, event, b)
+        if charged != self.b_charged[b]:
+            raise _fail(idx, event, f"charged_bytes {charged!r} differs from the {self.b_charged[b]} B its ALLOC "
+                                    f"charged")
+        self.b_state[b] = _FREED
+        owner = self.b_scope[b]
+        if owner is not None:
+            owner[2] -= 1
+
+    def enter(self, idx: int, event: tuple) -> None:
+        _, scope_id, instance = event
+        if not 0 <= scope_id < len(self.scopes) or type(scope_id) is not int:
+            raise _fail(idx, event, f"scope id {scope_id!r} is not one of the trace's {len(self.scopes)} scopes")
+        if instance != self.next_instance[scope_id] or type(instance) is not int:
+            raise _fail(idx, event, f"instance {instance!r} of scope {self.scopes[scope_id].name!r}, expected "
+                                    f"{self.next_instance[scope_id]} (instances count from 0 per scope)")
+        self.next_instance[scope_id] += 1
+        self.scope_stack.append([scope_id, instance, 0])
+
+    def exit(self, idx: int, event: tuple) -> None:
+        _, scope_id, instance = event
+        if not self.scope_stack:
+            raise _fail(idx, event, "EXIT with no scope open (no matching ENTER)")
+        top = self.scope_stack[-1]
+        if scope_id != top[0] or instance != top[1]:
+            raise _fail(idx, event, f"EXIT of scope {scope_id!r} instance {instance!r}, but the innermost open scope "
+                                    f"is {top[0]} ({self.scopes[top[0]].name!r}) instance {top[1]}; scopes must nest")
+        if top[2]:
+            live = next(b for b, owner in enumerate(self.b_scope) if owner is top and self.b_state[b] != _FREED)
+            raise _fail(idx, event, f"the scope ends while buffer {live} ({self.names[self.b_tensor[live]]}) it "
+                                    f"allocated is live: a scope FREEs its buffers before its EXIT")
+        self.scope_stack.pop()
 
 
 def _malformed(event: object, err: Exception, shapes: list[tuple[int, ...]]) -> str:
