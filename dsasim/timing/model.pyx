@@ -57,19 +57,23 @@ KIND_NAMES = ("load", "store", "tensorcore", "vector", "open", "free")
 # dependency reasons, stored in the low two bits of an encoded dependency (op * 4 + reason)
 DATA, SLOT, WAR = 0, 1, 2
 REASON_NAMES = ("data", "slot", "war")
+cdef int K_LOAD = LOAD, K_COMPUTE = COMPUTE, K_ALLOC = ALLOC, K_FREE = FREE, K_STORE = STORE, K_OPEN = OPEN
+cdef int C_LOAD_OP = LOAD_OP, C_STORE_OP = STORE_OP, C_TC_OP = TC_OP, C_VEC_OP = VEC_OP, C_OPEN_OP = OPEN_OP
+cdef int C_FREE_OP = FREE_OP
 
 
-class _Occupancy:
+cdef class _Occupancy:
     """Which buffer last occupied each SRAM byte: disjoint [start, stop) runs, sorted by start."""
 
-    __slots__ = ("starts", "runs")
+    cdef list starts, runs  # runs: (start, stop, buffer)
 
     def __init__(self) -> None:
-        self.starts: list[int] = []
-        self.runs: list[tuple[int, int, int]] = []  # (start, stop, buffer)
+        self.starts = []
+        self.runs = []
 
-    def take(self, start: int, stop: int, buffer: int) -> list[int]:
+    cdef list take(self, object start, object stop, object buffer):
         """Give [start, stop) to `buffer`; return the buffers that last held any of those bytes."""
+        cdef Py_ssize_t i, j
         if stop <= start:
             return []
         i = bisect_right(self.starts, start)
@@ -80,8 +84,8 @@ class _Occupancy:
                 self.runs[i] = (start, stop, buffer)
                 return [owner]
         j = i
-        previous: list[int] = []
-        keep: list[tuple[int, int, int]] = []
+        previous = []
+        keep = []
         while j < len(self.runs) and self.runs[j][0] < stop:
             a, b, owner = self.runs[j]
             if owner not in previous:
@@ -171,34 +175,45 @@ def transfer_cycles_fn(hardware: Accelerator):
     return cycles
 
 
-class _BufferState:
+cdef class _BufferState:
     """What lowering tracks for one buffer (index = buffer id) while it walks the trace."""
 
-    __slots__ = ("tensor", "nbytes", "region", "last_write", "readers", "users", "pending", "first_op",
-                 "final_users", "freed")
+    cdef object tensor, nbytes
+    cdef object region  # the region it holds now (a reuse-flag fill may change it)
+    cdef Py_ssize_t last_write  # the op that last wrote it (LOAD, OPEN or COMPUTE)
+    cdef dict readers  # engine -> last op that read the current contents
+    cdef dict users  # engine (-1: no engine) -> last op on the buffer since its last fill
+    cdef object pending  # slot deps for the first fill (a tuple), None once filled
+    cdef Py_ssize_t first_op  # its first fill, -1 until filled
+    cdef tuple final_users  # the ops whose end releases the slot, set by its FREE
+    cdef bint freed
 
-    def __init__(self, tensor: int, nbytes: int, region: Region, pending: tuple[int, ...]) -> None:
+    def __init__(self, tensor: object, nbytes: object, region: Region, pending: tuple) -> None:
         self.tensor = tensor
         self.nbytes = nbytes
-        self.region = region  # the region it holds now (a reuse-flag fill may change it)
-        self.last_write = -1  # the op that last wrote it (LOAD, OPEN or COMPUTE)
-        self.readers: dict[int, int] = {}  # engine -> last op that read the current contents
-        self.users: dict[int, int] = {}  # engine (-1: no engine) -> last op on the buffer since its last fill
-        self.pending: tuple[int, ...] | None = pending  # slot deps for the first fill, None once filled
-        self.first_op = -1  # its first fill, -1 until filled
-        self.final_users: tuple[int, ...] = ()  # the ops whose end releases the slot, set by its FREE
+        self.region = region
+        self.last_write = -1
+        self.readers = {}
+        self.users = {}
+        self.pending = pending
+        self.first_op = -1
+        self.final_users = ()
         self.freed = False
 
 
-class _Lowering:
-    """The state of `lower` while it walks the trace: the operations so far, one _BufferState per buffer, and one
-    handler per event kind (`load`, `compute`, `open`, `alloc`, `free`, `store`) that applies that kind's rules."""
+cdef class _Lowering:
+    """The state of `lower` while it walks the trace: the operations so far (one list per field), one _BufferState
+    per buffer, and one handler per event kind (`load`, `compute`, `open`, `alloc`, `free`, `store`) that applies
+    that kind's rules."""
 
-    __slots__ = ("channels", "e_store", "e_tc", "e_vec", "engine_names", "engine_ports", "shared", "p_load",
-                 "p_store", "xfer", "writable", "engine", "deps", "rows", "add_row", "add_engine", "add_deps", "queues",
-                 "last_on", "stores_by_tensor", "loads_by_tensor", "buffers", "forward_waiters", "occupancy",
-                 "live_charged", "peak_charged", "macs", "tc_macs", "padded_macs", "loaded", "stored", "n_loads",
-                 "hot")
+    cdef int channels, e_store, e_tc, e_vec, p_load, p_store, n_loads
+    cdef bint shared
+    cdef list engine_names, engine_ports, writable, queues, last_on, buffers
+    cdef object xfer
+    cdef list kind, engine, dur, port, nbytes, tensor, buffer, region, event, prev, ddr, deps  # per op
+    cdef dict stores_by_tensor, loads_by_tensor, forward_waiters
+    cdef _Occupancy occupancy
+    cdef object live_charged, peak_charged, macs, tc_macs, padded_macs, loaded, stored
 
     def __init__(self, trace: Trace, hardware: Accelerator) -> None:
         channels = self.channels = hardware.dma_load_channels
@@ -210,49 +225,64 @@ class _Lowering:
         self.engine_ports = [self.p_load] * channels + [self.p_store, -1, -1]
         self.xfer = transfer_cycles_fn(hardware)
         self.writable = [t.writable for t in trace.tensors]
-        self.engine: list[int] = []  # per op (read while lowering); the other fields are collected as rows
-        self.deps: list[list[int]] = []
-        self.rows: list[tuple] = []  # (kind, dur, port, nbytes, tensor, buffer, region, event, prev_on_engine, ddr)
-        self.add_row, self.add_engine, self.add_deps = self.rows.append, self.engine.append, self.deps.append
-        self.queues: list[list[int]] = [[] for _ in self.engine_names]
-        self.last_on: list[int] = [-1] * len(self.engine_names)
-        self.stores_by_tensor: dict[int, list[int]] = {}
-        self.loads_by_tensor: dict[int, list[list[int]]] = {}
-        self.buffers: list[_BufferState] = []
-        self.forward_waiters: dict[int, list[int]] = {}  # live occupant -> buffers allocated over its bytes
+        self.kind, self.engine, self.dur, self.port, self.nbytes, self.tensor = [], [], [], [], [], []
+        self.buffer, self.region, self.event, self.prev, self.ddr, self.deps = [], [], [], [], [], []
+        self.queues = [[] for _ in self.engine_names]
+        self.last_on = [-1] * len(self.engine_names)
+        self.stores_by_tensor = {}  # writable tensor -> its STORE ops
+        self.loads_by_tensor = {}  # writable tensor -> per load channel, its LOAD ops
+        self.buffers = []
+        self.forward_waiters = {}  # live occupant -> buffers allocated over its bytes
         self.occupancy = _Occupancy()  # which buffer last held each SRAM byte
         self.live_charged = self.peak_charged = 0
-        self.macs = self.tc_macs = self.padded_macs = self.loaded = self.stored = self.n_loads = 0
-        # what the LOAD and COMPUTE handlers (most events) read, bound once: one attribute lookup per event
-        self.hot = (self.engine, self.last_on, self.buffers, self.queues, self.add_row, self.add_engine,
-                    self.add_deps)
+        self.macs = self.tc_macs = self.padded_macs = self.loaded = self.stored = 0
+        self.n_loads = 0
 
-    def load(self, idx: int, ev: tuple) -> None:
+    cdef Py_ssize_t add_op(self, int kind, int engine, object dur, int port, object nbytes, object tensor,
+                           object buffer, object region, Py_ssize_t event, list deps, bint ddr):
+        """Append one operation; its id. An engine's operation joins that engine's queue (program order)."""
+        cdef Py_ssize_t op = len(self.kind)
+        self.kind.append(kind)
+        self.engine.append(engine)
+        self.dur.append(dur)
+        self.port.append(port)
+        self.nbytes.append(nbytes)
+        self.tensor.append(tensor)
+        self.buffer.append(buffer)
+        self.region.append(region)
+        self.event.append(event)
+        self.deps.append(deps)
+        self.ddr.append(ddr)
+        if engine >= 0:
+            self.prev.append(self.last_on[engine])
+            self.last_on[engine] = op
+            (<list>self.queues[engine]).append(op)
+        else:
+            self.prev.append(-1)
+        return op
+
+    cdef int load(self, Py_ssize_t idx, object ev) except -1:
         """LOAD: a transfer on the next load channel; a fill of its buffer (slot dependencies)."""
+        cdef Py_ssize_t d, op
+        cdef int ch = self.n_loads % self.channels
         _, b, t, reg, nb, _reuse = ev
-        engine, last_on, buffers, queues, add_row, add_engine, add_deps = self.hot
-        ch = self.n_loads % self.channels
         self.n_loads += 1
-        op = len(engine)
         w = self.writable[t]
-        add_row((LOAD_OP, self.xfer(nb), self.p_load, nb, t, b, reg, idx, last_on[ch], w))
-        add_engine(ch)
         # slot dependencies, except on ops of this channel (program order)
-        buf = buffers[b]
-        dl = []
+        cdef _BufferState buf = self.buffers[b]
+        cdef list dl = []
+        cdef list engine = self.engine
         pending = buf.pending
         if pending is not None:  # the first fill after ALLOC: wait for the slot's previous occupants
             buf.pending = None
             for d in pending:
-                if engine[d] != ch:
+                if <int>engine[d] != ch:
                     dl.append(d * 4 + SLOT)
         else:  # a reuse-flag fill: wait for every earlier operation on the buffer
             for e, d in buf.users.items():
                 if e != ch:
                     dl.append(d * 4 + SLOT)
-        add_deps(dl)
-        last_on[ch] = op
-        queues[ch].append(op)
+        op = self.add_op(C_LOAD_OP, ch, self.xfer(nb), self.p_load, nb, t, b, reg, idx, dl, w)
         if w:
             per = self.loads_by_tensor.get(t)
             if per is None:
@@ -265,36 +295,34 @@ class _Lowering:
         buf.users = {ch: op}
         buf.region = reg
         self.loaded += nb
+        return 0
 
-    def compute(self, idx: int, ev: tuple) -> None:
+    cdef int compute(self, Py_ssize_t idx, object ev) except -1:
         """COMPUTE: RAW on its inputs and output, WAR on the output's readers."""
+        cdef int eng, okind
+        cdef Py_ssize_t lw, op
+        cdef _BufferState src, dst
+        cdef list engine = self.engine, buffers = self.buffers
         _, unit, _opname, out, ins, m, cyc, pm = ev
         if unit == "tensorcore":
-            eng, okind = self.e_tc, TC_OP
+            eng, okind = self.e_tc, C_TC_OP
             self.tc_macs += m
         else:
-            eng, okind = self.e_vec, VEC_OP
-        engine, last_on, buffers, queues, add_row, add_engine, add_deps = self.hot
-        dl = []
+            eng, okind = self.e_vec, C_VEC_OP
+        cdef list dl = []
         for b in ins:
-            lw = buffers[b].last_write
-            if engine[lw] != eng:
+            lw = (<_BufferState>buffers[b]).last_write
+            if <int>engine[lw] != eng:
                 dl.append(lw * 4 + DATA)
         dst = buffers[out]
         lw = dst.last_write
-        if engine[lw] != eng:
+        if <int>engine[lw] != eng:
             dl.append(lw * 4 + DATA)
-        readers = dst.readers
-        if readers:
-            for e, d in readers.items():
+        if dst.readers:
+            for e, d in dst.readers.items():
                 if e != eng:
                     dl.append(d * 4 + WAR)
-        op = len(engine)
-        add_row((okind, cyc, -1, 0, dst.tensor, out, dst.region, idx, last_on[eng], False))
-        add_engine(eng)
-        add_deps(dl)
-        last_on[eng] = op
-        queues[eng].append(op)
+        op = self.add_op(okind, eng, cyc, -1, 0, dst.tensor, out, dst.region, idx, dl, False)
         for b in ins:
             src = buffers[b]
             src.readers[eng] = op
@@ -304,97 +332,93 @@ class _Lowering:
         dst.users[eng] = op
         self.macs += m
         self.padded_macs += pm
+        return 0
 
-    def open(self, idx: int, ev: tuple) -> None:
+    cdef int open(self, Py_ssize_t idx, object ev) except -1:
         """OPEN: a zeroed fill on no engine; slot dependencies as for a LOAD, on every engine."""
         _, b, t, reg, _reuse = ev
-        op = len(self.engine)
-        self.add_row((OPEN_OP, 0, -1, 0, t, b, reg, idx, -1, False))
-        self.add_engine(-1)
-        buf = self.buffers[b]
+        cdef _BufferState buf = self.buffers[b]
         pending = buf.pending
         if pending is not None:
             buf.pending = None
-            self.add_deps([d * 4 + SLOT for d in pending])
+            dl = [d * 4 + SLOT for d in pending]
         else:
-            self.add_deps([d * 4 + SLOT for d in buf.users.values()])
+            dl = [d * 4 + SLOT for d in buf.users.values()]
+        cdef Py_ssize_t op = self.add_op(C_OPEN_OP, -1, 0, -1, 0, t, b, reg, idx, dl, False)
         if buf.first_op < 0:
             buf.first_op = op
         buf.last_write = op
         buf.readers = {}
         buf.users = {-1: op}
         buf.region = reg
+        return 0
 
-    def alloc(self, idx: int, ev: tuple) -> None:
+    cdef int alloc(self, Py_ssize_t idx, object ev) except -1:
         """ALLOC: a new buffer whose first fill waits for the previous occupants of its bytes."""
+        cdef _BufferState occupant
         _, b, t, reg, nb, address, charged = ev
-        buffers = self.buffers
-        pending: tuple[int, ...] = ()
+        pending = ()
         for prev in self.occupancy.take(address, address + nb, b):
-            if buffers[prev].freed:
-                pending += buffers[prev].final_users
+            occupant = self.buffers[prev]
+            if occupant.freed:
+                pending += occupant.final_users
             else:  # the occupant is still live: wait for its FREE (a FREE node, patched in when reached)
                 self.forward_waiters.setdefault(prev, []).append(b)
-        buffers.append(_BufferState(t, nb, reg, pending))
+        self.buffers.append(_BufferState(t, nb, reg, pending))
         self.live_charged += charged
         if self.live_charged > self.peak_charged:
             self.peak_charged = self.live_charged
+        return 0
 
-    def free(self, idx: int, ev: tuple) -> None:
+    cdef int free(self, Py_ssize_t idx, object ev) except -1:
         """FREE: the slot is released when every op on the buffer ends; a FREE node if a later buffer waits."""
+        cdef _BufferState waiter
         _, b, charged = ev
-        buf = self.buffers[b]
+        cdef _BufferState buf = self.buffers[b]
         buf.freed = True
         final = buf.final_users = tuple(buf.users.values())
         self.live_charged -= charged
         waiters = self.forward_waiters.pop(b, None)
         if waiters:
-            node = len(self.engine)
-            self.add_row((FREE_OP, 0, -1, 0, -1, b, None, idx, -1, False))
-            self.add_engine(-1)
-            self.add_deps([d * 4 + DATA for d in final])
+            node = self.add_op(C_FREE_OP, -1, 0, -1, 0, -1, b, None, idx, [d * 4 + DATA for d in final], False)
             for w in waiters:
                 waiter = self.buffers[w]
                 if waiter.first_op >= 0:
                     self.deps[waiter.first_op].append(node * 4 + SLOT)
                 else:
                     waiter.pending = tuple(waiter.pending) + (node,)
+        return 0
 
-    def store(self, idx: int, ev: tuple) -> None:
+    cdef int store(self, Py_ssize_t idx, object ev) except -1:
         """STORE: a transfer on the store engine after the last write of its buffer; a reader of the buffer."""
         _, b, t, reg, nb = ev
-        e_store = self.e_store
-        op = len(self.engine)
-        self.add_row((STORE_OP, self.xfer(nb), self.p_store, nb, t, b, reg, idx, self.last_on[e_store], True))
-        self.add_engine(e_store)
-        buf = self.buffers[b]
-        self.add_deps([buf.last_write * 4 + DATA])  # validated: a compute modified the buffer
-        self.last_on[e_store] = op
-        self.queues[e_store].append(op)
+        cdef _BufferState buf = self.buffers[b]
+        # validated: a fill or a compute wrote the buffer
+        op = self.add_op(C_STORE_OP, self.e_store, self.xfer(nb), self.p_store, nb, t, b, reg, idx,
+                         [buf.last_write * 4 + DATA], True)
         self.stores_by_tensor.setdefault(t, []).append(op)
-        buf.readers[e_store] = op
-        buf.users[e_store] = op
+        buf.readers[self.e_store] = op
+        buf.users[self.e_store] = op
         self.stored += nb
+        return 0
 
     def graph(self, trace: Trace) -> OpGraph:
         """The OpGraph of everything lowered so far."""
         # validated: every buffer is freed, so no forward waiter is left without its FREE node
-        if self.rows:
-            kind, dur, port, nbytes, tensor, buffer, region, event, prev, ddr = (list(c) for c in zip(*self.rows))
-        else:
-            kind, dur, port, nbytes, tensor, buffer, region, event, prev, ddr = ([] for _ in range(10))
+        cdef _BufferState s
         buffers = self.buffers
         return OpGraph(
-            n=len(kind), kind=kind, engine=self.engine, dur=dur, port=port, deps=self.deps, nbytes=nbytes,
-            tensor=tensor, buffer=buffer, region=region, event=event, prev_on_engine=prev, ddr_check=ddr,
-            queues=self.queues, engine_names=self.engine_names, engine_ports=self.engine_ports,
-            n_ports=1 if self.shared else 2, load_engines=tuple(range(self.channels)), store_engine=self.e_store,
-            tensorcore_engine=self.e_tc, vector_engine=self.e_vec, stores_by_tensor=self.stores_by_tensor,
-            loads_by_tensor=self.loads_by_tensor, buffer_tensor=[s.tensor for s in buffers],
-            buffer_nbytes=[s.nbytes for s in buffers], buffer_first_op=[s.first_op for s in buffers],
-            buffer_final_users=[s.final_users for s in buffers], reserved_sram_bytes=self.peak_charged,
-            macs=self.macs, tensorcore_macs=self.tc_macs, padded_macs=self.padded_macs, loaded_bytes=self.loaded,
-            stored_bytes=self.stored, tensor_names=[t.name for t in trace.tensors])
+            n=len(self.kind), kind=self.kind, engine=self.engine, dur=self.dur, port=self.port, deps=self.deps,
+            nbytes=self.nbytes, tensor=self.tensor, buffer=self.buffer, region=self.region, event=self.event,
+            prev_on_engine=self.prev, ddr_check=self.ddr, queues=self.queues, engine_names=self.engine_names,
+            engine_ports=self.engine_ports, n_ports=1 if self.shared else 2, load_engines=tuple(range(self.channels)),
+            store_engine=self.e_store, tensorcore_engine=self.e_tc, vector_engine=self.e_vec,
+            stores_by_tensor=self.stores_by_tensor, loads_by_tensor=self.loads_by_tensor,
+            buffer_tensor=[s.tensor for s in buffers], buffer_nbytes=[s.nbytes for s in buffers],
+            buffer_first_op=[s.first_op for s in buffers], buffer_final_users=[s.final_users for s in buffers],
+            reserved_sram_bytes=self.peak_charged, macs=self.macs, tensorcore_macs=self.tc_macs,
+            padded_macs=self.padded_macs, loaded_bytes=self.loaded, stored_bytes=self.stored,
+            tensor_names=[t.name for t in trace.tensors])
 
 
 def lower(trace: Trace, hardware: Accelerator) -> OpGraph:
@@ -404,14 +428,25 @@ def lower(trace: Trace, hardware: Accelerator) -> OpGraph:
     lowers it, in one pass, so the handlers can trust every id, region and byte count."""
     checker = TraceChecker(trace, hardware)
     check = checker.run
-    state = _Lowering(trace, hardware)
-    handlers = {LOAD: state.load, COMPUTE: state.compute, OPEN: state.open, ALLOC: state.alloc, FREE: state.free,
-                STORE: state.store}.get  # HIT, ENTER, EXIT: no operation (a HIT adds nothing: module docstring)
-    for idx, ev in enumerate(trace.events):
-        check(idx, ev)
-        handler = handlers(ev[0])
-        if handler is not None:
-            handler(idx, ev)
+    cdef _Lowering state = _Lowering(trace, hardware)
+    cdef Py_ssize_t idx = 0
+    cdef int k
+    for ev in trace.events:
+        k = check(idx, ev)  # the event's kind
+        if k == K_LOAD:
+            state.load(idx, ev)
+        elif k == K_COMPUTE:
+            state.compute(idx, ev)
+        elif k == K_ALLOC:
+            state.alloc(idx, ev)
+        elif k == K_FREE:
+            state.free(idx, ev)
+        elif k == K_STORE:
+            state.store(idx, ev)
+        elif k == K_OPEN:
+            state.open(idx, ev)
+        # HIT, ENTER, EXIT: no operation (a HIT adds nothing: see the module docstring)
+        idx += 1
     checker.finish()
     return state.graph(trace)
 

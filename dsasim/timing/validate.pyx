@@ -31,9 +31,10 @@ from dsasim.timing.errors import TraceError
 
 UNITS = ("tensorcore", "vector")
 _FIELD_COUNTS = tuple(len(t._fields) for t in EVENT_TYPES)
+_KIND_LIST = ", ".join(f"{e.name}={e.value}" for e in EventKind)
 _ID_FIELDS = frozenset({"buffer", "tensor", "out_buffer", "scope_id", "instance"})
 # buffer states
-_UNFILLED, _CLEAN, _MODIFIED, _FREED = 0, 1, 2, 3
+cdef object _UNFILLED = 0, _CLEAN = 1, _MODIFIED = 2, _FREED = 3
 
 
 def describe_event(event: object) -> str:
@@ -78,15 +79,17 @@ def _wrong_tensor(idx: int, event: object, b: int, t: object, b_tensor: list[int
                              f"tensor {b_tensor[b]}); an access names the tensor its buffer was allocated for")
 
 
-def _region_nbytes(region: object, shape: tuple[int, ...], word: int) -> int:
+cdef object _region_nbytes(object region, object shape, object word):
     """Bytes of `region` as a region of a tensor of `shape`, or -1 if it is not one (`_region_problem` says why).
 
     Hot: a pair that is not a pair raises on unpacking, which the caller's handler turns into a TraceError."""
-    if type(region) is not tuple or len(region) != len(shape):
+    cdef Py_ssize_t i, dims = len(shape)
+    if type(region) is not tuple or len(<tuple>region) != dims:
         return -1
     n = word
-    for (start, stop), extent in zip(region, shape):
-        if not 0 <= start < stop <= extent:
+    for i in range(dims):
+        start, stop = (<tuple>region)[i]
+        if not 0 <= start < stop <= shape[i]:
             return -1
         n *= stop - start
     return n if type(n) is int else -1  # a float bound makes n a float
@@ -117,7 +120,7 @@ def validate_trace(trace: Trace, hardware: Accelerator) -> None:
     checker.finish()
 
 
-class TraceChecker:
+cdef class TraceChecker:
     """The state of validation while it walks a trace, and one check per event kind (`load`, `compute`, `hit`,
     `alloc`, `free`, `store`, `open`, `enter`, `exit`); `run(idx, event)` checks one event, `finish()` the end.
 
@@ -127,14 +130,16 @@ class TraceChecker:
     tuple, an event of the wrong length) is caught by the TypeError/ValueError/IndexError it raises, which `run`
     turns into a TraceError, rather than by a type test on every field."""
 
-    __slots__ = ("scopes", "shapes", "writable", "names", "word", "b_tensor", "b_nbytes", "b_charged", "b_region",
-                 "b_held", "b_state", "b_scope", "scope_stack", "next_instance", "checks")
+    cdef list scopes, shapes, writable, names, b_tensor, b_nbytes, b_charged, b_region, b_held, b_state, b_scope
+    cdef list scope_stack, next_instance
+    cdef object word
+    cdef dict kinds
 
     def __init__(self, trace: Trace, hardware: Accelerator) -> None:
         if trace.word_bytes != hardware.word_bytes:
             raise TraceError(f"the trace was recorded with {trace.word_bytes}-byte words but {hardware.name!r} has "
                              f"{hardware.word_bytes}-byte words; trace the schedule on the hardware you time it on")
-        self.scopes = trace.scopes
+        self.scopes = list(trace.scopes)
         self.shapes = [t.shape for t in trace.tensors]
         self.writable = [t.writable for t in trace.tensors]
         self.names = [t.name for t in trace.tensors]
@@ -148,22 +153,41 @@ class TraceChecker:
         self.b_scope: list = []
         self.scope_stack: list[list[int]] = []  # [scope_id, instance, live buffers]
         self.next_instance = [0] * len(trace.scopes)
-        self.checks = {int(kind): getattr(self, kind.name.lower()) for kind in EventKind}
+        self.kinds = {int(kind): int(kind) for kind in EventKind}
 
-    def run(self, idx: int, event: tuple) -> None:
-        """Check one event (the idx-th of the trace)."""
+    cpdef run(self, Py_ssize_t idx, object event):
+        """Check one event (the idx-th of the trace); its kind."""
+        cdef int k
         try:
-            check = self.checks.get(event[0])  # a dict: 3.0 or True find LOAD or EXIT, as == would
-            if check is None:
-                raise _fail(idx, event, f"unknown event kind {event[0]!r}; kinds are "
-                                        f"{', '.join(f'{e.name}={e.value}' for e in EventKind)}")
-            check(idx, event)
+            kind = self.kinds.get(event[0])  # a dict: 3.0 or True find LOAD or EXIT, as == would
+            if kind is None:
+                raise _fail(idx, event, f"unknown event kind {event[0]!r}; kinds are {_KIND_LIST}")
+            k = kind
+            if k == LOAD:
+                self.load(idx, event)
+            elif k == COMPUTE:
+                self.compute(idx, event)
+            elif k == HIT:
+                self.hit(idx, event)
+            elif k == ALLOC:
+                self.alloc(idx, event)
+            elif k == FREE:
+                self.free(idx, event)
+            elif k == STORE:
+                self.store(idx, event)
+            elif k == OPEN:
+                self.open(idx, event)
+            elif k == ENTER:
+                self.enter(idx, event)
+            else:
+                self.exit(idx, event)
+            return k
         except TraceError:
             raise
         except (TypeError, ValueError, IndexError, KeyError) as err:
             raise _fail(idx, event, _malformed(event, err, self.shapes)) from None
 
-    def finish(self) -> None:
+    cpdef finish(self):
         """The end of the trace: every scope closed, every buffer freed."""
         if self.scope_stack:
             scope_id, instance, _ = self.scope_stack[-1]
@@ -175,19 +199,19 @@ class TraceChecker:
                                  f"never freed: every ALLOC needs a FREE (its scope must end) before the trace ends")
 
     # -- checks shared by several kinds --------------------------------------------------------------------------
-    def live(self, idx: int, event: tuple, b: int, role: str = "buffer") -> None:
+    cdef int live(self, Py_ssize_t idx, object event, object b, str role = "buffer") except -1:
         """`b` is an allocated buffer not yet freed."""
         if not 0 <= b < len(self.b_state) or self.b_state[b] == _FREED:
             raise _bad_buffer(idx, event, b, role, self.b_state, self.b_tensor, self.names)
 
-    def access(self, idx: int, event: tuple, b: int, t: int) -> None:
+    cdef int access(self, Py_ssize_t idx, object event, object b, object t) except -1:
         """LOAD, OPEN, HIT, STORE: a live buffer, named with the tensor it was allocated for."""
         self.live(idx, event, b)
         bt = self.b_tensor[b]
         if t is not bt and (t != bt or type(t) is not int):
             raise _wrong_tensor(idx, event, b, t, self.b_tensor, self.names)
 
-    def region_bytes(self, idx: int, event: tuple, t: int, reg: Region) -> int:
+    cdef object region_bytes(self, Py_ssize_t idx, object event, object t, object reg):
         """The bytes of `reg`, which must be a region of tensor t."""
         need = _region_nbytes(reg, self.shapes[t], self.word)
         if need < 0:
@@ -195,7 +219,7 @@ class TraceChecker:
                                     f"{self.shapes[t]})")
         return need
 
-    def fill_bytes(self, idx: int, event: tuple, b: int, t: int, reg: Region) -> int:
+    cdef object fill_bytes(self, Py_ssize_t idx, object event, object b, object t, object reg):
         """LOAD, OPEN: the bytes of the filled region, which must fit the buffer."""
         if reg is self.b_region[b]:
             return self.b_held[b]
@@ -204,17 +228,17 @@ class TraceChecker:
             raise _fail(idx, event, f"{need} B do not fit buffer {b} ({self.b_nbytes[b]} B)")
         return need
 
-    def reuse_flag(self, idx: int, event: tuple, reuse: object) -> None:
+    cdef int reuse_flag(self, Py_ssize_t idx, object event, object reuse) except -1:
         if reuse is not True and reuse is not False:
             raise _fail(idx, event, f"the reuse flag must be True or False, got {reuse!r}")
 
-    def nbytes(self, idx: int, event: tuple, nb: object, need: int) -> None:
+    cdef int nbytes(self, Py_ssize_t idx, object event, object nb, object need) except -1:
         if nb != need or type(nb) is not int:
             raise _fail(idx, event, f"nbytes is {nb!r}, but the region holds {need} B ({need // self.word} elements "
                                     f"x {self.word}-byte words)")
 
     # -- one check per event kind --------------------------------------------------------------------------------
-    def load(self, idx: int, event: tuple) -> None:
+    cdef int load(self, Py_ssize_t idx, object event) except -1:
         _, b, t, reg, nb, reuse = event
         self.access(idx, event, b, t)
         need = self.fill_bytes(idx, event, b, t, reg)
@@ -225,7 +249,7 @@ class TraceChecker:
         self.reuse_flag(idx, event, reuse)
         self.b_region[b], self.b_held[b], self.b_state[b] = reg, need, _CLEAN
 
-    def open(self, idx: int, event: tuple) -> None:
+    cdef int open(self, Py_ssize_t idx, object event) except -1:
         _, b, t, reg, reuse = event
         self.access(idx, event, b, t)
         if not self.writable[t]:
@@ -235,7 +259,7 @@ class TraceChecker:
         self.reuse_flag(idx, event, reuse)
         self.b_region[b], self.b_held[b], self.b_state[b] = reg, need, _CLEAN
 
-    def hit(self, idx: int, event: tuple) -> None:
+    cdef int hit(self, Py_ssize_t idx, object event) except -1:
         _, b, t, reg, reuse = event
         self.access(idx, event, b, t)
         if self.b_state[b] == _UNFILLED:
@@ -250,7 +274,7 @@ class TraceChecker:
                                             f"{format_region(held)}")
         self.reuse_flag(idx, event, reuse)
 
-    def compute(self, idx: int, event: tuple) -> None:
+    cdef int compute(self, Py_ssize_t idx, object event) except -1:
         _, unit, _opname, out, ins, m, cyc, pm = event
         if unit != "tensorcore" and unit != "vector":
             raise _fail(idx, event, f"unknown compute unit {unit!r}; units are {', '.join(map(repr, UNITS))}")
@@ -278,7 +302,7 @@ class TraceChecker:
             raise _fail(idx, event, f"writes buffer {out} ({self.names[t]}) before it was filled (LOAD or OPEN)")
         b_state[out] = _MODIFIED
 
-    def store(self, idx: int, event: tuple) -> None:
+    cdef int store(self, Py_ssize_t idx, object event) except -1:
         _, b, t, reg, nb = event
         self.access(idx, event, b, t)
         if not self.writable[t]:
@@ -295,7 +319,7 @@ class TraceChecker:
                                     f"only filled, written buffers are written back")
         self.b_state[b] = _CLEAN
 
-    def alloc(self, idx: int, event: tuple) -> None:
+    cdef int alloc(self, Py_ssize_t idx, object event) except -1:
         _, b, t, reg, nb, address, charged = event
         n_buf = len(self.b_state)
         if b != n_buf or type(b) is not int:
@@ -321,7 +345,7 @@ class TraceChecker:
             top[2] += 1
         self.b_scope.append(top)
 
-    def free(self, idx: int, event: tuple) -> None:
+    cdef int free(self, Py_ssize_t idx, object event) except -1:
         _, b, charged = event
         self.live(idx, event, b)
         if charged != self.b_charged[b]:
@@ -332,7 +356,7 @@ class TraceChecker:
         if owner is not None:
             owner[2] -= 1
 
-    def enter(self, idx: int, event: tuple) -> None:
+    cdef int enter(self, Py_ssize_t idx, object event) except -1:
         _, scope_id, instance = event
         if not 0 <= scope_id < len(self.scopes) or type(scope_id) is not int:
             raise _fail(idx, event, f"scope id {scope_id!r} is not one of the trace's {len(self.scopes)} scopes")
@@ -342,7 +366,7 @@ class TraceChecker:
         self.next_instance[scope_id] += 1
         self.scope_stack.append([scope_id, instance, 0])
 
-    def exit(self, idx: int, event: tuple) -> None:
+    cdef int exit(self, Py_ssize_t idx, object event) except -1:
         _, scope_id, instance = event
         if not self.scope_stack:
             raise _fail(idx, event, "EXIT with no scope open (no matching ENTER)")
@@ -351,10 +375,15 @@ class TraceChecker:
             raise _fail(idx, event, f"EXIT of scope {scope_id!r} instance {instance!r}, but the innermost open scope "
                                     f"is {top[0]} ({self.scopes[top[0]].name!r}) instance {top[1]}; scopes must nest")
         if top[2]:
-            live = next(b for b, owner in enumerate(self.b_scope) if owner is top and self.b_state[b] != _FREED)
+            live = _first_live(self.b_scope, self.b_state, top)
             raise _fail(idx, event, f"the scope ends while buffer {live} ({self.names[self.b_tensor[live]]}) it "
                                     f"allocated is live: a scope FREEs its buffers before its EXIT")
         self.scope_stack.pop()
+
+
+def _first_live(b_scope: list, b_state: list, owner: list) -> int:
+    """The first buffer allocated by the open-scope record `owner` and not yet freed."""
+    return next(b for b, o in enumerate(b_scope) if o is owner and b_state[b] != _FREED)
 
 
 def _malformed(event: object, err: Exception, shapes: list[tuple[int, ...]]) -> str:
