@@ -1,3 +1,4 @@
+# cython: wraparound=False
 """The timing model's second half, fast: an exact discrete-event list scheduler over the operation graph.
 
 Rules of time (the simpy reference in `reference.py` implements the same rules and is tested equal):
@@ -22,6 +23,8 @@ from __future__ import annotations
 
 from bisect import bisect_left
 
+import numpy as np
+
 from dsasim.timing.errors import DeadlockError
 from dsasim.timing.model import OpGraph, overlaps
 
@@ -40,83 +43,100 @@ class Timeline:
 
 def build_timeline(g: OpGraph) -> Timeline:
     """Exact start/end cycles of every operation of `g` (raises DeadlockError if some can never run)."""
-    scheduler = _ListScheduler(g)
-    advance, place_next_transfer = scheduler.advance_compute_engines, scheduler.place_next_transfer
-    advance()
-    while place_next_transfer():
-        advance()
+    cdef _ListScheduler scheduler = _ListScheduler(g)
+    scheduler.advance_compute_engines()
+    while scheduler.place_next_transfer():
+        scheduler.advance_compute_engines()
     return scheduler.timeline()
 
 
-class _ListScheduler:
-    """The state of `build_timeline`: the ends known so far, each engine's next operation and free time, and each
-    port's free time and order. An unknown end is -1."""
+cdef class _ListScheduler:
+    """The state of `build_timeline`: the ends known so far (C arrays, an unknown end is -1), each engine's next
+    operation and free time, and each port's free time and order."""
 
-    __slots__ = ("g", "n", "starts", "ends", "deps", "dur", "engine", "queues", "heads", "free", "port_free",
-                 "port_order", "compute_engines", "transfer_engines", "remaining", "tensor", "region", "ddr_check",
-                 "engine_ports", "store_engine", "loads_by_tensor", "stores_by_tensor")
+    cdef object g
+    cdef Py_ssize_t n, n_eng, remaining
+    cdef long long[::1] starts, ends, dur, free, port_free
+    cdef int[::1] engine, engine_ports
+    cdef Py_ssize_t[::1] heads
+    cdef list deps, queues, port_order, compute_engines, transfer_engines, tensor, region, ddr_check
+    cdef int store_engine
+    cdef dict loads_by_tensor, stores_by_tensor
 
     def __init__(self, g: OpGraph) -> None:
         self.g = g
         n = self.n = g.n
-        self.starts = [0] * n
-        self.ends = [-1] * n
-        # the graph's lists, read on every step (one attribute lookup instead of two)
-        self.deps, self.dur, self.engine, self.queues = g.deps, g.dur, g.engine, g.queues
-        self.tensor, self.region, self.ddr_check, self.engine_ports = g.tensor, g.region, g.ddr_check, g.engine_ports
+        self.starts = np.zeros(n, dtype=np.int64)
+        self.ends = np.full(n, -1, dtype=np.int64)
+        self.dur = np.asarray(g.dur, dtype=np.int64)
+        self.engine = np.asarray(g.engine, dtype=np.intc)
+        self.deps, self.queues = g.deps, g.queues
+        self.tensor, self.region, self.ddr_check = g.tensor, g.region, g.ddr_check
         self.store_engine, self.loads_by_tensor, self.stores_by_tensor = (g.store_engine, g.loads_by_tensor,
                                                                           g.stores_by_tensor)
-        n_eng = len(g.queues)
-        self.heads = [0] * n_eng  # per engine, the index of its next operation in its queue
-        self.free = [0] * n_eng  # per engine, when it finished its last operation
-        self.port_free = [0] * g.n_ports
-        self.port_order: list[list[int]] = [[] for _ in range(g.n_ports)]
-        self.compute_engines = [e for e in range(n_eng) if g.engine_ports[e] < 0 and g.queues[e]]
-        self.transfer_engines = [e for e in range(n_eng) if g.engine_ports[e] >= 0 and g.queues[e]]
+        self.n_eng = len(g.queues)
+        self.engine_ports = np.asarray(g.engine_ports, dtype=np.intc)
+        self.heads = np.zeros(self.n_eng, dtype=np.intp)  # per engine, the index of its next operation in its queue
+        self.free = np.zeros(self.n_eng, dtype=np.int64)  # per engine, when it finished its last operation
+        self.port_free = np.zeros(g.n_ports, dtype=np.int64)
+        self.port_order = [[] for _ in range(g.n_ports)]
+        self.compute_engines = [e for e in range(self.n_eng) if g.engine_ports[e] < 0 and g.queues[e]]
+        self.transfer_engines = [e for e in range(self.n_eng) if g.engine_ports[e] >= 0 and g.queues[e]]
         self.remaining = sum(len(q) for q in g.queues)
 
-    def ready(self, op: int, r: int) -> int:
+    cdef long long ready(self, Py_ssize_t op, long long r) except -2:
         """When every dependency of op has ended (at least r); -1 if one has no known end yet (an engine-less one
         is resolved on the way)."""
-        ends, engine = self.ends, self.engine
-        for d in self.deps[op]:
-            j = d >> 2
-            x = ends[j]
-            if x < 0 and (engine[j] >= 0 or (x := self.resolve(j)) < 0):
-                return -1
+        cdef Py_ssize_t j
+        cdef long long x
+        for d in <list>self.deps[op]:
+            j = (<Py_ssize_t>d) >> 2
+            x = self.ends[j]
+            if x < 0:
+                if self.engine[j] >= 0:
+                    return -1
+                x = self.resolve(j)
+                if x < 0:
+                    return -1
             if x > r:
                 r = x
         return r
 
-    def resolve(self, op: int) -> int:
+    cpdef long long resolve(self, Py_ssize_t op) except -2:
         """End of an engine-less node (OPEN, FREE) if all it waits for has a known end, else -1 (iterative: a chain
         of engine-less nodes is walked with a stack, not by recursion)."""
-        deps, ends, engine, starts, dur = self.deps, self.ends, self.engine, self.starts, self.dur
+        cdef Py_ssize_t top, j
+        cdef long long r, e
+        cdef bint blocked
         stack = [op]
         while stack:
             top = stack[-1]
             r = 0
-            for d in deps[top]:
-                j = d >> 2
-                e = ends[j]
+            blocked = False
+            for d in <list>self.deps[top]:
+                j = (<Py_ssize_t>d) >> 2
+                e = self.ends[j]
                 if e < 0:
-                    if engine[j] >= 0:
+                    if self.engine[j] >= 0:
                         return -1
                     if len(stack) > self.n:  # cannot happen for traces from dsasim; guards malformed graphs
                         return -1
                     stack.append(j)
+                    blocked = True
                     break
                 if e > r:
                     r = e
-            else:
-                starts[top] = r
-                ends[top] = r + dur[top]
+            if not blocked:
+                self.starts[top] = r
+                self.ends[top] = r + self.dur[top]
                 stack.pop()
-        return ends[op]
+        return self.ends[op]
 
-    def ddr_ready(self, op: int, r: int) -> int:
+    cdef long long ddr_ready(self, Py_ssize_t op, long long r) except -2:
         """Fold in the DDR dependencies of a transfer; -1 if an overlapping earlier transfer is unplaced."""
-        ends, region = self.ends, self.region
+        cdef Py_ssize_t k, j
+        cdef long long e
+        region = self.region
         t = self.tensor[op]
         reg = region[op]
         if self.engine[op] == self.store_engine:
@@ -132,8 +152,8 @@ class _ListScheduler:
         for ops in lists:  # ends are increasing along each list (one in-order engine each)
             k = bisect_left(ops, op) - 1
             while k >= 0:
-                j = ops[k]
-                e = ends[j]
+                j = (<list>ops)[k]
+                e = self.ends[j]
                 if 0 <= e <= r:
                     break
                 if overlaps(region[j], reg):
@@ -144,53 +164,57 @@ class _ListScheduler:
                 k -= 1
         return r
 
-    def advance_compute_engines(self) -> None:
+    cdef int advance_compute_engines(self) except -1:
         """Start every compute engine's next operations for as long as their dependencies' ends are known."""
-        starts, ends, dur, queues, heads, free, ready = self.starts, self.ends, self.dur, self.queues, self.heads, \
-            self.free, self.ready
-        progressed = True
+        cdef Py_ssize_t e, h, start_h, op, size
+        cdef long long t, r
+        cdef list q
+        cdef bint progressed = True
         while progressed:
             progressed = False
             for e in self.compute_engines:
-                q = queues[e]
-                h = start_h = heads[e]
-                t = free[e]
-                while h < len(q):
+                q = self.queues[e]
+                size = len(q)
+                h = start_h = self.heads[e]
+                t = self.free[e]
+                while h < size:
                     op = q[h]
-                    r = ready(op, t)
+                    r = self.ready(op, t)
                     if r < 0:
                         break
-                    starts[op] = r
-                    t = ends[op] = r + dur[op]
+                    self.starts[op] = r
+                    t = r + self.dur[op]
+                    self.ends[op] = t
                     h += 1
                 if h != start_h:
                     self.remaining -= h - start_h
-                    heads[e] = h
-                    free[e] = t
+                    self.heads[e] = h
+                    self.free[e] = t
                     progressed = True
+        return 0
 
-    def place_next_transfer(self) -> bool:
+    cdef bint place_next_transfer(self) except -1:
         """Make the port decision that comes first in time; False if no transfer is ready.
 
         The port whose next transfer can start earliest (at D) takes, among its transfers ready by D, the one with
         the smallest (ready time, program index)."""
-        queues, heads, free, port_free, engine_ports = self.queues, self.heads, self.free, self.port_free, \
-            self.engine_ports
-        best_d = best_r = best_op = best_e = -1
-        best_p = 0
+        cdef long long best_d = -1, best_r = -1, r, d, end
+        cdef Py_ssize_t best_op = -1, best_e = -1, e, h, op
+        cdef int best_p = 0, p
+        cdef list q
         for e in self.transfer_engines:
-            q = queues[e]
-            h = heads[e]
+            q = self.queues[e]
+            h = self.heads[e]
             if h == len(q):
                 continue
             op = q[h]
-            r = self.ready(op, free[e])  # when op is ready (the head of its engine), -1 if not known yet
+            r = self.ready(op, self.free[e])  # when op is ready (the head of its engine), -1 if not known yet
             if r >= 0 and self.ddr_check[op]:
                 r = self.ddr_ready(op, r)
             if r < 0:
                 continue
-            p = engine_ports[e]
-            d = port_free[p]
+            p = self.engine_ports[e]
+            d = self.port_free[p]
             if r > d:
                 d = r
             if best_op < 0 or d < best_d or (d == best_d and (p < best_p or (p == best_p and (
@@ -201,22 +225,24 @@ class _ListScheduler:
         self.starts[best_op] = best_d
         end = best_d + self.dur[best_op]
         self.ends[best_op] = end
-        port_free[best_p] = end
-        free[best_e] = end
-        heads[best_e] += 1
-        self.port_order[best_p].append(best_op)
+        self.port_free[best_p] = end
+        self.free[best_e] = end
+        self.heads[best_e] += 1
+        (<list>self.port_order[best_p]).append(best_op)
         self.remaining -= 1
         return True
 
     def timeline(self) -> Timeline:
         """The finished Timeline; DeadlockError if some operation never ran."""
-        g, ends, heads = self.g, self.ends, self.heads
+        g = self.g
+        ends, heads = self.ends, list(self.heads)
+        cdef Py_ssize_t op
         if self.remaining:
-            _raise_deadlock(g, ends, heads, self.resolve)
+            _raise_deadlock(g, np.asarray(ends).tolist(), heads, self.resolve)
         for op in range(self.n):  # engine-less nodes nobody waited for
             if ends[op] < 0 and self.resolve(op) < 0:
-                _raise_deadlock(g, ends, heads, self.resolve, first=op)
-        return Timeline(self.starts, ends, self.port_order)
+                _raise_deadlock(g, np.asarray(ends).tolist(), heads, self.resolve, first=op)
+        return Timeline(np.asarray(self.starts).tolist(), np.asarray(ends).tolist(), self.port_order)
 
 
 def _waits_for(g: OpGraph, op: int, ends: list[int], heads: list[int], resolve) -> int | None:
