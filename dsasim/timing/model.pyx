@@ -188,17 +188,21 @@ cdef class _BufferState:
     cdef tuple final_users  # the ops whose end releases the slot, set by its FREE
     cdef bint freed
 
-    def __init__(self, tensor: object, nbytes: object, region: Region, pending: tuple) -> None:
-        self.tensor = tensor
-        self.nbytes = nbytes
-        self.region = region
-        self.last_write = -1
-        self.readers = {}
-        self.users = {}
-        self.pending = pending
-        self.first_op = -1
-        self.final_users = ()
-        self.freed = False
+
+cdef _BufferState _new_buffer(object tensor, object nbytes, object region, tuple pending):
+    """A _BufferState (built in C: no Python-level __init__ call per ALLOC)."""
+    cdef _BufferState buf = _BufferState.__new__(_BufferState)
+    buf.tensor = tensor
+    buf.nbytes = nbytes
+    buf.region = region
+    buf.last_write = -1
+    buf.readers = {}
+    buf.users = {}
+    buf.pending = pending
+    buf.first_op = -1
+    buf.final_users = ()
+    buf.freed = False
+    return buf
 
 
 cdef class _Lowering:
@@ -364,7 +368,7 @@ cdef class _Lowering:
                 pending += occupant.final_users
             else:  # the occupant is still live: wait for its FREE (a FREE node, patched in when reached)
                 self.forward_waiters.setdefault(prev, []).append(b)
-        self.buffers.append(_BufferState(t, nb, reg, pending))
+        self.buffers.append(_new_buffer(t, nb, reg, pending))
         self.live_charged += charged
         if self.live_charged > self.peak_charged:
             self.peak_charged = self.live_charged
