@@ -21,7 +21,6 @@ placed, which starts at D or later and lasts at least one cycle, so it cannot be
 
 from __future__ import annotations
 
-from bisect import bisect_left
 
 import numpy as np
 
@@ -56,10 +55,12 @@ cdef class _ListScheduler:
 
     cdef object g
     cdef Py_ssize_t n, n_eng, remaining
-    cdef long long[::1] starts, ends, dur, free, port_free
-    cdef int[::1] engine, engine_ports
-    cdef Py_ssize_t[::1] heads
-    cdef list deps, queues, port_order, compute_engines, transfer_engines, tensor, region, ddr_check
+    cdef long long[::1] starts, ends, dur, free, port_free, dep_ptr, dep_val
+    cdef signed char[::1] engine
+    cdef int[::1] engine_ports, tensor
+    cdef unsigned char[::1] ddr_check
+    cdef Py_ssize_t[::1] heads, q_end, q_ops  # engine e's queue is q_ops[q_start[e]:q_end[e]]; heads: positions
+    cdef list port_order, compute_engines, transfer_engines, region
     cdef int store_engine
     cdef dict loads_by_tensor, stores_by_tensor
 
@@ -68,29 +69,30 @@ cdef class _ListScheduler:
         n = self.n = g.n
         self.starts = np.zeros(n, dtype=np.int64)
         self.ends = np.full(n, -1, dtype=np.int64)
-        self.dur = np.asarray(g.dur, dtype=np.int64)
-        self.engine = np.asarray(g.engine, dtype=np.intc)
-        self.deps, self.queues = g.deps, g.queues
-        self.tensor, self.region, self.ddr_check = g.tensor, g.region, g.ddr_check
+        self.dur, self.engine, self.dep_ptr, self.dep_val = g.dur, g.engine, g.dep_ptr, g.dep_val
+        self.tensor, self.region, self.ddr_check = g.tensor, g.region, g.ddr_check.view(np.uint8)
         self.store_engine, self.loads_by_tensor, self.stores_by_tensor = (g.store_engine, g.loads_by_tensor,
                                                                           g.stores_by_tensor)
         self.n_eng = len(g.queues)
         self.engine_ports = np.asarray(g.engine_ports, dtype=np.intc)
-        self.heads = np.zeros(self.n_eng, dtype=np.intp)  # per engine, the index of its next operation in its queue
+        sizes = np.array([len(q) for q in g.queues], dtype=np.intp)
+        self.q_ops = np.concatenate(g.queues).astype(np.intp) if g.queues else np.zeros(0, np.intp)
+        self.q_end = np.cumsum(sizes).astype(np.intp)
+        self.heads = np.asarray(self.q_end) - sizes  # per engine, the position of its next operation in q_ops
         self.free = np.zeros(self.n_eng, dtype=np.int64)  # per engine, when it finished its last operation
         self.port_free = np.zeros(g.n_ports, dtype=np.int64)
         self.port_order = [[] for _ in range(g.n_ports)]
-        self.compute_engines = [e for e in range(self.n_eng) if g.engine_ports[e] < 0 and g.queues[e]]
-        self.transfer_engines = [e for e in range(self.n_eng) if g.engine_ports[e] >= 0 and g.queues[e]]
-        self.remaining = sum(len(q) for q in g.queues)
+        self.compute_engines = [e for e in range(self.n_eng) if g.engine_ports[e] < 0 and len(g.queues[e])]
+        self.transfer_engines = [e for e in range(self.n_eng) if g.engine_ports[e] >= 0 and len(g.queues[e])]
+        self.remaining = n - int((g.engine < 0).sum())
 
     cdef long long ready(self, Py_ssize_t op, long long r) except -2:
         """When every dependency of op has ended (at least r); -1 if one has no known end yet (an engine-less one
         is resolved on the way)."""
-        cdef Py_ssize_t j
+        cdef Py_ssize_t i, j
         cdef long long x
-        for d in <list>self.deps[op]:
-            j = (<Py_ssize_t>d) >> 2
+        for i in range(self.dep_ptr[op], self.dep_ptr[op + 1]):
+            j = self.dep_val[i] >> 2
             x = self.ends[j]
             if x < 0:
                 if self.engine[j] >= 0:
@@ -105,7 +107,7 @@ cdef class _ListScheduler:
     cpdef long long resolve(self, Py_ssize_t op) except -2:
         """End of an engine-less node (OPEN, FREE) if all it waits for has a known end, else -1 (iterative: a chain
         of engine-less nodes is walked with a stack, not by recursion)."""
-        cdef Py_ssize_t top, j
+        cdef Py_ssize_t top, j, i
         cdef long long r, e
         cdef bint blocked
         stack = [op]
@@ -113,8 +115,8 @@ cdef class _ListScheduler:
             top = stack[-1]
             r = 0
             blocked = False
-            for d in <list>self.deps[top]:
-                j = (<Py_ssize_t>d) >> 2
+            for i in range(self.dep_ptr[top], self.dep_ptr[top + 1]):
+                j = self.dep_val[i] >> 2
                 e = self.ends[j]
                 if e < 0:
                     if self.engine[j] >= 0:
@@ -149,10 +151,12 @@ cdef class _ListScheduler:
             if st is None:
                 return r
             lists = (st,)
-        for ops in lists:  # ends are increasing along each list (one in-order engine each)
-            k = bisect_left(ops, op) - 1
+        cdef Py_ssize_t[::1] ops
+        for of_engine in lists:  # ends are increasing along each list (one in-order engine each)
+            ops = of_engine
+            k = _count_below(ops, op) - 1
             while k >= 0:
-                j = (<list>ops)[k]
+                j = ops[k]
                 e = self.ends[j]
                 if 0 <= e <= r:
                     break
@@ -168,17 +172,15 @@ cdef class _ListScheduler:
         """Start every compute engine's next operations for as long as their dependencies' ends are known."""
         cdef Py_ssize_t e, h, start_h, op, size
         cdef long long t, r
-        cdef list q
         cdef bint progressed = True
         while progressed:
             progressed = False
             for e in self.compute_engines:
-                q = self.queues[e]
-                size = len(q)
+                size = self.q_end[e]
                 h = start_h = self.heads[e]
                 t = self.free[e]
                 while h < size:
-                    op = q[h]
+                    op = self.q_ops[h]
                     r = self.ready(op, t)
                     if r < 0:
                         break
@@ -201,13 +203,11 @@ cdef class _ListScheduler:
         cdef long long best_d = -1, best_r = -1, r, d, end
         cdef Py_ssize_t best_op = -1, best_e = -1, e, h, op
         cdef int best_p = 0, p
-        cdef list q
         for e in self.transfer_engines:
-            q = self.queues[e]
             h = self.heads[e]
-            if h == len(q):
+            if h == self.q_end[e]:
                 continue
-            op = q[h]
+            op = self.q_ops[h]
             r = self.ready(op, self.free[e])  # when op is ready (the head of its engine), -1 if not known yet
             if r >= 0 and self.ddr_check[op]:
                 r = self.ddr_ready(op, r)
@@ -235,7 +235,8 @@ cdef class _ListScheduler:
     def timeline(self) -> Timeline:
         """The finished Timeline; DeadlockError if some operation never ran."""
         g = self.g
-        ends, heads = self.ends, list(self.heads)
+        ends = self.ends
+        heads = (np.asarray(self.heads) - (np.asarray(self.q_end) - [len(q) for q in g.queues])).tolist()
         cdef Py_ssize_t op
         if self.remaining:
             _raise_deadlock(g, np.asarray(ends).tolist(), heads, self.resolve)
@@ -243,6 +244,18 @@ cdef class _ListScheduler:
             if ends[op] < 0 and self.resolve(op) < 0:
                 _raise_deadlock(g, np.asarray(ends).tolist(), heads, self.resolve, first=op)
         return Timeline(np.asarray(self.starts).tolist(), np.asarray(ends).tolist(), self.port_order)
+
+
+cdef Py_ssize_t _count_below(Py_ssize_t[::1] ops, Py_ssize_t op):
+    """How many of the ascending `ops` are < op (bisect_left)."""
+    cdef Py_ssize_t lo = 0, hi = ops.shape[0], mid
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if ops[mid] < op:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
 
 
 def _waits_for(g: OpGraph, op: int, ends: list[int], heads: list[int], resolve) -> int | None:
@@ -253,7 +266,7 @@ def _waits_for(g: OpGraph, op: int, ends: list[int], heads: list[int], resolve) 
         h = heads[eng]
         if h < len(q) and q[h] != op:
             return q[h]
-    for d in g.deps[op]:
+    for d in g.deps_of(op):
         j = d >> 2
         if ends[j] < 0 and (g.engine[j] >= 0 or resolve(j) < 0):
             return j

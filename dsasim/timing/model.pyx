@@ -1,3 +1,4 @@
+# cython: wraparound=False
 """The timing model's first half: lowering a trace into an operation graph (engines, durations, dependencies).
 
 The trace is the only input. Every rule of the model that does not involve time lives here; the schedulers
@@ -45,6 +46,8 @@ from __future__ import annotations
 from bisect import bisect_right
 from dataclasses import dataclass
 from fractions import Fraction
+
+import numpy as np
 
 from dsasim.hardware import Accelerator
 from dsasim.util import ceil_div, regions_overlap
@@ -103,26 +106,27 @@ cdef class _Occupancy:
 
 @dataclass
 class OpGraph:
-    """The lowered trace: one entry per operation in each parallel list (index = operation id).
+    """The lowered trace: one entry per operation in each column (index = operation id).
 
     Operation ids follow program order, except FREE nodes (created only when a later buffer must wait for a
     still-live slot occupant), which are appended when their FREE event is reached.
     """
 
     n: int
-    kind: list[int]
-    engine: list[int]  # engine index, -1 for OPEN and FREE nodes (no engine)
-    dur: list[int]
-    port: list[int]  # DDR port index, -1 for non-transfers
-    deps: list[list[int]]  # encoded op * 4 + reason
-    nbytes: list[int]
-    tensor: list[int]  # trace tensor id, -1 for FREE nodes
-    buffer: list[int]
+    kind: np.ndarray  # int8, KIND_NAMES index
+    engine: np.ndarray  # int8 engine index, -1 for OPEN and FREE nodes (no engine)
+    dur: np.ndarray  # int64 cycles
+    port: np.ndarray  # int8 DDR port index, -1 for non-transfers
+    dep_ptr: np.ndarray  # int64 (n + 1): op's dependencies are dep_val[dep_ptr[op]:dep_ptr[op + 1]]
+    dep_val: np.ndarray  # int64, encoded op * 4 + reason
+    nbytes: np.ndarray  # int64
+    tensor: np.ndarray  # int32 trace tensor id, -1 for FREE nodes
+    buffer: np.ndarray  # int32
     region: list[Region | None]
-    event: list[int]  # index of the trace event, -1 for FREE nodes
-    prev_on_engine: list[int]  # previous operation of the same engine, -1 if first
-    ddr_check: list[bool]  # transfers of writable tensors: DDR dependencies are resolved by the scheduler
-    queues: list[list[int]]  # per engine, its operations in program order
+    event: np.ndarray  # int32 index of the trace event (for a FREE node, of its FREE event)
+    prev_on_engine: np.ndarray  # int32 previous operation of the same engine, -1 if first
+    ddr_check: np.ndarray  # bool: transfers of writable tensors, whose DDR dependencies the scheduler resolves
+    queues: list[np.ndarray]  # per engine, its operations in program order
     engine_names: list[str]
     engine_ports: list[int]  # per engine, its DDR port (-1 for compute engines)
     n_ports: int
@@ -130,13 +134,15 @@ class OpGraph:
     store_engine: int
     tensorcore_engine: int
     vector_engine: int
-    stores_by_tensor: dict[int, list[int]]  # writable tensor -> its STORE ops in program order
-    loads_by_tensor: dict[int, list[list[int]]]  # writable tensor -> per load channel, its LOAD ops
+    stores_by_tensor: dict[int, np.ndarray]  # writable tensor -> its STORE ops in program order
+    loads_by_tensor: dict[int, list[np.ndarray]]  # writable tensor -> per load channel, its LOAD ops
     # buffers (index = buffer id)
-    buffer_tensor: list[int]
-    buffer_nbytes: list[int]
-    buffer_first_op: list[int]  # its first fill (LOAD or OPEN), -1 if never filled
-    buffer_final_users: list[tuple[int, ...]]  # operations whose end releases the slot ((), if never freed)
+    buffer_tensor: np.ndarray
+    buffer_nbytes: np.ndarray
+    buffer_first_op: np.ndarray  # its first fill (LOAD or OPEN), -1 if never filled
+    buffer_final_ptr: np.ndarray  # the operations whose end releases the slot (set by its FREE) are
+    buffer_final_n: np.ndarray  # buffer_final_ops[ptr[b]:ptr[b] + n[b]]
+    buffer_final_ops: np.ndarray
     reserved_sram_bytes: int  # peak of the trace's charged bytes (N-way scopes charge N x)
     macs: int  # all MACs of the trace (vector dot products included)
     tensorcore_macs: int  # useful MACs of TensorCore operations
@@ -144,6 +150,10 @@ class OpGraph:
     loaded_bytes: int
     stored_bytes: int
     tensor_names: list[str]
+
+    def deps_of(self, op: int) -> list[int]:
+        """The encoded dependencies (op * 4 + reason) of an operation."""
+        return self.dep_val[self.dep_ptr[op]:self.dep_ptr[op + 1]].tolist()
 
     def describe(self, op: int) -> str:
         """A readable name for an operation: kind, tensor, region, buffer and trace event."""
@@ -175,47 +185,87 @@ def transfer_cycles_fn(hardware: Accelerator):
     return cycles
 
 
-cdef class _BufferState:
-    """What lowering tracks for one buffer (index = buffer id) while it walks the trace."""
+cdef class _EngineMap:
+    """Per live buffer row, a small map engine -> op that keeps insertion order (like a dict: setting a present key
+    keeps its place), in flat C arrays: a row has one entry per engine plus one for "no engine" (-1)."""
 
-    cdef object tensor, nbytes
-    cdef object region  # the region it holds now (a reuse-flag fill may change it)
-    cdef Py_ssize_t last_write  # the op that last wrote it (LOAD, OPEN or COMPUTE)
-    cdef dict readers  # engine -> last op that read the current contents
-    cdef dict users  # engine (-1: no engine) -> last op on the buffer since its last fill
-    cdef object pending  # slot deps for the first fill (a tuple), None once filled
-    cdef Py_ssize_t first_op  # its first fill, -1 until filled
-    cdef tuple final_users  # the ops whose end releases the slot, set by its FREE
-    cdef bint freed
+    cdef int width
+    cdef object keys_arr, ops_arr, n_arr
+    cdef signed char[::1] keys
+    cdef long long[::1] ops
+    cdef int[::1] n
 
+    def __init__(self, int width) -> None:
+        self.width = width
+        self.resize(16)
 
-cdef _BufferState _new_buffer(object tensor, object nbytes, object region, tuple pending):
-    """A _BufferState (built in C: no Python-level __init__ call per ALLOC)."""
-    cdef _BufferState buf = _BufferState.__new__(_BufferState)
-    buf.tensor = tensor
-    buf.nbytes = nbytes
-    buf.region = region
-    buf.last_write = -1
-    buf.readers = {}
-    buf.users = {}
-    buf.pending = pending
-    buf.first_op = -1
-    buf.final_users = ()
-    buf.freed = False
-    return buf
+    cdef void resize(self, Py_ssize_t rows):
+        keys, ops, n = np.zeros(rows * self.width, np.int8), np.zeros(rows * self.width, np.int64), \
+            np.zeros(rows, np.intc)
+        if self.n_arr is not None:
+            old = len(self.n_arr)
+            keys[:old * self.width] = self.keys_arr
+            ops[:old * self.width] = self.ops_arr
+            n[:old] = self.n_arr
+        self.keys_arr, self.ops_arr, self.n_arr = keys, ops, n
+        self.keys, self.ops, self.n = keys, ops, n
+
+    cdef inline void set(self, Py_ssize_t row, int engine, long long op):
+        cdef Py_ssize_t base = row * self.width, k
+        for k in range(self.n[row]):
+            if self.keys[base + k] == engine:
+                self.ops[base + k] = op
+                return
+        k = self.n[row]
+        self.keys[base + k] = engine
+        self.ops[base + k] = op
+        self.n[row] = k + 1
+
+    cdef inline void reset(self, Py_ssize_t row, int engine, long long op):
+        """The map becomes {engine: op}; engine -2: empty."""
+        if engine == -2:
+            self.n[row] = 0
+        else:
+            self.n[row] = 1
+            self.keys[row * self.width] = engine
+            self.ops[row * self.width] = op
 
 
 cdef class _Lowering:
-    """The state of `lower` while it walks the trace: the operations so far (one list per field), one _BufferState
-    per buffer, and one handler per event kind (`load`, `compute`, `open`, `alloc`, `free`, `store`) that applies
-    that kind's rules."""
+    """The state of `lower` while it walks the trace, and one handler per event kind (`load`, `compute`, `open`,
+    `alloc`, `free`, `store`) that applies that kind's rules.
 
-    cdef int channels, e_store, e_tc, e_vec, p_load, p_store, n_loads
+    Operations are columns of growable numpy arrays (index = op id), their dependencies one flat array (op * 4 +
+    reason) cut by `dep_ptr`. Buffers have persistent columns (index = buffer id: tensor, bytes, first fill, freed,
+    the users whose end releases the slot) and, while live, a row of working state (the op that last wrote it, the
+    last op per engine that read its current contents (`readers`) and that used it since its last fill (`users`),
+    the region it holds, the slot dependencies of its first fill); rows are reused after a FREE."""
+
+    cdef int channels, e_store, e_tc, e_vec, p_load, p_store, n_loads, n_eng
     cdef bint shared
-    cdef list engine_names, engine_ports, writable, queues, last_on, buffers
+    cdef list engine_names, engine_ports, writable
     cdef object xfer
-    cdef list kind, engine, dur, port, nbytes, tensor, buffer, region, event, prev, ddr, deps  # per op
-    cdef dict stores_by_tensor, loads_by_tensor, forward_waiters
+    cdef dict xfer_cache
+    cdef Py_ssize_t n, cap, n_deps, dep_cap, n_buf, buf_cap, n_final, final_cap
+    cdef object kind_a, engine_a, port_a, ddr_a, dur_a, nbytes_a, tensor_a, buffer_a, event_a, prev_a, ptr_a, dep_a
+    cdef signed char[::1] kind, engine, port
+    cdef unsigned char[::1] ddr
+    cdef long long[::1] dur, nbytes, ptr, deps
+    cdef int[::1] tensor, buffer, event, prev
+    cdef list region, extra  # per op: its region; FREE-node deps patched onto earlier ops: (op, dep)
+    cdef object last_on_a
+    cdef long long[::1] last_on  # per engine, its last op
+    # buffers
+    cdef object b_tensor_a, b_nbytes_a, b_first_a, b_freed_a, b_row_a, b_fptr_a, b_fn_a, final_a
+    cdef int[::1] b_tensor, b_row, b_fn
+    cdef long long[::1] b_nbytes, b_first, b_fptr, final
+    cdef unsigned char[::1] b_freed
+    # live rows
+    cdef object r_last_a
+    cdef long long[::1] r_last
+    cdef list r_region, r_pending, free_rows
+    cdef _EngineMap readers, users
+    cdef dict forward_waiters
     cdef _Occupancy occupancy
     cdef object live_charged, peak_charged, macs, tc_macs, padded_macs, loaded, stored
 
@@ -224,151 +274,223 @@ cdef class _Lowering:
         self.e_store, self.e_tc, self.e_vec = channels, channels + 1, channels + 2
         names = ["dma-load"] if channels == 1 else [f"dma-load{k}" for k in range(channels)]
         self.engine_names = names + ["dma-store", "tensorcore", "vector"]
+        self.n_eng = len(self.engine_names)
         self.shared = hardware.dram_shared_load_store
         self.p_load, self.p_store = 0, (0 if self.shared else 1)
         self.engine_ports = [self.p_load] * channels + [self.p_store, -1, -1]
         self.xfer = transfer_cycles_fn(hardware)
+        self.xfer_cache = {}
         self.writable = [t.writable for t in trace.tensors]
-        self.kind, self.engine, self.dur, self.port, self.nbytes, self.tensor = [], [], [], [], [], []
-        self.buffer, self.region, self.event, self.prev, self.ddr, self.deps = [], [], [], [], [], []
-        self.queues = [[] for _ in self.engine_names]
-        self.last_on = [-1] * len(self.engine_names)
-        self.stores_by_tensor = {}  # writable tensor -> its STORE ops
-        self.loads_by_tensor = {}  # writable tensor -> per load channel, its LOAD ops
-        self.buffers = []
+        self.n = self.n_deps = self.n_buf = self.n_final = 0
+        self.grow_ops(1024)
+        self.grow_deps(2048)
+        self.grow_buffers(256)
+        self.grow_final(512)
+        self.region, self.extra = [], []
+        self.last_on_a = np.full(self.n_eng, -1, np.int64)
+        self.last_on = self.last_on_a
+        self.r_last_a = np.zeros(16, np.int64)
+        self.r_last = self.r_last_a
+        self.r_region, self.r_pending, self.free_rows = [None] * 16, [None] * 16, list(range(15, -1, -1))
+        self.readers, self.users = _EngineMap(self.n_eng + 1), _EngineMap(self.n_eng + 1)
         self.forward_waiters = {}  # live occupant -> buffers allocated over its bytes
         self.occupancy = _Occupancy()  # which buffer last held each SRAM byte
         self.live_charged = self.peak_charged = 0
         self.macs = self.tc_macs = self.padded_macs = self.loaded = self.stored = 0
         self.n_loads = 0
 
-    cdef Py_ssize_t add_op(self, int kind, int engine, object dur, int port, object nbytes, object tensor,
-                           object buffer, object region, Py_ssize_t event, list deps, bint ddr):
-        """Append one operation; its id. An engine's operation joins that engine's queue (program order)."""
-        cdef Py_ssize_t op = len(self.kind)
-        self.kind.append(kind)
-        self.engine.append(engine)
-        self.dur.append(dur)
-        self.port.append(port)
-        self.nbytes.append(nbytes)
-        self.tensor.append(tensor)
-        self.buffer.append(buffer)
+    # -- growable columns ------------------------------------------------------------------------------------
+    cdef void grow_ops(self, Py_ssize_t cap):
+        self.cap = cap
+        self.kind_a, self.engine_a, self.port_a, self.ddr_a = (_grown(self.kind_a, cap, np.int8),
+            _grown(self.engine_a, cap, np.int8), _grown(self.port_a, cap, np.int8), _grown(self.ddr_a, cap, np.uint8))
+        self.dur_a, self.nbytes_a, self.ptr_a = (_grown(self.dur_a, cap, np.int64), _grown(self.nbytes_a, cap, np.int64),
+                                                 _grown(self.ptr_a, cap + 1, np.int64))
+        self.tensor_a, self.buffer_a, self.event_a, self.prev_a = (_grown(self.tensor_a, cap, np.intc),
+            _grown(self.buffer_a, cap, np.intc), _grown(self.event_a, cap, np.intc), _grown(self.prev_a, cap, np.intc))
+        self.kind, self.engine, self.port, self.ddr = self.kind_a, self.engine_a, self.port_a, self.ddr_a
+        self.dur, self.nbytes, self.ptr = self.dur_a, self.nbytes_a, self.ptr_a
+        self.tensor, self.buffer, self.event, self.prev = self.tensor_a, self.buffer_a, self.event_a, self.prev_a
+
+    cdef void grow_deps(self, Py_ssize_t cap):
+        self.dep_cap = cap
+        self.dep_a = _grown(self.dep_a, cap, np.int64)
+        self.deps = self.dep_a
+
+    cdef void grow_buffers(self, Py_ssize_t cap):
+        self.buf_cap = cap
+        self.b_tensor_a, self.b_row_a, self.b_fn_a = (_grown(self.b_tensor_a, cap, np.intc),
+            _grown(self.b_row_a, cap, np.intc), _grown(self.b_fn_a, cap, np.intc))
+        self.b_nbytes_a, self.b_first_a, self.b_fptr_a = (_grown(self.b_nbytes_a, cap, np.int64),
+            _grown(self.b_first_a, cap, np.int64), _grown(self.b_fptr_a, cap, np.int64))
+        self.b_freed_a = _grown(self.b_freed_a, cap, np.uint8)
+        self.b_tensor, self.b_row, self.b_fn = self.b_tensor_a, self.b_row_a, self.b_fn_a
+        self.b_nbytes, self.b_first, self.b_fptr, self.b_freed = (self.b_nbytes_a, self.b_first_a, self.b_fptr_a,
+                                                                  self.b_freed_a)
+
+    cdef void grow_final(self, Py_ssize_t cap):
+        self.final_cap = cap
+        self.final_a = _grown(self.final_a, cap, np.int64)
+        self.final = self.final_a
+
+    cdef inline void dep(self, long long d):
+        """Add dependency d (op * 4 + reason) to the operation being built."""
+        if self.n_deps == self.dep_cap:
+            self.grow_deps(2 * self.dep_cap)
+        self.deps[self.n_deps] = d
+        self.n_deps += 1
+
+    cdef Py_ssize_t add_op(self, int kind, int engine, long long dur, int port, long long nbytes, int tensor,
+                           int buffer, object region, Py_ssize_t event, bint ddr):
+        """Append one operation whose dependencies were just added with `dep`; its id."""
+        cdef Py_ssize_t op = self.n
+        if op == self.cap:
+            self.grow_ops(2 * self.cap)
+        self.kind[op], self.engine[op], self.dur[op], self.port[op] = kind, engine, dur, port
+        self.nbytes[op], self.tensor[op], self.buffer[op], self.event[op] = nbytes, tensor, buffer, event
+        self.ddr[op] = ddr
         self.region.append(region)
-        self.event.append(event)
-        self.deps.append(deps)
-        self.ddr.append(ddr)
+        self.ptr[op + 1] = self.n_deps
         if engine >= 0:
-            self.prev.append(self.last_on[engine])
+            self.prev[op] = self.last_on[engine]
             self.last_on[engine] = op
-            (<list>self.queues[engine]).append(op)
         else:
-            self.prev.append(-1)
+            self.prev[op] = -1
+        self.n = op + 1
         return op
 
+    cdef inline long long cycles(self, object nb):
+        c = self.xfer_cache.get(nb)
+        if c is None:
+            c = self.xfer_cache[nb] = self.xfer(nb)
+        return c
+
+    cdef void slot_deps(self, Py_ssize_t row, int engine):
+        """A fill's slot dependencies: its first fill waits for the slot's previous occupants (`pending`), a
+        reuse-flag fill for every earlier operation on the buffer; none on `engine`'s own ops (program order;
+        -2: keep all)."""
+        cdef Py_ssize_t k, base
+        cdef long long d
+        pending = self.r_pending[row]
+        if pending is not None:
+            self.r_pending[row] = None
+            for d in pending:
+                if engine == -2 or self.engine[d] != engine:
+                    self.dep(d * 4 + SLOT)
+        else:
+            base = row * self.users.width
+            for k in range(self.users.n[row]):
+                if engine == -2 or self.users.keys[base + k] != engine:
+                    self.dep(self.users.ops[base + k] * 4 + SLOT)
+
+    cdef void filled(self, Py_ssize_t b, Py_ssize_t row, Py_ssize_t op, int engine, object reg):
+        """Buffer b (live row `row`) now holds `reg`, written by op on `engine`."""
+        if self.b_first[b] < 0:
+            self.b_first[b] = op
+        self.r_last[row] = op
+        self.readers.reset(row, -2, 0)
+        self.users.reset(row, engine, op)
+        self.r_region[row] = reg
+
+    # -- one handler per event kind ------------------------------------------------------------------------------
     cdef int load(self, Py_ssize_t idx, object ev) except -1:
         """LOAD: a transfer on the next load channel; a fill of its buffer (slot dependencies)."""
-        cdef Py_ssize_t d, op
         cdef int ch = self.n_loads % self.channels
         _, b, t, reg, nb, _reuse = ev
         self.n_loads += 1
-        w = self.writable[t]
-        # slot dependencies, except on ops of this channel (program order)
-        cdef _BufferState buf = self.buffers[b]
-        cdef list dl = []
-        cdef list engine = self.engine
-        pending = buf.pending
-        if pending is not None:  # the first fill after ALLOC: wait for the slot's previous occupants
-            buf.pending = None
-            for d in pending:
-                if <int>engine[d] != ch:
-                    dl.append(d * 4 + SLOT)
-        else:  # a reuse-flag fill: wait for every earlier operation on the buffer
-            for e, d in buf.users.items():
-                if e != ch:
-                    dl.append(d * 4 + SLOT)
-        op = self.add_op(C_LOAD_OP, ch, self.xfer(nb), self.p_load, nb, t, b, reg, idx, dl, w)
-        if w:
-            per = self.loads_by_tensor.get(t)
-            if per is None:
-                per = self.loads_by_tensor[t] = [[] for _ in range(self.channels)]
-            per[ch].append(op)
-        if buf.first_op < 0:
-            buf.first_op = op
-        buf.last_write = op
-        buf.readers = {}
-        buf.users = {ch: op}
-        buf.region = reg
+        cdef Py_ssize_t row = self.b_row[b]
+        self.slot_deps(row, ch)
+        cdef Py_ssize_t op = self.add_op(C_LOAD_OP, ch, self.cycles(nb), self.p_load, nb, t, b, reg, idx,
+                                         self.writable[t])
+        self.filled(b, row, op, ch, reg)
         self.loaded += nb
+        return 0
+
+    cdef int open(self, Py_ssize_t idx, object ev) except -1:
+        """OPEN: a zeroed fill on no engine; slot dependencies as for a LOAD, on every engine."""
+        _, b, t, reg, _reuse = ev
+        cdef Py_ssize_t row = self.b_row[b]
+        self.slot_deps(row, -2)
+        cdef Py_ssize_t op = self.add_op(C_OPEN_OP, -1, 0, -1, 0, t, b, reg, idx, False)
+        self.filled(b, row, op, -1, reg)
         return 0
 
     cdef int compute(self, Py_ssize_t idx, object ev) except -1:
         """COMPUTE: RAW on its inputs and output, WAR on the output's readers."""
         cdef int eng, okind
-        cdef Py_ssize_t lw, op
-        cdef _BufferState src, dst
-        cdef list engine = self.engine, buffers = self.buffers
+        cdef Py_ssize_t lw, op, k, row, base
         _, unit, _opname, out, ins, m, cyc, pm = ev
         if unit == "tensorcore":
             eng, okind = self.e_tc, C_TC_OP
             self.tc_macs += m
         else:
             eng, okind = self.e_vec, C_VEC_OP
-        cdef list dl = []
         for b in ins:
-            lw = (<_BufferState>buffers[b]).last_write
-            if <int>engine[lw] != eng:
-                dl.append(lw * 4 + DATA)
-        dst = buffers[out]
-        lw = dst.last_write
-        if <int>engine[lw] != eng:
-            dl.append(lw * 4 + DATA)
-        if dst.readers:
-            for e, d in dst.readers.items():
-                if e != eng:
-                    dl.append(d * 4 + WAR)
-        op = self.add_op(okind, eng, cyc, -1, 0, dst.tensor, out, dst.region, idx, dl, False)
+            lw = self.r_last[self.b_row[b]]
+            if self.engine[lw] != eng:
+                self.dep(lw * 4 + DATA)
+        row = self.b_row[out]
+        lw = self.r_last[row]
+        if self.engine[lw] != eng:
+            self.dep(lw * 4 + DATA)
+        base = row * self.readers.width
+        for k in range(self.readers.n[row]):
+            if self.readers.keys[base + k] != eng:
+                self.dep(self.readers.ops[base + k] * 4 + WAR)
+        op = self.add_op(okind, eng, cyc, -1, 0, self.b_tensor[out], out, self.r_region[row], idx, False)
         for b in ins:
-            src = buffers[b]
-            src.readers[eng] = op
-            src.users[eng] = op
-        dst.last_write = op
-        dst.readers = {}
-        dst.users[eng] = op
+            self.readers.set(self.b_row[b], eng, op)
+            self.users.set(self.b_row[b], eng, op)
+        self.r_last[row] = op
+        self.readers.reset(row, -2, 0)
+        self.users.set(row, eng, op)
         self.macs += m
         self.padded_macs += pm
         return 0
 
-    cdef int open(self, Py_ssize_t idx, object ev) except -1:
-        """OPEN: a zeroed fill on no engine; slot dependencies as for a LOAD, on every engine."""
-        _, b, t, reg, _reuse = ev
-        cdef _BufferState buf = self.buffers[b]
-        pending = buf.pending
-        if pending is not None:
-            buf.pending = None
-            dl = [d * 4 + SLOT for d in pending]
-        else:
-            dl = [d * 4 + SLOT for d in buf.users.values()]
-        cdef Py_ssize_t op = self.add_op(C_OPEN_OP, -1, 0, -1, 0, t, b, reg, idx, dl, False)
-        if buf.first_op < 0:
-            buf.first_op = op
-        buf.last_write = op
-        buf.readers = {}
-        buf.users = {-1: op}
-        buf.region = reg
+    cdef int store(self, Py_ssize_t idx, object ev) except -1:
+        """STORE: a transfer on the store engine after the last write of its buffer; a reader of the buffer."""
+        _, b, t, reg, nb = ev
+        cdef Py_ssize_t row = self.b_row[b]
+        self.dep(self.r_last[row] * 4 + DATA)  # validated: a fill or a compute wrote the buffer
+        cdef Py_ssize_t op = self.add_op(C_STORE_OP, self.e_store, self.cycles(nb), self.p_store, nb, t, b, reg,
+                                         idx, True)
+        self.readers.set(row, self.e_store, op)
+        self.users.set(row, self.e_store, op)
+        self.stored += nb
         return 0
 
     cdef int alloc(self, Py_ssize_t idx, object ev) except -1:
         """ALLOC: a new buffer whose first fill waits for the previous occupants of its bytes."""
-        cdef _BufferState occupant
+        cdef Py_ssize_t row, p
         _, b, t, reg, nb, address, charged = ev
-        pending = ()
+        pending = []
         for prev in self.occupancy.take(address, address + nb, b):
-            occupant = self.buffers[prev]
-            if occupant.freed:
-                pending += occupant.final_users
+            p = prev
+            if self.b_freed[p]:
+                pending.extend(self.final_a[self.b_fptr[p]:self.b_fptr[p] + self.b_fn[p]].tolist())
             else:  # the occupant is still live: wait for its FREE (a FREE node, patched in when reached)
                 self.forward_waiters.setdefault(prev, []).append(b)
-        self.buffers.append(_new_buffer(t, nb, reg, pending))
+        if self.n_buf == self.buf_cap:
+            self.grow_buffers(2 * self.buf_cap)
+        if not self.free_rows:
+            rows = len(self.r_region)
+            self.readers.resize(2 * rows)
+            self.users.resize(2 * rows)
+            self.r_last_a = _grown(self.r_last_a, 2 * rows, np.int64)
+            self.r_last = self.r_last_a
+            self.r_region += [None] * rows
+            self.r_pending += [None] * rows
+            self.free_rows = list(range(2 * rows - 1, rows - 1, -1))
+        row = self.free_rows.pop()
+        self.b_tensor[b], self.b_nbytes[b], self.b_first[b], self.b_freed[b], self.b_row[b] = t, nb, -1, 0, row
+        self.b_fptr[b], self.b_fn[b] = 0, 0
+        self.n_buf = b + 1
+        self.r_last[row] = -1
+        self.r_region[row] = reg
+        self.r_pending[row] = pending
+        self.readers.reset(row, -2, 0)
+        self.users.reset(row, -2, 0)
         self.live_charged += charged
         if self.live_charged > self.peak_charged:
             self.peak_charged = self.live_charged
@@ -376,53 +498,90 @@ cdef class _Lowering:
 
     cdef int free(self, Py_ssize_t idx, object ev) except -1:
         """FREE: the slot is released when every op on the buffer ends; a FREE node if a later buffer waits."""
-        cdef _BufferState waiter
+        cdef Py_ssize_t k, row, base, node, first, n_users
         _, b, charged = ev
-        cdef _BufferState buf = self.buffers[b]
-        buf.freed = True
-        final = buf.final_users = tuple(buf.users.values())
+        row = self.b_row[b]
+        n_users = self.users.n[row]
+        base = row * self.users.width
+        if self.n_final + n_users > self.final_cap:
+            self.grow_final(2 * self.final_cap + n_users)
+        self.b_freed[b] = 1
+        self.b_fptr[b], self.b_fn[b] = self.n_final, n_users
+        for k in range(n_users):
+            self.final[self.n_final + k] = self.users.ops[base + k]
+        self.n_final += n_users
+        self.free_rows.append(row)
         self.live_charged -= charged
         waiters = self.forward_waiters.pop(b, None)
         if waiters:
-            node = self.add_op(C_FREE_OP, -1, 0, -1, 0, -1, b, None, idx, [d * 4 + DATA for d in final], False)
+            for k in range(n_users):
+                self.dep(self.users.ops[base + k] * 4 + DATA)
+            node = self.add_op(C_FREE_OP, -1, 0, -1, 0, -1, b, None, idx, False)
             for w in waiters:
-                waiter = self.buffers[w]
-                if waiter.first_op >= 0:
-                    self.deps[waiter.first_op].append(node * 4 + SLOT)
-                else:
-                    waiter.pending = tuple(waiter.pending) + (node,)
-        return 0
-
-    cdef int store(self, Py_ssize_t idx, object ev) except -1:
-        """STORE: a transfer on the store engine after the last write of its buffer; a reader of the buffer."""
-        _, b, t, reg, nb = ev
-        cdef _BufferState buf = self.buffers[b]
-        # validated: a fill or a compute wrote the buffer
-        op = self.add_op(C_STORE_OP, self.e_store, self.xfer(nb), self.p_store, nb, t, b, reg, idx,
-                         [buf.last_write * 4 + DATA], True)
-        self.stores_by_tensor.setdefault(t, []).append(op)
-        buf.readers[self.e_store] = op
-        buf.users[self.e_store] = op
-        self.stored += nb
+                first = self.b_first[w]
+                if first >= 0:
+                    self.extra.append((first, node * 4 + SLOT))
+                elif not self.b_freed[w]:  # (a waiter freed unfilled never needs it)
+                    self.r_pending[self.b_row[w]].append(node)
         return 0
 
     def graph(self, trace: Trace) -> OpGraph:
         """The OpGraph of everything lowered so far."""
         # validated: every buffer is freed, so no forward waiter is left without its FREE node
-        cdef _BufferState s
-        buffers = self.buffers
+        n, nb = self.n, self.n_buf
+        ptr, deps = self.ptr_a[:n + 1], self.dep_a[:self.n_deps]
+        if self.extra:  # FREE-node dependencies patched onto earlier ops go after each op's own
+            ptr, deps = _with_extra(ptr, deps, self.extra)
+        kind, engine, tensor, ddr = self.kind_a[:n], self.engine_a[:n], self.tensor_a[:n], self.ddr_a[:n].view(bool)
+        stores, loads = {}, {}
+        st = np.flatnonzero(kind == C_STORE_OP)
+        for t in np.unique(tensor[st]).tolist():
+            stores[t] = st[tensor[st] == t]
+        ld = np.flatnonzero((kind == C_LOAD_OP) & ddr)
+        for t in np.unique(tensor[ld]).tolist():
+            of_t = ld[tensor[ld] == t]
+            loads[t] = [of_t[engine[of_t] == ch] for ch in range(self.channels)]
+        fptr, fn = self.b_fptr_a[:nb], self.b_fn_a[:nb]
         return OpGraph(
-            n=len(self.kind), kind=self.kind, engine=self.engine, dur=self.dur, port=self.port, deps=self.deps,
-            nbytes=self.nbytes, tensor=self.tensor, buffer=self.buffer, region=self.region, event=self.event,
-            prev_on_engine=self.prev, ddr_check=self.ddr, queues=self.queues, engine_names=self.engine_names,
+            n=n, kind=kind, engine=engine, dur=self.dur_a[:n], port=self.port_a[:n], dep_ptr=ptr, dep_val=deps,
+            nbytes=self.nbytes_a[:n], tensor=tensor, buffer=self.buffer_a[:n], region=self.region,
+            event=self.event_a[:n], prev_on_engine=self.prev_a[:n], ddr_check=ddr,
+            queues=[np.flatnonzero(engine == e) for e in range(self.n_eng)], engine_names=self.engine_names,
             engine_ports=self.engine_ports, n_ports=1 if self.shared else 2, load_engines=tuple(range(self.channels)),
             store_engine=self.e_store, tensorcore_engine=self.e_tc, vector_engine=self.e_vec,
-            stores_by_tensor=self.stores_by_tensor, loads_by_tensor=self.loads_by_tensor,
-            buffer_tensor=[s.tensor for s in buffers], buffer_nbytes=[s.nbytes for s in buffers],
-            buffer_first_op=[s.first_op for s in buffers], buffer_final_users=[s.final_users for s in buffers],
+            stores_by_tensor=stores, loads_by_tensor=loads, buffer_tensor=self.b_tensor_a[:nb],
+            buffer_nbytes=self.b_nbytes_a[:nb], buffer_first_op=self.b_first_a[:nb],
+            buffer_final_ptr=fptr, buffer_final_n=fn, buffer_final_ops=self.final_a[:self.n_final],
             reserved_sram_bytes=self.peak_charged, macs=self.macs, tensorcore_macs=self.tc_macs,
             padded_macs=self.padded_macs, loaded_bytes=self.loaded, stored_bytes=self.stored,
             tensor_names=[t.name for t in trace.tensors])
+
+
+def _grown(old: np.ndarray | None, cap: int, dtype) -> np.ndarray:
+    """A copy of `old` with room for `cap` entries (zeros after the old ones)."""
+    new = np.zeros(cap, dtype)
+    if old is not None:
+        new[:len(old)] = old
+    return new
+
+
+def _with_extra(ptr: np.ndarray, deps: np.ndarray, extra: list) -> tuple[np.ndarray, np.ndarray]:
+    """CSR dependencies with `extra` (op, dep) pairs appended after each op's own, in the order given."""
+    per_op: dict[int, list[int]] = {}
+    for op, d in extra:
+        per_op.setdefault(op, []).append(d)
+    counts = np.diff(ptr)
+    for op, ds in per_op.items():
+        counts[op] += len(ds)
+    new_ptr = np.zeros(len(ptr), np.int64)
+    np.cumsum(counts, out=new_ptr[1:])
+    new = np.empty(new_ptr[-1], np.int64)
+    pos = np.repeat(new_ptr[:-1] - ptr[:-1], np.diff(ptr)) + np.arange(len(deps))  # own deps, shifted
+    new[pos] = deps
+    for op, ds in per_op.items():
+        end = new_ptr[op + 1]
+        new[end - len(ds):end] = ds
+    return new_ptr, new
 
 
 def lower(trace: Trace, hardware: Accelerator) -> OpGraph:
