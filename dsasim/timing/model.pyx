@@ -52,7 +52,7 @@ import numpy as np
 from dsasim.hardware import Accelerator
 from dsasim.util import ceil_div, regions_overlap
 from dsasim.traced.trace import ALLOC, COMPUTE, FREE, LOAD, OPEN, STORE, Region, Trace, format_region
-from dsasim.timing.validate import TraceChecker
+from dsasim.timing.validate cimport TraceChecker
 
 # operation kinds
 LOAD_OP, STORE_OP, TC_OP, VEC_OP, OPEN_OP, FREE_OP = range(6)
@@ -589,13 +589,12 @@ def lower(trace: Trace, hardware: Accelerator) -> OpGraph:
 
     Each event is checked (`validate.TraceChecker`: TraceError names the first bad event) before its handler
     lowers it, in one pass, so the handlers can trust every id, region and byte count."""
-    checker = TraceChecker(trace, hardware)
-    check = checker.run
+    cdef TraceChecker checker = TraceChecker(trace, hardware)
     cdef _Lowering state = _Lowering(trace, hardware)
     cdef Py_ssize_t idx = 0
     cdef int k
     for ev in trace.events:
-        k = check(idx, ev)  # the event's kind
+        k = checker.run(idx, ev)  # the event's kind
         if k == K_LOAD:
             state.load(idx, ev)
         elif k == K_COMPUTE:

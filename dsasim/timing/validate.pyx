@@ -24,6 +24,8 @@ runs them alone.
 
 from __future__ import annotations
 
+from cpython.list cimport PyList_GET_ITEM
+
 from dsasim.hardware import Accelerator
 from dsasim.traced.trace import (ALLOC, COMPUTE, ENTER, EVENT_TYPES, EXIT, FREE, HIT, LOAD, OPEN, STORE, EventKind, Region,
                      Trace, format_region)
@@ -33,6 +35,8 @@ UNITS = ("tensorcore", "vector")
 _FIELD_COUNTS = tuple(len(t._fields) for t in EVENT_TYPES)
 _KIND_LIST = ", ".join(f"{e.name}={e.value}" for e in EventKind)
 _ID_FIELDS = frozenset({"buffer", "tensor", "out_buffer", "scope_id", "instance"})
+cdef int K_LOAD = LOAD, K_COMPUTE = COMPUTE, K_HIT = HIT, K_ALLOC = ALLOC, K_FREE = FREE, K_STORE = STORE
+cdef int K_OPEN = OPEN, K_ENTER = ENTER
 # buffer states
 cdef object _UNFILLED = 0, _CLEAN = 1, _MODIFIED = 2, _FREED = 3
 
@@ -86,6 +90,20 @@ cdef object _region_nbytes(object region, object shape, object word):
     cdef Py_ssize_t i, dims = len(shape)
     if type(region) is not tuple or len(<tuple>region) != dims:
         return -1
+    cdef long long a, z, c_n = word
+    for i in range(dims):  # the common case in C: exact int bounds, a product below 2**62
+        pair = (<tuple>region)[i]
+        if type(pair) is not tuple or len(<tuple>pair) != 2:
+            break
+        start, stop, extent = (<tuple>pair)[0], (<tuple>pair)[1], shape[i]
+        if type(start) is not int or type(stop) is not int or type(extent) is not int or not 0 <= start < stop <= extent:
+            break
+        if stop > 2 ** 31 or c_n > 2 ** 31:
+            break
+        a, z = start, stop
+        c_n *= z - a
+    else:
+        return c_n
     n = word
     for i in range(dims):
         start, stop = (<tuple>region)[i]
@@ -130,11 +148,7 @@ cdef class TraceChecker:
     tuple, an event of the wrong length) is caught by the TypeError/ValueError/IndexError it raises, which `run`
     turns into a TraceError, rather than by a type test on every field."""
 
-    cdef list scopes, shapes, writable, names, b_tensor, b_nbytes, b_charged, b_region, b_held, b_state, b_scope
-    cdef list scope_stack, next_instance
-    cdef object word
-    cdef dict kinds
-
+    # attributes and C methods: validate.pxd
     def __init__(self, trace: Trace, hardware: Accelerator) -> None:
         if trace.word_bytes != hardware.word_bytes:
             raise TraceError(f"the trace was recorded with {trace.word_bytes}-byte words but {hardware.name!r} has "
@@ -155,29 +169,31 @@ cdef class TraceChecker:
         self.next_instance = [0] * len(trace.scopes)
         self.kinds = {int(kind): int(kind) for kind in EventKind}
 
-    cpdef run(self, Py_ssize_t idx, object event):
+    cpdef int run(self, Py_ssize_t idx, object event) except -1:
         """Check one event (the idx-th of the trace); its kind."""
         cdef int k
         try:
-            kind = self.kinds.get(event[0])  # a dict: 3.0 or True find LOAD or EXIT, as == would
-            if kind is None:
-                raise _fail(idx, event, f"unknown event kind {event[0]!r}; kinds are {_KIND_LIST}")
+            kind = event[0]
+            if type(kind) is not int or not 0 <= kind <= K_FREE:
+                kind = self.kinds.get(kind)  # a dict: 3.0 or True find LOAD or EXIT, as == would
+                if kind is None:
+                    raise _fail(idx, event, f"unknown event kind {event[0]!r}; kinds are {_KIND_LIST}")
             k = kind
-            if k == LOAD:
+            if k == K_LOAD:
                 self.load(idx, event)
-            elif k == COMPUTE:
+            elif k == K_COMPUTE:
                 self.compute(idx, event)
-            elif k == HIT:
+            elif k == K_HIT:
                 self.hit(idx, event)
-            elif k == ALLOC:
+            elif k == K_ALLOC:
                 self.alloc(idx, event)
-            elif k == FREE:
+            elif k == K_FREE:
                 self.free(idx, event)
-            elif k == STORE:
+            elif k == K_STORE:
                 self.store(idx, event)
-            elif k == OPEN:
+            elif k == K_OPEN:
                 self.open(idx, event)
-            elif k == ENTER:
+            elif k == K_ENTER:
                 self.enter(idx, event)
             else:
                 self.exit(idx, event)
@@ -201,6 +217,11 @@ cdef class TraceChecker:
     # -- checks shared by several kinds --------------------------------------------------------------------------
     cdef int live(self, Py_ssize_t idx, object event, object b, str role = "buffer") except -1:
         """`b` is an allocated buffer not yet freed."""
+        cdef Py_ssize_t i
+        if type(b) is int and 0 <= b < len(self.b_state):  # the common case, in C
+            i = b
+            if <object>PyList_GET_ITEM(self.b_state, i) is not _FREED:
+                return 0
         if not 0 <= b < len(self.b_state) or self.b_state[b] == _FREED:
             raise _bad_buffer(idx, event, b, role, self.b_state, self.b_tensor, self.names)
 
