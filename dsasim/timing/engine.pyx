@@ -57,12 +57,10 @@ cdef class _ListScheduler:
     cdef Py_ssize_t n, n_eng, remaining
     cdef long long[::1] starts, ends, dur, free, port_free, dep_ptr, dep_val
     cdef signed char[::1] engine
-    cdef int[::1] engine_ports, tensor
+    cdef int[::1] engine_ports
     cdef unsigned char[::1] ddr_check
     cdef Py_ssize_t[::1] heads, q_end, q_ops  # engine e's queue is q_ops[q_start[e]:q_end[e]]; heads: positions
     cdef list port_order, compute_engines, transfer_engines, region
-    cdef int store_engine
-    cdef dict loads_by_tensor, stores_by_tensor
 
     def __init__(self, g: OpGraph) -> None:
         self.g = g
@@ -70,9 +68,7 @@ cdef class _ListScheduler:
         self.starts = np.zeros(n, dtype=np.int64)
         self.ends = np.full(n, -1, dtype=np.int64)
         self.dur, self.engine, self.dep_ptr, self.dep_val = g.dur, g.engine, g.dep_ptr, g.dep_val
-        self.tensor, self.region, self.ddr_check = g.tensor, g.region, g.ddr_check.view(np.uint8)
-        self.store_engine, self.loads_by_tensor, self.stores_by_tensor = (g.store_engine, g.loads_by_tensor,
-                                                                          g.stores_by_tensor)
+        self.region, self.ddr_check = g.region, g.ddr_check.view(np.uint8)
         self.n_eng = len(g.queues)
         self.engine_ports = np.asarray(g.engine_ports, dtype=np.intc)
         sizes = np.array([len(q) for q in g.queues], dtype=np.intp)
@@ -138,21 +134,10 @@ cdef class _ListScheduler:
         """Fold in the DDR dependencies of a transfer; -1 if an overlapping earlier transfer is unplaced."""
         cdef Py_ssize_t k, j
         cdef long long e
-        region = self.region
-        t = self.tensor[op]
-        reg = region[op]
-        if self.engine[op] == self.store_engine:
-            per = self.loads_by_tensor.get(t)
-            if per is None:
-                return r
-            lists = per
-        else:
-            st = self.stores_by_tensor.get(t)
-            if st is None:
-                return r
-            lists = (st,)
         cdef Py_ssize_t[::1] ops
-        for of_engine in lists:  # ends are increasing along each list (one in-order engine each)
+        region = self.region
+        reg = region[op]
+        for of_engine in self.g.ddr_lists(op):  # ends are increasing along each list (one in-order engine each)
             ops = of_engine
             k = _count_below(ops, op) - 1
             while k >= 0:
@@ -271,9 +256,7 @@ def _waits_for(g: OpGraph, op: int, ends: list[int], heads: list[int], resolve) 
         if ends[j] < 0 and (g.engine[j] >= 0 or resolve(j) < 0):
             return j
     if g.ddr_check[op]:
-        t = g.tensor[op]
-        lists = (g.loads_by_tensor.get(t) or []) if g.engine[op] == g.store_engine else \
-            [g.stores_by_tensor.get(t, [])]
+        lists = g.ddr_lists(op)
         for ops in lists:
             for j in ops:
                 if j < op and ends[j] < 0 and overlaps(g.region[j], g.region[op]):

@@ -155,6 +155,14 @@ class OpGraph:
         """The encoded dependencies (op * 4 + reason) of an operation."""
         return self.dep_val[self.dep_ptr[op]:self.dep_ptr[op + 1]].tolist()
 
+    def ddr_lists(self, op: int) -> list[np.ndarray]:
+        """Where a transfer's DDR dependencies are, each list in program order: for a STORE, the LOADs of its tensor
+        (one list per load channel); for a LOAD, the STOREs of its tensor."""
+        t = int(self.tensor[op])
+        if self.engine[op] == self.store_engine:
+            return self.loads_by_tensor.get(t, [])
+        return [self.stores_by_tensor[t]] if t in self.stores_by_tensor else []
+
     def describe(self, op: int) -> str:
         """A readable name for an operation: kind, tensor, region, buffer and trace event."""
         kind = self.kind[op]
@@ -167,22 +175,6 @@ class OpGraph:
         verb = {LOAD_OP: "load of", STORE_OP: "store of", TC_OP: "tensorcore compute into",
                 VEC_OP: "vector compute into", OPEN_OP: "open of"}[kind]
         return f"{verb} {what} (buffer {self.buffer[op]}, trace event {self.event[op]}){on}"
-
-
-def transfer_cycles_fn(hardware: Accelerator):
-    """cycles(nbytes) = dma_setup_cycles + ceil(nbytes / dram_bytes_per_cycle), in exact integer arithmetic."""
-    bw = Fraction(repr(float(hardware.dram_bytes_per_cycle)))
-    num, den = bw.numerator, bw.denominator
-    setup = hardware.dma_setup_cycles
-    cache: dict[int, int] = {}
-
-    def cycles(nbytes: int) -> int:
-        c = cache.get(nbytes)
-        if c is None:
-            c = cache[nbytes] = setup + ceil_div(nbytes * den, num)  # once per distinct size
-        return c
-
-    return cycles
 
 
 cdef class _EngineMap:
@@ -244,8 +236,8 @@ cdef class _Lowering:
     cdef int channels, e_store, e_tc, e_vec, p_load, p_store, n_loads, n_eng
     cdef bint shared
     cdef list engine_names, engine_ports, writable
-    cdef object xfer
-    cdef dict xfer_cache
+    cdef object setup, bw_num, bw_den
+    cdef dict xfer_cycles
     cdef Py_ssize_t n, cap, n_deps, dep_cap, n_buf, buf_cap, n_final, final_cap
     cdef object kind_a, engine_a, port_a, ddr_a, dur_a, nbytes_a, tensor_a, buffer_a, event_a, prev_a, ptr_a, dep_a
     cdef signed char[::1] kind, engine, port
@@ -278,8 +270,8 @@ cdef class _Lowering:
         self.shared = hardware.dram_shared_load_store
         self.p_load, self.p_store = 0, (0 if self.shared else 1)
         self.engine_ports = [self.p_load] * channels + [self.p_store, -1, -1]
-        self.xfer = transfer_cycles_fn(hardware)
-        self.xfer_cache = {}
+        bw = Fraction(repr(float(hardware.dram_bytes_per_cycle)))  # exact integer arithmetic for the cycles
+        self.setup, self.bw_num, self.bw_den, self.xfer_cycles = hardware.dma_setup_cycles, bw.numerator, bw.denominator, {}
         self.writable = [t.writable for t in trace.tensors]
         self.n = self.n_deps = self.n_buf = self.n_final = 0
         self.grow_ops(1024)
@@ -302,35 +294,32 @@ cdef class _Lowering:
     # -- growable columns ------------------------------------------------------------------------------------
     cdef void grow_ops(self, Py_ssize_t cap):
         self.cap = cap
-        self.kind_a, self.engine_a, self.port_a, self.ddr_a = (_grown(self.kind_a, cap, np.int8),
-            _grown(self.engine_a, cap, np.int8), _grown(self.port_a, cap, np.int8), _grown(self.ddr_a, cap, np.uint8))
-        self.dur_a, self.nbytes_a, self.ptr_a = (_grown(self.dur_a, cap, np.int64), _grown(self.nbytes_a, cap, np.int64),
-                                                 _grown(self.ptr_a, cap + 1, np.int64))
-        self.tensor_a, self.buffer_a, self.event_a, self.prev_a = (_grown(self.tensor_a, cap, np.intc),
-            _grown(self.buffer_a, cap, np.intc), _grown(self.event_a, cap, np.intc), _grown(self.prev_a, cap, np.intc))
+        self.kind_a, self.engine_a, self.port_a = [_grown(a, cap, np.int8) for a in (self.kind_a, self.engine_a,
+                                                                                      self.port_a)]
+        self.tensor_a, self.buffer_a, self.event_a, self.prev_a = [_grown(a, cap, np.intc) for a in (
+            self.tensor_a, self.buffer_a, self.event_a, self.prev_a)]
+        self.dur_a, self.nbytes_a = [_grown(a, cap, np.int64) for a in (self.dur_a, self.nbytes_a)]
+        self.ddr_a, self.ptr_a = _grown(self.ddr_a, cap, np.uint8), _grown(self.ptr_a, cap + 1, np.int64)
         self.kind, self.engine, self.port, self.ddr = self.kind_a, self.engine_a, self.port_a, self.ddr_a
         self.dur, self.nbytes, self.ptr = self.dur_a, self.nbytes_a, self.ptr_a
         self.tensor, self.buffer, self.event, self.prev = self.tensor_a, self.buffer_a, self.event_a, self.prev_a
 
     cdef void grow_deps(self, Py_ssize_t cap):
-        self.dep_cap = cap
-        self.dep_a = _grown(self.dep_a, cap, np.int64)
+        self.dep_cap, self.dep_a = cap, _grown(self.dep_a, cap, np.int64)
         self.deps = self.dep_a
 
     cdef void grow_buffers(self, Py_ssize_t cap):
         self.buf_cap = cap
-        self.b_tensor_a, self.b_row_a, self.b_fn_a = (_grown(self.b_tensor_a, cap, np.intc),
-            _grown(self.b_row_a, cap, np.intc), _grown(self.b_fn_a, cap, np.intc))
-        self.b_nbytes_a, self.b_first_a, self.b_fptr_a = (_grown(self.b_nbytes_a, cap, np.int64),
-            _grown(self.b_first_a, cap, np.int64), _grown(self.b_fptr_a, cap, np.int64))
+        self.b_tensor_a, self.b_row_a, self.b_fn_a = [_grown(a, cap, np.intc) for a in (self.b_tensor_a,
+                                                                                         self.b_row_a, self.b_fn_a)]
+        self.b_nbytes_a, self.b_first_a, self.b_fptr_a = [_grown(a, cap, np.int64) for a in (
+            self.b_nbytes_a, self.b_first_a, self.b_fptr_a)]
         self.b_freed_a = _grown(self.b_freed_a, cap, np.uint8)
-        self.b_tensor, self.b_row, self.b_fn = self.b_tensor_a, self.b_row_a, self.b_fn_a
-        self.b_nbytes, self.b_first, self.b_fptr, self.b_freed = (self.b_nbytes_a, self.b_first_a, self.b_fptr_a,
-                                                                  self.b_freed_a)
+        self.b_tensor, self.b_row, self.b_fn, self.b_freed = self.b_tensor_a, self.b_row_a, self.b_fn_a, self.b_freed_a
+        self.b_nbytes, self.b_first, self.b_fptr = self.b_nbytes_a, self.b_first_a, self.b_fptr_a
 
     cdef void grow_final(self, Py_ssize_t cap):
-        self.final_cap = cap
-        self.final_a = _grown(self.final_a, cap, np.int64)
+        self.final_cap, self.final_a = cap, _grown(self.final_a, cap, np.int64)
         self.final = self.final_a
 
     cdef inline void dep(self, long long d):
@@ -360,9 +349,10 @@ cdef class _Lowering:
         return op
 
     cdef inline long long cycles(self, object nb):
-        c = self.xfer_cache.get(nb)
+        """A transfer's cycles: dma_setup_cycles + ceil(nb / dram_bytes_per_cycle) (computed once per size)."""
+        c = self.xfer_cycles.get(nb)
         if c is None:
-            c = self.xfer_cache[nb] = self.xfer(nb)
+            c = self.xfer_cycles[nb] = self.setup + ceil_div(nb * self.bw_den, self.bw_num)
         return c
 
     cdef void slot_deps(self, Py_ssize_t row, int engine):
@@ -557,9 +547,9 @@ cdef class _Lowering:
             tensor_names=[t.name for t in trace.tensors])
 
 
-def _grown(old: np.ndarray | None, cap: int, dtype) -> np.ndarray:
-    """A copy of `old` with room for `cap` entries (zeros after the old ones)."""
-    new = np.zeros(cap, dtype)
+def _grown(old: np.ndarray | None, cap: int, dtype=None) -> np.ndarray:
+    """A copy of `old` with room for `cap` entries (zeros after the old ones); dtype: of a new one (old is None)."""
+    new = np.zeros(cap, dtype if old is None else old.dtype)
     if old is not None:
         new[:len(old)] = old
     return new

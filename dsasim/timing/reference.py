@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import heapq
 
-import numpy as np
 import simpy
 
 from dsasim.timing.engine import Timeline, _raise_deadlock
@@ -80,12 +79,7 @@ def build_timeline_simpy(g: OpGraph) -> Timeline:
     ports = [_Port(env, port_order[p]) for p in range(g.n_ports)]
 
     def ddr_deps(op: int) -> list[int]:
-        t = g.tensor[op]
-        if g.engine[op] == g.store_engine:
-            lists = g.loads_by_tensor.get(t) or []
-        else:
-            lists = [g.stores_by_tensor.get(t, np.zeros(0, int))]
-        return [j for ops in lists for j in ops.tolist() if j < op and overlaps(g.region[j], g.region[op])]
+        return [j for ops in g.ddr_lists(op) for j in ops.tolist() if j < op and overlaps(g.region[j], g.region[op])]
 
     port, dur, ddr_check = g.port.tolist(), g.dur.tolist(), g.ddr_check.tolist()
 

@@ -272,11 +272,7 @@ class _CriticalChain:
     def ddr_binding(self, op: int, ready: int) -> tuple[int, int]:
         """The overlapping earlier transfer with the latest end after `ready`, if any."""
         g, ends = self.g, self.timeline.ends
-        t = int(g.tensor[op])
-        if g.engine[op] == g.store_engine:
-            lists = g.loads_by_tensor.get(t) or []
-        else:
-            lists = [g.stores_by_tensor.get(t, np.zeros(0, np.intp))]
+        lists = g.ddr_lists(op)
         best, best_end = -1, ready
         for ops in lists:
             k = int(np.searchsorted(ops, op)) - 1

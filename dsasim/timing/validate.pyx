@@ -90,20 +90,6 @@ cdef object _region_nbytes(object region, object shape, object word):
     cdef Py_ssize_t i, dims = len(shape)
     if type(region) is not tuple or len(<tuple>region) != dims:
         return -1
-    cdef long long a, z, c_n = word
-    for i in range(dims):  # the common case in C: exact int bounds, a product below 2**62
-        pair = (<tuple>region)[i]
-        if type(pair) is not tuple or len(<tuple>pair) != 2:
-            break
-        start, stop, extent = (<tuple>pair)[0], (<tuple>pair)[1], shape[i]
-        if type(start) is not int or type(stop) is not int or type(extent) is not int or not 0 <= start < stop <= extent:
-            break
-        if stop > 2 ** 31 or c_n > 2 ** 31:
-            break
-        a, z = start, stop
-        c_n *= z - a
-    else:
-        return c_n
     n = word
     for i in range(dims):
         start, stop = (<tuple>region)[i]
