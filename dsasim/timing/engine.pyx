@@ -82,51 +82,46 @@ cdef class _ListScheduler:
         self.transfer_engines = [e for e in range(self.n_eng) if g.engine_ports[e] >= 0 and len(g.queues[e])]
         self.remaining = n - int((g.engine < 0).sum())
 
-    cdef long long ready(self, Py_ssize_t op, long long r) except -2:
-        """When every dependency of op has ended (at least r); -1 if one has no known end yet (an engine-less one
-        is resolved on the way)."""
+    cdef long long scan(self, Py_ssize_t op, long long r):
+        """The last end of op's dependencies (at least r); -1 if one on an engine has not ended yet, -2 - j if the
+        first unknown one is engine-less node j."""
         cdef Py_ssize_t i, j
         cdef long long x
         for i in range(self.dep_ptr[op], self.dep_ptr[op + 1]):
             j = self.dep_val[i] >> 2
             x = self.ends[j]
             if x < 0:
-                if self.engine[j] >= 0:
-                    return -1
-                x = self.resolve(j)
-                if x < 0:
-                    return -1
+                return -1 if self.engine[j] >= 0 else -2 - j
             if x > r:
                 r = x
         return r
 
+    cdef long long ready(self, Py_ssize_t op, long long r) except -2:
+        """When every dependency of op has ended (at least r); -1 if one has no known end yet (engine-less ones are
+        resolved on the way)."""
+        cdef long long x = self.scan(op, r)
+        while x < -1:
+            if self.resolve(-2 - x) < 0:
+                return -1
+            x = self.scan(op, r)
+        return x
+
     cpdef long long resolve(self, Py_ssize_t op) except -2:
         """End of an engine-less node (OPEN, FREE) if all it waits for has a known end, else -1 (iterative: a chain
         of engine-less nodes is walked with a stack, not by recursion)."""
-        cdef Py_ssize_t top, j, i
-        cdef long long r, e
-        cdef bint blocked
+        cdef Py_ssize_t top
+        cdef long long x
         stack = [op]
         while stack:
             top = stack[-1]
-            r = 0
-            blocked = False
-            for i in range(self.dep_ptr[top], self.dep_ptr[top + 1]):
-                j = self.dep_val[i] >> 2
-                e = self.ends[j]
-                if e < 0:
-                    if self.engine[j] >= 0:
-                        return -1
-                    if len(stack) > self.n:  # cannot happen for traces from dsasim; guards malformed graphs
-                        return -1
-                    stack.append(j)
-                    blocked = True
-                    break
-                if e > r:
-                    r = e
-            if not blocked:
-                self.starts[top] = r
-                self.ends[top] = r + self.dur[top]
+            x = self.scan(top, 0)
+            if x == -1 or (x < -1 and len(stack) > self.n):  # (the second: a cycle, only in a malformed graph)
+                return -1
+            if x < -1:
+                stack.append(-2 - x)
+            else:
+                self.starts[top] = x
+                self.ends[top] = x + self.dur[top]
                 stack.pop()
         return self.ends[op]
 

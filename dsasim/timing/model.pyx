@@ -223,9 +223,10 @@ cdef class _EngineMap:
             self.ops[row * self.width] = op
 
 
-cdef class _Lowering:
+cdef class _Lowering(TraceChecker):
     """The state of `lower` while it walks the trace, and one handler per event kind (`load`, `compute`, `open`,
-    `alloc`, `free`, `store`) that applies that kind's rules.
+    `alloc`, `free`, `store`) that checks the event (the TraceChecker's check of that kind, so a bad event is a
+    TraceError before it is lowered) and applies that kind's rules.
 
     Operations are columns of growable numpy arrays (index = op id), their dependencies one flat array (op * 4 +
     reason) cut by `dep_ptr`. Buffers have persistent columns (index = buffer id: tensor, bytes, first fill, freed,
@@ -235,22 +236,22 @@ cdef class _Lowering:
 
     cdef int channels, e_store, e_tc, e_vec, p_load, p_store, n_loads, n_eng
     cdef bint shared
-    cdef list engine_names, engine_ports, writable
+    cdef list engine_names, engine_ports
     cdef object setup, bw_num, bw_den
     cdef dict xfer_cycles
     cdef Py_ssize_t n, cap, n_deps, dep_cap, n_buf, buf_cap, n_final, final_cap
-    cdef object kind_a, engine_a, port_a, ddr_a, dur_a, nbytes_a, tensor_a, buffer_a, event_a, prev_a, ptr_a, dep_a
+    cdef object kind_a, engine_a, port_a, ddr_a, dur_a, op_bytes_a, tensor_a, buffer_a, event_a, prev_a, ptr_a, dep_a
     cdef signed char[::1] kind, engine, port
     cdef unsigned char[::1] ddr
-    cdef long long[::1] dur, nbytes, ptr, deps
+    cdef long long[::1] dur, op_bytes, ptr, deps
     cdef int[::1] tensor, buffer, event, prev
     cdef list region, extra  # per op: its region; FREE-node deps patched onto earlier ops: (op, dep)
     cdef object last_on_a
     cdef long long[::1] last_on  # per engine, its last op
     # buffers
-    cdef object b_tensor_a, b_nbytes_a, b_first_a, b_freed_a, b_row_a, b_fptr_a, b_fn_a, final_a
-    cdef int[::1] b_tensor, b_row, b_fn
-    cdef long long[::1] b_nbytes, b_first, b_fptr, final
+    cdef object b_first_a, b_freed_a, b_row_a, b_fptr_a, b_fn_a, final_a  # (tensor, bytes: TraceChecker's)
+    cdef int[::1] b_row, b_fn
+    cdef long long[::1] b_first, b_fptr, final
     cdef unsigned char[::1] b_freed
     # live rows
     cdef object r_last_a
@@ -262,6 +263,7 @@ cdef class _Lowering:
     cdef object live_charged, peak_charged, macs, tc_macs, padded_macs, loaded, stored
 
     def __init__(self, trace: Trace, hardware: Accelerator) -> None:
+        super().__init__(trace, hardware)
         channels = self.channels = hardware.dma_load_channels
         self.e_store, self.e_tc, self.e_vec = channels, channels + 1, channels + 2
         names = ["dma-load"] if channels == 1 else [f"dma-load{k}" for k in range(channels)]
@@ -272,7 +274,6 @@ cdef class _Lowering:
         self.engine_ports = [self.p_load] * channels + [self.p_store, -1, -1]
         bw = Fraction(repr(float(hardware.dram_bytes_per_cycle)))  # exact integer arithmetic for the cycles
         self.setup, self.bw_num, self.bw_den, self.xfer_cycles = hardware.dma_setup_cycles, bw.numerator, bw.denominator, {}
-        self.writable = [t.writable for t in trace.tensors]
         self.n = self.n_deps = self.n_buf = self.n_final = 0
         self.grow_ops(1024)
         self.grow_deps(2048)
@@ -298,10 +299,10 @@ cdef class _Lowering:
                                                                                       self.port_a)]
         self.tensor_a, self.buffer_a, self.event_a, self.prev_a = [_grown(a, cap, np.intc) for a in (
             self.tensor_a, self.buffer_a, self.event_a, self.prev_a)]
-        self.dur_a, self.nbytes_a = [_grown(a, cap, np.int64) for a in (self.dur_a, self.nbytes_a)]
+        self.dur_a, self.op_bytes_a = [_grown(a, cap, np.int64) for a in (self.dur_a, self.op_bytes_a)]
         self.ddr_a, self.ptr_a = _grown(self.ddr_a, cap, np.uint8), _grown(self.ptr_a, cap + 1, np.int64)
         self.kind, self.engine, self.port, self.ddr = self.kind_a, self.engine_a, self.port_a, self.ddr_a
-        self.dur, self.nbytes, self.ptr = self.dur_a, self.nbytes_a, self.ptr_a
+        self.dur, self.op_bytes, self.ptr = self.dur_a, self.op_bytes_a, self.ptr_a
         self.tensor, self.buffer, self.event, self.prev = self.tensor_a, self.buffer_a, self.event_a, self.prev_a
 
     cdef void grow_deps(self, Py_ssize_t cap):
@@ -310,13 +311,11 @@ cdef class _Lowering:
 
     cdef void grow_buffers(self, Py_ssize_t cap):
         self.buf_cap = cap
-        self.b_tensor_a, self.b_row_a, self.b_fn_a = [_grown(a, cap, np.intc) for a in (self.b_tensor_a,
-                                                                                         self.b_row_a, self.b_fn_a)]
-        self.b_nbytes_a, self.b_first_a, self.b_fptr_a = [_grown(a, cap, np.int64) for a in (
-            self.b_nbytes_a, self.b_first_a, self.b_fptr_a)]
+        self.b_row_a, self.b_fn_a = [_grown(a, cap, np.intc) for a in (self.b_row_a, self.b_fn_a)]
+        self.b_first_a, self.b_fptr_a = [_grown(a, cap, np.int64) for a in (self.b_first_a, self.b_fptr_a)]
         self.b_freed_a = _grown(self.b_freed_a, cap, np.uint8)
-        self.b_tensor, self.b_row, self.b_fn, self.b_freed = self.b_tensor_a, self.b_row_a, self.b_fn_a, self.b_freed_a
-        self.b_nbytes, self.b_first, self.b_fptr = self.b_nbytes_a, self.b_first_a, self.b_fptr_a
+        self.b_row, self.b_fn, self.b_freed = self.b_row_a, self.b_fn_a, self.b_freed_a
+        self.b_first, self.b_fptr = self.b_first_a, self.b_fptr_a
 
     cdef void grow_final(self, Py_ssize_t cap):
         self.final_cap, self.final_a = cap, _grown(self.final_a, cap, np.int64)
@@ -336,7 +335,7 @@ cdef class _Lowering:
         if op == self.cap:
             self.grow_ops(2 * self.cap)
         self.kind[op], self.engine[op], self.dur[op], self.port[op] = kind, engine, dur, port
-        self.nbytes[op], self.tensor[op], self.buffer[op], self.event[op] = nbytes, tensor, buffer, event
+        self.op_bytes[op], self.tensor[op], self.buffer[op], self.event[op] = nbytes, tensor, buffer, event
         self.ddr[op] = ddr
         self.region.append(region)
         self.ptr[op + 1] = self.n_deps
@@ -385,6 +384,7 @@ cdef class _Lowering:
     # -- one handler per event kind ------------------------------------------------------------------------------
     cdef int load(self, Py_ssize_t idx, object ev) except -1:
         """LOAD: a transfer on the next load channel; a fill of its buffer (slot dependencies)."""
+        TraceChecker.load(self, idx, ev)
         cdef int ch = self.n_loads % self.channels
         _, b, t, reg, nb, _reuse = ev
         self.n_loads += 1
@@ -398,6 +398,7 @@ cdef class _Lowering:
 
     cdef int open(self, Py_ssize_t idx, object ev) except -1:
         """OPEN: a zeroed fill on no engine; slot dependencies as for a LOAD, on every engine."""
+        TraceChecker.open(self, idx, ev)
         _, b, t, reg, _reuse = ev
         cdef Py_ssize_t row = self.b_row[b]
         self.slot_deps(row, -2)
@@ -407,6 +408,7 @@ cdef class _Lowering:
 
     cdef int compute(self, Py_ssize_t idx, object ev) except -1:
         """COMPUTE: RAW on its inputs and output, WAR on the output's readers."""
+        TraceChecker.compute(self, idx, ev)
         cdef int eng, okind
         cdef Py_ssize_t lw, op, k, row, base
         _, unit, _opname, out, ins, m, cyc, pm = ev
@@ -440,6 +442,7 @@ cdef class _Lowering:
 
     cdef int store(self, Py_ssize_t idx, object ev) except -1:
         """STORE: a transfer on the store engine after the last write of its buffer; a reader of the buffer."""
+        TraceChecker.store(self, idx, ev)
         _, b, t, reg, nb = ev
         cdef Py_ssize_t row = self.b_row[b]
         self.dep(self.r_last[row] * 4 + DATA)  # validated: a fill or a compute wrote the buffer
@@ -452,6 +455,7 @@ cdef class _Lowering:
 
     cdef int alloc(self, Py_ssize_t idx, object ev) except -1:
         """ALLOC: a new buffer whose first fill waits for the previous occupants of its bytes."""
+        TraceChecker.alloc(self, idx, ev)
         cdef Py_ssize_t row, p
         _, b, t, reg, nb, address, charged = ev
         pending = []
@@ -473,7 +477,7 @@ cdef class _Lowering:
             self.r_pending += [None] * rows
             self.free_rows = list(range(2 * rows - 1, rows - 1, -1))
         row = self.free_rows.pop()
-        self.b_tensor[b], self.b_nbytes[b], self.b_first[b], self.b_freed[b], self.b_row[b] = t, nb, -1, 0, row
+        self.b_first[b], self.b_freed[b], self.b_row[b] = -1, 0, row
         self.b_fptr[b], self.b_fn[b] = 0, 0
         self.n_buf = b + 1
         self.r_last[row] = -1
@@ -488,6 +492,7 @@ cdef class _Lowering:
 
     cdef int free(self, Py_ssize_t idx, object ev) except -1:
         """FREE: the slot is released when every op on the buffer ends; a FREE node if a later buffer waits."""
+        TraceChecker.free(self, idx, ev)
         cdef Py_ssize_t k, row, base, node, first, n_users
         _, b, charged = ev
         row = self.b_row[b]
@@ -534,13 +539,13 @@ cdef class _Lowering:
         fptr, fn = self.b_fptr_a[:nb], self.b_fn_a[:nb]
         return OpGraph(
             n=n, kind=kind, engine=engine, dur=self.dur_a[:n], port=self.port_a[:n], dep_ptr=ptr, dep_val=deps,
-            nbytes=self.nbytes_a[:n], tensor=tensor, buffer=self.buffer_a[:n], region=self.region,
+            nbytes=self.op_bytes_a[:n], tensor=tensor, buffer=self.buffer_a[:n], region=self.region,
             event=self.event_a[:n], prev_on_engine=self.prev_a[:n], ddr_check=ddr,
             queues=[np.flatnonzero(engine == e) for e in range(self.n_eng)], engine_names=self.engine_names,
             engine_ports=self.engine_ports, n_ports=1 if self.shared else 2, load_engines=tuple(range(self.channels)),
             store_engine=self.e_store, tensorcore_engine=self.e_tc, vector_engine=self.e_vec,
-            stores_by_tensor=stores, loads_by_tensor=loads, buffer_tensor=self.b_tensor_a[:nb],
-            buffer_nbytes=self.b_nbytes_a[:nb], buffer_first_op=self.b_first_a[:nb],
+            stores_by_tensor=stores, loads_by_tensor=loads, buffer_tensor=np.array(self.b_tensor, np.intc),
+            buffer_nbytes=np.array(self.b_nbytes, np.int64), buffer_first_op=self.b_first_a[:nb],
             buffer_final_ptr=fptr, buffer_final_n=fn, buffer_final_ops=self.final_a[:self.n_final],
             reserved_sram_bytes=self.peak_charged, macs=self.macs, tensorcore_macs=self.tc_macs,
             padded_macs=self.padded_macs, loaded_bytes=self.loaded, stored_bytes=self.stored,
@@ -579,27 +584,12 @@ def lower(trace: Trace, hardware: Accelerator) -> OpGraph:
 
     Each event is checked (`validate.TraceChecker`: TraceError names the first bad event) before its handler
     lowers it, in one pass, so the handlers can trust every id, region and byte count."""
-    cdef TraceChecker checker = TraceChecker(trace, hardware)
     cdef _Lowering state = _Lowering(trace, hardware)
     cdef Py_ssize_t idx = 0
-    cdef int k
     for ev in trace.events:
-        k = checker.run(idx, ev)  # the event's kind
-        if k == K_LOAD:
-            state.load(idx, ev)
-        elif k == K_COMPUTE:
-            state.compute(idx, ev)
-        elif k == K_ALLOC:
-            state.alloc(idx, ev)
-        elif k == K_FREE:
-            state.free(idx, ev)
-        elif k == K_STORE:
-            state.store(idx, ev)
-        elif k == K_OPEN:
-            state.open(idx, ev)
-        # HIT, ENTER, EXIT: no operation (a HIT adds nothing: see the module docstring)
+        state.run(idx, ev)  # the check and the lowering of the event's kind
         idx += 1
-    checker.finish()
+    state.finish()
     return state.graph(trace)
 
 
