@@ -29,15 +29,16 @@ from dsasim.timing.model import OpGraph, overlaps
 
 
 class Timeline:
-    """Start and end cycle of every operation, plus the order in which each DDR port carried its transfers."""
+    """Start and end cycle of every operation (int64 arrays), plus the order in which each DDR port carried its
+    transfers."""
 
     __slots__ = ("starts", "ends", "port_order", "cycles")
 
-    def __init__(self, starts: list[int], ends: list[int], port_order: list[list[int]]):
-        self.starts = starts
-        self.ends = ends
+    def __init__(self, starts, ends, port_order: list[list[int]]):
+        self.starts = np.asarray(starts, dtype=np.int64)
+        self.ends = np.asarray(ends, dtype=np.int64)
         self.port_order = port_order
-        self.cycles = max(ends, default=0)
+        self.cycles = int(self.ends.max()) if len(self.ends) else 0
 
 
 def build_timeline(g: OpGraph) -> Timeline:
@@ -223,7 +224,7 @@ cdef class _ListScheduler:
         for op in range(self.n):  # engine-less nodes nobody waited for
             if ends[op] < 0 and self.resolve(op) < 0:
                 _raise_deadlock(g, np.asarray(ends).tolist(), heads, self.resolve, first=op)
-        return Timeline(np.asarray(self.starts).tolist(), np.asarray(ends).tolist(), self.port_order)
+        return Timeline(self.starts, ends, self.port_order)
 
 
 cdef Py_ssize_t _count_below(Py_ssize_t[::1] ops, Py_ssize_t op):

@@ -260,7 +260,7 @@ class _CriticalChain:
         self.g = g
         self.timeline = timeline
         # the graph's columns as lists: read one item at a time at every link
-        self.starts, self.ends = timeline.starts, timeline.ends
+        self.starts, self.ends = timeline.starts.tolist(), timeline.ends.tolist()
         self.dep_ptr, self.dep_val = g.dep_ptr.tolist(), g.dep_val.tolist()
         self.prev_on_engine, self.ddr_check = g.prev_on_engine.tolist(), g.ddr_check.tolist()
         self.port, self.kind = g.port.tolist(), g.kind.tolist()
@@ -271,7 +271,7 @@ class _CriticalChain:
 
     def ddr_binding(self, op: int, ready: int) -> tuple[int, int]:
         """The overlapping earlier transfer with the latest end after `ready`, if any."""
-        g, ends = self.g, self.timeline.ends
+        g, ends = self.g, self.ends
         lists = g.ddr_lists(op)
         best, best_end = -1, ready
         for ops in lists:
@@ -368,7 +368,7 @@ def _attribute_stalls(g: OpGraph, timeline: Timeline, cycles: int) -> dict[str, 
     if not queue:
         return {}
     chain = _CriticalChain(g, timeline)
-    starts, ends = timeline.starts, timeline.ends
+    starts, ends = chain.starts, chain.ends
     stalls: dict[str, int] = {}
     prev_end = 0
     for op in queue:
@@ -398,7 +398,7 @@ def _op_arrays(g: OpGraph, timeline: Timeline) -> _OpArrays:
     real = g.kind != FREE_OP
     every = bool(real.all())
     return _OpArrays(
-        starts=np.asarray(timeline.starts, dtype=np.int64)[real], ends=np.asarray(timeline.ends, dtype=np.int64)[real],
+        starts=timeline.starts[real], ends=timeline.ends[real],
         kind=g.kind[real], engine=g.engine[real].astype(np.int16), nbytes=g.nbytes[real],
         tensor=g.tensor[real].astype(np.int32), buffer=g.buffer[real].astype(np.int64),
         regions=tuple(g.region) if every else tuple(r for r, keep in zip(g.region, real.tolist()) if keep))
@@ -445,8 +445,7 @@ def _buffer_intervals(g: OpGraph, timeline: Timeline) -> tuple[np.ndarray, ...]:
     b_end = np.zeros(nb_buf, dtype=np.int64)
     first = np.asarray(g.buffer_first_op, dtype=np.int64)
     keep = first >= 0
-    all_starts = np.asarray(timeline.starts, dtype=np.int64)
-    all_ends = np.asarray(timeline.ends, dtype=np.int64)
+    all_starts, all_ends = timeline.starts, timeline.ends
     b_start[keep] = all_starts[first[keep]]
     n_users = g.buffer_final_n.astype(np.int64)
     b_end[n_users == 0] = timeline.cycles  # never freed: occupied until the end
