@@ -68,39 +68,38 @@ cdef int C_FREE_OP = FREE_OP
 cdef class _Occupancy:
     """Which buffer last occupied each SRAM byte: disjoint [start, stop) runs, sorted by start."""
 
-    cdef list starts, runs  # runs: (start, stop, buffer)
+    cdef list starts, stops, owners, one
 
     def __init__(self) -> None:
-        self.starts = []
-        self.runs = []
+        self.starts, self.stops, self.owners, self.one = [], [], [], [None]
 
     cdef list take(self, object start, object stop, object buffer):
-        """Give [start, stop) to `buffer`; return the buffers that last held any of those bytes."""
+        """Give [start, stop) to `buffer`; return the buffers that last held any of those bytes (a list to read
+        at once: the common case reuses one)."""
         cdef Py_ssize_t i, j
         if stop <= start:
             return []
         i = bisect_right(self.starts, start)
-        if i and self.runs[i - 1][1] > start:
+        if i and self.stops[i - 1] > start:
             i -= 1
-            a, b, owner = self.runs[i]
-            if a == start and b == stop:  # the common case: the same bytes again (an N-way slot's next turn)
-                self.runs[i] = (start, stop, buffer)
-                return [owner]
+            if self.starts[i] == start and self.stops[i] == stop:  # the same bytes again (a slot's next turn)
+                self.one[0] = self.owners[i]
+                self.owners[i] = buffer
+                return self.one
         j = i
         previous = []
-        keep = []
-        while j < len(self.runs) and self.runs[j][0] < stop:
-            a, b, owner = self.runs[j]
+        new = [(start, stop, buffer)]
+        while j < len(self.starts) and self.starts[j] < stop:
+            a, b, owner = self.starts[j], self.stops[j], self.owners[j]
             if owner not in previous:
                 previous.append(owner)
             if a < start:
-                keep.append((a, start, owner))
+                new.append((a, start, owner))
             if b > stop:
-                keep.append((stop, b, owner))
+                new.append((stop, b, owner))
             j += 1
-        new = sorted(keep + [(start, stop, buffer)])
-        self.runs[i:j] = new
-        self.starts[i:j] = [r[0] for r in new]
+        new.sort()
+        self.starts[i:j], self.stops[i:j], self.owners[i:j] = [[r[k] for r in new] for k in range(3)]
         return previous
 
 
@@ -458,11 +457,12 @@ cdef class _Lowering(TraceChecker):
         TraceChecker.alloc(self, idx, ev)
         cdef Py_ssize_t row, p
         _, b, t, reg, nb, address, charged = ev
-        pending = []
+        pending = ()
         for prev in self.occupancy.take(address, address + nb, b):
             p = prev
             if self.b_freed[p]:
-                pending.extend(self.final_a[self.b_fptr[p]:self.b_fptr[p] + self.b_fn[p]].tolist())
+                users = [self.final[k] for k in range(self.b_fptr[p], self.b_fptr[p] + self.b_fn[p])]
+                pending = pending + users if pending else users
             else:  # the occupant is still live: wait for its FREE (a FREE node, patched in when reached)
                 self.forward_waiters.setdefault(prev, []).append(b)
         if self.n_buf == self.buf_cap:
@@ -517,7 +517,7 @@ cdef class _Lowering(TraceChecker):
                 if first >= 0:
                     self.extra.append((first, node * 4 + SLOT))
                 elif not self.b_freed[w]:  # (a waiter freed unfilled never needs it)
-                    self.r_pending[self.b_row[w]].append(node)
+                    self.r_pending[self.b_row[w]] = list(self.r_pending[self.b_row[w]]) + [node]
         return 0
 
     def graph(self, trace: Trace) -> OpGraph:

@@ -2,7 +2,7 @@
 
 cdef class TraceChecker:
     cdef list scopes, shapes, writable, names, b_tensor, b_nbytes, b_charged, b_region, b_held, b_state, b_scope
-    cdef list scope_stack, next_instance
+    cdef list open_scope, open_instance, open_live, next_instance
     cdef object word
     cdef dict kinds
 

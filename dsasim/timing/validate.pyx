@@ -129,7 +129,7 @@ cdef class TraceChecker:
     `alloc`, `free`, `store`, `open`, `enter`, `exit`); `run(idx, event)` checks one event, `finish()` the end.
 
     Per buffer (index = buffer id): its tensor, allocated bytes and charge, the region it holds (its ALLOC's, then
-    its last fill's) and that region's bytes, its state, and the open-scope record that allocated it (or None).
+    its last fill's) and that region's bytes, its state, and the depth in the scope stack of the scope that allocated it (-1: none).
     The checks are hot (one call per event): a field of the wrong type (a float buffer id, a region that is not a
     tuple, an event of the wrong length) is caught by the TypeError/ValueError/IndexError it raises, which `run`
     turns into a TraceError, rather than by a type test on every field."""
@@ -151,7 +151,7 @@ cdef class TraceChecker:
         self.b_held: list[int] = []
         self.b_state: list[int] = []
         self.b_scope: list = []
-        self.scope_stack: list[list[int]] = []  # [scope_id, instance, live buffers]
+        self.open_scope, self.open_instance, self.open_live = [], [], []  # the open scopes, innermost last
         self.next_instance = [0] * len(trace.scopes)
         self.kinds = {int(kind): int(kind) for kind in EventKind}
 
@@ -191,8 +191,8 @@ cdef class TraceChecker:
 
     cpdef finish(self):
         """The end of the trace: every scope closed, every buffer freed."""
-        if self.scope_stack:
-            scope_id, instance, _ = self.scope_stack[-1]
+        if self.open_scope:
+            scope_id, instance = self.open_scope[-1], self.open_instance[-1]
             raise TraceError(f"the trace ends with scope {scope_id} ({self.scopes[scope_id].name!r}) instance "
                              f"{instance} still open (ENTER without EXIT); a finished session closes every scope")
         for b, state in enumerate(self.b_state):
@@ -347,10 +347,10 @@ cdef class TraceChecker:
         self.b_region.append(reg)
         self.b_held.append(nb)
         self.b_state.append(_UNFILLED)
-        top = self.scope_stack[-1] if self.scope_stack else None
-        if top is not None:
-            top[2] += 1
-        self.b_scope.append(top)
+        depth = len(self.open_live) - 1  # its scope's place in the stack (-1: none); it is freed before its EXIT
+        if depth >= 0:
+            self.open_live[depth] += 1
+        self.b_scope.append(depth)
 
     cdef int free(self, Py_ssize_t idx, object event) except -1:
         _, b, charged = event
@@ -359,9 +359,9 @@ cdef class TraceChecker:
             raise _fail(idx, event, f"charged_bytes {charged!r} differs from the {self.b_charged[b]} B its ALLOC "
                                     f"charged")
         self.b_state[b] = _FREED
-        owner = self.b_scope[b]
-        if owner is not None:
-            owner[2] -= 1
+        depth = self.b_scope[b]
+        if depth >= 0:
+            self.open_live[depth] -= 1
 
     cdef int enter(self, Py_ssize_t idx, object event) except -1:
         _, scope_id, instance = event
@@ -371,26 +371,30 @@ cdef class TraceChecker:
             raise _fail(idx, event, f"instance {instance!r} of scope {self.scopes[scope_id].name!r}, expected "
                                     f"{self.next_instance[scope_id]} (instances count from 0 per scope)")
         self.next_instance[scope_id] += 1
-        self.scope_stack.append([scope_id, instance, 0])
+        self.open_scope.append(scope_id)
+        self.open_instance.append(instance)
+        self.open_live.append(0)
 
     cdef int exit(self, Py_ssize_t idx, object event) except -1:
         _, scope_id, instance = event
-        if not self.scope_stack:
+        if not self.open_scope:
             raise _fail(idx, event, "EXIT with no scope open (no matching ENTER)")
-        top = self.scope_stack[-1]
-        if scope_id != top[0] or instance != top[1]:
+        top, top_instance = self.open_scope[-1], self.open_instance[-1]
+        if scope_id != top or instance != top_instance:
             raise _fail(idx, event, f"EXIT of scope {scope_id!r} instance {instance!r}, but the innermost open scope "
-                                    f"is {top[0]} ({self.scopes[top[0]].name!r}) instance {top[1]}; scopes must nest")
-        if top[2]:
-            live = _first_live(self.b_scope, self.b_state, top)
+                                    f"is {top} ({self.scopes[top].name!r}) instance {top_instance}; scopes must nest")
+        if self.open_live[-1]:  # (buffers of closed scopes at this depth are all freed)
+            live = _first_live(self.b_scope, self.b_state, len(self.open_live) - 1)
             raise _fail(idx, event, f"the scope ends while buffer {live} ({self.names[self.b_tensor[live]]}) it "
                                     f"allocated is live: a scope FREEs its buffers before its EXIT")
-        self.scope_stack.pop()
+        self.open_scope.pop()
+        self.open_instance.pop()
+        self.open_live.pop()
 
 
-def _first_live(b_scope: list, b_state: list, owner: list) -> int:
-    """The first buffer allocated by the open-scope record `owner` and not yet freed."""
-    return next(b for b, o in enumerate(b_scope) if o is owner and b_state[b] != _FREED)
+def _first_live(b_scope: list, b_state: list, depth: int) -> int:
+    """The first buffer allocated by a scope open at `depth` in the stack and not yet freed."""
+    return next(b for b, d in enumerate(b_scope) if d == depth and b_state[b] != _FREED)
 
 
 def _malformed(event: object, err: Exception, shapes: list[tuple[int, ...]]) -> str:
