@@ -3,7 +3,7 @@
 
 Rules of time (the simpy reference in `reference.py` implements the same rules and is tested equal):
   * An operation is *ready* when its engine has finished the previous operation in program order and every
-    dependency (see `model.py`) has finished; a compute or an OPEN starts as soon as it is ready.
+    dependency (see `model.pyx`) has finished; a compute or an OPEN starts as soon as it is ready.
   * DDR ports: with `dram_shared_load_store` one port carries every transfer, loads and stores alike;
     otherwise loads share a load port and stores have their own. A port carries one transfer at a time
     (transfers serialize: the exact way to share bandwidth, a transfer always moving at full speed), and it is

@@ -2,7 +2,9 @@
 """The timing model's first half: lowering a trace into an operation graph (engines, durations, dependencies).
 
 The trace is the only input. Every rule of the model that does not involve time lives here; the schedulers
-(`engine.py`, exact and fast; `reference.py`, simpy) only decide *when* each operation runs.
+(`engine.pyx`, exact and fast; `reference.py`, simpy) only decide *when* each operation runs. The lowering is one
+pass over the events: `_Lowering` is a `TraceChecker` (validate.pyx) whose handler for each event kind checks the
+event, then applies the rules below; the graph it builds is columnar (numpy arrays, see `OpGraph`).
 
 Engines. Each engine runs its own operations one at a time, in program (trace) order:
   * `dma-load` (or `dma-load0`, `dma-load1`, ... when `dma_load_channels` > 1): LOAD events. Loads are dealt to
@@ -36,7 +38,7 @@ Dependencies on an earlier operation of the same engine are implied by program o
 
 FREE: a buffer's bytes become reusable when all operations on the buffer (its final STORE included) have
 finished. A new buffer allocated over the bytes of a still-live buffer waits for that occupant's FREE (a valid
-trace frees every buffer: `validate.py`); a wait that closes a cycle (e.g. the occupant is used later by an
+trace frees every buffer: `validate.pyx`); a wait that closes a cycle (e.g. the occupant is used later by an
 operation queued behind the waiting load) is reported by the scheduler (`engine.build_timeline`) as a
 `DeadlockError` naming the stuck operations.
 """

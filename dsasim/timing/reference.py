@@ -1,4 +1,4 @@
-"""The simpy reference scheduler: the same rules as `engine.py`, written the obvious way.
+"""The simpy reference scheduler: the same rules as `engine.pyx`, written the obvious way.
 
 One simpy process per engine walks its operations in program order: it waits for each operation's dependencies
 (their `done` events), asks the operation's DDR port for a grant if it is a transfer, holds the engine (and the

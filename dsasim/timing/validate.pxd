@@ -1,4 +1,4 @@
-# The C interface of TraceChecker, so that the lowering (model.pyx) calls its checks directly.
+# The C interface of TraceChecker, so that the lowering (model.pyx, a subclass) calls its checks directly.
 
 cdef class TraceChecker:
     cdef list scopes, shapes, writable, names, b_tensor, b_nbytes, b_charged, b_region, b_held, b_state, b_scope

@@ -1,8 +1,8 @@
 """Validation of a trace before it is timed: one pass that rejects what a `Session` can never record.
 
 `lower` (and so `simulate`, with either scheduler) checks each event with `TraceChecker` before it lowers it, so a
-hand-built or corrupted trace fails with one `TraceError` naming the event index, the event and what is wrong, instead of a wrong cycle
-count or a traceback from deep inside the scheduler. The rules (the trace format of `dsasim/traced/trace.py`):
+hand-built or corrupted trace fails with one `TraceError` naming the event index, the event and what is wrong,
+instead of a wrong cycle count or a traceback from deep inside the scheduler. The rules (the trace format of `dsasim/traced/trace.py`):
 
   * every event is a tuple whose first field is an `EventKind` and whose length is that kind's field count;
   * ids are Python ints: a tensor id indexes `trace.tensors`, a scope id `trace.scopes`; buffers are numbered
@@ -18,8 +18,8 @@ count or a traceback from deep inside the scheduler. The rules (the trace format
   * ENTER/EXIT nest (an EXIT closes the innermost open scope instance, instances count from 0 per scope), a
     scope's buffers are freed before its EXIT, FREE gives back the bytes its ALLOC charged, and at the end every
     scope is closed and every buffer freed.
-One check per event kind (`TraceChecker.load`, `.compute`, ...), like the lowering's handlers; `validate_trace`
-runs them alone.
+One check per event kind (`TraceChecker.load`, `.compute`, ...): the lowering's handlers (model.pyx) run them
+first; `validate_trace` runs them alone.
 """
 
 from __future__ import annotations
