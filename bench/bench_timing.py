@@ -97,7 +97,8 @@ def _in_subprocess(label: str, repeat: int, path: Path, reference: bool = False)
     """run_case in a fresh process whose dsasim comes from `path`."""
     import subprocess
     env = dict(os.environ, BENCH_DSASIM=str(path))
-    cmd = [sys.executable, str(Path(__file__).resolve()), "--case", label, "--repeat", str(repeat)] + (["--reference"] if reference else [])
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--case", label, "--repeat", str(repeat)]
+    cmd += ["--reference"] if reference else []
     out = subprocess.run(cmd, env=env, check=True, capture_output=True, text=True).stdout
     row = json.loads(out.strip().splitlines()[-1])
     assert row.pop("dsasim") == str(path / "dsasim"), "the case ran with another dsasim"

@@ -274,7 +274,8 @@ cdef class _Lowering(TraceChecker):
         self.p_load, self.p_store = 0, (0 if self.shared else 1)
         self.engine_ports = [self.p_load] * channels + [self.p_store, -1, -1]
         bw = Fraction(repr(float(hardware.dram_bytes_per_cycle)))  # exact integer arithmetic for the cycles
-        self.setup, self.bw_num, self.bw_den, self.xfer_cycles = hardware.dma_setup_cycles, bw.numerator, bw.denominator, {}
+        self.setup, self.bw_num, self.bw_den = hardware.dma_setup_cycles, bw.numerator, bw.denominator
+        self.xfer_cycles = {}
         self.n = self.n_deps = self.n_buf = self.n_final = 0
         self.grow_ops(1024)
         self.grow_deps(2048)

@@ -2,7 +2,8 @@
 
 `lower` (and so `simulate`, with either scheduler) checks each event with `TraceChecker` before it lowers it, so a
 hand-built or corrupted trace fails with one `TraceError` naming the event index, the event and what is wrong,
-instead of a wrong cycle count or a traceback from deep inside the scheduler. The rules (the trace format of `dsasim/traced/trace.py`):
+instead of a wrong cycle count or a traceback from deep inside the scheduler. The rules (the trace format of
+`dsasim/traced/trace.py`):
 
   * every event is a tuple whose first field is an `EventKind` and whose length is that kind's field count;
   * ids are Python ints: a tensor id indexes `trace.tensors`, a scope id `trace.scopes`; buffers are numbered
@@ -27,8 +28,8 @@ from __future__ import annotations
 from cpython.list cimport PyList_GET_ITEM
 
 from dsasim.hardware import Accelerator
-from dsasim.traced.trace import (ALLOC, COMPUTE, ENTER, EVENT_TYPES, EXIT, FREE, HIT, LOAD, OPEN, STORE, EventKind, Region,
-                     Trace, format_region)
+from dsasim.traced.trace import (ALLOC, COMPUTE, ENTER, EVENT_TYPES, EXIT, FREE, HIT, LOAD, OPEN, STORE, EventKind,
+                                 Region, Trace, format_region)
 from dsasim.timing.errors import TraceError
 
 UNITS = ("tensorcore", "vector")
@@ -129,7 +130,8 @@ cdef class TraceChecker:
     `alloc`, `free`, `store`, `open`, `enter`, `exit`); `run(idx, event)` checks one event, `finish()` the end.
 
     Per buffer (index = buffer id): its tensor, allocated bytes and charge, the region it holds (its ALLOC's, then
-    its last fill's) and that region's bytes, its state, and the depth in the scope stack of the scope that allocated it (-1: none).
+    its last fill's) and that region's bytes, its state, and the depth in the scope stack of the scope that
+    allocated it (-1: none).
     The checks are hot (one call per event): a field of the wrong type (a float buffer id, a region that is not a
     tuple, an event of the wrong length) is caught by the TypeError/ValueError/IndexError it raises, which `run`
     turns into a TraceError, rather than by a type test on every field."""
@@ -416,4 +418,5 @@ def _malformed(event: object, err: Exception, shapes: list[tuple[int, ...]]) -> 
                 problem = _region_problem(event[fields.index("region")], shapes[t])
                 if problem:
                     return problem
-    return f"a field has the wrong type or shape ({type(err).__name__}: {err}); see dsasim/traced/trace.py for the layouts"
+    return (f"a field has the wrong type or shape ({type(err).__name__}: {err}); see dsasim/traced/trace.py for the "
+            f"layouts")
