@@ -1,4 +1,3 @@
-# cython: wraparound=False
 """The timing model's second half, fast: an exact discrete-event list scheduler over the operation graph.
 
 Rules of time (the simpy reference in `reference.py` implements the same rules and is tested equal):

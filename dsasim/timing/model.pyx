@@ -1,4 +1,3 @@
-# cython: wraparound=False
 """The timing model's first half: lowering a trace into an operation graph (engines, durations, dependencies).
 
 The trace is the only input. Every rule of the model that does not involve time lives here; the schedulers
