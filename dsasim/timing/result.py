@@ -264,10 +264,10 @@ class _CriticalChain:
         self.dep_ptr, self.dep_val = g.dep_ptr.tolist(), g.dep_val.tolist()
         self.prev_on_engine, self.ddr_check = g.prev_on_engine.tolist(), g.ddr_check.tolist()
         self.port, self.kind = g.port.tolist(), g.kind.tolist()
-        self.port_pos: dict[int, tuple[int, int]] = {}  # transfer -> (port, its position in the port's order)
-        for p, order in enumerate(timeline.port_order):
-            for k, op in enumerate(order):
-                self.port_pos[op] = (p, k)
+        pos = np.full(g.n, -1, np.int64)  # per transfer, its position in its port's order
+        for order in timeline.port_order:
+            pos[order] = np.arange(len(order))
+        self.port_pos = pos.tolist()
 
     def ddr_binding(self, op: int, ready: int) -> tuple[int, int]:
         """The overlapping earlier transfer with the latest end after `ready`, if any."""
@@ -309,9 +309,9 @@ class _CriticalChain:
             if j >= 0:
                 best_j, best_end, best_how, ready = j, e, "ddr", e
         if self.port[op] >= 0 and self.starts[op] > ready:
-            p, k = self.port_pos[op]
+            k = self.port_pos[op]
             if k > 0:
-                return self.timeline.port_order[p][k - 1], "port"
+                return self.timeline.port_order[self.port[op]][k - 1], "port"
         return best_j, best_how
 
     def label(self, op: int) -> str:
