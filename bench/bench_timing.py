@@ -1,7 +1,14 @@
 """Benchmark of the timing simulation: simulated operations per second, and the ResNet-50 res2a_branch2b layer
 traced and simulated, beside SCALE-Sim v3 (PyPI `scalesim`) on the same layer with a 16 x 24 array.
 
-    .venv/bin/python bench/bench_timing.py [--repeat 3] [--skip-scalesim] [--json PATH]
+    .venv/bin/python bench/bench_timing.py [--repeat 3] [--skip-scalesim] [--json PATH] [--before REV]
+
+Simulated operations are the operations the timing model schedules (`SimResult.operations`: transfers, computes
+and OPENs; not HIT, ALLOC, FREE, ENTER or EXIT events); ops/s = operations / the wall time of `simulate()`
+(validation, lowering, scheduling and the SimResult), best of `--repeat`. Each schedule is traced and simulated in
+its own process, so its peak RSS (ru_maxrss, trace included) is its own. `--before REV` also runs the same cases
+with the timing package of git revision REV (exported to a temporary folder, built if it has .pyx files) and
+prints both side by side.
 
 Wall times are the best of `--repeat` runs (time.perf_counter), single process. SCALE-Sim is run once (it
 takes minutes): weight-stationary dataflow, a 16 x 24 array (16 rows = input channels, 24 columns = output
@@ -23,7 +30,9 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+sys.path.insert(0, str(ROOT))  # kernels/, and dsasim unless --case runs with another (BENCH_DSASIM)
+sys.path.insert(0, os.environ.get("BENCH_DSASIM", str(ROOT)))
 
 from timing_utils import best_of  # noqa: E402
 from dsasim import GlobalHierarchy, Session, TensorCore, preset, run_schedule  # noqa: E402
@@ -49,29 +58,76 @@ def synthetic_trace(tiles: int):
     return s.finish(), hw
 
 
-def bench_ops(repeat: int) -> list[dict]:
+OPS_CASES = ("demo1-slice", "demo2 (N=2)", "demo3-2", "demo3-3", "demo5-1", "demo5-2", "demo6", "demo6-1",
+             "res2a-branch2b", "synthetic pipeline, 25k tiles")
+
+
+def case_trace(label: str):
+    """(trace, hardware) of a benchmark case; demo1-slice is bench_trace.DEMO1_SLICE (32 of 512 channels). demo1
+    (21 M events) and demo3-1/demo4 (they overflow the SRAM: no trace) are not cases."""
+    if label.startswith("synthetic"):
+        return synthetic_trace(25_000)
     from kernels.blog_demos import SCHEDULES
-    cases = []
-    by_name = {s.name: s for s in SCHEDULES}
-    for name, buffers in [("demo2", 2), ("demo3-3", None), ("demo5-1", None), ("demo5-2", None)]:
-        schedule = by_name[name]
-        hw = preset(schedule.hardware)
-        sb = {"tile": buffers} if buffers else None
-        trace = run_schedule(schedule, hw, numeric=False, scope_buffers=sb).trace
-        cases.append((f"{name}" + (f" (N={buffers})" if buffers else ""), trace, hw))
-    trace, hw = synthetic_trace(25_000)
-    cases.append(("synthetic pipeline, 25k tiles", trace, hw))
+    from kernels.resnet_schedules import SCHEDULES as RESNET
+    by_name = {s.name: s for s in SCHEDULES + RESNET}
+    if label == "demo1-slice":
+        from bench_trace import DEMO1_SLICE
+        schedule = DEMO1_SLICE
+    else:
+        schedule = by_name[label.split(" ")[0]]
+    hw = preset(schedule.hardware)
+    sb = {"tile": 2} if label.endswith("(N=2)") else None
+    return run_schedule(schedule, hw, numeric=False, scope_buffers=sb).trace, hw
+
+
+def run_case(label: str, repeat: int, reference: bool = False) -> dict:
+    """Trace one case and time simulate() on it (in this process)."""
+    import resource
+    trace, hw = case_trace(label)
+    wall, result = best_of(repeat, lambda: simulate(trace, hw, reference=reference))
+    import dsasim
+    return {"dsasim": str(Path(dsasim.__file__).parent), "case": label + (" [simpy reference]" if reference else ""),
+            "events": len(trace.events),
+            "operations": result.operations, "cycles": result.cycles, "wall_s": round(wall, 4),
+            "ops_per_s": round(result.operations / wall),
+            "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)}
+
+
+def _in_subprocess(label: str, repeat: int, path: Path, reference: bool = False) -> dict:
+    """run_case in a fresh process whose dsasim comes from `path`."""
+    import subprocess
+    env = dict(os.environ, BENCH_DSASIM=str(path))
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--case", label, "--repeat", str(repeat)]
+    cmd += ["--reference"] if reference else []
+    out = subprocess.run(cmd, env=env, check=True, capture_output=True, text=True).stdout
+    row = json.loads(out.strip().splitlines()[-1])
+    assert row.pop("dsasim") == str(path / "dsasim"), "the case ran with another dsasim"
+    return row
+
+
+def _export(rev: str, into: Path) -> Path:
+    """dsasim of git revision `rev`, exported into `into` and built in place if it has Cython modules."""
+    import subprocess
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", rev, "dsasim", "setup.py", "pyproject.toml"],
+                             check=True, capture_output=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True)
+    if list((into / "dsasim").rglob("*.pyx")):
+        subprocess.run([sys.executable, "setup.py", "build_ext", "--inplace", "-q"], cwd=into, check=True,
+                       capture_output=True)
+    return into
+
+
+def bench_ops(repeat: int, before: str | None = None) -> list[dict]:
     rows = []
-    for label, trace, hw in cases:
-        wall, result = best_of(repeat, lambda: simulate(trace, hw))
-        rows.append({"case": label, "events": len(trace.events), "operations": result.operations,
-                     "cycles": result.cycles, "wall_s": round(wall, 4),
-                     "ops_per_s": round(result.operations / wall)})
-    # the simpy reference on the smallest case, for scale
-    label, trace, hw = cases[0]
-    wall, result = best_of(1, lambda: simulate(trace, hw, reference=True))
-    rows.append({"case": label + " [simpy reference]", "events": len(trace.events), "operations": result.operations,
-                 "cycles": result.cycles, "wall_s": round(wall, 4), "ops_per_s": round(result.operations / wall)})
+    with tempfile.TemporaryDirectory() as tmp:
+        old = _export(before, Path(tmp)) if before else None
+        for label in OPS_CASES:
+            row = _in_subprocess(label, repeat, ROOT)
+            if old is not None:
+                row["before"] = _in_subprocess(label, repeat, old)
+                assert row["before"]["cycles"] == row["cycles"], f"{label}: cycles differ from {before}"
+            rows.append(row)
+    rows.append(_in_subprocess("demo2 (N=2)", 1, ROOT, reference=True))  # the simpy reference, for scale
     return rows
 
 
@@ -199,14 +255,25 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--skip-scalesim", action="store_true")
     parser.add_argument("--json", metavar="PATH")
+    parser.add_argument("--before", metavar="REV", help="also time the timing package of this git revision")
+    parser.add_argument("--case", help=argparse.SUPPRESS)  # internal: one case, as JSON on stdout
+    parser.add_argument("--reference", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.case:
+        print(json.dumps(run_case(args.case, args.repeat, args.reference)))
+        return 0
     report: dict = {"python": platform.python_version(), "machine": platform.machine(),
                     "cpus": os.cpu_count()}
     print("simulated operations per second (simulate() wall time, best of", args.repeat, "):")
-    report["ops"] = bench_ops(args.repeat)
+    report["ops"] = bench_ops(args.repeat, args.before)
     for row in report["ops"]:
-        print(f"  {row['case']:38s} {row['operations']:7d} ops {row['wall_s']:8.4f} s  {row['ops_per_s']:9d} ops/s "
-              f"({row['cycles']} cycles)")
+        line = (f"  {row['case']:38s} {row['operations']:7d} ops {row['wall_s']:8.4f} s {row['ops_per_s']:9d} ops/s "
+                f"{row['peak_rss_mib']:5d} MiB")
+        if "before" in row:
+            b = row["before"]
+            line += (f" | {args.before}: {b['wall_s']:8.4f} s {b['ops_per_s']:9d} ops/s {b['peak_rss_mib']:5d} MiB"
+                     f" | x{row['ops_per_s'] / b['ops_per_s']:.2f}")
+        print(line + f" ({row['cycles']} cycles)")
     resnet = bench_resnet(args.repeat)
     report["resnet"] = resnet
     print(f"ResNet-50 {resnet['schedule']} on {resnet['hardware']}: traced + simulated in {resnet['wall_s']:.4f} s "

@@ -503,7 +503,8 @@ def _scope_names(schedule, hw) -> list[str]:
     return sorted({scope.path[-1] for scope in s.trace.scopes})
 
 
-SMALL = {"demo2", "demo3-2", "demo6", "demo6-1", "weights-resident", "output-stationary-fp32", "res2a-branch2b"}
+SMALL = {"demo2", "demo3-2", "demo3-3", "demo5-1", "demo5-2", "demo6", "demo6-1", "weights-resident",
+         "output-stationary-fp32", "res2a-branch2b"}  # the simpy reference times these in seconds
 
 
 @pytest.mark.parametrize("schedule", _demo_schedules(), ids=lambda s: s.name)

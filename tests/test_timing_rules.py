@@ -1,7 +1,7 @@
 """The timing model's rules, one hand-derived trace each: exact start and end cycles from the hardware parameters.
 
 Every other timing test compares the fast scheduler with the simpy reference, which share one lowering (the
-dependencies of `model.py`): a rule dropped from the lowering leaves them equal. Here each rule gets a tiny
+dependencies of `model.pyx`): a rule dropped from the lowering leaves them equal. Here each rule gets a tiny
 hand-built trace whose cycles are derived by hand below, and a run without the rule would give other cycles
 (stated in each docstring), so the test fails if the rule is lost.
 

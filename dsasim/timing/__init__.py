@@ -1,10 +1,11 @@
 """Timing simulation of a trace: engines, DDR ports, dependencies, stalls, timelines.
 
-`simulate(trace, hardware)` lowers the trace into an operation graph (`model.py`: engines, durations,
-dependencies), times it exactly into a `Timeline` (`engine.build_timeline`, a fast discrete-event list scheduler;
-`reference=True` uses `reference.build_timeline_simpy`, the simpy reference scheduler, which implements the same
-rules and is tested equal), and derives a `SimResult` (`result.py`). The trace is the only input; `lower` first
-checks it (`validate.py`).
+`simulate(trace, hardware)` lowers the trace into an operation graph (`model.pyx`: engines, durations,
+dependencies; each event checked first by `validate.pyx`), times it exactly into a `Timeline` (`engine.pyx`, a
+fast discrete-event list scheduler; `reference=True` uses `reference.build_timeline_simpy`, the simpy reference
+scheduler, which implements the same rules and is tested equal), and derives a `SimResult` (`result.py`). The trace
+is the only input. The .pyx modules are compiled by Cython at `pip install -e .` (setup.py) and are the only
+implementation of their rules.
 """
 
 from __future__ import annotations

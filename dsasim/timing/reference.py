@@ -1,4 +1,4 @@
-"""The simpy reference scheduler: the same rules as `engine.py`, written the obvious way.
+"""The simpy reference scheduler: the same rules as `engine.pyx`, written the obvious way.
 
 One simpy process per engine walks its operations in program order: it waits for each operation's dependencies
 (their `done` events), asks the operation's DDR port for a grant if it is a transfer, holds the engine (and the
@@ -79,29 +79,26 @@ def build_timeline_simpy(g: OpGraph) -> Timeline:
     ports = [_Port(env, port_order[p]) for p in range(g.n_ports)]
 
     def ddr_deps(op: int) -> list[int]:
-        t = g.tensor[op]
-        if g.engine[op] == g.store_engine:
-            lists = g.loads_by_tensor.get(t) or []
-        else:
-            lists = [g.stores_by_tensor.get(t, [])]
-        return [j for ops in lists for j in ops if j < op and overlaps(g.region[j], g.region[op])]
+        return [j for ops in g.ddr_lists(op) for j in ops.tolist() if j < op and overlaps(g.region[j], g.region[op])]
+
+    port, dur, ddr_check = g.port.tolist(), g.dur.tolist(), g.ddr_check.tolist()
 
     def run_op(op: int):
-        for d in g.deps[op]:
+        for d in g.deps_of(op):
             yield done[d >> 2]
-        if g.ddr_check[op]:
+        if ddr_check[op]:
             for j in ddr_deps(op):
                 yield done[j]
-        p = g.port[op]
+        p = port[op]
         if p >= 0:
             yield ports[p].request(op)
             starts[op] = env.now
-            yield env.timeout(g.dur[op])
+            yield env.timeout(dur[op])
             ports[p].release()
         else:
             starts[op] = env.now
-            if g.dur[op]:
-                yield env.timeout(g.dur[op])
+            if dur[op]:
+                yield env.timeout(dur[op])
         ends[op] = env.now
         done[op].succeed()
 
@@ -110,8 +107,8 @@ def build_timeline_simpy(g: OpGraph) -> Timeline:
             yield from run_op(op)
 
     for q in g.queues:
-        if q:
-            env.process(run_engine(q))
+        if len(q):
+            env.process(run_engine(q.tolist()))
     for op in range(n):
         if g.engine[op] < 0:
             env.process(run_op(op))

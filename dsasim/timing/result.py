@@ -253,32 +253,31 @@ _REASON_PRIO = (0, 2, 3)  # on equal end times: data before slot before war befo
 class _CriticalChain:
     """Walks back from an operation along what it waited for last (see the module docstring's stall attribution)."""
 
-    __slots__ = ("g", "timeline", "port_pos", "starts", "ends", "deps", "prev_on_engine", "ddr_check", "port")
+    __slots__ = ("g", "timeline", "port_pos", "starts", "ends", "dep_ptr", "dep_val", "prev_on_engine", "ddr_check",
+                 "port", "kind")
 
     def __init__(self, g: OpGraph, timeline: Timeline) -> None:
         self.g = g
         self.timeline = timeline
-        # the lists read at every link (one attribute lookup instead of two)
-        self.starts, self.ends, self.deps = timeline.starts, timeline.ends, g.deps
-        self.prev_on_engine, self.ddr_check, self.port = g.prev_on_engine, g.ddr_check, g.port
-        self.port_pos: dict[int, tuple[int, int]] = {}  # transfer -> (port, its position in the port's order)
-        for p, order in enumerate(timeline.port_order):
-            for k, op in enumerate(order):
-                self.port_pos[op] = (p, k)
+        # the graph's columns as lists: read one item at a time at every link
+        self.starts, self.ends = timeline.starts.tolist(), timeline.ends.tolist()
+        self.dep_ptr, self.dep_val = g.dep_ptr.tolist(), g.dep_val.tolist()
+        self.prev_on_engine, self.ddr_check = g.prev_on_engine.tolist(), g.ddr_check.tolist()
+        self.port, self.kind = g.port.tolist(), g.kind.tolist()
+        pos = np.full(g.n, -1, np.int64)  # per transfer, its position in its port's order
+        for order in timeline.port_order:
+            pos[order] = np.arange(len(order))
+        self.port_pos = pos.tolist()
 
     def ddr_binding(self, op: int, ready: int) -> tuple[int, int]:
         """The overlapping earlier transfer with the latest end after `ready`, if any."""
-        g, ends = self.g, self.timeline.ends
-        t = g.tensor[op]
-        if g.engine[op] == g.store_engine:
-            lists = g.loads_by_tensor.get(t) or []
-        else:
-            lists = [g.stores_by_tensor.get(t, [])]
+        g, ends = self.g, self.ends
+        lists = g.ddr_lists(op)
         best, best_end = -1, ready
         for ops in lists:
-            k = bisect_left(ops, op) - 1
+            k = int(np.searchsorted(ops, op)) - 1
             while k >= 0:
-                j = ops[k]
+                j = int(ops[k])
                 if ends[j] <= best_end:
                     break
                 if overlaps(g.region[j], g.region[op]):
@@ -295,7 +294,9 @@ class _CriticalChain:
         best_end = ends[best_j] if best_j >= 0 else -1
         best_pr = 4
         best_how = "engine"
-        for d in self.deps[op]:
+        val = self.dep_val
+        for i in range(self.dep_ptr[op], self.dep_ptr[op + 1]):
+            d = val[i]
             j = d >> 2
             e = ends[j]
             if e >= best_end:
@@ -308,15 +309,15 @@ class _CriticalChain:
             if j >= 0:
                 best_j, best_end, best_how, ready = j, e, "ddr", e
         if self.port[op] >= 0 and self.starts[op] > ready:
-            p, k = self.port_pos[op]
+            k = self.port_pos[op]
             if k > 0:
-                return self.timeline.port_order[p][k - 1], "port"
+                return self.timeline.port_order[self.port[op]][k - 1], "port"
         return best_j, best_how
 
     def label(self, op: int) -> str:
         """The stall cause of a stretch of time spent in `op` (when no earlier link set the mode)."""
         g = self.g
-        k = g.kind[op]
+        k = self.kind[op]
         if k == LOAD_OP:
             return f"load:{g.tensor_names[g.tensor[op]]}"
         if k == STORE_OP:
@@ -329,7 +330,7 @@ class _CriticalChain:
 
     def blame_gap(self, op: int, prev_end: int, stalls: dict[str, int]) -> None:
         """Add to `stalls` the TensorCore idle gap [prev_end, start of op), walking back from op."""
-        starts, ends, kind = self.starts, self.ends, self.g.kind
+        starts, ends, kind = self.starts, self.ends, self.kind
         get = stalls.get
         limit = self.g.n + 1
         binding = self.binding
@@ -363,11 +364,11 @@ class _CriticalChain:
 
 def _attribute_stalls(g: OpGraph, timeline: Timeline, cycles: int) -> dict[str, int]:
     """Blame every idle TensorCore cycle on a cause (see the module docstring)."""
-    queue = g.queues[g.tensorcore_engine]
+    queue = g.queues[g.tensorcore_engine].tolist()
     if not queue:
         return {}
     chain = _CriticalChain(g, timeline)
-    starts, ends = timeline.starts, timeline.ends
+    starts, ends = chain.starts, chain.ends
     stalls: dict[str, int] = {}
     prev_end = 0
     for op in queue:
@@ -394,14 +395,13 @@ class _OpArrays(NamedTuple):
 
 def _op_arrays(g: OpGraph, timeline: Timeline) -> _OpArrays:
     """The operations that SimResult reports (FREE nodes dropped), as arrays."""
-    real = [i for i in range(g.n) if g.kind[i] != FREE_OP] if any(k == FREE_OP for k in g.kind) else None
-    idx = np.arange(g.n) if real is None else np.asarray(real, dtype=np.int64)
+    real = g.kind != FREE_OP
+    every = bool(real.all())
     return _OpArrays(
-        starts=np.asarray(timeline.starts, dtype=np.int64)[idx], ends=np.asarray(timeline.ends, dtype=np.int64)[idx],
-        kind=np.asarray(g.kind, dtype=np.int8)[idx], engine=np.asarray(g.engine, dtype=np.int16)[idx],
-        nbytes=np.asarray(g.nbytes, dtype=np.int64)[idx], tensor=np.asarray(g.tensor, dtype=np.int32)[idx],
-        buffer=np.asarray(g.buffer, dtype=np.int64)[idx],
-        regions=tuple(g.region) if real is None else tuple(g.region[i] for i in real))
+        starts=timeline.starts[real], ends=timeline.ends[real],
+        kind=g.kind[real], engine=g.engine[real].astype(np.int16), nbytes=g.nbytes[real],
+        tensor=g.tensor[real].astype(np.int32), buffer=g.buffer[real].astype(np.int64),
+        regions=tuple(g.region) if every else tuple(r for r, keep in zip(g.region, real.tolist()) if keep))
 
 
 def _engine_figures(names: tuple[str, ...], ops: _OpArrays) -> tuple[dict[str, int], dict[str, int]]:
@@ -445,15 +445,15 @@ def _buffer_intervals(g: OpGraph, timeline: Timeline) -> tuple[np.ndarray, ...]:
     b_end = np.zeros(nb_buf, dtype=np.int64)
     first = np.asarray(g.buffer_first_op, dtype=np.int64)
     keep = first >= 0
-    all_starts = np.asarray(timeline.starts, dtype=np.int64)
-    all_ends = np.asarray(timeline.ends, dtype=np.int64)
+    all_starts, all_ends = timeline.starts, timeline.ends
     b_start[keep] = all_starts[first[keep]]
-    finals = g.buffer_final_users
-    n_users = np.fromiter((len(u) for u in finals), dtype=np.int64, count=nb_buf)
-    flat = np.fromiter((u for users in finals for u in users), dtype=np.int64, count=int(n_users.sum()))
+    n_users = g.buffer_final_n.astype(np.int64)
     b_end[n_users == 0] = timeline.cycles  # never freed: occupied until the end
-    if len(flat):
-        np.maximum.at(b_end, np.repeat(np.arange(nb_buf), n_users), all_ends[flat])
+    users = g.buffer_final_ops
+    if len(users):  # the end of the last of its final users; each buffer's users are a run of buffer_final_ops
+        owner = np.repeat(np.arange(nb_buf), n_users)
+        at = np.repeat(g.buffer_final_ptr - np.cumsum(n_users) + n_users, n_users) + np.arange(len(owner))
+        np.maximum.at(b_end, owner, all_ends[users[at]])
     b_tensor = np.asarray(g.buffer_tensor, dtype=np.int32)[keep]
     b_bytes = np.asarray(g.buffer_nbytes, dtype=np.int64)[keep]
     return b_tensor, b_bytes, b_start[keep], b_end[keep]
