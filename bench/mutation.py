@@ -7,6 +7,10 @@ is reported as an error, never skipped silently) in a fresh copy of the committe
 named for it (`-x`, so the first failure ends the run). A mutant is **killed** when a test fails (or the run
 times out), **survived** when every test passes. The score is killed / (killed + survived); equivalent mutants
 (ones that cannot change behaviour) are not listed. Not run by CI: it takes minutes (each mutant runs its tests).
+
+Compiled modules: the copy gets this tree's built `.c`/`.so` files (mtimes kept), and a mutant of a `.pyx` file
+is rebuilt in the copy (`setup.py build_ext --inplace`, which recompiles only what changed; needs Cython in this
+Python: `pip install cython`). A mutant that does not compile is reported as a build error, never as killed.
 """
 
 from __future__ import annotations
@@ -175,78 +179,78 @@ MUTANTS: list[Mutant] = [
     Mutant('cross check skipped in dot', 'dsasim/traced/tensorcore.py',
            '        _check_tiles(self.session, "vector.dot", (a, b))\n',
            '', TC_TESTS + MEMORY_TESTS),
-    Mutant("drop WAR of a compute on other engines' readers", 'dsasim/timing/model.py',
+    Mutant("drop WAR of a compute on other engines' readers", 'dsasim/timing/model.pyx',
            '                    dl.append(d * 4 + WAR)',
            '                    pass', TIMING_TESTS),
-    Mutant("drop a reuse-flag load's wait for the buffer's users", 'dsasim/timing/model.py',
+    Mutant("drop a reuse-flag load's wait for the buffer's users", 'dsasim/timing/model.pyx',
            '                if e != ch:\n                    dl.append(d * 4 + SLOT)',
            '                pass', TIMING_TESTS),
-    Mutant("drop a first load's wait for the slot's previous occupants", 'dsasim/timing/model.py',
+    Mutant("drop a first load's wait for the slot's previous occupants", 'dsasim/timing/model.pyx',
            '                if engine[d] != ch:\n                    dl.append(d * 4 + SLOT)',
            '                pass', TIMING_TESTS),
-    Mutant("drop a first open's wait for the slot's previous occupants", 'dsasim/timing/model.py',
+    Mutant("drop a first open's wait for the slot's previous occupants", 'dsasim/timing/model.pyx',
            '            self.add_deps([d * 4 + SLOT for d in pending])',
            '            self.add_deps([])', TIMING_TESTS),
-    Mutant('drop the store->load DDR dependency (lowering)', 'dsasim/timing/model.py',
+    Mutant('drop the store->load DDR dependency (lowering)', 'dsasim/timing/model.pyx',
            '        add_row((LOAD_OP, self.xfer(nb), self.p_load, nb, t, b, reg, idx, last_on[ch], w))',
            '        add_row((LOAD_OP, self.xfer(nb), self.p_load, nb, t, b, reg, idx, last_on[ch], False))',
            TIMING_TESTS),
-    Mutant('drop the load->store DDR dependency (lowering)', 'dsasim/timing/model.py',
+    Mutant('drop the load->store DDR dependency (lowering)', 'dsasim/timing/model.pyx',
            'self.add_row((STORE_OP, self.xfer(nb), self.p_store, nb, t, b, reg, idx, self.last_on[e_store], True))',
            'self.add_row((STORE_OP, self.xfer(nb), self.p_store, nb, t, b, reg, idx, self.last_on[e_store], False))',
            TIMING_TESTS),
-    Mutant('drop the store->load DDR dependency (fast scheduler)', 'dsasim/timing/engine.py',
+    Mutant('drop the store->load DDR dependency (fast scheduler)', 'dsasim/timing/engine.pyx',
            '            st = self.stores_by_tensor.get(t)',
            '            st = None', TIMING_TESTS),
-    Mutant('drop the load->store DDR dependency (fast scheduler)', 'dsasim/timing/engine.py',
+    Mutant('drop the load->store DDR dependency (fast scheduler)', 'dsasim/timing/engine.pyx',
            '            per = self.loads_by_tensor.get(t)',
            '            per = None', TIMING_TESTS),
     Mutant('regions touching at an edge overlap', 'dsasim/util.py',
            '        if d <= a or c >= b:',
            '        if d < a or c > b:', TIMING_TESTS + MEMORY_TESTS),
-    Mutant("drop a compute's RAW on its inputs", 'dsasim/timing/model.py',
+    Mutant("drop a compute's RAW on its inputs", 'dsasim/timing/model.pyx',
            '            if engine[lw] != eng:\n                dl.append(lw * 4 + DATA)\n        dst = buffers[out]',
            '            pass\n        dst = buffers[out]', TIMING_TESTS),
-    Mutant("drop a store's wait for the compute that wrote its buffer", 'dsasim/timing/model.py',
+    Mutant("drop a store's wait for the compute that wrote its buffer", 'dsasim/timing/model.pyx',
            '        self.add_deps([buf.last_write * 4 + DATA])',
            '        self.add_deps([])', TIMING_TESTS),
-    Mutant('a store is not a reader of its buffer (compute WAR)', 'dsasim/timing/model.py',
+    Mutant('a store is not a reader of its buffer (compute WAR)', 'dsasim/timing/model.pyx',
            '        buf.readers[e_store] = op\n',
            '', TIMING_TESTS),
-    Mutant('the FREE node waits for nothing', 'dsasim/timing/model.py',
+    Mutant('the FREE node waits for nothing', 'dsasim/timing/model.pyx',
            '            self.add_deps([d * 4 + DATA for d in final])',
            '            self.add_deps([])', TIMING_TESTS),
-    Mutant('transfer one cycle too long', 'dsasim/timing/model.py',
+    Mutant('transfer one cycle too long', 'dsasim/timing/model.pyx',
            '            c = cache[nbytes] = setup + -(-nbytes * den // num)',
            '            c = cache[nbytes] = setup + -(-nbytes * den // num) + 1', TIMING_TESTS),
-    Mutant('DMA setup cost ignored', 'dsasim/timing/model.py',
+    Mutant('DMA setup cost ignored', 'dsasim/timing/model.pyx',
            '    setup = hardware.dma_setup_cycles',
            '    setup = 0', TIMING_TESTS),
-    Mutant('stores queued on the load engine', 'dsasim/timing/model.py',
+    Mutant('stores queued on the load engine', 'dsasim/timing/model.pyx',
            '        self.queues[e_store].append(op)',
            '        self.queues[0].append(op)', TIMING_TESTS),
-    Mutant('stores on the load port when ports are split', 'dsasim/timing/model.py',
+    Mutant('stores on the load port when ports are split', 'dsasim/timing/model.pyx',
            '        self.p_load, self.p_store = 0, (0 if self.shared else 1)',
            '        self.p_load, self.p_store = 0, 0', TIMING_TESTS),
-    Mutant('vector computes on the TensorCore', 'dsasim/timing/model.py',
+    Mutant('vector computes on the TensorCore', 'dsasim/timing/model.pyx',
            '            eng, okind = self.e_vec, VEC_OP',
            '            eng, okind = self.e_tc, VEC_OP', TIMING_TESTS),
-    Mutant('port ties go to the later transfer', 'dsasim/timing/engine.py',
+    Mutant('port ties go to the later transfer', 'dsasim/timing/engine.pyx',
            'r < best_r or (r == best_r and op < best_op)',
            'r < best_r or (r == best_r and op > best_op)', TIMING_TESTS),
-    Mutant('validation: no check of LOAD bytes', 'dsasim/timing/validate.py',
+    Mutant('validation: no check of LOAD bytes', 'dsasim/timing/validate.pyx',
            '                if nb != need or type(nb) is not int:\n                    raise _wrong_nbytes(idx, event, nb, need, word)\n                if b_state[b] == modified:',
            '                if b_state[b] == modified:', TIMING_TESTS),
-    Mutant('validation: STORE to an input accepted', 'dsasim/timing/validate.py',
+    Mutant('validation: STORE to an input accepted', 'dsasim/timing/validate.pyx',
            '                    raise _fail(idx, event, f"{names[t]!r} is an input (read-only): nothing may be stored to it")',
            '                    pass', TIMING_TESTS),
-    Mutant('validation: any compute unit accepted', 'dsasim/timing/validate.py',
+    Mutant('validation: any compute unit accepted', 'dsasim/timing/validate.pyx',
            'if unit != "tensorcore" and unit != "vector":',
            'if False:', TIMING_TESTS),
-    Mutant('validation: EXIT of any scope accepted', 'dsasim/timing/validate.py',
+    Mutant('validation: EXIT of any scope accepted', 'dsasim/timing/validate.pyx',
            'if scope_id != top[0] or instance != top[1]:',
            'if False:', TIMING_TESTS),
-    Mutant('validation: freed buffers accepted', 'dsasim/timing/validate.py',
+    Mutant('validation: freed buffers accepted', 'dsasim/timing/validate.pyx',
            '            elif k == k_free:\n                _, b, charged = event\n                if not 0 <= b < n_buf or b_state[b] == freed:',
            '            elif k == k_free:\n                _, b, charged = event\n                if not 0 <= b < n_buf:', TIMING_TESTS),
     # -- the architects' loop: analytic model, bounds, search (issue 7) --------------------------------------------
@@ -379,6 +383,14 @@ def _run_mutant(mutant: Mutant, timeout_s: float) -> tuple[str, float, str]:
         if count != 1:
             return "stale", 0.0, f"snippet found {count} times in {mutant.path} (update the mutant)"
         target.write_text(text.replace(mutant.old, mutant.new))
+        for built in (*ROOT.glob("dsasim/**/*.so"), *ROOT.glob("dsasim/**/*.c")):  # the tree's compiled core
+            shutil.copy2(built, Path(tmp) / built.relative_to(ROOT))
+        os.utime(target)  # newer than its .c: the build below recompiles the mutated module only
+        if mutant.path.endswith(".pyx"):
+            build = subprocess.run([sys.executable, "setup.py", "build_ext", "--inplace", "-q"], cwd=tmp,
+                                   capture_output=True, text=True)
+            if build.returncode != 0:
+                return "stale", 0.0, f"the mutant does not compile: {build.stderr.strip()[-160:]}"
         tests = [t for t in mutant.tests if (Path(tmp) / t).exists()]
         if not tests:
             return "stale", 0.0, f"none of its test files exist: {mutant.tests}"

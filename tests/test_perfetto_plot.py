@@ -146,7 +146,7 @@ def test_cli_simulate(tmp_path, monkeypatch, capsys):
         assert args.func(args) == 0
         outputs.append(out)
         doc = json.loads((out / "r.json").read_text())
-        assert doc["buffers"] == n and doc["name"] == "tiles" and doc["cycles"] >= doc["roofline_cycles"]
+        assert doc["ways"] == n and doc["name"] == "tiles" and doc["cycles"] >= doc["roofline_cycles"]
         assert {p.name for p in out.iterdir()} == {"r.json", "t.json", "tiles-bandwidth.png", "tiles-gantt.png",
                                                    "tiles-sram.png"}
     text = capsys.readouterr().out

@@ -555,7 +555,7 @@ def test_results_are_deterministic_and_immutable():
     with pytest.raises(TypeError):
         a.stall_cycles["x"] = 1
     doc = a.to_json("p", 2)
-    for key in ("name", "buffers", "cycles", "roofline_cycles", "loaded_bytes", "stored_bytes", "peak_sram_bytes",
+    for key in ("name", "ways", "cycles", "roofline_cycles", "loaded_bytes", "stored_bytes", "peak_sram_bytes",
                 "tensorcore_utilization", "stall_cycles"):
         assert key in doc
     assert 0 <= doc["tensorcore_utilization"] <= 1

@@ -169,11 +169,11 @@ class SimResult:
     def to_json(self, name: str, ways: int | None = None) -> dict[str, Any]:
         """A JSON-ready summary with a fixed key order (same input, byte-identical output).
 
-        `ways` is the N of N-way scopes the trace was recorded with (None: each scope's own); its key stays
-        "buffers", the name of the `--buffers` option, so that existing JSON readers keep working."""
+        `ways` is the N of N-way scopes the trace was recorded with (`simulate --ways N`; None: each scope's
+        own)."""
         return {
             "name": name,
-            "buffers": ways,
+            "ways": ways,
             "hardware": self.hardware,
             "cycles": self.cycles,
             "seconds": self.seconds,
