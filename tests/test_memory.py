@@ -1091,3 +1091,110 @@ def test_overflow_through_run_schedule_still_reruns_for_the_needed_sram():
     # unlimited: 8 + 24 = 32 B peak, 32 B loaded, nothing stored, blog count 32 elements
     assert r.message.endswith("With unlimited SRAM it would need 32 B peak (capacity 30 B), load 32 B, store 0 B; "
                               "blog count 32.")
+
+
+# -- the live-buffer index: equal, event for event, to visiting every live buffer --------------------------------
+def _random_schedule_events(seed: int) -> tuple[list[tuple], str]:
+    """A random schedule over overlapping tiles of an input and an output (nested scopes, reuse flags, writes);
+    returns its events and the error that ended it, if any."""
+    import random
+    from dsasim.errors import ScheduleError
+    rng = random.Random(seed)
+    s = Session(tiny(sram_bytes=1 << 20), numeric=False)
+    tensors = [s.input("x", (7, 5)), s.output("o", (7, 5))]
+    vec = VectorUnit(s)
+
+    def body(depth: int) -> None:
+        with GlobalHierarchy(s, f"d{depth}"):
+            for _ in range(rng.randint(1, 8)):
+                if depth < 3 and rng.random() < 0.2:
+                    body(depth + 1)
+                    continue
+                arr = rng.choice(tensors)
+                box = []
+                for d in arr.shape:
+                    a = rng.randrange(d)
+                    box.append((a, rng.randint(a + 1, d)))
+                tile = arr[tuple(box), rng.random() < 0.3]
+                if arr is tensors[1] and rng.random() < 0.5:
+                    if rng.random() < 0.5:
+                        s.mark_written(tile)
+                    else:
+                        tile.assign(vec.copy(tile))
+    try:
+        body(0)
+        error = ""
+    except ScheduleError as err:
+        error = f"{type(err).__name__}: {err}"
+    return list(s.trace.events), error
+
+
+def test_live_buffer_index_agrees_with_visiting_every_buffer(monkeypatch):
+    from dsasim.traced import memory
+    indexed = []
+    errors = hitting = 0
+    # index from the first buffer, blocks of 3 rows, buffers over 1 block in the "wide" list: every index path runs
+    with monkeypatch.context() as m:
+        m.setattr(memory, "_SCAN_MAX_BUFFERS", 0)
+        m.setattr(memory, "_MAX_BUCKETS", 3)
+        m.setattr(memory, "_WIDE_BLOCKS", 1)
+        for seed in range(1000):
+            indexed.append(_random_schedule_events(seed))
+    with monkeypatch.context() as m:
+        m.setattr(memory, "_SCAN_MAX_BUFFERS", 1 << 30)  # never index: the plain scan of every live buffer
+        for seed in range(1000):
+            scanned = _random_schedule_events(seed)
+            assert indexed[seed] == scanned, seed
+            errors += bool(scanned[1])
+            hitting += any(e[0] == HIT for e in scanned[0])
+    assert 50 < errors < 950 and hitting > 200  # clean runs, errors (coherence, reuse) and hits were compared
+
+
+# -- the columnar event log: the same tuples as the plain list of tuples it replaces ------------------------------
+def _events_and_types(events) -> tuple[list[tuple], list[tuple[type, ...]]]:
+    events = list(events)
+    return events, [tuple(map(type, e)) for e in events]
+
+
+def test_columnar_log_equals_the_list_of_tuples_on_random_schedules(monkeypatch):
+    from dsasim.traced import trace
+    assert trace.COLUMNAR, "the compiled event log (dsasim/traced/_events.pyx) is not built: pip install -e ."
+    columnar = [_random_schedule_events(seed) for seed in range(1000)]
+    monkeypatch.setattr(trace, "COLUMNAR", False)
+    computes = 0
+    for seed in range(1000):
+        listed = _random_schedule_events(seed)
+        assert _events_and_types(columnar[seed][0]) == _events_and_types(listed[0]), seed
+        assert columnar[seed][1] == listed[1]
+        computes += any(e[0] == COMPUTE for e in listed[0])
+    assert computes > 200
+
+
+def test_columnar_log_equals_the_list_of_tuples_on_every_demo(monkeypatch):
+    from dsasim.traced import trace
+    from kernels.blog_demos import SCHEDULES
+    from test_blog_demos import reduced
+    schedules = [reduced(s.name) for s in SCHEDULES] + [s for s in SCHEDULES if s.name == "demo2"]
+    columnar = [run_schedule(s, preset(s.hardware), numeric=False).trace for s in schedules]
+    monkeypatch.setattr(trace, "COLUMNAR", False)
+    for sched, packed in zip(schedules, columnar):
+        listed = run_schedule(sched, preset(sched.hardware), numeric=False).trace
+        assert type(listed.log).__name__ == "ListLog" and type(packed.log).__name__ == "EventLog"
+        assert len(packed) == len(listed) > 0
+        assert _events_and_types(packed.events) == _events_and_types(listed.events), sched.name
+
+
+def test_columnar_log_holds_under_40_bytes_per_event():
+    # 20,000 scopes of 10 events: ENTER, ALLOC + LOAD of x[i], ALLOC + OPEN of o[i], COMPUTE, STORE, 2 FREE, EXIT.
+    # Words (8 B): ENTER 2, ALLOC 4 + 4, LOAD 2, OPEN 2, COMPUTE 2 + 1 input, STORE 2, FREE 2 + 2, EXIT 2 = 25,
+    # plus two 2-d regions of 4 words = 33 words = 264 B per scope, 26.4 B per event; each of the two tables
+    # may end in a partly used chunk of 65,536 words (at most 2 x 512 KiB / 200,000 events = 5.2 B per event)
+    s = Session(preset("blog"), numeric=False)
+    x, o = s.input("x", (20_000, 8)), s.output("o", (20_000, 8))
+    vec = VectorUnit(s)
+    for i in range(20_000):
+        with GlobalHierarchy(s, "row"):
+            o[i].assign(vec.copy(x[i]))
+    trace = s.finish()
+    assert len(trace) == 200_000
+    assert 26.4 <= trace.log.nbytes() / len(trace) <= 26.4 + 5.25
