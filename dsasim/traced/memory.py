@@ -352,7 +352,7 @@ def _block_shape(shape: tuple[int, ...], budget: int) -> tuple[int, ...]:
 class _StoredElements:
     """The set of stored elements of one tensor, exact. Memory: `nbytes` (see there for the bound)."""
 
-    __slots__ = ("shape", "dense", "block", "grid", "masks")
+    __slots__ = ("shape", "dense", "flat", "block", "grid", "masks")
 
     def __init__(self, shape: tuple[int, ...], dense_max_elements: int = _DENSE_MASK_MAX_ELEMENTS,
                  block_elements: int = _BLOCK_ELEMENTS) -> None:
@@ -360,10 +360,11 @@ class _StoredElements:
         self.masks: dict[tuple[int, ...], np.ndarray] = {}
         if shape_elements(shape) <= dense_max_elements:
             self.dense: np.ndarray | None = np.zeros(shape, bool)
+            self.flat: np.ndarray | None = self.dense.reshape(-1).view(np.uint8)  # the same bytes, for _core.pyx
             self.block = shape
             self.grid = np.full((1,) * len(shape), _NONE, np.uint8)
         else:
-            self.dense = None
+            self.dense = self.flat = None
             self.block = _block_shape(shape, block_elements)
             self.grid = np.zeros(tuple(ceil_div(d, b) for d, b in zip(shape, self.block)), np.uint8)
 
@@ -592,7 +593,8 @@ class TracedArray:
         self.stored_any = False
         self.nbytes = shape_elements(shape) * session.hardware.word_bytes
 
-    def __getitem__(self, key: Any) -> Tile:
+    def _getitem_py(self, key: Any) -> Tile:
+        """`arr[key]`, `arr[key, reuse]` (the reference; see `_bind_core`)."""
         kind = type(key)
         if kind is not tuple:
             key = tuple(key) if kind is list else (key,)
@@ -612,6 +614,8 @@ class TracedArray:
 
     def __repr__(self) -> str:
         return f"TracedArray({self.name!r}, shape={self.shape})"
+
+    __getitem__ = _getitem_py
 
 
 class _ScopeInstance:
@@ -661,12 +665,17 @@ class GlobalHierarchy:
         self.ways = ways
         self._instance: _ScopeInstance | None = None
 
-    def __enter__(self) -> "GlobalHierarchy":
+    def _enter_py(self) -> "GlobalHierarchy":
+        """Open an instance of this scope (the reference; see `_bind_core`)."""
         self._instance = self.session._enter_scope(self.name, self.ways)
         return self
 
-    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+    def _exit_py(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        """Close it: store its modified buffers and free them all."""
         self.session._exit_scope(self._instance, exc)
+
+    __enter__ = _enter_py
+    __exit__ = _exit_py
 
     def scratch(self, name: str, shape: tuple[int, ...], reuse: bool = False) -> Tile:
         """An on-chip-only zeroed buffer (no DDR backing, never loaded or stored); see Session.scratch."""
@@ -830,7 +839,8 @@ class Session:
             name = f"{os.path.basename(caller.f_code.co_filename)}:{caller.f_lineno}"
         return GlobalHierarchy(self, name, ways, buffers)
 
-    def _enter_scope(self, name: str, declared_ways: int | None) -> _ScopeInstance:
+    def _enter_scope_py(self, name: str, declared_ways: int | None) -> _ScopeInstance:
+        """Open a scope instance (the reference; see `_bind_core`)."""
         parent = self._stack[-1] if self._stack else None
         static_key = (parent.scope_id if parent is not None else -1, name)
         scope_id = self._scope_ids.get(static_key)
@@ -850,7 +860,7 @@ class Session:
         self._log.enter(scope_id, instance)
         return inst
 
-    def _exit_scope(self, inst: _ScopeInstance, exc: BaseException | None) -> None:
+    def _exit_scope_py(self, inst: _ScopeInstance, exc: BaseException | None) -> None:
         """End a scope instance: store its modified buffers and free them all (exc: what is leaving it, if any)."""
         if not self._stack or self._stack[-1] is not inst:
             if exc is not None:  # do not hide the exception that is unwinding
@@ -1047,7 +1057,7 @@ class Session:
         self._log.load(buf.id, arr.id, region, nbytes, reuse)
 
     # -- the hot path ----------------------------------------------------------------------------------------
-    def access(self, arr: TracedArray, key: tuple, reuse: bool) -> Tile:
+    def _access_py(self, arr: TracedArray, key: tuple, reuse: bool) -> Tile:
         """Resolve `arr[key]` (reuse flag as given): a hit, a load into a new buffer, or a reuse load."""
         # The hottest path of the simulator (millions of calls): helpers are inlined on purpose.
         region = _normalize(arr.name, arr.shape, key)
@@ -1162,7 +1172,32 @@ class Session:
         """SRAM bytes held by live buffers right now (times buffering ways)."""
         return self._live_bytes
 
+    access = _access_py  # (the compiled core replaces these three, see `_bind_core`)
+    _enter_scope = _enter_scope_py
+    _exit_scope = _exit_scope_py
+
 
 _NULL_LOG = NullLog()
+
+try:
+    from dsasim.traced import _core
+except ImportError:  # not built (a source tree without `pip install -e .`): the pure-Python methods run
+    _core = None
+else:
+    _core.bind(Tile, Buffer, _ScopeInstance)
+
+
+def _bind_core(compiled: bool) -> None:
+    """Route Session's hot methods to the compiled core (_core.pyx), or to their pure-Python reference (tests)."""
+    use = compiled and _core is not None
+    Session.access = _core.access if use else Session._access_py  # type: ignore[method-assign]
+    Session._enter_scope = _core.enter_scope if use else Session._enter_scope_py  # type: ignore[method-assign]
+    Session._exit_scope = _core.exit_scope if use else Session._exit_scope_py  # type: ignore[method-assign]
+    TracedArray.__getitem__ = _core.getitem if use else TracedArray._getitem_py  # type: ignore[method-assign]
+    GlobalHierarchy.__enter__ = _core.scope_enter if use else GlobalHierarchy._enter_py  # type: ignore
+    GlobalHierarchy.__exit__ = _core.scope_exit if use else GlobalHierarchy._exit_py  # type: ignore
+
+
+_bind_core(True)
 
 

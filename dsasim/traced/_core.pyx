@@ -1,0 +1,348 @@
+# cython: language_level=3, boundscheck=False, annotation_typing=False
+"""The compiled hot path of the memory model: `Session.access`, scope enter and exit, in their common cases.
+
+Each function handles the plain case in C and hands everything else to the Session's pure-Python method of the
+same rule (`_access_py`, `_enter_scope_py`, `_exit_scope_py`) *before* changing any state, so the rules and
+their error messages live once, in memory.py; what runs here is a faster path to the same events and counts
+(tests/test_memory.py compares the two on every demo and on random schedules). The plain case: no reuse flag,
+no blog quirks, keys of in-range ints, Segments and unit-step slices, a non-empty scope stack.
+"""
+
+from dsasim.traced.segments import Segment
+from dsasim.util import region_contains, regions_overlap
+
+
+cdef object _Tile = None
+cdef object _Buffer = None
+cdef object _ScopeInstance = None
+
+
+def bind(tile_type, buffer_type, scope_type):
+    """Give the core memory.py's classes (they are defined there, once)."""
+    global _Tile, _Buffer, _ScopeInstance
+    _Tile, _Buffer, _ScopeInstance = tile_type, buffer_type, scope_type
+
+
+cdef inline bint _contains(tuple outer, tuple inner):
+    cdef Py_ssize_t i, n = len(inner)
+    for i in range(n):
+        a = (<tuple>outer[i])
+        c = (<tuple>inner[i])
+        if <long long>c[0] < <long long>a[0] or <long long>c[1] > <long long>a[1]:
+            return False
+    return True
+
+
+cdef inline bint _overlap(tuple x, tuple y):
+    cdef Py_ssize_t i, n = len(x)
+    for i in range(n):
+        a = (<tuple>x[i])
+        c = (<tuple>y[i])
+        if <long long>c[1] <= <long long>a[0] or <long long>c[0] >= <long long>a[1]:
+            return False
+    return True
+
+
+cdef tuple _plain_region(tuple shape, tuple key, long long* elements):
+    """The region of a plain key (see the module docstring), or None for anything else."""
+    cdef Py_ssize_t nd = len(shape), nk = len(key), i
+    cdef long long extent, start, stop, n = 1
+    if nk > nd:
+        return None
+    region = []
+    for i in range(nd):
+        extent = shape[i]
+        if i >= nk:
+            region.append((0, extent))
+            n *= extent
+            continue
+        k = key[i]
+        kind = type(k)
+        if kind is Segment:
+            a = (<tuple>k)[0]
+            b = (<tuple>k)[1]
+            if type(a) is not int or type(b) is not int:
+                return None
+            start = a
+            stop = b
+            if not (0 <= start < stop <= extent):
+                return None
+            region.append(k)
+        elif kind is int:
+            start = k
+            if not (0 <= start < extent):
+                return None
+            stop = start + 1
+            region.append((k, k + 1))
+        elif kind is slice:
+            if (<slice>k).step is not None:
+                return None
+            a = (<slice>k).start
+            b = (<slice>k).stop
+            if a is None:
+                start = 0
+            elif type(a) is int:
+                start = a
+            else:
+                return None
+            if b is None:
+                stop = extent
+            elif type(b) is int:
+                stop = b
+                if stop > extent:
+                    stop = extent
+            else:
+                return None
+            if not (0 <= start < stop):
+                return None
+            region.append((start, stop))
+        else:
+            return None
+        n *= stop - start
+    elements[0] = n
+    return tuple(region)
+
+
+cdef enum:
+    MAX_DIMS = 8
+
+
+cdef int _mask_walk(tuple shape, tuple region, unsigned char* mask, bint mark) except -1:
+    """Over the elements of `region` in a C-order byte mask of `shape`: with mark, set them all and return 0;
+    without, return 1 when one of them is set. -1 never (errors propagate)."""
+    cdef Py_ssize_t nd = len(shape), d
+    cdef long long lo[MAX_DIMS]
+    cdef long long hi[MAX_DIMS]
+    cdef long long idx[MAX_DIMS]
+    cdef long long stride[MAX_DIMS]
+    cdef long long s = 1, base, j, a, b
+    for d in range(nd - 1, -1, -1):
+        stride[d] = s
+        s *= <long long>shape[d]
+        pair = <tuple>region[d]
+        lo[d] = pair[0]
+        hi[d] = pair[1]
+        idx[d] = lo[d]
+    a = lo[nd - 1]
+    b = hi[nd - 1]
+    while True:
+        base = 0
+        for d in range(nd - 1):
+            base += idx[d] * stride[d]
+        if mark:
+            for j in range(base + a, base + b):
+                mask[j] = 1
+        else:
+            for j in range(base + a, base + b):
+                if mask[j]:
+                    return 1
+        d = nd - 2
+        while d >= 0:
+            idx[d] += 1
+            if idx[d] < hi[d]:
+                break
+            idx[d] = lo[d]
+            d -= 1
+        if d < 0:
+            return 0
+
+
+cdef unsigned char* _dense_mask(arr) except? NULL:
+    """The byte mask of `arr`'s stored elements when it is one dense array of at most MAX_DIMS dimensions, else NULL."""
+    stored = arr.stored
+    if stored is None or stored.flat is None or len(arr.shape) > MAX_DIMS:
+        return NULL
+    cdef unsigned char[::1] flat = stored.flat
+    return &flat[0]
+
+
+def getitem(arr, key):
+    """`TracedArray.__getitem__` for a tuple key without a reuse flag (anything else: `_getitem_py`)."""
+    session = arr.session
+    kind = type(key)
+    cdef tuple k
+    if kind is tuple:
+        k = <tuple>key
+    elif kind is list:  # (the blog's Infer returns lists)
+        k = tuple(<list>key)
+    else:
+        return arr._getitem_py(key)
+    if not k or type(k[len(k) - 1]) is bool or session._broken is not None:
+        return arr._getitem_py(key)
+    return access(session, arr, k, False)
+
+
+def scope_enter(scope):
+    """`GlobalHierarchy.__enter__`."""
+    session = scope.session
+    if session._broken is not None:
+        scope._instance = session._enter_scope(scope.name, scope.ways)
+    else:
+        scope._instance = enter_scope(session, scope.name, scope.ways)
+    return scope
+
+
+def scope_exit(scope, exc_type, exc, tb):
+    """`GlobalHierarchy.__exit__`."""
+    session = scope.session
+    if session._broken is not None:
+        session._exit_scope(scope._instance, exc)
+    else:
+        exit_scope(session, scope._instance, exc)
+
+
+def access(session, arr, tuple key, reuse):
+    """`Session.access` (see there): a hit, or a load / zero-open into a new buffer of the current scope."""
+    cdef long long elements = 0
+    if reuse is not False or session.blog_quirks:
+        return session._access_py(arr, key, reuse)
+    cdef list stack = session._stack
+    if not stack:
+        return session._access_py(arr, key, reuse)
+    cdef tuple region = _plain_region(arr.shape, key, &elements)
+    if region is None:
+        return session._access_py(arr, key, reuse)
+    live = arr.live
+    cdef dict by_id = live.by_id
+    hit = None
+    if by_id:
+        if live.buckets is None:
+            for buf in by_id.values():
+                if not buf.stale and _contains(buf.region, region):
+                    hit = buf
+                    break
+        else:
+            hit = live.containing(region)
+        if hit is None and arr.writable:
+            for buf in (by_id.values() if live.buckets is None else live.overlapping(region)):
+                if buf.dirty and _overlap(buf.region, region):
+                    return session._access_py(arr, key, reuse)  # the rule's CoherenceError
+    traffic = arr.traffic
+    counters = session.counters
+    traffic.blog_loaded_elements += elements
+    counters.blog_loaded_elements += elements
+    if hit is not None:
+        traffic.hits += 1
+        counters.hits += 1
+        session._log.hit(hit.id, arr.id, region, False)
+        return _Tile(hit, region)
+    inst = stack[-1]
+    cdef long long nbytes = elements * <long long>session._word_bytes
+    # (Session._allocate, inlined)
+    ways = inst.ways
+    charged = nbytes * ways
+    live_bytes = session._live_bytes + charged
+    if live_bytes > session._sram_bytes:
+        session._overflow(arr, region, charged, inst)
+    session._live_bytes = live_bytes
+    if live_bytes > counters.peak_sram_bytes:
+        counters.peak_sram_bytes = live_bytes
+    buf = _Buffer(session._next_buffer, arr, region, nbytes, charged, inst)
+    session._next_buffer += 1
+    inst.buffers.append(buf)
+    inst.held[arr.id] = buf
+    if live.buckets is None and len(by_id) < live.scan_max:
+        by_id[buf.id] = buf
+    else:
+        live.add(buf)
+    session._log.alloc(buf.id, arr.id, region, nbytes, live_bytes - charged + (inst.instance % ways) * nbytes,
+                       charged)
+    cdef unsigned char* mask = NULL
+    if arr.writable and arr.stored_any:
+        mask = _dense_mask(arr)
+    if session.numeric or (arr.writable and arr.stored_any and (mask == NULL or _mask_walk(arr.shape, region, mask, False))):
+        session._fill(buf, arr, region, elements, False)
+    elif arr.writable:  # never stored: opens as zeros, no DMA
+        buf.loaded_from_ddr = False
+        buf.load_bytes = 0
+        traffic.opens += 1
+        counters.opens += 1
+        session._log.open(buf.id, arr.id, region, False)
+    else:
+        buf.loaded_from_ddr = True
+        buf.load_bytes = nbytes
+        counters.loaded_bytes += nbytes
+        counters.loads += 1
+        traffic.loaded_bytes += nbytes
+        traffic.loads += 1
+        session._log.load(buf.id, arr.id, region, nbytes, False)
+    return _Tile(buf, region)
+
+
+def enter_scope(session, name, declared_ways):
+    """`Session._enter_scope` for a scope entered before (a new one is registered by the Python method)."""
+    cdef list stack = session._stack
+    parent = stack[-1] if stack else None
+    scope_id = session._scope_ids.get((parent.scope_id if parent is not None else -1, name))
+    if scope_id is None:
+        return session._enter_scope_py(name, declared_ways)
+    cdef list instances = session._scope_instances
+    instance = instances[scope_id]
+    instances[scope_id] = instance + 1
+    info = session.trace.scopes[scope_id]
+    inst = _ScopeInstance(scope_id, instance, info.ways, info.path)
+    stack.append(inst)
+    session._log.enter(scope_id, instance)
+    return inst
+
+
+def exit_scope(session, inst, exc):
+    """`Session._exit_scope` of a scope left normally: store its modified buffers, free them all."""
+    cdef list stack = session._stack
+    if exc is not None or not stack or stack[-1] is not inst:
+        return session._exit_scope_py(inst, exc)
+    log = session._log
+    cdef list buffers = inst.buffers
+    cdef Py_ssize_t i
+    try:
+        for i in range(len(buffers) - 1, -1, -1):
+            buf = buffers[i]
+            if buf.dirty:
+                _store(session, buf)
+            buf.freed = True
+            buf.tensor.live.remove(buf)
+            session._live_bytes -= buf.charged_bytes
+            log.free(buf.id, buf.charged_bytes)
+    except BaseException as err:  # e.g. a CoherenceError from a store: the rest of the scope is uncertain
+        session._abandon(inst, err)
+        raise
+    stack.pop()
+    log.exit(inst.scope_id, inst.instance)
+    limit = session._trace_event_limit
+    if limit is not None and len(log) > limit:
+        session._drop_trace()
+
+
+cdef _store(session, buf):
+    """`Session._store` for a buffer of a DDR tensor with a dense stored mask in count-only mode, else the method."""
+    arr = buf.tensor
+    if buf.data is not None or arr.scratch:
+        return session._store(buf)
+    live = arr.live
+    region = buf.region
+    if live.buckets is not None:
+        return session._store(buf)
+    for other in live.by_id.values():
+        if other is not buf and _overlap(other.region, region):
+            if other.dirty:
+                return session._store(buf)  # the rule's CoherenceError
+            other.stale = True
+    if arr.stored is None:
+        return session._store(buf)
+    cdef unsigned char* mask = _dense_mask(arr)
+    if mask == NULL:
+        return session._store(buf)
+    _mask_walk(arr.shape, region, mask, True)
+    arr.stored_any = True
+    buf.dirty = False
+    cdef long long elements = 1
+    for pair in region:
+        elements *= <long long>pair[1] - <long long>pair[0]
+    nbytes = elements * <long long>session._word_bytes
+    counters = session.counters
+    counters.stored_bytes += nbytes
+    counters.stores += 1
+    traffic = arr.traffic
+    traffic.stored_bytes += nbytes
+    traffic.stores += 1
+    session._log.store(buf.id, arr.id, region, nbytes)
