@@ -1203,12 +1203,14 @@ def test_columnar_log_holds_under_40_bytes_per_event():
 
 # -- the compiled core (_core.pyx) against the pure-Python methods it replaces ----------------------------------
 def _with_core(compiled: bool, run):
-    from dsasim.traced import memory
+    from dsasim.traced import memory, tensorcore
     memory._bind_core(compiled)
+    tensorcore._bind_core(compiled)
     try:
         return run()
     finally:
         memory._bind_core(True)
+        tensorcore._bind_core(True)
 
 
 def test_compiled_core_equals_the_python_reference_on_random_schedules():

@@ -13,14 +13,35 @@ from dsasim.util import region_contains, regions_overlap
 
 
 cdef object _Tile = None
-cdef object _Buffer = None
 cdef object _ScopeInstance = None
 
 
-def bind(tile_type, buffer_type, scope_type):
+def bind(tile_type, scope_type):
     """Give the core memory.py's classes (they are defined there, once)."""
-    global _Tile, _Buffer, _ScopeInstance
-    _Tile, _Buffer, _ScopeInstance = tile_type, buffer_type, scope_type
+    global _Tile, _ScopeInstance
+    _Tile, _ScopeInstance = tile_type, scope_type
+
+
+cdef class Buffer:
+    """An SRAM buffer: holds one region of one tensor (or scratch data) until its scope exits."""
+
+    cdef public long long id, nbytes, charged_bytes, load_bytes, generation
+    cdef public object tensor, region, data
+    cdef public bint dirty, loaded_from_ddr, stale, freed
+
+    def __init__(self, long long buffer_id, tensor, region, long long nbytes, long long charged_bytes):
+        self.id = buffer_id
+        self.tensor = tensor
+        self.region = region
+        self.nbytes = nbytes
+        self.charged_bytes = charged_bytes
+        self.dirty = False
+        self.loaded_from_ddr = False
+        self.load_bytes = 0
+        self.generation = 0
+        self.stale = False
+        self.freed = False
+        self.data = None
 
 
 cdef inline bint _contains(tuple outer, tuple inner):
@@ -205,17 +226,20 @@ def access(session, arr, tuple key, reuse):
     live = arr.live
     cdef dict by_id = live.by_id
     hit = None
+    cdef Buffer b
     if by_id:
         if live.buckets is None:
-            for buf in by_id.values():
-                if not buf.stale and _contains(buf.region, region):
-                    hit = buf
+            for obj in by_id.values():
+                b = <Buffer>obj
+                if not b.stale and _contains(b.region, region):
+                    hit = b
                     break
         else:
             hit = live.containing(region)
         if hit is None and arr.writable:
-            for buf in (by_id.values() if live.buckets is None else live.overlapping(region)):
-                if buf.dirty and _overlap(buf.region, region):
+            for obj in (by_id.values() if live.buckets is None else live.overlapping(region)):
+                b = <Buffer>obj
+                if b.dirty and _overlap(b.region, region):
                     return session._access_py(arr, key, reuse)  # the rule's CoherenceError
     traffic = arr.traffic
     counters = session.counters
@@ -224,7 +248,7 @@ def access(session, arr, tuple key, reuse):
     if hit is not None:
         traffic.hits += 1
         counters.hits += 1
-        session._log.hit(hit.id, arr.id, region, False)
+        session._log.hit((<Buffer>hit).id, arr.id, region, False)
         return _Tile(hit, region)
     inst = stack[-1]
     cdef long long nbytes = elements * <long long>session._word_bytes
@@ -237,15 +261,15 @@ def access(session, arr, tuple key, reuse):
     session._live_bytes = live_bytes
     if live_bytes > counters.peak_sram_bytes:
         counters.peak_sram_bytes = live_bytes
-    buf = _Buffer(session._next_buffer, arr, region, nbytes, charged, inst)
+    buf = b = Buffer(session._next_buffer, arr, region, nbytes, charged)
     session._next_buffer += 1
     inst.buffers.append(buf)
     inst.held[arr.id] = buf
     if live.buckets is None and len(by_id) < live.scan_max:
-        by_id[buf.id] = buf
+        by_id[b.id] = buf
     else:
         live.add(buf)
-    session._log.alloc(buf.id, arr.id, region, nbytes, live_bytes - charged + (inst.instance % ways) * nbytes,
+    session._log.alloc(b.id, arr.id, region, nbytes, live_bytes - charged + (inst.instance % ways) * nbytes,
                        charged)
     cdef unsigned char* mask = NULL
     if arr.writable and arr.stored_any:
@@ -253,19 +277,19 @@ def access(session, arr, tuple key, reuse):
     if session.numeric or (arr.writable and arr.stored_any and (mask == NULL or _mask_walk(arr.shape, region, mask, False))):
         session._fill(buf, arr, region, elements, False)
     elif arr.writable:  # never stored: opens as zeros, no DMA
-        buf.loaded_from_ddr = False
-        buf.load_bytes = 0
+        b.loaded_from_ddr = False
+        b.load_bytes = 0
         traffic.opens += 1
         counters.opens += 1
-        session._log.open(buf.id, arr.id, region, False)
+        session._log.open(b.id, arr.id, region, False)
     else:
-        buf.loaded_from_ddr = True
-        buf.load_bytes = nbytes
+        b.loaded_from_ddr = True
+        b.load_bytes = nbytes
         counters.loaded_bytes += nbytes
         counters.loads += 1
         traffic.loaded_bytes += nbytes
         traffic.loads += 1
-        session._log.load(buf.id, arr.id, region, nbytes, False)
+        session._log.load(b.id, arr.id, region, nbytes, False)
     return _Tile(buf, region)
 
 
@@ -294,15 +318,17 @@ def exit_scope(session, inst, exc):
     log = session._log
     cdef list buffers = inst.buffers
     cdef Py_ssize_t i
+    cdef Buffer b
+    cdef long long freed_bytes = 0
     try:
         for i in range(len(buffers) - 1, -1, -1):
-            buf = buffers[i]
-            if buf.dirty:
-                _store(session, buf)
-            buf.freed = True
-            buf.tensor.live.remove(buf)
-            session._live_bytes -= buf.charged_bytes
-            log.free(buf.id, buf.charged_bytes)
+            b = <Buffer>buffers[i]
+            if b.dirty:
+                _store(session, b)
+            b.freed = True
+            b.tensor.live.remove(b)
+            session._live_bytes -= b.charged_bytes
+            log.free(b.id, b.charged_bytes)
     except BaseException as err:  # e.g. a CoherenceError from a store: the rest of the scope is uncertain
         session._abandon(inst, err)
         raise
@@ -313,7 +339,7 @@ def exit_scope(session, inst, exc):
         session._drop_trace()
 
 
-cdef _store(session, buf):
+cdef _store(session, Buffer buf):
     """`Session._store` for a buffer of a DDR tensor with a dense stored mask in count-only mode, else the method."""
     arr = buf.tensor
     if buf.data is not None or arr.scratch:
@@ -322,7 +348,9 @@ cdef _store(session, buf):
     region = buf.region
     if live.buckets is not None:
         return session._store(buf)
-    for other in live.by_id.values():
+    cdef Buffer other
+    for obj in live.by_id.values():
+        other = <Buffer>obj
         if other is not buf and _overlap(other.region, region):
             if other.dirty:
                 return session._store(buf)  # the rule's CoherenceError
@@ -346,3 +374,52 @@ cdef _store(session, buf):
     traffic.stored_bytes += nbytes
     traffic.stores += 1
     session._log.store(buf.id, arr.id, region, nbytes)
+
+
+def product_apply(product, out, accumulate):
+    """`Product.apply` in count-only mode: check the operands live, mark the output written, trace the COMPUTE."""
+    session = product.session
+    if session.numeric or type(out) is not _Tile or session._broken is not None:
+        return product._apply_py(out, accumulate)
+    cdef Buffer ob = <Buffer?>out.buffer
+    arr = ob.tensor
+    if arr.session is not session or not arr.writable or ob.generation != <long long>out.generation \
+            or ob.freed or ob.stale:
+        return product._apply_py(out, accumulate)  # the rule's error
+    cdef tuple region = out.region
+    cdef tuple shape = product.out_shape
+    cdef Py_ssize_t nd = len(region), i
+    cdef long long elements = 1, extent
+    same = len(shape) == nd
+    for i in range(nd):
+        pair = <tuple>region[i]
+        extent = <long long>pair[1] - <long long>pair[0]
+        elements *= extent
+        if same and extent != <long long>shape[i]:
+            same = False
+    if not same and not (shape == (1,) and elements == 1):
+        return product._apply_py(out, accumulate)
+    cdef list ids = []
+    cdef Buffer tb
+    for t in product.inputs:
+        tb = <Buffer?>t.buffer
+        if tb.generation != <long long>t.generation or tb.freed or tb.stale:
+            return product._apply_py(out, accumulate)
+        ids.append(tb.id)
+    session.pending_products.pop(id(product), None)
+    counters = session.counters
+    if not ob.dirty:  # (Session.mark_written)
+        ob.dirty = True
+        if ob.loaded_from_ddr:
+            ob.loaded_from_ddr = False
+            counters.rmw_bytes += ob.load_bytes
+            arr.traffic.rmw_bytes += ob.load_bytes
+    unit = product.unit
+    macs, cycles, padded = product.macs, product.cycles, product.padded_macs
+    counters.macs += macs  # (Session.emit_compute)
+    counters.padded_macs += padded
+    if unit == "tensorcore":
+        counters.tensorcore_cycles += cycles
+    else:
+        counters.vector_cycles += cycles
+    session._log.compute(unit, product.op, ob.id, tuple(ids), macs, cycles, padded)

@@ -34,6 +34,11 @@ from dsasim.traced.trace import NullLog, Region, ScopeInfo, TensorInfo, Trace, f
 from dsasim.util import (ceil_div, is_int, region_contains, region_elements, regions_overlap, shape_elements,
                    whole_region)
 
+try:
+    from dsasim.traced import _core
+except ImportError:  # not built (a source tree without `pip install -e .`): the pure-Python methods run
+    _core = None
+
 
 @dataclass
 class TensorTraffic:
@@ -72,17 +77,18 @@ class Counters:
 class Buffer:
     """An SRAM buffer: holds one region of one tensor (or scratch data) until its scope exits."""
 
-    __slots__ = ("id", "tensor", "region", "nbytes", "charged_bytes", "scope", "dirty", "loaded_from_ddr",
+    # (no reference to its scope instance: the instance lists its buffers, and a cycle between them would keep
+    # every scope of a run alive until a garbage collection, which run_schedule pauses)
+    __slots__ = ("id", "tensor", "region", "nbytes", "charged_bytes", "dirty", "loaded_from_ddr",
                  "load_bytes", "generation", "stale", "freed", "data")
 
-    def __init__(self, buffer_id: int, tensor: "TracedArray", region: Region, nbytes: int, charged_bytes: int,
-                 scope: "_ScopeInstance") -> None:
+    def __init__(self, buffer_id: int, tensor: "TracedArray", region: Region, nbytes: int,
+                 charged_bytes: int) -> None:
         self.id = buffer_id
         self.tensor = tensor
         self.region = region
         self.nbytes = nbytes
         self.charged_bytes = charged_bytes
-        self.scope = scope
         self.dirty = False
         self.loaded_from_ddr = False
         self.load_bytes = 0
@@ -90,6 +96,10 @@ class Buffer:
         self.stale = False
         self.freed = False
         self.data: np.ndarray | None = None
+
+
+if _core is not None:
+    Buffer = _core.Buffer  # type: ignore[misc]  # the same fields as C members: the compiled core reads them directly
 
 
 class PendingCompute:
@@ -956,7 +966,7 @@ class Session:
         # buffers), so SRAM is a stack: this buffer's block starts at the old top. An N-way scope's block holds
         # N copies; instance i uses copy i mod N, so consecutive instances never share bytes.
         address = live - charged + (inst.instance % inst.ways) * nbytes
-        buf = Buffer(self._next_buffer, arr, region, nbytes, charged, inst)
+        buf = Buffer(self._next_buffer, arr, region, nbytes, charged)
         self._next_buffer += 1
         inst.buffers.append(buf)
         inst.held[arr.id] = buf
@@ -1179,12 +1189,8 @@ class Session:
 
 _NULL_LOG = NullLog()
 
-try:
-    from dsasim.traced import _core
-except ImportError:  # not built (a source tree without `pip install -e .`): the pure-Python methods run
-    _core = None
-else:
-    _core.bind(Tile, Buffer, _ScopeInstance)
+if _core is not None:
+    _core.bind(Tile, _ScopeInstance)
 
 
 def _bind_core(compiled: bool) -> None:
