@@ -44,6 +44,27 @@ cdef class Buffer:
         self.data = None
 
 
+cdef class TileFields:
+    """The fields of a `Tile` (memory.py adds its methods): the buffer, the region it views, and the buffer's
+    generation when the tile was taken."""
+
+    cdef public object buffer, region
+    cdef public long long generation
+
+    def __init__(self, Buffer buffer, region):
+        self.buffer = buffer
+        self.region = region
+        self.generation = buffer.generation
+
+
+cdef inline object _new_tile(Buffer buffer, tuple region):
+    cdef TileFields tile = <TileFields>_Tile.__new__(_Tile)
+    tile.buffer = buffer
+    tile.region = region
+    tile.generation = buffer.generation
+    return tile
+
+
 cdef inline bint _contains(tuple outer, tuple inner):
     cdef Py_ssize_t i, n = len(inner)
     for i in range(n):
@@ -249,7 +270,7 @@ def access(session, arr, tuple key, reuse):
         traffic.hits += 1
         counters.hits += 1
         session._log.hit((<Buffer>hit).id, arr.id, region, False)
-        return _Tile(hit, region)
+        return _new_tile(<Buffer>hit, region)
     inst = stack[-1]
     cdef long long nbytes = elements * <long long>session._word_bytes
     # (Session._allocate, inlined)
@@ -290,7 +311,7 @@ def access(session, arr, tuple key, reuse):
         traffic.loaded_bytes += nbytes
         traffic.loads += 1
         session._log.load(b.id, arr.id, region, nbytes, False)
-    return _Tile(buf, region)
+    return _new_tile(b, region)
 
 
 def enter_scope(session, name, declared_ways):
@@ -326,7 +347,11 @@ def exit_scope(session, inst, exc):
             if b.dirty:
                 _store(session, b)
             b.freed = True
-            b.tensor.live.remove(b)
+            live = b.tensor.live
+            if live.buckets is None:
+                del live.by_id[b.id]
+            else:
+                live.remove(b)
             session._live_bytes -= b.charged_bytes
             log.free(b.id, b.charged_bytes)
     except BaseException as err:  # e.g. a CoherenceError from a store: the rest of the scope is uncertain

@@ -118,8 +118,8 @@ def _check_product(tile: "Tile", value: Any, how: str) -> None:
                         f"vector.copy(src)), got {type(value).__name__}")
 
 
-class Tile:
-    """A view of a region of a buffer: what schedules compute with. Goes stale when its buffer is reused."""
+class _TileFields:
+    """The fields of a `Tile`: the buffer, the region it views, and the buffer's generation when it was taken."""
 
     __slots__ = ("buffer", "region", "generation")
 
@@ -127,6 +127,16 @@ class Tile:
         self.buffer = buffer
         self.region = region
         self.generation = buffer.generation
+
+
+if _core is not None:
+    _TileFields = _core.TileFields  # type: ignore[misc]  # C members, for the compiled core
+
+
+class Tile(_TileFields):
+    """A view of a region of a buffer: what schedules compute with. Goes stale when its buffer is reused."""
+
+    __slots__ = ()
 
     @property
     def tensor(self) -> "TracedArray":
