@@ -14,12 +14,13 @@ from dsasim.util import region_contains, regions_overlap
 
 cdef object _Tile = None
 cdef object _ScopeInstance = None
+cdef object _Session = None
 
 
-def bind(tile_type, scope_type):
+def bind(tile_type, scope_type, session_type):
     """Give the core memory.py's classes (they are defined there, once)."""
-    global _Tile, _ScopeInstance
-    _Tile, _ScopeInstance = tile_type, scope_type
+    global _Tile, _ScopeInstance, _Session
+    _Tile, _ScopeInstance, _Session = tile_type, scope_type, session_type
 
 
 cdef class Buffer:
@@ -212,6 +213,17 @@ def getitem(arr, key):
     if not k or type(k[len(k) - 1]) is bool or session._broken is not None:
         return arr._getitem_py(key)
     return access(session, arr, k, False)
+
+
+def scope_init(scope, session, name=None, ways=None, buffers=None):
+    """`GlobalHierarchy.__init__` for a named scope with no ways (anything else: `_init_py`, which checks)."""
+    if type(name) is not str or not name or ways is not None or buffers is not None or type(session) is not _Session:
+        scope._init_py(session, name, ways, buffers)
+        return
+    scope.session = session
+    scope.name = name
+    scope.ways = None
+    scope._instance = None
 
 
 def scope_enter(scope):

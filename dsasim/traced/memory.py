@@ -663,8 +663,9 @@ class GlobalHierarchy:
 
     __slots__ = ("session", "name", "ways", "_instance")
 
-    def __init__(self, session: "Session", name: str | None = None, ways: int | None = None,
+    def _init_py(self, session: "Session", name: str | None = None, ways: int | None = None,
                  buffers: int | None = None) -> None:
+        """Check and keep the arguments (the reference; see `_bind_core`)."""
         if not isinstance(session, Session):
             raise TypeError(f"GlobalHierarchy needs the Session to trace into as its first argument, got "
                             f"{type(session).__name__}")
@@ -694,6 +695,7 @@ class GlobalHierarchy:
         """Close it: store its modified buffers and free them all."""
         self.session._exit_scope(self._instance, exc)
 
+    __init__ = _init_py
     __enter__ = _enter_py
     __exit__ = _exit_py
 
@@ -1200,7 +1202,7 @@ class Session:
 _NULL_LOG = NullLog()
 
 if _core is not None:
-    _core.bind(Tile, _ScopeInstance)
+    _core.bind(Tile, _ScopeInstance, Session)
 
 
 def _bind_core(compiled: bool) -> None:
@@ -1210,6 +1212,7 @@ def _bind_core(compiled: bool) -> None:
     Session._enter_scope = _core.enter_scope if use else Session._enter_scope_py  # type: ignore[method-assign]
     Session._exit_scope = _core.exit_scope if use else Session._exit_scope_py  # type: ignore[method-assign]
     TracedArray.__getitem__ = _core.getitem if use else TracedArray._getitem_py  # type: ignore[method-assign]
+    GlobalHierarchy.__init__ = _core.scope_init if use else GlobalHierarchy._init_py  # type: ignore
     GlobalHierarchy.__enter__ = _core.scope_enter if use else GlobalHierarchy._enter_py  # type: ignore
     GlobalHierarchy.__exit__ = _core.scope_exit if use else GlobalHierarchy._exit_py  # type: ignore
 
