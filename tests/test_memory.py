@@ -1237,3 +1237,19 @@ def test_compiled_core_equals_the_python_reference_on_every_demo(numeric):
         assert fast.blog_loaded_elements == slow.blog_loaded_elements
         if numeric:
             assert all(np.array_equal(fast.outputs[k], slow.outputs[k]) for k in fast.outputs)
+
+
+def test_a_columnar_trace_pickles_and_keeps_growing():
+    # a trace crosses processes (multiprocessing) by pickle; the copy reads the same events and appends more
+    import pickle
+    s = Session(tiny(word_bytes=4), numeric=False)
+    x = s.input("x", (2, 3))
+    with GlobalHierarchy(s, "a"):
+        x[0, 0:2]
+    copy = pickle.loads(pickle.dumps(s.trace))
+    assert list(copy.events) == [(ENTER, 0, 0), (ALLOC, 0, 0, ((0, 1), (0, 2)), 8, 0, 8),
+                                 (LOAD, 0, 0, ((0, 1), (0, 2)), 8, False), (FREE, 0, 8), (EXIT, 0, 0)]
+    copy.log.enter(0, 1)
+    copy.log.alloc(1, 0, ((1, 2), (0, 3)), 12, 0, 12)
+    assert list(copy.events)[5:] == [(ENTER, 0, 1), (ALLOC, 1, 0, ((1, 2), (0, 3)), 12, 0, 12)]
+    assert len(s.trace) == 5

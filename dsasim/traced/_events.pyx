@@ -70,6 +70,18 @@ cdef class _Words:
         self.pos += n
         return p
 
+    cdef tuple state(self):
+        return (list(self.chunks), self.pos)
+
+    cdef void restore(self, list chunks, int64_t pos):
+        cdef int64_t[::1] view
+        self.chunks = chunks
+        self.size = (len(chunks) - 1) * CHUNK
+        self.pos = pos
+        if chunks:
+            view = chunks[len(chunks) - 1]
+            self.cur = &view[0]
+
     cdef inline int64_t offset(self, int64_t* p):
         return self.size + (p - self.cur)
 
@@ -116,12 +128,21 @@ cdef class EventLog:
         cdef int64_t* p = self.regions.room(2 * n)
         for i in range(n):
             pair = region[i]
-            p[2 * i] = pair[0]
-            p[2 * i + 1] = pair[1]
+            if isinstance(pair, tuple):  # (a Segment is one)
+                p[2 * i] = (<tuple>pair)[0]
+                p[2 * i + 1] = (<tuple>pair)[1]
+            else:
+                p[2 * i] = pair[0]
+                p[2 * i + 1] = pair[1]
         cdef int64_t off = self.regions.offset(p)
         self.last_region[tensor] = region
         self.last_offset[tensor] = off
         return off
+
+    def __reduce__(self):
+        # (pickling, e.g. a trace sent between processes: the chunks themselves, pointers rebuilt on load)
+        return (_restore, (self.word_bytes, self.ndims, self.computes, self.count, self.words.state(),
+                           self.regions.state()))
 
     def clear(self):
         """Drop every event (the tables of tensors stay)."""
@@ -259,3 +280,16 @@ cdef class EventLog:
                     yield (STORE, ident, tensor, region, elements * word_bytes)
                 else:
                     yield (kind, ident, tensor, region, bool(head & 16))
+
+
+def _restore(word_bytes, ndims, computes, count, words, regions):
+    """An EventLog from the state `EventLog.__reduce__` gave (no further appends: the region cache is empty)."""
+    cdef EventLog log = EventLog(word_bytes)
+    for ndim in ndims:
+        log.add_tensor(ndim)
+    log.computes = list(computes)
+    log.compute_ids = {key: i for i, key in enumerate(computes)}
+    log.count = count
+    log.words.restore(words[0], words[1])
+    log.regions.restore(regions[0], regions[1])
+    return log
