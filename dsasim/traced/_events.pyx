@@ -26,16 +26,10 @@ cdef int64_t CHUNK = 1 << 16  # words per chunk (512 KiB)
 cdef int64_t SKIP = 15  # kind of the filler that ends a chunk early (a record never straddles two chunks)
 cdef int64_t TENSOR_MASK = (1 << 24) - 1
 
-cdef enum:  # the EventKind values of trace.py
-    ENTER = 0
-    EXIT = 1
-    ALLOC = 2
-    LOAD = 3
-    OPEN = 4
-    HIT = 5
-    COMPUTE = 6
-    STORE = 7
-    FREE = 8
+from dsasim.traced import trace
+
+cdef int64_t ENTER = trace.ENTER, EXIT = trace.EXIT, ALLOC = trace.ALLOC, LOAD = trace.LOAD, OPEN = trace.OPEN
+cdef int64_t HIT = trace.HIT, COMPUTE = trace.COMPUTE, STORE = trace.STORE, FREE = trace.FREE
 
 
 cdef class _Words:

@@ -36,8 +36,9 @@ from dsasim.util import (ceil_div, is_int, region_contains, region_elements, reg
 
 try:
     from dsasim.traced import _core
-except ImportError:  # not built (a source tree without `pip install -e .`): the pure-Python methods run
-    _core = None
+except ImportError as err:  # a source tree used without `pip install -e .`
+    raise ImportError(f"dsasim's compiled core (dsasim/traced/_core.pyx) is not built ({err}); run `pip install "
+                      f"-e .` in the repository (it compiles dsasim/**/*.pyx with Cython and gcc)") from err
 
 
 @dataclass
@@ -55,17 +56,9 @@ class TensorTraffic:
 
 
 @dataclass
-class Counters:
-    """Whole-run counters, in bytes, elements, MACs and cycles."""
+class Counters(TensorTraffic):
+    """Whole-run counters, in bytes, elements, MACs and cycles: the traffic of all tensors, then these."""
 
-    loaded_bytes: int = 0
-    stored_bytes: int = 0
-    rmw_bytes: int = 0
-    loads: int = 0
-    stores: int = 0
-    hits: int = 0
-    opens: int = 0
-    blog_loaded_elements: int = 0
     macs: int = 0
     padded_macs: int = 0
     tensorcore_cycles: int = 0
@@ -74,32 +67,8 @@ class Counters:
     per_tensor: dict[str, TensorTraffic] = field(default_factory=dict)
 
 
-class Buffer:
-    """An SRAM buffer: holds one region of one tensor (or scratch data) until its scope exits."""
+Buffer = _core.Buffer  # an SRAM buffer (a C class: the compiled core reads its fields directly)
 
-    # (no reference to its scope instance: the instance lists its buffers, and a cycle between them would keep
-    # every scope of a run alive until a garbage collection, which run_schedule pauses)
-    __slots__ = ("id", "tensor", "region", "nbytes", "charged_bytes", "dirty", "loaded_from_ddr",
-                 "load_bytes", "generation", "stale", "freed", "data")
-
-    def __init__(self, buffer_id: int, tensor: "TracedArray", region: Region, nbytes: int,
-                 charged_bytes: int) -> None:
-        self.id = buffer_id
-        self.tensor = tensor
-        self.region = region
-        self.nbytes = nbytes
-        self.charged_bytes = charged_bytes
-        self.dirty = False
-        self.loaded_from_ddr = False
-        self.load_bytes = 0
-        self.generation = 0
-        self.stale = False
-        self.freed = False
-        self.data: np.ndarray | None = None
-
-
-if _core is not None:
-    Buffer = _core.Buffer  # type: ignore[misc]  # the same fields as C members: the compiled core reads them directly
 
 
 class PendingCompute:
@@ -118,22 +87,7 @@ def _check_product(tile: "Tile", value: Any, how: str) -> None:
                         f"vector.copy(src)), got {type(value).__name__}")
 
 
-class _TileFields:
-    """The fields of a `Tile`: the buffer, the region it views, and the buffer's generation when it was taken."""
-
-    __slots__ = ("buffer", "region", "generation")
-
-    def __init__(self, buffer: Buffer, region: Region) -> None:
-        self.buffer = buffer
-        self.region = region
-        self.generation = buffer.generation
-
-
-if _core is not None:
-    _TileFields = _core.TileFields  # type: ignore[misc]  # C members, for the compiled core
-
-
-class Tile(_TileFields):
+class Tile(_core.TileFields):
     """A view of a region of a buffer: what schedules compute with. Goes stale when its buffer is reused."""
 
     __slots__ = ()
@@ -1201,13 +1155,12 @@ class Session:
 
 _NULL_LOG = NullLog()
 
-if _core is not None:
-    _core.bind(Tile, _ScopeInstance, Session)
+_core.bind(Tile, _ScopeInstance, Session)
 
 
 def _bind_core(compiled: bool) -> None:
     """Route Session's hot methods to the compiled core (_core.pyx), or to their pure-Python reference (tests)."""
-    use = compiled and _core is not None
+    use = compiled
     Session.access = _core.access if use else Session._access_py  # type: ignore[method-assign]
     Session._enter_scope = _core.enter_scope if use else Session._enter_scope_py  # type: ignore[method-assign]
     Session._exit_scope = _core.exit_scope if use else Session._exit_scope_py  # type: ignore[method-assign]

@@ -115,7 +115,7 @@ class Product(PendingCompute):
 
 def _bind_core(compiled: bool) -> None:
     """Route `Product.apply` to the compiled core, or to its pure-Python reference (tests)."""
-    use = compiled and _core is not None
+    use = compiled
     Product.apply = _core.product_apply if use else Product._apply_py  # type: ignore[method-assign]
 
 

@@ -156,8 +156,8 @@ def format_region(region: Region) -> str:
 
 
 class ListLog:
-    """The events as a plain list of tuples: the reference `EventLog` (the compiled, columnar log of _events.pyx)
-    must equal, and the log used when that extension is not built. ~190 B per event."""
+    """The events as a plain list of tuples: the reference that `EventLog` (the compiled, columnar log of
+    _events.pyx) must equal (tests). ~190 B per event."""
 
     __slots__ = ("items",)
 
@@ -217,11 +217,7 @@ class NullLog:
     enter = exit = alloc = load = open = hit = store = free = compute = add_tensor = _skip
 
 
-try:
-    from dsasim.traced._events import EventLog
-except ImportError:  # the extension is not built (a source tree without `pip install -e .`)
-    EventLog = None
-COLUMNAR = EventLog is not None  # tests switch it off to compare with the reference ListLog
+COLUMNAR = True  # the compiled EventLog (_events.pyx); tests switch it off to compare with the reference ListLog
 
 
 class Events:
@@ -230,7 +226,7 @@ class Events:
 
     __slots__ = ("log",)
 
-    def __init__(self, log: "ListLog | EventLog") -> None:
+    def __init__(self, log: "ListLog | _events.EventLog") -> None:
         self.log = log
 
     def __iter__(self) -> Iterator[tuple]:
@@ -261,6 +257,8 @@ class Trace:
     __slots__ = ("log", "_events", "tensors", "scopes", "word_bytes")
 
     def __init__(self, word_bytes: int) -> None:
+        from dsasim.traced._events import EventLog  # (here: _events imports this module's EventKind)
+
         self.log = EventLog(word_bytes) if COLUMNAR else ListLog(word_bytes)
         self._events: list[tuple] | None = None
         self.tensors: list[TensorInfo] = []
