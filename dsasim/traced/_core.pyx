@@ -15,12 +15,13 @@ from dsasim.util import region_contains, regions_overlap
 cdef object _Tile = None
 cdef object _ScopeInstance = None
 cdef object _Session = None
+cdef object _NULL_LOG = None  # a Session's log when it records nothing: the core skips the call
 
 
-def bind(tile_type, scope_type, session_type):
-    """Give the core memory.py's classes (they are defined there, once)."""
-    global _Tile, _ScopeInstance, _Session
-    _Tile, _ScopeInstance, _Session = tile_type, scope_type, session_type
+def bind(tile_type, scope_type, session_type, null_log):
+    """Give the core memory.py's classes and its log that records nothing (they are defined there, once)."""
+    global _Tile, _ScopeInstance, _Session, _NULL_LOG
+    _Tile, _ScopeInstance, _Session, _NULL_LOG = tile_type, scope_type, session_type, null_log
 
 
 cdef class Buffer:
@@ -281,7 +282,8 @@ def access(session, arr, tuple key, reuse):
     if hit is not None:
         traffic.hits += 1
         counters.hits += 1
-        session._log.hit((<Buffer>hit).id, arr.id, region, False)
+        if session._log is not _NULL_LOG:
+            session._log.hit((<Buffer>hit).id, arr.id, region, False)
         return _new_tile(<Buffer>hit, region)
     inst = stack[-1]
     cdef long long nbytes = elements * <long long>session._word_bytes
@@ -302,8 +304,9 @@ def access(session, arr, tuple key, reuse):
         by_id[b.id] = buf
     else:
         live.add(buf)
-    session._log.alloc(b.id, arr.id, region, nbytes, live_bytes - charged + (inst.instance % ways) * nbytes,
-                       charged)
+    if session._log is not _NULL_LOG:
+        session._log.alloc(b.id, arr.id, region, nbytes, live_bytes - charged + (inst.instance % ways) * nbytes,
+                           charged)
     cdef unsigned char* mask = NULL
     if arr.writable and arr.stored_any:
         mask = _dense_mask(arr)
@@ -314,7 +317,8 @@ def access(session, arr, tuple key, reuse):
         b.load_bytes = 0
         traffic.opens += 1
         counters.opens += 1
-        session._log.open(b.id, arr.id, region, False)
+        if session._log is not _NULL_LOG:
+            session._log.open(b.id, arr.id, region, False)
     else:
         b.loaded_from_ddr = True
         b.load_bytes = nbytes
@@ -322,7 +326,8 @@ def access(session, arr, tuple key, reuse):
         counters.loads += 1
         traffic.loaded_bytes += nbytes
         traffic.loads += 1
-        session._log.load(b.id, arr.id, region, nbytes, False)
+        if session._log is not _NULL_LOG:
+            session._log.load(b.id, arr.id, region, nbytes, False)
     return _new_tile(b, region)
 
 
@@ -339,7 +344,8 @@ def enter_scope(session, name, declared_ways):
     info = session.trace.scopes[scope_id]
     inst = _ScopeInstance(scope_id, instance, info.ways, info.path)
     stack.append(inst)
-    session._log.enter(scope_id, instance)
+    if session._log is not _NULL_LOG:
+        session._log.enter(scope_id, instance)
     return inst
 
 
@@ -365,12 +371,14 @@ def exit_scope(session, inst, exc):
             else:
                 live.remove(b)
             session._live_bytes -= b.charged_bytes
-            log.free(b.id, b.charged_bytes)
+            if log is not _NULL_LOG:
+                log.free(b.id, b.charged_bytes)
     except BaseException as err:  # e.g. a CoherenceError from a store: the rest of the scope is uncertain
         session._abandon(inst, err)
         raise
     stack.pop()
-    log.exit(inst.scope_id, inst.instance)
+    if log is not _NULL_LOG:
+        log.exit(inst.scope_id, inst.instance)
     limit = session._trace_event_limit
     if limit is not None and len(log) > limit:
         session._drop_trace()
@@ -410,7 +418,8 @@ cdef _store(session, Buffer buf):
     traffic = arr.traffic
     traffic.stored_bytes += nbytes
     traffic.stores += 1
-    session._log.store(buf.id, arr.id, region, nbytes)
+    if session._log is not _NULL_LOG:
+        session._log.store(buf.id, arr.id, region, nbytes)
 
 
 def product_apply(product, out, accumulate):
@@ -459,4 +468,5 @@ def product_apply(product, out, accumulate):
         counters.tensorcore_cycles += cycles
     else:
         counters.vector_cycles += cycles
-    session._log.compute(unit, product.op, ob.id, tuple(ids), macs, cycles, padded)
+    if session._log is not _NULL_LOG:
+        session._log.compute(unit, product.op, ob.id, tuple(ids), macs, cycles, padded)

@@ -1155,7 +1155,7 @@ class Session:
 
 _NULL_LOG = NullLog()
 
-_core.bind(Tile, _ScopeInstance, Session)
+_core.bind(Tile, _ScopeInstance, Session, _NULL_LOG)
 
 
 def _bind_core(compiled: bool) -> None:
