@@ -8,6 +8,8 @@ their error messages live once, in memory.py; what runs here is a faster path to
 no blog quirks, keys of in-range ints, Segments and unit-step slices, a non-empty scope stack.
 """
 
+import numpy as np
+
 from dsasim.traced.segments import Segment
 from dsasim.util import region_contains, regions_overlap
 
@@ -145,6 +147,10 @@ cdef tuple _plain_region(tuple shape, tuple key, long long* elements):
         n *= stop - start
     elements[0] = n
     return tuple(region)
+
+
+cdef tuple _slices(tuple region):
+    return tuple([slice((<tuple>pair)[0], (<tuple>pair)[1]) for pair in region])
 
 
 cdef enum:
@@ -307,14 +313,24 @@ def access(session, arr, tuple key, reuse):
     if session._log is not _NULL_LOG:
         session._log.alloc(b.id, arr.id, region, nbytes, live_bytes - charged + (inst.instance % ways) * nbytes,
                            charged)
+    # (Session._fill, inlined for a dense stored mask)
     cdef unsigned char* mask = NULL
-    if arr.writable and arr.stored_any:
+    cdef bint opens
+    if not arr.writable:
+        opens = False
+    elif not arr.stored_any:
+        opens = True
+    else:
         mask = _dense_mask(arr)
-    if session.numeric or (arr.writable and arr.stored_any and (mask == NULL or _mask_walk(arr.shape, region, mask, False))):
-        session._fill(buf, arr, region, elements, False)
-    elif arr.writable:  # never stored: opens as zeros, no DMA
+        if mask == NULL:
+            session._fill(buf, arr, region, elements, False)
+            return _new_tile(b, region)
+        opens = not _mask_walk(arr.shape, region, mask, False)
+    if opens:  # a writable region never stored: zeros on chip, no DMA
         b.loaded_from_ddr = False
         b.load_bytes = 0
+        if session.numeric:
+            b.data = np.zeros(tuple([(<tuple>pair)[1] - (<tuple>pair)[0] for pair in region]), session.dtype)
         traffic.opens += 1
         counters.opens += 1
         if session._log is not _NULL_LOG:
@@ -322,6 +338,9 @@ def access(session, arr, tuple key, reuse):
     else:
         b.loaded_from_ddr = True
         b.load_bytes = nbytes
+        if session.numeric:  # an input is never written, so a view is as good as a copy
+            view = arr.data[_slices(region)]
+            b.data = view.copy() if arr.writable else view
         counters.loaded_bytes += nbytes
         counters.loads += 1
         traffic.loaded_bytes += nbytes
@@ -385,9 +404,9 @@ def exit_scope(session, inst, exc):
 
 
 cdef _store(session, Buffer buf):
-    """`Session._store` for a buffer of a DDR tensor with a dense stored mask in count-only mode, else the method."""
+    """`Session._store` for a buffer of a DDR tensor with a dense stored mask, else the method."""
     arr = buf.tensor
-    if buf.data is not None or arr.scratch:
+    if arr.scratch:
         return session._store(buf)
     live = arr.live
     region = buf.region
@@ -407,6 +426,8 @@ cdef _store(session, Buffer buf):
         return session._store(buf)
     _mask_walk(arr.shape, region, mask, True)
     arr.stored_any = True
+    if buf.data is not None:
+        arr.data[_slices(region)] = buf.data
     buf.dirty = False
     cdef long long elements = 1
     for pair in region:
@@ -423,9 +444,9 @@ cdef _store(session, Buffer buf):
 
 
 def product_apply(product, out, accumulate):
-    """`Product.apply` in count-only mode: check the operands live, mark the output written, trace the COMPUTE."""
+    """`Product.apply`: check the operands live, mark the output written, compute (numeric mode), trace it."""
     session = product.session
-    if session.numeric or type(out) is not _Tile or session._broken is not None:
+    if type(out) is not _Tile or session._broken is not None:
         return product._apply_py(out, accumulate)
     cdef Buffer ob = <Buffer?>out.buffer
     arr = ob.tensor
@@ -460,6 +481,18 @@ def product_apply(product, out, accumulate):
             ob.loaded_from_ddr = False
             counters.rmw_bytes += ob.load_bytes
             arr.traffic.rmw_bytes += ob.load_bytes
+    if session.numeric:
+        result = product.compute()
+        view = ob.data
+        if region is not ob.region and region != ob.region:
+            view = view[tuple([slice((<tuple>p)[0] - (<tuple>q)[0], (<tuple>p)[1] - (<tuple>q)[0])
+                               for p, q in zip(region, ob.region)])]
+        if result.shape != view.shape:
+            result = result.reshape(view.shape)
+        if accumulate:
+            view += result
+        else:
+            view[...] = result
     unit = product.unit
     macs, cycles, padded = product.macs, product.cycles, product.padded_macs
     counters.macs += macs  # (Session.emit_compute)
