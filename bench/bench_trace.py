@@ -7,7 +7,8 @@ Usage: python bench/bench_trace.py [--full]   (--full also times the whole demo1
    scope and compute, nothing else. The ratio traced / bare is the figure of issue 9 (goal <= 2.0).
 2. Numeric mode against the bare loop plus the same numpy work (slice the tiles, dot, accumulate, store).
 3. Scaling: the cost per access with 10, 1,000 and 10,000 live tiles of one tensor (should stay flat).
-4. Trace memory: bytes per recorded event (tracemalloc of a run with a trace minus one without).
+4. µs per operation through the compiled core and through the pure-Python reference it replaces.
+5. Trace memory: bytes per recorded event (tracemalloc of a run with a trace minus one without).
 """
 
 from __future__ import annotations
@@ -108,24 +109,114 @@ def ratio_rows(numeric: bool) -> tuple[float, float, int]:
 
 
 def scaling(live_tiles: int) -> float:
-    """µs per access in one scope holding `live_tiles` tiles of one tensor: each row loaded once, then hit once,
-    then all freed at the scope's exit (count-only, trace recorded)."""
+    """µs per access in a scope holding `live_tiles` tiles of one tensor: each row loaded once, then hit once,
+    then all freed at the scope's exit, repeated to 20,000 accesses (count-only, trace recorded)."""
     s = Session(preset("blog"), numeric=False, enforce_capacity=False)
     arr = s.input("rows", (live_tiles, 16))
     rows = [Segment(i, i + 1) for i in range(live_tiles)]
+    repeats = max(1, 10_000 // live_tiles)
     gc.disable()
     try:
         start = time.perf_counter()
-        with GlobalHierarchy(s, "all"):
-            for r in rows:
-                arr[r]
-            for r in rows:
-                arr[r]
+        for _ in range(repeats):
+            with GlobalHierarchy(s, "all"):
+                for r in rows:
+                    arr[r]
+                for r in rows:
+                    arr[r]
         elapsed = time.perf_counter() - start
     finally:
         gc.enable()
-    assert s.counters.hits == live_tiles
-    return elapsed / (2 * live_tiles) * 1e6
+    assert s.counters.hits == live_tiles * repeats
+    return elapsed / (2 * live_tiles * repeats) * 1e6
+
+
+def per_op(compiled: bool, n: int = 50_000) -> dict[str, float]:
+    """µs per operation, count-only with a trace, through the compiled core or the pure-Python reference (the
+    methods of memory.py the core replaces), best of 3: a scope entered and left, a hit (normalising the key and
+    checking the live buffers), a load into a new buffer freed at the scope's exit (allocation), an output tile
+    opened, written and stored at the exit (store bookkeeping), a vector dot written into a tile (compute)."""
+    from dsasim import VectorUnit
+    from dsasim.traced import memory, tensorcore
+
+    def session():
+        s = Session(preset("blog"), numeric=False)
+        return s, s.input("x", (n, 64)), s.output("o", (n, 64))
+
+    def scope():
+        s, x, o = session()
+        for _ in range(n):
+            with GlobalHierarchy(s, "p"):
+                pass
+
+    def hit():
+        s, x, o = session()
+        key = (Segment(0, 1), Segment(0, 64))
+        with GlobalHierarchy(s, "p"):
+            x[key]
+            for _ in range(n):
+                x[key]
+
+    def load():
+        s, x, o = session()
+        for i in range(n):
+            with GlobalHierarchy(s, "p"):
+                x[i]
+
+    def store():
+        s, x, o = session()
+        for i in range(n):
+            with GlobalHierarchy(s, "p"):
+                s.mark_written(o[i])
+
+    def compute():
+        s, x, o = session()
+        vec = VectorUnit(s)
+        with GlobalHierarchy(s, "p"):
+            a, b, t = x[0], x[1], o[0, 0]
+            for _ in range(n):
+                t += vec.dot(a, b)
+
+    memory._bind_core(compiled)
+    tensorcore._bind_core(compiled)
+    gc.disable()
+    try:
+        times = {}
+        for name, body in (("scope", scope), ("hit", hit), ("load+free", load), ("open+store+free", store),
+                           ("compute", compute)):
+            best = float("inf")
+            for _ in range(3):
+                start = time.perf_counter()
+                body()
+                best = min(best, time.perf_counter() - start)
+            times[name] = best / n * 1e6
+    finally:
+        gc.enable()
+        memory._bind_core(True)
+        tensorcore._bind_core(True)
+    times["load+free"] -= times["scope"]
+    times["open+store+free"] -= times["scope"]
+    return times
+
+
+def event_append_us(n: int = 200_000) -> tuple[float, float]:
+    """µs per ALLOC event: appended to the columnar log, and as a tuple to a list (the old trace)."""
+    from dsasim.traced._events import EventLog
+    log = EventLog(1)
+    log.add_tensor(2)
+    regions = [(Segment(i, i + 1), Segment(0, 64)) for i in range(n)]
+    gc.disable()  # as run_schedule does
+    start = time.perf_counter()
+    for i, region in enumerate(regions):
+        log.alloc(i, 0, region, 64, 0, 64)
+    columnar = time.perf_counter() - start
+    events: list[tuple] = []
+    start = time.perf_counter()
+    for i, region in enumerate(regions):
+        events.append((2, i, 0, region, 64, 0, 64))
+    listed = time.perf_counter() - start
+    gc.enable()
+    return columnar / n * 1e6, listed / n * 1e6
 
 
 def trace_bytes_per_event() -> tuple[float, int]:
@@ -165,6 +256,13 @@ def main() -> None:
               f"{seconds:.2f} s, {ops:,} traced ops, {ops / seconds:,.0f} ops/s")
     print("scaling, µs per access with N live tiles of one tensor: " +
           ", ".join(f"N={n:,}: {scaling(n):.2f}" for n in (10, 1_000, 10_000)))
+    print("µs per operation (count-only, trace kept; best of 3):")
+    rows = {compiled: per_op(compiled) for compiled in (False, True)}
+    print(f"  {'':<22}" + "".join(f"{name:>17}" for name in rows[True]))
+    for compiled, label in ((False, "pure-Python reference"), (True, "compiled core")):
+        print(f"  {label:<22}" + "".join(f"{v:>17.2f}" for v in rows[compiled].values()))
+    columnar, listed = event_append_us()
+    print(f"  event append (ALLOC): columnar log {columnar:.2f}, tuple into a list {listed:.2f}")
     per_event, events = trace_bytes_per_event()
     print(f"trace memory: {per_event:.0f} B per event ({events:,} events; goal <= 40)")
 
