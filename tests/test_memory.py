@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 import torch.nn.functional as F
 
-from dsasim import (CoherenceError, GlobalHierarchy, ReadOnlyError, RegionError, ReuseError, Schedule, Segments,
+from dsasim import (CoherenceError, GlobalHierarchy, ReadOnlyError, RegionError, ReuseError, Schedule, Segment, Segments,
                     Session, SramOverflowError, StaleTileError, TensorCore, UnfinishedError, VectorUnit, Workload,
                     preset, run_schedule)
 from dsasim.errors import SessionStateError
@@ -1091,3 +1091,165 @@ def test_overflow_through_run_schedule_still_reruns_for_the_needed_sram():
     # unlimited: 8 + 24 = 32 B peak, 32 B loaded, nothing stored, blog count 32 elements
     assert r.message.endswith("With unlimited SRAM it would need 32 B peak (capacity 30 B), load 32 B, store 0 B; "
                               "blog count 32.")
+
+
+# -- the live-buffer index: equal, event for event, to visiting every live buffer --------------------------------
+def _random_schedule_events(seed: int) -> tuple[list[tuple], str, str]:
+    """A random schedule over overlapping tiles of an input and an output (nested scopes, reuse flags, writes);
+    returns its events, the error that ended it (if any) and its counters."""
+    import random
+    from dsasim.errors import ScheduleError
+    rng = random.Random(seed)
+    s = Session(tiny(sram_bytes=1 << 20), numeric=False)
+    tensors = [s.input("x", (7, 5)), s.output("o", (7, 5))]
+    vec = VectorUnit(s)
+
+    def body(depth: int) -> None:
+        with GlobalHierarchy(s, f"d{depth}"):
+            for _ in range(rng.randint(1, 8)):
+                if depth < 3 and rng.random() < 0.2:
+                    body(depth + 1)
+                    continue
+                arr = rng.choice(tensors)
+                key = []
+                for d in arr.shape:  # every index form: Segment, slice, int, (start, stop) pair
+                    a = rng.randrange(d)
+                    b = rng.randint(a + 1, d)
+                    key.append(rng.choice([Segment(a, b), slice(a, b), (a, b)] + ([a] if b == a + 1 else [])))
+                tile = arr[tuple(key), rng.random() < 0.2] if rng.random() < 0.5 else arr[tuple(key)]
+                if arr is tensors[1] and rng.random() < 0.5:
+                    if rng.random() < 0.5:
+                        s.mark_written(tile)
+                    else:
+                        tile.assign(vec.copy(tile))
+    try:
+        body(0)
+        error = ""
+    except ScheduleError as err:
+        error = f"{type(err).__name__}: {err}"
+    return list(s.trace.events), error, repr(s.counters)
+
+
+def test_live_buffer_index_agrees_with_visiting_every_buffer(monkeypatch):
+    from dsasim.traced import memory
+    indexed = []
+    errors = hitting = 0
+    # index from the first buffer, blocks of 3 rows, buffers over 1 block in the "wide" list: every index path runs
+    with monkeypatch.context() as m:
+        m.setattr(memory, "_SCAN_MAX_BUFFERS", 0)
+        m.setattr(memory, "_MAX_BUCKETS", 3)
+        m.setattr(memory, "_WIDE_BLOCKS", 1)
+        for seed in range(1000):
+            indexed.append(_random_schedule_events(seed))
+    with monkeypatch.context() as m:
+        m.setattr(memory, "_SCAN_MAX_BUFFERS", 1 << 30)  # never index: the plain scan of every live buffer
+        for seed in range(1000):
+            scanned = _random_schedule_events(seed)
+            assert indexed[seed] == scanned, seed
+            errors += bool(scanned[1])
+            hitting += any(e[0] == HIT for e in scanned[0])
+    assert 50 < errors < 950 and hitting > 200  # clean runs, errors (coherence, reuse) and hits were compared
+
+
+# -- the columnar event log: the same tuples as the plain list of tuples it replaces ------------------------------
+def _events_and_types(events) -> tuple[list[tuple], list[tuple[type, ...]]]:
+    events = list(events)
+    return events, [tuple(map(type, e)) for e in events]
+
+
+def test_columnar_log_equals_the_list_of_tuples_on_random_schedules(monkeypatch):
+    from dsasim.traced import trace
+    assert trace.COLUMNAR, "the compiled event log (dsasim/traced/_events.pyx) is not built: pip install -e ."
+    columnar = [_random_schedule_events(seed) for seed in range(1000)]
+    monkeypatch.setattr(trace, "COLUMNAR", False)
+    computes = 0
+    for seed in range(1000):
+        listed = _random_schedule_events(seed)
+        assert _events_and_types(columnar[seed][0]) == _events_and_types(listed[0]), seed
+        assert columnar[seed][1:] == listed[1:]
+        computes += any(e[0] == COMPUTE for e in listed[0])
+    assert computes > 200
+
+
+def test_columnar_log_equals_the_list_of_tuples_on_every_demo(monkeypatch):
+    from dsasim.traced import trace
+    from kernels.blog_demos import SCHEDULES
+    from test_blog_demos import reduced
+    schedules = [reduced(s.name) for s in SCHEDULES] + [s for s in SCHEDULES if s.name == "demo2"]
+    columnar = [run_schedule(s, preset(s.hardware), numeric=False).trace for s in schedules]
+    monkeypatch.setattr(trace, "COLUMNAR", False)
+    for sched, packed in zip(schedules, columnar):
+        listed = run_schedule(sched, preset(sched.hardware), numeric=False).trace
+        assert type(listed.log).__name__ == "ListLog" and type(packed.log).__name__ == "EventLog"
+        assert len(packed) == len(listed) > 0
+        assert _events_and_types(packed.events) == _events_and_types(listed.events), sched.name
+
+
+def test_columnar_log_holds_under_40_bytes_per_event():
+    # 20,000 scopes of 10 events: ENTER, ALLOC + LOAD of x[i], ALLOC + OPEN of o[i], COMPUTE, STORE, 2 FREE, EXIT.
+    # Words (8 B): ENTER 2, ALLOC 4 + 4, LOAD 2, OPEN 2, COMPUTE 2 + 1 input, STORE 2, FREE 2 + 2, EXIT 2 = 25,
+    # plus two 2-d regions of 4 words = 33 words = 264 B per scope, 26.4 B per event; each of the two tables
+    # may end in a partly used chunk of 65,536 words (at most 2 x 512 KiB / 200,000 events = 5.2 B per event)
+    s = Session(preset("blog"), numeric=False)
+    x, o = s.input("x", (20_000, 8)), s.output("o", (20_000, 8))
+    vec = VectorUnit(s)
+    for i in range(20_000):
+        with GlobalHierarchy(s, "row"):
+            o[i].assign(vec.copy(x[i]))
+    trace = s.finish()
+    assert len(trace) == 200_000
+    assert 26.4 <= trace.log.nbytes() / len(trace) <= 26.4 + 5.25
+
+
+# -- the compiled core (_core.pyx) against the pure-Python methods it replaces ----------------------------------
+def _with_core(compiled: bool, run):
+    from dsasim.traced import memory, tensorcore
+    memory._bind_core(compiled)
+    tensorcore._bind_core(compiled)
+    try:
+        return run()
+    finally:
+        memory._bind_core(True)
+        tensorcore._bind_core(True)
+
+
+def test_compiled_core_equals_the_python_reference_on_random_schedules():
+    from dsasim.traced import memory
+    assert memory._core is not None, "the compiled core (dsasim/traced/_core.pyx) is not built: pip install -e ."
+    compiled = [_random_schedule_events(seed) for seed in range(1000)]
+    reference = _with_core(False, lambda: [_random_schedule_events(seed) for seed in range(1000)])
+    for seed in range(1000):
+        assert _events_and_types(compiled[seed][0]) == _events_and_types(reference[seed][0]), seed
+        assert compiled[seed][1:] == reference[seed][1:], seed
+
+
+@pytest.mark.parametrize("numeric", [False, True])
+def test_compiled_core_equals_the_python_reference_on_every_demo(numeric):
+    from kernels.blog_demos import SCHEDULES
+    from test_blog_demos import reduced
+    schedules = [reduced(s.name) for s in SCHEDULES] + [s for s in SCHEDULES if s.name == "demo2"]
+    for sched in schedules:
+        def run():
+            return run_schedule(sched, preset(sched.hardware), numeric=numeric)
+        fast, slow = run(), _with_core(False, run)
+        assert _events_and_types(fast.trace.events) == _events_and_types(slow.trace.events), sched.name
+        assert fast.tensors == slow.tensors and fast.peak_sram_bytes == slow.peak_sram_bytes
+        assert fast.blog_loaded_elements == slow.blog_loaded_elements
+        if numeric:
+            assert all(np.array_equal(fast.outputs[k], slow.outputs[k]) for k in fast.outputs)
+
+
+def test_a_columnar_trace_pickles_and_keeps_growing():
+    # a trace crosses processes (multiprocessing) by pickle; the copy reads the same events and appends more
+    import pickle
+    s = Session(tiny(word_bytes=4), numeric=False)
+    x = s.input("x", (2, 3))
+    with GlobalHierarchy(s, "a"):
+        x[0, 0:2]
+    copy = pickle.loads(pickle.dumps(s.trace))
+    assert list(copy.events) == [(ENTER, 0, 0), (ALLOC, 0, 0, ((0, 1), (0, 2)), 8, 0, 8),
+                                 (LOAD, 0, 0, ((0, 1), (0, 2)), 8, False), (FREE, 0, 8), (EXIT, 0, 0)]
+    copy.log.enter(0, 1)
+    copy.log.alloc(1, 0, ((1, 2), (0, 3)), 12, 0, 12)
+    assert list(copy.events)[5:] == [(ENTER, 0, 1), (ALLOC, 1, 0, ((1, 2), (0, 3)), 12, 0, 12)]
+    assert len(s.trace) == 5

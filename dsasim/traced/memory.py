@@ -30,10 +30,15 @@ from dsasim.errors import (CoherenceError, ReadOnlyError, RegionError, ReuseErro
                      SramOverflowError, StaleTileError, UnfinishedError)
 from dsasim.hardware import Accelerator
 from dsasim.traced.segments import Segment
-from dsasim.traced.trace import (ALLOC, COMPUTE, ENTER, EXIT, FREE, HIT, LOAD, OPEN, STORE, Region, ScopeInfo,
-                    TensorInfo, Trace, format_region)
+from dsasim.traced.trace import NullLog, Region, ScopeInfo, TensorInfo, Trace, format_region
 from dsasim.util import (ceil_div, is_int, region_contains, region_elements, regions_overlap, shape_elements,
                    whole_region)
+
+try:
+    from dsasim.traced import _core
+except ImportError as err:  # a source tree used without `pip install -e .`
+    raise ImportError(f"dsasim's compiled core (dsasim/traced/_core.pyx) is not built ({err}); run `pip install "
+                      f"-e .` in the repository (it compiles dsasim/**/*.pyx with Cython and gcc)") from err
 
 
 @dataclass
@@ -51,17 +56,9 @@ class TensorTraffic:
 
 
 @dataclass
-class Counters:
-    """Whole-run counters, in bytes, elements, MACs and cycles."""
+class Counters(TensorTraffic):
+    """Whole-run counters, in bytes, elements, MACs and cycles: the traffic of all tensors, then these."""
 
-    loaded_bytes: int = 0
-    stored_bytes: int = 0
-    rmw_bytes: int = 0
-    loads: int = 0
-    stores: int = 0
-    hits: int = 0
-    opens: int = 0
-    blog_loaded_elements: int = 0
     macs: int = 0
     padded_macs: int = 0
     tensorcore_cycles: int = 0
@@ -70,27 +67,8 @@ class Counters:
     per_tensor: dict[str, TensorTraffic] = field(default_factory=dict)
 
 
-class Buffer:
-    """An SRAM buffer: holds one region of one tensor (or scratch data) until its scope exits."""
+Buffer = _core.Buffer  # an SRAM buffer (a C class: the compiled core reads its fields directly)
 
-    __slots__ = ("id", "tensor", "region", "nbytes", "charged_bytes", "scope", "dirty", "loaded_from_ddr",
-                 "load_bytes", "generation", "stale", "freed", "data")
-
-    def __init__(self, buffer_id: int, tensor: "TracedArray", region: Region, nbytes: int, charged_bytes: int,
-                 scope: "_ScopeInstance") -> None:
-        self.id = buffer_id
-        self.tensor = tensor
-        self.region = region
-        self.nbytes = nbytes
-        self.charged_bytes = charged_bytes
-        self.scope = scope
-        self.dirty = False
-        self.loaded_from_ddr = False
-        self.load_bytes = 0
-        self.generation = 0
-        self.stale = False
-        self.freed = False
-        self.data: np.ndarray | None = None
 
 
 class PendingCompute:
@@ -109,15 +87,10 @@ def _check_product(tile: "Tile", value: Any, how: str) -> None:
                         f"vector.copy(src)), got {type(value).__name__}")
 
 
-class Tile:
+class Tile(_core.TileFields):
     """A view of a region of a buffer: what schedules compute with. Goes stale when its buffer is reused."""
 
-    __slots__ = ("buffer", "region", "generation")
-
-    def __init__(self, buffer: Buffer, region: Region) -> None:
-        self.buffer = buffer
-        self.region = region
-        self.generation = buffer.generation
+    __slots__ = ()
 
     @property
     def tensor(self) -> "TracedArray":
@@ -353,7 +326,7 @@ def _block_shape(shape: tuple[int, ...], budget: int) -> tuple[int, ...]:
 class _StoredElements:
     """The set of stored elements of one tensor, exact. Memory: `nbytes` (see there for the bound)."""
 
-    __slots__ = ("shape", "dense", "block", "grid", "masks")
+    __slots__ = ("shape", "dense", "flat", "block", "grid", "masks")
 
     def __init__(self, shape: tuple[int, ...], dense_max_elements: int = _DENSE_MASK_MAX_ELEMENTS,
                  block_elements: int = _BLOCK_ELEMENTS) -> None:
@@ -361,10 +334,11 @@ class _StoredElements:
         self.masks: dict[tuple[int, ...], np.ndarray] = {}
         if shape_elements(shape) <= dense_max_elements:
             self.dense: np.ndarray | None = np.zeros(shape, bool)
+            self.flat: np.ndarray | None = self.dense.reshape(-1).view(np.uint8)  # the same bytes, for _core.pyx
             self.block = shape
             self.grid = np.full((1,) * len(shape), _NONE, np.uint8)
         else:
-            self.dense = None
+            self.dense = self.flat = None
             self.block = _block_shape(shape, block_elements)
             self.grid = np.zeros(tuple(ceil_div(d, b) for d, b in zip(shape, self.block)), np.uint8)
 
@@ -459,6 +433,118 @@ class _StoredElements:
         return count, (min(firsts) if firsts else None)
 
 
+# A tensor with more live buffers than this is looked up through an index along its longest dimension instead
+# of visiting every buffer: a schedule holding 10,000 tiles of one tensor would otherwise pay 10,000 region
+# comparisons per access. Below it a scan is cheaper than keeping the index up to date.
+_SCAN_MAX_BUFFERS = 16
+_MAX_BUCKETS = 4096  # index blocks along the indexed dimension (each block spans ceil(extent / 4096) elements)
+_WIDE_BLOCKS = 8  # a buffer spanning more blocks than this sits in one list that every lookup visits
+_NO_BUFFERS: dict[int, Buffer] = {}
+
+
+class _LiveBuffers:
+    """The live buffers of one tensor by id (allocation order), and, past `scan_max` of them, an index of their
+    extents along the tensor's longest dimension: lookups visit only buffers that can contain or overlap."""
+
+    __slots__ = ("by_id", "dim", "block", "buckets", "wide", "scan_max")
+
+    def __init__(self, shape: tuple[int, ...]) -> None:
+        self.by_id: dict[int, Buffer] = {}  # ids grow with allocation, so insertion order is id order
+        self.dim = max(range(len(shape)), key=shape.__getitem__)
+        self.block = ceil_div(shape[self.dim], _MAX_BUCKETS)
+        self.buckets: dict[int, dict[int, Buffer]] | None = None  # None while the scan is cheaper
+        self.wide: dict[int, Buffer] = {}
+        self.scan_max = _SCAN_MAX_BUFFERS
+
+    def _blocks(self, region: Region) -> range:
+        start, stop = region[self.dim]
+        return range(start // self.block, (stop - 1) // self.block + 1)
+
+    def _index(self, buf: Buffer) -> None:
+        blocks = self._blocks(buf.region)
+        if len(blocks) > _WIDE_BLOCKS:
+            self.wide[buf.id] = buf
+            return
+        buckets = self.buckets
+        for k in blocks:
+            bucket = buckets.get(k)
+            if bucket is None:
+                bucket = buckets[k] = {}
+            bucket[buf.id] = buf
+
+    def _unindex(self, buf: Buffer) -> None:
+        blocks = self._blocks(buf.region)
+        if len(blocks) > _WIDE_BLOCKS:
+            del self.wide[buf.id]
+            return
+        buckets = self.buckets
+        for k in blocks:
+            bucket = buckets[k]
+            del bucket[buf.id]
+            if not bucket:
+                del buckets[k]
+
+    def add(self, buf: Buffer) -> None:
+        """A new buffer (its id above every live one)."""
+        self.by_id[buf.id] = buf
+        if self.buckets is not None:
+            self._index(buf)
+        elif len(self.by_id) > self.scan_max:
+            self.buckets = {}
+            for live in self.by_id.values():
+                self._index(live)
+
+    def remove(self, buf: Buffer) -> None:
+        """A freed buffer."""
+        del self.by_id[buf.id]
+        if self.buckets is not None:
+            if self.by_id:
+                self._unindex(buf)
+            else:
+                self.buckets = None
+                self.wide = {}
+
+    def move(self, buf: Buffer, region: Region) -> None:
+        """Set `buf.region` to `region` (a reuse load), keeping the index right."""
+        if self.buckets is not None:
+            self._unindex(buf)
+            buf.region = region
+            self._index(buf)
+        else:
+            buf.region = region
+
+    def containing(self, region: Region) -> Buffer | None:
+        """The lowest-id live buffer with current data (not stale) whose region contains `region`, or None."""
+        buckets = self.buckets
+        if buckets is None:
+            for buf in self.by_id.values():
+                if not buf.stale and region_contains(buf.region, region):
+                    return buf
+            return None
+        best = None
+        for group in (buckets.get(region[self.dim][0] // self.block, _NO_BUFFERS), self.wide):
+            for buf in group.values():
+                if (best is None or buf.id < best.id) and not buf.stale and region_contains(buf.region, region):
+                    best = buf
+        return best
+
+    def overlapping(self, region: Region) -> list[Buffer]:
+        """The live buffers whose regions overlap `region`, by id."""
+        buckets = self.buckets
+        blocks = self._blocks(region) if buckets is not None else ()
+        if buckets is None or len(blocks) > len(buckets):
+            return [buf for buf in self.by_id.values() if regions_overlap(buf.region, region)]
+        found = {buf.id: buf for buf in self.wide.values() if regions_overlap(buf.region, region)}
+        for k in blocks:
+            for buf in buckets.get(k, _NO_BUFFERS).values():
+                if regions_overlap(buf.region, region):
+                    found[buf.id] = buf
+        return [found[i] for i in sorted(found)]
+
+    def __len__(self) -> int:
+        return len(self.by_id)
+
+
 class TracedArray:
     """A DDR tensor whose every access from a schedule is traced."""
 
@@ -476,12 +562,13 @@ class TracedArray:
         self.scratch = scratch
         self.data = data
         self.traffic = TensorTraffic()
-        self.live: list[Buffer] = []
+        self.live = _LiveBuffers(shape)
         self.stored: _StoredElements | None = None  # created at the first store
         self.stored_any = False
         self.nbytes = shape_elements(shape) * session.hardware.word_bytes
 
-    def __getitem__(self, key: Any) -> Tile:
+    def _getitem_py(self, key: Any) -> Tile:
+        """`arr[key]`, `arr[key, reuse]` (the reference; see `_bind_core`)."""
         kind = type(key)
         if kind is not tuple:
             key = tuple(key) if kind is list else (key,)
@@ -501,6 +588,8 @@ class TracedArray:
 
     def __repr__(self) -> str:
         return f"TracedArray({self.name!r}, shape={self.shape})"
+
+    __getitem__ = _getitem_py
 
 
 class _ScopeInstance:
@@ -528,8 +617,9 @@ class GlobalHierarchy:
 
     __slots__ = ("session", "name", "ways", "_instance")
 
-    def __init__(self, session: "Session", name: str | None = None, ways: int | None = None,
+    def _init_py(self, session: "Session", name: str | None = None, ways: int | None = None,
                  buffers: int | None = None) -> None:
+        """Check and keep the arguments (the reference; see `_bind_core`)."""
         if not isinstance(session, Session):
             raise TypeError(f"GlobalHierarchy needs the Session to trace into as its first argument, got "
                             f"{type(session).__name__}")
@@ -550,12 +640,18 @@ class GlobalHierarchy:
         self.ways = ways
         self._instance: _ScopeInstance | None = None
 
-    def __enter__(self) -> "GlobalHierarchy":
+    def _enter_py(self) -> "GlobalHierarchy":
+        """Open an instance of this scope (the reference; see `_bind_core`)."""
         self._instance = self.session._enter_scope(self.name, self.ways)
         return self
 
-    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+    def _exit_py(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        """Close it: store its modified buffers and free them all."""
         self.session._exit_scope(self._instance, exc)
+
+    __init__ = _init_py
+    __enter__ = _enter_py
+    __exit__ = _exit_py
 
     def scratch(self, name: str, shape: tuple[int, ...], reuse: bool = False) -> Tile:
         """An on-chip-only zeroed buffer (no DDR backing, never loaded or stored); see Session.scratch."""
@@ -616,8 +712,7 @@ class Session:
             if not is_int(ways) or ways < 1:
                 raise ValueError(f"{self._scope_ways_arg}[{name!r}] must be an integer >= 1, got {ways!r}")
         self.trace = Trace(hardware.word_bytes)
-        self._events: list[tuple] = self.trace.events  # type: ignore[assignment]
-        self._emit = self._events.append if record_trace else _discard
+        self._log = self.trace.log if record_trace else _NULL_LOG  # where events go (see trace.py)
         self._trace_event_limit = trace_event_limit if record_trace else None
         self.trace_dropped = False
         self.counters = Counters()
@@ -642,6 +737,7 @@ class Session:
         shape = _check_shape(name, shape)
         arr = TracedArray(self, len(self.trace.tensors), name, shape, writable, must_be_written, scratch, data)
         self.trace.tensors.append(TensorInfo(name, shape, writable))
+        self.trace.log.add_tensor(len(shape))
         self.counters.per_tensor[name] = arr.traffic
         self.tensors[name] = arr
         return arr
@@ -704,10 +800,10 @@ class Session:
         else:
             buf.generation += 1
             buf.dirty = False
-            buf.region = region
+            arr.live.move(buf, region)
         if self.numeric:
             buf.data = np.zeros(shape, self.dtype)
-        self._emit((OPEN, buf.id, arr.id, region, reuse))
+        self._log.open(buf.id, arr.id, region, reuse)
         return Tile(buf, region)
 
     # -- scopes ----------------------------------------------------------------------------------------------
@@ -719,7 +815,8 @@ class Session:
             name = f"{os.path.basename(caller.f_code.co_filename)}:{caller.f_lineno}"
         return GlobalHierarchy(self, name, ways, buffers)
 
-    def _enter_scope(self, name: str, declared_ways: int | None) -> _ScopeInstance:
+    def _enter_scope_py(self, name: str, declared_ways: int | None) -> _ScopeInstance:
+        """Open a scope instance (the reference; see `_bind_core`)."""
         parent = self._stack[-1] if self._stack else None
         static_key = (parent.scope_id if parent is not None else -1, name)
         scope_id = self._scope_ids.get(static_key)
@@ -736,10 +833,10 @@ class Session:
         info = self.trace.scopes[scope_id]
         inst = _ScopeInstance(scope_id, instance, info.ways, info.path)
         self._stack.append(inst)
-        self._emit((ENTER, scope_id, instance))
+        self._log.enter(scope_id, instance)
         return inst
 
-    def _exit_scope(self, inst: _ScopeInstance, exc: BaseException | None) -> None:
+    def _exit_scope_py(self, inst: _ScopeInstance, exc: BaseException | None) -> None:
         """End a scope instance: store its modified buffers and free them all (exc: what is leaving it, if any)."""
         if not self._stack or self._stack[-1] is not inst:
             if exc is not None:  # do not hide the exception that is unwinding
@@ -748,7 +845,7 @@ class Session:
         if exc is not None:  # (on a poisoned session `_abandon` replaced this method by `_exit_poisoned`)
             self._abandon(inst, exc)
             return
-        emit = self._emit
+        log = self._log
         try:
             for buf in reversed(inst.buffers):
                 if buf.dirty:
@@ -756,13 +853,13 @@ class Session:
                 buf.freed = True
                 buf.tensor.live.remove(buf)
                 self._live_bytes -= buf.charged_bytes
-                emit((FREE, buf.id, buf.charged_bytes))
+                log.free(buf.id, buf.charged_bytes)
         except BaseException as err:  # e.g. a CoherenceError from a store: the rest of the scope is uncertain
             self._abandon(inst, err)
             raise
         self._stack.pop()
-        emit((EXIT, inst.scope_id, inst.instance))
-        if self._trace_event_limit is not None and len(self._events) > self._trace_event_limit:
+        log.exit(inst.scope_id, inst.instance)
+        if self._trace_event_limit is not None and len(self._log) > self._trace_event_limit:
             self._drop_trace()
 
     def _exit_poisoned(self, inst: _ScopeInstance, exc: BaseException | None) -> None:
@@ -796,21 +893,21 @@ class Session:
                            "finish"):
                 setattr(self, method, refuse)
             self._exit_scope = self._exit_poisoned  # type: ignore[method-assign]
-        emit = self._emit
+        log = self._log
         for buf in reversed(inst.buffers):
             if not buf.freed:
                 buf.freed = True
                 buf.dirty = False
                 buf.tensor.live.remove(buf)
                 self._live_bytes -= buf.charged_bytes
-                emit((FREE, buf.id, buf.charged_bytes))
+                log.free(buf.id, buf.charged_bytes)
         self._stack.pop()
-        emit((EXIT, inst.scope_id, inst.instance))
+        log.exit(inst.scope_id, inst.instance)
 
     def _drop_trace(self) -> None:
         """Stop recording and free the events (the trace outgrew `trace_event_limit`)."""
-        self._events.clear()
-        self._emit = _discard
+        self._log.clear()
+        self._log = _NULL_LOG
         self._trace_event_limit = None
         self.trace_dropped = True
 
@@ -835,12 +932,12 @@ class Session:
         # buffers), so SRAM is a stack: this buffer's block starts at the old top. An N-way scope's block holds
         # N copies; instance i uses copy i mod N, so consecutive instances never share bytes.
         address = live - charged + (inst.instance % inst.ways) * nbytes
-        buf = Buffer(self._next_buffer, arr, region, nbytes, charged, inst)
+        buf = Buffer(self._next_buffer, arr, region, nbytes, charged)
         self._next_buffer += 1
         inst.buffers.append(buf)
         inst.held[arr.id] = buf
-        arr.live.append(buf)
-        self._emit((ALLOC, buf.id, arr.id, region, nbytes, address, charged))
+        arr.live.add(buf)
+        self._log.alloc(buf.id, arr.id, region, nbytes, address, charged)
         return buf
 
     def _overflow(self, arr: TracedArray, region: Region, charged: int, inst: _ScopeInstance) -> None:
@@ -876,8 +973,8 @@ class Session:
             buf.dirty = False
             return
         region = buf.region
-        for other in arr.live:
-            if other is not buf and regions_overlap(other.region, region):
+        for other in arr.live.overlapping(region):
+            if other is not buf:
                 if other.dirty:
                     raise CoherenceError(
                         f"two live modified buffers of {arr.name} overlap: {format_region(region)} (buffer "
@@ -903,7 +1000,7 @@ class Session:
         traffic = arr.traffic
         traffic.stored_bytes += nbytes
         traffic.stores += 1
-        self._emit((STORE, buf.id, arr.id, region, nbytes))
+        self._log.store(buf.id, arr.id, region, nbytes)
 
     def _fill(self, buf: Buffer, arr: TracedArray, region: Region, elements: int, reuse: bool) -> None:
         """Bring region into buf: a DMA load, or a zero-open for a writable region never stored."""
@@ -918,7 +1015,7 @@ class Session:
                 buf.data = np.zeros(tuple(b - a for a, b in region), self.dtype)
             arr.traffic.opens += 1
             self.counters.opens += 1
-            self._emit((OPEN, buf.id, arr.id, region, reuse))
+            self._log.open(buf.id, arr.id, region, reuse)
             return
         nbytes = elements * self._word_bytes
         buf.loaded_from_ddr = True
@@ -933,10 +1030,10 @@ class Session:
         traffic = arr.traffic
         traffic.loaded_bytes += nbytes
         traffic.loads += 1
-        self._emit((LOAD, buf.id, arr.id, region, nbytes, reuse))
+        self._log.load(buf.id, arr.id, region, nbytes, reuse)
 
     # -- the hot path ----------------------------------------------------------------------------------------
-    def access(self, arr: TracedArray, key: tuple, reuse: bool) -> Tile:
+    def _access_py(self, arr: TracedArray, key: tuple, reuse: bool) -> Tile:
         """Resolve `arr[key]` (reuse flag as given): a hit, a load into a new buffer, or a reuse load."""
         # The hottest path of the simulator (millions of calls): helpers are inlined on purpose.
         region = _normalize(arr.name, arr.shape, key)
@@ -952,18 +1049,18 @@ class Session:
             traffic.blog_loaded_elements += blog
             counters.blog_loaded_elements += blog
         live = arr.live
-        if live:
-            for buf in live:
-                if not buf.stale and region_contains(buf.region, region):
-                    traffic.hits += 1
-                    counters.hits += 1
-                    self._emit((HIT, buf.id, arr.id, region, reuse))
-                    return Tile(buf, region)
+        if live.by_id:
+            buf = live.containing(region)
+            if buf is not None:
+                traffic.hits += 1
+                counters.hits += 1
+                self._log.hit(buf.id, arr.id, region, reuse)
+                return Tile(buf, region)
             if arr.writable:
                 held = self._stack[-1].held.get(arr.id) if reuse and self._stack else None
-                for buf in live:
+                for buf in live.overlapping(region):
                     # the buffer a reuse load replaces is stored first, so it is no hazard
-                    if buf.dirty and buf is not held and regions_overlap(buf.region, region):
+                    if buf.dirty and buf is not held:
                         raise CoherenceError(
                             f"{arr.name}{format_region(region)} must be read from DDR but buffer {buf.id} holds "
                             f"modified data for {format_region(buf.region)} that overlaps it and is not stored "
@@ -986,7 +1083,7 @@ class Session:
                 self._store(buf)
             buf.generation += 1
             buf.stale = False
-            buf.region = region
+            arr.live.move(buf, region)
         self._fill(buf, arr, region, elements, reuse)
         return Tile(buf, region)
 
@@ -1015,7 +1112,7 @@ class Session:
             counters.tensorcore_cycles += cycles
         else:
             counters.vector_cycles += cycles
-        self._emit((COMPUTE, unit, op, out_buffer, in_buffers, macs, cycles, padded_macs))
+        self._log.compute(unit, op, out_buffer, in_buffers, macs, cycles, padded_macs)
 
     # -- the end -----------------------------------------------------------------------------------------------
     def finish(self) -> Trace:
@@ -1051,8 +1148,28 @@ class Session:
         """SRAM bytes held by live buffers right now (times buffering ways)."""
         return self._live_bytes
 
+    access = _access_py  # (the compiled core replaces these three, see `_bind_core`)
+    _enter_scope = _enter_scope_py
+    _exit_scope = _exit_scope_py
 
-def _discard(_event: tuple) -> None:
-    pass
+
+_NULL_LOG = NullLog()
+
+_core.bind(Tile, _ScopeInstance, Session, _NULL_LOG)
+
+
+def _bind_core(compiled: bool) -> None:
+    """Route Session's hot methods to the compiled core (_core.pyx), or to their pure-Python reference (tests)."""
+    use = compiled
+    Session.access = _core.access if use else Session._access_py  # type: ignore[method-assign]
+    Session._enter_scope = _core.enter_scope if use else Session._enter_scope_py  # type: ignore[method-assign]
+    Session._exit_scope = _core.exit_scope if use else Session._exit_scope_py  # type: ignore[method-assign]
+    TracedArray.__getitem__ = _core.getitem if use else TracedArray._getitem_py  # type: ignore[method-assign]
+    GlobalHierarchy.__init__ = _core.scope_init if use else GlobalHierarchy._init_py  # type: ignore
+    GlobalHierarchy.__enter__ = _core.scope_enter if use else GlobalHierarchy._enter_py  # type: ignore
+    GlobalHierarchy.__exit__ = _core.scope_exit if use else GlobalHierarchy._exit_py  # type: ignore
+
+
+_bind_core(True)
 
 

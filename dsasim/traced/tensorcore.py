@@ -19,7 +19,7 @@ from typing import Callable
 import numpy as np
 
 from dsasim.errors import CrossSessionError
-from dsasim.traced.memory import PendingCompute, Session, Tile
+from dsasim.traced.memory import PendingCompute, Session, Tile, _core
 from dsasim.traced.trace import format_region
 from dsasim.util import ceil_div, int_pair, is_int, region_elements, shape_elements
 
@@ -82,8 +82,9 @@ class Product(PendingCompute):
         operands = ", ".join(repr(t) for t in self.inputs)
         return f"{self.unit}.{self.op}({operands})"
 
-    def apply(self, out: Tile, accumulate: bool) -> None:
-        """Write (or accumulate) the result into `out`, tracing one COMPUTE event."""
+    def _apply_py(self, out: Tile, accumulate: bool) -> None:
+        """Write (or accumulate) the result into `out`, tracing one COMPUTE event (the reference of
+        `_core.product_apply`, see `_bind_core`)."""
         session = self.session
         if type(out) is not Tile:
             raise TypeError(f"{self!r} can only be written into a Tile, got {type(out).__name__}")
@@ -108,6 +109,17 @@ class Product(PendingCompute):
                 view[...] = result
         session.emit_compute(self.unit, self.op, out_buffer.id, in_buffers, self.macs, self.cycles,
                              self.padded_macs)
+
+    apply = _apply_py
+
+
+def _bind_core(compiled: bool) -> None:
+    """Route `Product.apply` to the compiled core, or to its pure-Python reference (tests)."""
+    use = compiled
+    Product.apply = _core.product_apply if use else Product._apply_py  # type: ignore[method-assign]
+
+
+_bind_core(True)
 
 
 class TensorCore:

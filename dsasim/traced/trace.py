@@ -3,7 +3,8 @@
 A trace is the one product of running a schedule, and the only input of everything downstream (reports,
 the timing simulation, the analytic check). Events are stored as plain tuples, the first field an `EventKind`,
 because a schedule emits millions of them and a tuple costs a fraction of an object; `Trace.typed()` yields the
-same events as named tuples for readers. Field layouts (after the kind):
+same events as named tuples for readers. The trace stores them packed (`EventLog`, about 36 B an event) and
+builds each tuple as it is read. Field layouts (after the kind):
 
   ENTER   scope_id, instance                     a scope instance begins (instance counts from 0 per scope)
   EXIT    scope_id, instance                     it ends: its buffers were freed just before
@@ -154,24 +155,127 @@ def format_region(region: Region) -> str:
     return "[" + ", ".join(f"{a}:{b}" for a, b in region) + "]"
 
 
-class Trace:
-    """An append-only event list plus the tensor and scope tables the events index into.
+class ListLog:
+    """The events as a plain list of tuples: the reference that `EventLog` (the compiled, columnar log of
+    _events.pyx) must equal (tests). ~190 B per event."""
 
-    The session appends while the schedule runs; afterwards the trace is read-only by convention (`freeze()`
-    makes the event list an immutable tuple).
-    """
-
-    __slots__ = ("events", "tensors", "scopes", "word_bytes")
+    __slots__ = ("items",)
 
     def __init__(self, word_bytes: int) -> None:
-        self.events: list[tuple] | tuple[tuple, ...] = []
+        self.items: list[tuple] = []
+
+    def add_tensor(self, ndim: int) -> None:
+        """A new tensor with `ndim` dimensions (the columnar log needs it to read regions back)."""
+
+    def enter(self, scope_id: int, instance: int) -> None:
+        self.items.append((ENTER, scope_id, instance))
+
+    def exit(self, scope_id: int, instance: int) -> None:
+        self.items.append((EXIT, scope_id, instance))
+
+    def alloc(self, buffer: int, tensor: int, region: Region, nbytes: int, address: int, charged_bytes: int) -> None:
+        self.items.append((ALLOC, buffer, tensor, region, nbytes, address, charged_bytes))
+
+    def load(self, buffer: int, tensor: int, region: Region, nbytes: int, reuse: bool) -> None:
+        self.items.append((LOAD, buffer, tensor, region, nbytes, reuse))
+
+    def open(self, buffer: int, tensor: int, region: Region, reuse: bool) -> None:
+        self.items.append((OPEN, buffer, tensor, region, reuse))
+
+    def hit(self, buffer: int, tensor: int, region: Region, reuse: bool) -> None:
+        self.items.append((HIT, buffer, tensor, region, reuse))
+
+    def store(self, buffer: int, tensor: int, region: Region, nbytes: int) -> None:
+        self.items.append((STORE, buffer, tensor, region, nbytes))
+
+    def free(self, buffer: int, charged_bytes: int) -> None:
+        self.items.append((FREE, buffer, charged_bytes))
+
+    def compute(self, unit: str, op: str, out_buffer: int, in_buffers: tuple[int, ...], macs: int, cycles: int,
+                padded_macs: int) -> None:
+        self.items.append((COMPUTE, unit, op, out_buffer, in_buffers, macs, cycles, padded_macs))
+
+    def clear(self) -> None:
+        """Drop every event."""
+        self.items.clear()
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def __iter__(self) -> Iterator[tuple]:
+        return iter(self.items)
+
+
+class NullLog:
+    """Records nothing: a Session with record_trace=False, or whose trace outgrew its limit."""
+
+    __slots__ = ()
+
+    def _skip(self, *_fields: object) -> None:
+        pass
+
+    enter = exit = alloc = load = open = hit = store = free = compute = add_tensor = _skip
+
+
+COLUMNAR = True  # the compiled EventLog (_events.pyx); tests switch it off to compare with the reference ListLog
+
+
+class Events:
+    """The events of a trace as a read-only sequence of the tuples documented above. Iterate it: indexing and
+    slicing read the events from the start (fine for tests, slow inside a loop)."""
+
+    __slots__ = ("log",)
+
+    def __init__(self, log: "ListLog | _events.EventLog") -> None:
+        self.log = log
+
+    def __iter__(self) -> Iterator[tuple]:
+        return iter(self.log)
+
+    def __len__(self) -> int:
+        return len(self.log)
+
+    def __getitem__(self, index: int | slice) -> tuple | list[tuple]:
+        return list(self.log)[index]
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, (Events, list, tuple)):
+            return list(self) == list(other)
+        return NotImplemented
+
+    def __repr__(self) -> str:
+        return f"Events({len(self)} events)"
+
+
+class Trace:
+    """An append-only event log plus the tensor and scope tables the events index into.
+
+    The session appends while the schedule runs (through `log`); readers iterate `events`. A hand-built trace
+    (tests, tools) may set `events` to a list of tuples instead.
+    """
+
+    __slots__ = ("log", "_events", "tensors", "scopes", "word_bytes")
+
+    def __init__(self, word_bytes: int) -> None:
+        from dsasim.traced._events import EventLog  # (here: _events imports this module's EventKind)
+
+        self.log = EventLog(word_bytes) if COLUMNAR else ListLog(word_bytes)
+        self._events: list[tuple] | None = None
         self.tensors: list[TensorInfo] = []
         self.scopes: list[ScopeInfo] = []
         self.word_bytes = word_bytes
 
+    @property
+    def events(self) -> "Events | list[tuple]":
+        """The events in order, as tuples (see the module docstring for their layouts)."""
+        return Events(self.log) if self._events is None else self._events
+
+    @events.setter
+    def events(self, events: list[tuple]) -> None:
+        self._events = events
+
     def freeze(self) -> "Trace":
-        """Make the event list immutable; returns self."""
-        self.events = tuple(self.events)
+        """End of recording (the Session appends nothing more); returns self."""
         return self
 
     def __len__(self) -> int:

@@ -1,0 +1,505 @@
+# cython: language_level=3, boundscheck=False, annotation_typing=False
+"""The compiled hot path of the memory model: `Session.access`, scope enter and exit, in their common cases.
+
+Each function handles the plain case in C and hands everything else to the Session's pure-Python method of the
+same rule (`_access_py`, `_enter_scope_py`, `_exit_scope_py`) *before* changing any state, so the rules and
+their error messages live once, in memory.py; what runs here is a faster path to the same events and counts
+(tests/test_memory.py compares the two on every demo and on random schedules). The plain case: no reuse flag,
+no blog quirks, keys of in-range ints, Segments and unit-step slices, a non-empty scope stack.
+"""
+
+import numpy as np
+
+from dsasim.traced.segments import Segment
+from dsasim.util import region_contains, regions_overlap
+
+
+cdef object _Tile = None
+cdef object _ScopeInstance = None
+cdef object _Session = None
+cdef object _NULL_LOG = None  # a Session's log when it records nothing: the core skips the call
+
+
+def bind(tile_type, scope_type, session_type, null_log):
+    """Give the core memory.py's classes and its log that records nothing (they are defined there, once)."""
+    global _Tile, _ScopeInstance, _Session, _NULL_LOG
+    _Tile, _ScopeInstance, _Session, _NULL_LOG = tile_type, scope_type, session_type, null_log
+
+
+cdef class Buffer:
+    """An SRAM buffer: holds one region of one tensor (or scratch data) until its scope exits."""
+
+    cdef public long long id, nbytes, charged_bytes, load_bytes, generation
+    cdef public object tensor, region, data
+    cdef public bint dirty, loaded_from_ddr, stale, freed
+
+    def __init__(self, long long buffer_id, tensor, region, long long nbytes, long long charged_bytes):
+        self.id = buffer_id
+        self.tensor = tensor
+        self.region = region
+        self.nbytes = nbytes
+        self.charged_bytes = charged_bytes
+        self.dirty = False
+        self.loaded_from_ddr = False
+        self.load_bytes = 0
+        self.generation = 0
+        self.stale = False
+        self.freed = False
+        self.data = None
+
+
+cdef class TileFields:
+    """The fields of a `Tile` (memory.py adds its methods): the buffer, the region it views, and the buffer's
+    generation when the tile was taken."""
+
+    cdef public object buffer, region
+    cdef public long long generation
+
+    def __init__(self, Buffer buffer, region):
+        self.buffer = buffer
+        self.region = region
+        self.generation = buffer.generation
+
+
+cdef inline object _new_tile(Buffer buffer, tuple region):
+    cdef TileFields tile = <TileFields>_Tile.__new__(_Tile)
+    tile.buffer = buffer
+    tile.region = region
+    tile.generation = buffer.generation
+    return tile
+
+
+cdef inline bint _contains(tuple outer, tuple inner):
+    cdef Py_ssize_t i, n = len(inner)
+    for i in range(n):
+        a = (<tuple>outer[i])
+        c = (<tuple>inner[i])
+        if <long long>c[0] < <long long>a[0] or <long long>c[1] > <long long>a[1]:
+            return False
+    return True
+
+
+cdef inline bint _overlap(tuple x, tuple y):
+    cdef Py_ssize_t i, n = len(x)
+    for i in range(n):
+        a = (<tuple>x[i])
+        c = (<tuple>y[i])
+        if <long long>c[1] <= <long long>a[0] or <long long>c[0] >= <long long>a[1]:
+            return False
+    return True
+
+
+cdef tuple _plain_region(tuple shape, tuple key, long long* elements):
+    """The region of a plain key (see the module docstring), or None for anything else."""
+    cdef Py_ssize_t nd = len(shape), nk = len(key), i
+    cdef long long extent, start, stop, n = 1
+    if nk > nd:
+        return None
+    region = []
+    for i in range(nd):
+        extent = shape[i]
+        if i >= nk:
+            region.append((0, extent))
+            n *= extent
+            continue
+        k = key[i]
+        kind = type(k)
+        if kind is Segment:
+            a = (<tuple>k)[0]
+            b = (<tuple>k)[1]
+            if type(a) is not int or type(b) is not int:
+                return None
+            start = a
+            stop = b
+            if not (0 <= start < stop <= extent):
+                return None
+            region.append(k)
+        elif kind is int:
+            start = k
+            if not (0 <= start < extent):
+                return None
+            stop = start + 1
+            region.append((k, k + 1))
+        elif kind is slice:
+            if (<slice>k).step is not None:
+                return None
+            a = (<slice>k).start
+            b = (<slice>k).stop
+            if a is None:
+                start = 0
+            elif type(a) is int:
+                start = a
+            else:
+                return None
+            if b is None:
+                stop = extent
+            elif type(b) is int:
+                stop = b
+                if stop > extent:
+                    stop = extent
+            else:
+                return None
+            if not (0 <= start < stop):
+                return None
+            region.append((start, stop))
+        else:
+            return None
+        n *= stop - start
+    elements[0] = n
+    return tuple(region)
+
+
+cdef tuple _slices(tuple region):
+    return tuple([slice((<tuple>pair)[0], (<tuple>pair)[1]) for pair in region])
+
+
+cdef enum:
+    MAX_DIMS = 8
+
+
+cdef int _mask_walk(tuple shape, tuple region, unsigned char* mask, bint mark) except -1:
+    """Over the elements of `region` in a C-order byte mask of `shape`: with mark, set them all and return 0;
+    without, return 1 when one of them is set. -1 never (errors propagate)."""
+    cdef Py_ssize_t nd = len(shape), d
+    cdef long long lo[MAX_DIMS]
+    cdef long long hi[MAX_DIMS]
+    cdef long long idx[MAX_DIMS]
+    cdef long long stride[MAX_DIMS]
+    cdef long long s = 1, base, j, a, b
+    for d in range(nd - 1, -1, -1):
+        stride[d] = s
+        s *= <long long>shape[d]
+        pair = <tuple>region[d]
+        lo[d] = pair[0]
+        hi[d] = pair[1]
+        idx[d] = lo[d]
+    a = lo[nd - 1]
+    b = hi[nd - 1]
+    while True:
+        base = 0
+        for d in range(nd - 1):
+            base += idx[d] * stride[d]
+        if mark:
+            for j in range(base + a, base + b):
+                mask[j] = 1
+        else:
+            for j in range(base + a, base + b):
+                if mask[j]:
+                    return 1
+        d = nd - 2
+        while d >= 0:
+            idx[d] += 1
+            if idx[d] < hi[d]:
+                break
+            idx[d] = lo[d]
+            d -= 1
+        if d < 0:
+            return 0
+
+
+cdef unsigned char* _dense_mask(arr) except? NULL:
+    """The byte mask of `arr`'s stored elements when it is one dense array of at most MAX_DIMS dimensions, else NULL."""
+    stored = arr.stored
+    if stored is None or stored.flat is None or len(arr.shape) > MAX_DIMS:
+        return NULL
+    cdef unsigned char[::1] flat = stored.flat
+    return &flat[0]
+
+
+def getitem(arr, key):
+    """`TracedArray.__getitem__` for a tuple key without a reuse flag (anything else: `_getitem_py`)."""
+    session = arr.session
+    kind = type(key)
+    cdef tuple k
+    if kind is tuple:
+        k = <tuple>key
+    elif kind is list:  # (the blog's Infer returns lists)
+        k = tuple(<list>key)
+    else:
+        return arr._getitem_py(key)
+    if not k or type(k[len(k) - 1]) is bool or session._broken is not None:
+        return arr._getitem_py(key)
+    return access(session, arr, k, False)
+
+
+def scope_init(scope, session, name=None, ways=None, buffers=None):
+    """`GlobalHierarchy.__init__` for a named scope with no ways (anything else: `_init_py`, which checks)."""
+    if type(name) is not str or not name or ways is not None or buffers is not None or type(session) is not _Session:
+        scope._init_py(session, name, ways, buffers)
+        return
+    scope.session = session
+    scope.name = name
+    scope.ways = None
+    scope._instance = None
+
+
+def scope_enter(scope):
+    """`GlobalHierarchy.__enter__`."""
+    session = scope.session
+    if session._broken is not None:
+        scope._instance = session._enter_scope(scope.name, scope.ways)
+    else:
+        scope._instance = enter_scope(session, scope.name, scope.ways)
+    return scope
+
+
+def scope_exit(scope, exc_type, exc, tb):
+    """`GlobalHierarchy.__exit__`."""
+    session = scope.session
+    if session._broken is not None:
+        session._exit_scope(scope._instance, exc)
+    else:
+        exit_scope(session, scope._instance, exc)
+
+
+def access(session, arr, tuple key, reuse):
+    """`Session.access` (see there): a hit, or a load / zero-open into a new buffer of the current scope."""
+    cdef long long elements = 0
+    if reuse is not False or session.blog_quirks:
+        return session._access_py(arr, key, reuse)
+    cdef list stack = session._stack
+    if not stack:
+        return session._access_py(arr, key, reuse)
+    cdef tuple region = _plain_region(arr.shape, key, &elements)
+    if region is None:
+        return session._access_py(arr, key, reuse)
+    live = arr.live
+    cdef dict by_id = live.by_id
+    hit = None
+    cdef Buffer b
+    if by_id:
+        if live.buckets is None:
+            for obj in by_id.values():
+                b = <Buffer>obj
+                if not b.stale and _contains(b.region, region):
+                    hit = b
+                    break
+        else:
+            hit = live.containing(region)
+        if hit is None and arr.writable:
+            for obj in (by_id.values() if live.buckets is None else live.overlapping(region)):
+                b = <Buffer>obj
+                if b.dirty and _overlap(b.region, region):
+                    return session._access_py(arr, key, reuse)  # the rule's CoherenceError
+    traffic = arr.traffic
+    counters = session.counters
+    traffic.blog_loaded_elements += elements
+    counters.blog_loaded_elements += elements
+    if hit is not None:
+        traffic.hits += 1
+        counters.hits += 1
+        if session._log is not _NULL_LOG:
+            session._log.hit((<Buffer>hit).id, arr.id, region, False)
+        return _new_tile(<Buffer>hit, region)
+    inst = stack[-1]
+    cdef long long nbytes = elements * <long long>session._word_bytes
+    # (Session._allocate, inlined)
+    ways = inst.ways
+    charged = nbytes * ways
+    live_bytes = session._live_bytes + charged
+    if live_bytes > session._sram_bytes:
+        session._overflow(arr, region, charged, inst)
+    session._live_bytes = live_bytes
+    if live_bytes > counters.peak_sram_bytes:
+        counters.peak_sram_bytes = live_bytes
+    buf = b = Buffer(session._next_buffer, arr, region, nbytes, charged)
+    session._next_buffer += 1
+    inst.buffers.append(buf)
+    inst.held[arr.id] = buf
+    if live.buckets is None and len(by_id) < live.scan_max:
+        by_id[b.id] = buf
+    else:
+        live.add(buf)
+    if session._log is not _NULL_LOG:
+        session._log.alloc(b.id, arr.id, region, nbytes, live_bytes - charged + (inst.instance % ways) * nbytes,
+                           charged)
+    # (Session._fill, inlined for a dense stored mask)
+    cdef unsigned char* mask = NULL
+    cdef bint opens
+    if not arr.writable:
+        opens = False
+    elif not arr.stored_any:
+        opens = True
+    else:
+        mask = _dense_mask(arr)
+        if mask == NULL:
+            session._fill(buf, arr, region, elements, False)
+            return _new_tile(b, region)
+        opens = not _mask_walk(arr.shape, region, mask, False)
+    if opens:  # a writable region never stored: zeros on chip, no DMA
+        b.loaded_from_ddr = False
+        b.load_bytes = 0
+        if session.numeric:
+            b.data = np.zeros(tuple([(<tuple>pair)[1] - (<tuple>pair)[0] for pair in region]), session.dtype)
+        traffic.opens += 1
+        counters.opens += 1
+        if session._log is not _NULL_LOG:
+            session._log.open(b.id, arr.id, region, False)
+    else:
+        b.loaded_from_ddr = True
+        b.load_bytes = nbytes
+        if session.numeric:  # an input is never written, so a view is as good as a copy
+            view = arr.data[_slices(region)]
+            b.data = view.copy() if arr.writable else view
+        counters.loaded_bytes += nbytes
+        counters.loads += 1
+        traffic.loaded_bytes += nbytes
+        traffic.loads += 1
+        if session._log is not _NULL_LOG:
+            session._log.load(b.id, arr.id, region, nbytes, False)
+    return _new_tile(b, region)
+
+
+def enter_scope(session, name, declared_ways):
+    """`Session._enter_scope` for a scope entered before (a new one is registered by the Python method)."""
+    cdef list stack = session._stack
+    parent = stack[-1] if stack else None
+    scope_id = session._scope_ids.get((parent.scope_id if parent is not None else -1, name))
+    if scope_id is None:
+        return session._enter_scope_py(name, declared_ways)
+    cdef list instances = session._scope_instances
+    instance = instances[scope_id]
+    instances[scope_id] = instance + 1
+    info = session.trace.scopes[scope_id]
+    inst = _ScopeInstance(scope_id, instance, info.ways, info.path)
+    stack.append(inst)
+    if session._log is not _NULL_LOG:
+        session._log.enter(scope_id, instance)
+    return inst
+
+
+def exit_scope(session, inst, exc):
+    """`Session._exit_scope` of a scope left normally: store its modified buffers, free them all."""
+    cdef list stack = session._stack
+    if exc is not None or not stack or stack[-1] is not inst:
+        return session._exit_scope_py(inst, exc)
+    log = session._log
+    cdef list buffers = inst.buffers
+    cdef Py_ssize_t i
+    cdef Buffer b
+    cdef long long freed_bytes = 0
+    try:
+        for i in range(len(buffers) - 1, -1, -1):
+            b = <Buffer>buffers[i]
+            if b.dirty:
+                _store(session, b)
+            b.freed = True
+            live = b.tensor.live
+            if live.buckets is None:
+                del live.by_id[b.id]
+            else:
+                live.remove(b)
+            session._live_bytes -= b.charged_bytes
+            if log is not _NULL_LOG:
+                log.free(b.id, b.charged_bytes)
+    except BaseException as err:  # e.g. a CoherenceError from a store: the rest of the scope is uncertain
+        session._abandon(inst, err)
+        raise
+    stack.pop()
+    if log is not _NULL_LOG:
+        log.exit(inst.scope_id, inst.instance)
+    limit = session._trace_event_limit
+    if limit is not None and len(log) > limit:
+        session._drop_trace()
+
+
+cdef _store(session, Buffer buf):
+    """`Session._store` for a buffer of a DDR tensor with a dense stored mask, else the method."""
+    arr = buf.tensor
+    if arr.scratch:
+        return session._store(buf)
+    live = arr.live
+    region = buf.region
+    if live.buckets is not None:
+        return session._store(buf)
+    cdef Buffer other
+    for obj in live.by_id.values():
+        other = <Buffer>obj
+        if other is not buf and _overlap(other.region, region):
+            if other.dirty:
+                return session._store(buf)  # the rule's CoherenceError
+            other.stale = True
+    if arr.stored is None:
+        return session._store(buf)
+    cdef unsigned char* mask = _dense_mask(arr)
+    if mask == NULL:
+        return session._store(buf)
+    _mask_walk(arr.shape, region, mask, True)
+    arr.stored_any = True
+    if buf.data is not None:
+        arr.data[_slices(region)] = buf.data
+    buf.dirty = False
+    cdef long long elements = 1
+    for pair in region:
+        elements *= <long long>pair[1] - <long long>pair[0]
+    nbytes = elements * <long long>session._word_bytes
+    counters = session.counters
+    counters.stored_bytes += nbytes
+    counters.stores += 1
+    traffic = arr.traffic
+    traffic.stored_bytes += nbytes
+    traffic.stores += 1
+    if session._log is not _NULL_LOG:
+        session._log.store(buf.id, arr.id, region, nbytes)
+
+
+def product_apply(product, out, accumulate):
+    """`Product.apply`: check the operands live, mark the output written, compute (numeric mode), trace it."""
+    session = product.session
+    if type(out) is not _Tile or session._broken is not None:
+        return product._apply_py(out, accumulate)
+    cdef Buffer ob = <Buffer?>out.buffer
+    arr = ob.tensor
+    if arr.session is not session or not arr.writable or ob.generation != <long long>out.generation \
+            or ob.freed or ob.stale:
+        return product._apply_py(out, accumulate)  # the rule's error
+    cdef tuple region = out.region
+    cdef tuple shape = product.out_shape
+    cdef Py_ssize_t nd = len(region), i
+    cdef long long elements = 1, extent
+    same = len(shape) == nd
+    for i in range(nd):
+        pair = <tuple>region[i]
+        extent = <long long>pair[1] - <long long>pair[0]
+        elements *= extent
+        if same and extent != <long long>shape[i]:
+            same = False
+    if not same and not (shape == (1,) and elements == 1):
+        return product._apply_py(out, accumulate)
+    cdef list ids = []
+    cdef Buffer tb
+    for t in product.inputs:
+        tb = <Buffer?>t.buffer
+        if tb.generation != <long long>t.generation or tb.freed or tb.stale:
+            return product._apply_py(out, accumulate)
+        ids.append(tb.id)
+    session.pending_products.pop(id(product), None)
+    counters = session.counters
+    if not ob.dirty:  # (Session.mark_written)
+        ob.dirty = True
+        if ob.loaded_from_ddr:
+            ob.loaded_from_ddr = False
+            counters.rmw_bytes += ob.load_bytes
+            arr.traffic.rmw_bytes += ob.load_bytes
+    if session.numeric:
+        result = product.compute()
+        view = ob.data
+        if region is not ob.region and region != ob.region:
+            view = view[tuple([slice((<tuple>p)[0] - (<tuple>q)[0], (<tuple>p)[1] - (<tuple>q)[0])
+                               for p, q in zip(region, ob.region)])]
+        if result.shape != view.shape:
+            result = result.reshape(view.shape)
+        if accumulate:
+            view += result
+        else:
+            view[...] = result
+    unit = product.unit
+    macs, cycles, padded = product.macs, product.cycles, product.padded_macs
+    counters.macs += macs  # (Session.emit_compute)
+    counters.padded_macs += padded
+    if unit == "tensorcore":
+        counters.tensorcore_cycles += cycles
+    else:
+        counters.vector_cycles += cycles
+    if session._log is not _NULL_LOG:
+        session._log.compute(unit, product.op, ob.id, tuple(ids), macs, cycles, padded)

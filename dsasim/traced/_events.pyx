@@ -1,0 +1,289 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, annotation_typing=False
+"""The columnar event log: a trace's events packed into int64 words, about 36 B per event instead of ~190.
+
+`EventLog` has one append method per event kind, called by the Session, and yields the documented tuples of
+trace.py back (`iter`), so every reader sees the same events as `ListLog`, the plain list of tuples it replaces
+(the tested reference: tests/test_memory.py compares the two on every demo and on random schedules).
+
+Packing (words are int64, stored in fixed chunks so that growing never copies): the first word of an event is
+kind | reuse << 4 | id << 8, id being the buffer (the out buffer of a COMPUTE, the scope of ENTER/EXIT);
+  ENTER/EXIT    instance
+  ALLOC         tensor | region << 24, address, charged_bytes
+  LOAD/OPEN/HIT/STORE  tensor | region << 24
+  FREE          charged_bytes
+  COMPUTE       compute | len(in_buffers) << 40, then one word per input buffer
+`region` is an offset into the region table (2 words per dimension, start and stop), shared by the events of
+one buffer; `compute` indexes a table of (unit, op, macs, cycles, padded_macs). The nbytes of ALLOC, LOAD and
+STORE are the region's elements x word_bytes (the trace's rule), so they are not stored.
+"""
+
+from libc.stdint cimport int64_t
+
+import numpy as np
+
+cdef int CHUNK_BITS = 16
+cdef int64_t CHUNK = 1 << 16  # words per chunk (512 KiB)
+cdef int64_t SKIP = 15  # kind of the filler that ends a chunk early (a record never straddles two chunks)
+cdef int64_t TENSOR_MASK = (1 << 24) - 1
+
+from dsasim.traced import trace
+
+cdef int64_t ENTER = trace.ENTER, EXIT = trace.EXIT, ALLOC = trace.ALLOC, LOAD = trace.LOAD, OPEN = trace.OPEN
+cdef int64_t HIT = trace.HIT, COMPUTE = trace.COMPUTE, STORE = trace.STORE, FREE = trace.FREE
+
+
+cdef class _Words:
+    """A growing sequence of int64 words in fixed chunks."""
+
+    cdef list chunks
+    cdef int64_t* cur
+    cdef int64_t pos  # next free word of the current chunk
+    cdef int64_t size  # words before the current chunk
+
+    def __cinit__(self):
+        self.chunks = []
+        self.cur = NULL
+        self.pos = CHUNK
+        self.size = -CHUNK
+
+    cdef inline int64_t* room(self, int64_t n) except NULL:
+        """Pointer to n free words in one chunk (starting a chunk, with a filler, when the current is short)."""
+        cdef int64_t[::1] view
+        if self.pos + n > CHUNK:
+            if n > CHUNK:
+                raise ValueError(f"an event of {n} words does not fit a chunk of {CHUNK}")
+            if self.cur != NULL:
+                self.cur[self.pos] = SKIP
+            arr = np.empty(CHUNK, np.int64)
+            self.chunks.append(arr)
+            view = arr
+            self.cur = &view[0]
+            self.size += CHUNK
+            self.pos = 0
+        cdef int64_t* p = self.cur + self.pos
+        self.pos += n
+        return p
+
+    cdef tuple state(self):
+        return (list(self.chunks), self.pos)
+
+    cdef void restore(self, list chunks, int64_t pos):
+        cdef int64_t[::1] view
+        self.chunks = chunks
+        self.size = (len(chunks) - 1) * CHUNK
+        self.pos = pos
+        if chunks:
+            view = chunks[len(chunks) - 1]
+            self.cur = &view[0]
+
+    cdef inline int64_t offset(self, int64_t* p):
+        return self.size + (p - self.cur)
+
+    def nbytes(self):
+        return len(self.chunks) * CHUNK * 8
+
+
+cdef class EventLog:
+    """A trace's events, columnar; the append methods mirror `ListLog`'s (see trace.py)."""
+
+    cdef _Words words
+    cdef _Words regions
+    cdef list ndims  # per tensor
+    cdef list last_region  # per tensor: the region last interned, and its offset
+    cdef list last_offset
+    cdef dict compute_ids
+    cdef list computes
+    cdef public int64_t word_bytes
+    cdef int64_t count
+
+    def __cinit__(self, int64_t word_bytes):
+        self.words = _Words()
+        self.regions = _Words()
+        self.ndims = []
+        self.last_region = []
+        self.last_offset = []
+        self.compute_ids = {}
+        self.computes = []
+        self.word_bytes = word_bytes
+        self.count = 0
+
+    def add_tensor(self, int ndim):
+        """A new tensor (ids in order) with `ndim` dimensions."""
+        self.ndims.append(ndim)
+        self.last_region.append(None)
+        self.last_offset.append(-1)
+
+    cdef int64_t _region(self, int64_t tensor, tuple region) except -1:
+        """The region's offset in the region table, reusing the tensor's last one when equal."""
+        last = self.last_region[tensor]
+        if last is region or last == region:
+            return self.last_offset[tensor]
+        cdef Py_ssize_t n = len(region), i
+        cdef int64_t* p = self.regions.room(2 * n)
+        for i in range(n):
+            pair = region[i]
+            if isinstance(pair, tuple):  # (a Segment is one)
+                p[2 * i] = (<tuple>pair)[0]
+                p[2 * i + 1] = (<tuple>pair)[1]
+            else:
+                p[2 * i] = pair[0]
+                p[2 * i + 1] = pair[1]
+        cdef int64_t off = self.regions.offset(p)
+        self.last_region[tensor] = region
+        self.last_offset[tensor] = off
+        return off
+
+    def __reduce__(self):
+        # (pickling, e.g. a trace sent between processes: the chunks themselves, pointers rebuilt on load)
+        return (_restore, (self.word_bytes, self.ndims, self.computes, self.count, self.words.state(),
+                           self.regions.state()))
+
+    def clear(self):
+        """Drop every event (the tables of tensors stay)."""
+        self.words = _Words()
+        self.regions = _Words()
+        self.last_region = [None] * len(self.ndims)
+        self.last_offset = [-1] * len(self.ndims)
+        self.count = 0
+
+    def __len__(self):
+        return self.count
+
+    def nbytes(self):
+        """Bytes held by the event words and the region table."""
+        return self.words.nbytes() + self.regions.nbytes()
+
+    # -- appends, one per kind (argument order = the tuple layout of trace.py after the kind) ------------------
+    def enter(self, int64_t scope_id, int64_t instance):
+        cdef int64_t* p = self.words.room(2)
+        p[0] = ENTER | scope_id << 8
+        p[1] = instance
+        self.count += 1
+
+    def exit(self, int64_t scope_id, int64_t instance):
+        cdef int64_t* p = self.words.room(2)
+        p[0] = EXIT | scope_id << 8
+        p[1] = instance
+        self.count += 1
+
+    def alloc(self, int64_t buffer, int64_t tensor, tuple region, int64_t nbytes, int64_t address,
+              int64_t charged_bytes):
+        cdef int64_t off = self._region(tensor, region)
+        cdef int64_t* p = self.words.room(4)
+        p[0] = ALLOC | buffer << 8
+        p[1] = tensor | off << 24
+        p[2] = address
+        p[3] = charged_bytes
+        self.count += 1
+
+    cdef inline void _access(self, int64_t kind, int64_t buffer, int64_t tensor, tuple region, bint reuse) except *:
+        cdef int64_t off = self._region(tensor, region)
+        cdef int64_t* p = self.words.room(2)
+        p[0] = kind | (<int64_t>reuse) << 4 | buffer << 8
+        p[1] = tensor | off << 24
+        self.count += 1
+
+    def load(self, int64_t buffer, int64_t tensor, tuple region, int64_t nbytes, bint reuse):
+        self._access(LOAD, buffer, tensor, region, reuse)
+
+    def open(self, int64_t buffer, int64_t tensor, tuple region, bint reuse):
+        self._access(OPEN, buffer, tensor, region, reuse)
+
+    def hit(self, int64_t buffer, int64_t tensor, tuple region, bint reuse):
+        self._access(HIT, buffer, tensor, region, reuse)
+
+    def store(self, int64_t buffer, int64_t tensor, tuple region, int64_t nbytes):
+        self._access(STORE, buffer, tensor, region, False)
+
+    def free(self, int64_t buffer, int64_t charged_bytes):
+        cdef int64_t* p = self.words.room(2)
+        p[0] = FREE | buffer << 8
+        p[1] = charged_bytes
+        self.count += 1
+
+    def compute(self, str unit, str op, int64_t out_buffer, tuple in_buffers, int64_t macs, int64_t cycles,
+                int64_t padded_macs):
+        key = (unit, op, macs, cycles, padded_macs)
+        cid = self.compute_ids.get(key)
+        if cid is None:
+            cid = self.compute_ids[key] = len(self.computes)
+            self.computes.append(key)
+        cdef Py_ssize_t n = len(in_buffers), i
+        cdef int64_t* p = self.words.room(2 + n)
+        p[0] = COMPUTE | out_buffer << 8
+        p[1] = <int64_t>cid | (<int64_t>n) << 40
+        for i in range(n):
+            p[2 + i] = in_buffers[i]
+        self.count += 1
+
+    # -- reading -------------------------------------------------------------------------------------------------
+    def __iter__(self):
+        """The events as the tuples of trace.py, in order."""
+        cdef int64_t[::1] wview, rview
+        cdef int64_t* w
+        cdef int64_t* r
+        cdef int64_t pos, end, head, kind, ident, second, off, tensor, n, i, elements
+        cdef list region_chunks = self.regions.chunks
+        cdef list ndims = self.ndims
+        cdef list computes = self.computes
+        cdef int64_t word_bytes = self.word_bytes
+        cdef int64_t left = self.count
+        cdef int nd
+        for chunk in self.words.chunks:
+            wview = chunk
+            w = &wview[0]
+            pos = 0
+            while pos < CHUNK and left > 0:
+                head = w[pos]
+                kind = head & 15
+                if kind == SKIP:
+                    break
+                left -= 1
+                ident = head >> 8
+                if kind == ENTER or kind == EXIT or kind == FREE:
+                    yield (kind, ident, w[pos + 1])
+                    pos += 2
+                    continue
+                if kind == COMPUTE:
+                    second = w[pos + 1]
+                    n = second >> 40
+                    unit, op, macs, cycles, padded = computes[second & ((1 << 40) - 1)]
+                    yield (COMPUTE, unit, op, ident, tuple([w[pos + 2 + i] for i in range(n)]), macs, cycles, padded)
+                    pos += 2 + n
+                    continue
+                second = w[pos + 1]
+                tensor = second & TENSOR_MASK
+                off = second >> 24
+                rview = region_chunks[off >> CHUNK_BITS]
+                r = &rview[0] + (off & (CHUNK - 1))
+                nd = ndims[tensor]
+                elements = 1
+                pairs = []
+                for i in range(nd):
+                    pairs.append((r[2 * i], r[2 * i + 1]))
+                    elements *= r[2 * i + 1] - r[2 * i]
+                region = tuple(pairs)
+                if kind == ALLOC:
+                    yield (ALLOC, ident, tensor, region, elements * word_bytes, w[pos + 2], w[pos + 3])
+                    pos += 4
+                    continue
+                pos += 2
+                if kind == LOAD:
+                    yield (LOAD, ident, tensor, region, elements * word_bytes, bool(head & 16))
+                elif kind == STORE:
+                    yield (STORE, ident, tensor, region, elements * word_bytes)
+                else:
+                    yield (kind, ident, tensor, region, bool(head & 16))
+
+
+def _restore(word_bytes, ndims, computes, count, words, regions):
+    """An EventLog from the state `EventLog.__reduce__` gave (no further appends: the region cache is empty)."""
+    cdef EventLog log = EventLog(word_bytes)
+    for ndim in ndims:
+        log.add_tensor(ndim)
+    log.computes = list(computes)
+    log.compute_ids = {key: i for i, key in enumerate(computes)}
+    log.count = count
+    log.words.restore(words[0], words[1])
+    log.regions.restore(regions[0], regions[1])
+    return log
