@@ -246,6 +246,7 @@ cdef class _Lowering(TraceChecker):
     cdef long long[::1] dur, op_bytes, ptr, deps
     cdef int[::1] tensor, buffer, event, prev
     cdef list region, extra  # per op: its region; FREE-node deps patched onto earlier ops: (op, dep)
+    cdef dict regions  # each distinct region once: ops share it (demo1's 8 M ops name far fewer regions)
     cdef object last_on_a
     cdef long long[::1] last_on  # per engine, its last op
     # buffers
@@ -280,7 +281,7 @@ cdef class _Lowering(TraceChecker):
         self.grow_deps(2048)
         self.grow_buffers(256)
         self.grow_final(512)
-        self.region, self.extra = [], []
+        self.region, self.extra, self.regions = [], [], {}
         self.last_on_a = np.full(self.n_eng, -1, np.int64)
         self.last_on = self.last_on_a
         self.r_last_a = np.zeros(16, np.int64)
@@ -338,7 +339,7 @@ cdef class _Lowering(TraceChecker):
         self.kind[op], self.engine[op], self.dur[op], self.port[op] = kind, engine, dur, port
         self.op_bytes[op], self.tensor[op], self.buffer[op], self.event[op] = nbytes, tensor, buffer, event
         self.ddr[op] = ddr
-        self.region.append(region)
+        self.region.append(self.regions.setdefault(region, region))
         self.ptr[op + 1] = self.n_deps
         if engine >= 0:
             self.prev[op] = self.last_on[engine]

@@ -361,6 +361,7 @@ cdef class TraceChecker:
             raise _fail(idx, event, f"charged_bytes {charged!r} differs from the {self.b_charged[b]} B its ALLOC "
                                     f"charged")
         self.b_state[b] = _FREED
+        self.b_region[b] = None  # a freed buffer's region is never read again: keep memory to the live ones
         depth = self.b_scope[b]
         if depth >= 0:
             self.open_live[depth] -= 1
