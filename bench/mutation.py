@@ -62,6 +62,8 @@ MUTANTS: list[Mutant] = [
            "        if not reuse:\n            blog =", "        if True:\n            blog =", MEMORY_TESTS),
     Mutant("capacity check with >=", "dsasim/traced/memory.py",
            "        if live > self._sram_bytes:", "        if live >= self._sram_bytes:", MEMORY_TESTS),
+    Mutant("capacity check with >= (compiled core)", "dsasim/traced/_core.pyx",
+           "    if live_bytes > session._sram_bytes:", "    if live_bytes >= session._sram_bytes:", MEMORY_TESTS),
     Mutant("ways not charged", "dsasim/traced/memory.py",
            "        charged = nbytes * inst.ways", "        charged = nbytes", MEMORY_TESTS),
     Mutant("modified buffer not stored at scope exit", "dsasim/traced/memory.py",

@@ -1253,3 +1253,19 @@ def test_a_columnar_trace_pickles_and_keeps_growing():
     copy.log.alloc(1, 0, ((1, 2), (0, 3)), 12, 0, 12)
     assert list(copy.events)[5:] == [(ENTER, 0, 1), (ALLOC, 1, 0, ((1, 2), (0, 3)), 12, 0, 12)]
     assert len(s.trace) == 5
+
+
+@pytest.mark.parametrize("compiled", [True, False])
+def test_capacity_equal_to_the_live_bytes_fits_on_both_paths(compiled):
+    """3 loads of 10 B in a 30 B SRAM fit exactly (the rule is live > sram_bytes), a fourth overflows by 10 B;
+    on the compiled core and on the Python reference alike."""
+    def run():
+        s = Session(tiny(sram_bytes=30), numeric=False)
+        a = s.input("a", (8, 10))
+        with GlobalHierarchy(s, "rows"):
+            for i in range(3):
+                a[i, :]                                # 10, 20, 30 B live: fits
+            assert s.live_sram_bytes == 30
+            with pytest.raises(SramOverflowError, match=r"allocating 10 B for a\[3:4, 0:10\]"):
+                a[3, :]                                # 40 B > 30
+    _with_core(compiled, run)
