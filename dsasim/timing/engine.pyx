@@ -24,7 +24,8 @@ from __future__ import annotations
 import numpy as np
 
 from dsasim.timing.errors import DeadlockError
-from dsasim.timing.model import OpGraph, overlaps
+from dsasim.timing.model cimport RegionColumn
+from dsasim.timing.model import OpGraph
 
 
 class Timeline:
@@ -60,7 +61,8 @@ cdef class _ListScheduler:
     cdef int[::1] engine_ports
     cdef unsigned char[::1] ddr_check
     cdef Py_ssize_t[::1] heads, q_end, q_ops  # engine e's queue is q_ops[q_start[e]:q_end[e]]; heads: positions
-    cdef list port_order, compute_engines, transfer_engines, region
+    cdef list port_order, compute_engines, transfer_engines
+    cdef RegionColumn region
 
     def __init__(self, g: OpGraph) -> None:
         self.g = g
@@ -130,8 +132,6 @@ cdef class _ListScheduler:
         cdef Py_ssize_t k, j
         cdef long long e
         cdef Py_ssize_t[::1] ops
-        region = self.region
-        reg = region[op]
         for of_engine in self.g.ddr_lists(op):  # ends are increasing along each list (one in-order engine each)
             ops = of_engine
             k = _count_below(ops, op) - 1
@@ -140,7 +140,7 @@ cdef class _ListScheduler:
                 e = self.ends[j]
                 if 0 <= e <= r:
                     break
-                if overlaps(region[j], reg):
+                if self.region.overlaps(j, op):
                     if e < 0:
                         return -1
                     r = e
@@ -254,7 +254,7 @@ def _waits_for(g: OpGraph, op: int, ends: list[int], heads: list[int], resolve) 
         lists = g.ddr_lists(op)
         for ops in lists:
             for j in ops:
-                if j < op and ends[j] < 0 and overlaps(g.region[j], g.region[op]):
+                if j < op and ends[j] < 0 and g.region.overlaps(j, op):
                     return j
     return None
 

@@ -44,16 +44,20 @@ operation queued behind the waiting load) is reported by the scheduler (`engine.
 
 from __future__ import annotations
 
-from bisect import bisect_right
 from dataclasses import dataclass
 from fractions import Fraction
 
 import numpy as np
 
+from libc.stdint cimport int64_t
+from libc.string cimport memmove
+
 from dsasim.hardware import Accelerator
-from dsasim.util import ceil_div, regions_overlap
-from dsasim.traced.trace import ALLOC, COMPUTE, FREE, LOAD, OPEN, STORE, Region, Trace, format_region
+from dsasim.util import regions_overlap
+from dsasim.traced.trace import ALLOC, COMPUTE, FREE, LOAD, OPEN, STORE, Trace, format_region
+from dsasim.traced._events cimport EventLog
 from dsasim.timing.validate cimport TraceChecker
+from dsasim.timing.validate import _grown
 
 # operation kinds
 LOAD_OP, STORE_OP, TC_OP, VEC_OP, OPEN_OP, FREE_OP = range(6)
@@ -61,47 +65,108 @@ KIND_NAMES = ("load", "store", "tensorcore", "vector", "open", "free")
 # dependency reasons, stored in the low two bits of an encoded dependency (op * 4 + reason)
 DATA, SLOT, WAR = 0, 1, 2
 REASON_NAMES = ("data", "slot", "war")
-cdef int K_LOAD = LOAD, K_COMPUTE = COMPUTE, K_ALLOC = ALLOC, K_FREE = FREE, K_STORE = STORE, K_OPEN = OPEN
 cdef int C_LOAD_OP = LOAD_OP, C_STORE_OP = STORE_OP, C_TC_OP = TC_OP, C_VEC_OP = VEC_OP, C_OPEN_OP = OPEN_OP
 cdef int C_FREE_OP = FREE_OP
+cdef int64_t C_DATA = DATA, C_SLOT = SLOT, C_WAR = WAR
 
 
 cdef class _Occupancy:
-    """Which buffer last occupied each SRAM byte: disjoint [start, stop) runs, sorted by start."""
+    """Which buffer last occupied each SRAM byte: disjoint [start, stop) runs sorted by start, in C arrays."""
 
-    cdef list starts, stops, owners, one
+    cdef Py_ssize_t n, cap
+    cdef object runs_a, prev_a
+    cdef int64_t[:, ::1] runs  # (start, stop, owner) per run
+    cdef int64_t[::1] prev  # the owners `take` found
 
     def __init__(self) -> None:
-        self.starts, self.stops, self.owners, self.one = [], [], [], [None]
+        self.n, self.cap = 0, 64
+        self.runs_a, self.prev_a = np.zeros((64, 3), np.int64), np.zeros(64, np.int64)
+        self.runs, self.prev = self.runs_a, self.prev_a
 
-    cdef list take(self, object start, object stop, object buffer):
-        """Give [start, stop) to `buffer`; return the buffers that last held any of those bytes (a list to read
-        at once: the common case reuses one)."""
-        cdef Py_ssize_t i, j
-        if stop <= start:
-            return []
-        i = bisect_right(self.starts, start)
-        if i and self.stops[i - 1] > start:
+    cdef Py_ssize_t take(self, int64_t start, int64_t stop, int64_t buffer) except -1:
+        """Give [start, stop) to `buffer`; the buffers that last held any of those bytes are prev[:returned count]
+        (the common case: one, a slot's next turn)."""
+        cdef Py_ssize_t lo = 0, hi = self.n, mid, i, j, k, m, count = 0
+        cdef int64_t left, right
+        while lo < hi:  # i: the first run starting after `start`
+            mid = (lo + hi) // 2
+            if self.runs[mid, 0] <= start:
+                lo = mid + 1
+            else:
+                hi = mid
+        i = lo
+        if i and self.runs[i - 1, 1] > start:
             i -= 1
-            if self.starts[i] == start and self.stops[i] == stop:  # the same bytes again (a slot's next turn)
-                self.one[0] = self.owners[i]
-                self.owners[i] = buffer
-                return self.one
+            if self.runs[i, 0] == start and self.runs[i, 1] == stop:  # the same bytes again
+                self.prev[0] = self.runs[i, 2]
+                self.runs[i, 2] = buffer
+                return 1
         j = i
-        previous = []
-        new = [(start, stop, buffer)]
-        while j < len(self.starts) and self.starts[j] < stop:
-            a, b, owner = self.starts[j], self.stops[j], self.owners[j]
-            if owner not in previous:
-                previous.append(owner)
-            if a < start:
-                new.append((a, start, owner))
-            if b > stop:
-                new.append((stop, b, owner))
+        while j < self.n and self.runs[j, 0] < stop:
+            for k in range(count):
+                if self.prev[k] == self.runs[j, 2]:
+                    break
+            else:
+                if count == len(self.prev_a):
+                    self.prev_a = _grown(self.prev_a, 2 * count)
+                    self.prev = self.prev_a
+                self.prev[count] = self.runs[j, 2]
+                count += 1
             j += 1
-        new.sort()
-        self.starts[i:j], self.stops[i:j], self.owners[i:j] = [[r[k] for r in new] for k in range(3)]
-        return previous
+        # runs i..j-1 become: the part of run i before `start`, the new run, the part of run j-1 after `stop`
+        left = self.runs[i, 0] if j > i and self.runs[i, 0] < start else -1
+        right = self.runs[j - 1, 1] if j > i and self.runs[j - 1, 1] > stop else -1
+        cdef int64_t left_owner = self.runs[i, 2] if left >= 0 else 0, right_owner = self.runs[j - 1, 2] if right >= 0 else 0
+        m = 1 + (left >= 0) + (right >= 0)
+        if self.n - (j - i) + m > self.cap:
+            self.cap *= 2
+            self.runs_a = np.concatenate([self.runs_a, np.zeros_like(self.runs_a)])
+            self.runs = self.runs_a
+        if self.n > j:
+            memmove(&self.runs[i + m, 0], &self.runs[j, 0], (self.n - j) * 3 * sizeof(int64_t))
+        self.n += m - (j - i)
+        k = i
+        if left >= 0:
+            self.runs[k, 0], self.runs[k, 1], self.runs[k, 2] = left, start, left_owner
+            k += 1
+        self.runs[k, 0], self.runs[k, 1], self.runs[k, 2] = start, stop, buffer
+        if right >= 0:
+            self.runs[k + 1, 0], self.runs[k + 1, 1], self.runs[k + 1, 2] = stop, right, right_owner
+        return count
+
+
+cdef class RegionColumn:
+    """Per operation, the region it moves or computes into, as a tuple of (start, stop) pairs (None for a FREE
+    node), read on demand from the trace's region table: 8 bytes per operation instead of a tuple each.
+    Attributes: model.pxd."""
+
+    def __init__(self, EventLog log, offsets: np.ndarray, tensors: np.ndarray, ndim: np.ndarray) -> None:
+        self.log, self.offsets_a, self.tensors_a, self.ndim_a = log, offsets, tensors, ndim
+        self.offsets, self.tensors, self.ndim = offsets, tensors, ndim
+
+    def __len__(self) -> int:
+        return len(self.offsets_a)
+
+    def __getitem__(self, Py_ssize_t op):
+        if not 0 <= op < len(self.offsets_a):
+            raise IndexError(f"operation {op} out of range 0..{len(self.offsets_a) - 1}")
+        if self.offsets[op] < 0:
+            return None
+        return self.log.region_at(self.offsets[op], self.ndim[self.tensors[op]])
+
+    def __iter__(self):
+        for op in range(len(self.offsets_a)):
+            yield self[op]
+
+    cpdef bint overlaps(self, Py_ssize_t a, Py_ssize_t b):
+        """Whether the regions of operations a and b (of one tensor) share an element."""
+        cdef int64_t* ra = self.log.regions.at(self.offsets[a])
+        cdef int64_t* rb = self.log.regions.at(self.offsets[b])
+        cdef int64_t i
+        for i in range(self.ndim[self.tensors[a]]):
+            if ra[2 * i] >= rb[2 * i + 1] or rb[2 * i] >= ra[2 * i + 1]:
+                return False
+        return True
 
 
 @dataclass
@@ -122,7 +187,7 @@ class OpGraph:
     nbytes: np.ndarray  # int64
     tensor: np.ndarray  # int32 trace tensor id, -1 for FREE nodes
     buffer: np.ndarray  # int32
-    region: list[Region | None]
+    region: RegionColumn  # per op, its region tuple (None for FREE nodes), read from the trace's region table
     event: np.ndarray  # int32 index of the trace event (for a FREE node, of its FREE event)
     prev_on_engine: np.ndarray  # int32 previous operation of the same engine, -1 if first
     ddr_check: np.ndarray  # bool: transfers of writable tensors, whose DDR dependencies the scheduler resolves
@@ -229,39 +294,39 @@ cdef class _Lowering(TraceChecker):
     TraceError before it is lowered) and applies that kind's rules.
 
     Operations are columns of growable numpy arrays (index = op id), their dependencies one flat array (op * 4 +
-    reason) cut by `dep_ptr`. Buffers have persistent columns (index = buffer id: tensor, bytes, first fill, freed,
-    the users whose end releases the slot) and, while live, a row of working state (the op that last wrote it, the
-    last op per engine that read its current contents (`readers`) and that used it since its last fill (`users`),
-    the region it holds, the slot dependencies of its first fill); rows are reused after a FREE."""
+    reason) cut by `dep_ptr`. Buffers have persistent columns (index = buffer id: first fill, freed, the users
+    whose end releases the slot) and, while live, a row of working state (the op that last wrote it, the last op
+    per engine that read its current contents (`readers`) and that used it since its last fill (`users`), the
+    region it holds, the slot dependencies of its first fill); rows are reused after a FREE."""
 
-    cdef int channels, e_store, e_tc, e_vec, p_load, p_store, n_loads, n_eng
+    cdef int channels, e_store, e_tc, e_vec, p_load, p_store, n_eng
     cdef bint shared
     cdef list engine_names, engine_ports
-    cdef object setup, bw_num, bw_den
-    cdef dict xfer_cycles
-    cdef Py_ssize_t n, cap, n_deps, dep_cap, n_buf, buf_cap, n_final, final_cap
+    cdef int64_t setup, bw_num, bw_den, n_loads
+    cdef Py_ssize_t n, cap, n_deps, dep_cap, n_final, final_cap, n_pool, pool_cap
     cdef object kind_a, engine_a, port_a, ddr_a, dur_a, op_bytes_a, tensor_a, buffer_a, event_a, prev_a, ptr_a, dep_a
+    cdef object region_a
     cdef signed char[::1] kind, engine, port
     cdef unsigned char[::1] ddr
-    cdef long long[::1] dur, op_bytes, ptr, deps
+    cdef int64_t[::1] dur, op_bytes, ptr, deps, region
     cdef int[::1] tensor, buffer, event, prev
-    cdef list region, extra  # per op: its region; FREE-node deps patched onto earlier ops: (op, dep)
-    cdef dict regions  # each distinct region once: ops share it (demo1's 8 M ops name far fewer regions)
-    cdef object last_on_a
-    cdef long long[::1] last_on  # per engine, its last op
+    cdef list extra  # FREE-node deps patched onto earlier ops: (op, dep)
+    cdef int64_t[::1] last_on  # per engine, its last op
     # buffers
-    cdef object b_first_a, b_freed_a, b_row_a, b_fptr_a, b_fn_a, final_a  # (tensor, bytes: TraceChecker's)
+    cdef object b_first_a, b_freed_a, b_row_a, b_fptr_a, b_fn_a, final_a, pool_a
     cdef int[::1] b_row, b_fn
-    cdef long long[::1] b_first, b_fptr, final
+    cdef int64_t[::1] b_first, b_fptr, final, pool
     cdef unsigned char[::1] b_freed
-    # live rows
-    cdef object r_last_a
-    cdef long long[::1] r_last
-    cdef list r_region, r_pending, free_rows
+    cdef Py_ssize_t lb_cap
+    # live rows; a row's pending slot dependencies are pool[r_pptr:r_pptr + r_pn], r_pn = -1 once filled
+    cdef object r_last_a, r_region_a, r_pptr_a, r_pn_a
+    cdef int64_t[::1] r_last, r_region, r_pptr
+    cdef int[::1] r_pn
+    cdef list free_rows
     cdef _EngineMap readers, users
     cdef dict forward_waiters
     cdef _Occupancy occupancy
-    cdef object live_charged, peak_charged, macs, tc_macs, padded_macs, loaded, stored
+    cdef int64_t live_charged, peak_charged, macs, tc_macs, padded_macs, loaded, stored
 
     def __init__(self, trace: Trace, hardware: Accelerator) -> None:
         super().__init__(trace, hardware)
@@ -274,19 +339,30 @@ cdef class _Lowering(TraceChecker):
         self.p_load, self.p_store = 0, (0 if self.shared else 1)
         self.engine_ports = [self.p_load] * channels + [self.p_store, -1, -1]
         bw = Fraction(repr(float(hardware.dram_bytes_per_cycle)))  # exact integer arithmetic for the cycles
+        if bw.numerator >= 1 << 31 or bw.denominator >= 1 << 31:
+            bw = bw.limit_denominator(1 << 20)
         self.setup, self.bw_num, self.bw_den = hardware.dma_setup_cycles, bw.numerator, bw.denominator
-        self.xfer_cycles = {}
-        self.n = self.n_deps = self.n_buf = self.n_final = 0
-        self.grow_ops(1024)
-        self.grow_deps(2048)
-        self.grow_buffers(256)
-        self.grow_final(512)
-        self.region, self.extra, self.regions = [], [], {}
-        self.last_on_a = np.full(self.n_eng, -1, np.int64)
-        self.last_on = self.last_on_a
-        self.r_last_a = np.zeros(16, np.int64)
-        self.r_last = self.r_last_a
-        self.r_region, self.r_pending, self.free_rows = [None] * 16, [None] * 16, list(range(15, -1, -1))
+        self.n = self.n_deps = self.n_final = self.n_pool = 0
+        # a columnar trace says how many operations and buffers it has: columns sized once (FREE nodes, deps and
+        # final users grow as needed); a trace of tuples starts small
+        ops, buffers = 1024, 256
+        if trace._events is None and trace.log is self.log:
+            counts = self.log.kind_counts()
+            ops = 16 + sum(counts[k] for k in (LOAD, STORE, COMPUTE, OPEN))
+            buffers = 16 + counts[ALLOC]
+        self.grow_ops(ops)
+        self.grow_deps(2 * ops)
+        self.lb_cap = 0
+        self.grow_lowered_buffers(buffers)
+        self.grow_final(2 * buffers)
+        self.pool_cap, self.pool_a = 256, np.zeros(256, np.int64)
+        self.pool = self.pool_a
+        self.extra = []
+        self.last_on = np.full(self.n_eng, -1, np.int64)
+        self.r_last_a, self.r_region_a, self.r_pptr_a = [np.zeros(16, np.int64) for _ in range(3)]
+        self.r_pn_a = np.full(16, -1, np.intc)
+        self.r_last, self.r_region, self.r_pptr, self.r_pn = self.r_last_a, self.r_region_a, self.r_pptr_a, self.r_pn_a
+        self.free_rows = list(range(15, -1, -1))
         self.readers, self.users = _EngineMap(self.n_eng + 1), _EngineMap(self.n_eng + 1)
         self.forward_waiters = {}  # live occupant -> buffers allocated over its bytes
         self.occupancy = _Occupancy()  # which buffer last held each SRAM byte
@@ -294,52 +370,52 @@ cdef class _Lowering(TraceChecker):
         self.macs = self.tc_macs = self.padded_macs = self.loaded = self.stored = 0
         self.n_loads = 0
 
-    # -- growable columns ------------------------------------------------------------------------------------
-    cdef void grow_ops(self, Py_ssize_t cap):
+    # -- growable columns (doubling: amortised O(1) per op) ---------------------------------------------------
+    cdef void grow_ops(self, Py_ssize_t cap) except *:
         self.cap = cap
         self.kind_a, self.engine_a, self.port_a = [_grown(a, cap, np.int8) for a in (self.kind_a, self.engine_a,
                                                                                       self.port_a)]
         self.tensor_a, self.buffer_a, self.event_a, self.prev_a = [_grown(a, cap, np.intc) for a in (
             self.tensor_a, self.buffer_a, self.event_a, self.prev_a)]
-        self.dur_a, self.op_bytes_a = [_grown(a, cap, np.int64) for a in (self.dur_a, self.op_bytes_a)]
+        self.dur_a, self.op_bytes_a, self.region_a = [_grown(a, cap, np.int64) for a in (
+            self.dur_a, self.op_bytes_a, self.region_a)]
         self.ddr_a, self.ptr_a = _grown(self.ddr_a, cap, np.uint8), _grown(self.ptr_a, cap + 1, np.int64)
         self.kind, self.engine, self.port, self.ddr = self.kind_a, self.engine_a, self.port_a, self.ddr_a
-        self.dur, self.op_bytes, self.ptr = self.dur_a, self.op_bytes_a, self.ptr_a
+        self.dur, self.op_bytes, self.ptr, self.region = self.dur_a, self.op_bytes_a, self.ptr_a, self.region_a
         self.tensor, self.buffer, self.event, self.prev = self.tensor_a, self.buffer_a, self.event_a, self.prev_a
 
-    cdef void grow_deps(self, Py_ssize_t cap):
+    cdef void grow_deps(self, Py_ssize_t cap) except *:
         self.dep_cap, self.dep_a = cap, _grown(self.dep_a, cap, np.int64)
         self.deps = self.dep_a
 
-    cdef void grow_buffers(self, Py_ssize_t cap):
-        self.buf_cap = cap
+    cdef void grow_lowered_buffers(self, Py_ssize_t cap) except *:
+        self.lb_cap = cap
         self.b_row_a, self.b_fn_a = [_grown(a, cap, np.intc) for a in (self.b_row_a, self.b_fn_a)]
         self.b_first_a, self.b_fptr_a = [_grown(a, cap, np.int64) for a in (self.b_first_a, self.b_fptr_a)]
         self.b_freed_a = _grown(self.b_freed_a, cap, np.uint8)
         self.b_row, self.b_fn, self.b_freed = self.b_row_a, self.b_fn_a, self.b_freed_a
         self.b_first, self.b_fptr = self.b_first_a, self.b_fptr_a
 
-    cdef void grow_final(self, Py_ssize_t cap):
+    cdef void grow_final(self, Py_ssize_t cap) except *:
         self.final_cap, self.final_a = cap, _grown(self.final_a, cap, np.int64)
         self.final = self.final_a
 
-    cdef inline void dep(self, long long d):
+    cdef inline void dep(self, int64_t d) except *:
         """Add dependency d (op * 4 + reason) to the operation being built."""
         if self.n_deps == self.dep_cap:
-            self.grow_deps(2 * self.dep_cap)
+            self.grow_deps(self.dep_cap + self.dep_cap // 2)
         self.deps[self.n_deps] = d
         self.n_deps += 1
 
-    cdef Py_ssize_t add_op(self, int kind, int engine, long long dur, int port, long long nbytes, int tensor,
-                           int buffer, object region, Py_ssize_t event, bint ddr):
+    cdef Py_ssize_t add_op(self, int kind, int engine, int64_t dur, int port, int64_t nbytes, int tensor,
+                           int64_t buffer, int64_t region, Py_ssize_t event, bint ddr) except -1:
         """Append one operation whose dependencies were just added with `dep`; its id."""
         cdef Py_ssize_t op = self.n
         if op == self.cap:
-            self.grow_ops(2 * self.cap)
+            self.grow_ops(self.cap + self.cap // 2)
         self.kind[op], self.engine[op], self.dur[op], self.port[op] = kind, engine, dur, port
         self.op_bytes[op], self.tensor[op], self.buffer[op], self.event[op] = nbytes, tensor, buffer, event
-        self.ddr[op] = ddr
-        self.region.append(self.regions.setdefault(region, region))
+        self.ddr[op], self.region[op] = ddr, region
         self.ptr[op + 1] = self.n_deps
         if engine >= 0:
             self.prev[op] = self.last_on[engine]
@@ -349,32 +425,29 @@ cdef class _Lowering(TraceChecker):
         self.n = op + 1
         return op
 
-    cdef inline long long cycles(self, object nb):
-        """A transfer's cycles: dma_setup_cycles + ceil(nb / dram_bytes_per_cycle) (computed once per size)."""
-        c = self.xfer_cycles.get(nb)
-        if c is None:
-            c = self.xfer_cycles[nb] = self.setup + ceil_div(nb * self.bw_den, self.bw_num)
-        return c
+    cdef inline int64_t cycles(self, int64_t nb):
+        """A transfer's cycles: dma_setup_cycles + ceil(nb / dram_bytes_per_cycle), exactly."""
+        return self.setup + (nb * self.bw_den + self.bw_num - 1) // self.bw_num
 
-    cdef void slot_deps(self, Py_ssize_t row, int engine):
+    cdef void slot_deps(self, Py_ssize_t row, int engine) except *:
         """A fill's slot dependencies: its first fill waits for the slot's previous occupants (`pending`), a
         reuse-flag fill for every earlier operation on the buffer; none on `engine`'s own ops (program order;
         -2: keep all)."""
         cdef Py_ssize_t k, base
-        cdef long long d
-        pending = self.r_pending[row]
-        if pending is not None:
-            self.r_pending[row] = None
-            for d in pending:
+        cdef int64_t d
+        if self.r_pn[row] >= 0:
+            for k in range(self.r_pn[row]):
+                d = self.pending(row, k)
                 if engine == -2 or self.engine[d] != engine:
-                    self.dep(d * 4 + SLOT)
+                    self.dep(d * 4 + C_SLOT)
+            self.r_pn[row] = -1
         else:
             base = row * self.users.width
             for k in range(self.users.n[row]):
                 if engine == -2 or self.users.keys[base + k] != engine:
-                    self.dep(self.users.ops[base + k] * 4 + SLOT)
+                    self.dep(self.users.ops[base + k] * 4 + C_SLOT)
 
-    cdef void filled(self, Py_ssize_t b, Py_ssize_t row, Py_ssize_t op, int engine, object reg):
+    cdef void filled(self, int64_t b, Py_ssize_t row, Py_ssize_t op, int engine, int64_t reg):
         """Buffer b (live row `row`) now holds `reg`, written by op on `engine`."""
         if self.b_first[b] < 0:
             self.b_first[b] = op
@@ -383,12 +456,29 @@ cdef class _Lowering(TraceChecker):
         self.users.reset(row, engine, op)
         self.r_region[row] = reg
 
+    cdef inline int64_t pending(self, Py_ssize_t row, Py_ssize_t k):
+        """The k-th pending slot dependency of a row: r_pptr >= 0 is an offset in the pool, r_pptr < 0 the offset
+        -1 - r_pptr in `final` (the final users of the one freed buffer whose bytes it took)."""
+        cdef int64_t at = self.r_pptr[row]
+        return self.pool[at + k] if at >= 0 else self.final[-1 - at + k]
+
+    cdef Py_ssize_t pooled(self, Py_ssize_t n) except -1:
+        """Room for n pending slot dependencies at the end of the pool; its offset."""
+        cdef Py_ssize_t at = self.n_pool
+        if at + n > self.pool_cap:
+            self.pool_cap = 2 * self.pool_cap + n
+            self.pool_a = _grown(self.pool_a, self.pool_cap)
+            self.pool = self.pool_a
+        self.n_pool += n
+        return at
+
     # -- one handler per event kind ------------------------------------------------------------------------------
-    cdef int load(self, Py_ssize_t idx, object ev) except -1:
+    cdef int load(self, Py_ssize_t idx, int64_t b, int64_t t, int64_t reg, int64_t nb, bint has_nb,
+                  int reuse) except -1:
         """LOAD: a transfer on the next load channel; a fill of its buffer (slot dependencies)."""
-        TraceChecker.load(self, idx, ev)
+        TraceChecker.load(self, idx, b, t, reg, nb, has_nb, reuse)
+        nb = self.b_held[b]
         cdef int ch = self.n_loads % self.channels
-        _, b, t, reg, nb, _reuse = ev
         self.n_loads += 1
         cdef Py_ssize_t row = self.b_row[b]
         self.slot_deps(row, ch)
@@ -398,94 +488,94 @@ cdef class _Lowering(TraceChecker):
         self.loaded += nb
         return 0
 
-    cdef int open(self, Py_ssize_t idx, object ev) except -1:
+    cdef int open(self, Py_ssize_t idx, int64_t b, int64_t t, int64_t reg, int reuse) except -1:
         """OPEN: a zeroed fill on no engine; slot dependencies as for a LOAD, on every engine."""
-        TraceChecker.open(self, idx, ev)
-        _, b, t, reg, _reuse = ev
+        TraceChecker.open(self, idx, b, t, reg, reuse)
         cdef Py_ssize_t row = self.b_row[b]
         self.slot_deps(row, -2)
         cdef Py_ssize_t op = self.add_op(C_OPEN_OP, -1, 0, -1, 0, t, b, reg, idx, False)
         self.filled(b, row, op, -1, reg)
         return 0
 
-    cdef int compute(self, Py_ssize_t idx, object ev) except -1:
+    cdef int compute(self, Py_ssize_t idx, int unit, int64_t out, int64_t* ins, Py_ssize_t n_in, int64_t macs,
+                     int64_t cycles, int64_t padded) except -1:
         """COMPUTE: RAW on its inputs and output, WAR on the output's readers."""
-        TraceChecker.compute(self, idx, ev)
+        TraceChecker.compute(self, idx, unit, out, ins, n_in, macs, cycles, padded)
         cdef int eng, okind
-        cdef Py_ssize_t lw, op, k, row, base
-        _, unit, _opname, out, ins, m, cyc, pm = ev
-        if unit == "tensorcore":
+        cdef Py_ssize_t lw, op, k, i, row, base
+        if unit == 0:
             eng, okind = self.e_tc, C_TC_OP
-            self.tc_macs += m
+            self.tc_macs += macs
         else:
             eng, okind = self.e_vec, C_VEC_OP
-        for b in ins:
-            lw = self.r_last[self.b_row[b]]
+        for i in range(n_in):
+            lw = self.r_last[self.b_row[ins[i]]]
             if self.engine[lw] != eng:
-                self.dep(lw * 4 + DATA)
+                self.dep(lw * 4 + C_DATA)
         row = self.b_row[out]
         lw = self.r_last[row]
         if self.engine[lw] != eng:
-            self.dep(lw * 4 + DATA)
+            self.dep(lw * 4 + C_DATA)
         base = row * self.readers.width
         for k in range(self.readers.n[row]):
             if self.readers.keys[base + k] != eng:
-                self.dep(self.readers.ops[base + k] * 4 + WAR)
-        op = self.add_op(okind, eng, cyc, -1, 0, self.b_tensor[out], out, self.r_region[row], idx, False)
-        for b in ins:
-            self.readers.set(self.b_row[b], eng, op)
-            self.users.set(self.b_row[b], eng, op)
+                self.dep(self.readers.ops[base + k] * 4 + C_WAR)
+        op = self.add_op(okind, eng, cycles, -1, 0, self.b_tensor[out], out, self.r_region[row], idx, False)
+        for i in range(n_in):
+            self.readers.set(self.b_row[ins[i]], eng, op)
+            self.users.set(self.b_row[ins[i]], eng, op)
         self.r_last[row] = op
         self.readers.reset(row, -2, 0)
         self.users.set(row, eng, op)
-        self.macs += m
-        self.padded_macs += pm
+        self.macs += macs
+        self.padded_macs += padded
         return 0
 
-    cdef int store(self, Py_ssize_t idx, object ev) except -1:
+    cdef int store(self, Py_ssize_t idx, int64_t b, int64_t t, int64_t reg, int64_t nb, bint has_nb) except -1:
         """STORE: a transfer on the store engine after the last write of its buffer; a reader of the buffer."""
-        TraceChecker.store(self, idx, ev)
-        _, b, t, reg, nb = ev
+        TraceChecker.store(self, idx, b, t, reg, nb, has_nb)
+        nb = self.b_held[b]
         cdef Py_ssize_t row = self.b_row[b]
-        self.dep(self.r_last[row] * 4 + DATA)  # validated: a fill or a compute wrote the buffer
-        cdef Py_ssize_t op = self.add_op(C_STORE_OP, self.e_store, self.cycles(nb), self.p_store, nb, t, b, reg,
-                                         idx, True)
+        self.dep(self.r_last[row] * 4 + C_DATA)  # validated: a fill or a compute wrote the buffer
+        cdef Py_ssize_t op = self.add_op(C_STORE_OP, self.e_store, self.cycles(nb), self.p_store, nb, t, b,
+                                         self.b_region[b], idx, True)
         self.readers.set(row, self.e_store, op)
         self.users.set(row, self.e_store, op)
         self.stored += nb
         return 0
 
-    cdef int alloc(self, Py_ssize_t idx, object ev) except -1:
+    cdef int alloc(self, Py_ssize_t idx, int64_t b, int64_t t, int64_t reg, int64_t nb, bint has_nb,
+                   int64_t address, int64_t charged) except -1:
         """ALLOC: a new buffer whose first fill waits for the previous occupants of its bytes."""
-        TraceChecker.alloc(self, idx, ev)
-        cdef Py_ssize_t row, p
-        _, b, t, reg, nb, address, charged = ev
-        pending = ()
-        for prev in self.occupancy.take(address, address + nb, b):
-            p = prev
+        TraceChecker.alloc(self, idx, b, t, reg, nb, has_nb, address, charged)
+        nb = self.b_nbytes[b]
+        cdef Py_ssize_t row, p, k, count, at, freed = 0, n_pending = 0, pptr = 0
+        count = self.occupancy.take(address, address + nb, b)
+        for k in range(count):
+            p = self.occupancy.prev[k]
             if self.b_freed[p]:
-                users = [self.final[k] for k in range(self.b_fptr[p], self.b_fptr[p] + self.b_fn[p])]
-                pending = pending + users if pending else users
+                freed += 1
+                n_pending += self.b_fn[p]
+                pptr = -self.b_fptr[p] - 1  # one freed occupant (the common case): its final users, in place
             else:  # the occupant is still live: wait for its FREE (a FREE node, patched in when reached)
-                self.forward_waiters.setdefault(prev, []).append(b)
-        if self.n_buf == self.buf_cap:
-            self.grow_buffers(2 * self.buf_cap)
+                self.forward_waiters.setdefault(p, []).append(b)
+        if freed > 1:  # several: their final users copied one after another into the pool
+            pptr = at = self.pooled(n_pending)
+            for k in range(count):
+                p = self.occupancy.prev[k]
+                if self.b_freed[p]:
+                    self.pool[at:at + self.b_fn[p]] = self.final[self.b_fptr[p]:self.b_fptr[p] + self.b_fn[p]]
+                    at += self.b_fn[p]
+        if b == self.lb_cap:
+            self.grow_lowered_buffers(2 * self.lb_cap)
         if not self.free_rows:
-            rows = len(self.r_region)
-            self.readers.resize(2 * rows)
-            self.users.resize(2 * rows)
-            self.r_last_a = _grown(self.r_last_a, 2 * rows, np.int64)
-            self.r_last = self.r_last_a
-            self.r_region += [None] * rows
-            self.r_pending += [None] * rows
-            self.free_rows = list(range(2 * rows - 1, rows - 1, -1))
+            self.grow_rows()
         row = self.free_rows.pop()
         self.b_first[b], self.b_freed[b], self.b_row[b] = -1, 0, row
         self.b_fptr[b], self.b_fn[b] = 0, 0
-        self.n_buf = b + 1
         self.r_last[row] = -1
         self.r_region[row] = reg
-        self.r_pending[row] = pending
+        self.r_pptr[row], self.r_pn[row] = pptr, n_pending
         self.readers.reset(row, -2, 0)
         self.users.reset(row, -2, 0)
         self.live_charged += charged
@@ -493,16 +583,25 @@ cdef class _Lowering(TraceChecker):
             self.peak_charged = self.live_charged
         return 0
 
-    cdef int free(self, Py_ssize_t idx, object ev) except -1:
+    cdef void grow_rows(self) except *:
+        cdef Py_ssize_t rows = len(self.r_last_a)
+        self.readers.resize(2 * rows)
+        self.users.resize(2 * rows)
+        self.r_last_a, self.r_region_a, self.r_pptr_a = [_grown(a, 2 * rows) for a in (
+            self.r_last_a, self.r_region_a, self.r_pptr_a)]
+        self.r_pn_a = _grown(self.r_pn_a, 2 * rows)
+        self.r_last, self.r_region, self.r_pptr, self.r_pn = self.r_last_a, self.r_region_a, self.r_pptr_a, self.r_pn_a
+        self.free_rows = list(range(2 * rows - 1, rows - 1, -1))
+
+    cdef int free(self, Py_ssize_t idx, int64_t b, int64_t charged) except -1:
         """FREE: the slot is released when every op on the buffer ends; a FREE node if a later buffer waits."""
-        TraceChecker.free(self, idx, ev)
-        cdef Py_ssize_t k, row, base, node, first, n_users
-        _, b, charged = ev
+        TraceChecker.free(self, idx, b, charged)
+        cdef Py_ssize_t k, row, base, node, first, n_users, wrow, at, n_old
         row = self.b_row[b]
         n_users = self.users.n[row]
         base = row * self.users.width
         if self.n_final + n_users > self.final_cap:
-            self.grow_final(2 * self.final_cap + n_users)
+            self.grow_final(self.final_cap + self.final_cap // 2 + n_users)
         self.b_freed[b] = 1
         self.b_fptr[b], self.b_fn[b] = self.n_final, n_users
         for k in range(n_users):
@@ -510,17 +609,23 @@ cdef class _Lowering(TraceChecker):
         self.n_final += n_users
         self.free_rows.append(row)
         self.live_charged -= charged
-        waiters = self.forward_waiters.pop(b, None)
+        waiters = self.forward_waiters.pop(b, None) if self.forward_waiters else None
         if waiters:
             for k in range(n_users):
-                self.dep(self.users.ops[base + k] * 4 + DATA)
-            node = self.add_op(C_FREE_OP, -1, 0, -1, 0, -1, b, None, idx, False)
+                self.dep(self.users.ops[base + k] * 4 + C_DATA)
+            node = self.add_op(C_FREE_OP, -1, 0, -1, 0, -1, b, -1, idx, False)
             for w in waiters:
                 first = self.b_first[w]
                 if first >= 0:
-                    self.extra.append((first, node * 4 + SLOT))
-                elif not self.b_freed[w]:  # (a waiter freed unfilled never needs it)
-                    self.r_pending[self.b_row[w]] = list(self.r_pending[self.b_row[w]]) + [node]
+                    self.extra.append((first, node * 4 + C_SLOT))
+                elif not self.b_freed[w]:  # (a waiter freed unfilled never needs it): its pending list + node
+                    wrow = self.b_row[w]
+                    n_old = self.r_pn[wrow]
+                    at = self.pooled(n_old + 1)
+                    for k in range(n_old):
+                        self.pool[at + k] = self.pending(wrow, k)
+                    self.pool[at + n_old] = node
+                    self.r_pptr[wrow], self.r_pn[wrow] = at, n_old + 1
         return 0
 
     def graph(self, trace: Trace) -> OpGraph:
@@ -542,25 +647,18 @@ cdef class _Lowering(TraceChecker):
         fptr, fn = self.b_fptr_a[:nb], self.b_fn_a[:nb]
         return OpGraph(
             n=n, kind=kind, engine=engine, dur=self.dur_a[:n], port=self.port_a[:n], dep_ptr=ptr, dep_val=deps,
-            nbytes=self.op_bytes_a[:n], tensor=tensor, buffer=self.buffer_a[:n], region=self.region,
+            nbytes=self.op_bytes_a[:n], tensor=tensor, buffer=self.buffer_a[:n],
+            region=RegionColumn(self.log, self.region_a[:n], tensor, np.asarray(self.ndim)),
             event=self.event_a[:n], prev_on_engine=self.prev_a[:n], ddr_check=ddr,
             queues=[np.flatnonzero(engine == e) for e in range(self.n_eng)], engine_names=self.engine_names,
             engine_ports=self.engine_ports, n_ports=1 if self.shared else 2, load_engines=tuple(range(self.channels)),
             store_engine=self.e_store, tensorcore_engine=self.e_tc, vector_engine=self.e_vec,
-            stores_by_tensor=stores, loads_by_tensor=loads, buffer_tensor=np.fromiter(self.b_tensor, np.intc, nb),
-            buffer_nbytes=np.fromiter(self.b_nbytes, np.int64, nb), buffer_first_op=self.b_first_a[:nb],
+            stores_by_tensor=stores, loads_by_tensor=loads, buffer_tensor=self.b_tensor_a[:nb],
+            buffer_nbytes=self.b_nbytes_a[:nb], buffer_first_op=self.b_first_a[:nb],
             buffer_final_ptr=fptr, buffer_final_n=fn, buffer_final_ops=self.final_a[:self.n_final],
             reserved_sram_bytes=self.peak_charged, macs=self.macs, tensorcore_macs=self.tc_macs,
             padded_macs=self.padded_macs, loaded_bytes=self.loaded, stored_bytes=self.stored,
             tensor_names=[t.name for t in trace.tensors])
-
-
-def _grown(old: np.ndarray | None, cap: int, dtype=None) -> np.ndarray:
-    """A copy of `old` with room for `cap` entries (zeros after the old ones); dtype: of a new one (old is None)."""
-    new = np.zeros(cap, dtype if old is None else old.dtype)
-    if old is not None:
-        new[:len(old)] = old
-    return new
 
 
 def _with_extra(ptr: np.ndarray, deps: np.ndarray, extra: list) -> tuple[np.ndarray, np.ndarray]:
@@ -588,11 +686,7 @@ def lower(trace: Trace, hardware: Accelerator) -> OpGraph:
     Each event is checked (`validate.TraceChecker`: TraceError names the first bad event) before its handler
     lowers it, in one pass, so the handlers can trust every id, region and byte count."""
     cdef _Lowering state = _Lowering(trace, hardware)
-    cdef Py_ssize_t idx = 0
-    for ev in trace.events:
-        state.run(idx, ev)  # the check and the lowering of the event's kind
-        idx += 1
-    state.finish()
+    state.check(trace)  # per event: the check and the lowering of its kind
     return state.graph(trace)
 
 

@@ -19,17 +19,21 @@ instead of a wrong cycle count or a traceback from deep inside the scheduler. Th
   * ENTER/EXIT nest (an EXIT closes the innermost open scope instance, instances count from 0 per scope), a
     scope's buffers are freed before its EXIT, FREE gives back the bytes its ALLOC charged, and at the end every
     scope is closed and every buffer freed.
-One check per event kind (`TraceChecker.load`, `.compute`, ...): the lowering's handlers (model.pyx) run them
-first; `validate_trace` runs them alone.
+One check per event kind (`TraceChecker.load`, `.compute`, ...), on the event's fields as C integers: the
+lowering's handlers (model.pyx) run them first; `validate_trace` runs them alone. A trace recorded by a Session
+is read straight from its columnar log (`walk`: no tuple per event; regions are offsets in the log's region
+table); a trace of tuples (hand-built, or the reference ListLog) is read by `run`, which checks each field's type
+and interns its regions into a region table of its own, then calls the same checks.
 """
 
 from __future__ import annotations
 
-from cpython.list cimport PyList_GET_ITEM
+import numpy as np
 
 from dsasim.hardware import Accelerator
+from dsasim.traced._events cimport CHUNK, SKIP, TENSOR_MASK, EventLog, event_words
 from dsasim.traced.trace import (ALLOC, COMPUTE, ENTER, EVENT_TYPES, EXIT, FREE, HIT, LOAD, OPEN, STORE, EventKind,
-                                 Region, Trace, format_region)
+                                 Trace, format_region)
 from dsasim.timing.errors import TraceError
 
 UNITS = ("tensorcore", "vector")
@@ -37,9 +41,10 @@ _FIELD_COUNTS = tuple(len(t._fields) for t in EVENT_TYPES)
 _KIND_LIST = ", ".join(f"{e.name}={e.value}" for e in EventKind)
 _ID_FIELDS = frozenset({"buffer", "tensor", "out_buffer", "scope_id", "instance"})
 cdef int K_LOAD = LOAD, K_COMPUTE = COMPUTE, K_HIT = HIT, K_ALLOC = ALLOC, K_FREE = FREE, K_STORE = STORE
-cdef int K_OPEN = OPEN, K_ENTER = ENTER
+cdef int K_OPEN = OPEN, K_ENTER = ENTER, K_EXIT = EXIT
 # buffer states
-cdef object _UNFILLED = 0, _CLEAN = 1, _MODIFIED = 2, _FREED = 3
+cdef signed char UNFILLED = 0, CLEAN = 1, MODIFIED = 2, FREED = 3
+cdef int64_t BAD = INT64_MIN  # a value field of a tuple event that is not an int64 (the value: TraceChecker.bad)
 
 
 def describe_event(event: object) -> str:
@@ -66,40 +71,6 @@ def describe_event(event: object) -> str:
     return text if len(text) <= 240 else text[:237] + "..."
 
 
-def _fail(idx: int, event: object, what: str) -> TraceError:
-    return TraceError(f"trace event {idx} {describe_event(event)}: {what}")
-
-
-def _bad_buffer(idx: int, event: object, b: object, role: str, b_state: list[int], b_tensor: list[int],
-                names: list[str]) -> TraceError:
-    if type(b) is not int or not 0 <= b < len(b_state):
-        return _fail(idx, event, f"{role} {b!r} was never allocated (buffers are numbered 0, 1, ... by their ALLOC "
-                                 f"events; {len(b_state)} so far)")
-    return _fail(idx, event, f"{role} {b} ({names[b_tensor[b]]}) is used after its FREE")
-
-
-def _wrong_tensor(idx: int, event: object, b: int, t: object, b_tensor: list[int], names: list[str]) -> TraceError:
-    shown = repr(names[t]) if type(t) is int and 0 <= t < len(names) else "not a tensor id"
-    return _fail(idx, event, f"tensor {t!r} ({shown}) is not the tensor of buffer {b} ({names[b_tensor[b]]!r}, "
-                             f"tensor {b_tensor[b]}); an access names the tensor its buffer was allocated for")
-
-
-cdef object _region_nbytes(object region, object shape, object word):
-    """Bytes of `region` as a region of a tensor of `shape`, or -1 if it is not one (`_region_problem` says why).
-
-    Hot: a pair that is not a pair raises on unpacking, which the caller's handler turns into a TraceError."""
-    cdef Py_ssize_t i, dims = len(shape)
-    if type(region) is not tuple or len(<tuple>region) != dims:
-        return -1
-    n = word
-    for i in range(dims):
-        start, stop = (<tuple>region)[i]
-        if not 0 <= start < stop <= shape[i]:
-            return -1
-        n *= stop - start
-    return n if type(n) is int else -1  # a float bound makes n a float
-
-
 def _region_problem(region: object, shape: tuple[int, ...]) -> str | None:
     """What is wrong with `region` as a region of a tensor of `shape`, or None if nothing is."""
     if type(region) is not tuple or len(region) != len(shape):
@@ -118,286 +89,463 @@ def _region_problem(region: object, shape: tuple[int, ...]) -> str | None:
 
 def validate_trace(trace: Trace, hardware: Accelerator) -> None:
     """Check that `trace` is a well-formed trace for `hardware` (rules: module docstring); raise TraceError."""
-    checker = TraceChecker(trace, hardware)
-    run = checker.run
-    for idx, event in enumerate(trace.events):
-        run(idx, event)
-    checker.finish()
+    TraceChecker(trace, hardware).check(trace)
 
 
 cdef class TraceChecker:
     """The state of validation while it walks a trace, and one check per event kind (`load`, `compute`, `hit`,
-    `alloc`, `free`, `store`, `open`, `enter`, `exit`); `run(idx, event)` checks one event, `finish()` the end.
+    `alloc`, `free`, `store`, `open`, `enter`, `exit`); `check(trace)` checks a whole trace, `run(idx, event)` one
+    event tuple, `finish()` the end. Attributes: validate.pxd."""
 
-    Per buffer (index = buffer id): its tensor, allocated bytes and charge, the region it holds (its ALLOC's, then
-    its last fill's) and that region's bytes, its state, and the depth in the scope stack of the scope that
-    allocated it (-1: none).
-    The checks are hot (one call per event): a field of the wrong type (a float buffer id, a region that is not a
-    tuple, an event of the wrong length) is caught by the TypeError/ValueError/IndexError it raises, which `run`
-    turns into a TraceError, rather than by a type test on every field."""
-
-    # attributes and C methods: validate.pxd
     def __init__(self, trace: Trace, hardware: Accelerator) -> None:
         if trace.word_bytes != hardware.word_bytes:
             raise TraceError(f"the trace was recorded with {trace.word_bytes}-byte words but {hardware.name!r} has "
                              f"{hardware.word_bytes}-byte words; trace the schedule on the hardware you time it on")
         self.scopes = list(trace.scopes)
-        self.shapes = [t.shape for t in trace.tensors]
-        self.writable = [t.writable for t in trace.tensors]
+        self.shapes = [tuple(t.shape) for t in trace.tensors]
         self.names = [t.name for t in trace.tensors]
+        self.n_tensors, self.n_scopes = len(self.shapes), len(self.scopes)
+        self.writable = np.array([bool(t.writable) for t in trace.tensors] or [False], np.uint8)
+        self.ndim = np.array([len(shape) for shape in self.shapes] or [0], np.int64)
+        self.shape_at = np.concatenate([[0], np.cumsum(self.ndim)]).astype(np.int64)
+        self.dims = np.array([d for shape in self.shapes for d in shape] or [0], np.int64)
         self.word = trace.word_bytes
-        self.b_tensor: list[int] = []
-        self.b_nbytes: list[int] = []
-        self.b_charged: list[int] = []
-        self.b_region: list = []
-        self.b_held: list[int] = []
-        self.b_state: list[int] = []
-        self.b_scope: list = []
-        self.open_scope, self.open_instance, self.open_live = [], [], []  # the open scopes, innermost last
-        self.next_instance = [0] * len(trace.scopes)
+        columnar = trace._events is None and isinstance(trace.log, EventLog)
+        if columnar:
+            self.log = trace.log
+        else:
+            self.log = EventLog(trace.word_bytes)
+            for shape in self.shapes:
+                self.log.add_tensor(len(shape))
+        self.interned = [{} for _ in self.shapes]  # per tensor: region tuple -> its offset in our table
         self.kinds = {int(kind): int(kind) for kind in EventKind}
+        self.n_buf = 0
+        self.grow_buffers(max(16, self.log.kind_counts()[K_ALLOC]) if columnar else 256)  # (exact: no regrowth)
+        self.open_scope, self.open_instance, self.open_live = [], [], []  # the open scopes, innermost last
+        self.next_instance = np.zeros(max(1, self.n_scopes), np.int64)
+        self.cur_word = NULL
+        self.ins_a = np.zeros(16, np.int64)
+        self.ins = self.ins_a
+
+    cdef void grow_buffers(self, Py_ssize_t cap) except *:
+        self.buf_cap = cap
+        self.b_tensor_a, self.b_scope_a = [_grown(a, cap, np.intc) for a in (self.b_tensor_a, self.b_scope_a)]
+        self.b_nbytes_a, self.b_charged_a, self.b_region_a, self.b_held_a = [_grown(a, cap, np.int64) for a in (
+            self.b_nbytes_a, self.b_charged_a, self.b_region_a, self.b_held_a)]
+        self.b_state_a = _grown(self.b_state_a, cap, np.int8)
+        self.b_tensor, self.b_scope, self.b_state = self.b_tensor_a, self.b_scope_a, self.b_state_a
+        self.b_nbytes, self.b_charged, self.b_region, self.b_held = (self.b_nbytes_a, self.b_charged_a,
+                                                                     self.b_region_a, self.b_held_a)
+
+    # -- reading events ------------------------------------------------------------------------------------------
+    cpdef check(self, object trace):
+        """Check every event of `trace`, then its end."""
+        cdef Py_ssize_t idx = 0
+        if trace._events is None and trace.log is self.log:
+            self.walk(self.log)
+        else:
+            for event in trace.events:
+                self.run(idx, event)
+                idx += 1
+        self.finish()
+
+    cdef int walk(self, EventLog log) except -1:
+        """Check every event of a columnar log, reading its words (fields are int64 by construction; a COMPUTE's
+        unit and costs are Python objects in the log's table: they are checked once per distinct COMPUTE)."""
+        cdef Py_ssize_t idx = 0, c
+        cdef int64_t* w
+        cdef int64_t head, kind, ident, second, pos, cid
+        cdef int64_t left = len(log)
+        # each distinct COMPUTE (unit, op, macs, cycles, padded_macs) of the log's table, checked and unpacked once
+        units = np.array([UNITS.index(e[0]) if e[0] in UNITS else -1 for e in log.computes] or [0], np.intc)
+        costs = np.array([e[2:] for e in log.computes] or [(0, 0, 0)], np.int64).reshape(-1, 3)
+        cdef int[::1] unit = units
+        cdef int64_t[:, ::1] cost = costs
+        for c in range(len(log.words.chunks)):
+            w = log.words.ptrs[c]
+            pos = 0
+            while pos < CHUNK and left > 0:
+                head = w[pos]
+                kind = head & 15
+                if kind == SKIP:
+                    break
+                left -= 1
+                self.cur_word = w + pos
+                ident = head >> 8
+                second = w[pos + 1]
+                if kind == K_LOAD:
+                    self.load(idx, ident, second & TENSOR_MASK, second >> 24, 0, False, (head >> 4) & 1)
+                elif kind == K_HIT:
+                    self.hit(idx, ident, second & TENSOR_MASK, second >> 24, (head >> 4) & 1)
+                elif kind == K_COMPUTE:
+                    cid = second & ((1 << 40) - 1)
+                    if unit[cid] < 0:  # (an unknown unit: `run` says so)
+                        self.cur_word = NULL
+                        self.run(idx, log.decode(w + pos))
+                    self.compute(idx, unit[cid], ident, w + pos + 2, second >> 40, cost[cid, 0], cost[cid, 1],
+                                 cost[cid, 2])
+                elif kind == K_ALLOC:
+                    self.alloc(idx, ident, second & TENSOR_MASK, second >> 24, 0, False, w[pos + 2], w[pos + 3])
+                elif kind == K_FREE:
+                    self.free(idx, ident, second)
+                elif kind == K_STORE:
+                    self.store(idx, ident, second & TENSOR_MASK, second >> 24, 0, False)
+                elif kind == K_OPEN:
+                    self.open(idx, ident, second & TENSOR_MASK, second >> 24, (head >> 4) & 1)
+                elif kind == K_ENTER:
+                    self.enter(idx, ident, second)
+                else:
+                    self.exit(idx, ident, second)
+                pos += event_words(w + pos)
+                idx += 1
+        self.cur_word = NULL
+        return 0
 
     cpdef int run(self, Py_ssize_t idx, object event) except -1:
-        """Check one event (the idx-th of the trace); its kind."""
+        """Check one event tuple (the idx-th of the trace): its fields' types, then its kind's check; its kind."""
         cdef int k
+        cdef Py_ssize_t i, n_in
+        cdef int64_t t
+        self.cur_event, self.bad = event, None
         try:
             kind = event[0]
             if type(kind) is not int or not 0 <= kind <= K_FREE:
                 kind = self.kinds.get(kind)  # a dict: 3.0 or True find LOAD or EXIT, as == would
                 if kind is None:
-                    raise _fail(idx, event, f"unknown event kind {event[0]!r}; kinds are {_KIND_LIST}")
+                    raise self.fail(idx, f"unknown event kind {event[0]!r}; kinds are {_KIND_LIST}")
             k = kind
-            if k == K_LOAD:
-                self.load(idx, event)
+            if len(event) != _FIELD_COUNTS[k]:
+                raise ValueError("field count")
+            if k == K_LOAD or k == K_OPEN or k == K_HIT or k == K_STORE or k == K_ALLOC:
+                b, t_obj, reg = _int_id(event[1]), _int_id(event[2]), event[3]
+                t = t_obj
+                if k == K_ALLOC and not 0 <= t < self.n_tensors:
+                    raise self.fail(idx, f"tensor id {t} is not one of the trace's {self.n_tensors} tensors")
+                r = self.region_id(idx, t, reg, k == K_HIT) if 0 <= t < self.n_tensors else NO_REGION
+                if k == K_LOAD:
+                    self.load(idx, b, t, r, self.value(event[4]), True, _flag(event[5]))
+                elif k == K_OPEN:
+                    self.open(idx, b, t, r, _flag(event[4]))
+                elif k == K_HIT:
+                    self.hit(idx, b, t, r, _flag(event[4]))
+                elif k == K_STORE:
+                    self.store(idx, b, t, r, self.value(event[4]), True)
+                else:
+                    self.alloc(idx, b, t, r, self.value(event[4]), True, self.value(event[5]),
+                               self.value(event[6]))
             elif k == K_COMPUTE:
-                self.compute(idx, event)
-            elif k == K_HIT:
-                self.hit(idx, event)
-            elif k == K_ALLOC:
-                self.alloc(idx, event)
+                _, unit, _opname, out, ins, macs, cycles, padded = event
+                if unit != "tensorcore" and unit != "vector":
+                    raise self.fail(idx, f"unknown compute unit {unit!r}; units are {', '.join(map(repr, UNITS))}")
+                if type(ins) is not tuple:
+                    raise self.fail(idx, f"in_buffers must be a tuple of buffer ids, got {ins!r}")
+                n_in = len(ins)
+                if n_in > len(self.ins_a):
+                    self.ins_a = np.zeros(2 * n_in, np.int64)
+                    self.ins = self.ins_a
+                for i in range(n_in):
+                    self.ins[i] = self.value(ins[i])
+                self.compute(idx, 0 if unit == "tensorcore" else 1, _int_id(out), &self.ins[0], n_in,
+                             self.value(macs), self.value(cycles), self.value(padded))
             elif k == K_FREE:
-                self.free(idx, event)
-            elif k == K_STORE:
-                self.store(idx, event)
-            elif k == K_OPEN:
-                self.open(idx, event)
+                self.free(idx, _int_id(event[1]), self.value(event[2]))
             elif k == K_ENTER:
-                self.enter(idx, event)
+                self.enter(idx, _int_id(event[1]), _int_id(event[2]))
             else:
-                self.exit(idx, event)
+                self.exit(idx, _int_id(event[1]), _int_id(event[2]))
             return k
         except TraceError:
             raise
-        except (TypeError, ValueError, IndexError, KeyError) as err:
-            raise _fail(idx, event, _malformed(event, err, self.shapes)) from None
+        except (TypeError, ValueError, IndexError, KeyError, OverflowError) as err:
+            raise self.fail(idx, _malformed(event, err, self.shapes)) from None
+
+    cdef int64_t value(self, object x) except? -1:
+        """A value field of a tuple event as an int64; BAD (remembered in `bad` for the message) if it is not one."""
+        if type(x) is int and -(1 << 62) <= x < (1 << 62):
+            return x
+        if self.bad is None:
+            self.bad = (x,)
+        return BAD
+
+    cdef object shown(self, int64_t value):
+        """A field's value as the event had it (repr)."""
+        return repr(self.bad[0]) if value == BAD and self.bad is not None else repr(value)
+
+    cdef int64_t region_id(self, Py_ssize_t idx, int64_t t, object reg, bint hit) except? -2:
+        """A tuple event's region of tensor t as an offset in our region table, checked once per distinct region;
+        a HIT region of int pairs outside the tensor is NO_REGION (its check says it lies in no buffer)."""
+        cdef dict known = self.interned[t]
+        shape = self.shapes[t]
+        if _int_pairs(reg, len(shape)):  # (first: 8.0 would find 8 in the dict)
+            offset = known.get(reg)
+            if offset is not None:
+                return offset
+        problem = _region_problem(reg, shape)
+        if problem is not None:
+            if hit and _int_pairs(reg, len(shape)):
+                return NO_REGION
+            raise self.fail(idx, f"{problem} (tensor {self.names[t]!r} has shape {shape})")
+        offset = self.log._region(t, reg)
+        known[reg] = offset
+        return offset
+
+    cdef tuple region(self, int64_t t, int64_t reg):
+        """The region at offset `reg` of the region table, as a tuple of (start, stop) pairs."""
+        return self.log.region_at(reg, self.ndim[t])
+
+    cdef object fail(self, Py_ssize_t idx, str what):
+        """The TraceError for the event being checked."""
+        event = self.log.decode(self.cur_word) if self.cur_word != NULL else self.cur_event
+        return TraceError(f"trace event {idx} {describe_event(event)}: {what}")
 
     cpdef finish(self):
         """The end of the trace: every scope closed, every buffer freed."""
+        cdef Py_ssize_t b
         if self.open_scope:
             scope_id, instance = self.open_scope[-1], self.open_instance[-1]
             raise TraceError(f"the trace ends with scope {scope_id} ({self.scopes[scope_id].name!r}) instance "
                              f"{instance} still open (ENTER without EXIT); a finished session closes every scope")
-        for b, state in enumerate(self.b_state):
-            if state != _FREED:
-                raise TraceError(f"buffer {b} ({self.names[self.b_tensor[b]]}{format_region(self.b_region[b])}) is "
-                                 f"never freed: every ALLOC needs a FREE (its scope must end) before the trace ends")
+        for b in range(self.n_buf):
+            if self.b_state[b] != FREED:
+                t = self.b_tensor[b]
+                raise TraceError(f"buffer {b} ({self.names[t]}{format_region(self.region(t, self.b_region[b]))}) "
+                                 f"is never freed: every ALLOC needs a FREE (its scope must end) before the trace "
+                                 f"ends")
 
     # -- checks shared by several kinds --------------------------------------------------------------------------
-    cdef int live(self, Py_ssize_t idx, object event, object b, str role = "buffer") except -1:
+    cdef int live(self, Py_ssize_t idx, int64_t b, str role = "buffer") except -1:
         """`b` is an allocated buffer not yet freed."""
-        cdef Py_ssize_t i
-        if type(b) is int and 0 <= b < len(self.b_state):  # the common case, in C
-            i = b
-            if <object>PyList_GET_ITEM(self.b_state, i) is not _FREED:
-                return 0
-        if not 0 <= b < len(self.b_state) or self.b_state[b] == _FREED:
-            raise _bad_buffer(idx, event, b, role, self.b_state, self.b_tensor, self.names)
+        if 0 <= b < self.n_buf and self.b_state[b] != FREED:
+            return 0
+        if not 0 <= b < self.n_buf:
+            raise self.fail(idx, f"{role} {self.shown(b)} was never allocated (buffers are numbered 0, 1, ... by "
+                                 f"their ALLOC events; {self.n_buf} so far)")
+        raise self.fail(idx, f"{role} {b} ({self.names[self.b_tensor[b]]}) is used after its FREE")
 
-    cdef int access(self, Py_ssize_t idx, object event, object b, object t) except -1:
+    cdef int access(self, Py_ssize_t idx, int64_t b, int64_t t) except -1:
         """LOAD, OPEN, HIT, STORE: a live buffer, named with the tensor it was allocated for."""
-        self.live(idx, event, b)
-        bt = self.b_tensor[b]
-        if t is not bt and (t != bt or type(t) is not int):
-            raise _wrong_tensor(idx, event, b, t, self.b_tensor, self.names)
+        self.live(idx, b)
+        cdef int64_t bt = self.b_tensor[b]
+        if t != bt:
+            shown = repr(self.names[t]) if 0 <= t < self.n_tensors else "not a tensor id"
+            raise self.fail(idx, f"tensor {t} ({shown}) is not the tensor of buffer {b} ({self.names[bt]!r}, "
+                                 f"tensor {bt}); an access names the tensor its buffer was allocated for")
 
-    cdef object region_bytes(self, Py_ssize_t idx, object event, object t, object reg):
-        """The bytes of `reg`, which must be a region of tensor t."""
-        need = _region_nbytes(reg, self.shapes[t], self.word)
-        if need < 0:
-            raise _fail(idx, event, f"{_region_problem(reg, self.shapes[t])} (tensor {self.names[t]!r} has shape "
-                                    f"{self.shapes[t]})")
-        return need
+    cdef int64_t region_bytes(self, Py_ssize_t idx, int64_t t, int64_t reg) except -1:
+        """The bytes of the region at offset `reg`, which must be a region of tensor t."""
+        cdef int64_t* r = self.log.regions.at(reg)
+        cdef int64_t i, n = self.word, at = self.shape_at[t]
+        for i in range(self.ndim[t]):
+            if not 0 <= r[2 * i] < r[2 * i + 1] <= self.dims[at + i]:
+                shape = self.shapes[t]
+                raise self.fail(idx, f"{_region_problem(self.region(t, reg), shape)} (tensor {self.names[t]!r} has "
+                                     f"shape {shape})")
+            n *= r[2 * i + 1] - r[2 * i]
+        return n
 
-    cdef object fill_bytes(self, Py_ssize_t idx, object event, object b, object t, object reg):
+    cdef bint same_region(self, int64_t t, int64_t a, int64_t b):
+        """Whether the regions at offsets a and b of tensor t are equal."""
+        if a == b:
+            return True
+        cdef int64_t* ra = self.log.regions.at(a)
+        cdef int64_t* rb = self.log.regions.at(b)
+        cdef int64_t i
+        for i in range(2 * self.ndim[t]):
+            if ra[i] != rb[i]:
+                return False
+        return True
+
+    cdef int64_t fill_bytes(self, Py_ssize_t idx, int64_t b, int64_t t, int64_t reg) except -1:
         """LOAD, OPEN: the bytes of the filled region, which must fit the buffer."""
-        if reg is self.b_region[b]:
+        if reg == self.b_region[b]:
             return self.b_held[b]
-        need = self.region_bytes(idx, event, t, reg)
+        cdef int64_t need = self.region_bytes(idx, t, reg)
         if need > self.b_nbytes[b]:
-            raise _fail(idx, event, f"{need} B do not fit buffer {b} ({self.b_nbytes[b]} B)")
+            raise self.fail(idx, f"{need} B do not fit buffer {b} ({self.b_nbytes[b]} B)")
         return need
 
-    cdef int reuse_flag(self, Py_ssize_t idx, object event, object reuse) except -1:
-        if reuse is not True and reuse is not False:
-            raise _fail(idx, event, f"the reuse flag must be True or False, got {reuse!r}")
+    cdef int reuse_flag(self, Py_ssize_t idx, int reuse) except -1:
+        if reuse < 0:
+            raise self.fail(idx, f"the reuse flag must be True or False, got {self.cur_event[-1]!r}")
 
-    cdef int nbytes(self, Py_ssize_t idx, object event, object nb, object need) except -1:
-        if nb != need or type(nb) is not int:
-            raise _fail(idx, event, f"nbytes is {nb!r}, but the region holds {need} B ({need // self.word} elements "
-                                    f"x {self.word}-byte words)")
+    cdef int nbytes(self, Py_ssize_t idx, int64_t nb, int64_t need) except -1:
+        if nb != need:
+            raise self.fail(idx, f"nbytes is {self.shown(nb)}, but the region holds {need} B ({need // self.word} "
+                                 f"elements x {self.word}-byte words)")
 
     # -- one check per event kind --------------------------------------------------------------------------------
-    cdef int load(self, Py_ssize_t idx, object event) except -1:
-        _, b, t, reg, nb, reuse = event
-        self.access(idx, event, b, t)
-        need = self.fill_bytes(idx, event, b, t, reg)
-        self.nbytes(idx, event, nb, need)
-        if self.b_state[b] == _MODIFIED:
-            raise _fail(idx, event, f"LOAD into buffer {b}, whose modified contents were never stored: a STORE must "
-                                    f"come first, or the results are lost")
-        self.reuse_flag(idx, event, reuse)
-        self.b_region[b], self.b_held[b], self.b_state[b] = reg, need, _CLEAN
+    cdef int load(self, Py_ssize_t idx, int64_t b, int64_t t, int64_t reg, int64_t nb, bint has_nb,
+                  int reuse) except -1:
+        self.access(idx, b, t)
+        cdef int64_t need = self.fill_bytes(idx, b, t, reg)
+        if has_nb:
+            self.nbytes(idx, nb, need)
+        if self.b_state[b] == MODIFIED:
+            raise self.fail(idx, f"LOAD into buffer {b}, whose modified contents were never stored: a STORE must "
+                                 f"come first, or the results are lost")
+        self.reuse_flag(idx, reuse)
+        self.b_region[b], self.b_held[b], self.b_state[b] = reg, need, CLEAN
 
-    cdef int open(self, Py_ssize_t idx, object event) except -1:
-        _, b, t, reg, reuse = event
-        self.access(idx, event, b, t)
+    cdef int open(self, Py_ssize_t idx, int64_t b, int64_t t, int64_t reg, int reuse) except -1:
+        self.access(idx, b, t)
         if not self.writable[t]:
-            raise _fail(idx, event, f"{self.names[t]!r} is an input (read-only): an OPEN (a zeroed region, no DMA) is "
-                                    f"only for outputs, intermediates and scratch tensors; an input is LOADed")
-        need = self.fill_bytes(idx, event, b, t, reg)
-        self.reuse_flag(idx, event, reuse)
-        self.b_region[b], self.b_held[b], self.b_state[b] = reg, need, _CLEAN
+            raise self.fail(idx, f"{self.names[t]!r} is an input (read-only): an OPEN (a zeroed region, no DMA) is "
+                                 f"only for outputs, intermediates and scratch tensors; an input is LOADed")
+        cdef int64_t need = self.fill_bytes(idx, b, t, reg)
+        self.reuse_flag(idx, reuse)
+        self.b_region[b], self.b_held[b], self.b_state[b] = reg, need, CLEAN
 
-    cdef int hit(self, Py_ssize_t idx, object event) except -1:
-        _, b, t, reg, reuse = event
-        self.access(idx, event, b, t)
-        if self.b_state[b] == _UNFILLED:
-            raise _fail(idx, event, f"a HIT on buffer {b}, which nothing filled yet (LOAD or OPEN)")
-        held = self.b_region[b]
-        if reg is not held:
-            if type(reg) is not tuple or len(reg) != len(held):
-                raise _fail(idx, event, _region_problem(reg, self.shapes[t]) or "malformed region")
-            for (start, stop), (h_start, h_stop) in zip(reg, held):
-                if not h_start <= start < stop <= h_stop or type(start) is not int or type(stop) is not int:
-                    raise _fail(idx, event, f"a HIT region must lie inside the region its buffer {b} holds, "
-                                            f"{format_region(held)}")
-        self.reuse_flag(idx, event, reuse)
+    cdef int hit(self, Py_ssize_t idx, int64_t b, int64_t t, int64_t reg, int reuse) except -1:
+        self.access(idx, b, t)
+        if self.b_state[b] == UNFILLED:
+            raise self.fail(idx, f"a HIT on buffer {b}, which nothing filled yet (LOAD or OPEN)")
+        cdef int64_t held = self.b_region[b], i
+        cdef int64_t* r
+        cdef int64_t* h
+        if reg != held:
+            r, h = self.log.regions.at(reg) if reg != NO_REGION else NULL, self.log.regions.at(held)
+            for i in range(self.ndim[t]):
+                if r == NULL or not h[2 * i] <= r[2 * i] < r[2 * i + 1] <= h[2 * i + 1]:
+                    raise self.fail(idx, f"a HIT region must lie inside the region its buffer {b} holds, "
+                                         f"{format_region(self.region(t, held))}")
+        self.reuse_flag(idx, reuse)
 
-    cdef int compute(self, Py_ssize_t idx, object event) except -1:
-        _, unit, _opname, out, ins, m, cyc, pm = event
-        if unit != "tensorcore" and unit != "vector":
-            raise _fail(idx, event, f"unknown compute unit {unit!r}; units are {', '.join(map(repr, UNITS))}")
-        if type(cyc) is not int or cyc < 0:
-            raise _fail(idx, event, f"cycles must be an integer >= 0, got {cyc!r}")
-        if type(m) is not int or m < 0 or type(pm) is not int or pm < 0:
-            raise _fail(idx, event, f"macs and padded_macs must be integers >= 0, got {m!r} and {pm!r}")
-        if pm < m and unit == "tensorcore":
-            raise _fail(idx, event, f"padded_macs ({pm}) < macs ({m}): the TensorCore's padded MACs include the "
-                                    f"useful ones")
-        if type(ins) is not tuple:
-            raise _fail(idx, event, f"in_buffers must be a tuple of buffer ids, got {ins!r}")
-        b_state = self.b_state
-        for b in ins:
-            self.live(idx, event, b, "input buffer")
-            if b_state[b] == _UNFILLED:
-                raise _fail(idx, event, f"reads buffer {b} ({self.names[self.b_tensor[b]]}) before anything filled "
-                                        f"it (LOAD or OPEN)")
-        self.live(idx, event, out, "output buffer")
+    cdef int compute(self, Py_ssize_t idx, int unit, int64_t out, int64_t* ins, Py_ssize_t n_in, int64_t macs,
+                     int64_t cycles, int64_t padded) except -1:
+        cdef Py_ssize_t i
+        cdef int64_t b, t
+        if cycles < 0:
+            raise self.fail(idx, f"cycles must be an integer >= 0, got {self.shown(cycles)}")
+        if macs < 0 or padded < 0:
+            raise self.fail(idx, f"macs and padded_macs must be integers >= 0, got {self.shown(macs)} and "
+                                 f"{self.shown(padded)}")
+        if padded < macs and unit == 0:
+            raise self.fail(idx, f"padded_macs ({padded}) < macs ({macs}): the TensorCore's padded MACs include the "
+                                 f"useful ones")
+        for i in range(n_in):
+            b = ins[i]
+            self.live(idx, b, "input buffer")
+            if self.b_state[b] == UNFILLED:
+                raise self.fail(idx, f"reads buffer {b} ({self.names[self.b_tensor[b]]}) before anything filled "
+                                     f"it (LOAD or OPEN)")
+        self.live(idx, out, "output buffer")
         t = self.b_tensor[out]
         if not self.writable[t]:
-            raise _fail(idx, event, f"writes buffer {out} of {self.names[t]!r}, an input (read-only); computes write "
-                                    f"outputs, intermediates or scratch tensors")
-        if b_state[out] == _UNFILLED:
-            raise _fail(idx, event, f"writes buffer {out} ({self.names[t]}) before it was filled (LOAD or OPEN)")
-        b_state[out] = _MODIFIED
+            raise self.fail(idx, f"writes buffer {out} of {self.names[t]!r}, an input (read-only); computes write "
+                                 f"outputs, intermediates or scratch tensors")
+        if self.b_state[out] == UNFILLED:
+            raise self.fail(idx, f"writes buffer {out} ({self.names[t]}) before it was filled (LOAD or OPEN)")
+        self.b_state[out] = MODIFIED
 
-    cdef int store(self, Py_ssize_t idx, object event) except -1:
-        _, b, t, reg, nb = event
-        self.access(idx, event, b, t)
+    cdef int store(self, Py_ssize_t idx, int64_t b, int64_t t, int64_t reg, int64_t nb, bint has_nb) except -1:
+        self.access(idx, b, t)
         if not self.writable[t]:
-            raise _fail(idx, event, f"{self.names[t]!r} is an input (read-only): nothing may be stored to it")
-        held = self.b_region[b]
-        if reg is not held and reg != held:
-            raise _fail(idx, event, f"a STORE writes back the region its buffer holds, {format_region(held)}, not "
-                                    f"{reg!r}")
-        self.nbytes(idx, event, nb, self.b_held[b])
+            raise self.fail(idx, f"{self.names[t]!r} is an input (read-only): nothing may be stored to it")
+        cdef int64_t held = self.b_region[b]
+        if not self.same_region(t, reg, held):
+            raise self.fail(idx, f"a STORE writes back the region its buffer holds, "
+                                 f"{format_region(self.region(t, held))}, not {format_region(self.region(t, reg))}")
+        if has_nb:
+            self.nbytes(idx, nb, self.b_held[b])
         # a filled buffer may be stored with no COMPUTE since its fill: Session.mark_written records a write that
         # needs no arithmetic (an all-padding window leaves an opened tile's zeros to store)
-        if self.b_state[b] == _UNFILLED:
-            raise _fail(idx, event, f"STORE of buffer {b}, which nothing filled or computed since it was allocated; "
-                                    f"only filled, written buffers are written back")
-        self.b_state[b] = _CLEAN
+        if self.b_state[b] == UNFILLED:
+            raise self.fail(idx, f"STORE of buffer {b}, which nothing filled or computed since it was allocated; "
+                                 f"only filled, written buffers are written back")
+        self.b_state[b] = CLEAN
 
-    cdef int alloc(self, Py_ssize_t idx, object event) except -1:
-        _, b, t, reg, nb, address, charged = event
-        n_buf = len(self.b_state)
-        if b != n_buf or type(b) is not int:
-            raise _fail(idx, event, f"ALLOC of buffer {b!r}, expected buffer {n_buf} (buffers are numbered in "
-                                    f"allocation order)")
-        if not 0 <= t < len(self.shapes) or type(t) is not int:
-            raise _fail(idx, event, f"tensor id {t!r} is not one of the trace's {len(self.shapes)} tensors")
-        need = self.region_bytes(idx, event, t, reg)
-        self.nbytes(idx, event, nb, need)
-        if type(address) is not int or address < 0:
-            raise _fail(idx, event, f"address must be an integer >= 0 (a byte offset in SRAM), got {address!r}")
-        if type(charged) is not int or charged < nb or charged % nb:
-            raise _fail(idx, event, f"charged_bytes must be nbytes x ways (a positive multiple of {nb}), got "
-                                    f"{charged!r}")
-        self.b_tensor.append(t)
-        self.b_nbytes.append(nb)
-        self.b_charged.append(charged)
-        self.b_region.append(reg)
-        self.b_held.append(nb)
-        self.b_state.append(_UNFILLED)
+    cdef int alloc(self, Py_ssize_t idx, int64_t b, int64_t t, int64_t reg, int64_t nb, bint has_nb,
+                   int64_t address, int64_t charged) except -1:
+        if b != self.n_buf:
+            raise self.fail(idx, f"ALLOC of buffer {b}, expected buffer {self.n_buf} (buffers are numbered in "
+                                 f"allocation order)")
+        if not 0 <= t < self.n_tensors:
+            raise self.fail(idx, f"tensor id {t} is not one of the trace's {self.n_tensors} tensors")
+        cdef int64_t need = self.region_bytes(idx, t, reg)
+        if has_nb:
+            self.nbytes(idx, nb, need)
+        if address < 0:
+            raise self.fail(idx, f"address must be an integer >= 0 (a byte offset in SRAM), got "
+                                 f"{self.shown(address)}")
+        if charged < need or charged % need:
+            raise self.fail(idx, f"charged_bytes must be nbytes x ways (a positive multiple of {need}), got "
+                                 f"{self.shown(charged)}")
+        if b == self.buf_cap:
+            self.grow_buffers(2 * self.buf_cap)
+        self.b_tensor[b], self.b_nbytes[b], self.b_charged[b] = t, need, charged
+        self.b_region[b], self.b_held[b], self.b_state[b] = reg, need, UNFILLED
         depth = len(self.open_live) - 1  # its scope's place in the stack (-1: none); it is freed before its EXIT
         if depth >= 0:
             self.open_live[depth] += 1
-        self.b_scope.append(depth)
+        self.b_scope[b] = depth
+        self.n_buf = b + 1
 
-    cdef int free(self, Py_ssize_t idx, object event) except -1:
-        _, b, charged = event
-        self.live(idx, event, b)
+    cdef int free(self, Py_ssize_t idx, int64_t b, int64_t charged) except -1:
+        self.live(idx, b)
         if charged != self.b_charged[b]:
-            raise _fail(idx, event, f"charged_bytes {charged!r} differs from the {self.b_charged[b]} B its ALLOC "
-                                    f"charged")
-        self.b_state[b] = _FREED
-        self.b_region[b] = None  # a freed buffer's region is never read again: keep memory to the live ones
-        depth = self.b_scope[b]
+            raise self.fail(idx, f"charged_bytes {self.shown(charged)} differs from the {self.b_charged[b]} B its "
+                                 f"ALLOC charged")
+        self.b_state[b] = FREED
+        cdef int depth = self.b_scope[b]
         if depth >= 0:
             self.open_live[depth] -= 1
 
-    cdef int enter(self, Py_ssize_t idx, object event) except -1:
-        _, scope_id, instance = event
-        if not 0 <= scope_id < len(self.scopes) or type(scope_id) is not int:
-            raise _fail(idx, event, f"scope id {scope_id!r} is not one of the trace's {len(self.scopes)} scopes")
-        if instance != self.next_instance[scope_id] or type(instance) is not int:
-            raise _fail(idx, event, f"instance {instance!r} of scope {self.scopes[scope_id].name!r}, expected "
-                                    f"{self.next_instance[scope_id]} (instances count from 0 per scope)")
+    cdef int enter(self, Py_ssize_t idx, int64_t scope_id, int64_t instance) except -1:
+        if not 0 <= scope_id < self.n_scopes:
+            raise self.fail(idx, f"scope id {scope_id} is not one of the trace's {self.n_scopes} scopes")
+        if instance != self.next_instance[scope_id]:
+            raise self.fail(idx, f"instance {instance} of scope {self.scopes[scope_id].name!r}, expected "
+                                 f"{self.next_instance[scope_id]} (instances count from 0 per scope)")
         self.next_instance[scope_id] += 1
         self.open_scope.append(scope_id)
         self.open_instance.append(instance)
         self.open_live.append(0)
 
-    cdef int exit(self, Py_ssize_t idx, object event) except -1:
-        _, scope_id, instance = event
+    cdef int exit(self, Py_ssize_t idx, int64_t scope_id, int64_t instance) except -1:
         if not self.open_scope:
-            raise _fail(idx, event, "EXIT with no scope open (no matching ENTER)")
+            raise self.fail(idx, "EXIT with no scope open (no matching ENTER)")
         top, top_instance = self.open_scope[-1], self.open_instance[-1]
         if scope_id != top or instance != top_instance:
-            raise _fail(idx, event, f"EXIT of scope {scope_id!r} instance {instance!r}, but the innermost open scope "
-                                    f"is {top} ({self.scopes[top].name!r}) instance {top_instance}; scopes must nest")
-        if self.open_live[-1]:  # (buffers of closed scopes at this depth are all freed)
-            live = _first_live(self.b_scope, self.b_state, len(self.open_live) - 1)
-            raise _fail(idx, event, f"the scope ends while buffer {live} ({self.names[self.b_tensor[live]]}) it "
-                                    f"allocated is live: a scope FREEs its buffers before its EXIT")
+            raise self.fail(idx, f"EXIT of scope {scope_id} instance {instance}, but the innermost open scope is "
+                                 f"{top} ({self.scopes[top].name!r}) instance {top_instance}; scopes must nest")
+        cdef Py_ssize_t depth = len(self.open_live) - 1, b
+        if self.open_live[depth]:  # (buffers of closed scopes at this depth are all freed)
+            b = next(b for b in range(self.n_buf) if self.b_scope[b] == depth and self.b_state[b] != FREED)
+            raise self.fail(idx, f"the scope ends while buffer {b} ({self.names[self.b_tensor[b]]}) it allocated is "
+                                 f"live: a scope FREEs its buffers before its EXIT")
         self.open_scope.pop()
         self.open_instance.pop()
         self.open_live.pop()
 
 
-def _first_live(b_scope: list, b_state: list, depth: int) -> int:
-    """The first buffer allocated by a scope open at `depth` in the stack and not yet freed."""
-    return next(b for b, d in enumerate(b_scope) if d == depth and b_state[b] != _FREED)
+cdef object _int_id(object x):
+    """An id field of a tuple event: a Python int (anything else raises TypeError, which `run` reports)."""
+    if type(x) is not int:
+        raise TypeError("id")
+    return x
+
+
+cdef int _flag(object reuse):
+    """A reuse flag: 1, 0, or -1 if it is not a bool."""
+    return 1 if reuse is True else 0 if reuse is False else -1
+
+
+cdef bint _int_pairs(object region, Py_ssize_t dims):
+    """Whether `region` is a tuple of `dims` (int, int) pairs."""
+    if type(region) is not tuple or len(region) != dims:
+        return False
+    for pair in region:
+        if not isinstance(pair, tuple) or len(pair) != 2 or type(pair[0]) is not int or type(pair[1]) is not int:
+            return False
+    return True
+
+
+def _grown(old: np.ndarray | None, cap: int, dtype=None) -> np.ndarray:
+    """A copy of `old` with room for `cap` entries (zeros after the old ones); dtype: of a new one (old is None)."""
+    new = np.zeros(cap, dtype if old is None else old.dtype)
+    if old is not None:
+        new[:len(old)] = old
+    return new
 
 
 def _malformed(event: object, err: Exception, shapes: list[tuple[int, ...]]) -> str:

@@ -18,13 +18,10 @@ STORE are the region's elements x word_bytes (the trace's rule), so they are not
 """
 
 from libc.stdint cimport int64_t
+from libc.stdlib cimport free, realloc
 
 import numpy as np
 
-cdef int CHUNK_BITS = 16
-cdef int64_t CHUNK = 1 << 16  # words per chunk (512 KiB)
-cdef int64_t SKIP = 15  # kind of the filler that ends a chunk early (a record never straddles two chunks)
-cdef int64_t TENSOR_MASK = (1 << 24) - 1
 
 from dsasim.traced import trace
 
@@ -33,31 +30,39 @@ cdef int64_t HIT = trace.HIT, COMPUTE = trace.COMPUTE, STORE = trace.STORE, FREE
 
 
 cdef class _Words:
-    """A growing sequence of int64 words in fixed chunks."""
-
-    cdef list chunks
-    cdef int64_t* cur
-    cdef int64_t pos  # next free word of the current chunk
-    cdef int64_t size  # words before the current chunk
+    """A growing sequence of int64 words in fixed chunks (attributes: _events.pxd); `ptrs` holds each chunk's
+    first word, so that a reader finds any word by its offset in C."""
 
     def __cinit__(self):
         self.chunks = []
+        self.ptrs = NULL
         self.cur = NULL
         self.pos = CHUNK
         self.size = -CHUNK
 
-    cdef inline int64_t* room(self, int64_t n) except NULL:
+    def __dealloc__(self):
+        free(self.ptrs)
+
+    cdef int add_chunk(self, object arr) except -1:
+        cdef int64_t[::1] view = arr
+        cdef Py_ssize_t n = len(self.chunks)
+        cdef int64_t** grown = <int64_t**>realloc(self.ptrs, (n + 1) * sizeof(int64_t*))
+        if grown == NULL:
+            raise MemoryError
+        self.ptrs = grown
+        self.chunks.append(arr)
+        self.ptrs[n] = &view[0]
+        self.cur = self.ptrs[n]
+        return 0
+
+    cdef int64_t* room(self, int64_t n) except NULL:
         """Pointer to n free words in one chunk (starting a chunk, with a filler, when the current is short)."""
-        cdef int64_t[::1] view
         if self.pos + n > CHUNK:
             if n > CHUNK:
                 raise ValueError(f"an event of {n} words does not fit a chunk of {CHUNK}")
             if self.cur != NULL:
                 self.cur[self.pos] = SKIP
-            arr = np.empty(CHUNK, np.int64)
-            self.chunks.append(arr)
-            view = arr
-            self.cur = &view[0]
+            self.add_chunk(np.empty(CHUNK, np.int64))
             self.size += CHUNK
             self.pos = 0
         cdef int64_t* p = self.cur + self.pos
@@ -67,34 +72,26 @@ cdef class _Words:
     cdef tuple state(self):
         return (list(self.chunks), self.pos)
 
-    cdef void restore(self, list chunks, int64_t pos):
-        cdef int64_t[::1] view
-        self.chunks = chunks
+    cdef void restore(self, list chunks, int64_t pos) except *:
+        for arr in chunks:
+            self.add_chunk(arr)
         self.size = (len(chunks) - 1) * CHUNK
         self.pos = pos
-        if chunks:
-            view = chunks[len(chunks) - 1]
-            self.cur = &view[0]
 
-    cdef inline int64_t offset(self, int64_t* p):
+    cdef int64_t offset(self, int64_t* p):
         return self.size + (p - self.cur)
+
+    cdef int64_t* at(self, int64_t offset):
+        """Pointer to the word at `offset` (words never move: chunks are fixed)."""
+        return self.ptrs[offset >> CHUNK_BITS] + (offset & (CHUNK - 1))
 
     def nbytes(self):
         return len(self.chunks) * CHUNK * 8
 
 
 cdef class EventLog:
-    """A trace's events, columnar; the append methods mirror `ListLog`'s (see trace.py)."""
-
-    cdef _Words words
-    cdef _Words regions
-    cdef list ndims  # per tensor
-    cdef list last_region  # per tensor: the region last interned, and its offset
-    cdef list last_offset
-    cdef dict compute_ids
-    cdef list computes
-    cdef public int64_t word_bytes
-    cdef int64_t count
+    """A trace's events, columnar; the append methods mirror `ListLog`'s (see trace.py). Attributes:
+    _events.pxd (the timing model reads the words directly)."""
 
     def __cinit__(self, int64_t word_bytes):
         self.words = _Words()
@@ -115,6 +112,9 @@ cdef class EventLog:
 
     cdef int64_t _region(self, int64_t tensor, tuple region) except -1:
         """The region's offset in the region table, reusing the tensor's last one when equal."""
+        if not 0 <= tensor < len(self.ndims) or len(region) != <Py_ssize_t>self.ndims[tensor]:
+            raise ValueError(f"tensor {tensor} with region {region!r}: the log knows {len(self.ndims)} tensors "
+                             f"(add_tensor), and a region has one (start, stop) pair per dimension of its tensor")
         last = self.last_region[tensor]
         if last is region or last == region:
             return self.last_offset[tensor]
@@ -176,7 +176,7 @@ cdef class EventLog:
         p[3] = charged_bytes
         self.count += 1
 
-    cdef inline void _access(self, int64_t kind, int64_t buffer, int64_t tensor, tuple region, bint reuse) except *:
+    cdef void _access(self, int64_t kind, int64_t buffer, int64_t tensor, tuple region, bint reuse) except *:
         cdef int64_t off = self._region(tensor, region)
         cdef int64_t* p = self.words.room(2)
         p[0] = kind | (<int64_t>reuse) << 4 | buffer << 8
@@ -217,63 +217,81 @@ cdef class EventLog:
         self.count += 1
 
     # -- reading -------------------------------------------------------------------------------------------------
+    cdef tuple region_at(self, int64_t offset, int64_t ndim):
+        """The region stored at `offset` of the region table, as ((start, stop), ...)."""
+        cdef int64_t* r = self.regions.at(offset)
+        return tuple([(r[2 * i], r[2 * i + 1]) for i in range(ndim)])
+
+    cdef tuple decode(self, int64_t* w):
+        """The event whose first word is w[0], as the tuple of trace.py."""
+        cdef int64_t head = w[0], kind = head & 15, ident = head >> 8, second, tensor, elements, i, n
+        if kind == ENTER or kind == EXIT or kind == FREE:
+            return (kind, ident, w[1])
+        second = w[1]
+        if kind == COMPUTE:
+            n = second >> 40
+            unit, op, macs, cycles, padded = self.computes[second & ((1 << 40) - 1)]
+            return (COMPUTE, unit, op, ident, tuple([w[2 + i] for i in range(n)]), macs, cycles, padded)
+        tensor = second & TENSOR_MASK
+        region = self.region_at(second >> 24, self.ndims[tensor])
+        elements = 1
+        for start, stop in region:
+            elements *= stop - start
+        if kind == ALLOC:
+            return (ALLOC, ident, tensor, region, elements * self.word_bytes, w[2], w[3])
+        if kind == LOAD:
+            return (LOAD, ident, tensor, region, elements * self.word_bytes, bool(head & 16))
+        if kind == STORE:
+            return (STORE, ident, tensor, region, elements * self.word_bytes)
+        return (kind, ident, tensor, region, bool(head & 16))
+
+    def kind_counts(self):
+        """How many events of each kind (a list indexed by EventKind), read from the words."""
+        cdef int64_t[16] counts
+        cdef int64_t* w
+        cdef int64_t pos, kind, left = self.count
+        cdef Py_ssize_t c
+        for c in range(16):
+            counts[c] = 0
+        for c in range(len(self.words.chunks)):
+            w = self.words.ptrs[c]
+            pos = 0
+            while pos < CHUNK and left > 0:
+                kind = w[pos] & 15
+                if kind == SKIP:
+                    break
+                left -= 1
+                counts[kind] += 1
+                pos += event_words(w + pos)
+        return [counts[c] for c in range(FREE + 1)]
+
     def __iter__(self):
         """The events as the tuples of trace.py, in order."""
-        cdef int64_t[::1] wview, rview
+        cdef int64_t[::1] wview
         cdef int64_t* w
-        cdef int64_t* r
-        cdef int64_t pos, end, head, kind, ident, second, off, tensor, n, i, elements
-        cdef list region_chunks = self.regions.chunks
-        cdef list ndims = self.ndims
-        cdef list computes = self.computes
-        cdef int64_t word_bytes = self.word_bytes
+        cdef int64_t pos, kind
         cdef int64_t left = self.count
-        cdef int nd
         for chunk in self.words.chunks:
             wview = chunk
             w = &wview[0]
             pos = 0
             while pos < CHUNK and left > 0:
-                head = w[pos]
-                kind = head & 15
+                kind = w[pos] & 15
                 if kind == SKIP:
                     break
                 left -= 1
-                ident = head >> 8
-                if kind == ENTER or kind == EXIT or kind == FREE:
-                    yield (kind, ident, w[pos + 1])
-                    pos += 2
-                    continue
-                if kind == COMPUTE:
-                    second = w[pos + 1]
-                    n = second >> 40
-                    unit, op, macs, cycles, padded = computes[second & ((1 << 40) - 1)]
-                    yield (COMPUTE, unit, op, ident, tuple([w[pos + 2 + i] for i in range(n)]), macs, cycles, padded)
-                    pos += 2 + n
-                    continue
-                second = w[pos + 1]
-                tensor = second & TENSOR_MASK
-                off = second >> 24
-                rview = region_chunks[off >> CHUNK_BITS]
-                r = &rview[0] + (off & (CHUNK - 1))
-                nd = ndims[tensor]
-                elements = 1
-                pairs = []
-                for i in range(nd):
-                    pairs.append((r[2 * i], r[2 * i + 1]))
-                    elements *= r[2 * i + 1] - r[2 * i]
-                region = tuple(pairs)
-                if kind == ALLOC:
-                    yield (ALLOC, ident, tensor, region, elements * word_bytes, w[pos + 2], w[pos + 3])
-                    pos += 4
-                    continue
-                pos += 2
-                if kind == LOAD:
-                    yield (LOAD, ident, tensor, region, elements * word_bytes, bool(head & 16))
-                elif kind == STORE:
-                    yield (STORE, ident, tensor, region, elements * word_bytes)
-                else:
-                    yield (kind, ident, tensor, region, bool(head & 16))
+                yield self.decode(w + pos)
+                pos += event_words(w + pos)
+
+
+cdef int64_t event_words(int64_t* w):
+    """How many words the event starting at w[0] takes."""
+    cdef int64_t kind = w[0] & 15
+    if kind == ALLOC:
+        return 4
+    if kind == COMPUTE:
+        return 2 + (w[1] >> 40)
+    return 2
 
 
 def _restore(word_bytes, ndims, computes, count, words, regions):

@@ -1,0 +1,45 @@
+# The C interface of the columnar event log, so that the timing model (validate.pyx, model.pyx) reads the words
+# and the region table directly instead of decoding every event into tuples.
+
+from libc.stdint cimport int64_t
+
+cdef enum:
+    CHUNK_BITS = 16
+    CHUNK = 1 << 16  # words per chunk (512 KiB)
+    SKIP = 15  # kind of the filler that ends a chunk early (a record never straddles two chunks)
+    TENSOR_MASK = (1 << 24) - 1
+
+
+cdef class _Words:
+    cdef list chunks
+    cdef int64_t** ptrs  # each chunk's first word
+    cdef int64_t* cur
+    cdef int64_t pos  # next free word of the current chunk
+    cdef int64_t size  # words before the current chunk
+
+    cdef int64_t* room(self, int64_t n) except NULL
+    cdef tuple state(self)
+    cdef int add_chunk(self, object arr) except -1
+    cdef void restore(self, list chunks, int64_t pos) except *
+    cdef int64_t offset(self, int64_t* p)
+    cdef int64_t* at(self, int64_t offset)
+
+
+cdef class EventLog:
+    cdef _Words words
+    cdef _Words regions
+    cdef list ndims  # per tensor
+    cdef list last_region  # per tensor: the region last interned, and its offset
+    cdef list last_offset
+    cdef dict compute_ids
+    cdef list computes
+    cdef public int64_t word_bytes
+    cdef int64_t count
+
+    cdef int64_t _region(self, int64_t tensor, tuple region) except -1
+    cdef tuple region_at(self, int64_t offset, int64_t ndim)
+    cdef tuple decode(self, int64_t* w)
+    cdef void _access(self, int64_t kind, int64_t buffer, int64_t tensor, tuple region, bint reuse) except *
+
+
+cdef int64_t event_words(int64_t* w)
