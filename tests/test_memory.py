@@ -1188,7 +1188,8 @@ def test_columnar_log_equals_the_list_of_tuples_on_every_demo(monkeypatch):
 def test_columnar_log_holds_under_40_bytes_per_event():
     # 20,000 scopes of 10 events: ENTER, ALLOC + LOAD of x[i], ALLOC + OPEN of o[i], COMPUTE, STORE, 2 FREE, EXIT.
     # Words (8 B): ENTER 2, ALLOC 4 + 4, LOAD 2, OPEN 2, COMPUTE 2 + 1 input, STORE 2, FREE 2 + 2, EXIT 2 = 25,
-    # plus two 2-d regions of 4 words = 33 words = 264 B per scope, 26.4 B per event; each of the two tables
+    # plus two 2-d regions of 2 words (start | stop << 32 per dimension) = 29 words = 232 B per scope, 23.2 B per
+    # event; each of the two tables
     # may end in a partly used chunk of 65,536 words (at most 2 x 512 KiB / 200,000 events = 5.2 B per event)
     s = Session(preset("blog"), numeric=False)
     x, o = s.input("x", (20_000, 8)), s.output("o", (20_000, 8))
@@ -1198,7 +1199,7 @@ def test_columnar_log_holds_under_40_bytes_per_event():
             o[i].assign(vec.copy(x[i]))
     trace = s.finish()
     assert len(trace) == 200_000
-    assert 26.4 <= trace.log.nbytes() / len(trace) <= 26.4 + 5.25
+    assert 23.2 <= trace.log.nbytes() / len(trace) <= 23.2 + 5.25
 
 
 # -- the compiled core (_core.pyx) against the pure-Python methods it replaces ----------------------------------
@@ -1269,3 +1270,25 @@ def test_capacity_equal_to_the_live_bytes_fits_on_both_paths(compiled):
             with pytest.raises(SramOverflowError, match=r"allocating 10 B for a\[3:4, 0:10\]"):
                 a[3, :]                                # 40 B > 30
     _with_core(compiled, run)
+
+
+def test_columnar_log_rejects_what_it_cannot_store():
+    # the log stores a region as one word per dimension (start | stop << 32) and reads it back by its tensor's rank
+    from dsasim.traced._events import EventLog
+    log = EventLog(1)
+    log.add_tensor(2)
+    log.alloc(0, 0, ((0, 1), (0, 8)), 8, 0, 8)
+    with pytest.raises(ValueError, match=r"bounds 0 <= start, stop < 2\*\*31"):
+        log.load(0, 0, ((0, 1), (0, 1 << 31)), 8, False)
+    with pytest.raises(ValueError, match="bounds 0 <= start, stop"):
+        log.load(0, 0, ((-1, 1), (0, 8)), 8, False)
+    with pytest.raises(ValueError, match="the log knows 1 tensors"):
+        log.load(0, 1, ((0, 1), (0, 8)), 8, False)
+    with pytest.raises(ValueError, match="one \\(start, stop\\) pair per dimension"):
+        log.load(0, 0, ((0, 8),), 8, False)
+    assert list(log) == [(log_kind("ALLOC"), 0, 0, ((0, 1), (0, 8)), 8, 0, 8)]  # nothing half-written
+
+
+def log_kind(name: str) -> int:
+    from dsasim.traced.trace import EventKind
+    return int(EventKind[name])

@@ -55,7 +55,7 @@ from libc.string cimport memmove
 from dsasim.hardware import Accelerator
 from dsasim.util import regions_overlap
 from dsasim.traced.trace import ALLOC, COMPUTE, FREE, LOAD, OPEN, STORE, Trace, format_region
-from dsasim.traced._events cimport EventLog
+from dsasim.traced._events cimport EventLog, region_start, region_stop
 from dsasim.timing.validate cimport TraceChecker
 from dsasim.timing.validate import _grown
 
@@ -164,7 +164,7 @@ cdef class RegionColumn:
         cdef int64_t* rb = self.log.regions.at(self.offsets[b])
         cdef int64_t i
         for i in range(self.ndim[self.tensors[a]]):
-            if ra[2 * i] >= rb[2 * i + 1] or rb[2 * i] >= ra[2 * i + 1]:
+            if region_start(ra, i) >= region_stop(rb, i) or region_start(rb, i) >= region_stop(ra, i):
                 return False
         return True
 

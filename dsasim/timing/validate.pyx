@@ -31,7 +31,7 @@ from __future__ import annotations
 import numpy as np
 
 from dsasim.hardware import Accelerator
-from dsasim.traced._events cimport CHUNK, SKIP, TENSOR_MASK, EventLog, event_words
+from dsasim.traced._events cimport CHUNK, SKIP, TENSOR_MASK, EventLog, event_words, region_start, region_stop
 from dsasim.traced.trace import (ALLOC, COMPUTE, ENTER, EVENT_TYPES, EXIT, FREE, HIT, LOAD, OPEN, STORE, EventKind,
                                  Trace, format_region)
 from dsasim.timing.errors import TraceError
@@ -336,11 +336,11 @@ cdef class TraceChecker:
         cdef int64_t* r = self.log.regions.at(reg)
         cdef int64_t i, n = self.word, at = self.shape_at[t]
         for i in range(self.ndim[t]):
-            if not 0 <= r[2 * i] < r[2 * i + 1] <= self.dims[at + i]:
+            if not 0 <= region_start(r, i) < region_stop(r, i) <= self.dims[at + i]:
                 shape = self.shapes[t]
                 raise self.fail(idx, f"{_region_problem(self.region(t, reg), shape)} (tensor {self.names[t]!r} has "
                                      f"shape {shape})")
-            n *= r[2 * i + 1] - r[2 * i]
+            n *= region_stop(r, i) - region_start(r, i)
         return n
 
     cdef bint same_region(self, int64_t t, int64_t a, int64_t b):
@@ -350,7 +350,7 @@ cdef class TraceChecker:
         cdef int64_t* ra = self.log.regions.at(a)
         cdef int64_t* rb = self.log.regions.at(b)
         cdef int64_t i
-        for i in range(2 * self.ndim[t]):
+        for i in range(self.ndim[t]):
             if ra[i] != rb[i]:
                 return False
         return True
@@ -405,7 +405,8 @@ cdef class TraceChecker:
         if reg != held:
             r, h = self.log.regions.at(reg) if reg != NO_REGION else NULL, self.log.regions.at(held)
             for i in range(self.ndim[t]):
-                if r == NULL or not h[2 * i] <= r[2 * i] < r[2 * i + 1] <= h[2 * i + 1]:
+                if r == NULL or not (region_start(h, i) <= region_start(r, i) < region_stop(r, i)
+                                     <= region_stop(h, i)):
                     raise self.fail(idx, f"a HIT region must lie inside the region its buffer {b} holds, "
                                          f"{format_region(self.region(t, held))}")
         self.reuse_flag(idx, reuse)

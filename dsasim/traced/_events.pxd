@@ -10,6 +10,15 @@ cdef enum:
     TENSOR_MASK = (1 << 24) - 1
 
 
+cdef inline int64_t region_start(int64_t* r, int64_t dim):
+    """The start of dimension `dim` of the region stored at r (one word per dimension: start | stop << 32)."""
+    return r[dim] & 0xFFFFFFFF
+
+
+cdef inline int64_t region_stop(int64_t* r, int64_t dim):
+    return r[dim] >> 32
+
+
 cdef class _Words:
     cdef list chunks
     cdef int64_t** ptrs  # each chunk's first word

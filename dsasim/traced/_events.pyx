@@ -12,7 +12,7 @@ kind | reuse << 4 | id << 8, id being the buffer (the out buffer of a COMPUTE, t
   LOAD/OPEN/HIT/STORE  tensor | region << 24
   FREE          charged_bytes
   COMPUTE       compute | len(in_buffers) << 40, then one word per input buffer
-`region` is an offset into the region table (2 words per dimension, start and stop), shared by the events of
+`region` is an offset into the region table (a word per dimension, start | stop << 32), shared by the events of
 one buffer; `compute` indexes a table of (unit, op, macs, cycles, padded_macs). The nbytes of ALLOC, LOAD and
 STORE are the region's elements x word_bytes (the trace's rule), so they are not stored.
 """
@@ -24,6 +24,8 @@ import numpy as np
 
 
 from dsasim.traced import trace
+
+cdef int64_t BOUND_LIMIT = 1 << 31
 
 cdef int64_t ENTER = trace.ENTER, EXIT = trace.EXIT, ALLOC = trace.ALLOC, LOAD = trace.LOAD, OPEN = trace.OPEN
 cdef int64_t HIT = trace.HIT, COMPUTE = trace.COMPUTE, STORE = trace.STORE, FREE = trace.FREE
@@ -119,15 +121,17 @@ cdef class EventLog:
         if last is region or last == region:
             return self.last_offset[tensor]
         cdef Py_ssize_t n = len(region), i
-        cdef int64_t* p = self.regions.room(2 * n)
+        cdef int64_t* p = self.regions.room(n)
+        cdef int64_t start, stop
         for i in range(n):
             pair = region[i]
             if isinstance(pair, tuple):  # (a Segment is one)
-                p[2 * i] = (<tuple>pair)[0]
-                p[2 * i + 1] = (<tuple>pair)[1]
+                start, stop = (<tuple>pair)[0], (<tuple>pair)[1]
             else:
-                p[2 * i] = pair[0]
-                p[2 * i + 1] = pair[1]
+                start, stop = pair[0], pair[1]
+            if not (0 <= start < BOUND_LIMIT and 0 <= stop < BOUND_LIMIT):
+                raise ValueError(f"region {region!r}: the log stores bounds 0 <= start, stop < 2**31")
+            p[i] = start | stop << 32
         cdef int64_t off = self.regions.offset(p)
         self.last_region[tensor] = region
         self.last_offset[tensor] = off
@@ -220,7 +224,7 @@ cdef class EventLog:
     cdef tuple region_at(self, int64_t offset, int64_t ndim):
         """The region stored at `offset` of the region table, as ((start, stop), ...)."""
         cdef int64_t* r = self.regions.at(offset)
-        return tuple([(r[2 * i], r[2 * i + 1]) for i in range(ndim)])
+        return tuple([(region_start(r, i), region_stop(r, i)) for i in range(ndim)])
 
     cdef tuple decode(self, int64_t* w):
         """The event whose first word is w[0], as the tuple of trace.py."""
