@@ -1,5 +1,5 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, annotation_typing=False
-"""The columnar event log: a trace's events packed into int64 words, about 36 B per event instead of ~190.
+"""The columnar event log: a trace's events packed into int64 words, about 26 B per event instead of ~190.
 
 `EventLog` has one append method per event kind, called by the Session, and yields the documented tuples of
 trace.py back (`iter`), so every reader sees the same events as `ListLog`, the plain list of tuples it replaces

@@ -294,7 +294,7 @@ def run_schedule(schedule: Schedule, hardware: Accelerator, numeric: bool = True
             status, message = Status.ERROR, f"numeric check failed: {_first_bad_output(outputs)}"
     if session.trace_dropped:
         message = (f"trace not kept: longer than {trace_event_limit:,} events (raise the limit to time it; "
-                   f"it costs about 36 B of memory per event)")
+                   f"it costs about 26 B of memory per event)")
     return RunResult(name=schedule.name, hardware=hardware.name, status=status, message=message,
                      loaded_bytes=c.loaded_bytes, stored_bytes=c.stored_bytes, rmw_bytes=c.rmw_bytes, hits=c.hits,
                      peak_sram_bytes=c.peak_sram_bytes, blog_loaded_elements=blog_count, macs=c.macs,

@@ -3,7 +3,7 @@
 A trace is the one product of running a schedule, and the only input of everything downstream (reports,
 the timing simulation, the analytic check). Events are stored as plain tuples, the first field an `EventKind`,
 because a schedule emits millions of them and a tuple costs a fraction of an object; `Trace.typed()` yields the
-same events as named tuples for readers. The trace stores them packed (`EventLog`, about 36 B an event) and
+same events as named tuples for readers. The trace stores them packed (`EventLog`, about 26 B an event) and
 builds each tuple as it is read. Field layouts (after the kind):
 
   ENTER   scope_id, instance                     a scope instance begins (instance counts from 0 per scope)
