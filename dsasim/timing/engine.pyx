@@ -287,3 +287,47 @@ def _raise_deadlock(g: OpGraph, ends: list[int], heads: list[int], resolve, firs
     else:
         msg = ("deadlock: " + "\n  waits for ".join(names) + "\nwhich can never complete.")
     raise DeadlockError(msg, names)
+
+
+# -- reductions over the timed graph that SimResult needs (result.py), in C: no temporaries of a size per op -----
+def buffer_release_ends(g: OpGraph, timeline: Timeline) -> np.ndarray:
+    """Per buffer, when its slot is released: the last end among its final users (`never`-freed buffers, with no
+    final users: the end of the run), int64 cycles."""
+    cdef long long[::1] ptr = np.ascontiguousarray(g.buffer_final_ptr, np.int64)
+    cdef long long[::1] count = np.ascontiguousarray(g.buffer_final_n, np.int64)
+    cdef long long[::1] users = np.ascontiguousarray(g.buffer_final_ops, np.int64)
+    cdef long long[::1] ends = np.ascontiguousarray(timeline.ends, np.int64)
+    out = np.empty(len(ptr), np.int64)
+    cdef long long[::1] release = out
+    cdef Py_ssize_t b, k
+    cdef long long last, never = timeline.cycles
+    for b in range(len(ptr)):
+        if count[b] == 0:
+            release[b] = never
+            continue
+        last = ends[users[ptr[b]]]
+        for k in range(ptr[b] + 1, ptr[b] + count[b]):
+            if ends[users[k]] > last:
+                last = ends[users[k]]
+        release[b] = last
+    return out
+
+
+def peak_bytes(nbytes: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> int:
+    """The exact peak of the bytes of intervals [start, end) occupied at once (a release at t comes before a fill
+    at t); 0 for none."""
+    cdef long long[::1] b = np.ascontiguousarray(nbytes, np.int64)
+    cdef long long[::1] s = np.ascontiguousarray(starts, np.int64)
+    cdef long long[::1] e = np.ascontiguousarray(ends, np.int64)
+    cdef long long[::1] by_start = np.argsort(starts, kind="stable").astype(np.int64)
+    cdef long long[::1] by_end = np.argsort(ends, kind="stable").astype(np.int64)
+    cdef Py_ssize_t i, j = 0, n = len(s)
+    cdef long long now = 0, peak = 0
+    for i in range(n):
+        while j < n and e[by_end[j]] <= s[by_start[i]]:
+            now -= b[by_end[j]]
+            j += 1
+        now += b[by_start[i]]
+        if now > peak:
+            peak = now
+    return peak

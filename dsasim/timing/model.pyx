@@ -158,6 +158,18 @@ cdef class RegionColumn:
         for op in range(len(self.offsets_a)):
             yield self[op]
 
+    def select(self, ops: np.ndarray) -> RegionColumn:
+        """The column of the operations `ops` (indices, in the order given)."""
+        return RegionColumn(self.log, self.offsets_a[ops], self.tensors_a[ops], self.ndim_a)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, (RegionColumn, list, tuple)):
+            return len(self) == len(other) and all(a == b for a, b in zip(self, other))
+        return NotImplemented
+
+    def __repr__(self) -> str:
+        return f"RegionColumn({len(self)} regions)"
+
     cpdef bint overlaps(self, Py_ssize_t a, Py_ssize_t b):
         """Whether the regions of operations a and b (of one tensor) share an element."""
         cdef int64_t* ra = self.log.regions.at(self.offsets[a])

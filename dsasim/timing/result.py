@@ -31,13 +31,13 @@ import math
 from bisect import bisect_left
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any, Iterator, Mapping, NamedTuple
+from typing import Any, Iterator, Mapping, NamedTuple, Sequence
 
 import numpy as np
 
 from dsasim.hardware import Accelerator
 from dsasim.traced.trace import Region, format_region
-from dsasim.timing.engine import Timeline
+from dsasim.timing.engine import Timeline, buffer_release_ends, peak_bytes
 from dsasim.timing.model import FREE_OP, KIND_NAMES, LOAD_OP, REASON_NAMES, STORE_OP, TC_OP, VEC_OP, OpGraph, overlaps
 
 # operation kinds as they appear in records
@@ -106,7 +106,7 @@ class SimResult:
     op_bytes: np.ndarray
     op_tensor: np.ndarray
     op_buffer: np.ndarray
-    op_regions: tuple[Region, ...]
+    op_regions: Sequence[Region]  # per operation, read on demand (a tuple each would cost ~100 B)
     buffer_tensor: np.ndarray  # per buffer: its tensor, bytes and occupancy interval [start, end)
     buffer_bytes: np.ndarray
     buffer_start: np.ndarray
@@ -231,20 +231,35 @@ def _nice_window(cycles: int, target: int = 256) -> int:
     return 10 * p  # pragma: no cover
 
 
+_CHUNK = 1 << 20  # intervals per step of `_window_integrals`: its temporaries stay ~50 MB for any trace
+
+
 def _window_integrals(s: np.ndarray, e: np.ndarray, rate: np.ndarray, edges: np.ndarray) -> np.ndarray:
-    """Integral over each window [edges[k], edges[k+1]) of sum_i rate_i * [s_i <= t < e_i]."""
-    if len(s) == 0:
-        return np.zeros(len(edges) - 1)
-    t = np.concatenate([s, e]).astype(np.float64)
-    d = np.concatenate([rate, -rate]).astype(np.float64)
-    order = np.argsort(t, kind="stable")
-    t = t[order]
-    d = d[order]
-    r = np.cumsum(d)
-    g = np.zeros(len(t))
-    g[1:] = np.cumsum(r[:-1] * np.diff(t))
-    ge = np.interp(edges, t, g, left=0.0, right=float(g[-1]))
-    return np.diff(ge)
+    """Integral over each window [edges[k], edges[k+1]) of sum_i rate_i * [s_i <= t < e_i] (edges: equal windows
+    from 0; every interval inside [0, edges[-1]]).
+
+    Per interval: the part in its first window, the part in its last, and rate x window for each window between
+    (a difference array), summed with bincount over chunks of intervals."""
+    n_win = len(edges) - 1
+    out = np.zeros(n_win)
+    if len(s) == 0 or n_win == 0:
+        return out
+    w = float(edges[1] - edges[0])
+    full = np.zeros(n_win + 1)
+    for at in range(0, len(s), _CHUNK):
+        cs = s[at:at + _CHUNK].astype(np.float64)
+        ce = e[at:at + _CHUNK].astype(np.float64)
+        cr = np.asarray(rate[at:at + _CHUNK], dtype=np.float64)
+        ks = np.minimum((cs // w).astype(np.int64), n_win - 1)
+        ke = np.minimum((ce // w).astype(np.int64), n_win - 1)
+        one = ks == ke
+        out += np.bincount(ks[one], cr[one] * (ce[one] - cs[one]), n_win)
+        many = ~one
+        ks, ke, cs, ce, cr = ks[many], ke[many], cs[many], ce[many], cr[many]
+        out += np.bincount(ks, cr * (edges[ks + 1] - cs), n_win)
+        out += np.bincount(ke, cr * (ce - edges[ke]), n_win)
+        full += np.bincount(ks + 1, cr, n_win + 1) - np.bincount(ke, cr, n_win + 1)
+    return out + np.cumsum(full[:-1]) * w
 
 
 _REASON_PRIO = (0, 2, 3)  # on equal end times: data before slot before war before the engine predecessor
@@ -390,18 +405,19 @@ class _OpArrays(NamedTuple):
     nbytes: np.ndarray
     tensor: np.ndarray
     buffer: np.ndarray
-    regions: tuple[Region, ...]
+    regions: Sequence[Region]  # RegionColumn: read from the trace's region table on demand
 
 
 def _op_arrays(g: OpGraph, timeline: Timeline) -> _OpArrays:
     """The operations that SimResult reports (FREE nodes dropped), as arrays."""
     real = g.kind != FREE_OP
-    every = bool(real.all())
+    if real.all():  # (the usual case: no FREE node, no copy)
+        return _OpArrays(starts=timeline.starts, ends=timeline.ends, kind=g.kind, engine=g.engine, nbytes=g.nbytes,
+                         tensor=g.tensor, buffer=g.buffer, regions=g.region)
     return _OpArrays(
-        starts=timeline.starts[real], ends=timeline.ends[real],
-        kind=g.kind[real], engine=g.engine[real].astype(np.int16), nbytes=g.nbytes[real],
-        tensor=g.tensor[real].astype(np.int32), buffer=g.buffer[real].astype(np.int64),
-        regions=tuple(g.region) if every else tuple(r for r, keep in zip(g.region, real.tolist()) if keep))
+        starts=timeline.starts[real], ends=timeline.ends[real], kind=g.kind[real], engine=g.engine[real],
+        nbytes=g.nbytes[real], tensor=g.tensor[real], buffer=g.buffer[real],
+        regions=g.region.select(np.flatnonzero(real)))
 
 
 def _engine_figures(names: tuple[str, ...], ops: _OpArrays) -> tuple[dict[str, int], dict[str, int]]:
@@ -440,23 +456,13 @@ def _ddr_per_window(ops: _OpArrays, setup_cycles: int, edges: np.ndarray) -> lis
 
 def _buffer_intervals(g: OpGraph, timeline: Timeline) -> tuple[np.ndarray, ...]:
     """(tensor, bytes, start, end) of every filled buffer: occupied from its first fill to its release."""
-    nb_buf = len(g.buffer_tensor)
-    b_start = np.zeros(nb_buf, dtype=np.int64)
-    b_end = np.zeros(nb_buf, dtype=np.int64)
     first = np.asarray(g.buffer_first_op, dtype=np.int64)
     keep = first >= 0
-    all_starts, all_ends = timeline.starts, timeline.ends
-    b_start[keep] = all_starts[first[keep]]
-    n_users = g.buffer_final_n.astype(np.int64)
-    b_end[n_users == 0] = timeline.cycles  # never freed: occupied until the end
-    users = g.buffer_final_ops
-    if len(users):  # the end of the last of its final users; each buffer's users are a run of buffer_final_ops
-        owner = np.repeat(np.arange(nb_buf), n_users)
-        at = np.repeat(g.buffer_final_ptr - np.cumsum(n_users) + n_users, n_users) + np.arange(len(owner))
-        np.maximum.at(b_end, owner, all_ends[users[at]])
+    b_start = timeline.starts[first[keep]]
+    b_end = buffer_release_ends(g, timeline)[keep]
     b_tensor = np.asarray(g.buffer_tensor, dtype=np.int32)[keep]
     b_bytes = np.asarray(g.buffer_nbytes, dtype=np.int64)[keep]
-    return b_tensor, b_bytes, b_start[keep], b_end[keep]
+    return b_tensor, b_bytes, b_start, b_end
 
 
 def _sram_occupancy(g: OpGraph, b_tensor: np.ndarray, b_bytes: np.ndarray, b_start: np.ndarray, b_end: np.ndarray,
@@ -468,16 +474,6 @@ def _sram_occupancy(g: OpGraph, b_tensor: np.ndarray, b_bytes: np.ndarray, b_sta
         m = b_tensor == t
         occupancy[row] = _window_integrals(b_start[m], b_end[m], b_bytes[m].astype(np.float64), edges) / w
     return tuple(g.tensor_names[t] for t in present), occupancy
-
-
-def _peak_bytes(b_bytes: np.ndarray, b_start: np.ndarray, b_end: np.ndarray) -> int:
-    """The exact peak of occupied bytes (a release at t comes before a fill at t)."""
-    if not len(b_start):
-        return 0
-    times = np.concatenate([b_end, b_start])
-    deltas = np.concatenate([-b_bytes, b_bytes])
-    order = np.lexsort((deltas, times))
-    return int(max(0, np.cumsum(deltas[order]).max()))
 
 
 def build_result(g: OpGraph, timeline: Timeline, hardware: Accelerator, window_cycles: int | None) -> SimResult:
@@ -504,7 +500,7 @@ def build_result(g: OpGraph, timeline: Timeline, hardware: Accelerator, window_c
         loaded_bytes=g.loaded_bytes, stored_bytes=g.stored_bytes, macs=g.macs,
         tensorcore_macs=g.tensorcore_macs, padded_macs=g.padded_macs,
         roofline_cycles=max(terms.values()), roofline_terms=MappingProxyType(terms),
-        stall_cycles=MappingProxyType(stalls), peak_sram_bytes=_peak_bytes(b_bytes, b_start, b_end),
+        stall_cycles=MappingProxyType(stalls), peak_sram_bytes=peak_bytes(b_bytes, b_start, b_end),
         reserved_sram_bytes=g.reserved_sram_bytes, window_cycles=w,
         ddr_load_bytes=_frozen(ddr_bytes[0]), ddr_store_bytes=_frozen(ddr_bytes[1]), sram_tensors=sram_names,
         sram_occupancy=_frozen(occupancy), tensors=tuple(g.tensor_names), op_engine=_frozen(ops.engine),
