@@ -15,15 +15,24 @@ from dsasim.util import region_contains, regions_overlap
 
 
 cdef object _Tile = None
-cdef object _ScopeInstance = None
 cdef object _Session = None
 cdef object _NULL_LOG = None  # a Session's log when it records nothing: the core skips the call
+cdef object _PendingCompute = None
+cdef object _Product = None
+cdef object _flat_dot = None
 
 
-def bind(tile_type, scope_type, session_type, null_log):
+def bind(tile_type, session_type, null_log, pending_type):
     """Give the core memory.py's classes and its log that records nothing (they are defined there, once)."""
-    global _Tile, _ScopeInstance, _Session, _NULL_LOG
-    _Tile, _ScopeInstance, _Session, _NULL_LOG = tile_type, scope_type, session_type, null_log
+    global _Tile, _Session, _NULL_LOG, _PendingCompute
+    _Tile, _Session, _NULL_LOG = tile_type, session_type, null_log
+    _PendingCompute = pending_type
+
+
+def bind_compute(product_type, flat_dot):
+    """Give the core tensorcore.py's Product class and the dot's kernel (defined there, once)."""
+    global _Product, _flat_dot
+    _Product, _flat_dot = product_type, flat_dot
 
 
 cdef class Buffer:
@@ -48,6 +57,23 @@ cdef class Buffer:
         self.data = None
 
 
+cdef class ScopeInstance:
+    """One execution of a scope: its buffering ways and the Buffer objects it allocated, in order."""
+
+    cdef public long long scope_id, instance, ways
+    cdef public list buffers
+    cdef public dict held  # tensor id -> newest buffer of that tensor in this scope
+    cdef public object path
+
+    def __init__(self, long long scope_id, long long instance, long long ways, path):
+        self.scope_id = scope_id
+        self.instance = instance
+        self.ways = ways
+        self.buffers = []
+        self.held = {}
+        self.path = path
+
+
 cdef class TileFields:
     """The fields of a `Tile` (memory.py adds its methods): the buffer, the region it views, and the buffer's
     generation when the tile was taken."""
@@ -61,12 +87,44 @@ cdef class TileFields:
         self.generation = buffer.generation
 
 
+cdef class ProductFields:
+    """The fields of a pending compute (`tensorcore.Product` adds its methods): the session, the unit and op, the
+    operand tiles, the result's shape, its MACs, cycles and padded MACs, and the kernel computing its values
+    from the operands' arrays. Registered in the session's pending products until written into a tile."""
+
+    cdef public object session, unit, op, inputs, out_shape, macs, cycles, padded_macs, kernel
+
+    def __init__(self, session, unit, op, inputs, out_shape, macs, cycles, padded_macs, kernel):
+        self.session = session
+        self.unit = unit
+        self.op = op
+        self.inputs = inputs
+        self.out_shape = out_shape
+        self.macs = macs
+        self.cycles = cycles
+        self.padded_macs = padded_macs
+        self.kernel = kernel
+        session.pending_products[id(self)] = self  # Session.finish reports products never written anywhere
+
+
 cdef inline object _new_tile(Buffer buffer, tuple region):
     cdef TileFields tile = <TileFields>_Tile.__new__(_Tile)
     tile.buffer = buffer
     tile.region = region
     tile.generation = buffer.generation
     return tile
+
+
+cdef inline object _tile_data(TileFields tile):
+    """`Tile.data` of a tile known live in numeric mode: its buffer's array, or the view of its sub-region."""
+    cdef Buffer buf = <Buffer>tile.buffer
+    if buf.data is None:
+        return tile.data  # the property's error
+    region = tile.region
+    if region is buf.region or region == buf.region:
+        return buf.data
+    return buf.data[tuple([slice((<tuple>p)[0] - (<tuple>q)[0], (<tuple>p)[1] - (<tuple>q)[0])
+                           for p, q in zip(region, buf.region)])]
 
 
 cdef inline bint _contains(tuple outer, tuple inner):
@@ -291,7 +349,7 @@ def access(session, arr, tuple key, reuse):
         if session._log is not _NULL_LOG:
             session._log.hit((<Buffer>hit).id, arr.id, region, False)
         return _new_tile(<Buffer>hit, region)
-    inst = stack[-1]
+    cdef ScopeInstance inst = <ScopeInstance?>stack[-1]
     cdef long long nbytes = elements * <long long>session._word_bytes
     # (Session._allocate, inlined)
     ways = inst.ways
@@ -361,7 +419,7 @@ def enter_scope(session, name, declared_ways):
     instance = instances[scope_id]
     instances[scope_id] = instance + 1
     info = session.trace.scopes[scope_id]
-    inst = _ScopeInstance(scope_id, instance, info.ways, info.path)
+    inst = ScopeInstance(scope_id, instance, info.ways, info.path)
     stack.append(inst)
     if session._log is not _NULL_LOG:
         session._log.enter(scope_id, instance)
@@ -374,7 +432,7 @@ def exit_scope(session, inst, exc):
     if exc is not None or not stack or stack[-1] is not inst:
         return session._exit_scope_py(inst, exc)
     log = session._log
-    cdef list buffers = inst.buffers
+    cdef list buffers = (<ScopeInstance?>inst).buffers
     cdef Py_ssize_t i
     cdef Buffer b
     cdef long long freed_bytes = 0
@@ -397,7 +455,7 @@ def exit_scope(session, inst, exc):
         raise
     stack.pop()
     if log is not _NULL_LOG:
-        log.exit(inst.scope_id, inst.instance)
+        log.exit((<ScopeInstance>inst).scope_id, (<ScopeInstance>inst).instance)
     limit = session._trace_event_limit
     if limit is not None and len(log) > limit:
         session._drop_trace()
@@ -443,9 +501,40 @@ cdef _store(session, Buffer buf):
         session._log.store(buf.id, arr.id, region, nbytes)
 
 
+def tile_iadd(tile, product):
+    """`Tile.__iadd__`: `tile += product` accumulates a compute unit's result (anything else: `_iadd_py`)."""
+    if not isinstance(product, _PendingCompute):
+        return tile._iadd_py(product)
+    product.apply(tile, True)
+    return tile
+
+
+cdef long long _region_elements(tuple region) except -1:
+    cdef long long n = 1
+    for pair in region:
+        n *= <long long>(<tuple>pair)[1] - <long long>(<tuple>pair)[0]
+    return n
+
+
+def vector_dot(unit, a, b):
+    """`VectorUnit.dot` (see `_dot_py`): sum(a * b) over all elements into a 1-element tile; ceil(elements /
+    lanes) cycles, one MAC each."""
+    session = unit.session
+    if type(a) is not _Tile or type(b) is not _Tile \
+            or (<Buffer>(<TileFields>a).buffer).tensor.session is not session \
+            or (<Buffer>(<TileFields>b).buffer).tensor.session is not session:
+        return unit._dot_py(a, b)  # the rule's error
+    cdef long long n = _region_elements((<TileFields>a).region)
+    if n != _region_elements((<TileFields>b).region):
+        return unit._dot_py(a, b)
+    cdef long long lanes = unit.lanes
+    return _Product(session, "vector", "dot", (a, b), (1,), n, (n + lanes - 1) // lanes, 0, _flat_dot)
+
+
 def product_apply(product, out, accumulate):
     """`Product.apply`: check the operands live, mark the output written, compute (numeric mode), trace it."""
-    session = product.session
+    cdef ProductFields p = <ProductFields?>product
+    session = p.session
     if type(out) is not _Tile or session._broken is not None:
         return product._apply_py(out, accumulate)
     cdef Buffer ob = <Buffer?>out.buffer
@@ -454,7 +543,7 @@ def product_apply(product, out, accumulate):
             or ob.freed or ob.stale:
         return product._apply_py(out, accumulate)  # the rule's error
     cdef tuple region = out.region
-    cdef tuple shape = product.out_shape
+    cdef tuple shape = p.out_shape
     cdef Py_ssize_t nd = len(region), i
     cdef long long elements = 1, extent
     same = len(shape) == nd
@@ -468,7 +557,8 @@ def product_apply(product, out, accumulate):
         return product._apply_py(out, accumulate)
     cdef list ids = []
     cdef Buffer tb
-    for t in product.inputs:
+    cdef tuple inputs = p.inputs
+    for t in inputs:
         tb = <Buffer?>t.buffer
         if tb.generation != <long long>t.generation or tb.freed or tb.stale:
             return product._apply_py(out, accumulate)
@@ -481,20 +571,17 @@ def product_apply(product, out, accumulate):
             ob.loaded_from_ddr = False
             counters.rmw_bytes += ob.load_bytes
             arr.traffic.rmw_bytes += ob.load_bytes
-    if session.numeric:
-        result = product.compute()
-        view = ob.data
-        if region is not ob.region and region != ob.region:
-            view = view[tuple([slice((<tuple>p)[0] - (<tuple>q)[0], (<tuple>p)[1] - (<tuple>q)[0])
-                               for p, q in zip(region, ob.region)])]
-        if result.shape != view.shape:
+    if session.numeric:  # (Product.compute with `Tile.data` inlined: the operands were checked live above)
+        result = p.kernel(*[_tile_data(<TileFields?>t) for t in inputs])
+        view = _tile_data(<TileFields>out)
+        if result.shape != view.shape and result.ndim:  # a 0-d result (a dot) broadcasts as it is
             result = result.reshape(view.shape)
         if accumulate:
             view += result
         else:
             view[...] = result
-    unit = product.unit
-    macs, cycles, padded = product.macs, product.cycles, product.padded_macs
+    unit = p.unit
+    macs, cycles, padded = p.macs, p.cycles, p.padded_macs
     counters.macs += macs  # (Session.emit_compute)
     counters.padded_macs += padded
     if unit == "tensorcore":
@@ -502,4 +589,4 @@ def product_apply(product, out, accumulate):
     else:
         counters.vector_cycles += cycles
     if session._log is not _NULL_LOG:
-        session._log.compute(unit, product.op, ob.id, tuple(ids), macs, cycles, padded)
+        session._log.compute(unit, p.op, ob.id, tuple(ids), macs, cycles, padded)

@@ -137,11 +137,14 @@ class Tile(_core.TileFields):
             region = _integral_region(self.buffer.tensor.name, region)[0]
         return Tile(self.buffer, tuple((o + a, o + b) for (o, _), (a, b) in zip(self.region, region)))
 
-    def __iadd__(self, product: Any) -> "Tile":
+    def _iadd_py(self, product: Any) -> "Tile":
+        """`tile += product`: accumulate a compute unit's result (the reference of `_core.tile_iadd`)."""
         if not isinstance(product, PendingCompute):
             _check_product(self, product, "`+=` into")
         product.apply(self, accumulate=True)
         return self
+
+    __iadd__ = _iadd_py
 
     def __setitem__(self, key: Any, value: Any) -> None:
         """`tile[k] += product` lands here with the sub-tile already updated; `tile[k] = product` assigns."""
@@ -592,18 +595,7 @@ class TracedArray:
     __getitem__ = _getitem_py
 
 
-class _ScopeInstance:
-    """One execution of a scope: its buffering ways and the Buffer objects it allocated, in order."""
-
-    __slots__ = ("scope_id", "instance", "ways", "buffers", "held", "path")
-
-    def __init__(self, scope_id: int, instance: int, ways: int, path: tuple[str, ...]) -> None:
-        self.scope_id = scope_id
-        self.instance = instance
-        self.ways = ways
-        self.buffers: list[Buffer] = []
-        self.held: dict[int, Buffer] = {}  # tensor id -> newest buffer of that tensor in this scope
-        self.path = path
+_ScopeInstance = _core.ScopeInstance  # one execution of a scope (a C class: the compiled core reads its fields)
 
 
 class GlobalHierarchy:
@@ -1155,7 +1147,7 @@ class Session:
 
 _NULL_LOG = NullLog()
 
-_core.bind(Tile, _ScopeInstance, Session, _NULL_LOG)
+_core.bind(Tile, Session, _NULL_LOG, PendingCompute)
 
 
 def _bind_core(compiled: bool) -> None:
@@ -1165,6 +1157,7 @@ def _bind_core(compiled: bool) -> None:
     Session._enter_scope = _core.enter_scope if use else Session._enter_scope_py  # type: ignore[method-assign]
     Session._exit_scope = _core.exit_scope if use else Session._exit_scope_py  # type: ignore[method-assign]
     TracedArray.__getitem__ = _core.getitem if use else TracedArray._getitem_py  # type: ignore[method-assign]
+    Tile.__iadd__ = _core.tile_iadd if use else Tile._iadd_py  # type: ignore[method-assign]
     GlobalHierarchy.__init__ = _core.scope_init if use else GlobalHierarchy._init_py  # type: ignore
     GlobalHierarchy.__enter__ = _core.scope_enter if use else GlobalHierarchy._enter_py  # type: ignore
     GlobalHierarchy.__exit__ = _core.scope_exit if use else GlobalHierarchy._exit_py  # type: ignore
