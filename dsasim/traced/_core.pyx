@@ -214,6 +214,10 @@ cdef tuple _slices(tuple region):
 cdef enum:
     MAX_DIMS = 8
 
+cdef tuple _ZERO_INDEX = tuple([(0,) * nd for nd in range(MAX_DIMS + 1)])  # the one element of a 1-element view
+cdef object _float32 = np.float32
+cdef object _float64 = np.float64
+
 
 cdef int _mask_walk(tuple shape, tuple region, unsigned char* mask, bint mark) except -1:
     """Over the elements of `region` in a C-order byte mask of `shape`: with mark, set them all and return 0;
@@ -574,12 +578,20 @@ def product_apply(product, out, accumulate):
     if session.numeric:  # (Product.compute with `Tile.data` inlined: the operands were checked live above)
         result = p.kernel(*[_tile_data(<TileFields?>t) for t in inputs])
         view = _tile_data(<TileFields>out)
-        if result.shape != view.shape and result.ndim:  # a 0-d result (a dot) broadcasts as it is
-            result = result.reshape(view.shape)
-        if accumulate:
-            view += result
+        kind = type(result)
+        if accumulate and elements == 1 and nd <= MAX_DIMS and (kind is _float32 or kind is _float64) \
+                and view.dtype.type is kind:
+            # a scalar (a dot) into one element: the same IEEE add as the array's `+=` (float32 + float32 in
+            # float32, float64 in float64), without a ufunc call's setup (~0.9 µs, a third of a vector dot)
+            index = _ZERO_INDEX[nd]
+            view[index] = view[index] + result
         else:
-            view[...] = result
+            if result.shape != view.shape and result.ndim:  # a 0-d result (a dot) broadcasts as it is
+                result = result.reshape(view.shape)
+            if accumulate:
+                view += result
+            else:
+                view[...] = result
     unit = p.unit
     macs, cycles, padded = p.macs, p.cycles, p.padded_macs
     counters.macs += macs  # (Session.emit_compute)
