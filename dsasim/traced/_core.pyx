@@ -74,6 +74,27 @@ cdef class ScopeInstance:
         self.path = path
 
 
+cdef class SessionFields:
+    """The fields of a `Session` that the core uses (memory.py adds the rest and its methods; see its __init__)."""
+
+    cdef public object blog_quirks, numeric, dtype, trace, counters, pending_products, _log, _trace_event_limit
+    cdef public object _stack, _scope_ids, _scope_instances, _next_buffer, _live_bytes, _word_bytes, _sram_bytes
+    cdef public object _broken
+
+
+cdef class ArrayFields:
+    """The fields of a `TracedArray` (memory.py adds its methods; see its __init__): the core reads them directly."""
+
+    cdef public object session, id, name, shape, writable, must_be_written, scratch, data, traffic, live, stored
+    cdef public object stored_any, nbytes
+
+
+cdef class LiveFields:
+    """The fields of a tensor's live buffers (`memory._LiveBuffers` adds its methods; see its __init__)."""
+
+    cdef public object by_id, dim, block, buckets, wide, scan_max
+
+
 cdef class TileFields:
     """The fields of a `Tile` (memory.py adds its methods): the buffer, the region it views, and the buffer's
     generation when the tile was taken."""
@@ -259,7 +280,7 @@ cdef int _mask_walk(tuple shape, tuple region, unsigned char* mask, bint mark) e
             return 0
 
 
-cdef unsigned char* _dense_mask(arr) except? NULL:
+cdef unsigned char* _dense_mask(ArrayFields arr) except? NULL:
     """The byte mask of `arr`'s stored elements when it is one dense array of at most MAX_DIMS dimensions, else NULL."""
     stored = arr.stored
     if stored is None or stored.flat is None or len(arr.shape) > MAX_DIMS:
@@ -268,9 +289,9 @@ cdef unsigned char* _dense_mask(arr) except? NULL:
     return &flat[0]
 
 
-def getitem(arr, key):
+def getitem(ArrayFields arr, key):
     """`TracedArray.__getitem__` for a tuple key without a reuse flag (anything else: `_getitem_py`)."""
-    session = arr.session
+    cdef SessionFields session = <SessionFields?>arr.session
     kind = type(key)
     cdef tuple k
     if kind is tuple:
@@ -297,7 +318,7 @@ def scope_init(scope, session, name=None, ways=None, buffers=None):
 
 def scope_enter(scope):
     """`GlobalHierarchy.__enter__`."""
-    session = scope.session
+    cdef SessionFields session = <SessionFields?>scope.session
     if session._broken is not None:
         scope._instance = session._enter_scope(scope.name, scope.ways)
     else:
@@ -307,25 +328,26 @@ def scope_enter(scope):
 
 def scope_exit(scope, exc_type, exc, tb):
     """`GlobalHierarchy.__exit__`."""
-    session = scope.session
+    cdef SessionFields session = <SessionFields?>scope.session
     if session._broken is not None:
         session._exit_scope(scope._instance, exc)
     else:
         exit_scope(session, scope._instance, exc)
 
 
-def access(session, arr, tuple key, reuse):
+cpdef access(SessionFields session, array, tuple key, reuse):
     """`Session.access` (see there): a hit, or a load / zero-open into a new buffer of the current scope."""
     cdef long long elements = 0
-    if reuse is not False or session.blog_quirks:
-        return session._access_py(arr, key, reuse)
+    if reuse is not False or session.blog_quirks or not isinstance(array, ArrayFields):
+        return session._access_py(array, key, reuse)
+    cdef ArrayFields arr = <ArrayFields>array
     cdef list stack = session._stack
     if not stack:
         return session._access_py(arr, key, reuse)
     cdef tuple region = _plain_region(arr.shape, key, &elements)
     if region is None:
         return session._access_py(arr, key, reuse)
-    live = arr.live
+    cdef LiveFields live = <LiveFields?>arr.live
     cdef dict by_id = live.by_id
     hit = None
     cdef Buffer b
@@ -412,7 +434,7 @@ def access(session, arr, tuple key, reuse):
     return _new_tile(b, region)
 
 
-def enter_scope(session, name, declared_ways):
+cpdef enter_scope(SessionFields session, name, declared_ways):
     """`Session._enter_scope` for a scope entered before (a new one is registered by the Python method)."""
     cdef list stack = session._stack
     parent = stack[-1] if stack else None
@@ -430,7 +452,7 @@ def enter_scope(session, name, declared_ways):
     return inst
 
 
-def exit_scope(session, inst, exc):
+cpdef exit_scope(SessionFields session, inst, exc):
     """`Session._exit_scope` of a scope left normally: store its modified buffers, free them all."""
     cdef list stack = session._stack
     if exc is not None or not stack or stack[-1] is not inst:
@@ -446,9 +468,9 @@ def exit_scope(session, inst, exc):
             if b.dirty:
                 _store(session, b)
             b.freed = True
-            live = b.tensor.live
+            live = <LiveFields?>(<ArrayFields?>b.tensor).live
             if live.buckets is None:
-                del live.by_id[b.id]
+                del (<LiveFields>live).by_id[b.id]
             else:
                 live.remove(b)
             session._live_bytes -= b.charged_bytes
@@ -465,12 +487,12 @@ def exit_scope(session, inst, exc):
         session._drop_trace()
 
 
-cdef _store(session, Buffer buf):
+cdef _store(SessionFields session, Buffer buf):
     """`Session._store` for a buffer of a DDR tensor with a dense stored mask, else the method."""
-    arr = buf.tensor
+    cdef ArrayFields arr = <ArrayFields?>buf.tensor
     if arr.scratch:
         return session._store(buf)
-    live = arr.live
+    cdef LiveFields live = <LiveFields?>arr.live
     region = buf.region
     if live.buckets is not None:
         return session._store(buf)
@@ -525,8 +547,8 @@ def vector_dot(unit, a, b):
     lanes) cycles, one MAC each."""
     session = unit.session
     if type(a) is not _Tile or type(b) is not _Tile \
-            or (<Buffer>(<TileFields>a).buffer).tensor.session is not session \
-            or (<Buffer>(<TileFields>b).buffer).tensor.session is not session:
+            or (<ArrayFields?>(<Buffer>(<TileFields>a).buffer).tensor).session is not session \
+            or (<ArrayFields?>(<Buffer>(<TileFields>b).buffer).tensor).session is not session:
         return unit._dot_py(a, b)  # the rule's error
     cdef long long n = _region_elements((<TileFields>a).region)
     if n != _region_elements((<TileFields>b).region):
@@ -538,11 +560,11 @@ def vector_dot(unit, a, b):
 def product_apply(product, out, accumulate):
     """`Product.apply`: check the operands live, mark the output written, compute (numeric mode), trace it."""
     cdef ProductFields p = <ProductFields?>product
-    session = p.session
+    cdef SessionFields session = <SessionFields?>p.session
     if type(out) is not _Tile or session._broken is not None:
         return product._apply_py(out, accumulate)
     cdef Buffer ob = <Buffer?>out.buffer
-    arr = ob.tensor
+    cdef ArrayFields arr = <ArrayFields?>ob.tensor
     if arr.session is not session or not arr.writable or ob.generation != <long long>out.generation \
             or ob.freed or ob.stale:
         return product._apply_py(out, accumulate)  # the rule's error

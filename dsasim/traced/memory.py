@@ -445,11 +445,11 @@ _WIDE_BLOCKS = 8  # a buffer spanning more blocks than this sits in one list tha
 _NO_BUFFERS: dict[int, Buffer] = {}
 
 
-class _LiveBuffers:
+class _LiveBuffers(_core.LiveFields):
     """The live buffers of one tensor by id (allocation order), and, past `scan_max` of them, an index of their
     extents along the tensor's longest dimension: lookups visit only buffers that can contain or overlap."""
 
-    __slots__ = ("by_id", "dim", "block", "buckets", "wide", "scan_max")
+    __slots__ = ()  # the fields, set in __init__, are C fields of _core.LiveFields: the compiled core reads them
 
     def __init__(self, shape: tuple[int, ...]) -> None:
         self.by_id: dict[int, Buffer] = {}  # ids grow with allocation, so insertion order is id order
@@ -548,11 +548,10 @@ class _LiveBuffers:
         return len(self.by_id)
 
 
-class TracedArray:
+class TracedArray(_core.ArrayFields):
     """A DDR tensor whose every access from a schedule is traced."""
 
-    __slots__ = ("session", "id", "name", "shape", "writable", "must_be_written", "scratch", "data", "traffic",
-                 "live", "stored", "stored_any", "nbytes")
+    __slots__ = ()  # the fields, set in __init__, are C fields of _core.ArrayFields: the compiled core reads them
 
     def __init__(self, session: "Session", tensor_id: int, name: str, shape: tuple[int, ...], writable: bool,
                  must_be_written: bool, scratch: bool, data: np.ndarray | None) -> None:
@@ -650,7 +649,7 @@ class GlobalHierarchy:
         return self.session.scratch(name, shape, reuse)
 
 
-class Session:
+class Session(_core.SessionFields):
     """One run of a schedule: hardware, tensors, live SRAM state, counters and the trace.
 
     numeric=False is count-only mode: no data, no arithmetic, the same events and counts.
