@@ -129,7 +129,7 @@ cdef class ProductFields:
 
 
 cdef inline object _new_tile(Buffer buffer, tuple region):
-    cdef TileFields tile = <TileFields>_Tile.__new__(_Tile)
+    cdef TileFields tile = TileFields.__new__(_Tile)  # (a direct tp_new call: no __init__, no argument tuple)
     tile.buffer = buffer
     tile.region = region
     tile.generation = buffer.generation
@@ -386,7 +386,12 @@ cpdef access(SessionFields session, array, tuple key, reuse):
     session._live_bytes = live_bytes
     if live_bytes > counters.peak_sram_bytes:
         counters.peak_sram_bytes = live_bytes
-    buf = b = Buffer(session._next_buffer, arr, region, nbytes, charged)
+    buf = b = Buffer.__new__(Buffer)  # (Buffer.__init__ inlined: a direct tp_new call, no argument parsing)
+    b.id = session._next_buffer
+    b.tensor = arr
+    b.region = region
+    b.nbytes = nbytes
+    b.charged_bytes = charged
     session._next_buffer += 1
     inst.buffers.append(buf)
     inst.held[arr.id] = buf
@@ -445,7 +450,13 @@ cpdef enter_scope(SessionFields session, name, declared_ways):
     instance = instances[scope_id]
     instances[scope_id] = instance + 1
     info = session.trace.scopes[scope_id]
-    inst = ScopeInstance(scope_id, instance, info.ways, info.path)
+    cdef ScopeInstance inst = ScopeInstance.__new__(ScopeInstance)  # (__init__ inlined, as for Buffer)
+    inst.scope_id = scope_id
+    inst.instance = instance
+    inst.ways = info.ways
+    inst.buffers = []
+    inst.held = {}
+    inst.path = info.path
     stack.append(inst)
     if session._log is not _NULL_LOG:
         session._log.enter(scope_id, instance)
