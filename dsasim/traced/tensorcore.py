@@ -107,8 +107,6 @@ class Product(_core.ProductFields, PendingCompute):
     apply = _apply_py
 
 
-
-
 class TensorCore:
     """The matrix unit: `ic_block` input x `oc_block` output channels per cycle, per output pixel and tap."""
 
