@@ -283,10 +283,10 @@ cdef int _mask_walk(tuple shape, tuple region, unsigned char* mask, bint mark) e
 cdef unsigned char* _dense_mask(ArrayFields arr) except? NULL:
     """The byte mask of `arr`'s stored elements when it is one dense array of at most MAX_DIMS dimensions, else NULL."""
     stored = arr.stored
-    if stored is None or stored.flat is None or len(arr.shape) > MAX_DIMS:
+    if stored is None or len(arr.shape) > MAX_DIMS:
         return NULL
-    cdef unsigned char[::1] flat = stored.flat
-    return &flat[0]
+    cdef size_t address = stored.flat_address  # 0 without a dense mask
+    return <unsigned char*>address
 
 
 def getitem(ArrayFields arr, key):

@@ -329,7 +329,7 @@ def _block_shape(shape: tuple[int, ...], budget: int) -> tuple[int, ...]:
 class _StoredElements:
     """The set of stored elements of one tensor, exact. Memory: `nbytes` (see there for the bound)."""
 
-    __slots__ = ("shape", "dense", "flat", "block", "grid", "masks")
+    __slots__ = ("shape", "dense", "flat", "flat_address", "block", "grid", "masks")
 
     def __init__(self, shape: tuple[int, ...], dense_max_elements: int = _DENSE_MASK_MAX_ELEMENTS,
                  block_elements: int = _BLOCK_ELEMENTS) -> None:
@@ -338,10 +338,14 @@ class _StoredElements:
         if shape_elements(shape) <= dense_max_elements:
             self.dense: np.ndarray | None = np.zeros(shape, bool)
             self.flat: np.ndarray | None = self.dense.reshape(-1).view(np.uint8)  # the same bytes, for _core.pyx
+            # where they are: the core reads them through this pointer (no buffer request per access); `flat`
+            # keeps them alive, and the mask is never reallocated
+            self.flat_address = self.flat.ctypes.data
             self.block = shape
             self.grid = np.full((1,) * len(shape), _NONE, np.uint8)
         else:
             self.dense = self.flat = None
+            self.flat_address = 0
             self.block = _block_shape(shape, block_elements)
             self.grid = np.zeros(tuple(ceil_div(d, b) for d, b in zip(shape, self.block)), np.uint8)
 
