@@ -82,6 +82,12 @@ cdef class SessionFields:
     cdef public object _broken
 
 
+cdef class ScopeFields:
+    """The fields of a `GlobalHierarchy` (memory.py adds its methods; see its `_init_py`)."""
+
+    cdef public object session, name, ways, _instance
+
+
 cdef class ArrayFields:
     """The fields of a `TracedArray` (memory.py adds its methods; see its __init__): the core reads them directly."""
 
@@ -305,7 +311,7 @@ def getitem(ArrayFields arr, key):
     return access(session, arr, k, False)
 
 
-def scope_init(scope, session, name=None, ways=None, buffers=None):
+def scope_init(ScopeFields scope, session, name=None, ways=None, buffers=None):
     """`GlobalHierarchy.__init__` for a named scope with no ways (anything else: `_init_py`, which checks)."""
     if type(name) is not str or not name or ways is not None or buffers is not None or type(session) is not _Session:
         scope._init_py(session, name, ways, buffers)
@@ -316,7 +322,7 @@ def scope_init(scope, session, name=None, ways=None, buffers=None):
     scope._instance = None
 
 
-def scope_enter(scope):
+def scope_enter(ScopeFields scope):
     """`GlobalHierarchy.__enter__`."""
     cdef SessionFields session = <SessionFields?>scope.session
     if session._broken is not None:
@@ -326,7 +332,7 @@ def scope_enter(scope):
     return scope
 
 
-def scope_exit(scope, exc_type, exc, tb):
+def scope_exit(ScopeFields scope, exc_type, exc, tb):
     """`GlobalHierarchy.__exit__`."""
     cdef SessionFields session = <SessionFields?>scope.session
     if session._broken is not None:

@@ -601,7 +601,7 @@ class TracedArray(_core.ArrayFields):
 _ScopeInstance = _core.ScopeInstance  # one execution of a scope (a C class: the compiled core reads its fields)
 
 
-class GlobalHierarchy:
+class GlobalHierarchy(_core.ScopeFields):
     """An SRAM scope (the blog's name): `with GlobalHierarchy(session):` frees its buffers on exit.
 
     `ways=N` makes it N-way buffered: each buffer's SRAM block holds N copies that successive instances use in
@@ -610,7 +610,7 @@ class GlobalHierarchy:
     for buffering overrides (`Session(scope_ways=...)`) and reports (default: its source line).
     """
 
-    __slots__ = ("session", "name", "ways", "_instance")
+    __slots__ = ()  # the fields (session, name, ways, _instance) are C fields of _core.ScopeFields
 
     def _init_py(self, session: "Session", name: str | None = None, ways: int | None = None,
                  buffers: int | None = None) -> None:
