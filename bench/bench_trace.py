@@ -10,7 +10,8 @@ Usage: python bench/bench_trace.py [--full]   (--full also times the whole demo1
    of the process) and checks the result against torch; the detail line below it times the schedule body alone
    the same way, and torch's import in a fresh process.
 3. Scaling: the cost per access with 10, 1,000 and 10,000 live tiles of one tensor (should stay flat).
-4. µs per operation through the compiled core and through the pure-Python reference it replaces.
+4. µs per operation through the compiled core and through the pure-Python reference it replaces, count-only and
+   numeric.
 5. Trace memory: bytes per recorded event (tracemalloc of a run with a trace minus one without).
 """
 
