@@ -5,9 +5,13 @@ Usage: python bench/bench_trace.py [--full]   (--full also times the whole demo1
 1. demo1's loop body on 32 output channels (DEMO1_SLICE), count-only through dsasim, and as the bare loop: the
    same loops and Infer calls, every key normalised to a bounded region, one event tuple appended per access,
    scope and compute, nothing else. The ratio traced / bare is the figure of issue 9 (goal <= 2.0).
-2. Numeric mode against the bare loop plus the same numpy work (slice the tiles, dot, accumulate, store).
+2. Numeric mode against the bare loop plus the same numpy work (slice the tiles, dot, accumulate, store). The
+   traced figure is a whole `run_schedule`, which also makes the input data, imports torch (the first numeric run
+   of the process) and checks the result against torch; the detail line below it times the schedule body alone
+   the same way, and torch's import in a fresh process.
 3. Scaling: the cost per access with 10, 1,000 and 10,000 live tiles of one tensor (should stay flat).
-4. µs per operation through the compiled core and through the pure-Python reference it replaces.
+4. µs per operation through the compiled core and through the pure-Python reference it replaces, count-only and
+   numeric.
 5. Trace memory: bytes per recorded event (tracemalloc of a run with a trace minus one without).
 """
 
@@ -15,12 +19,15 @@ from __future__ import annotations
 
 import argparse
 import gc
+import subprocess
+import sys
 import time
 import tracemalloc
 
 import numpy as np
 
 from dsasim import GlobalHierarchy, Schedule, Segment, Segments, Session, preset, run_schedule
+from dsasim.traced.schedule import bind_tensors
 from kernels.blog_demos import CONV, SCHEDULES, Workload, _conv_infer, demo1
 
 # demo1's loop body on 32 of the 512 output channels: 100,352 iterations, 301,056 traced operations
@@ -108,6 +115,35 @@ def ratio_rows(numeric: bool) -> tuple[float, float, int]:
     return traced, bare, ops
 
 
+def numeric_body_rows() -> tuple[float, float]:
+    """(traced seconds, bare seconds) of DEMO1_SLICE numeric, the traced side without run_schedule's extras: the
+    schedule body and `Session.finish` only, on the same input data as the bare loop (made beforehand)."""
+    workload = DEMO1_SLICE.workload
+    shapes = {**workload.inputs, **workload.outputs}
+    inputs = workload.make_inputs(0)
+    data = {**inputs, "output": np.zeros(workload.outputs["output"], np.float32)}
+    session = Session(preset(DEMO1_SLICE.hardware), numeric=True, record_trace=False)
+    tensors = bind_tensors(session, workload, inputs)
+    gc.disable()  # as run_schedule does
+    try:
+        start = time.perf_counter()
+        bare_demo1(shapes, data)
+        bare = time.perf_counter() - start
+        start = time.perf_counter()
+        DEMO1_SLICE.body(session, **tensors)
+        session.finish()
+        traced = time.perf_counter() - start
+    finally:
+        gc.enable()
+    return traced, bare
+
+
+def torch_import_seconds() -> float:
+    """Seconds of `import torch` in a fresh interpreter (the first numeric run_schedule of a process pays it)."""
+    code = "import time; t = time.perf_counter(); import torch; print(time.perf_counter() - t)"
+    return float(subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout)
+
+
 def scaling(live_tiles: int) -> float:
     """µs per access in a scope holding `live_tiles` tiles of one tensor: each row loaded once, then hit once,
     then all freed at the scope's exit, repeated to 20,000 accesses (count-only, trace recorded)."""
@@ -131,17 +167,20 @@ def scaling(live_tiles: int) -> float:
     return elapsed / (2 * live_tiles * repeats) * 1e6
 
 
-def per_op(compiled: bool, n: int = 50_000) -> dict[str, float]:
-    """µs per operation, count-only with a trace, through the compiled core or the pure-Python reference (the
-    methods of memory.py the core replaces), best of 3: a scope entered and left, a hit (normalising the key and
-    checking the live buffers), a load into a new buffer freed at the scope's exit (allocation), an output tile
-    opened, written and stored at the exit (store bookkeeping), a vector dot written into a tile (compute)."""
+def per_op(compiled: bool, n: int = 50_000, numeric: bool = False) -> dict[str, float]:
+    """µs per operation, with a trace, through the compiled core or the pure-Python reference (the methods of
+    memory.py the core replaces), best of 3: a scope entered and left, a hit (normalising the key and checking the
+    live buffers), a load into a new buffer freed at the scope's exit (allocation), an output tile opened, written
+    and stored at the exit (store bookkeeping), a vector dot written into a tile (compute). Numeric: with the
+    data (x is ones, tiles of 64 float32)."""
     from dsasim import VectorUnit
     from dsasim.traced import memory, tensorcore
 
+    ones = np.ones((n, 64), np.float32) if numeric else None  # made once: Session.input keeps it without a copy
+
     def session():
-        s = Session(preset("blog"), numeric=False)
-        return s, s.input("x", (n, 64)), s.output("o", (n, 64))
+        s = Session(preset("blog"), numeric=numeric)
+        return s, s.input("x", ones if numeric else (n, 64)), s.output("o", (n, 64))
 
     def scope():
         s, x, o = session()
@@ -247,6 +286,10 @@ def main() -> None:
         traced, bare, ops = ratio_rows(numeric)
         print(f"{'numeric' if numeric else 'count-only':<14}{traced:>10.2f}{bare:>9.2f}{traced / bare:>8.2f}"
               f"{ops / traced:>14,.0f}")
+    traced, bare = numeric_body_rows()
+    print(f"  numeric detail: the traced row is a whole run_schedule (input data, the first `import torch` of the "
+          f"process: {torch_import_seconds():.2f} s in a fresh one, the torch check); the schedule body alone: "
+          f"traced {traced:.2f} s, bare {bare:.2f} s, ratio {traced / bare:.2f}")
     cases = [(DEMO1_SLICE, False, True)]
     if args.full:
         cases.append((SCHEDULES[0], False, False))
@@ -256,11 +299,13 @@ def main() -> None:
               f"{seconds:.2f} s, {ops:,} traced ops, {ops / seconds:,.0f} ops/s")
     print("scaling, µs per access with N live tiles of one tensor: " +
           ", ".join(f"N={n:,}: {scaling(n):.2f}" for n in (10, 1_000, 10_000)))
-    print("µs per operation (count-only, trace kept; best of 3):")
-    rows = {compiled: per_op(compiled) for compiled in (False, True)}
-    print(f"  {'':<22}" + "".join(f"{name:>17}" for name in rows[True]))
-    for compiled, label in ((False, "pure-Python reference"), (True, "compiled core")):
-        print(f"  {label:<22}" + "".join(f"{v:>17.2f}" for v in rows[compiled].values()))
+    print("µs per operation (trace kept; best of 3):")
+    rows = {(compiled, numeric): per_op(compiled, numeric=numeric)
+            for compiled, numeric in ((False, False), (True, False), (False, True), (True, True))}
+    print(f"  {'':<31}" + "".join(f"{name:>17}" for name in rows[True, False]))
+    for (compiled, numeric), row in rows.items():
+        label = f"{'compiled core' if compiled else 'pure-Python reference'}, {'numeric' if numeric else 'count-only'}"
+        print(f"  {label:<31}" + "".join(f"{v:>17.2f}" for v in row.values()))
     columnar, listed = event_append_us()
     print(f"  event append (ALLOC): columnar log {columnar:.2f}, tuple into a list {listed:.2f}")
     per_event, events = trace_bytes_per_event()

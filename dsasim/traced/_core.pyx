@@ -15,15 +15,24 @@ from dsasim.util import region_contains, regions_overlap
 
 
 cdef object _Tile = None
-cdef object _ScopeInstance = None
 cdef object _Session = None
 cdef object _NULL_LOG = None  # a Session's log when it records nothing: the core skips the call
+cdef object _PendingCompute = None
+cdef object _Product = None
+cdef object _flat_dot = None
 
 
-def bind(tile_type, scope_type, session_type, null_log):
+def bind(tile_type, session_type, null_log, pending_type):
     """Give the core memory.py's classes and its log that records nothing (they are defined there, once)."""
-    global _Tile, _ScopeInstance, _Session, _NULL_LOG
-    _Tile, _ScopeInstance, _Session, _NULL_LOG = tile_type, scope_type, session_type, null_log
+    global _Tile, _Session, _NULL_LOG, _PendingCompute
+    _Tile, _Session, _NULL_LOG = tile_type, session_type, null_log
+    _PendingCompute = pending_type
+
+
+def bind_compute(product_type, flat_dot):
+    """Give the core tensorcore.py's Product class and the dot's kernel (defined there, once)."""
+    global _Product, _flat_dot
+    _Product, _flat_dot = product_type, flat_dot
 
 
 cdef class Buffer:
@@ -48,6 +57,50 @@ cdef class Buffer:
         self.data = None
 
 
+cdef class ScopeInstance:
+    """One execution of a scope: its buffering ways and the Buffer objects it allocated, in order."""
+
+    cdef public long long scope_id, instance, ways
+    cdef public list buffers
+    cdef public dict held  # tensor id -> newest buffer of that tensor in this scope
+    cdef public object path
+
+    def __init__(self, long long scope_id, long long instance, long long ways, path):
+        self.scope_id = scope_id
+        self.instance = instance
+        self.ways = ways
+        self.buffers = []
+        self.held = {}
+        self.path = path
+
+
+cdef class SessionFields:
+    """The fields of a `Session` that the core uses (memory.py adds the rest and its methods; see its __init__)."""
+
+    cdef public object blog_quirks, numeric, dtype, trace, counters, pending_products, _log, _trace_event_limit
+    cdef public object _stack, _scope_ids, _scope_instances, _next_buffer, _live_bytes, _word_bytes, _sram_bytes
+    cdef public object _broken
+
+
+cdef class ScopeFields:
+    """The fields of a `GlobalHierarchy` (memory.py adds its methods; see its `_init_py`)."""
+
+    cdef public object session, name, ways, _instance
+
+
+cdef class ArrayFields:
+    """The fields of a `TracedArray` (memory.py adds its methods; see its __init__): the core reads them directly."""
+
+    cdef public object session, id, name, shape, writable, must_be_written, scratch, data, traffic, live, stored
+    cdef public object stored_any, nbytes
+
+
+cdef class LiveFields:
+    """The fields of a tensor's live buffers (`memory._LiveBuffers` adds its methods; see its __init__)."""
+
+    cdef public object by_id, dim, block, buckets, wide, scan_max
+
+
 cdef class TileFields:
     """The fields of a `Tile` (memory.py adds its methods): the buffer, the region it views, and the buffer's
     generation when the tile was taken."""
@@ -61,12 +114,44 @@ cdef class TileFields:
         self.generation = buffer.generation
 
 
+cdef class ProductFields:
+    """The fields of a pending compute (`tensorcore.Product` adds its methods): the session, the unit and op, the
+    operand tiles, the result's shape, its MACs, cycles and padded MACs, and the kernel computing its values
+    from the operands' arrays. Registered in the session's pending products until written into a tile."""
+
+    cdef public object session, unit, op, inputs, out_shape, macs, cycles, padded_macs, kernel
+
+    def __init__(self, session, unit, op, inputs, out_shape, macs, cycles, padded_macs, kernel):
+        self.session = session
+        self.unit = unit
+        self.op = op
+        self.inputs = inputs
+        self.out_shape = out_shape
+        self.macs = macs
+        self.cycles = cycles
+        self.padded_macs = padded_macs
+        self.kernel = kernel
+        session.pending_products[id(self)] = self  # Session.finish reports products never written anywhere
+
+
 cdef inline object _new_tile(Buffer buffer, tuple region):
-    cdef TileFields tile = <TileFields>_Tile.__new__(_Tile)
+    cdef TileFields tile = TileFields.__new__(_Tile)  # (a direct tp_new call: no __init__, no argument tuple)
     tile.buffer = buffer
     tile.region = region
     tile.generation = buffer.generation
     return tile
+
+
+cdef inline object _tile_data(TileFields tile):
+    """`Tile.data` of a tile known live in numeric mode: its buffer's array, or the view of its sub-region."""
+    cdef Buffer buf = <Buffer>tile.buffer
+    if buf.data is None:
+        return tile.data  # the property's error
+    region = tile.region
+    if region is buf.region or region == buf.region:
+        return buf.data
+    return buf.data[tuple([slice((<tuple>p)[0] - (<tuple>q)[0], (<tuple>p)[1] - (<tuple>q)[0])
+                           for p, q in zip(region, buf.region)])]
 
 
 cdef inline bint _contains(tuple outer, tuple inner):
@@ -156,6 +241,10 @@ cdef tuple _slices(tuple region):
 cdef enum:
     MAX_DIMS = 8
 
+cdef tuple _ZERO_INDEX = tuple([(0,) * nd for nd in range(MAX_DIMS + 1)])  # the one element of a 1-element view
+cdef object _float32 = np.float32
+cdef object _float64 = np.float64
+
 
 cdef int _mask_walk(tuple shape, tuple region, unsigned char* mask, bint mark) except -1:
     """Over the elements of `region` in a C-order byte mask of `shape`: with mark, set them all and return 0;
@@ -197,18 +286,18 @@ cdef int _mask_walk(tuple shape, tuple region, unsigned char* mask, bint mark) e
             return 0
 
 
-cdef unsigned char* _dense_mask(arr) except? NULL:
+cdef unsigned char* _dense_mask(ArrayFields arr) except? NULL:
     """The byte mask of `arr`'s stored elements when it is one dense array of at most MAX_DIMS dimensions, else NULL."""
     stored = arr.stored
-    if stored is None or stored.flat is None or len(arr.shape) > MAX_DIMS:
+    if stored is None or len(arr.shape) > MAX_DIMS:
         return NULL
-    cdef unsigned char[::1] flat = stored.flat
-    return &flat[0]
+    cdef size_t address = stored.flat_address  # 0 without a dense mask
+    return <unsigned char*>address
 
 
-def getitem(arr, key):
+def getitem(ArrayFields arr, key):
     """`TracedArray.__getitem__` for a tuple key without a reuse flag (anything else: `_getitem_py`)."""
-    session = arr.session
+    cdef SessionFields session = <SessionFields?>arr.session
     kind = type(key)
     cdef tuple k
     if kind is tuple:
@@ -222,7 +311,7 @@ def getitem(arr, key):
     return access(session, arr, k, False)
 
 
-def scope_init(scope, session, name=None, ways=None, buffers=None):
+def scope_init(ScopeFields scope, session, name=None, ways=None, buffers=None):
     """`GlobalHierarchy.__init__` for a named scope with no ways (anything else: `_init_py`, which checks)."""
     if type(name) is not str or not name or ways is not None or buffers is not None or type(session) is not _Session:
         scope._init_py(session, name, ways, buffers)
@@ -233,9 +322,9 @@ def scope_init(scope, session, name=None, ways=None, buffers=None):
     scope._instance = None
 
 
-def scope_enter(scope):
+def scope_enter(ScopeFields scope):
     """`GlobalHierarchy.__enter__`."""
-    session = scope.session
+    cdef SessionFields session = <SessionFields?>scope.session
     if session._broken is not None:
         scope._instance = session._enter_scope(scope.name, scope.ways)
     else:
@@ -243,27 +332,28 @@ def scope_enter(scope):
     return scope
 
 
-def scope_exit(scope, exc_type, exc, tb):
+def scope_exit(ScopeFields scope, exc_type, exc, tb):
     """`GlobalHierarchy.__exit__`."""
-    session = scope.session
+    cdef SessionFields session = <SessionFields?>scope.session
     if session._broken is not None:
         session._exit_scope(scope._instance, exc)
     else:
         exit_scope(session, scope._instance, exc)
 
 
-def access(session, arr, tuple key, reuse):
+cpdef access(SessionFields session, array, tuple key, reuse):
     """`Session.access` (see there): a hit, or a load / zero-open into a new buffer of the current scope."""
     cdef long long elements = 0
-    if reuse is not False or session.blog_quirks:
-        return session._access_py(arr, key, reuse)
+    if reuse is not False or session.blog_quirks or not isinstance(array, ArrayFields):
+        return session._access_py(array, key, reuse)
+    cdef ArrayFields arr = <ArrayFields>array
     cdef list stack = session._stack
     if not stack:
         return session._access_py(arr, key, reuse)
     cdef tuple region = _plain_region(arr.shape, key, &elements)
     if region is None:
         return session._access_py(arr, key, reuse)
-    live = arr.live
+    cdef LiveFields live = <LiveFields?>arr.live
     cdef dict by_id = live.by_id
     hit = None
     cdef Buffer b
@@ -291,7 +381,7 @@ def access(session, arr, tuple key, reuse):
         if session._log is not _NULL_LOG:
             session._log.hit((<Buffer>hit).id, arr.id, region, False)
         return _new_tile(<Buffer>hit, region)
-    inst = stack[-1]
+    cdef ScopeInstance inst = <ScopeInstance?>stack[-1]
     cdef long long nbytes = elements * <long long>session._word_bytes
     # (Session._allocate, inlined)
     ways = inst.ways
@@ -302,7 +392,12 @@ def access(session, arr, tuple key, reuse):
     session._live_bytes = live_bytes
     if live_bytes > counters.peak_sram_bytes:
         counters.peak_sram_bytes = live_bytes
-    buf = b = Buffer(session._next_buffer, arr, region, nbytes, charged)
+    buf = b = Buffer.__new__(Buffer)  # (Buffer.__init__ inlined: a direct tp_new call, no argument parsing)
+    b.id = session._next_buffer
+    b.tensor = arr
+    b.region = region
+    b.nbytes = nbytes
+    b.charged_bytes = charged
     session._next_buffer += 1
     inst.buffers.append(buf)
     inst.held[arr.id] = buf
@@ -350,7 +445,7 @@ def access(session, arr, tuple key, reuse):
     return _new_tile(b, region)
 
 
-def enter_scope(session, name, declared_ways):
+cpdef enter_scope(SessionFields session, name, declared_ways):
     """`Session._enter_scope` for a scope entered before (a new one is registered by the Python method)."""
     cdef list stack = session._stack
     parent = stack[-1] if stack else None
@@ -361,20 +456,26 @@ def enter_scope(session, name, declared_ways):
     instance = instances[scope_id]
     instances[scope_id] = instance + 1
     info = session.trace.scopes[scope_id]
-    inst = _ScopeInstance(scope_id, instance, info.ways, info.path)
+    cdef ScopeInstance inst = ScopeInstance.__new__(ScopeInstance)  # (__init__ inlined, as for Buffer)
+    inst.scope_id = scope_id
+    inst.instance = instance
+    inst.ways = info.ways
+    inst.buffers = []
+    inst.held = {}
+    inst.path = info.path
     stack.append(inst)
     if session._log is not _NULL_LOG:
         session._log.enter(scope_id, instance)
     return inst
 
 
-def exit_scope(session, inst, exc):
+cpdef exit_scope(SessionFields session, inst, exc):
     """`Session._exit_scope` of a scope left normally: store its modified buffers, free them all."""
     cdef list stack = session._stack
     if exc is not None or not stack or stack[-1] is not inst:
         return session._exit_scope_py(inst, exc)
     log = session._log
-    cdef list buffers = inst.buffers
+    cdef list buffers = (<ScopeInstance?>inst).buffers
     cdef Py_ssize_t i
     cdef Buffer b
     cdef long long freed_bytes = 0
@@ -384,9 +485,9 @@ def exit_scope(session, inst, exc):
             if b.dirty:
                 _store(session, b)
             b.freed = True
-            live = b.tensor.live
+            live = <LiveFields?>(<ArrayFields?>b.tensor).live
             if live.buckets is None:
-                del live.by_id[b.id]
+                del (<LiveFields>live).by_id[b.id]
             else:
                 live.remove(b)
             session._live_bytes -= b.charged_bytes
@@ -397,18 +498,18 @@ def exit_scope(session, inst, exc):
         raise
     stack.pop()
     if log is not _NULL_LOG:
-        log.exit(inst.scope_id, inst.instance)
+        log.exit((<ScopeInstance>inst).scope_id, (<ScopeInstance>inst).instance)
     limit = session._trace_event_limit
     if limit is not None and len(log) > limit:
         session._drop_trace()
 
 
-cdef _store(session, Buffer buf):
+cdef _store(SessionFields session, Buffer buf):
     """`Session._store` for a buffer of a DDR tensor with a dense stored mask, else the method."""
-    arr = buf.tensor
+    cdef ArrayFields arr = <ArrayFields?>buf.tensor
     if arr.scratch:
         return session._store(buf)
-    live = arr.live
+    cdef LiveFields live = <LiveFields?>arr.live
     region = buf.region
     if live.buckets is not None:
         return session._store(buf)
@@ -443,18 +544,49 @@ cdef _store(session, Buffer buf):
         session._log.store(buf.id, arr.id, region, nbytes)
 
 
+def tile_iadd(tile, product):
+    """`Tile.__iadd__`: `tile += product` accumulates a compute unit's result (anything else: `_iadd_py`)."""
+    if not isinstance(product, _PendingCompute):
+        return tile._iadd_py(product)
+    product.apply(tile, True)
+    return tile
+
+
+cdef long long _region_elements(tuple region) except -1:
+    cdef long long n = 1
+    for pair in region:
+        n *= <long long>(<tuple>pair)[1] - <long long>(<tuple>pair)[0]
+    return n
+
+
+def vector_dot(unit, a, b):
+    """`VectorUnit.dot` (see `_dot_py`): sum(a * b) over all elements into a 1-element tile; ceil(elements /
+    lanes) cycles, one MAC each."""
+    session = unit.session
+    if type(a) is not _Tile or type(b) is not _Tile \
+            or (<ArrayFields?>(<Buffer>(<TileFields>a).buffer).tensor).session is not session \
+            or (<ArrayFields?>(<Buffer>(<TileFields>b).buffer).tensor).session is not session:
+        return unit._dot_py(a, b)  # the rule's error
+    cdef long long n = _region_elements((<TileFields>a).region)
+    if n != _region_elements((<TileFields>b).region):
+        return unit._dot_py(a, b)
+    cdef long long lanes = unit.lanes
+    return _Product(session, "vector", "dot", (a, b), (1,), n, (n + lanes - 1) // lanes, 0, _flat_dot)
+
+
 def product_apply(product, out, accumulate):
     """`Product.apply`: check the operands live, mark the output written, compute (numeric mode), trace it."""
-    session = product.session
+    cdef ProductFields p = <ProductFields?>product
+    cdef SessionFields session = <SessionFields?>p.session
     if type(out) is not _Tile or session._broken is not None:
         return product._apply_py(out, accumulate)
     cdef Buffer ob = <Buffer?>out.buffer
-    arr = ob.tensor
+    cdef ArrayFields arr = <ArrayFields?>ob.tensor
     if arr.session is not session or not arr.writable or ob.generation != <long long>out.generation \
             or ob.freed or ob.stale:
         return product._apply_py(out, accumulate)  # the rule's error
     cdef tuple region = out.region
-    cdef tuple shape = product.out_shape
+    cdef tuple shape = p.out_shape
     cdef Py_ssize_t nd = len(region), i
     cdef long long elements = 1, extent
     same = len(shape) == nd
@@ -468,7 +600,8 @@ def product_apply(product, out, accumulate):
         return product._apply_py(out, accumulate)
     cdef list ids = []
     cdef Buffer tb
-    for t in product.inputs:
+    cdef tuple inputs = p.inputs
+    for t in inputs:
         tb = <Buffer?>t.buffer
         if tb.generation != <long long>t.generation or tb.freed or tb.stale:
             return product._apply_py(out, accumulate)
@@ -481,20 +614,25 @@ def product_apply(product, out, accumulate):
             ob.loaded_from_ddr = False
             counters.rmw_bytes += ob.load_bytes
             arr.traffic.rmw_bytes += ob.load_bytes
-    if session.numeric:
-        result = product.compute()
-        view = ob.data
-        if region is not ob.region and region != ob.region:
-            view = view[tuple([slice((<tuple>p)[0] - (<tuple>q)[0], (<tuple>p)[1] - (<tuple>q)[0])
-                               for p, q in zip(region, ob.region)])]
-        if result.shape != view.shape:
-            result = result.reshape(view.shape)
-        if accumulate:
-            view += result
+    if session.numeric:  # (Product.compute with `Tile.data` inlined: the operands were checked live above)
+        result = p.kernel(*[_tile_data(<TileFields?>t) for t in inputs])
+        view = _tile_data(<TileFields>out)
+        kind = type(result)
+        if accumulate and elements == 1 and nd <= MAX_DIMS and (kind is _float32 or kind is _float64) \
+                and view.dtype.type is kind:
+            # a scalar (a dot) into one element: the same IEEE add as the array's `+=` (float32 + float32 in
+            # float32, float64 in float64), without a ufunc call's setup (~0.9 µs, a third of a vector dot)
+            index = _ZERO_INDEX[nd]
+            view[index] = view[index] + result
         else:
-            view[...] = result
-    unit = product.unit
-    macs, cycles, padded = product.macs, product.cycles, product.padded_macs
+            if result.shape != view.shape and result.ndim:  # a 0-d result (a dot) broadcasts as it is
+                result = result.reshape(view.shape)
+            if accumulate:
+                view += result
+            else:
+                view[...] = result
+    unit = p.unit
+    macs, cycles, padded = p.macs, p.cycles, p.padded_macs
     counters.macs += macs  # (Session.emit_compute)
     counters.padded_macs += padded
     if unit == "tensorcore":
@@ -502,4 +640,4 @@ def product_apply(product, out, accumulate):
     else:
         counters.vector_cycles += cycles
     if session._log is not _NULL_LOG:
-        session._log.compute(unit, product.op, ob.id, tuple(ids), macs, cycles, padded)
+        session._log.compute(unit, p.op, ob.id, tuple(ids), macs, cycles, padded)

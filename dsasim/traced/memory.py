@@ -137,11 +137,14 @@ class Tile(_core.TileFields):
             region = _integral_region(self.buffer.tensor.name, region)[0]
         return Tile(self.buffer, tuple((o + a, o + b) for (o, _), (a, b) in zip(self.region, region)))
 
-    def __iadd__(self, product: Any) -> "Tile":
+    def _iadd_py(self, product: Any) -> "Tile":
+        """`tile += product`: accumulate a compute unit's result (the reference of `_core.tile_iadd`)."""
         if not isinstance(product, PendingCompute):
             _check_product(self, product, "`+=` into")
         product.apply(self, accumulate=True)
         return self
+
+    __iadd__ = _iadd_py
 
     def __setitem__(self, key: Any, value: Any) -> None:
         """`tile[k] += product` lands here with the sub-tile already updated; `tile[k] = product` assigns."""
@@ -326,7 +329,7 @@ def _block_shape(shape: tuple[int, ...], budget: int) -> tuple[int, ...]:
 class _StoredElements:
     """The set of stored elements of one tensor, exact. Memory: `nbytes` (see there for the bound)."""
 
-    __slots__ = ("shape", "dense", "flat", "block", "grid", "masks")
+    __slots__ = ("shape", "dense", "flat", "flat_address", "block", "grid", "masks")
 
     def __init__(self, shape: tuple[int, ...], dense_max_elements: int = _DENSE_MASK_MAX_ELEMENTS,
                  block_elements: int = _BLOCK_ELEMENTS) -> None:
@@ -335,10 +338,14 @@ class _StoredElements:
         if shape_elements(shape) <= dense_max_elements:
             self.dense: np.ndarray | None = np.zeros(shape, bool)
             self.flat: np.ndarray | None = self.dense.reshape(-1).view(np.uint8)  # the same bytes, for _core.pyx
+            # where they are: the core reads them through this pointer (no buffer request per access); `flat`
+            # keeps them alive, and the mask is never reallocated
+            self.flat_address = self.flat.ctypes.data
             self.block = shape
             self.grid = np.full((1,) * len(shape), _NONE, np.uint8)
         else:
             self.dense = self.flat = None
+            self.flat_address = 0
             self.block = _block_shape(shape, block_elements)
             self.grid = np.zeros(tuple(ceil_div(d, b) for d, b in zip(shape, self.block)), np.uint8)
 
@@ -442,11 +449,11 @@ _WIDE_BLOCKS = 8  # a buffer spanning more blocks than this sits in one list tha
 _NO_BUFFERS: dict[int, Buffer] = {}
 
 
-class _LiveBuffers:
+class _LiveBuffers(_core.LiveFields):
     """The live buffers of one tensor by id (allocation order), and, past `scan_max` of them, an index of their
     extents along the tensor's longest dimension: lookups visit only buffers that can contain or overlap."""
 
-    __slots__ = ("by_id", "dim", "block", "buckets", "wide", "scan_max")
+    __slots__ = ()  # the fields, set in __init__, are C fields of _core.LiveFields: the compiled core reads them
 
     def __init__(self, shape: tuple[int, ...]) -> None:
         self.by_id: dict[int, Buffer] = {}  # ids grow with allocation, so insertion order is id order
@@ -545,11 +552,10 @@ class _LiveBuffers:
         return len(self.by_id)
 
 
-class TracedArray:
+class TracedArray(_core.ArrayFields):
     """A DDR tensor whose every access from a schedule is traced."""
 
-    __slots__ = ("session", "id", "name", "shape", "writable", "must_be_written", "scratch", "data", "traffic",
-                 "live", "stored", "stored_any", "nbytes")
+    __slots__ = ()  # the fields, set in __init__, are C fields of _core.ArrayFields: the compiled core reads them
 
     def __init__(self, session: "Session", tensor_id: int, name: str, shape: tuple[int, ...], writable: bool,
                  must_be_written: bool, scratch: bool, data: np.ndarray | None) -> None:
@@ -592,21 +598,10 @@ class TracedArray:
     __getitem__ = _getitem_py
 
 
-class _ScopeInstance:
-    """One execution of a scope: its buffering ways and the Buffer objects it allocated, in order."""
-
-    __slots__ = ("scope_id", "instance", "ways", "buffers", "held", "path")
-
-    def __init__(self, scope_id: int, instance: int, ways: int, path: tuple[str, ...]) -> None:
-        self.scope_id = scope_id
-        self.instance = instance
-        self.ways = ways
-        self.buffers: list[Buffer] = []
-        self.held: dict[int, Buffer] = {}  # tensor id -> newest buffer of that tensor in this scope
-        self.path = path
+_ScopeInstance = _core.ScopeInstance  # one execution of a scope (a C class: the compiled core reads its fields)
 
 
-class GlobalHierarchy:
+class GlobalHierarchy(_core.ScopeFields):
     """An SRAM scope (the blog's name): `with GlobalHierarchy(session):` frees its buffers on exit.
 
     `ways=N` makes it N-way buffered: each buffer's SRAM block holds N copies that successive instances use in
@@ -615,7 +610,7 @@ class GlobalHierarchy:
     for buffering overrides (`Session(scope_ways=...)`) and reports (default: its source line).
     """
 
-    __slots__ = ("session", "name", "ways", "_instance")
+    __slots__ = ()  # the fields (session, name, ways, _instance) are C fields of _core.ScopeFields
 
     def _init_py(self, session: "Session", name: str | None = None, ways: int | None = None,
                  buffers: int | None = None) -> None:
@@ -658,7 +653,7 @@ class GlobalHierarchy:
         return self.session.scratch(name, shape, reuse)
 
 
-class Session:
+class Session(_core.SessionFields):
     """One run of a schedule: hardware, tensors, live SRAM state, counters and the trace.
 
     numeric=False is count-only mode: no data, no arithmetic, the same events and counts.
@@ -1155,7 +1150,7 @@ class Session:
 
 _NULL_LOG = NullLog()
 
-_core.bind(Tile, _ScopeInstance, Session, _NULL_LOG)
+_core.bind(Tile, Session, _NULL_LOG, PendingCompute)
 
 
 def _bind_core(compiled: bool) -> None:
@@ -1165,6 +1160,7 @@ def _bind_core(compiled: bool) -> None:
     Session._enter_scope = _core.enter_scope if use else Session._enter_scope_py  # type: ignore[method-assign]
     Session._exit_scope = _core.exit_scope if use else Session._exit_scope_py  # type: ignore[method-assign]
     TracedArray.__getitem__ = _core.getitem if use else TracedArray._getitem_py  # type: ignore[method-assign]
+    Tile.__iadd__ = _core.tile_iadd if use else Tile._iadd_py  # type: ignore[method-assign]
     GlobalHierarchy.__init__ = _core.scope_init if use else GlobalHierarchy._init_py  # type: ignore
     GlobalHierarchy.__enter__ = _core.scope_enter if use else GlobalHierarchy._enter_py  # type: ignore
     GlobalHierarchy.__exit__ = _core.scope_exit if use else GlobalHierarchy._exit_py  # type: ignore

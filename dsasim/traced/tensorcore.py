@@ -60,23 +60,17 @@ def _bad_operand(session: Session, op: str, tiles: tuple[object, ...]) -> None:
                                     f"unit with the session that owns the tiles (TensorCore(session))")
 
 
-class Product(PendingCompute):
-    """A pending compute: what `out += product` or `out.assign(product)` performs."""
+class Product(_core.ProductFields, PendingCompute):
+    """A pending compute: what `out += product` or `out.assign(product)` performs. Its fields (`_core.ProductFields`):
+    session, unit, op, inputs (the operand tiles), out_shape, macs, cycles, padded_macs, and kernel: the
+    arithmetic on the operands' arrays (`Tile.data` of `inputs`, in order), which the compiled core calls with
+    the buffers' arrays directly."""
 
-    __slots__ = ("session", "unit", "op", "inputs", "out_shape", "macs", "cycles", "padded_macs", "compute")
+    __slots__ = ()
 
-    def __init__(self, session: Session, unit: str, op: str, inputs: tuple[Tile, ...], out_shape: tuple[int, ...],
-                 macs: int, cycles: int, padded_macs: int, compute: Callable[[], np.ndarray]) -> None:
-        self.session = session
-        self.unit = unit
-        self.op = op
-        self.inputs = inputs
-        self.out_shape = out_shape
-        self.macs = macs
-        self.cycles = cycles
-        self.padded_macs = padded_macs
-        self.compute = compute
-        session.pending_products[id(self)] = self  # Session.finish reports products never written anywhere
+    def compute(self) -> np.ndarray:
+        """The result's values (numeric mode): the kernel on the operands' data."""
+        return self.kernel(*[t.data for t in self.inputs])
 
     def __repr__(self) -> str:
         operands = ", ".join(repr(t) for t in self.inputs)
@@ -101,7 +95,7 @@ class Product(PendingCompute):
         if session.numeric:
             result = self.compute()
             view = out.data
-            if result.shape != view.shape:
+            if result.shape != view.shape and result.ndim:  # a 0-d result (a dot) broadcasts as it is
                 result = result.reshape(view.shape)
             if accumulate:
                 view += result
@@ -111,15 +105,6 @@ class Product(PendingCompute):
                              self.padded_macs)
 
     apply = _apply_py
-
-
-def _bind_core(compiled: bool) -> None:
-    """Route `Product.apply` to the compiled core, or to its pure-Python reference (tests)."""
-    use = compiled
-    Product.apply = _core.product_apply if use else Product._apply_py  # type: ignore[method-assign]
-
-
-_bind_core(True)
 
 
 class TensorCore:
@@ -164,12 +149,12 @@ class TensorCore:
         padded = cycles * self.ic_block * self.oc_block
         icb, ocb = self.ic_block, self.oc_block
 
-        def compute() -> np.ndarray:
+        def conv(x_data: np.ndarray, w_data: np.ndarray) -> np.ndarray:
             import torch
             import torch.nn.functional as F
 
-            xt = torch.from_numpy(x.data)
-            wt = torch.from_numpy(w.data)
+            xt = torch.from_numpy(x_data)
+            wt = torch.from_numpy(w_data)
             if top or bottom or left or right:
                 xt = F.pad(xt, (left, right, top, bottom))
             if groups != 1:  # one call per group set; block stepping matters only for the summation order
@@ -184,7 +169,7 @@ class TensorCore:
                 out = acc if out is None else torch.cat((out, acc), 1)
             return out.numpy()
 
-        return Product(self.session, "tensorcore", "conv2d", (x, w), (n, oc, oh, ow), macs, cycles, padded, compute)
+        return Product(self.session, "tensorcore", "conv2d", (x, w), (n, oc, oh, ow), macs, cycles, padded, conv)
 
     def matmul(self, a: Tile, b: Tile) -> Product:
         """(M, K) @ (K, N): K maps to the 16 input channels, N to the 24 output channels, M to pixels."""
@@ -197,10 +182,10 @@ class TensorCore:
         cycles = ceil_div(k, self.ic_block) * ceil_div(n, self.oc_block) * m
         icb = self.ic_block
 
-        def compute() -> np.ndarray:
+        def matmul(a_data: np.ndarray, b_data: np.ndarray) -> np.ndarray:
             import torch
 
-            at, bt = torch.from_numpy(a.data), torch.from_numpy(b.data)
+            at, bt = torch.from_numpy(a_data), torch.from_numpy(b_data)
             acc = None
             for i in range(0, k, icb):
                 part = at[:, i:i + icb] @ bt[i:i + icb]
@@ -208,7 +193,17 @@ class TensorCore:
             return acc.numpy()
 
         return Product(self.session, "tensorcore", "matmul", (a, b), (m, n), m * n * k, cycles,
-                       cycles * self.ic_block * self.oc_block, compute)
+                       cycles * self.ic_block * self.oc_block, matmul)
+
+
+def _flat_dot(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """sum(a * b) over all elements, as a 0-d result."""
+    return np.dot(a.reshape(-1), b.reshape(-1))
+
+
+def _relu(a: np.ndarray) -> np.ndarray:
+    """max(a, 0) elementwise."""
+    return np.maximum(a, 0)
 
 
 class VectorUnit:
@@ -226,8 +221,7 @@ class VectorUnit:
                 raise ValueError(f"vector.{op}: operand shapes differ: {[t.shape for t in tiles]}")
         n = shape_elements(shape)
         cycles = ceil_div(n, self.lanes)
-        return Product(self.session, "vector", op, tiles, shape, 0, cycles, 0,
-                       lambda: fn(*(t.data for t in tiles)))
+        return Product(self.session, "vector", op, tiles, shape, 0, cycles, 0, fn)
 
     def add(self, a: Tile, b: Tile) -> Product:
         """Elementwise a + b; ceil(elements / lanes) cycles."""
@@ -239,18 +233,31 @@ class VectorUnit:
 
     def relu(self, a: Tile) -> Product:
         """Elementwise max(a, 0); ceil(elements / lanes) cycles."""
-        return self._elementwise("relu", (a,), lambda v: np.maximum(v, 0))
+        return self._elementwise("relu", (a,), _relu)
 
     def copy(self, a: Tile) -> Product:
         """Elementwise copy; ceil(elements / lanes) cycles."""
         return self._elementwise("copy", (a,), np.copy)
 
-    def dot(self, a: Tile, b: Tile) -> Product:
-        """sum(a * b) over all elements into a 1-element tile; ceil(elements / lanes) cycles, one MAC each."""
+    def _dot_py(self, a: Tile, b: Tile) -> Product:
+        """sum(a * b) over all elements into a 1-element tile; ceil(elements / lanes) cycles, one MAC each
+        (the reference of `_core.vector_dot`, see `_bind_core`)."""
         _check_tiles(self.session, "vector.dot", (a, b))
         n = region_elements(a.region)
         m = region_elements(b.region)
         if n != m:
             raise ValueError(f"vector.dot: operands have {n} and {m} elements")
-        return Product(self.session, "vector", "dot", (a, b), (1,), n, ceil_div(n, self.lanes), 0,
-                       lambda: np.dot(a.data.reshape(-1), b.data.reshape(-1)))
+        return Product(self.session, "vector", "dot", (a, b), (1,), n, ceil_div(n, self.lanes), 0, _flat_dot)
+
+    dot = _dot_py
+
+
+def _bind_core(compiled: bool) -> None:
+    """Route `Product.apply` and `VectorUnit.dot` to the compiled core, or to their pure-Python reference (tests)."""
+    use = compiled
+    Product.apply = _core.product_apply if use else Product._apply_py  # type: ignore[method-assign]
+    VectorUnit.dot = _core.vector_dot if use else VectorUnit._dot_py  # type: ignore[method-assign]
+
+
+_core.bind_compute(Product, _flat_dot)
+_bind_core(True)
