@@ -34,10 +34,10 @@ class Timeline:
 
     __slots__ = ("starts", "ends", "port_order", "cycles")
 
-    def __init__(self, starts, ends, port_order: list[list[int]]):
+    def __init__(self, starts, ends, port_order):  # port_order: per port, a sequence of op ids
         self.starts = np.asarray(starts, dtype=np.int64)
         self.ends = np.asarray(ends, dtype=np.int64)
-        self.port_order = port_order
+        self.port_order = [np.asarray(order, dtype=np.int64) for order in port_order]
         self.cycles = int(self.ends.max()) if len(self.ends) else 0
 
 
@@ -61,7 +61,10 @@ cdef class _ListScheduler:
     cdef int[::1] engine_ports
     cdef unsigned char[::1] ddr_check
     cdef Py_ssize_t[::1] heads, q_end, q_ops  # engine e's queue is q_ops[q_start[e]:q_end[e]]; heads: positions
-    cdef list port_order, compute_engines, transfer_engines
+    cdef list compute_engines, transfer_engines
+    cdef object port_order_a
+    cdef long long[::1] port_order, port_start, port_count  # port p's transfers in the order it carried them:
+                                                            # port_order[port_start[p]:][:port_count[p]]
     cdef RegionColumn region
 
     def __init__(self, g: OpGraph) -> None:
@@ -74,12 +77,16 @@ cdef class _ListScheduler:
         self.n_eng = len(g.queues)
         self.engine_ports = np.asarray(g.engine_ports, dtype=np.intc)
         sizes = np.array([len(q) for q in g.queues], dtype=np.intp)
-        self.q_ops = np.concatenate(g.queues).astype(np.intp) if g.queues else np.zeros(0, np.intp)
+        self.q_ops = np.concatenate(g.queues).astype(np.intp, copy=False) if g.queues else np.zeros(0, np.intp)
         self.q_end = np.cumsum(sizes).astype(np.intp)
         self.heads = np.asarray(self.q_end) - sizes  # per engine, the position of its next operation in q_ops
         self.free = np.zeros(self.n_eng, dtype=np.int64)  # per engine, when it finished its last operation
         self.port_free = np.zeros(g.n_ports, dtype=np.int64)
-        self.port_order = [[] for _ in range(g.n_ports)]
+        per_port = np.bincount(g.port[g.port >= 0], minlength=g.n_ports).astype(np.int64)
+        self.port_order_a = np.empty(int(per_port.sum()), np.int64)
+        self.port_order = self.port_order_a
+        self.port_start = np.concatenate([[0], np.cumsum(per_port)[:-1]]).astype(np.int64)
+        self.port_count = np.zeros(g.n_ports, np.int64)
         self.compute_engines = [e for e in range(self.n_eng) if g.engine_ports[e] < 0 and len(g.queues[e])]
         self.transfer_engines = [e for e in range(self.n_eng) if g.engine_ports[e] >= 0 and len(g.queues[e])]
         self.remaining = n - int((g.engine < 0).sum())
@@ -208,7 +215,8 @@ cdef class _ListScheduler:
         self.port_free[best_p] = end
         self.free[best_e] = end
         self.heads[best_e] += 1
-        (<list>self.port_order[best_p]).append(best_op)
+        self.port_order[self.port_start[best_p] + self.port_count[best_p]] = best_op
+        self.port_count[best_p] += 1
         self.remaining -= 1
         return True
 
@@ -223,7 +231,8 @@ cdef class _ListScheduler:
         for op in range(self.n):  # engine-less nodes nobody waited for
             if ends[op] < 0 and self.resolve(op) < 0:
                 _raise_deadlock(g, np.asarray(ends).tolist(), heads, self.resolve, first=op)
-        return Timeline(self.starts, ends, self.port_order)
+        return Timeline(self.starts, ends, [self.port_order_a[self.port_start[p]:self.port_start[p] + self.port_count[p]]
+                                            for p in range(len(self.port_count))])
 
 
 cdef Py_ssize_t _count_below(Py_ssize_t[::1] ops, Py_ssize_t op):

@@ -326,7 +326,7 @@ class _CriticalChain:
         if self.port[op] >= 0 and self.starts[op] > ready:
             k = self.port_pos[op]
             if k > 0:
-                return self.timeline.port_order[self.port[op]][k - 1], "port"
+                return int(self.timeline.port_order[self.port[op]][k - 1]), "port"
         return best_j, best_how
 
     def label(self, op: int) -> str:
