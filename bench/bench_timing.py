@@ -1,7 +1,7 @@
 """Benchmark of the timing simulation: simulated operations per second, and the ResNet-50 res2a_branch2b layer
 traced and simulated, beside SCALE-Sim v3 (PyPI `scalesim`) on the same layer with a 16 x 24 array.
 
-    .venv/bin/python bench/bench_timing.py [--repeat 3] [--skip-scalesim] [--json PATH] [--before REV]
+    .venv/bin/python bench/bench_timing.py [--repeat 3] [--skip-scalesim] [--json PATH] [--before REV] [--full]
 
 Simulated operations are the operations the timing model schedules (`SimResult.operations`: transfers, computes
 and OPENs; not HIT, ALLOC, FREE, ENTER or EXIT events); ops/s = operations / the wall time of `simulate()`
@@ -63,8 +63,8 @@ OPS_CASES = ("demo1-slice", "demo2 (N=2)", "demo3-2", "demo3-3", "demo5-1", "dem
 
 
 def case_trace(label: str):
-    """(trace, hardware) of a benchmark case; demo1-slice is bench_trace.DEMO1_SLICE (32 of 512 channels). demo1
-    (21 M events) and demo3-1/demo4 (they overflow the SRAM: no trace) are not cases."""
+    """(trace, hardware) of a benchmark case; demo1-slice is bench_trace.DEMO1_SLICE (32 of 512 channels); demo1
+    whole (21 M events, ~20 s to trace) only with --full; demo3-1/demo4 overflow the SRAM (no trace)."""
     if label.startswith("synthetic"):
         return synthetic_trace(25_000)
     from kernels.blog_demos import SCHEDULES
@@ -117,11 +117,11 @@ def _export(rev: str, into: Path) -> Path:
     return into
 
 
-def bench_ops(repeat: int, before: str | None = None) -> list[dict]:
+def bench_ops(repeat: int, before: str | None = None, full: bool = False) -> list[dict]:
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         old = _export(before, Path(tmp)) if before else None
-        for label in OPS_CASES:
+        for label in OPS_CASES + (("demo1",) if full else ()):
             row = _in_subprocess(label, repeat, ROOT)
             if old is not None:
                 row["before"] = _in_subprocess(label, repeat, old)
@@ -256,6 +256,7 @@ def main() -> int:
     parser.add_argument("--skip-scalesim", action="store_true")
     parser.add_argument("--json", metavar="PATH")
     parser.add_argument("--before", metavar="REV", help="also time the timing package of this git revision")
+    parser.add_argument("--full", action="store_true", help="also demo1 whole (21 M events, ~2 GB and ~30 s per run)")
     parser.add_argument("--case", help=argparse.SUPPRESS)  # internal: one case, as JSON on stdout
     parser.add_argument("--reference", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -265,7 +266,7 @@ def main() -> int:
     report: dict = {"python": platform.python_version(), "machine": platform.machine(),
                     "cpus": os.cpu_count()}
     print("simulated operations per second (simulate() wall time, best of", args.repeat, "):")
-    report["ops"] = bench_ops(args.repeat, args.before)
+    report["ops"] = bench_ops(args.repeat, args.before, args.full)
     for row in report["ops"]:
         line = (f"  {row['case']:38s} {row['operations']:7d} ops {row['wall_s']:8.4f} s {row['ops_per_s']:9d} ops/s "
                 f"{row['peak_rss_mib']:5d} MiB")
