@@ -292,6 +292,17 @@ def test_a_fill_over_two_freed_buffers_waits_for_both():
         assert r.cycles == 54
 
 
+def test_a_graph_can_be_timed_again_after_its_result():
+    # build_result freezes the arrays it reports, not the graph or timeline they come from
+    from dsasim.timing import build_result, build_timeline, lower
+    hw = tiny()
+    g = lower(scoped_trace(GOOD), hw)
+    first = build_result(g, build_timeline(g), hw, None)
+    second = build_result(g, build_timeline(g), hw, None)
+    assert first.cycles == second.cycles == 24
+    assert not first.op_start.flags.writeable and g.kind.flags.writeable
+
+
 def test_buffer_never_freed_is_an_error():
     events = [(ALLOC, 0, 0, R8, 8, 0, 8), (LOAD, 0, 0, R8, 8, False),
               (ALLOC, 1, 0, R8, 8, 0, 8), (LOAD, 1, 0, R8, 8, False), (FREE, 1, 8)]

@@ -411,9 +411,10 @@ class _OpArrays(NamedTuple):
 def _op_arrays(g: OpGraph, timeline: Timeline) -> _OpArrays:
     """The operations that SimResult reports (FREE nodes dropped), as arrays."""
     real = g.kind != FREE_OP
-    if real.all():  # (the usual case: no FREE node, no copy)
-        return _OpArrays(starts=timeline.starts, ends=timeline.ends, kind=g.kind, engine=g.engine, nbytes=g.nbytes,
-                         tensor=g.tensor, buffer=g.buffer, regions=g.region)
+    if real.all():  # (the usual case: no FREE node, no copy; views, so that freezing them leaves g writable)
+        return _OpArrays(starts=timeline.starts.view(), ends=timeline.ends.view(), kind=g.kind.view(),
+                         engine=g.engine.view(), nbytes=g.nbytes.view(), tensor=g.tensor.view(),
+                         buffer=g.buffer.view(), regions=g.region)
     return _OpArrays(
         starts=timeline.starts[real], ends=timeline.ends[real], kind=g.kind[real], engine=g.engine[real],
         nbytes=g.nbytes[real], tensor=g.tensor[real], buffer=g.buffer[real],
