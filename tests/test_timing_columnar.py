@@ -155,3 +155,22 @@ def test_a_bad_columnar_trace_gets_the_message_of_the_same_tuples(case):
         messages.append(str(info.value))
     assert messages[0] == messages[1]
     assert fragment in messages[0]
+
+
+def test_the_region_column_reads_back_each_operations_region():
+    # tiny trace of test_timing.GOOD: load a[0:1, 0:8], open o, conv into o, store o; a FREE node has no region
+    from test_timing import GOOD, R8
+    g = lower(scoped_trace(GOOD), tiny())
+    assert len(g.region) == g.n == 4
+    assert list(g.region) == [R8, R8, R8, R8] and g.region == [R8] * 4
+    assert g.region.select(np.array([3, 0])) == [R8, R8]
+    assert g.region.overlaps(0, 3)  # a's [0:8] and o's [0:8]: the same element box
+    with pytest.raises(IndexError, match="operation 4 out of range 0..3"):
+        g.region[4]
+    events = [(ALLOC, 0, 0, R8, 8, 0, 8), (LOAD, 0, 0, R8, 8, False),  # buffer 0 takes bytes 0:8
+              (ALLOC, 1, 0, R8, 8, 0, 8), (LOAD, 1, 0, R8, 8, False),  # buffer 1 too, while 0 is live
+              (FREE, 0, 8), (FREE, 1, 8)]
+    trace = scoped_trace([(ENTER, 0, 0)] + events + [(EXIT, 0, 0)])
+    g = lower(trace, tiny())
+    free_nodes = [op for op in range(g.n) if g.kind[op] == 5]
+    assert free_nodes and all(g.region[op] is None for op in free_nodes)
