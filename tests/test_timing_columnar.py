@@ -5,6 +5,7 @@ reject a bad trace with the same message."""
 from __future__ import annotations
 
 import dataclasses
+import pickle
 import random
 
 import numpy as np
@@ -121,6 +122,8 @@ def test_both_read_paths_build_the_same_graph_on_every_demo():
         result = run_schedule(schedule, hw, numeric=False)
         if result.trace is not None:
             assert_same_graph(result.trace, hw)
+            copy = pickle.loads(pickle.dumps(result.trace))  # (as a worker process sends it)
+            assert simulate(copy, hw).to_json("x") == simulate(result.trace, hw).to_json("x")
 
 
 def test_a_tensorcore_schedule_is_the_same_on_both_paths():
