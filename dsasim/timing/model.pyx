@@ -147,9 +147,16 @@ cdef class RegionColumn:
     def __len__(self) -> int:
         return len(self.offsets_a)
 
-    def __getitem__(self, Py_ssize_t op):
-        if not 0 <= op < len(self.offsets_a):
-            raise IndexError(f"operation {op} out of range 0..{len(self.offsets_a) - 1}")
+    def __getitem__(self, index):
+        """The region of operation `index` (negative: from the end); a slice gives a tuple of them."""
+        cdef Py_ssize_t n = len(self.offsets_a), op
+        if isinstance(index, slice):
+            return tuple([self[op] for op in range(*index.indices(n))])
+        op = index
+        if op < 0:
+            op += n
+        if not 0 <= op < n:
+            raise IndexError(f"operation {index} out of range 0..{n - 1}")
         if self.offsets[op] < 0:
             return None
         return self.log.region_at(self.offsets[op], self.ndim[self.tensors[op]])
