@@ -31,12 +31,13 @@ import math
 from bisect import bisect_left
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any, Iterator, Mapping, NamedTuple
+from typing import Any, Iterator, Mapping, NamedTuple, Sequence
 
 import numpy as np
 
 from dsasim.hardware import Accelerator
 from dsasim.traced.trace import Region, format_region
+from dsasim.timing._result import buffer_ends, engine_figures, peak_bytes, window_integrals
 from dsasim.timing.engine import Timeline
 from dsasim.timing.model import FREE_OP, KIND_NAMES, LOAD_OP, REASON_NAMES, STORE_OP, TC_OP, VEC_OP, OpGraph, overlaps
 
@@ -63,9 +64,53 @@ class OpRecord(NamedTuple):
 
 
 def _frozen(a: Any) -> np.ndarray:
-    arr = np.asarray(a)
+    arr = np.asarray(a).view()  # a read-only view: the graph's or timeline's own column stays writable
     arr.setflags(write=False)
     return arr
+
+
+class OpRegions(Sequence):
+    """The region of every reported operation, read lazily from the graph's region column (no copy: millions
+    of operations would cost a tuple each). A read-only sequence; equal to any sequence of the same regions."""
+
+    __slots__ = ("_regions", "_ops")
+
+    def __init__(self, regions: Sequence[Region | None], ops: np.ndarray | None) -> None:
+        self._regions = regions  # the graph's column, indexed by operation id
+        self._ops = ops  # the operation id of each reported operation; None: every operation, in order
+
+    def __len__(self) -> int:
+        return len(self._regions) if self._ops is None else len(self._ops)
+
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, slice):
+            return tuple(self[k] for k in range(*i.indices(len(self))))
+        n = len(self)
+        k = i.__index__()
+        if k < 0:
+            k += n
+        if not 0 <= k < n:
+            raise IndexError(f"operation {i} out of range: there are {n} operations")
+        return self._regions[k if self._ops is None else int(self._ops[k])]
+
+    def __iter__(self) -> Iterator[Region]:
+        regions = self._regions
+        if self._ops is None:
+            yield from regions
+            return
+        for at in range(0, len(self._ops), 1 << 16):  # chunks: no list of millions of ids
+            for k in self._ops[at:at + (1 << 16)].tolist():
+                yield regions[k]
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Sequence) or isinstance(other, (str, bytes)):
+            return NotImplemented
+        return len(self) == len(other) and all(a == b for a, b in zip(self, other))
+
+    __hash__ = None  # type: ignore[assignment]  # equality by content, like a list
+
+    def __repr__(self) -> str:
+        return f"OpRegions({len(self)} operations)"
 
 
 @dataclass(frozen=True, eq=False)
@@ -106,7 +151,7 @@ class SimResult:
     op_bytes: np.ndarray
     op_tensor: np.ndarray
     op_buffer: np.ndarray
-    op_regions: tuple[Region, ...]
+    op_regions: Sequence[Region]  # OpRegions: read lazily from the graph
     buffer_tensor: np.ndarray  # per buffer: its tensor, bytes and occupancy interval [start, end)
     buffer_bytes: np.ndarray
     buffer_start: np.ndarray
@@ -232,19 +277,9 @@ def _nice_window(cycles: int, target: int = 256) -> int:
 
 
 def _window_integrals(s: np.ndarray, e: np.ndarray, rate: np.ndarray, edges: np.ndarray) -> np.ndarray:
-    """Integral over each window [edges[k], edges[k+1]) of sum_i rate_i * [s_i <= t < e_i]."""
-    if len(s) == 0:
-        return np.zeros(len(edges) - 1)
-    t = np.concatenate([s, e]).astype(np.float64)
-    d = np.concatenate([rate, -rate]).astype(np.float64)
-    order = np.argsort(t, kind="stable")
-    t = t[order]
-    d = d[order]
-    r = np.cumsum(d)
-    g = np.zeros(len(t))
-    g[1:] = np.cumsum(r[:-1] * np.diff(t))
-    ge = np.interp(edges, t, g, left=0.0, right=float(g[-1]))
-    return np.diff(ge)
+    """Integral over each window [edges[k], edges[k+1]) of sum_i rate_i * [s_i <= t < e_i] (s, e in cycles)."""
+    return window_integrals(np.asarray(s, dtype=np.int64), np.asarray(e, dtype=np.int64),
+                            np.asarray(rate, dtype=np.float64), np.asarray(edges, dtype=np.float64))
 
 
 _REASON_PRIO = (0, 2, 3)  # on equal end times: data before slot before war before the engine predecessor
@@ -390,30 +425,29 @@ class _OpArrays(NamedTuple):
     nbytes: np.ndarray
     tensor: np.ndarray
     buffer: np.ndarray
-    regions: tuple[Region, ...]
+    regions: OpRegions
 
 
 def _op_arrays(g: OpGraph, timeline: Timeline) -> _OpArrays:
-    """The operations that SimResult reports (FREE nodes dropped), as arrays."""
+    """The operations that SimResult reports (FREE nodes dropped), as arrays: views of the graph's and the
+    timeline's columns where no FREE node is dropped (no copy of millions of operations)."""
     real = g.kind != FREE_OP
-    every = bool(real.all())
+    if bool(real.all()):
+        return _OpArrays(
+            starts=timeline.starts, ends=timeline.ends, kind=g.kind, engine=g.engine.astype(np.int16),
+            nbytes=g.nbytes, tensor=g.tensor.astype(np.int32, copy=False), buffer=g.buffer.astype(np.int64),
+            regions=OpRegions(g.region, None))
     return _OpArrays(
         starts=timeline.starts[real], ends=timeline.ends[real],
         kind=g.kind[real], engine=g.engine[real].astype(np.int16), nbytes=g.nbytes[real],
         tensor=g.tensor[real].astype(np.int32), buffer=g.buffer[real].astype(np.int64),
-        regions=tuple(g.region) if every else tuple(r for r, keep in zip(g.region, real.tolist()) if keep))
+        regions=OpRegions(g.region, np.flatnonzero(real)))
 
 
 def _engine_figures(names: tuple[str, ...], ops: _OpArrays) -> tuple[dict[str, int], dict[str, int]]:
     """Per engine: busy cycles (sum of its operations' durations) and number of operations."""
-    durs = ops.ends - ops.starts
-    busy = {}
-    counts = {}
-    for e, nm in enumerate(names):
-        mask = ops.engine == e
-        busy[nm] = int(durs[mask].sum())
-        counts[nm] = int(mask.sum())
-    return busy, counts
+    busy, counts = engine_figures(ops.engine, ops.starts, ops.ends, len(names))
+    return dict(zip(names, busy)), dict(zip(names, counts))
 
 
 def _roofline_terms(g: OpGraph, hardware: Accelerator, busy: Mapping[str, int]) -> dict[str, int]:
@@ -440,44 +474,33 @@ def _ddr_per_window(ops: _OpArrays, setup_cycles: int, edges: np.ndarray) -> lis
 
 def _buffer_intervals(g: OpGraph, timeline: Timeline) -> tuple[np.ndarray, ...]:
     """(tensor, bytes, start, end) of every filled buffer: occupied from its first fill to its release."""
-    nb_buf = len(g.buffer_tensor)
-    b_start = np.zeros(nb_buf, dtype=np.int64)
-    b_end = np.zeros(nb_buf, dtype=np.int64)
     first = np.asarray(g.buffer_first_op, dtype=np.int64)
     keep = first >= 0
-    all_starts, all_ends = timeline.starts, timeline.ends
-    b_start[keep] = all_starts[first[keep]]
-    n_users = g.buffer_final_n.astype(np.int64)
-    b_end[n_users == 0] = timeline.cycles  # never freed: occupied until the end
-    users = g.buffer_final_ops
-    if len(users):  # the end of the last of its final users; each buffer's users are a run of buffer_final_ops
-        owner = np.repeat(np.arange(nb_buf), n_users)
-        at = np.repeat(g.buffer_final_ptr - np.cumsum(n_users) + n_users, n_users) + np.arange(len(owner))
-        np.maximum.at(b_end, owner, all_ends[users[at]])
+    # the end of the last of its final users (never freed: occupied until the end)
+    b_end = buffer_ends(np.asarray(g.buffer_final_ptr, dtype=np.int64), np.asarray(g.buffer_final_n, dtype=np.int64),
+                        np.asarray(g.buffer_final_ops, dtype=np.int64), timeline.ends, timeline.cycles)
     b_tensor = np.asarray(g.buffer_tensor, dtype=np.int32)[keep]
     b_bytes = np.asarray(g.buffer_nbytes, dtype=np.int64)[keep]
-    return b_tensor, b_bytes, b_start[keep], b_end[keep]
+    return b_tensor, b_bytes, timeline.starts[first[keep]], b_end[keep]
 
 
 def _sram_occupancy(g: OpGraph, b_tensor: np.ndarray, b_bytes: np.ndarray, b_start: np.ndarray, b_end: np.ndarray,
                     edges: np.ndarray, w: int) -> tuple[tuple[str, ...], np.ndarray]:
     """The tensors present in SRAM and their time-averaged bytes per window, one row each."""
-    present = sorted(set(b_tensor.tolist()))
+    by_tensor = np.argsort(b_tensor, kind="stable")  # each tensor's buffers, in buffer order, as one run
+    present, at = np.unique(b_tensor[by_tensor], return_index=True)
+    bounds = at.tolist() + [len(by_tensor)]
     occupancy = np.zeros((len(present), len(edges) - 1))
-    for row, t in enumerate(present):
-        m = b_tensor == t
+    for row in range(len(present)):
+        m = by_tensor[bounds[row]:bounds[row + 1]]
         occupancy[row] = _window_integrals(b_start[m], b_end[m], b_bytes[m].astype(np.float64), edges) / w
-    return tuple(g.tensor_names[t] for t in present), occupancy
+    return tuple(g.tensor_names[t] for t in present.tolist()), occupancy
 
 
 def _peak_bytes(b_bytes: np.ndarray, b_start: np.ndarray, b_end: np.ndarray) -> int:
     """The exact peak of occupied bytes (a release at t comes before a fill at t)."""
-    if not len(b_start):
-        return 0
-    times = np.concatenate([b_end, b_start])
-    deltas = np.concatenate([-b_bytes, b_bytes])
-    order = np.lexsort((deltas, times))
-    return int(max(0, np.cumsum(deltas[order]).max()))
+    return peak_bytes(np.asarray(b_bytes, dtype=np.int64), np.asarray(b_start, dtype=np.int64),
+                      np.asarray(b_end, dtype=np.int64))
 
 
 def build_result(g: OpGraph, timeline: Timeline, hardware: Accelerator, window_cycles: int | None) -> SimResult:
