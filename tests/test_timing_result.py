@@ -113,3 +113,13 @@ def test_records_skip_the_free_node_and_keep_each_operation_region():
     assert [(o.region, o.buffer, o.start, o.end) for o in loads] == [(row0, 0, 0, 8), (row1, 2, 16, 24)]
     assert recs[-1].region == out and recs[-1].name == "store o[0:1, 0:8]"
     assert r.op_regions[3] == row1 and r.op_regions[-1] == r.op_regions[5] == out and list(r.op_regions)[5] == out
+
+
+def test_window_integrals_of_float_times_are_not_truncated():
+    # the plots pass times scaled to seconds: [0.25, 0.75) at rate 2 over windows of 0.5 gives 0.5 and 0.5
+    from dsasim.timing.result import _window_integrals
+    got = _window_integrals(np.array([0.25]), np.array([0.75]), np.array([2.0]), np.array([0.0, 0.5, 1.0]))
+    assert got.tolist() == [0.5, 0.5]
+    # integer cycles take the compiled walk and give the same figures as the float path
+    s, e, rate, edges = np.array([1, 3], I64), np.array([7, 4], I64), np.array([1.5, 4.0]), edges_of(8, 3)
+    assert _window_integrals(s, e, rate, edges).tolist() == _window_integrals(s * 1.0, e * 1.0, rate, edges).tolist()

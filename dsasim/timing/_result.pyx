@@ -5,9 +5,11 @@ Every float is computed with the same operations in the same order as the numpy 
 (sequential cumulative sums, numpy's interpolation rule), so the figures are bit-identical to it.
 """
 
-from libc.stdint cimport int16_t, int64_t
+from libc.stdint cimport int8_t, int16_t, int64_t
 
 import numpy as np
+
+from dsasim.timing.model import LOAD_OP, REASON_NAMES, STORE_OP, TC_OP, VEC_OP, overlaps
 
 
 def engine_figures(const int16_t[:] engine, const int64_t[:] starts, const int64_t[:] ends,
@@ -124,3 +126,149 @@ def peak_bytes(const int64_t[:] nbytes, const int64_t[:] start, const int64_t[:]
         if held > peak:
             peak = held
     return peak
+
+
+cdef enum How:  # what an operation waited for last: REASON_NAMES' codes 0..2, then these
+    ENGINE = 3
+    DDR = 4
+    PORT = 5
+    NOTHING = 6
+
+cdef int64_t[3] REASON_PRIO = [0, 2, 3]  # on equal end times: data before slot before war before the engine (4)
+cdef int SLOT = 1  # REASON_NAMES.index("slot")
+
+
+cdef class CriticalChain:
+    """Walks back from an operation along what it waited for last (see result.py's stall attribution)."""
+
+    cdef object g
+    cdef const int64_t[:] starts, ends, dep_ptr, dep_val, prev_on_engine, port_pos
+    cdef const int8_t[:] ddr_check, port, kind
+    cdef list port_order  # per port: its transfers in the order it carried them (int64 arrays)
+    cdef Py_ssize_t n
+    cdef dict labels  # (kind, tensor) -> stall label
+
+    def __init__(self, g, timeline) -> None:
+        self.g = g
+        self.n = g.n
+        self.starts, self.ends = timeline.starts, timeline.ends
+        self.dep_ptr = np.asarray(g.dep_ptr, dtype=np.int64)
+        self.dep_val = np.asarray(g.dep_val, dtype=np.int64)
+        self.prev_on_engine = np.asarray(g.prev_on_engine, dtype=np.int64)
+        self.ddr_check = np.asarray(g.ddr_check, dtype=np.int8)
+        self.port = np.asarray(g.port, dtype=np.int8)
+        self.kind = np.asarray(g.kind, dtype=np.int8)
+        self.port_order = [np.asarray(order, dtype=np.int64) for order in timeline.port_order]
+        pos = np.full(g.n, -1, np.int64)  # per transfer, its position in its port's order
+        for order in self.port_order:
+            pos[order] = np.arange(len(order))
+        self.port_pos = pos
+        self.labels = {}
+
+    cdef tuple ddr_binding(self, int64_t op, int64_t ready):
+        """The overlapping earlier transfer with the latest end after `ready`, if any."""
+        g = self.g
+        cdef int64_t best = -1, best_end = ready, j
+        cdef Py_ssize_t k
+        for ops in g.ddr_lists(op):
+            k = int(np.searchsorted(ops, op)) - 1
+            while k >= 0:
+                j = int(ops[k])
+                if self.ends[j] <= best_end:
+                    break
+                if overlaps(g.region[j], g.region[op]):
+                    best, best_end = j, self.ends[j]
+                    break
+                k -= 1
+        return best, best_end
+
+    cdef int64_t binding(self, int64_t op, int* how):
+        """What op waited for last (-1 if nothing), and how (a How or REASON_NAMES code, into `how`)."""
+        cdef int64_t best_j = self.prev_on_engine[op], best_end, best_pr = 4, e, pr, d, j, ready, i
+        cdef int best_how = ENGINE
+        cdef Py_ssize_t k
+        best_end = self.ends[best_j] if best_j >= 0 else -1
+        for i in range(self.dep_ptr[op], self.dep_ptr[op + 1]):
+            d = self.dep_val[i]
+            j = d >> 2
+            e = self.ends[j]
+            if e >= best_end:
+                pr = REASON_PRIO[d & 3]
+                if e > best_end or pr < best_pr:
+                    best_j, best_end, best_pr, best_how = j, e, pr, <int>(d & 3)
+        ready = best_end if best_end > 0 else 0
+        if self.ddr_check[op]:
+            j, e = self.ddr_binding(op, ready)
+            if j >= 0:
+                best_j, best_end, best_how, ready = j, e, DDR, e
+        if self.port[op] >= 0 and self.starts[op] > ready:
+            k = self.port_pos[op]
+            if k > 0:
+                how[0] = PORT
+                return self.port_order[self.port[op]][k - 1]
+        how[0] = best_how
+        return best_j
+
+    cdef str label(self, int64_t op):
+        """The stall cause of a stretch of time spent in `op` (when no earlier link set the mode)."""
+        cdef int k = self.kind[op]
+        if k == LOAD_OP or k == STORE_OP:
+            key = (k, int(self.g.tensor[op]))
+            text = self.labels.get(key)
+            if text is None:
+                text = f"{'load' if k == LOAD_OP else 'store'}:{self.g.tensor_names[key[1]]}"
+                self.labels[key] = text
+            return text
+        if k == VEC_OP:
+            return "vector"
+        if k == TC_OP:
+            return "tensorcore"
+        return "other"
+
+    cdef void blame_gap(self, int64_t op, int64_t prev_end, dict stalls):
+        """Add to `stalls` the TensorCore idle gap [prev_end, start of op), walking back from op."""
+        cdef int64_t cur = op, hi = self.starts[op], q, e_q, s_q, lo, limit = self.n + 1, steps = 0
+        cdef int how
+        mode = None
+        while hi > prev_end:
+            q = self.binding(cur, &how)
+            steps += 1
+            if q < 0 or steps > limit:
+                stalls["other"] = stalls.get("other", 0) + hi - prev_end
+                break
+            if mode is None:
+                if how == SLOT:
+                    mode = "slot"
+                elif how == PORT and self.kind[q] == STORE_OP:
+                    mode = "store-port"
+            e_q = self.ends[q]
+            if e_q < hi:  # not expected: the binding predecessor ends when cur starts
+                low = e_q if e_q > prev_end else prev_end
+                stalls["other"] = stalls.get("other", 0) + hi - low
+                hi = low
+            s_q = self.starts[q]
+            lo = s_q if s_q > prev_end else prev_end
+            if hi > lo:
+                key = mode if mode is not None else self.label(q)
+                stalls[key] = stalls.get(key, 0) + hi - lo
+            if s_q < hi:
+                hi = s_q
+            cur = q
+
+    def attribute(self, queue, int64_t cycles) -> dict:
+        """Blame every idle cycle before each operation of `queue` (the TensorCore's, in order) and after the
+        last one ("drain") on a cause; {} for an empty queue."""
+        cdef const int64_t[:] ops = np.asarray(queue, dtype=np.int64)
+        cdef dict stalls = {}
+        cdef int64_t prev_end = 0, op
+        cdef Py_ssize_t i
+        if ops.shape[0] == 0:
+            return stalls
+        for i in range(ops.shape[0]):
+            op = ops[i]
+            if self.starts[op] > prev_end:
+                self.blame_gap(op, prev_end, stalls)
+            prev_end = self.ends[op]
+        if cycles > prev_end:
+            stalls["drain"] = stalls.get("drain", 0) + cycles - prev_end
+        return stalls

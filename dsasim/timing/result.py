@@ -28,7 +28,6 @@ Definitions (cycles at the accelerator clock):
 from __future__ import annotations
 
 import math
-from bisect import bisect_left
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Iterator, Mapping, NamedTuple, Sequence
@@ -37,9 +36,9 @@ import numpy as np
 
 from dsasim.hardware import Accelerator
 from dsasim.traced.trace import Region, format_region
-from dsasim.timing._result import buffer_ends, engine_figures, peak_bytes, window_integrals
+from dsasim.timing._result import CriticalChain, buffer_ends, engine_figures, peak_bytes, window_integrals
 from dsasim.timing.engine import Timeline
-from dsasim.timing.model import FREE_OP, KIND_NAMES, LOAD_OP, REASON_NAMES, STORE_OP, TC_OP, VEC_OP, OpGraph, overlaps
+from dsasim.timing.model import FREE_OP, KIND_NAMES, LOAD_OP, STORE_OP, OpGraph
 
 # operation kinds as they appear in records
 KINDS = KIND_NAMES[:5]
@@ -277,142 +276,32 @@ def _nice_window(cycles: int, target: int = 256) -> int:
 
 
 def _window_integrals(s: np.ndarray, e: np.ndarray, rate: np.ndarray, edges: np.ndarray) -> np.ndarray:
-    """Integral over each window [edges[k], edges[k+1]) of sum_i rate_i * [s_i <= t < e_i] (s, e in cycles)."""
-    return window_integrals(np.asarray(s, dtype=np.int64), np.asarray(e, dtype=np.int64),
-                            np.asarray(rate, dtype=np.float64), np.asarray(edges, dtype=np.float64))
-
-
-_REASON_PRIO = (0, 2, 3)  # on equal end times: data before slot before war before the engine predecessor
-
-
-class _CriticalChain:
-    """Walks back from an operation along what it waited for last (see the module docstring's stall attribution)."""
-
-    __slots__ = ("g", "timeline", "port_pos", "starts", "ends", "dep_ptr", "dep_val", "prev_on_engine", "ddr_check",
-                 "port", "kind")
-
-    def __init__(self, g: OpGraph, timeline: Timeline) -> None:
-        self.g = g
-        self.timeline = timeline
-        # the graph's columns as lists: read one item at a time at every link
-        self.starts, self.ends = timeline.starts.tolist(), timeline.ends.tolist()
-        self.dep_ptr, self.dep_val = g.dep_ptr.tolist(), g.dep_val.tolist()
-        self.prev_on_engine, self.ddr_check = g.prev_on_engine.tolist(), g.ddr_check.tolist()
-        self.port, self.kind = g.port.tolist(), g.kind.tolist()
-        pos = np.full(g.n, -1, np.int64)  # per transfer, its position in its port's order
-        for order in timeline.port_order:
-            pos[order] = np.arange(len(order))
-        self.port_pos = pos.tolist()
-
-    def ddr_binding(self, op: int, ready: int) -> tuple[int, int]:
-        """The overlapping earlier transfer with the latest end after `ready`, if any."""
-        g, ends = self.g, self.ends
-        lists = g.ddr_lists(op)
-        best, best_end = -1, ready
-        for ops in lists:
-            k = int(np.searchsorted(ops, op)) - 1
-            while k >= 0:
-                j = int(ops[k])
-                if ends[j] <= best_end:
-                    break
-                if overlaps(g.region[j], g.region[op]):
-                    best, best_end = j, ends[j]
-                    break
-                k -= 1
-        return best, best_end
-
-    def binding(self, op: int) -> tuple[int, str]:
-        """(what op waited for last, how): 'engine', 'data', 'slot', 'war', 'ddr', 'port'; (-1, '') if nothing."""
-        ends = self.ends
-        hows, reason_prio = REASON_NAMES, _REASON_PRIO
-        best_j = self.prev_on_engine[op]
-        best_end = ends[best_j] if best_j >= 0 else -1
-        best_pr = 4
-        best_how = "engine"
-        val = self.dep_val
-        for i in range(self.dep_ptr[op], self.dep_ptr[op + 1]):
-            d = val[i]
-            j = d >> 2
-            e = ends[j]
-            if e >= best_end:
-                pr = reason_prio[d & 3]
-                if e > best_end or pr < best_pr:
-                    best_j, best_end, best_pr, best_how = j, e, pr, hows[d & 3]
-        ready = best_end if best_end > 0 else 0
-        if self.ddr_check[op]:
-            j, e = self.ddr_binding(op, ready)
-            if j >= 0:
-                best_j, best_end, best_how, ready = j, e, "ddr", e
-        if self.port[op] >= 0 and self.starts[op] > ready:
-            k = self.port_pos[op]
-            if k > 0:
-                return self.timeline.port_order[self.port[op]][k - 1], "port"
-        return best_j, best_how
-
-    def label(self, op: int) -> str:
-        """The stall cause of a stretch of time spent in `op` (when no earlier link set the mode)."""
-        g = self.g
-        k = self.kind[op]
-        if k == LOAD_OP:
-            return f"load:{g.tensor_names[g.tensor[op]]}"
-        if k == STORE_OP:
-            return f"store:{g.tensor_names[g.tensor[op]]}"
-        if k == VEC_OP:
-            return "vector"
-        if k == TC_OP:
-            return "tensorcore"
-        return "other"
-
-    def blame_gap(self, op: int, prev_end: int, stalls: dict[str, int]) -> None:
-        """Add to `stalls` the TensorCore idle gap [prev_end, start of op), walking back from op."""
-        starts, ends, kind = self.starts, self.ends, self.kind
-        get = stalls.get
-        limit = self.g.n + 1
-        binding = self.binding
-        cur, hi, mode = op, starts[op], None
-        steps = 0
-        while hi > prev_end:
-            q, how = binding(cur)
-            steps += 1
-            if q < 0 or steps > limit:
-                stalls["other"] = get("other", 0) + hi - prev_end
-                break
-            if mode is None:
-                if how == "slot":
-                    mode = "slot"
-                elif how == "port" and kind[q] == STORE_OP:
-                    mode = "store-port"
-            e_q = ends[q]
-            if e_q < hi:  # not expected: the binding predecessor ends when cur starts
-                low = e_q if e_q > prev_end else prev_end
-                stalls["other"] = get("other", 0) + hi - low
-                hi = low
-            s_q = starts[q]
-            lo = s_q if s_q > prev_end else prev_end
-            if hi > lo:
-                key = mode or self.label(q)
-                stalls[key] = get(key, 0) + hi - lo
-            if s_q < hi:
-                hi = s_q
-            cur = q
+    """Integral over each window [edges[k], edges[k+1]) of sum_i rate_i * [s_i <= t < e_i]."""
+    s, e = np.asarray(s), np.asarray(e)
+    if s.dtype.kind in "iu" and e.dtype.kind in "iu":  # cycles: the compiled walk, same figures, no temporaries
+        return window_integrals(s.astype(np.int64, copy=False), e.astype(np.int64, copy=False),
+                                np.asarray(rate, dtype=np.float64), np.asarray(edges, dtype=np.float64))
+    if len(s) == 0:  # times in other units (the plots' scaled seconds)
+        return np.zeros(len(edges) - 1)
+    t = np.concatenate([s, e]).astype(np.float64)
+    d = np.concatenate([rate, -rate]).astype(np.float64)
+    order = np.argsort(t, kind="stable")
+    t = t[order]
+    d = d[order]
+    r = np.cumsum(d)
+    g = np.zeros(len(t))
+    g[1:] = np.cumsum(r[:-1] * np.diff(t))
+    ge = np.interp(edges, t, g, left=0.0, right=float(g[-1]))
+    return np.diff(ge)
 
 
 def _attribute_stalls(g: OpGraph, timeline: Timeline, cycles: int) -> dict[str, int]:
-    """Blame every idle TensorCore cycle on a cause (see the module docstring)."""
-    queue = g.queues[g.tensorcore_engine].tolist()
-    if not queue:
+    """Blame every idle TensorCore cycle on a cause (see the module docstring); the walk is compiled
+    (_result.CriticalChain)."""
+    queue = g.queues[g.tensorcore_engine]
+    if not len(queue):
         return {}
-    chain = _CriticalChain(g, timeline)
-    starts, ends = chain.starts, chain.ends
-    stalls: dict[str, int] = {}
-    prev_end = 0
-    for op in queue:
-        if starts[op] > prev_end:
-            chain.blame_gap(op, prev_end, stalls)
-        prev_end = ends[op]
-    if cycles > prev_end:
-        stalls["drain"] = stalls.get("drain", 0) + cycles - prev_end
-    return stalls
+    return CriticalChain(g, timeline).attribute(queue, cycles)
 
 
 class _OpArrays(NamedTuple):
