@@ -123,3 +123,27 @@ def test_window_integrals_of_float_times_are_not_truncated():
     # integer cycles take the compiled walk and give the same figures as the float path
     s, e, rate, edges = np.array([1, 3], I64), np.array([7, 4], I64), np.array([1.5, 4.0]), edges_of(8, 3)
     assert _window_integrals(s, e, rate, edges).tolist() == _window_integrals(s * 1.0, e * 1.0, rate, edges).tolist()
+
+
+def test_spread_integrals_select_shift_and_spread_like_brute_force():
+    # a transfer's bytes spread evenly over [start + setup, end); only the selected intervals count
+    from dsasim.timing._result import spread_integrals
+    # by hand: [0, 10) with setup 2 carries 16 B over [2, 10): 2 B/cycle; windows of 4: 4, 8, 4 B
+    got = spread_integrals(np.array([0, 1], I64), np.array([10, 3], I64), np.array([16, 99], I64),
+                           np.array([0], I64), 2, True, edges_of(12, 4))
+    assert got.tolist() == [4.0, 8.0, 4.0]
+    rng = np.random.default_rng(11)
+    for _ in range(200):
+        n = int(rng.integers(1, 30))
+        setup, spread = int(rng.integers(0, 10)), bool(rng.integers(0, 2))
+        s = rng.integers(0, 200, n).astype(I64)
+        e = s + setup + rng.integers(0, 60, n)  # a transfer ends after its setup cycles
+        weight = rng.integers(0, 1000, n).astype(I64)
+        sel = np.flatnonzero(rng.random(n) < 0.5).astype(I64)
+        edges = edges_of(int(e.max()) or 1, int(rng.integers(1, 50)))
+        lo, hi = edges[:-1], edges[1:]
+        ss, ee = s[sel] + setup, e[sel]
+        rate = weight[sel] / np.maximum(ee - ss, 1) if spread else weight[sel] * 1.0
+        want = (rate[:, None] * np.clip(np.minimum(ee[:, None], hi) - np.maximum(ss[:, None], lo), 0, None)).sum(0)
+        np.testing.assert_allclose(spread_integrals(s, e, weight, sel, setup, spread, edges), want,
+                                   rtol=1e-9, atol=1e-6)

@@ -54,30 +54,58 @@ def window_integrals(const int64_t[:] s, const int64_t[:] e, const double[:] rat
     The same figures as: sort the 2n steps (t, +-rate) stably by t (starts before ends), r = cumsum of the
     steps, g = [0, cumsum(r[:-1] * diff(t))], np.interp(edges, t, g, left=0, right=g[-1]), np.diff; computed in
     one merge of the sorted starts and ends, evaluating the interpolation as the walk passes each edge."""
-    cdef Py_ssize_t n = s.shape[0], n_edges = edges.shape[0]
+    cdef Py_ssize_t n = s.shape[0]
+    sel = np.arange(n, dtype=np.int64)
+    return _integrals(s, e, sel, 0, rate, np.zeros(0, np.int64), False, edges)
+
+
+def spread_integrals(const int64_t[:] s, const int64_t[:] e, const int64_t[:] weight, const int64_t[:] sel,
+                     int64_t setup, bint spread, const double[:] edges) -> np.ndarray:
+    """window_integrals of the intervals [s[i] + setup, e[i]) for i in `sel`, without copying them out: rate
+    weight[i] / max(e[i] - s[i] - setup, 1) with `spread` (bytes over a transfer's data phase), weight[i] else."""
+    return _integrals(s, e, sel, setup, np.zeros(0), weight, spread, edges)
+
+
+cdef object _integrals(const int64_t[:] s, const int64_t[:] e, const int64_t[:] sel, int64_t setup,
+                       const double[:] rate, const int64_t[:] weight, bint spread, const double[:] edges):
+    """The walk of window_integrals over intervals sel[i]: [s + setup, e), rate[i] or weight[sel[i]] (spread)."""
+    cdef Py_ssize_t n = sel.shape[0], n_edges = edges.shape[0]
     if n == 0:
         return np.zeros(n_edges - 1)
-    cdef const int64_t[:] os = np.argsort(np.asarray(s), kind="stable")
-    cdef const int64_t[:] oe = np.argsort(np.asarray(e), kind="stable")
+    sel_arr = np.asarray(sel)
+    cdef const int64_t[:] os = np.argsort(np.asarray(s)[sel_arr] + setup, kind="stable")
+    cdef const int64_t[:] oe = np.argsort(np.asarray(e)[sel_arr], kind="stable")
     ge_arr = np.empty(n_edges, dtype=np.float64)
     cdef double[:] ge = ge_arr
-    cdef Py_ssize_t i = 0, j = 0, k, m = 0
+    cdef bint by_weight = weight.shape[0] > 0
+    cdef Py_ssize_t i = 0, j = 0, k, m = 0, a
+    cdef int64_t span
+    cdef bint is_start
     cdef double t, d, t_prev = 0.0, g = 0.0, g_prev = 0.0, r = 0.0, x, slope
     for k in range(2 * n):
-        if i < n and (j >= n or s[os[i]] <= e[oe[j]]):
-            t = <double>s[os[i]]
-            d = rate[os[i]]
+        is_start = i < n and (j >= n or s[sel[os[i]]] + setup <= e[sel[oe[j]]])
+        if is_start:
+            a = os[i]
+            t = <double>(s[sel[a]] + setup)
             i += 1
         else:
-            t = <double>e[oe[j]]
-            d = -rate[oe[j]]
+            a = oe[j]
+            t = <double>e[sel[a]]
             j += 1
+        if by_weight:
+            d = <double>weight[sel[a]]
+            if spread:
+                span = e[sel[a]] - s[sel[a]] - setup
+                d = d / <double>(span if span > 1 else 1)
+        else:
+            d = rate[a]
+        if not is_start:
+            d = -d
         if k == 0:
             while m < n_edges and edges[m] < t:  # left of the first step: 0
                 ge[m] = 0.0
                 m += 1
             r = d
-            g = 0.0
         else:
             g_prev = g
             if k == 1:

@@ -36,7 +36,8 @@ import numpy as np
 
 from dsasim.hardware import Accelerator
 from dsasim.traced.trace import Region, format_region
-from dsasim.timing._result import CriticalChain, buffer_ends, engine_figures, peak_bytes, window_integrals
+from dsasim.timing._result import (CriticalChain, buffer_ends, engine_figures, peak_bytes, spread_integrals,
+                                   window_integrals)
 from dsasim.timing.engine import Timeline
 from dsasim.timing.model import FREE_OP, KIND_NAMES, LOAD_OP, STORE_OP, OpGraph
 
@@ -351,14 +352,10 @@ def _roofline_terms(g: OpGraph, hardware: Accelerator, busy: Mapping[str, int]) 
 
 def _ddr_per_window(ops: _OpArrays, setup_cycles: int, edges: np.ndarray) -> list[np.ndarray]:
     """Loaded and stored bytes per window, each transfer's bytes spread evenly over its data phase."""
-    ddr_bytes = []
-    for k in (LOAD_OP, STORE_OP):
-        m = ops.kind == k
-        s = ops.starts[m] + setup_cycles
-        e = ops.ends[m]
-        b = ops.nbytes[m].astype(np.float64)
-        ddr_bytes.append(_window_integrals(s, e, b / np.maximum(e - s, 1), edges))
-    return ddr_bytes
+    starts, ends = ops.starts.astype(np.int64, copy=False), ops.ends.astype(np.int64, copy=False)
+    nbytes = ops.nbytes.astype(np.int64, copy=False)
+    return [spread_integrals(starts, ends, nbytes, np.flatnonzero(ops.kind == k).astype(np.int64, copy=False),
+                             setup_cycles, True, edges) for k in (LOAD_OP, STORE_OP)]
 
 
 def _buffer_intervals(g: OpGraph, timeline: Timeline) -> tuple[np.ndarray, ...]:
@@ -376,14 +373,16 @@ def _buffer_intervals(g: OpGraph, timeline: Timeline) -> tuple[np.ndarray, ...]:
 def _sram_occupancy(g: OpGraph, b_tensor: np.ndarray, b_bytes: np.ndarray, b_start: np.ndarray, b_end: np.ndarray,
                     edges: np.ndarray, w: int) -> tuple[tuple[str, ...], np.ndarray]:
     """The tensors present in SRAM and their time-averaged bytes per window, one row each."""
-    by_tensor = np.argsort(b_tensor, kind="stable")  # each tensor's buffers, in buffer order, as one run
-    present, at = np.unique(b_tensor[by_tensor], return_index=True)
-    bounds = at.tolist() + [len(by_tensor)]
+    by_tensor = np.argsort(b_tensor, kind="stable").astype(np.int64, copy=False)  # each tensor's buffers, in
+    in_order = b_tensor[by_tensor]  # buffer order, as one run
+    bounds = [0] + (np.flatnonzero(np.diff(in_order)) + 1).tolist() + [len(by_tensor)] if len(by_tensor) else [0]
+    present = [int(in_order[at]) for at in bounds[:-1]]
+    del in_order
     occupancy = np.zeros((len(present), len(edges) - 1))
     for row in range(len(present)):
-        m = by_tensor[bounds[row]:bounds[row + 1]]
-        occupancy[row] = _window_integrals(b_start[m], b_end[m], b_bytes[m].astype(np.float64), edges) / w
-    return tuple(g.tensor_names[t] for t in present.tolist()), occupancy
+        occupancy[row] = spread_integrals(b_start, b_end, b_bytes, by_tensor[bounds[row]:bounds[row + 1]], 0, False,
+                                          edges) / w
+    return tuple(g.tensor_names[t] for t in present), occupancy
 
 
 def _peak_bytes(b_bytes: np.ndarray, b_start: np.ndarray, b_end: np.ndarray) -> int:
