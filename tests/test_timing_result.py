@@ -1,16 +1,17 @@
-"""The result stage's reductions (per-window integrals, buffer release ends, the exact SRAM peak) against
-independent brute-force computations, and SimResult's per-operation regions when FREE nodes are dropped."""
+"""The result stage's compiled helpers (dsasim/timing/_result.pyx) against independent brute-force computations,
+and the lazy per-operation regions of SimResult (OpRegions) with and without dropped FREE nodes."""
 
 from __future__ import annotations
 
 import dataclasses
 
 import numpy as np
+import pytest
 
 from dsasim import preset
-from dsasim.timing import build_timeline, lower, simulate
-from dsasim.timing.engine import buffer_release_ends, peak_bytes
-from dsasim.timing.result import _window_integrals
+from dsasim.timing import simulate
+from dsasim.timing._result import buffer_ends, engine_figures, peak_bytes, window_integrals
+from dsasim.timing.result import OpRegions
 from dsasim.traced.trace import ALLOC, COMPUTE, FREE, LOAD, OPEN, STORE, TensorInfo, Trace
 
 I64 = np.int64
@@ -22,20 +23,15 @@ def edges_of(cycles: int, w: int) -> np.ndarray:
 
 def test_window_integrals_by_hand():
     # one interval [2, 10) at 3 B/cycle, windows of 4 over [0, 12): overlaps 2, 4 and 2 cycles
-    got = _window_integrals(np.array([2], I64), np.array([10], I64), np.array([3.0]), edges_of(12, 4))
+    got = window_integrals(np.array([2], I64), np.array([10], I64), np.array([3.0]), edges_of(12, 4))
     assert got.tolist() == [6.0, 12.0, 6.0]
-    # a second interval [0, 4) at 0.5 B/cycle adds 2 B to the first window only; nothing in the last one
-    got = _window_integrals(np.array([2, 0], I64), np.array([10, 4], I64), np.array([3.0, 0.5]), edges_of(16, 4))
+    # a second interval [0, 4) at 0.5 B/cycle adds 2 B to the first window only; nothing past the last step
+    got = window_integrals(np.array([2, 0], I64), np.array([10, 4], I64), np.array([3.0, 0.5]), edges_of(16, 4))
     assert got.tolist() == [8.0, 12.0, 6.0, 0.0]
-    # an interval ending on the last edge fills the last window
-    assert _window_integrals(np.array([0], I64), np.array([8], I64), np.array([1.0]), edges_of(8, 4)).tolist() == [
-        4.0, 4.0]
-    assert _window_integrals(np.zeros(0, I64), np.zeros(0, I64), np.zeros(0), edges_of(8, 4)).tolist() == [0.0, 0.0]
+    assert window_integrals(np.zeros(0, I64), np.zeros(0, I64), np.zeros(0), edges_of(8, 4)).tolist() == [0.0, 0.0]
 
 
-def test_window_integrals_equal_brute_force_overlaps(monkeypatch):
-    from dsasim.timing import result
-    monkeypatch.setattr(result, "_CHUNK", 7)  # several chunks per call
+def test_window_integrals_equal_brute_force_overlaps():
     rng = np.random.default_rng(7)
     for _ in range(300):
         n = int(rng.integers(1, 30))
@@ -47,7 +43,7 @@ def test_window_integrals_equal_brute_force_overlaps(monkeypatch):
         lo, hi = edges[:-1], edges[1:]
         # sum over intervals of rate x (length of [s, e) inside the window)
         want = (rate[:, None] * np.clip(np.minimum(e[:, None], hi) - np.maximum(s[:, None], lo), 0, None)).sum(0)
-        np.testing.assert_allclose(_window_integrals(s, e, rate, edges), want, rtol=1e-9, atol=1e-6)
+        np.testing.assert_allclose(window_integrals(s, e, rate, edges), want, rtol=1e-9, atol=1e-6)
 
 
 def test_peak_bytes_release_before_fill_at_the_same_cycle():
@@ -69,30 +65,34 @@ def test_peak_bytes_equals_the_largest_sum_at_any_cycle():
         assert peak_bytes(b, s, e) == want
 
 
-def test_buffer_release_ends_are_the_last_end_of_their_final_users():
-    # buffer 0 (a): its load; buffer 1 (o): open, conv, store; the store ends last (tiny: 1 B/cycle, no setup)
-    row, hw = ((0, 1), (0, 8)), _tiny()
-    tr = Trace(1)
-    tr.tensors = [TensorInfo("a", (1, 8), False), TensorInfo("o", (1, 8), True)]
-    tr.events = [(ALLOC, 0, 0, row, 8, 0, 8), (LOAD, 0, 0, row, 8, False), (ALLOC, 1, 1, row, 8, 8, 8),
-                 (OPEN, 1, 1, row, False), (COMPUTE, "tensorcore", "conv2d", 1, (0,), 8, 8, 8),
-                 (STORE, 1, 1, row, 8), (FREE, 0, 8), (FREE, 1, 8)]
-    g = lower(tr.freeze(), hw)
-    timeline = build_timeline(g)
-    # load [0, 8), conv [8, 16), store [16, 24): buffer 0's users are its load and the conv that read it
-    assert buffer_release_ends(g, timeline).tolist() == [16, 24]
+def test_engine_figures_and_buffer_ends_by_hand():
+    engine = np.array([0, 1, -1, 0, 1, 1], np.int16)  # -1: an OPEN, on no engine
+    starts = np.array([0, 2, 3, 5, 9, 20], I64)
+    ends = np.array([4, 9, 3, 6, 12, 21], I64)
+    busy, count = engine_figures(engine, starts, ends, 3)
+    assert busy == [4 + 1, 7 + 3 + 1, 0] and count == [2, 3, 0]
+    # buffer 0: users 1 and 3 (ends 9, 6) -> 9; buffer 1: no user -> the end of the run (30); buffer 2: user 5 -> 21
+    ptr, n_users, users = np.array([0, 2, 2], I64), np.array([2, 0, 1], I64), np.array([1, 3, 5], I64)
+    assert buffer_ends(ptr, n_users, users, ends, 30).tolist() == [9, 30, 21]
 
 
-def _tiny():
-    return dataclasses.replace(preset("blog"), name="tiny", dma_setup_cycles=0, dram_bytes_per_cycle=1.0,
-                               dram_shared_load_store=True, dma_load_channels=1, tensorcore_in_channels=1,
-                               tensorcore_out_channels=1)
+def test_op_regions_reads_through_an_index():
+    column = [((0, 1),), None, ((1, 2),), ((2, 3),)]  # None: a FREE node, not reported
+    regions = OpRegions(column, np.array([0, 2, 3]))
+    assert len(regions) == 3
+    assert regions[1] == ((1, 2),) and regions[-1] == ((2, 3),) and regions[0:2] == (((0, 1),), ((1, 2),))
+    assert list(regions) == [((0, 1),), ((1, 2),), ((2, 3),)]
+    assert regions == (((0, 1),), ((1, 2),), ((2, 3),)) and regions != (((0, 1),),)
+    with pytest.raises(IndexError, match="operation 3 out of range: there are 3 operations"):
+        regions[3]
+    every = OpRegions(column[:1], None)
+    assert list(every) == [((0, 1),)] and every[0] == ((0, 1),) and len(every) == 1
 
 
 def test_records_skip_the_free_node_and_keep_each_operation_region():
-    # buffer 2 (a's second row) takes buffer 0's slot while buffer 0 is live: the lowering adds a FREE node for
-    # buffer 0's release (in the middle of the operation ids), which the result drops; every reported operation
-    # keeps its own region.
+    # buffer 2 (a's second row) takes buffer 0's slot while buffer 0 is live: the lowering adds a FREE node
+    # for buffer 0's release (before the store, in the middle of the operation ids), which the result drops;
+    # every reported operation keeps its own region.
     row0, row1, out = ((0, 1), (0, 8)), ((1, 2), (0, 8)), ((0, 1), (0, 8))
     tr = Trace(1)
     tr.tensors = [TensorInfo("a", (2, 8), False), TensorInfo("o", (1, 8), True)]
@@ -102,7 +102,10 @@ def test_records_skip_the_free_node_and_keep_each_operation_region():
                  (ALLOC, 2, 0, row1, 8, 0, 8), (LOAD, 2, 0, row1, 8, False),
                  (COMPUTE, "tensorcore", "conv2d", 1, (2,), 8, 8, 8),
                  (FREE, 0, 8), (STORE, 1, 1, out, 8), (FREE, 2, 8), (FREE, 1, 8)]
-    r = simulate(tr.freeze(), _tiny())
+    hw = dataclasses.replace(preset("blog"), name="tiny", dma_setup_cycles=0, dram_bytes_per_cycle=1.0,
+                             dram_shared_load_store=True, dma_load_channels=1, tensorcore_in_channels=1,
+                             tensorcore_out_channels=1)
+    r = simulate(tr.freeze(), hw)
     recs = list(r.records())
     assert [o.kind for o in recs] == ["load", "open", "tensorcore", "load", "tensorcore", "store"]
     assert r.operations == 6 and len(r.op_regions) == 6
@@ -110,4 +113,37 @@ def test_records_skip_the_free_node_and_keep_each_operation_region():
     assert [(o.region, o.buffer, o.start, o.end) for o in loads] == [(row0, 0, 0, 8), (row1, 2, 16, 24)]
     assert recs[-1].region == out and recs[-1].name == "store o[0:1, 0:8]"
     assert r.op_regions[3] == row1 and r.op_regions[-1] == r.op_regions[5] == out and list(r.op_regions)[5] == out
-    assert r.op_regions[0:2] == (row0, out)
+
+
+def test_window_integrals_of_float_times_are_not_truncated():
+    # the plots pass times scaled to seconds: [0.25, 0.75) at rate 2 over windows of 0.5 gives 0.5 and 0.5
+    from dsasim.timing.result import _window_integrals
+    got = _window_integrals(np.array([0.25]), np.array([0.75]), np.array([2.0]), np.array([0.0, 0.5, 1.0]))
+    assert got.tolist() == [0.5, 0.5]
+    # integer cycles take the compiled walk and give the same figures as the float path
+    s, e, rate, edges = np.array([1, 3], I64), np.array([7, 4], I64), np.array([1.5, 4.0]), edges_of(8, 3)
+    assert _window_integrals(s, e, rate, edges).tolist() == _window_integrals(s * 1.0, e * 1.0, rate, edges).tolist()
+
+
+def test_spread_integrals_select_shift_and_spread_like_brute_force():
+    # a transfer's bytes spread evenly over [start + setup, end); only the selected intervals count
+    from dsasim.timing._result import spread_integrals
+    # by hand: [0, 10) with setup 2 carries 16 B over [2, 10): 2 B/cycle; windows of 4: 4, 8, 4 B
+    got = spread_integrals(np.array([0, 1], I64), np.array([10, 3], I64), np.array([16, 99], I64),
+                           np.array([0], I64), 2, True, edges_of(12, 4))
+    assert got.tolist() == [4.0, 8.0, 4.0]
+    rng = np.random.default_rng(11)
+    for _ in range(200):
+        n = int(rng.integers(1, 30))
+        setup, spread = int(rng.integers(0, 10)), bool(rng.integers(0, 2))
+        s = rng.integers(0, 200, n).astype(I64)
+        e = s + setup + rng.integers(0, 60, n)  # a transfer ends after its setup cycles
+        weight = rng.integers(0, 1000, n).astype(I64)
+        sel = np.flatnonzero(rng.random(n) < 0.5).astype(I64)
+        edges = edges_of(int(e.max()) or 1, int(rng.integers(1, 50)))
+        lo, hi = edges[:-1], edges[1:]
+        ss, ee = s[sel] + setup, e[sel]
+        rate = weight[sel] / np.maximum(ee - ss, 1) if spread else weight[sel] * 1.0
+        want = (rate[:, None] * np.clip(np.minimum(ee[:, None], hi) - np.maximum(ss[:, None], lo), 0, None)).sum(0)
+        np.testing.assert_allclose(spread_integrals(s, e, weight, sel, setup, spread, edges), want,
+                                   rtol=1e-9, atol=1e-6)

@@ -28,7 +28,6 @@ Definitions (cycles at the accelerator clock):
 from __future__ import annotations
 
 import math
-from bisect import bisect_left
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Iterator, Mapping, NamedTuple, Sequence
@@ -37,8 +36,10 @@ import numpy as np
 
 from dsasim.hardware import Accelerator
 from dsasim.traced.trace import Region, format_region
-from dsasim.timing.engine import Timeline, buffer_release_ends, peak_bytes
-from dsasim.timing.model import FREE_OP, KIND_NAMES, LOAD_OP, REASON_NAMES, STORE_OP, TC_OP, VEC_OP, OpGraph, overlaps
+from dsasim.timing._result import (CriticalChain, buffer_ends, engine_figures, peak_bytes, spread_integrals,
+                                   window_integrals)
+from dsasim.timing.engine import Timeline
+from dsasim.timing.model import FREE_OP, KIND_NAMES, LOAD_OP, STORE_OP, OpGraph
 
 # operation kinds as they appear in records
 KINDS = KIND_NAMES[:5]
@@ -63,9 +64,53 @@ class OpRecord(NamedTuple):
 
 
 def _frozen(a: Any) -> np.ndarray:
-    arr = np.asarray(a)
+    arr = np.asarray(a).view()  # a read-only view: the graph's or timeline's own column stays writable
     arr.setflags(write=False)
     return arr
+
+
+class OpRegions(Sequence):
+    """The region of every reported operation, read lazily from the graph's region column (no copy: millions
+    of operations would cost a tuple each). A read-only sequence; equal to any sequence of the same regions."""
+
+    __slots__ = ("_regions", "_ops")
+
+    def __init__(self, regions: Sequence[Region | None], ops: np.ndarray | None) -> None:
+        self._regions = regions  # the graph's column, indexed by operation id
+        self._ops = ops  # the operation id of each reported operation; None: every operation, in order
+
+    def __len__(self) -> int:
+        return len(self._regions) if self._ops is None else len(self._ops)
+
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, slice):
+            return tuple(self[k] for k in range(*i.indices(len(self))))
+        n = len(self)
+        k = i.__index__()
+        if k < 0:
+            k += n
+        if not 0 <= k < n:
+            raise IndexError(f"operation {i} out of range: there are {n} operations")
+        return self._regions[k if self._ops is None else int(self._ops[k])]
+
+    def __iter__(self) -> Iterator[Region]:
+        regions = self._regions
+        if self._ops is None:
+            yield from regions
+            return
+        for at in range(0, len(self._ops), 1 << 16):  # chunks: no list of millions of ids
+            for k in self._ops[at:at + (1 << 16)].tolist():
+                yield regions[k]
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Sequence) or isinstance(other, (str, bytes)):
+            return NotImplemented
+        return len(self) == len(other) and all(a == b for a, b in zip(self, other))
+
+    __hash__ = None  # type: ignore[assignment]  # equality by content, like a list
+
+    def __repr__(self) -> str:
+        return f"OpRegions({len(self)} operations)"
 
 
 @dataclass(frozen=True, eq=False)
@@ -106,7 +151,7 @@ class SimResult:
     op_bytes: np.ndarray
     op_tensor: np.ndarray
     op_buffer: np.ndarray
-    op_regions: Sequence[Region]  # per operation, read on demand (a tuple each would cost ~100 B)
+    op_regions: Sequence[Region]  # OpRegions: read lazily from the graph
     buffer_tensor: np.ndarray  # per buffer: its tensor, bytes and occupancy interval [start, end)
     buffer_bytes: np.ndarray
     buffer_start: np.ndarray
@@ -231,168 +276,33 @@ def _nice_window(cycles: int, target: int = 256) -> int:
     return 10 * p  # pragma: no cover
 
 
-_CHUNK = 1 << 20  # intervals per step of `_window_integrals`: its temporaries stay ~50 MB for any trace
-
-
 def _window_integrals(s: np.ndarray, e: np.ndarray, rate: np.ndarray, edges: np.ndarray) -> np.ndarray:
-    """Integral over each window [edges[k], edges[k+1]) of sum_i rate_i * [s_i <= t < e_i] (edges: equal windows
-    from 0; every interval inside [0, edges[-1]]).
-
-    Per interval: the part in its first window, the part in its last, and rate x window for each window between
-    (a difference array), summed with bincount over chunks of intervals."""
-    n_win = len(edges) - 1
-    out = np.zeros(n_win)
-    if len(s) == 0 or n_win == 0:
-        return out
-    w = float(edges[1] - edges[0])
-    full = np.zeros(n_win + 1)
-    for at in range(0, len(s), _CHUNK):
-        cs = s[at:at + _CHUNK].astype(np.float64)
-        ce = e[at:at + _CHUNK].astype(np.float64)
-        cr = np.asarray(rate[at:at + _CHUNK], dtype=np.float64)
-        ks = np.minimum((cs // w).astype(np.int64), n_win - 1)
-        ke = np.minimum((ce // w).astype(np.int64), n_win - 1)
-        one = ks == ke
-        out += np.bincount(ks[one], cr[one] * (ce[one] - cs[one]), n_win)
-        many = ~one
-        ks, ke, cs, ce, cr = ks[many], ke[many], cs[many], ce[many], cr[many]
-        out += np.bincount(ks, cr * (edges[ks + 1] - cs), n_win)
-        out += np.bincount(ke, cr * (ce - edges[ke]), n_win)
-        full += np.bincount(ks + 1, cr, n_win + 1) - np.bincount(ke, cr, n_win + 1)
-    return out + np.cumsum(full[:-1]) * w
-
-
-_REASON_PRIO = (0, 2, 3)  # on equal end times: data before slot before war before the engine predecessor
-
-
-class _CriticalChain:
-    """Walks back from an operation along what it waited for last (see the module docstring's stall attribution)."""
-
-    __slots__ = ("g", "timeline", "port_pos", "starts", "ends", "dep_ptr", "dep_val", "prev_on_engine", "ddr_check",
-                 "port", "kind")
-
-    def __init__(self, g: OpGraph, timeline: Timeline) -> None:
-        self.g = g
-        self.timeline = timeline
-        # the graph's columns as lists: read one item at a time at every link
-        self.starts, self.ends = timeline.starts.tolist(), timeline.ends.tolist()
-        self.dep_ptr, self.dep_val = g.dep_ptr.tolist(), g.dep_val.tolist()
-        self.prev_on_engine, self.ddr_check = g.prev_on_engine.tolist(), g.ddr_check.tolist()
-        self.port, self.kind = g.port.tolist(), g.kind.tolist()
-        pos = np.full(g.n, -1, np.int64)  # per transfer, its position in its port's order
-        for order in timeline.port_order:
-            pos[order] = np.arange(len(order))
-        self.port_pos = pos.tolist()
-
-    def ddr_binding(self, op: int, ready: int) -> tuple[int, int]:
-        """The overlapping earlier transfer with the latest end after `ready`, if any."""
-        g, ends = self.g, self.ends
-        lists = g.ddr_lists(op)
-        best, best_end = -1, ready
-        for ops in lists:
-            k = int(np.searchsorted(ops, op)) - 1
-            while k >= 0:
-                j = int(ops[k])
-                if ends[j] <= best_end:
-                    break
-                if overlaps(g.region[j], g.region[op]):
-                    best, best_end = j, ends[j]
-                    break
-                k -= 1
-        return best, best_end
-
-    def binding(self, op: int) -> tuple[int, str]:
-        """(what op waited for last, how): 'engine', 'data', 'slot', 'war', 'ddr', 'port'; (-1, '') if nothing."""
-        ends = self.ends
-        hows, reason_prio = REASON_NAMES, _REASON_PRIO
-        best_j = self.prev_on_engine[op]
-        best_end = ends[best_j] if best_j >= 0 else -1
-        best_pr = 4
-        best_how = "engine"
-        val = self.dep_val
-        for i in range(self.dep_ptr[op], self.dep_ptr[op + 1]):
-            d = val[i]
-            j = d >> 2
-            e = ends[j]
-            if e >= best_end:
-                pr = reason_prio[d & 3]
-                if e > best_end or pr < best_pr:
-                    best_j, best_end, best_pr, best_how = j, e, pr, hows[d & 3]
-        ready = best_end if best_end > 0 else 0
-        if self.ddr_check[op]:
-            j, e = self.ddr_binding(op, ready)
-            if j >= 0:
-                best_j, best_end, best_how, ready = j, e, "ddr", e
-        if self.port[op] >= 0 and self.starts[op] > ready:
-            k = self.port_pos[op]
-            if k > 0:
-                return int(self.timeline.port_order[self.port[op]][k - 1]), "port"
-        return best_j, best_how
-
-    def label(self, op: int) -> str:
-        """The stall cause of a stretch of time spent in `op` (when no earlier link set the mode)."""
-        g = self.g
-        k = self.kind[op]
-        if k == LOAD_OP:
-            return f"load:{g.tensor_names[g.tensor[op]]}"
-        if k == STORE_OP:
-            return f"store:{g.tensor_names[g.tensor[op]]}"
-        if k == VEC_OP:
-            return "vector"
-        if k == TC_OP:
-            return "tensorcore"
-        return "other"
-
-    def blame_gap(self, op: int, prev_end: int, stalls: dict[str, int]) -> None:
-        """Add to `stalls` the TensorCore idle gap [prev_end, start of op), walking back from op."""
-        starts, ends, kind = self.starts, self.ends, self.kind
-        get = stalls.get
-        limit = self.g.n + 1
-        binding = self.binding
-        cur, hi, mode = op, starts[op], None
-        steps = 0
-        while hi > prev_end:
-            q, how = binding(cur)
-            steps += 1
-            if q < 0 or steps > limit:
-                stalls["other"] = get("other", 0) + hi - prev_end
-                break
-            if mode is None:
-                if how == "slot":
-                    mode = "slot"
-                elif how == "port" and kind[q] == STORE_OP:
-                    mode = "store-port"
-            e_q = ends[q]
-            if e_q < hi:  # not expected: the binding predecessor ends when cur starts
-                low = e_q if e_q > prev_end else prev_end
-                stalls["other"] = get("other", 0) + hi - low
-                hi = low
-            s_q = starts[q]
-            lo = s_q if s_q > prev_end else prev_end
-            if hi > lo:
-                key = mode or self.label(q)
-                stalls[key] = get(key, 0) + hi - lo
-            if s_q < hi:
-                hi = s_q
-            cur = q
+    """Integral over each window [edges[k], edges[k+1]) of sum_i rate_i * [s_i <= t < e_i]."""
+    s, e = np.asarray(s), np.asarray(e)
+    if s.dtype.kind in "iu" and e.dtype.kind in "iu":  # cycles: the compiled walk, same figures, no temporaries
+        return window_integrals(s.astype(np.int64, copy=False), e.astype(np.int64, copy=False),
+                                np.asarray(rate, dtype=np.float64), np.asarray(edges, dtype=np.float64))
+    if len(s) == 0:  # times in other units (the plots' scaled seconds)
+        return np.zeros(len(edges) - 1)
+    t = np.concatenate([s, e]).astype(np.float64)
+    d = np.concatenate([rate, -rate]).astype(np.float64)
+    order = np.argsort(t, kind="stable")
+    t = t[order]
+    d = d[order]
+    r = np.cumsum(d)
+    g = np.zeros(len(t))
+    g[1:] = np.cumsum(r[:-1] * np.diff(t))
+    ge = np.interp(edges, t, g, left=0.0, right=float(g[-1]))
+    return np.diff(ge)
 
 
 def _attribute_stalls(g: OpGraph, timeline: Timeline, cycles: int) -> dict[str, int]:
-    """Blame every idle TensorCore cycle on a cause (see the module docstring)."""
-    queue = g.queues[g.tensorcore_engine].tolist()
-    if not queue:
+    """Blame every idle TensorCore cycle on a cause (see the module docstring); the walk is compiled
+    (_result.CriticalChain)."""
+    queue = g.queues[g.tensorcore_engine]
+    if not len(queue):
         return {}
-    chain = _CriticalChain(g, timeline)
-    starts, ends = chain.starts, chain.ends
-    stalls: dict[str, int] = {}
-    prev_end = 0
-    for op in queue:
-        if starts[op] > prev_end:
-            chain.blame_gap(op, prev_end, stalls)
-        prev_end = ends[op]
-    if cycles > prev_end:
-        stalls["drain"] = stalls.get("drain", 0) + cycles - prev_end
-    return stalls
+    return CriticalChain(g, timeline).attribute(queue, cycles)
 
 
 class _OpArrays(NamedTuple):
@@ -405,32 +315,29 @@ class _OpArrays(NamedTuple):
     nbytes: np.ndarray
     tensor: np.ndarray
     buffer: np.ndarray
-    regions: Sequence[Region]  # RegionColumn: read from the trace's region table on demand
+    regions: OpRegions
 
 
 def _op_arrays(g: OpGraph, timeline: Timeline) -> _OpArrays:
-    """The operations that SimResult reports (FREE nodes dropped), as arrays."""
+    """The operations that SimResult reports (FREE nodes dropped), as arrays: views of the graph's and the
+    timeline's columns where no FREE node is dropped (no copy of millions of operations)."""
     real = g.kind != FREE_OP
-    if real.all():  # (the usual case: no FREE node, no copy; views, so that freezing them leaves g writable)
-        return _OpArrays(starts=timeline.starts.view(), ends=timeline.ends.view(), kind=g.kind.view(),
-                         engine=g.engine.view(), nbytes=g.nbytes.view(), tensor=g.tensor.view(),
-                         buffer=g.buffer.view(), regions=g.region)
+    if bool(real.all()):
+        return _OpArrays(
+            starts=timeline.starts, ends=timeline.ends, kind=g.kind, engine=g.engine.astype(np.int16),
+            nbytes=g.nbytes, tensor=g.tensor.astype(np.int32, copy=False), buffer=g.buffer.astype(np.int64),
+            regions=OpRegions(g.region, None))
     return _OpArrays(
-        starts=timeline.starts[real], ends=timeline.ends[real], kind=g.kind[real], engine=g.engine[real],
-        nbytes=g.nbytes[real], tensor=g.tensor[real], buffer=g.buffer[real],
-        regions=g.region.select(np.flatnonzero(real)))
+        starts=timeline.starts[real], ends=timeline.ends[real],
+        kind=g.kind[real], engine=g.engine[real].astype(np.int16), nbytes=g.nbytes[real],
+        tensor=g.tensor[real].astype(np.int32), buffer=g.buffer[real].astype(np.int64),
+        regions=OpRegions(g.region, np.flatnonzero(real)))
 
 
 def _engine_figures(names: tuple[str, ...], ops: _OpArrays) -> tuple[dict[str, int], dict[str, int]]:
     """Per engine: busy cycles (sum of its operations' durations) and number of operations."""
-    durs = ops.ends - ops.starts
-    busy = {}
-    counts = {}
-    for e, nm in enumerate(names):
-        mask = ops.engine == e
-        busy[nm] = int(durs[mask].sum())
-        counts[nm] = int(mask.sum())
-    return busy, counts
+    busy, counts = engine_figures(ops.engine, ops.starts, ops.ends, len(names))
+    return dict(zip(names, busy)), dict(zip(names, counts))
 
 
 def _roofline_terms(g: OpGraph, hardware: Accelerator, busy: Mapping[str, int]) -> dict[str, int]:
@@ -445,36 +352,43 @@ def _roofline_terms(g: OpGraph, hardware: Accelerator, busy: Mapping[str, int]) 
 
 def _ddr_per_window(ops: _OpArrays, setup_cycles: int, edges: np.ndarray) -> list[np.ndarray]:
     """Loaded and stored bytes per window, each transfer's bytes spread evenly over its data phase."""
-    ddr_bytes = []
-    for k in (LOAD_OP, STORE_OP):
-        m = ops.kind == k
-        s = ops.starts[m] + setup_cycles
-        e = ops.ends[m]
-        b = ops.nbytes[m].astype(np.float64)
-        ddr_bytes.append(_window_integrals(s, e, b / np.maximum(e - s, 1), edges))
-    return ddr_bytes
+    starts, ends = ops.starts.astype(np.int64, copy=False), ops.ends.astype(np.int64, copy=False)
+    nbytes = ops.nbytes.astype(np.int64, copy=False)
+    return [spread_integrals(starts, ends, nbytes, np.flatnonzero(ops.kind == k).astype(np.int64, copy=False),
+                             setup_cycles, True, edges) for k in (LOAD_OP, STORE_OP)]
 
 
 def _buffer_intervals(g: OpGraph, timeline: Timeline) -> tuple[np.ndarray, ...]:
     """(tensor, bytes, start, end) of every filled buffer: occupied from its first fill to its release."""
     first = np.asarray(g.buffer_first_op, dtype=np.int64)
     keep = first >= 0
-    b_start = timeline.starts[first[keep]]
-    b_end = buffer_release_ends(g, timeline)[keep]
+    # the end of the last of its final users (never freed: occupied until the end)
+    b_end = buffer_ends(np.asarray(g.buffer_final_ptr, dtype=np.int64), np.asarray(g.buffer_final_n, dtype=np.int64),
+                        np.asarray(g.buffer_final_ops, dtype=np.int64), timeline.ends, timeline.cycles)
     b_tensor = np.asarray(g.buffer_tensor, dtype=np.int32)[keep]
     b_bytes = np.asarray(g.buffer_nbytes, dtype=np.int64)[keep]
-    return b_tensor, b_bytes, b_start, b_end
+    return b_tensor, b_bytes, timeline.starts[first[keep]], b_end[keep]
 
 
 def _sram_occupancy(g: OpGraph, b_tensor: np.ndarray, b_bytes: np.ndarray, b_start: np.ndarray, b_end: np.ndarray,
                     edges: np.ndarray, w: int) -> tuple[tuple[str, ...], np.ndarray]:
     """The tensors present in SRAM and their time-averaged bytes per window, one row each."""
-    present = sorted(set(b_tensor.tolist()))
+    by_tensor = np.argsort(b_tensor, kind="stable").astype(np.int64, copy=False)  # each tensor's buffers, in
+    in_order = b_tensor[by_tensor]  # buffer order, as one run
+    bounds = [0] + (np.flatnonzero(np.diff(in_order)) + 1).tolist() + [len(by_tensor)] if len(by_tensor) else [0]
+    present = [int(in_order[at]) for at in bounds[:-1]]
+    del in_order
     occupancy = np.zeros((len(present), len(edges) - 1))
-    for row, t in enumerate(present):
-        m = b_tensor == t
-        occupancy[row] = _window_integrals(b_start[m], b_end[m], b_bytes[m].astype(np.float64), edges) / w
+    for row in range(len(present)):
+        occupancy[row] = spread_integrals(b_start, b_end, b_bytes, by_tensor[bounds[row]:bounds[row + 1]], 0, False,
+                                          edges) / w
     return tuple(g.tensor_names[t] for t in present), occupancy
+
+
+def _peak_bytes(b_bytes: np.ndarray, b_start: np.ndarray, b_end: np.ndarray) -> int:
+    """The exact peak of occupied bytes (a release at t comes before a fill at t)."""
+    return peak_bytes(np.asarray(b_bytes, dtype=np.int64), np.asarray(b_start, dtype=np.int64),
+                      np.asarray(b_end, dtype=np.int64))
 
 
 def build_result(g: OpGraph, timeline: Timeline, hardware: Accelerator, window_cycles: int | None) -> SimResult:
@@ -501,7 +415,7 @@ def build_result(g: OpGraph, timeline: Timeline, hardware: Accelerator, window_c
         loaded_bytes=g.loaded_bytes, stored_bytes=g.stored_bytes, macs=g.macs,
         tensorcore_macs=g.tensorcore_macs, padded_macs=g.padded_macs,
         roofline_cycles=max(terms.values()), roofline_terms=MappingProxyType(terms),
-        stall_cycles=MappingProxyType(stalls), peak_sram_bytes=peak_bytes(b_bytes, b_start, b_end),
+        stall_cycles=MappingProxyType(stalls), peak_sram_bytes=_peak_bytes(b_bytes, b_start, b_end),
         reserved_sram_bytes=g.reserved_sram_bytes, window_cycles=w,
         ddr_load_bytes=_frozen(ddr_bytes[0]), ddr_store_bytes=_frozen(ddr_bytes[1]), sram_tensors=sram_names,
         sram_occupancy=_frozen(occupancy), tensors=tuple(g.tensor_names), op_engine=_frozen(ops.engine),
