@@ -46,7 +46,8 @@ BOUNDS_TESTS = ("tests/test_geometry.py", "tests/test_bounds.py", "tests/test_bl
 TC_TESTS = ("tests/test_tensorcore.py", "tests/test_blog_demos.py")
 ANALYTIC_TESTS = ("tests/test_analytic.py", "tests/test_loopnest.py", "tests/test_lower_bounds.py",
                   "tests/test_search.py")
-TIMING_TESTS = ("tests/test_timing.py", "tests/test_timing_rules.py", "tests/test_timing_columnar.py")
+TIMING_TESTS = ("tests/test_timing.py", "tests/test_timing_rules.py", "tests/test_timing_columnar.py",
+                "tests/test_timing_result.py")
 
 MUTANTS: list[Mutant] = [
     # -- memory model ------------------------------------------------------------------------------------------
@@ -193,6 +194,15 @@ MUTANTS: list[Mutant] = [
     Mutant('compiled apply: a written tile loaded from DDR is no read-modify-write', 'dsasim/traced/_core.pyx',
            '            counters.rmw_bytes += ob.load_bytes\n            arr.traffic.rmw_bytes',
            '            arr.traffic.rmw_bytes', TC_TESTS + MEMORY_TESTS),
+    Mutant('result: fills before releases at the same cycle (SRAM peak)', 'dsasim/timing/_result.pyx',
+           '        while j < n and end[oe[j]] == t:\n            held -= nbytes[oe[j]]\n            j += 1\n        while i < n and start[os[i]] == t:\n            held += nbytes[os[i]]\n            i += 1\n',
+           '        while i < n and start[os[i]] == t:\n            held += nbytes[os[i]]\n            i += 1\n            if held > peak:\n                peak = held\n        while j < n and end[oe[j]] == t:\n            held -= nbytes[oe[j]]\n            j += 1\n', TIMING_TESTS),
+    Mutant('result: busy cycles one too many per operation', 'dsasim/timing/_result.pyx',
+           '            busy[e] += ends[i] - starts[i]',
+           '            busy[e] += ends[i] - starts[i] + 1', TIMING_TESTS),
+    Mutant('result: stall chain ignores the reason priority on equal ends', 'dsasim/timing/_result.pyx',
+           '                if e > best_end or pr < best_pr:',
+           '                if e > best_end:', TIMING_TESTS),
     Mutant("drop WAR of a compute on other engines' readers", 'dsasim/timing/model.pyx',
            '                self.dep(self.readers.ops[base + k] * 4 + C_WAR)',
            '                pass', TIMING_TESTS),
