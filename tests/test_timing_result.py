@@ -147,3 +147,32 @@ def test_spread_integrals_select_shift_and_spread_like_brute_force():
         want = (rate[:, None] * np.clip(np.minimum(ee[:, None], hi) - np.maximum(ss[:, None], lo), 0, None)).sum(0)
         np.testing.assert_allclose(spread_integrals(s, e, weight, sel, setup, spread, edges), want,
                                    rtol=1e-9, atol=1e-6)
+
+
+def test_a_stall_behind_a_slot_wait_is_blamed_on_the_slot_when_ends_tie():
+    # Split ports, 1 B/cycle, no setup. x loads: L1 x[0] [0,8), L1b x[1:3] (16 B) [8,24); conv C1 [8,16) into
+    # o[0], stored [16,24) on the store port. L2 loads x[3] into o[0]'s freed bytes: it waits for that slot (the
+    # store ends at 24) and for L1b on its engine (also 24); the slot wait wins the tie (data < slot < war <
+    # engine). L2 [24,32); C2 [32,40) into o[1] (opened over x[0]'s freed bytes at 16); its store [40,48).
+    # TensorCore idle: [0,8) load:x (L1); [16,24) slot; [24,32) load:x (L2); [40,48) drain.
+    row = lambda i: ((i, i + 1), (0, 8))  # noqa: E731
+    tr = Trace(1)
+    tr.tensors = [TensorInfo("x", (4, 8), False), TensorInfo("o", (2, 8), True)]
+    tr.events = [(ALLOC, 0, 0, row(0), 8, 0, 8), (LOAD, 0, 0, row(0), 8, False),
+                 (ALLOC, 1, 1, row(0), 8, 8, 8), (OPEN, 1, 1, row(0), False),
+                 (COMPUTE, "tensorcore", "conv2d", 1, (0,), 8, 8, 8), (STORE, 1, 1, row(0), 8),
+                 (ALLOC, 2, 0, ((1, 3), (0, 8)), 16, 16, 16), (LOAD, 2, 0, ((1, 3), (0, 8)), 16, False),
+                 (FREE, 0, 8), (FREE, 1, 8),
+                 (ALLOC, 3, 0, row(3), 8, 8, 8), (LOAD, 3, 0, row(3), 8, False),
+                 (ALLOC, 4, 1, row(1), 8, 0, 8), (OPEN, 4, 1, row(1), False),
+                 (COMPUTE, "tensorcore", "conv2d", 4, (3,), 8, 8, 8), (STORE, 4, 1, row(1), 8),
+                 (FREE, 2, 16), (FREE, 3, 8), (FREE, 4, 8)]
+    hw = dataclasses.replace(preset("blog"), name="tiny", dma_setup_cycles=0, dram_bytes_per_cycle=1.0,
+                             dram_shared_load_store=False, dma_load_channels=1, tensorcore_in_channels=1,
+                             tensorcore_out_channels=1)
+    for reference in (False, True):
+        r = simulate(tr.freeze(), hw, reference=reference)
+        assert [(o.kind, o.start, o.end) for o in r.records() if o.kind != "open"] == [
+            ("load", 0, 8), ("tensorcore", 8, 16), ("store", 16, 24), ("load", 8, 24), ("load", 24, 32),
+            ("tensorcore", 32, 40), ("store", 40, 48)]
+        assert dict(r.stall_cycles) == {"load:x": 16, "slot": 8, "drain": 8}
