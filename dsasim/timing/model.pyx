@@ -341,7 +341,9 @@ cdef class _Lowering(TraceChecker):
     cdef object r_last_a, r_region_a, r_pptr_a, r_pn_a
     cdef int64_t[::1] r_last, r_region, r_pptr
     cdef int[::1] r_pn
-    cdef list free_rows
+    cdef Py_ssize_t n_free_rows
+    cdef object free_rows_a
+    cdef int64_t[::1] free_rows  # a stack of the rows not in use
     cdef _EngineMap readers, users
     cdef dict forward_waiters
     cdef _Occupancy occupancy
@@ -381,7 +383,8 @@ cdef class _Lowering(TraceChecker):
         self.r_last_a, self.r_region_a, self.r_pptr_a = [np.zeros(16, np.int64) for _ in range(3)]
         self.r_pn_a = np.full(16, -1, np.intc)
         self.r_last, self.r_region, self.r_pptr, self.r_pn = self.r_last_a, self.r_region_a, self.r_pptr_a, self.r_pn_a
-        self.free_rows = list(range(15, -1, -1))
+        self.free_rows_a = np.arange(15, -1, -1, dtype=np.int64)
+        self.free_rows, self.n_free_rows = self.free_rows_a, 16
         self.readers, self.users = _EngineMap(self.n_eng + 1), _EngineMap(self.n_eng + 1)
         self.forward_waiters = {}  # live occupant -> buffers allocated over its bytes
         self.occupancy = _Occupancy()  # which buffer last held each SRAM byte
@@ -587,9 +590,10 @@ cdef class _Lowering(TraceChecker):
                     at += self.b_fn[p]
         if b == self.lb_cap:
             self.grow_lowered_buffers(2 * self.lb_cap)
-        if not self.free_rows:
+        if not self.n_free_rows:
             self.grow_rows()
-        row = self.free_rows.pop()
+        self.n_free_rows -= 1
+        row = self.free_rows[self.n_free_rows]
         self.b_first[b], self.b_freed[b], self.b_row[b] = -1, 0, row
         self.b_fptr[b], self.b_fn[b] = 0, 0
         self.r_last[row] = -1
@@ -610,7 +614,9 @@ cdef class _Lowering(TraceChecker):
             self.r_last_a, self.r_region_a, self.r_pptr_a)]
         self.r_pn_a = _grown(self.r_pn_a, 2 * rows)
         self.r_last, self.r_region, self.r_pptr, self.r_pn = self.r_last_a, self.r_region_a, self.r_pptr_a, self.r_pn_a
-        self.free_rows = list(range(2 * rows - 1, rows - 1, -1))
+        self.free_rows_a = np.zeros(2 * rows, np.int64)  # room for every row
+        self.free_rows_a[:rows] = np.arange(2 * rows - 1, rows - 1, -1)
+        self.free_rows, self.n_free_rows = self.free_rows_a, rows
 
     cdef int free(self, Py_ssize_t idx, int64_t b, int64_t charged) except -1:
         """FREE: the slot is released when every op on the buffer ends; a FREE node if a later buffer waits."""
@@ -626,7 +632,8 @@ cdef class _Lowering(TraceChecker):
         for k in range(n_users):
             self.final[self.n_final + k] = self.users.ops[base + k]
         self.n_final += n_users
-        self.free_rows.append(row)
+        self.free_rows[self.n_free_rows] = row
+        self.n_free_rows += 1
         self.live_charged -= charged
         waiters = self.forward_waiters.pop(b, None) if self.forward_waiters else None
         if waiters:

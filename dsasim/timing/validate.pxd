@@ -10,7 +10,11 @@ cdef enum:
 
 
 cdef class TraceChecker:
-    cdef list scopes, shapes, names, open_scope, open_instance, open_live, interned
+    cdef list scopes, shapes, names, interned
+    # the open scopes, innermost last: scope id, instance, live buffers it allocated (C stacks of depth n_open)
+    cdef Py_ssize_t n_open
+    cdef object open_a
+    cdef int64_t[:, ::1] open_stack
     cdef dict kinds
     cdef int64_t word
     cdef Py_ssize_t n_tensors, n_scopes

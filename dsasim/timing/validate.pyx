@@ -121,7 +121,9 @@ cdef class TraceChecker:
         self.kinds = {int(kind): int(kind) for kind in EventKind}
         self.n_buf = 0
         self.grow_buffers(max(16, self.log.kind_counts()[K_ALLOC]) if columnar else 256)  # (exact: no regrowth)
-        self.open_scope, self.open_instance, self.open_live = [], [], []  # the open scopes, innermost last
+        self.n_open = 0
+        self.open_a = np.zeros((64, 3), np.int64)  # the open scopes, innermost last: (scope id, instance, live)
+        self.open_stack = self.open_a
         self.next_instance = np.zeros(max(1, self.n_scopes), np.int64)
         self.cur_word = NULL
         self.ins_a = np.zeros(16, np.int64)
@@ -301,8 +303,8 @@ cdef class TraceChecker:
     cpdef finish(self):
         """The end of the trace: every scope closed, every buffer freed."""
         cdef Py_ssize_t b
-        if self.open_scope:
-            scope_id, instance = self.open_scope[-1], self.open_instance[-1]
+        if self.n_open:
+            scope_id, instance = self.open_stack[self.n_open - 1, 0], self.open_stack[self.n_open - 1, 1]
             raise TraceError(f"the trace ends with scope {scope_id} ({self.scopes[scope_id].name!r}) instance "
                              f"{instance} still open (ENTER without EXIT); a finished session closes every scope")
         for b in range(self.n_buf):
@@ -475,9 +477,9 @@ cdef class TraceChecker:
             self.grow_buffers(2 * self.buf_cap)
         self.b_tensor[b], self.b_nbytes[b], self.b_charged[b] = t, need, charged
         self.b_region[b], self.b_held[b], self.b_state[b] = reg, need, UNFILLED
-        depth = len(self.open_live) - 1  # its scope's place in the stack (-1: none); it is freed before its EXIT
+        cdef Py_ssize_t depth = self.n_open - 1  # its scope's place in the stack (-1: none); freed before its EXIT
         if depth >= 0:
-            self.open_live[depth] += 1
+            self.open_stack[depth, 2] += 1
         self.b_scope[b] = depth
         self.n_buf = b + 1
 
@@ -489,7 +491,7 @@ cdef class TraceChecker:
         self.b_state[b] = FREED
         cdef int depth = self.b_scope[b]
         if depth >= 0:
-            self.open_live[depth] -= 1
+            self.open_stack[depth, 2] -= 1
 
     cdef int enter(self, Py_ssize_t idx, int64_t scope_id, int64_t instance) except -1:
         if not 0 <= scope_id < self.n_scopes:
@@ -498,25 +500,26 @@ cdef class TraceChecker:
             raise self.fail(idx, f"instance {instance} of scope {self.scopes[scope_id].name!r}, expected "
                                  f"{self.next_instance[scope_id]} (instances count from 0 per scope)")
         self.next_instance[scope_id] += 1
-        self.open_scope.append(scope_id)
-        self.open_instance.append(instance)
-        self.open_live.append(0)
+        if self.n_open == len(self.open_a):
+            self.open_a = np.concatenate([self.open_a, np.zeros_like(self.open_a)])
+            self.open_stack = self.open_a
+        self.open_stack[self.n_open, 0], self.open_stack[self.n_open, 1] = scope_id, instance
+        self.open_stack[self.n_open, 2] = 0
+        self.n_open += 1
 
     cdef int exit(self, Py_ssize_t idx, int64_t scope_id, int64_t instance) except -1:
-        if not self.open_scope:
+        if not self.n_open:
             raise self.fail(idx, "EXIT with no scope open (no matching ENTER)")
-        top, top_instance = self.open_scope[-1], self.open_instance[-1]
+        cdef Py_ssize_t depth = self.n_open - 1, b
+        cdef int64_t top = self.open_stack[depth, 0], top_instance = self.open_stack[depth, 1]
         if scope_id != top or instance != top_instance:
             raise self.fail(idx, f"EXIT of scope {scope_id} instance {instance}, but the innermost open scope is "
                                  f"{top} ({self.scopes[top].name!r}) instance {top_instance}; scopes must nest")
-        cdef Py_ssize_t depth = len(self.open_live) - 1, b
-        if self.open_live[depth]:  # (buffers of closed scopes at this depth are all freed)
+        if self.open_stack[depth, 2]:  # (buffers of closed scopes at this depth are all freed)
             b = next(b for b in range(self.n_buf) if self.b_scope[b] == depth and self.b_state[b] != FREED)
             raise self.fail(idx, f"the scope ends while buffer {b} ({self.names[self.b_tensor[b]]}) it allocated is "
                                  f"live: a scope FREEs its buffers before its EXIT")
-        self.open_scope.pop()
-        self.open_instance.pop()
-        self.open_live.pop()
+        self.n_open -= 1
 
 
 cdef object _int_id(object x):
