@@ -311,3 +311,44 @@ def test_region_validation() -> None:
         c.weight_region((4, 4))
     with pytest.raises(ValueError, match="ic range"):
         c.weight_region((0, 4), (3, 2))
+
+
+def test_compiled_blog_infer_equals_the_python_reference(monkeypatch):
+    # the compiled common case of get_input_segment / get_w_segment (_core.pyx) against the pure-Python methods
+    # on random convs and random tiles: Segments inside, at the borders, unclamped past the end, ints, slices
+    import random
+    from dsasim.traced.bounds import Conv2dBoundsInfer
+    from dsasim.traced.segments import Segment
+    reference = Conv2dBoundsInfer._get_input_segment_py
+    fallbacks = []
+    monkeypatch.setattr(Conv2dBoundsInfer, "_get_input_segment_py",
+                        lambda self, *a: fallbacks.append(a) or reference(self, *a))
+    rng = random.Random(5)
+    all_segments = 0
+    for _ in range(300):
+        groups = rng.choice([1, 1, 2, 4])
+        ic, oc = groups * rng.randint(1, 6), groups * rng.randint(1, 6)
+        k, s, p, d = rng.randint(1, 3), rng.randint(1, 2), rng.randint(0, 2), rng.randint(1, 2)
+        h, w = rng.randint(k * d, 12), rng.randint(k * d, 12)
+        try:
+            infer = Conv2dBoundsInfer(in_channels=ic, out_channels=oc, kernel_size=k, groups=groups, padding=p,
+                                      stride=s, dilation=d, input_shape=(2, ic, h, w))
+        except ValueError:
+            continue
+        shape = infer.output_shape
+
+        def arg(size):
+            a = rng.randrange(size)
+            b = rng.randint(a + 1, size + rng.choice([0, 0, 3]))  # sometimes past the end, like unclamped tiles
+            return rng.choice([Segment(a, b), Segment(a, b), Segment(a, b), a, slice(a, b), (a, b)])
+
+        for _ in range(20):
+            args = [arg(shape[dim]) for dim in range(4)]
+            want = reference(infer, *args)
+            got = infer.get_input_segment(*args)
+            assert got == want and [type(x) for x in got] == [type(x) for x in want], (infer, args)
+            w_want, w_got = Conv2dBoundsInfer._get_w_segment_py(infer, args[1]), infer.get_w_segment(args[1])
+            assert w_got == w_want and [type(x) for x in w_got] == [type(x) for x in w_want]
+            all_segments += all(type(a) is Segment for a in args)
+    compiled = all_segments - sum(all(type(a) is Segment for a in f) for f in fallbacks)
+    assert all_segments > 300 and compiled > 100  # both paths ran: the compiled one and its fallbacks

@@ -641,3 +641,48 @@ def product_apply(product, out, accumulate):
         counters.vector_cycles += cycles
     if session._log is not _NULL_LOG:
         session._log.compute(unit, p.op, ob.id, tuple(ids), macs, cycles, padded)
+
+
+# -- the blog's Infer (bounds.py): the common case of get_input_segment / get_w_segment --------------------------
+cdef object _new_tuple = tuple.__new__
+
+
+def infer_input_segment(infer, n, oc, oh, ow):
+    """`Conv2dBoundsInfer.get_input_segment` for Segment arguments that start inside the output and windows
+    inside the image (the reference: `_get_input_segment_py`, which takes everything else)."""
+    if type(n) is not Segment or type(oc) is not Segment or type(oh) is not Segment or type(ow) is not Segment:
+        return infer._get_input_segment_py(n, oc, oh, ow)
+    cdef tuple shape = infer.output_shape, ishape = infer.input_shape
+    cdef long long n0, n1, c0, c1, h0, h1, w0, w1, ocpg, icpg, lo_h, hi_h, lo_w, hi_w, groups
+    cdef long long kh, kw, sh, sw, ph, pw, dh, dw
+    try:
+        n0, n1, c0, c1 = (<tuple>n)[0], (<tuple>n)[1], (<tuple>oc)[0], (<tuple>oc)[1]
+        h0, h1, w0, w1 = (<tuple>oh)[0], (<tuple>oh)[1], (<tuple>ow)[0], (<tuple>ow)[1]
+    except (OverflowError, TypeError):
+        return infer._get_input_segment_py(n, oc, oh, ow)
+    if not (0 <= n0 < n1 and n0 < <long long>shape[0] and 0 <= c0 < c1 and c0 < <long long>shape[1]
+            and 0 <= h0 < h1 and h0 < <long long>shape[2] and 0 <= w0 < w1 and w0 < <long long>shape[3]):
+        return infer._get_input_segment_py(n, oc, oh, ow)  # (its errors, and unclamped tiles past the end)
+    groups = infer.groups
+    ocpg, icpg = <long long>infer.out_channels // groups, <long long>infer.in_channels // groups
+    (kh, kw), (sh, sw), (ph, pw), (dh, dw) = infer.kernel_size, infer.stride, infer.padding, infer.dilation
+    if h1 > <long long>shape[2]:
+        h1 = shape[2]
+    if w1 > <long long>shape[3]:
+        w1 = shape[3]
+    lo_h, hi_h = h0 * sh - ph, (h1 - 1) * sh + (kh - 1) * dh - ph  # geometry.window_rows inside the image
+    lo_w, hi_w = w0 * sw - pw, (w1 - 1) * sw + (kw - 1) * dw - pw
+    if lo_h < 0 or hi_h >= <long long>ishape[2] or lo_w < 0 or hi_w >= <long long>ishape[3]:
+        return infer._get_input_segment_py(n, oc, oh, ow)  # (a border: the rows really read)
+    return [n, _new_tuple(Segment, (c0 // ocpg * icpg, ((c1 - 1) // ocpg + 1) * icpg)),
+            _new_tuple(Segment, (lo_h, hi_h + 1)), _new_tuple(Segment, (lo_w, hi_w + 1))]
+
+
+def infer_w_segment(infer, oc):
+    """`Conv2dBoundsInfer.get_w_segment` for a Segment starting inside the output channels (the reference:
+    `_get_w_segment_py`)."""
+    if type(oc) is not Segment or not 0 <= (<tuple>oc)[0] < (<tuple>oc)[1] or (<tuple>oc)[0] >= infer.out_channels:
+        return infer._get_w_segment_py(oc)
+    kh, kw = infer.kernel_size
+    return [oc, _new_tuple(Segment, (0, infer.in_channels // infer.groups)), _new_tuple(Segment, (0, kh)),
+            _new_tuple(Segment, (0, kw))]

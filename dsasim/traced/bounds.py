@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Sequence
 
 from dsasim.geometry import Conv2dShape, window_rows
+from dsasim.traced import _core
 from dsasim.traced.segments import Segment
 from dsasim.util import Region, is_int
 
@@ -134,7 +135,7 @@ class Conv2dBoundsInfer(Conv2dShape):
 
     # ------------------------------------------------------------------------------------------ the blog's API
 
-    def get_input_segment(self, n: object, oc: object, oh: object, ow: object) -> list[Segment]:
+    def _get_input_segment_py(self, n: object, oc: object, oh: object, ow: object) -> list[Segment]:
         """The blog's name: the (n, c, h, w) input region of an output tile, as a list the caller may edit.
 
         Each argument is an int, a slice or a (start, stop) pair over the output (n, oc, oh, ow), in elements.
@@ -156,7 +157,7 @@ class Conv2dBoundsInfer(Conv2dShape):
         # tuple.__new__ skips the named tuple's Python-level __new__: the blog's demo1 calls this 1.6 M times
         return [n_seg, _new_segment(Segment, channels), _new_segment(Segment, rows), _new_segment(Segment, cols)]
 
-    def get_w_segment(self, oc: object) -> list[Segment]:
+    def _get_w_segment_py(self, oc: object) -> list[Segment]:
         """The blog's name: the (oc, ic, kh, kw) weight region for an output-channel range, as an editable list.
 
         `oc` is an int, a slice or a (start, stop) pair, in elements, kept as given (not clamped, like the
@@ -188,3 +189,15 @@ def _blog_range(name: str, value: object, size: int) -> Segment:
         raise ValueError(f"Conv2dBoundsInfer: {name} range {value!r} must be an int, a slice or a (start, stop) "
                          f"pair of ints with 0 <= start < stop and start < {size}")
     return Segment(start, stop)
+
+
+def _bind_core(compiled: bool) -> None:
+    """Route the blog's `get_input_segment` / `get_w_segment` to the compiled common case (_core.pyx) or to their
+    pure-Python reference (tests); either way the methods keep their documented behaviour."""
+    Conv2dBoundsInfer.get_input_segment = (  # type: ignore[method-assign]
+        _core.infer_input_segment if compiled else Conv2dBoundsInfer._get_input_segment_py)
+    Conv2dBoundsInfer.get_w_segment = (  # type: ignore[method-assign]
+        _core.infer_w_segment if compiled else Conv2dBoundsInfer._get_w_segment_py)
+
+
+_bind_core(True)
