@@ -288,8 +288,8 @@ MUTANTS: list[Mutant] = [
            'cost[cid, 0], cost[cid, 1],',
            'cost[cid, 1], cost[cid, 0],', TIMING_TESTS),
     Mutant('validation: a columnar STORE read as a LOAD', 'dsasim/timing/validate.pyx',
-           '                    self.store(idx, ident, second & TENSOR_MASK, second >> 24, 0, False)',
-           '                    self.load(idx, ident, second & TENSOR_MASK, second >> 24, 0, False, 0)', TIMING_TESTS),
+           '                self.store(idx, ident, second & TENSOR_MASK, second >> 24, 0, False)',
+           '                self.load(idx, ident, second & TENSOR_MASK, second >> 24, 0, False, 0)', TIMING_TESTS),
     Mutant('occupancy: a partly overwritten run keeps its old extent', 'dsasim/timing/model.pyx',
            '        left = self.runs[i, 0] if j > i and self.runs[i, 0] < start else -1',
            '        left = -1', TIMING_TESTS),
@@ -297,8 +297,12 @@ MUTANTS: list[Mutant] = [
            '        if freed > 1:  # several',
            '        if False:  # several', TIMING_TESTS),
     Mutant('region column: touching regions overlap', 'dsasim/timing/model.pyx',
-           '            if ra[2 * i] >= rb[2 * i + 1] or rb[2 * i] >= ra[2 * i + 1]:',
-           '            if ra[2 * i] > rb[2 * i + 1] or rb[2 * i] > ra[2 * i + 1]:', TIMING_TESTS),
+           '            if region_start(ra, i) >= region_stop(rb, i) or region_start(rb, i) >= region_stop(ra, i):',
+           '            if region_start(ra, i) > region_stop(rb, i) or region_start(rb, i) > region_stop(ra, i):',
+           TIMING_TESTS),
+    Mutant('event cursor: a COMPUTE read as two words', 'dsasim/traced/_events.pxd',
+           '        return 2 + (w[1] >> 40)',
+           '        return 2', TIMING_TESTS + MEMORY_TESTS),
     # -- the architects' loop: analytic model, bounds, search (issue 7) --------------------------------------------
     Mutant('window sum: one stride too many per interior pair', 'dsasim/architect/analytic.py',
            'total = tk_n * s * (o_ext - to_n) +',
@@ -432,7 +436,7 @@ def _run_mutant(mutant: Mutant, timeout_s: float) -> tuple[str, float, str]:
         for built in (*ROOT.glob("dsasim/**/*.so"), *ROOT.glob("dsasim/**/*.c")):  # the tree's compiled core
             shutil.copy2(built, Path(tmp) / built.relative_to(ROOT))
         os.utime(target)  # newer than its .c: the build below recompiles the mutated module only
-        if mutant.path.endswith(".pyx"):
+        if mutant.path.endswith((".pyx", ".pxd")):  # (a .pxd rebuilds the modules that cimport it)
             build = subprocess.run([sys.executable, "setup.py", "build_ext", "--inplace", "-q"], cwd=tmp,
                                    capture_output=True, text=True)
             if build.returncode != 0:

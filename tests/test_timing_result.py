@@ -115,14 +115,11 @@ def test_records_skip_the_free_node_and_keep_each_operation_region():
     assert r.op_regions[3] == row1 and r.op_regions[-1] == r.op_regions[5] == out and list(r.op_regions)[5] == out
 
 
-def test_window_integrals_of_float_times_are_not_truncated():
-    # the plots pass times scaled to seconds: [0.25, 0.75) at rate 2 over windows of 0.5 gives 0.5 and 0.5
-    from dsasim.timing.result import _window_integrals
-    got = _window_integrals(np.array([0.25]), np.array([0.75]), np.array([2.0]), np.array([0.0, 0.5, 1.0]))
-    assert got.tolist() == [0.5, 0.5]
-    # integer cycles take the compiled walk and give the same figures as the float path
-    s, e, rate, edges = np.array([1, 3], I64), np.array([7, 4], I64), np.array([1.5, 4.0]), edges_of(8, 3)
-    assert _window_integrals(s, e, rate, edges).tolist() == _window_integrals(s * 1.0, e * 1.0, rate, edges).tolist()
+def test_window_integrals_over_fractional_edges_are_not_truncated():
+    # the Gantt chart's bins, in cycles, fall between cycles: [1, 3) at rate 2 over edges 0, 1.5, 3 overlaps the
+    # windows by 0.5 and 1.5 cycles
+    got = window_integrals(np.array([1], I64), np.array([3], I64), np.array([2.0]), np.array([0.0, 1.5, 3.0]))
+    assert got.tolist() == [1.0, 3.0]
 
 
 def test_spread_integrals_select_shift_and_spread_like_brute_force():

@@ -9,7 +9,7 @@ from libc.stdint cimport int8_t, int16_t, int64_t
 
 import numpy as np
 
-from dsasim.timing.model import LOAD_OP, REASON_NAMES, STORE_OP, TC_OP, VEC_OP, overlaps
+from dsasim.timing.model import LOAD_OP, REASON_NAMES, STORE_OP, TC_OP, VEC_OP
 
 
 def engine_figures(const int16_t[:] engine, const int64_t[:] starts, const int64_t[:] ends,
@@ -204,7 +204,7 @@ cdef class CriticalChain:
                 j = int(ops[k])
                 if self.ends[j] <= best_end:
                     break
-                if overlaps(g.region[j], g.region[op]):
+                if g.region.overlaps(j, op):  # (the region column's test, in C)
                     best, best_end = j, self.ends[j]
                     break
                 k -= 1

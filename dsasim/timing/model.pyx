@@ -56,7 +56,7 @@ from dsasim.hardware import Accelerator
 from dsasim.util import regions_overlap
 from dsasim.traced.trace import ALLOC, COMPUTE, FREE, LOAD, OPEN, STORE, Trace, format_region
 from dsasim.traced._events cimport EventLog, region_start, region_stop
-from dsasim.timing.validate cimport TraceChecker
+from dsasim.timing.validate cimport FREED, TraceChecker
 from dsasim.timing.validate import _grown
 
 # operation kinds
@@ -332,10 +332,9 @@ cdef class _Lowering(TraceChecker):
     cdef list extra  # FREE-node deps patched onto earlier ops: (op, dep)
     cdef int64_t[::1] last_on  # per engine, its last op
     # buffers
-    cdef object b_first_a, b_freed_a, b_row_a, b_fptr_a, b_fn_a, final_a, pool_a
+    cdef object b_first_a, b_row_a, b_fptr_a, b_fn_a, final_a, pool_a
     cdef int[::1] b_row, b_fn
     cdef int64_t[::1] b_first, b_fptr, final, pool
-    cdef unsigned char[::1] b_freed
     cdef Py_ssize_t lb_cap
     # live rows; a row's pending slot dependencies are pool[r_pptr:r_pptr + r_pn], r_pn = -1 once filled
     cdef object r_last_a, r_region_a, r_pptr_a, r_pn_a
@@ -414,8 +413,7 @@ cdef class _Lowering(TraceChecker):
         self.lb_cap = cap
         self.b_row_a, self.b_fn_a = [_grown(a, cap, np.intc) for a in (self.b_row_a, self.b_fn_a)]
         self.b_first_a, self.b_fptr_a = [_grown(a, cap, np.int64) for a in (self.b_first_a, self.b_fptr_a)]
-        self.b_freed_a = _grown(self.b_freed_a, cap, np.uint8)
-        self.b_row, self.b_fn, self.b_freed = self.b_row_a, self.b_fn_a, self.b_freed_a
+        self.b_row, self.b_fn = self.b_row_a, self.b_fn_a
         self.b_first, self.b_fptr = self.b_first_a, self.b_fptr_a
 
     cdef void grow_final(self, Py_ssize_t cap) except *:
@@ -575,7 +573,7 @@ cdef class _Lowering(TraceChecker):
         count = self.occupancy.take(address, address + nb, b)
         for k in range(count):
             p = self.occupancy.prev[k]
-            if self.b_freed[p]:
+            if self.b_state[p] == FREED:
                 freed += 1
                 n_pending += self.b_fn[p]
                 pptr = -self.b_fptr[p] - 1  # one freed occupant (the common case): its final users, in place
@@ -585,7 +583,7 @@ cdef class _Lowering(TraceChecker):
             pptr = at = self.pooled(n_pending)
             for k in range(count):
                 p = self.occupancy.prev[k]
-                if self.b_freed[p]:
+                if self.b_state[p] == FREED:
                     self.pool[at:at + self.b_fn[p]] = self.final[self.b_fptr[p]:self.b_fptr[p] + self.b_fn[p]]
                     at += self.b_fn[p]
         if b == self.lb_cap:
@@ -594,7 +592,7 @@ cdef class _Lowering(TraceChecker):
             self.grow_rows()
         self.n_free_rows -= 1
         row = self.free_rows[self.n_free_rows]
-        self.b_first[b], self.b_freed[b], self.b_row[b] = -1, 0, row
+        self.b_first[b], self.b_row[b] = -1, row
         self.b_fptr[b], self.b_fn[b] = 0, 0
         self.r_last[row] = -1
         self.r_region[row] = reg
@@ -627,7 +625,6 @@ cdef class _Lowering(TraceChecker):
         base = row * self.users.width
         if self.n_final + n_users > self.final_cap:
             self.grow_final(self.final_cap + self.final_cap // 2 + n_users)
-        self.b_freed[b] = 1
         self.b_fptr[b], self.b_fn[b] = self.n_final, n_users
         for k in range(n_users):
             self.final[self.n_final + k] = self.users.ops[base + k]
@@ -644,7 +641,7 @@ cdef class _Lowering(TraceChecker):
                 first = self.b_first[w]
                 if first >= 0:
                     self.extra.append((first, node * 4 + C_SLOT))
-                elif not self.b_freed[w]:  # (a waiter freed unfilled never needs it): its pending list + node
+                elif self.b_state[w] != FREED:  # (a waiter freed unfilled never needs it): its pending list + node
                     wrow = self.b_row[w]
                     n_old = self.r_pn[wrow]
                     at = self.pooled(n_old + 1)

@@ -36,8 +36,7 @@ import numpy as np
 
 from dsasim.hardware import Accelerator
 from dsasim.traced.trace import Region, format_region
-from dsasim.timing._result import (CriticalChain, buffer_ends, engine_figures, peak_bytes, spread_integrals,
-                                   window_integrals)
+from dsasim.timing._result import CriticalChain, buffer_ends, engine_figures, peak_bytes, spread_integrals
 from dsasim.timing.engine import Timeline
 from dsasim.timing.model import FREE_OP, KIND_NAMES, LOAD_OP, STORE_OP, OpGraph
 
@@ -274,26 +273,6 @@ def _nice_window(cycles: int, target: int = 256) -> int:
         if m * p >= raw:
             return m * p
     return 10 * p  # pragma: no cover
-
-
-def _window_integrals(s: np.ndarray, e: np.ndarray, rate: np.ndarray, edges: np.ndarray) -> np.ndarray:
-    """Integral over each window [edges[k], edges[k+1]) of sum_i rate_i * [s_i <= t < e_i]."""
-    s, e = np.asarray(s), np.asarray(e)
-    if s.dtype.kind in "iu" and e.dtype.kind in "iu":  # cycles: the compiled walk, same figures, no temporaries
-        return window_integrals(s.astype(np.int64, copy=False), e.astype(np.int64, copy=False),
-                                np.asarray(rate, dtype=np.float64), np.asarray(edges, dtype=np.float64))
-    if len(s) == 0:  # times in other units (the plots' scaled seconds)
-        return np.zeros(len(edges) - 1)
-    t = np.concatenate([s, e]).astype(np.float64)
-    d = np.concatenate([rate, -rate]).astype(np.float64)
-    order = np.argsort(t, kind="stable")
-    t = t[order]
-    d = d[order]
-    r = np.cumsum(d)
-    g = np.zeros(len(t))
-    g[1:] = np.cumsum(r[:-1] * np.diff(t))
-    ge = np.interp(edges, t, g, left=0.0, right=float(g[-1]))
-    return np.diff(ge)
 
 
 def _attribute_stalls(g: OpGraph, timeline: Timeline, cycles: int) -> dict[str, int]:

@@ -8,6 +8,12 @@ from dsasim.traced._events cimport EventLog
 cdef enum:
     NO_REGION = -1  # a region id for a HIT region outside the tensor (it lies inside no buffer)
 
+cdef enum:  # a buffer's state (TraceChecker.b_state)
+    UNFILLED = 0
+    CLEAN = 1
+    MODIFIED = 2
+    FREED = 3
+
 
 cdef class TraceChecker:
     cdef list scopes, shapes, names, interned

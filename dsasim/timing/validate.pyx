@@ -31,7 +31,7 @@ from __future__ import annotations
 import numpy as np
 
 from dsasim.hardware import Accelerator
-from dsasim.traced._events cimport CHUNK, SKIP, TENSOR_MASK, EventLog, event_words, region_start, region_stop
+from dsasim.traced._events cimport TENSOR_MASK, Cursor, EventLog, next_event, region_start, region_stop
 from dsasim.traced.trace import (ALLOC, COMPUTE, ENTER, EVENT_TYPES, EXIT, FREE, HIT, LOAD, OPEN, STORE, EventKind,
                                  Trace, format_region)
 from dsasim.timing.errors import TraceError
@@ -42,8 +42,6 @@ _KIND_LIST = ", ".join(f"{e.name}={e.value}" for e in EventKind)
 _ID_FIELDS = frozenset({"buffer", "tensor", "out_buffer", "scope_id", "instance"})
 cdef int K_LOAD = LOAD, K_COMPUTE = COMPUTE, K_HIT = HIT, K_ALLOC = ALLOC, K_FREE = FREE, K_STORE = STORE
 cdef int K_OPEN = OPEN, K_ENTER = ENTER, K_EXIT = EXIT
-# buffer states
-cdef signed char UNFILLED = 0, CLEAN = 1, MODIFIED = 2, FREED = 3
 cdef int64_t BAD = INT64_MIN  # a value field of a tuple event that is not an int64 (the value: TraceChecker.bad)
 
 
@@ -154,52 +152,47 @@ cdef class TraceChecker:
     cdef int walk(self, EventLog log) except -1:
         """Check every event of a columnar log, reading its words (fields are int64 by construction; a COMPUTE's
         unit and costs are Python objects in the log's table: they are checked once per distinct COMPUTE)."""
-        cdef Py_ssize_t idx = 0, c
+        cdef Py_ssize_t idx = 0
+        cdef Cursor at = Cursor(0, 0, len(log))
         cdef int64_t* w
-        cdef int64_t head, kind, ident, second, pos, cid
-        cdef int64_t left = len(log)
+        cdef int64_t head, kind, ident, second, cid
         # each distinct COMPUTE (unit, op, macs, cycles, padded_macs) of the log's table, checked and unpacked once
         units = np.array([UNITS.index(e[0]) if e[0] in UNITS else -1 for e in log.computes] or [0], np.intc)
         costs = np.array([e[2:] for e in log.computes] or [(0, 0, 0)], np.int64).reshape(-1, 3)
         cdef int[::1] unit = units
         cdef int64_t[:, ::1] cost = costs
-        for c in range(len(log.words.chunks)):
-            w = log.words.ptrs[c]
-            pos = 0
-            while pos < CHUNK and left > 0:
-                head = w[pos]
-                kind = head & 15
-                if kind == SKIP:
-                    break
-                left -= 1
-                self.cur_word = w + pos
-                ident = head >> 8
-                second = w[pos + 1]
-                if kind == K_LOAD:
-                    self.load(idx, ident, second & TENSOR_MASK, second >> 24, 0, False, (head >> 4) & 1)
-                elif kind == K_HIT:
-                    self.hit(idx, ident, second & TENSOR_MASK, second >> 24, (head >> 4) & 1)
-                elif kind == K_COMPUTE:
-                    cid = second & ((1 << 40) - 1)
-                    if unit[cid] < 0:  # (an unknown unit: `run` says so)
-                        self.cur_word = NULL
-                        self.run(idx, log.decode(w + pos))
-                    self.compute(idx, unit[cid], ident, w + pos + 2, second >> 40, cost[cid, 0], cost[cid, 1],
-                                 cost[cid, 2])
-                elif kind == K_ALLOC:
-                    self.alloc(idx, ident, second & TENSOR_MASK, second >> 24, 0, False, w[pos + 2], w[pos + 3])
-                elif kind == K_FREE:
-                    self.free(idx, ident, second)
-                elif kind == K_STORE:
-                    self.store(idx, ident, second & TENSOR_MASK, second >> 24, 0, False)
-                elif kind == K_OPEN:
-                    self.open(idx, ident, second & TENSOR_MASK, second >> 24, (head >> 4) & 1)
-                elif kind == K_ENTER:
-                    self.enter(idx, ident, second)
-                else:
-                    self.exit(idx, ident, second)
-                pos += event_words(w + pos)
-                idx += 1
+        w = next_event(log, &at)
+        while w != NULL:
+            self.cur_word = w
+            head = w[0]
+            kind = head & 15
+            ident = head >> 8
+            second = w[1]
+            if kind == K_LOAD:
+                self.load(idx, ident, second & TENSOR_MASK, second >> 24, 0, False, (head >> 4) & 1)
+            elif kind == K_HIT:
+                self.hit(idx, ident, second & TENSOR_MASK, second >> 24, (head >> 4) & 1)
+            elif kind == K_COMPUTE:
+                cid = second & ((1 << 40) - 1)
+                if unit[cid] < 0:  # (an unknown unit: `run` says so)
+                    self.cur_word = NULL
+                    self.run(idx, log.decode(w))
+                self.compute(idx, unit[cid], ident, w + 2, second >> 40, cost[cid, 0], cost[cid, 1],
+                             cost[cid, 2])
+            elif kind == K_ALLOC:
+                self.alloc(idx, ident, second & TENSOR_MASK, second >> 24, 0, False, w[2], w[3])
+            elif kind == K_FREE:
+                self.free(idx, ident, second)
+            elif kind == K_STORE:
+                self.store(idx, ident, second & TENSOR_MASK, second >> 24, 0, False)
+            elif kind == K_OPEN:
+                self.open(idx, ident, second & TENSOR_MASK, second >> 24, (head >> 4) & 1)
+            elif kind == K_ENTER:
+                self.enter(idx, ident, second)
+            else:
+                self.exit(idx, ident, second)
+            idx += 1
+            w = next_event(log, &at)
         self.cur_word = NULL
         return 0
 

@@ -8,6 +8,8 @@ cdef enum:
     CHUNK = 1 << 16  # words per chunk (512 KiB)
     SKIP = 15  # kind of the filler that ends a chunk early (a record never straddles two chunks)
     TENSOR_MASK = (1 << 24) - 1
+    ALLOC_KIND = 2  # EventKind.ALLOC and .COMPUTE (_events.pyx checks them against trace.py at import): the kinds
+    COMPUTE_KIND = 6  # whose events take other than 2 words
 
 
 cdef inline int64_t region_start(int64_t* r, int64_t dim):
@@ -51,4 +53,32 @@ cdef class EventLog:
     cdef void _access(self, int64_t kind, int64_t buffer, int64_t tensor, tuple region, bint reuse) except *
 
 
-cdef int64_t event_words(int64_t* w)
+cdef inline int64_t event_words(int64_t* w):
+    """How many words the event starting at w[0] takes."""
+    cdef int64_t kind = w[0] & 15
+    if kind == ALLOC_KIND:
+        return 4
+    if kind == COMPUTE_KIND:
+        return 2 + (w[1] >> 40)
+    return 2
+
+
+cdef struct Cursor:  # a reader's place in an EventLog: start from Cursor(0, 0, len(log))
+    Py_ssize_t chunk  # the chunk of words being read
+    int64_t pos  # the next word in it
+    int64_t left  # events not read yet
+
+
+cdef inline int64_t* next_event(EventLog log, Cursor* c):
+    """The first word of the next event of `log`, or NULL after the last (every reader walks the words so)."""
+    cdef int64_t* w
+    while c.left > 0 and c.chunk < len(log.words.chunks):
+        w = log.words.ptrs[c.chunk]
+        if c.pos < CHUNK and (w[c.pos] & 15) != SKIP:
+            w += c.pos
+            c.pos += event_words(w)
+            c.left -= 1
+            return w
+        c.chunk += 1
+        c.pos = 0
+    return NULL

@@ -29,6 +29,7 @@ cdef int64_t BOUND_LIMIT = 1 << 31
 
 cdef int64_t ENTER = trace.ENTER, EXIT = trace.EXIT, ALLOC = trace.ALLOC, LOAD = trace.LOAD, OPEN = trace.OPEN
 cdef int64_t HIT = trace.HIT, COMPUTE = trace.COMPUTE, STORE = trace.STORE, FREE = trace.FREE
+assert ALLOC_KIND == ALLOC and COMPUTE_KIND == COMPUTE, "_events.pxd's kinds differ from trace.EventKind"
 
 
 cdef class _Words:
@@ -114,12 +115,14 @@ cdef class EventLog:
 
     cdef int64_t _region(self, int64_t tensor, tuple region) except -1:
         """The region's offset in the region table, reusing the tensor's last one when equal."""
-        if not 0 <= tensor < len(self.ndims) or len(region) != <Py_ssize_t>self.ndims[tensor]:
-            raise ValueError(f"tensor {tensor} with region {region!r}: the log knows {len(self.ndims)} tensors "
-                             f"(add_tensor), and a region has one (start, stop) pair per dimension of its tensor")
+        if not 0 <= tensor < len(self.ndims):
+            raise ValueError(f"tensor {tensor}: the log knows {len(self.ndims)} tensors (add_tensor)")
         last = self.last_region[tensor]
-        if last is region or last == region:
+        if last is region or last == region:  # (checked when it was stored)
             return self.last_offset[tensor]
+        if len(region) != <Py_ssize_t>self.ndims[tensor]:
+            raise ValueError(f"region {region!r} of tensor {tensor}: a region has one (start, stop) pair per "
+                             f"dimension of its tensor ({self.ndims[tensor]})")
         cdef Py_ssize_t n = len(region), i
         cdef int64_t* p = self.regions.room(n)
         cdef int64_t start, stop
@@ -252,50 +255,23 @@ cdef class EventLog:
     def kind_counts(self):
         """How many events of each kind (a list indexed by EventKind), read from the words."""
         cdef int64_t[16] counts
-        cdef int64_t* w
-        cdef int64_t pos, kind, left = self.count
-        cdef Py_ssize_t c
-        for c in range(16):
-            counts[c] = 0
-        for c in range(len(self.words.chunks)):
-            w = self.words.ptrs[c]
-            pos = 0
-            while pos < CHUNK and left > 0:
-                kind = w[pos] & 15
-                if kind == SKIP:
-                    break
-                left -= 1
-                counts[kind] += 1
-                pos += event_words(w + pos)
-        return [counts[c] for c in range(FREE + 1)]
+        cdef Cursor c = Cursor(0, 0, self.count)
+        cdef int64_t* w = next_event(self, &c)
+        cdef Py_ssize_t k
+        for k in range(16):
+            counts[k] = 0
+        while w != NULL:
+            counts[w[0] & 15] += 1
+            w = next_event(self, &c)
+        return [counts[k] for k in range(FREE + 1)]
 
     def __iter__(self):
         """The events as the tuples of trace.py, in order."""
-        cdef int64_t[::1] wview
-        cdef int64_t* w
-        cdef int64_t pos, kind
-        cdef int64_t left = self.count
-        for chunk in self.words.chunks:
-            wview = chunk
-            w = &wview[0]
-            pos = 0
-            while pos < CHUNK and left > 0:
-                kind = w[pos] & 15
-                if kind == SKIP:
-                    break
-                left -= 1
-                yield self.decode(w + pos)
-                pos += event_words(w + pos)
-
-
-cdef int64_t event_words(int64_t* w):
-    """How many words the event starting at w[0] takes."""
-    cdef int64_t kind = w[0] & 15
-    if kind == ALLOC:
-        return 4
-    if kind == COMPUTE:
-        return 2 + (w[1] >> 40)
-    return 2
+        cdef Cursor c = Cursor(0, 0, self.count)
+        cdef int64_t* w = next_event(self, &c)
+        while w != NULL:
+            yield self.decode(w)
+            w = next_event(self, &c)
 
 
 def _restore(word_bytes, ndims, computes, count, words, regions):

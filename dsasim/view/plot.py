@@ -20,7 +20,8 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from dsasim.atomic import atomic_path
-from dsasim.timing.result import SimResult, _window_integrals
+from dsasim.timing._result import window_integrals
+from dsasim.timing.result import SimResult
 
 if TYPE_CHECKING:
     from dsasim.architect.sweep import SweepResult
@@ -124,7 +125,9 @@ def plot_gantt(result: SimResult, path: str | Path, title: str | None = None) ->
             label = None if name in labelled else name
             labelled.add(name)
             if aggregate:  # busy fraction per bin, stacked by tensor: the row's height is 100% busy
-                frac = _window_integrals(s, e, np.ones(len(s)), bins) / width
+                # (integrated in cycles, over the bins' edges in cycles)
+                frac = window_integrals(result.op_start[mt], result.op_end[mt], np.ones(len(s)),
+                                        bins / scale) / (width / scale)
                 ax.stairs(y - 0.4 + (base + frac) * 0.8, bins, baseline=y - 0.4 + base * 0.8, fill=True,
                           color=colors[name], label=label)
                 base = base + frac
