@@ -10,6 +10,10 @@ no blog quirks, keys of in-range ints, Segments and unit-step slices, a non-empt
 
 import numpy as np
 
+from libc.stdint cimport int64_t
+
+from dsasim.traced._events cimport EventLog
+from dsasim.traced import trace
 from dsasim.traced.segments import Segment
 from dsasim.util import region_contains, regions_overlap
 
@@ -20,6 +24,52 @@ cdef object _NULL_LOG = None  # a Session's log when it records nothing: the cor
 cdef object _PendingCompute = None
 cdef object _Product = None
 cdef object _flat_dot = None
+
+
+cdef int64_t _ENTER = trace.ENTER, _EXIT = trace.EXIT, _LOAD = trace.LOAD, _OPEN = trace.OPEN, _HIT = trace.HIT
+cdef int64_t _STORE = trace.STORE
+
+
+# -- the log calls: the columnar EventLog through its C methods, any other log (the reference ListLog of the
+# tests) through its Python ones. A Session that records nothing has _NULL_LOG, which the callers skip.
+cdef inline int _log_scope(log, int64_t kind, long long scope_id, long long instance) except -1:
+    if type(log) is EventLog:
+        return (<EventLog>log).c_scope(kind, scope_id, instance)
+    if kind == _ENTER:
+        log.enter(scope_id, instance)
+    else:
+        log.exit(scope_id, instance)
+    return 0
+
+
+cdef inline int _log_alloc(log, Buffer b, ArrayFields arr, long long address) except -1:
+    if type(log) is EventLog:
+        return (<EventLog>log).c_alloc(b.id, arr.id, b.region, address, b.charged_bytes)
+    log.alloc(b.id, arr.id, b.region, b.nbytes, address, b.charged_bytes)
+    return 0
+
+
+cdef inline int _log_access(log, int64_t kind, long long buffer_id, ArrayFields arr, tuple region,
+                            long long nbytes) except -1:
+    """A LOAD, OPEN, HIT or STORE without the reuse flag (the core never takes one)."""
+    if type(log) is EventLog:
+        (<EventLog>log)._access(kind, buffer_id, arr.id, region, False)
+    elif kind == _LOAD:
+        log.load(buffer_id, arr.id, region, nbytes, False)
+    elif kind == _OPEN:
+        log.open(buffer_id, arr.id, region, False)
+    elif kind == _HIT:
+        log.hit(buffer_id, arr.id, region, False)
+    else:
+        log.store(buffer_id, arr.id, region, nbytes)
+    return 0
+
+
+cdef inline int _log_free(log, Buffer b) except -1:
+    if type(log) is EventLog:
+        return (<EventLog>log).c_free(b.id, b.charged_bytes)
+    log.free(b.id, b.charged_bytes)
+    return 0
 
 
 def bind(tile_type, session_type, null_log, pending_type):
@@ -74,10 +124,24 @@ cdef class ScopeInstance:
         self.path = path
 
 
+cdef class TrafficFields:
+    """Traffic counters in C integers (`memory.TensorTraffic` adds the rest): bytes moved and counts, read and
+    written as plain attributes; the core adds to them without creating Python integers."""
+
+    cdef public long long loaded_bytes, stored_bytes, rmw_bytes, loads, stores, hits, opens, blog_loaded_elements
+
+
+cdef class CounterFields(TrafficFields):
+    """A run's counters (`memory.Counters`): the traffic fields, then MACs, cycles and the SRAM peak in bytes."""
+
+    cdef public long long macs, padded_macs, tensorcore_cycles, vector_cycles, peak_sram_bytes
+
+
 cdef class SessionFields:
     """The fields of a `Session` that the core uses (memory.py adds the rest and its methods; see its __init__)."""
 
-    cdef public object blog_quirks, numeric, dtype, trace, counters, pending_products, _log, _trace_event_limit
+    cdef public CounterFields counters
+    cdef public object blog_quirks, numeric, dtype, trace, pending_products, _log, _trace_event_limit
     cdef public object _stack, _scope_ids, _scope_instances, _next_buffer, _live_bytes, _word_bytes, _sram_bytes
     cdef public object _broken
 
@@ -91,7 +155,8 @@ cdef class ScopeFields:
 cdef class ArrayFields:
     """The fields of a `TracedArray` (memory.py adds its methods; see its __init__): the core reads them directly."""
 
-    cdef public object session, id, name, shape, writable, must_be_written, scratch, data, traffic, live, stored
+    cdef public TrafficFields traffic
+    cdef public object session, id, name, shape, writable, must_be_written, scratch, data, live, stored
     cdef public object stored_any, nbytes
 
 
@@ -371,15 +436,15 @@ cpdef access(SessionFields session, array, tuple key, reuse):
                 b = <Buffer>obj
                 if b.dirty and _overlap(b.region, region):
                     return session._access_py(arr, key, reuse)  # the rule's CoherenceError
-    traffic = arr.traffic
-    counters = session.counters
+    cdef TrafficFields traffic = arr.traffic
+    cdef CounterFields counters = session.counters
     traffic.blog_loaded_elements += elements
     counters.blog_loaded_elements += elements
     if hit is not None:
         traffic.hits += 1
         counters.hits += 1
         if session._log is not _NULL_LOG:
-            session._log.hit((<Buffer>hit).id, arr.id, region, False)
+            _log_access(session._log, _HIT, (<Buffer>hit).id, arr, region, 0)
         return _new_tile(<Buffer>hit, region)
     cdef ScopeInstance inst = <ScopeInstance?>stack[-1]
     cdef long long nbytes = elements * <long long>session._word_bytes
@@ -406,8 +471,7 @@ cpdef access(SessionFields session, array, tuple key, reuse):
     else:
         live.add(buf)
     if session._log is not _NULL_LOG:
-        session._log.alloc(b.id, arr.id, region, nbytes, live_bytes - charged + (inst.instance % ways) * nbytes,
-                           charged)
+        _log_alloc(session._log, b, arr, live_bytes - charged + (inst.instance % ways) * nbytes)
     # (Session._fill, inlined for a dense stored mask)
     cdef unsigned char* mask = NULL
     cdef bint opens
@@ -429,7 +493,7 @@ cpdef access(SessionFields session, array, tuple key, reuse):
         traffic.opens += 1
         counters.opens += 1
         if session._log is not _NULL_LOG:
-            session._log.open(b.id, arr.id, region, False)
+            _log_access(session._log, _OPEN, b.id, arr, region, 0)
     else:
         b.loaded_from_ddr = True
         b.load_bytes = nbytes
@@ -441,7 +505,7 @@ cpdef access(SessionFields session, array, tuple key, reuse):
         traffic.loaded_bytes += nbytes
         traffic.loads += 1
         if session._log is not _NULL_LOG:
-            session._log.load(b.id, arr.id, region, nbytes, False)
+            _log_access(session._log, _LOAD, b.id, arr, region, nbytes)
     return _new_tile(b, region)
 
 
@@ -465,7 +529,7 @@ cpdef enter_scope(SessionFields session, name, declared_ways):
     inst.path = info.path
     stack.append(inst)
     if session._log is not _NULL_LOG:
-        session._log.enter(scope_id, instance)
+        _log_scope(session._log, _ENTER, scope_id, instance)
     return inst
 
 
@@ -492,13 +556,13 @@ cpdef exit_scope(SessionFields session, inst, exc):
                 live.remove(b)
             session._live_bytes -= b.charged_bytes
             if log is not _NULL_LOG:
-                log.free(b.id, b.charged_bytes)
+                _log_free(log, b)
     except BaseException as err:  # e.g. a CoherenceError from a store: the rest of the scope is uncertain
         session._abandon(inst, err)
         raise
     stack.pop()
     if log is not _NULL_LOG:
-        log.exit((<ScopeInstance>inst).scope_id, (<ScopeInstance>inst).instance)
+        _log_scope(log, _EXIT, (<ScopeInstance>inst).scope_id, (<ScopeInstance>inst).instance)
     limit = session._trace_event_limit
     if limit is not None and len(log) > limit:
         session._drop_trace()
@@ -533,15 +597,15 @@ cdef _store(SessionFields session, Buffer buf):
     cdef long long elements = 1
     for pair in region:
         elements *= <long long>pair[1] - <long long>pair[0]
-    nbytes = elements * <long long>session._word_bytes
-    counters = session.counters
+    cdef long long nbytes = elements * <long long>session._word_bytes
+    cdef CounterFields counters = session.counters
     counters.stored_bytes += nbytes
     counters.stores += 1
-    traffic = arr.traffic
+    cdef TrafficFields traffic = arr.traffic
     traffic.stored_bytes += nbytes
     traffic.stores += 1
     if session._log is not _NULL_LOG:
-        session._log.store(buf.id, arr.id, region, nbytes)
+        _log_access(session._log, _STORE, buf.id, arr, region, nbytes)
 
 
 def tile_iadd(tile, product):
@@ -571,7 +635,25 @@ def vector_dot(unit, a, b):
     if n != _region_elements((<TileFields>b).region):
         return unit._dot_py(a, b)
     cdef long long lanes = unit.lanes
-    return _Product(session, "vector", "dot", (a, b), (1,), n, (n + lanes - 1) // lanes, 0, _flat_dot)
+    return _new_product(session, "vector", "dot", (a, b), (1,), n, (n + lanes - 1) // lanes, 0, _flat_dot)
+
+
+cdef _new_product(session, unit, op, tuple inputs, tuple out_shape, long long macs, long long cycles,
+                  long long padded_macs, kernel):
+    """`Product(...)` without the call's argument tuple and __init__ (ProductFields.__init__'s fields, and its
+    registration among the session's pending products)."""
+    cdef ProductFields p = ProductFields.__new__(_Product)
+    p.session = session
+    p.unit = unit
+    p.op = op
+    p.inputs = inputs
+    p.out_shape = out_shape
+    p.macs = macs
+    p.cycles = cycles
+    p.padded_macs = padded_macs
+    p.kernel = kernel
+    session.pending_products[id(p)] = p
+    return p
 
 
 def product_apply(product, out, accumulate):
@@ -607,7 +689,7 @@ def product_apply(product, out, accumulate):
             return product._apply_py(out, accumulate)
         ids.append(tb.id)
     session.pending_products.pop(id(product), None)
-    counters = session.counters
+    cdef CounterFields counters = session.counters
     if not ob.dirty:  # (Session.mark_written)
         ob.dirty = True
         if ob.loaded_from_ddr:
@@ -639,8 +721,16 @@ def product_apply(product, out, accumulate):
         counters.tensorcore_cycles += cycles
     else:
         counters.vector_cycles += cycles
-    if session._log is not _NULL_LOG:
-        session._log.compute(unit, p.op, ob.id, tuple(ids), macs, cycles, padded)
+    log = session._log
+    cdef int64_t* words
+    if log is not _NULL_LOG:
+        op = p.op
+        if type(log) is EventLog and type(unit) is str and type(op) is str:
+            words = (<EventLog>log).c_compute(unit, op, ob.id, len(ids), macs, cycles, padded)
+            for i in range(len(ids)):
+                words[i] = ids[i]
+        else:
+            log.compute(unit, op, ob.id, tuple(ids), macs, cycles, padded)
 
 
 # -- the blog's Infer (bounds.py): the common case of get_input_segment / get_w_segment --------------------------

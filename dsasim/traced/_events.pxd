@@ -44,6 +44,8 @@ cdef class EventLog:
     cdef list last_offset
     cdef dict compute_ids
     cdef list computes
+    cdef object last_unit, last_op  # the last COMPUTE's key and id (see c_compute)
+    cdef int64_t last_macs, last_cycles, last_padded, last_compute
     cdef public int64_t word_bytes
     cdef int64_t count
 
@@ -51,6 +53,12 @@ cdef class EventLog:
     cdef tuple region_at(self, int64_t offset, int64_t ndim)
     cdef tuple decode(self, int64_t* w)
     cdef void _access(self, int64_t kind, int64_t buffer, int64_t tensor, tuple region, bint reuse) except *
+    cdef int c_scope(self, int64_t kind, int64_t scope_id, int64_t instance) except -1
+    cdef int c_alloc(self, int64_t buffer, int64_t tensor, tuple region, int64_t address,
+                     int64_t charged_bytes) except -1
+    cdef int c_free(self, int64_t buffer, int64_t charged_bytes) except -1
+    cdef int64_t* c_compute(self, str unit, str op, int64_t out_buffer, Py_ssize_t n_inputs, int64_t macs,
+                            int64_t cycles, int64_t padded_macs) except NULL
 
 
 cdef inline int64_t event_words(int64_t* w):

@@ -104,6 +104,8 @@ cdef class EventLog:
         self.last_offset = []
         self.compute_ids = {}
         self.computes = []
+        self.last_unit = self.last_op = object()  # (matches no key until the first COMPUTE)
+        self.last_compute = -1
         self.word_bytes = word_bytes
         self.count = 0
 
@@ -162,33 +164,14 @@ cdef class EventLog:
 
     # -- appends, one per kind (argument order = the tuple layout of trace.py after the kind) ------------------
     def enter(self, int64_t scope_id, int64_t instance):
-        cdef int64_t* p = self.words.room(2)
-        p[0] = ENTER | scope_id << 8
-        p[1] = instance
-        self.count += 1
+        self.c_scope(ENTER, scope_id, instance)
 
     def exit(self, int64_t scope_id, int64_t instance):
-        cdef int64_t* p = self.words.room(2)
-        p[0] = EXIT | scope_id << 8
-        p[1] = instance
-        self.count += 1
+        self.c_scope(EXIT, scope_id, instance)
 
     def alloc(self, int64_t buffer, int64_t tensor, tuple region, int64_t nbytes, int64_t address,
               int64_t charged_bytes):
-        cdef int64_t off = self._region(tensor, region)
-        cdef int64_t* p = self.words.room(4)
-        p[0] = ALLOC | buffer << 8
-        p[1] = tensor | off << 24
-        p[2] = address
-        p[3] = charged_bytes
-        self.count += 1
-
-    cdef void _access(self, int64_t kind, int64_t buffer, int64_t tensor, tuple region, bint reuse) except *:
-        cdef int64_t off = self._region(tensor, region)
-        cdef int64_t* p = self.words.room(2)
-        p[0] = kind | (<int64_t>reuse) << 4 | buffer << 8
-        p[1] = tensor | off << 24
-        self.count += 1
+        self.c_alloc(buffer, tensor, region, address, charged_bytes)
 
     def load(self, int64_t buffer, int64_t tensor, tuple region, int64_t nbytes, bint reuse):
         self._access(LOAD, buffer, tensor, region, reuse)
@@ -203,25 +186,71 @@ cdef class EventLog:
         self._access(STORE, buffer, tensor, region, False)
 
     def free(self, int64_t buffer, int64_t charged_bytes):
+        self.c_free(buffer, charged_bytes)
+
+    def compute(self, str unit, str op, int64_t out_buffer, tuple in_buffers, int64_t macs, int64_t cycles,
+                int64_t padded_macs):
+        cdef Py_ssize_t n = len(in_buffers), i
+        cdef int64_t* p = self.c_compute(unit, op, out_buffer, n, macs, cycles, padded_macs)
+        for i in range(n):
+            p[i] = in_buffers[i]
+
+    # -- the same appends for the compiled memory core (_core.pyx), without Python argument parsing ------------
+    cdef int c_scope(self, int64_t kind, int64_t scope_id, int64_t instance) except -1:
+        """An ENTER or EXIT."""
+        cdef int64_t* p = self.words.room(2)
+        p[0] = kind | scope_id << 8
+        p[1] = instance
+        self.count += 1
+        return 0
+
+    cdef int c_alloc(self, int64_t buffer, int64_t tensor, tuple region, int64_t address,
+                     int64_t charged_bytes) except -1:
+        cdef int64_t off = self._region(tensor, region)
+        cdef int64_t* p = self.words.room(4)
+        p[0] = ALLOC | buffer << 8
+        p[1] = tensor | off << 24
+        p[2] = address
+        p[3] = charged_bytes
+        self.count += 1
+        return 0
+
+    cdef void _access(self, int64_t kind, int64_t buffer, int64_t tensor, tuple region, bint reuse) except *:
+        """A LOAD, OPEN, HIT or STORE."""
+        cdef int64_t off = self._region(tensor, region)
+        cdef int64_t* p = self.words.room(2)
+        p[0] = kind | (<int64_t>reuse) << 4 | buffer << 8
+        p[1] = tensor | off << 24
+        self.count += 1
+
+    cdef int c_free(self, int64_t buffer, int64_t charged_bytes) except -1:
         cdef int64_t* p = self.words.room(2)
         p[0] = FREE | buffer << 8
         p[1] = charged_bytes
         self.count += 1
+        return 0
 
-    def compute(self, str unit, str op, int64_t out_buffer, tuple in_buffers, int64_t macs, int64_t cycles,
-                int64_t padded_macs):
-        key = (unit, op, macs, cycles, padded_macs)
-        cid = self.compute_ids.get(key)
-        if cid is None:
-            cid = self.compute_ids[key] = len(self.computes)
-            self.computes.append(key)
-        cdef Py_ssize_t n = len(in_buffers), i
-        cdef int64_t* p = self.words.room(2 + n)
+    cdef int64_t* c_compute(self, str unit, str op, int64_t out_buffer, Py_ssize_t n_inputs, int64_t macs,
+                            int64_t cycles, int64_t padded_macs) except NULL:
+        """A COMPUTE with `n_inputs` operand buffers: the words where the caller writes their ids."""
+        cdef int64_t cid
+        if unit is self.last_unit and op is self.last_op and macs == self.last_macs and cycles == self.last_cycles \
+                and padded_macs == self.last_padded:  # (a loop computes the same shape again and again)
+            cid = self.last_compute
+        else:
+            key = (unit, op, macs, cycles, padded_macs)
+            found = self.compute_ids.get(key)
+            if found is None:
+                found = self.compute_ids[key] = len(self.computes)
+                self.computes.append(key)
+            cid = found
+            self.last_unit, self.last_op, self.last_compute = unit, op, cid
+            self.last_macs, self.last_cycles, self.last_padded = macs, cycles, padded_macs
+        cdef int64_t* p = self.words.room(2 + n_inputs)
         p[0] = COMPUTE | out_buffer << 8
-        p[1] = <int64_t>cid | (<int64_t>n) << 40
-        for i in range(n):
-            p[2 + i] = in_buffers[i]
+        p[1] = cid | (<int64_t>n_inputs) << 40
         self.count += 1
+        return p + 2
 
     # -- reading -------------------------------------------------------------------------------------------------
     cdef tuple region_at(self, int64_t offset, int64_t ndim):

@@ -20,7 +20,6 @@ import numbers
 import operator
 import os
 import sys
-from dataclasses import dataclass, field
 from itertools import starmap
 from typing import Any, Mapping
 
@@ -41,30 +40,57 @@ except ImportError as err:  # a source tree used without `pip install -e .`
                       f"-e .` in the repository (it compiles dsasim/**/*.pyx with Cython and gcc)") from err
 
 
-@dataclass
-class TensorTraffic:
-    """Per-tensor traffic counters, in bytes and counts."""
+class TensorTraffic(_core.TrafficFields):
+    """Per-tensor traffic counters, in bytes and counts (C integers: `_core.TrafficFields`)."""
 
-    loaded_bytes: int = 0
-    stored_bytes: int = 0
-    rmw_bytes: int = 0  # loads of previously stored (partial) results that were then modified again
-    loads: int = 0
-    stores: int = 0
-    hits: int = 0
-    opens: int = 0
-    blog_loaded_elements: int = 0
+    FIELDS: tuple[str, ...] = ("loaded_bytes", "stored_bytes", "rmw_bytes", "loads", "stores", "hits", "opens",
+                               "blog_loaded_elements")  # rmw: loads of stored (partial) results modified again
+
+    def __init__(self, **values: int) -> None:
+        for name, value in values.items():
+            if name not in self.FIELDS:
+                raise TypeError(f"{type(self).__name__} has no counter {name!r}; its counters: "
+                                f"{', '.join(self.FIELDS)}")
+            setattr(self, name, value)
+
+    def values(self) -> tuple[int, ...]:
+        """The counters, in FIELDS order."""
+        return tuple([getattr(self, name) for name in self.FIELDS])
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return self.values() == other.values() and self.__dict__ == other.__dict__
+
+    __hash__ = None  # type: ignore[assignment]  (mutable, like the dataclass it replaced)
+
+    def __repr__(self) -> str:
+        extra = "".join(f", {k}={v!r}" for k, v in self.__dict__.items())
+        return (f"{type(self).__name__}("
+                + ", ".join(f"{n}={v}" for n, v in zip(self.FIELDS, self.values())) + extra + ")")
+
+    def __reduce__(self) -> tuple:
+        return _restore_counters, (type(self), dict(zip(self.FIELDS, self.values())), dict(self.__dict__))
 
 
-@dataclass
-class Counters(TensorTraffic):
-    """Whole-run counters, in bytes, elements, MACs and cycles: the traffic of all tensors, then these."""
+class Counters(TensorTraffic, _core.CounterFields):
+    """Whole-run counters, in bytes, elements, MACs and cycles: the traffic of all tensors, then these; and
+    `per_tensor`, each tensor's `TensorTraffic` by name."""
 
-    macs: int = 0
-    padded_macs: int = 0
-    tensorcore_cycles: int = 0
-    vector_cycles: int = 0
-    peak_sram_bytes: int = 0
-    per_tensor: dict[str, TensorTraffic] = field(default_factory=dict)
+    FIELDS = TensorTraffic.FIELDS + ("macs", "padded_macs", "tensorcore_cycles", "vector_cycles", "peak_sram_bytes")
+
+    def __init__(self, per_tensor: dict[str, TensorTraffic] | None = None, **values: int) -> None:
+        super().__init__(**values)
+        self.per_tensor: dict[str, TensorTraffic] = {} if per_tensor is None else per_tensor
+
+
+def _restore_counters(kind: type, values: dict[str, int], extra: dict) -> TensorTraffic:
+    """Unpickle a TensorTraffic or Counters."""
+    counters = kind.__new__(kind)
+    for name, value in values.items():
+        setattr(counters, name, value)
+    counters.__dict__.update(extra)
+    return counters
 
 
 Buffer = _core.Buffer  # an SRAM buffer (a C class: the compiled core reads its fields directly)
