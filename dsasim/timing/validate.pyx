@@ -173,7 +173,7 @@ cdef class TraceChecker:
             elif kind == K_HIT:
                 self.hit(idx, ident, second & TENSOR_MASK, second >> 24, (head >> 4) & 1)
             elif kind == K_COMPUTE:
-                cid = second & ((1 << 40) - 1)
+                cid = second & ((<int64_t>1 << 40) - 1)
                 if unit[cid] < 0:  # (an unknown unit: `run` says so)
                     self.cur_word = NULL
                     self.run(idx, log.decode(w))

@@ -14,7 +14,7 @@ cdef enum:
 
 cdef inline int64_t region_start(int64_t* r, int64_t dim):
     """The start of dimension `dim` of the region stored at r (one word per dimension: start | stop << 32)."""
-    return r[dim] & 0xFFFFFFFF
+    return r[dim] & ((<int64_t>1 << 32) - 1)  # (a typed mask: a bare 0xFFFFFFFF would be a Python int)
 
 
 cdef inline int64_t region_stop(int64_t* r, int64_t dim):
