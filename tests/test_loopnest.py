@@ -208,6 +208,8 @@ def test_a_depthwise_tile_uses_one_lane_of_the_tensorcore():
     result = run_loopnest(nest, BLOG)
     assert (result.loaded_bytes, result.stored_bytes, result.macs, result.tensorcore_cycles) == \
            (422_912 + 288, 401_408, 3_612_672, 3_612_672)
+    assert LoopNest.from_json(json.loads(json.dumps(nest.to_json()))) == nest
+    assert "for g in 0:32 step 1:   # 32 trips" in nest.format()
     # a tile of 8 groups is 8 passes: the same cycles, no better use of the array
     wide = nest.replace(tiles={"g": 8})
     assert analyze(wide, BLOG).tensorcore_cycles == run_loopnest(wide, BLOG).tensorcore_cycles == 3_612_672
