@@ -32,7 +32,8 @@ def reduction_length(schedule: Schedule) -> int:
     """Infer K, the number of products summed per output element, from the workload's weight inputs.
 
     A weight named `weight*` of shape (OC, IC/groups, KH, KW) (or (K, N) for a matmul-style 2-d weight, where
-    the reduction is over dim 0) contributes IC/groups * KH * KW; chained stages (several weights) add up.
+    the reduction is over dim 0; or (G, OC/G, IC/G, KH, KW), a grouped `ConvProblem`'s weight with the group as
+    its own axis) contributes IC/groups * KH * KW; chained stages (several weights) add up.
     """
     total = 0
     for name, shape in schedule.workload.inputs.items():
@@ -40,6 +41,8 @@ def reduction_length(schedule: Schedule) -> int:
             continue
         if len(shape) == 2:
             total += shape[0]
+        elif len(shape) == 5:
+            total += math.prod(shape[2:])
         else:
             total += math.prod(shape[1:])
     if total == 0:

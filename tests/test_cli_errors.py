@@ -194,6 +194,10 @@ NAMES = [
     (["search", "conv:ic=8,oc=8"], "missing ['h']"),
     (["search", "conv:ic=1,oc=1,h=1,k=5"], "smaller than the dilated kernel extent"),
     (["search", "pool:k=2"], "unknown kind 'pool'"),
+    (["search", "conv:ic=32,oc=48,h=8,k=3,g=5"], "g=5 groups must divide both ic=32 and oc=48"),
+    (["search", "conv:ic=6,oc=9,h=8,g=2"], "use a common divisor: 1, 3"),
+    (["search", "conv:ic=4,oc=4,h=8,g=0"], "groups must be an integer >= 1, got 0"),
+    (["sweep-sram", "conv:ic=32,oc=30,h=8,g=32", "--sizes", "1MiB"], "g=32 groups must divide both ic=32 and oc=30"),
     (["sweep-sram", "nosuch", "--sizes", "1MiB"], "unknown layer 'nosuch'"),
 ]
 

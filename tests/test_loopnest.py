@@ -55,10 +55,9 @@ def test_invalid_nests_are_rejected_with_a_clear_error(kwargs, message):
 def test_invalid_problems_are_rejected():
     with pytest.raises(ValueError, match="kernel"):
         ConvProblem(1, 4, 4, 2, 2, 5)
-    with pytest.raises(ValueError, match="groups=2: grouped convolutions are not modelled"):
-        ConvProblem(1, 4, 4, 8, 8, 3, groups=2)
-    with pytest.raises(ValueError, match=r"divisible by groups \(3\)"):
-        ConvProblem(1, 4, 6, 8, 8, 3, groups=3)
+    with pytest.raises(ValueError, match=r"ConvProblem 'mine': in_channels \(4\) and out_channels \(6\) must both "
+                                         r"be divisible by groups \(3\); choose groups among their common divisors"):
+        ConvProblem(1, 4, 6, 8, 8, 3, groups=3, name="mine")
     with pytest.raises(ValueError, match="groups must be an integer >= 1"):
         ConvProblem(1, 4, 4, 8, 8, 3, groups=0)
     with pytest.raises(ValueError, match="integer >= 1"):
@@ -75,6 +74,27 @@ def test_staging_accepts_depths_loop_names_and_top():
     b = LoopNest(CONV, ORDER, {"oc": 2}, {"image": "ow", "weight": 2, "output": "top"})
     assert a == b and hash(a) == hash(b)
     assert a.trips("oc") == 3 and a.trips("oh") == 1 and a.iterations() == 3
+
+
+def test_a_grouped_problem_has_a_group_dimension_and_per_group_channels():
+    # 12 -> 18 channels in 3 groups: 4 input and 6 output channels per group; the tensors are the NCHW ones with
+    # the channel axis split into (group, channel of the group), torch's grouped weight likewise
+    p = ConvProblem(2, 12, 18, 9, 7, 3, stride=2, padding=1, groups=3)
+    assert p.dims == ("n", "g", "oc", "oh", "ow", "ic", "kh", "kw")
+    assert p.extents == {"n": 2, "g": 3, "oc": 6, "oh": 5, "ow": 4, "ic": 4, "kh": 3, "kw": 3}
+    assert p.shape("image") == (2, 3, 4, 9, 7) and p.shape("weight") == (3, 6, 4, 3, 3)
+    assert p.shape("output") == (2, 3, 6, 5, 4)
+    # MACs = N x OC x IC/G x KH x KW x OH x OW = 2 x 18 x 4 x 9 x 20
+    assert p.macs == 2 * 18 * 4 * 9 * 20 == 25_920
+    assert p.spec() == "conv:n=2,ic=12,oc=18,h=9,w=7,k=3,s=2,p=1,g=3" and parse_layer(p.spec()) == p
+    assert p.dense_matmul() is None  # three block-diagonal matmuls, not one dense one
+    assert ConvProblem(1, 8, 8, 4, 4, 1, groups=8).dense_matmul() is None
+    assert ConvProblem(1, 8, 8, 4, 4, 1).dense_matmul() == (16, 8, 8)
+    assert "in 3 groups (4->6 channels each)" in p.describe()
+    assert "depthwise" in ConvProblem(1, 8, 8, 4, 4, 3, groups=8).describe()
+    # groups = 1 keeps its seven dimensions and 4-d tensors (and its JSON has no groups key)
+    assert CONV.dims == ORDER and CONV.shape("weight") == (6, 8, 3, 3) and "groups" not in CONV.to_json()
+    assert p.to_json()["groups"] == 3 and problem_from_json(p.to_json()) == p
 
 
 # ------------------------------------------------------------------------------------------ JSON, format
@@ -139,6 +159,60 @@ def test_generic_kernel_matches_torch_on_random_nests(seed):
         a = analyze(nest, UNLIMITED)
         assert (result.loaded_bytes, result.stored_bytes, result.peak_sram_bytes) == \
                (a.loaded_bytes, a.stored_bytes, a.peak_sram_bytes)
+
+
+GROUPED_PROBLEMS = [  # groups 1, 2, 4 and depthwise; stride 2, padding, dilation; channels that cross 16 / 24
+    ConvProblem(1, 6, 10, 7, 6, 3, padding=1, groups=1),
+    ConvProblem(2, 6, 10, 9, 8, 3, stride=2, padding=1, groups=2),
+    ConvProblem(1, 8, 12, 8, 7, 3, 2, stride=(2, 1), padding=(2, 1), dilation=(1, 2), groups=4),
+    ConvProblem(1, 12, 12, 9, 9, 3, stride=2, padding=1, groups=12),  # depthwise
+    ConvProblem(1, 40, 56, 5, 5, 1, groups=2),  # 20 -> 28 channels per group: a ragged 16 / 24 block
+]
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_generic_kernel_matches_torch_on_random_grouped_nests(seed):
+    """Random orders, tiles (ragged ones included), staging and ways of grouped convs, checked against torch's
+    conv2d(..., groups=G) by the one comparison helper, with the reduction IC/G x KH x KW per output element."""
+    rng = random.Random(100 + seed)
+    for problem in GROUPED_PROBLEMS:
+        nest = _random_nest(rng, problem)
+        k = problem.ic // problem.groups * problem.kh * problem.kw
+        result = assert_schedule_matches_torch(loopnest_schedule(nest), UNLIMITED, seed=seed, reduction=k)
+        a = analyze(nest, UNLIMITED)
+        assert (result.loaded_bytes, result.stored_bytes, result.peak_sram_bytes, result.macs,
+                result.tensorcore_cycles) == (a.loaded_bytes, a.stored_bytes, a.peak_sram_bytes, a.macs,
+                                              a.tensorcore_cycles)
+
+
+def test_a_depthwise_tile_uses_one_lane_of_the_tensorcore():
+    """MobileNetV2's first depthwise 3x3 (32 channels, 112 x 112, padding 1), one group per tile, 28-row slabs.
+
+    By hand: MACs = IC/G x OC x KH x KW x OH x OW = 1 x 32 x 9 x 112 x 112 = 3,612,672. Each group is its own
+    pass of ceil(1/16) x ceil(1/24) = 1 step per output pixel per tap, so TensorCore cycles = 32 x 112 x 112 x 9
+    = 3,612,672 (one MAC per cycle) and padded MACs = cycles x 16 x 24: utilization 1/384, padding waste 383/384.
+    Traffic: the image (32 x 112 x 112 = 401,408 B at 1 B/word) loaded once per group slab with its halo rows:
+    per group, slabs 0:28, 28:56, 56:84, 84:112 read rows 0:29, 27:57, 55:85, 83:112 = 29 + 30 + 30 + 29 = 118 of
+    112 rows, so 32 x 118 x 112 = 422,912 B; the weight 32 x 9 = 288 B once; the output 401,408 B stored once.
+    """
+    p = parse_layer("mobilenetv2.dw1")
+    assert (p.ic, p.oc, p.groups, p.h, p.kh, p.padding) == (32, 32, 32, 112, 3, (1, 1))
+    nest = LoopNest(p, ("n", "g", "oh", "oc", "ow", "ic", "kh", "kw"), {"g": 1, "oh": 28},
+                    {"image": "oh", "weight": "g", "output": "oh"})
+    a = analyze(nest, BLOG)
+    assert a.macs == p.macs == 3_612_672
+    assert a.tensorcore_cycles == 32 * 112 * 112 * 9 == 3_612_672
+    assert a.padded_macs == 3_612_672 * 16 * 24 and a.macs * 384 == a.padded_macs
+    assert (a.tensor("image").loaded_bytes, a.tensor("weight").loaded_bytes, a.stored_bytes) == \
+           (32 * 118 * 112, 288, 401_408)
+    result = run_loopnest(nest, BLOG)
+    assert (result.loaded_bytes, result.stored_bytes, result.macs, result.tensorcore_cycles) == \
+           (422_912 + 288, 401_408, 3_612_672, 3_612_672)
+    assert LoopNest.from_json(json.loads(json.dumps(nest.to_json()))) == nest
+    assert "for g in 0:32 step 1:   # 32 trips" in nest.format()
+    # a tile of 8 groups is 8 passes: the same cycles, no better use of the array
+    wide = nest.replace(tiles={"g": 8})
+    assert analyze(wide, BLOG).tensorcore_cycles == run_loopnest(wide, BLOG).tensorcore_cycles == 3_612_672
 
 
 def test_all_padding_tiles_compute_nothing_but_store_their_output():
@@ -277,6 +351,14 @@ def test_layer_names_and_specs():
     assert parse_layer(c.spec()) == c
     assert parse_layer("gemm:m=4,n=5,k=6").extents == {"m": 4, "n": 5, "k": 6}
     assert "resnet50.res5c_branch2c" in layer_names()
+    dw = parse_layer("conv:ic=32,oc=32,h=112,k=3,p=1,g=32")
+    assert (dw.groups, dw.extents["g"], dw.extents["ic"], dw.extents["oc"]) == (32, 32, 1, 1)
+    assert parse_layer("mobilenetv2.dw1") == dw and parse_layer("mobilenetv2.dw1").name == "mobilenetv2.dw1"
+    rx = parse_layer("resnext50.conv2_g32")  # ResNeXt-50 32x4d, conv2 stage: 32 groups of 4 channels
+    assert (rx.ic, rx.oc, rx.groups, rx.h, rx.kh, rx.padding, rx.extents["ic"], rx.extents["oc"]) == \
+           (128, 128, 32, 56, 3, (1, 1), 4, 4)
+    assert {"mobilenetv2.dw1", "resnext50.conv2_g32"} <= set(layer_names())
+    assert parse_layer("conv:ic=8,oc=8,h=4,g=1") == parse_layer("conv:ic=8,oc=8,h=4")
 
 
 @pytest.mark.parametrize("text, message", [
@@ -286,6 +368,10 @@ def test_layer_names_and_specs():
     ("conv:ic=3,oc=8,h=x", "not a non-negative integer"),
     ("gemm:m=3,n=4", "needs m, n and k"),
     ("nonsense", "unknown layer"),
+    ("conv:ic=32,oc=48,h=8,k=3,g=5", r"layer spec 'conv:ic=32,oc=48,h=8,k=3,g=5': g=5 groups must divide both ic=32 "
+                                      r"and oc=48 .*use a common divisor: 1, 2, 4, 8, 16$"),
+    ("conv:ic=4,oc=6,h=8,g=4", r"g=4 groups must divide both ic=4 and oc=6 .*common divisor: 1, 2$"),
+    ("conv:ic=4,oc=4,h=8,g=0", "groups must be an integer >= 1, got 0"),
 ])
 def test_bad_layer_specs_say_why(text, message):
     with pytest.raises(ValueError, match=message):

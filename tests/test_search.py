@@ -136,6 +136,41 @@ def test_search_command_prints_loops_and_writes_deterministic_json(tmp_path, cap
                                                                   data["peak_sram_bytes"])
 
 
+def test_search_command_on_a_depthwise_layer_reports_the_padding_waste(tmp_path, capsys):
+    """mobilenetv2.dw1 (depthwise 3x3, 32 channels, 112 x 112): the best nest moves the compulsory 803,104 B
+    (by hand in test_lower_bounds), and every tile of every nest is 1 input x 1 output channel per group, so the
+    TensorCore uses 1 of its 16 x 24 lanes: 3,612,672 MACs (32 x 112 x 112 x 9) in as many cycles, utilization
+    1/384 = 0.002604 (6 decimals in the JSON). Deterministic JSON, loadable and runnable as is."""
+    first, second = tmp_path / "a.json", tmp_path / "b.json"
+    for path in (first, second):
+        assert _run(["search", "mobilenetv2.dw1", "--json", str(path), "--confirm", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "TC util                 0.26%" in out and "each of the 32 groups is its own pass" in out
+    assert first.read_bytes() == second.read_bytes()
+    data = json.loads(first.read_text())
+    assert data["traffic_bytes"] == data["compulsory_bytes"] == 803_104
+    assert (data["macs"], data["tensorcore_cycles"], data["padded_macs"]) == (3_612_672, 3_612_672, 3_612_672 * 384)
+    assert data["tensorcore_utilization"] == round(1 / 384, 6) == 0.002604
+    assert data["loop_nest"]["problem"]["groups"] == 32
+    nest = load_nest(first)
+    c = count_loopnest(nest, BLOG)
+    assert (c.loaded_bytes, c.stored_bytes) == (data["loaded_bytes"], data["stored_bytes"])
+
+
+def test_search_of_a_grouped_conv_equals_exhaustive_enumeration():
+    """4 groups of 2 -> 3 channels, 3x3 pad 1 on 4x4: the search's best traffic equals every nest's best."""
+    problem = ConvProblem(1, 8, 12, 4, 4, 3, padding=1, groups=4)
+    caps = [30, 80, 200]
+    hw = Accelerator("t", sram_bytes=max(caps), word_bytes=1)
+    exhaustive = run_search(problem, hw, caps, exhaustive=True)
+    fast = run_search(problem, hw, caps)
+    for cap in caps:
+        i, j = exhaustive.traffic.best_at(cap), fast.traffic.best_at(cap)
+        assert (i is None) == (j is None)
+        if i is not None:
+            assert fast.traffic.k1[j] == exhaustive.traffic.k1[i], cap
+
+
 def test_search_command_objective_cycles_and_hardware_file(tmp_path, capsys):
     hw = tmp_path / "fp32.toml"
     hw.write_text('base = "blog"\nword_bytes = 4\nsram_bytes = 65536\n')

@@ -44,6 +44,32 @@ def test_conv2d_cycles_macs_and_padding_waste(ic, oc, groups, hw, k):
     np.testing.assert_allclose(y.data, expected.numpy(), atol=1e-4)
 
 
+def test_conv2d_on_grouped_5d_tiles_is_the_same_conv():
+    """A grouped ConvProblem's tiles carry the group on their own axis: image (N, G, C/G, H, W), weight
+    (G, OC/G, C/G, KH, KW), output (N, G, OC/G, OH, OW). Depthwise, 12 channels, 3x3, 5x5 image, padding 1: per
+    group one pass of ceil(1/16) x ceil(1/24) = 1 step per output pixel per tap, so 12 x 25 x 9 = 2,700 cycles
+    for 12 x 25 x 9 = 2,700 MACs, padded 2,700 x 384: 1 of the 16 x 24 lanes used."""
+    s = _session()
+    rng = np.random.default_rng(3)
+    x_data = rng.standard_normal((1, 12, 1, 5, 5), dtype=np.float32)
+    w_data = rng.standard_normal((12, 1, 1, 3, 3), dtype=np.float32)
+    x, w = s.input("x", x_data), s.input("w", w_data)
+    y = s.output("y", (1, 12, 1, 5, 5))
+    tc = TensorCore(s)
+    with GlobalHierarchy(s, "all"):
+        out = y[:, :, :, :, :]
+        out += tc.conv2d(x[:, :, :, :, :], w[:, :, :, :, :], padding=(1, 1, 1, 1))
+        with pytest.raises(ValueError, match="carry their groups on axis 1 and axis 0"):
+            tc.conv2d(x[:, 0:6], w[:, :], padding=(1, 1, 1, 1))  # 6 groups of image, 12 of weight
+        with pytest.raises(ValueError, match="groups= stay 1"):
+            tc.conv2d(x[:, :], w[:, :], groups=12)
+    s.finish()
+    assert (s.counters.tensorcore_cycles, s.counters.macs, s.counters.padded_macs) == (2_700, 2_700, 2_700 * 384)
+    expected = F.conv2d(torch.from_numpy(x_data).double().reshape(1, 12, 5, 5),
+                        torch.from_numpy(w_data).double().reshape(12, 1, 3, 3), padding=1, groups=12)
+    np.testing.assert_allclose(y.data, expected.numpy().reshape(1, 12, 1, 5, 5), atol=1e-5)
+
+
 def test_conv2d_on_chip_padding_stride_dilation():
     s = _session()
     rng = np.random.default_rng(2)

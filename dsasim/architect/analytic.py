@@ -25,6 +25,10 @@ k that do not index the tensor are its re-fetch ("reuse") loops. Unlike that mod
   elsewhere) times, per window group, the sum of o_len x t_len over the pairs whose window is not all padding
   (those compute nothing).
 
+Grouped convs need no term of their own: `ConvProblem` gives them a group dimension g that indexes every tensor
+(a plain axis, never a reduction), so their boxes are boxes and the counts above stay exact; the TensorCore
+sums run over the per-group channel tiles and the g extent multiplies them (each group its own pass).
+
 `analyze(nest, hardware)` gives an `Analysis`; `reconcile(nest, result)` compares it with a traced run and
 names the tensor, its loop and both numbers for every difference.
 """

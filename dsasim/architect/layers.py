@@ -6,20 +6,26 @@ Names:
                              paper's Caffe model (conv1, res2a_branch1, res2a_branch2a, ..., res5c_branch2c); as
                              in that model, the stride-2 blocks put the stride on branch2a (and branch1)
   gemm-1024                  a 1024 x 1024 x 1024 matrix product (also gemm-M or gemm-MxNxK)
+  mobilenetv2.dw1            MobileNetV2's first depthwise 3x3 conv (Sandler et al., 2018: the t=1 bottleneck
+                             after the stem): 32 channels, 112 x 112, stride 1, padding 1, groups 32
+  resnext50.conv2_g32        ResNeXt-50 (32x4d)'s grouped 3x3 conv of stage conv2 (Xie et al., 2017): 128 -> 128
+                             channels in 32 groups of 4, 56 x 56, stride 1, padding 1
 
 Shape specs (key=value, comma-separated; every conv key but ic, oc and h has a default):
-  conv:ic=64,oc=64,h=56,k=3,p=1          w (default h), n (1), k (1), s (1), p (0), d (1);
+  conv:ic=64,oc=64,h=56,k=3,p=1          w (default h), n (1), k (1), s (1), p (0), d (1), g (1: groups);
                                          kh/kw, sh/sw, ph/pw, dh/dw for unequal height and width
+  conv:ic=32,oc=32,h=112,k=3,p=1,g=32    a depthwise conv (g = ic = oc); g must divide ic and oc
   gemm:m=1024,n=1024,k=1024              (also matmul:...)
 """
 
 from __future__ import annotations
 
+import math
 import re
 
 from dsasim.architect.loopnest import ConvProblem, MatmulProblem, Problem
 
-__all__ = ["RESNET50", "layer_names", "parse_layer", "resnet50_layers", "distinct_resnet50"]
+__all__ = ["RESNET50", "GROUPED_LAYERS", "layer_names", "parse_layer", "resnet50_layers", "distinct_resnet50"]
 
 # (name, in_channels, out_channels, kernel, stride, padding, input height = width)
 _R50: list[tuple[str, int, int, int, int, int, int]] = [("conv1", 3, 64, 7, 2, 3, 224)]
@@ -70,9 +76,16 @@ def distinct_resnet50() -> list[tuple[ConvProblem, list[str]]]:
     return list(groups.values())
 
 
+# grouped and depthwise examples: name -> shape spec (see the module docstring)
+GROUPED_LAYERS: dict[str, str] = {
+    "mobilenetv2.dw1": "conv:ic=32,oc=32,h=112,k=3,p=1,g=32",
+    "resnext50.conv2_g32": "conv:ic=128,oc=128,h=56,k=3,p=1,g=32",
+}
+
+
 def layer_names() -> list[str]:
     """Every built-in layer name."""
-    return ["blog-conv", *(f"resnet50.{n}" for n in RESNET50), "gemm-1024"]
+    return ["blog-conv", *(f"resnet50.{n}" for n in RESNET50), "gemm-1024", *GROUPED_LAYERS]
 
 
 _INT = re.compile(r"^\d+$")
@@ -105,8 +118,17 @@ def _gemm_spec(name: str, v: dict[str, int]) -> MatmulProblem:
     return MatmulProblem(v["m"], v["n"], v["k"], name=name)
 
 
+def _divisors(value: int, shown: int = 12) -> str:
+    """The divisors of value >= 1, ascending, as text (the first and last few when there are more than `shown`)."""
+    small = [d for d in range(1, math.isqrt(value) + 1) if value % d == 0]
+    found = sorted(set(small) | {value // d for d in small})
+    if len(found) > shown:
+        return ", ".join(map(str, found[:shown // 2])) + ", ..., " + ", ".join(map(str, found[-shown // 2:]))
+    return ", ".join(map(str, found))
+
+
 def _conv_spec(name: str, v: dict[str, int]) -> ConvProblem:
-    allowed = {"n", "ic", "oc", "h", "w", "k", "kh", "kw", "s", "sh", "sw", "p", "ph", "pw", "d", "dh", "dw"}
+    allowed = {"n", "ic", "oc", "h", "w", "k", "kh", "kw", "s", "sh", "sw", "p", "ph", "pw", "d", "dh", "dw", "g"}
     unknown = sorted(set(v) - allowed)
     if unknown:
         raise ValueError(f"layer spec {name!r}: unknown key(s) {unknown}; keys are {sorted(allowed)}")
@@ -119,8 +141,13 @@ def _conv_spec(name: str, v: dict[str, int]) -> ConvProblem:
         return v.get(key + "h", base), v.get(key + "w", base)
 
     kh, kw = pair("k", 1)
+    g = v.get("g", 1)
+    if g >= 1 and (v["ic"] % g or v["oc"] % g):  # g=0 is left to ConvProblem's own range check
+        raise ValueError(f"layer spec {name!r}: g={g} groups must divide both ic={v['ic']} and oc={v['oc']} (each "
+                         f"group convolves ic/g input into oc/g output channels); use a common divisor: "
+                         f"{_divisors(math.gcd(v['ic'], v['oc']))}")
     return ConvProblem(n=v.get("n", 1), ic=v["ic"], oc=v["oc"], h=v["h"], w=v.get("w", v["h"]), kh=kh, kw=kw,
-                       stride=pair("s", 1), padding=pair("p", 0), dilation=pair("d", 1), name=name)
+                       stride=pair("s", 1), padding=pair("p", 0), dilation=pair("d", 1), name=name, groups=g)
 
 
 _SPECS = {"gemm": _gemm_spec, "matmul": _gemm_spec, "conv": _conv_spec}
@@ -137,6 +164,8 @@ def parse_layer(text: str) -> Problem:
             raise ValueError(f"unknown ResNet-50 layer {short!r}; names are conv1 and res{{2..5}}{{a..}}_branch"
                              f"{{1,2a,2b,2c}}, e.g. resnet50.res2a_branch2b; known: {', '.join(RESNET50)}")
         return _resnet50(short)
+    if name in GROUPED_LAYERS:
+        return _conv_spec(name, _kv(name, GROUPED_LAYERS[name].split(":", 1)[1]))
     m = re.fullmatch(r"gemm-(\d+)(?:x(\d+)x(\d+))?", name)
     if m:
         a = int(m.group(1))
@@ -147,5 +176,6 @@ def parse_layer(text: str) -> Problem:
         if kind.strip().lower() not in _SPECS:
             raise ValueError(f"layer spec {name!r}: unknown kind {kind.strip().lower()!r}; use conv:... or gemm:...")
         return _SPECS[kind.strip().lower()](name, values)
-    raise ValueError(f"unknown layer {name!r}: use a built-in name (blog-conv, resnet50.<name>, gemm-1024) or a "
+    raise ValueError(f"unknown layer {name!r}: use a built-in name (blog-conv, resnet50.<name>, gemm-1024, "
+                     f"{', '.join(GROUPED_LAYERS)}) or a "
                      f"shape spec such as conv:ic=64,oc=64,h=56,k=3,p=1 or gemm:m=512,n=512,k=512")

@@ -172,9 +172,22 @@ class Problem:
 class ConvProblem(Problem):
     """A 2-D convolution (NCHW, zero padding): image (N, IC, H, W), weight (OC, IC // groups, KH, KW).
 
-    Loop dimensions n, oc, oh, ow, ic, kh, kw; tensors image, weight (inputs) and output (N, OC, OH, OW).
-    stride, padding and dilation are ints or (h, w) pairs. `groups` is part of the description, but the loop
-    nests, the analytic model and the search handle groups = 1 only (ValueError otherwise).
+    groups = 1: loop dimensions n, oc, oh, ow, ic, kh, kw; tensors image (N, IC, H, W), weight
+    (OC, IC, KH, KW) (inputs) and output (N, OC, OH, OW). stride, padding and dilation are ints or (h, w) pairs.
+
+    groups = G > 1 (grouped; depthwise when G = IC = OC): an explicit group dimension g, and oc / ic run over
+    the channels *of one group*: loop dimensions n, g, oc, oh, ow, ic, kh, kw with extents oc = OC // G and
+    ic = IC // G; the tensors carry the group as their own axis: image (N, G, IC/G, H, W), weight
+    (G, OC/G, IC/G, KH, KW), output (N, G, OC/G, OH, OW). These are the NCHW tensors (and torch's grouped
+    weight) reshaped, the same bytes in the same DDR order, so a DMA box moves the same bytes it would in NCHW.
+    Why this form: every box of every nest is then a true box (a tile of g x a tile of ic is g_len x ic_len
+    elements, whatever the tiles), so the analytic model needs no new term (g is one more plain dimension that
+    indexes all three tensors and is never a reduction) and stays exact, the search enumerates g like any other
+    dimension with no validity rule, and the TensorCore maps each group to its own pass of IC/G x OC/G channels
+    (`TensorCore.conv2d` on the 5-d grouped tiles): a depthwise conv uses 1 of the 16 input and 1 of the 24
+    output channels per step. The alternative, an oc loop over all channels whose input-channel box is the
+    union of the groups it touches, gives boxes that are not boxes (a partial ic tile of two groups) and
+    traffic that depends on how tiles straddle group boundaries.
     """
 
     kind = "conv"
@@ -189,26 +202,24 @@ class ConvProblem(Problem):
             check_int(f"{owner}: {label}", v, 1)
         self.geometry = g = Conv2dShape(ic, oc, (kh, kw), stride, padding, dilation, groups, (n, ic, h, w),
                                         owner=owner)
-        if groups != 1:
-            raise ValueError(f"{owner}: groups={groups}: grouped convolutions are not modelled by loop nests, the "
-                             f"analytic model or the search yet; use groups=1 (a grouped layer is {groups} "
-                             f"separate convs of {ic // groups} -> {oc // groups} channels)")
         self.n, self.ic, self.oc, self.h, self.w, self.kh, self.kw = n, ic, oc, h, w, kh, kw
         self.stride, self.padding, self.dilation, self.groups = g.stride, g.padding, g.dilation, groups
         _, _, oh, ow = g.output_shape
         self.oh, self.ow = oh, ow
         self.name = name or self.spec()
-        self.dims = ("n", "oc", "oh", "ow", "ic", "kh", "kw")
-        self.extents = {"n": n, "oc": oc, "oh": oh, "ow": ow, "ic": ic, "kh": kh, "kw": kw}
         (sh, sw), (ph, pw), (dh, dw) = self.stride, self.padding, self.dilation
         rows = Axis("oh", "kh", sh, dh, ph, h)
         cols = Axis("ow", "kw", sw, dw, pw, w)
+        group = (Axis("g"),) if groups > 1 else ()  # the group axis of every tensor (see the class docstring)
+        self.dims = ("n", *(a.dim for a in group), "oc", "oh", "ow", "ic", "kh", "kw")
+        self.extents = {"n": n, **{a.dim: groups for a in group}, "oc": oc // groups, "oh": oh, "ow": ow,
+                        "ic": ic // groups, "kh": kh, "kw": kw}
         self.tensors = (
-            TensorSpec("image", (Axis("n"), Axis("ic"), rows, cols)),
-            TensorSpec("weight", (Axis("oc"), Axis("ic"), Axis("kh"), Axis("kw"))),
-            TensorSpec("output", (Axis("n"), Axis("oc"), Axis("oh"), Axis("ow")), output=True),
+            TensorSpec("image", (Axis("n"), *group, Axis("ic"), rows, cols)),
+            TensorSpec("weight", (*group, Axis("oc"), Axis("ic"), Axis("kh"), Axis("kw"))),
+            TensorSpec("output", (Axis("n"), *group, Axis("oc"), Axis("oh"), Axis("ow")), output=True),
         )
-        self.tc_in_dim, self.tc_out_dim = "ic", "oc"
+        self.tc_in_dim, self.tc_out_dim = "ic", "oc"  # per group: each group is its own TensorCore pass
 
     def spec(self) -> str:
         (sh, sw), (ph, pw), (dh, dw) = self.stride, self.padding, self.dilation
@@ -218,29 +229,48 @@ class ConvProblem(Problem):
         parts.append(f"p={ph}" if ph == pw else f"ph={ph},pw={pw}")
         if (dh, dw) != (1, 1):
             parts.append(f"d={dh}" if dh == dw else f"dh={dh},dw={dw}")
+        if self.groups > 1:
+            parts.append(f"g={self.groups}")
         return "conv:" + ",".join(parts)
 
     def describe(self) -> str:
-        return (f"conv {self.ic}->{self.oc} channels, {self.kh}x{self.kw} kernel, input {self.n}x{self.ic}x{self.h}x"
-                f"{self.w}, stride {self.stride}, padding {self.padding}, dilation {self.dilation} -> output "
+        grouped = ""
+        if self.groups > 1:
+            kind = "depthwise, " if self.groups == self.ic == self.oc else ""
+            grouped = (f" in {self.groups} groups ({kind}{self.ic // self.groups}->{self.oc // self.groups} channels "
+                       f"each)")
+        return (f"conv {self.ic}->{self.oc} channels{grouped}, {self.kh}x{self.kw} kernel, input {self.n}x{self.ic}x"
+                f"{self.h}x{self.w}, stride {self.stride}, padding {self.padding}, dilation {self.dilation} -> output "
                 f"{self.n}x{self.oc}x{self.oh}x{self.ow}")
 
     def compute_statement(self) -> str:
+        if self.groups > 1:
+            return ("output[n, g, oc, oh, ow] += conv2d(image[n, g, ic, rows(oh,kh), rows(ow,kw)], "
+                    "weight[g, oc, ic, kh, kw])  (each group its own pass)")
         return "output[n, oc, oh, ow] += conv2d(image[n, ic, rows(oh,kh), rows(ow,kw)], weight[oc, ic, kh, kw])"
 
     def to_json(self) -> dict[str, Any]:
-        return {"kind": "conv", "name": self.name, "n": self.n, "ic": self.ic, "oc": self.oc, "h": self.h,
+        data = {"kind": "conv", "name": self.name, "n": self.n, "ic": self.ic, "oc": self.oc, "h": self.h,
                 "w": self.w, "kh": self.kh, "kw": self.kw, "stride": list(self.stride),
                 "padding": list(self.padding), "dilation": list(self.dilation)}
+        if self.groups > 1:  # absent for groups = 1, so ungrouped JSON stays as it was
+            data["groups"] = self.groups
+        return data
 
     def reference(self, image: Any, weight: Any) -> dict[str, Any]:
+        """torch's conv2d of the problem's tensors (grouped: on their NCHW views, the output reshaped back)."""
         import torch.nn.functional as F
-        return {"output": F.conv2d(image, weight, stride=self.stride, padding=self.padding,
-                                   dilation=self.dilation)}
+        g = self.groups
+        if g > 1:
+            image = image.reshape(self.n, self.ic, self.h, self.w)
+            weight = weight.reshape(self.oc, self.ic // g, self.kh, self.kw)
+        out = F.conv2d(image, weight, stride=self.stride, padding=self.padding, dilation=self.dilation, groups=g)
+        return {"output": out.reshape(self.shape("output"))}
 
     def dense_matmul(self) -> tuple[int, int, int] | None:
-        # a 1x1 kernel without padding reads a dense (N*OH*OW) x IC image operand, whatever the stride
-        if self.kh == 1 and self.kw == 1 and self.padding == (0, 0):
+        # a 1x1 kernel without padding reads a dense (N*OH*OW) x IC image operand, whatever the stride; a grouped
+        # conv is G block-diagonal matmuls, not one dense one
+        if self.kh == 1 and self.kw == 1 and self.padding == (0, 0) and self.groups == 1:
             return self.n * self.oh * self.ow, self.oc, self.ic
         return None
 
@@ -250,9 +280,10 @@ class ConvProblem(Problem):
         rows, cols = self.geometry.window(0, *ranges["oh"], *kh), self.geometry.window(1, *ranges["ow"], *kw)
         if rows.empty or cols.empty:
             return None
-        x = operand("image", (n, ic, (rows.first, rows.stop), (cols.first, cols.stop)))
-        return tc.conv2d(x, operand("weight", (oc, ic, kh, kw)), stride=self.stride, dilation=self.dilation,
-                         padding=rows.pad + cols.pad)
+        group = (ranges["g"],) if self.groups > 1 else ()  # grouped: 5-d tiles, each group its own pass
+        x = operand("image", (n, *group, ic, (rows.first, rows.stop), (cols.first, cols.stop)))
+        return tc.conv2d(x, operand("weight", (*group, oc, ic, kh, kw)), stride=self.stride,
+                         dilation=self.dilation, padding=rows.pad + cols.pad)
 
 
 class MatmulProblem(Problem):

@@ -25,6 +25,11 @@ buffering only lowers the usable capacity, so they hold for every schedule the m
   Demmel and Dinh, "Communication-optimal convolutional neural nets", arXiv:1802.06905). The tighter
   2MNK/sqrt(S) form is not used for convs with R > 1 or padding: its proof assumes a dense operand without
   aliasing, so it is not provably safe there.
+* Grouped convs (groups G > 1, `ConvProblem`'s group dimension g): the compulsory traffic counts the grouped
+  tensors, so the weight is OC x IC/G x KH x KW elements. A grouped conv is G block-diagonal matmuls, never a
+  dense one (`dense_matmul` is None), so it takes the conv form with its own MACs (OC x IC/G x KH x KW x OH x OW
+  per image): its MACs are a subset of the dense conv's iteration space and Loomis-Whitney holds for any subset,
+  so the segment argument and the bound carry over unchanged.
 The reported bound is the largest safe one: max(compulsory, the matmul/conv bound).
 """
 

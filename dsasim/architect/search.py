@@ -407,12 +407,19 @@ class Candidate:
     peak_sram_bytes: int
     tensorcore_cycles: int
     estimated_cycles: int
+    macs: int  # useful MACs (the TensorCore's padded MACs are tensorcore_cycles x its 16 x 24 lanes)
     simulated_cycles: int | None = None
     traced: bool = False  # re-run through the generic kernel and found equal to the model
 
     @property
     def traffic_bytes(self) -> int:
         return self.loaded_bytes + self.stored_bytes
+
+    def tensorcore_utilization(self, hardware: Accelerator) -> float:
+        """Useful MACs / padded MACs (0..1): the share of the TensorCore's MAC lanes doing useful work while it
+        computes; the rest is the padding waste of partial 16 x 24 blocks (a depthwise conv: 1 / (16 x 24))."""
+        padded = self.tensorcore_cycles * hardware.tensorcore_in_channels * hardware.tensorcore_out_channels
+        return self.macs / padded if padded else 0.0
 
     @property
     def cycles(self) -> int:
@@ -424,7 +431,7 @@ class Candidate:
         return Candidate(nest=analysis.nest, loaded_bytes=analysis.loaded_bytes,
                          stored_bytes=analysis.stored_bytes, rmw_bytes=analysis.rmw_bytes,
                          peak_sram_bytes=analysis.peak_sram_bytes, tensorcore_cycles=analysis.tensorcore_cycles,
-                         estimated_cycles=analysis.estimated_cycles)
+                         estimated_cycles=analysis.estimated_cycles, macs=analysis.macs)
 
 
 @dataclass

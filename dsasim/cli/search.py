@@ -6,7 +6,9 @@
 LAYER is a built-in name (blog-conv, resnet50.res2a_branch2b, ..., gemm-1024) or a shape spec such as
 conv:ic=64,oc=64,h=56,k=3,p=1 or gemm:m=512,n=512,k=512 (see `dsasim.architect.layers`). Sizes accept 65536, 64KiB,
 1.5MiB. `--json` writes the best schedule with its figures; its `loop_nest` key is loadable by
-`kernels.loopnest_kernel.load_nest`. JSON output is deterministic (no wall times). Work estimated far beyond
+`kernels.loopnest_kernel.load_nest`; `macs`, `padded_macs` and `tensorcore_utilization` (= macs / padded_macs,
+6 decimals) give the padding waste of partial 16x24 blocks (a depthwise conv: 1/384). JSON output is
+deterministic (no wall times). Work estimated far beyond
 the usual (hours: 1-element tiles of a large layer to trace) is refused with the estimate unless --force;
 forced, the estimate is printed as a warning. The search is imported by the run, not by `dsasim --help`.
 """
@@ -68,6 +70,9 @@ def search_json(result: SearchResult, layer: str) -> dict[str, Any]:
         "cycles": best.cycles,
         "cycles_source": "simulated" if best.simulated_cycles is not None else "estimate",
         "tensorcore_cycles": best.tensorcore_cycles,
+        "macs": best.macs,
+        "padded_macs": best.tensorcore_cycles * hw.tensorcore_in_channels * hw.tensorcore_out_channels,
+        "tensorcore_utilization": round(best.tensorcore_utilization(hw), 6),
         "evaluations": result.evaluations,
         "pareto": [{"peak_sram_bytes": c.peak_sram_bytes, "traffic_bytes": c.traffic_bytes}
                    for c in result.pareto],
@@ -128,6 +133,11 @@ def run(args: argparse.Namespace) -> int:
           f"best / bound = {best.traffic_bytes / b.bytes:.3f}")
     print(f"  peak SRAM    {best.peak_sram_bytes:>16,} B")
     print(f"  cycles       {best.cycles:>16,}    ({src}; TensorCore {best.tensorcore_cycles:,})")
+    padded = best.tensorcore_cycles * hardware.tensorcore_in_channels * hardware.tensorcore_out_channels
+    lanes = f"{hardware.tensorcore_in_channels}x{hardware.tensorcore_out_channels}"
+    per_group = f"; each of the {problem.groups} groups is its own pass" if getattr(problem, "groups", 1) > 1 else ""
+    print(f"  TC util      {best.tensorcore_utilization(hardware):>16.2%}    (useful MACs {best.macs:,} of {padded:,} "
+          f"padded on the {lanes} array{per_group})")
     if result.confirmed:
         traced = sum(1 for c in result.confirmed if c.traced)
         print(f"  confirmed    {traced} candidate(s) re-run through the trace (model equal byte for byte)"

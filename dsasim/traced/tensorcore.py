@@ -8,7 +8,9 @@ imported only then, so count-only runs and `import dsasim` never load it).
 Cost model (cycles at the accelerator clock):
   conv2d / matmul on the TensorCore: per group, ceil(ic/16) * ceil(oc/24) steps per output pixel per kernel
   tap, i.e. cycles = groups * ceil(ic_g/16) * ceil(oc_g/24) * N * OH * OW * KH * KW; padded MACs = cycles *
-  16 * 24, so the waste of partial blocks is padded_macs - macs.
+  16 * 24, so the waste of partial blocks is padded_macs - macs. Each group is its own pass over the array
+  (channels of different groups never share a step): a depthwise conv (ic_g = oc_g = 1) uses 1 of 16 x 24
+  MAC lanes per step.
   vector ops: ceil(elements / lanes) cycles; a dot product counts one MAC per element.
 """
 
@@ -118,11 +120,24 @@ class TensorCore:
     def conv2d(self, x: Tile, w: Tile, stride: int | tuple[int, int] = 1, dilation: int | tuple[int, int] = 1,
                groups: int = 1, padding: tuple[int, int, int, int] = (0, 0, 0, 0)) -> Product:
         """Conv of an input tile (N, C, H, W) with a weight tile (OC, C/groups, KH, KW); padding (top, bottom,
-        left, right) in elements is applied on chip (negative: crops). Cycles per the module's cost model."""
+        left, right) in elements is applied on chip (negative: crops). Cycles per the module's cost model.
+
+        Grouped tiles may also come with the group as their own axis (a grouped `ConvProblem`'s layout): input
+        (N, G, C/G, H, W) and weight (G, OC/G, C/G, KH, KW) give an output (N, G, OC/G, OH, OW), groups = G."""
         _check_tiles(self.session, "conv2d", (x, w))
         xs, ws = x.shape, w.shape
-        if len(xs) != 4 or len(ws) != 4:
-            raise ValueError(f"conv2d needs 4-d tiles (N, C, H, W) and (OC, C/groups, KH, KW), got {xs} and {ws}")
+        group_axis = len(xs) == 5 and len(ws) == 5
+        if group_axis:  # the same conv on the NCHW views: C = G x C/G input and OC = G x OC/G output channels
+            if groups != 1 or xs[1] != ws[0]:
+                raise ValueError(f"conv2d: 5-d tiles (N, G, C/G, H, W) and (G, OC/G, C/G, KH, KW) carry their groups "
+                                 f"on axis 1 and axis 0, so those must agree and groups= stay 1; got {xs} and {ws} "
+                                 f"with groups={groups!r}")
+            groups = xs[1]
+            out5 = (xs[0], xs[1], ws[1])
+            xs, ws = (xs[0], xs[1] * xs[2], xs[3], xs[4]), (ws[0] * ws[1], ws[2], ws[3], ws[4])
+        elif len(xs) != 4 or len(ws) != 4:
+            raise ValueError(f"conv2d needs 4-d tiles (N, C, H, W) and (OC, C/groups, KH, KW) (or grouped 5-d tiles "
+                             f"(N, G, C/G, H, W) and (G, OC/G, C/G, KH, KW)), got {xs} and {ws}")
         sh, sw = _pair(stride, "stride")
         dh, dw = _pair(dilation, "dilation")
         if not is_int(groups, numpy=True) or groups < 1:
@@ -169,7 +184,15 @@ class TensorCore:
                 out = acc if out is None else torch.cat((out, acc), 1)
             return out.numpy()
 
-        return Product(self.session, "tensorcore", "conv2d", (x, w), (n, oc, oh, ow), macs, cycles, padded, conv)
+        if not group_axis:
+            return Product(self.session, "tensorcore", "conv2d", (x, w), (n, oc, oh, ow), macs, cycles, padded, conv)
+        out_shape = (*out5, oh, ow)
+
+        def grouped_conv(x_data: np.ndarray, w_data: np.ndarray) -> np.ndarray:
+            """The same arithmetic on the NCHW views of the 5-d tiles, returned in the 5-d layout."""
+            return conv(x_data.reshape(xs), w_data.reshape(ws)).reshape(out_shape)
+
+        return Product(self.session, "tensorcore", "conv2d", (x, w), out_shape, macs, cycles, padded, grouped_conv)
 
     def matmul(self, a: Tile, b: Tile) -> Product:
         """(M, K) @ (K, N): K maps to the 16 input channels, N to the 24 output channels, M to pixels."""
