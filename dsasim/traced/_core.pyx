@@ -11,6 +11,8 @@ no blog quirks, keys of in-range ints, Segments and unit-step slices, a non-empt
 import numpy as np
 
 from libc.stdint cimport int64_t
+from cpython.tuple cimport PyTuple_New
+from cpython.ref cimport Py_INCREF as _incref
 
 from dsasim.traced._events cimport EventLog
 from dsasim.traced import trace
@@ -239,17 +241,31 @@ cdef inline bint _overlap(tuple x, tuple y):
     return True
 
 
+cdef extern from "Python.h":
+    ctypedef struct PyObject
+    ctypedef struct _TypeObject "PyTypeObject":
+        PyObject* (*tp_alloc)(_TypeObject*, Py_ssize_t) except NULL
+    void _PyTuple_SET_ITEM "PyTuple_SET_ITEM"(object, Py_ssize_t, object)
+    void _decref "Py_DECREF"(PyObject*)
+
+
+cdef inline void _set_item(object t, Py_ssize_t i, object item):
+    """Fill item i of a new tuple (PyTuple_SET_ITEM steals a reference: give it one)."""
+    _incref(item)
+    _PyTuple_SET_ITEM(t, i, item)
+
+
 cdef tuple _plain_region(tuple shape, tuple key, long long* elements):
     """The region of a plain key (see the module docstring), or None for anything else."""
     cdef Py_ssize_t nd = len(shape), nk = len(key), i
     cdef long long extent, start, stop, n = 1
     if nk > nd:
         return None
-    region = []
+    cdef tuple region = PyTuple_New(nd)  # (filled below before anyone sees it)
     for i in range(nd):
         extent = shape[i]
         if i >= nk:
-            region.append((0, extent))
+            _set_item(region, i, (0, extent))
             n *= extent
             continue
         k = key[i]
@@ -263,13 +279,13 @@ cdef tuple _plain_region(tuple shape, tuple key, long long* elements):
             stop = b
             if not (0 <= start < stop <= extent):
                 return None
-            region.append(k)
+            _set_item(region, i, k)
         elif kind is int:
             start = k
             if not (0 <= start < extent):
                 return None
             stop = start + 1
-            region.append((k, k + 1))
+            _set_item(region, i, (k, k + 1))
         elif kind is slice:
             if (<slice>k).step is not None:
                 return None
@@ -291,12 +307,12 @@ cdef tuple _plain_region(tuple shape, tuple key, long long* elements):
                 return None
             if not (0 <= start < stop):
                 return None
-            region.append((start, stop))
+            _set_item(region, i, (start, stop))
         else:
             return None
         n *= stop - start
     elements[0] = n
-    return tuple(region)
+    return region
 
 
 cdef tuple _slices(tuple region):
@@ -734,7 +750,39 @@ def product_apply(product, out, accumulate):
 
 
 # -- the blog's Infer (bounds.py): the common case of get_input_segment / get_w_segment --------------------------
-cdef object _new_tuple = tuple.__new__
+cdef inline object _new_segment(long long start, long long stop):
+    """`Segment(start, stop)` allocated directly (a tuple subclass: tp_alloc and two items, no call)."""
+    cdef PyObject* raw = (<_TypeObject*>Segment).tp_alloc(<_TypeObject*>Segment, 2)
+    seg = <object>raw  # (a new reference of its own: tp_alloc's is released)
+    _decref(raw)
+    _set_item(seg, 0, start)
+    _set_item(seg, 1, stop)
+    return seg
+
+
+cdef class _InferGeometry:
+    """A `Conv2dBoundsInfer`'s fields as C integers, read once per Infer (its dataclass is frozen), and the three
+    constant Segments of every `get_w_segment` result (immutable, so shared)."""
+
+    cdef long long n, oc, oh, ow, ih, iw, ocpg, icpg, kh, kw, sh, sw, ph, pw, dh, dw
+    cdef object w_tail
+
+
+cdef _InferGeometry _geometry(infer):
+    """The C copy of `infer`'s fields, made on first use and kept in its instance dict."""
+    geo = infer.__dict__.get("_c_geometry")
+    if geo is not None:
+        return <_InferGeometry>geo
+    cdef _InferGeometry g = _InferGeometry.__new__(_InferGeometry)
+    g.n, g.oc, g.oh, g.ow = infer.output_shape
+    _, _, g.ih, g.iw = infer.input_shape
+    groups = infer.groups
+    g.ocpg, g.icpg = infer.out_channels // groups, infer.in_channels // groups
+    (g.kh, g.kw), (g.sh, g.sw), (g.ph, g.pw), (g.dh, g.dw) = infer.kernel_size, infer.stride, infer.padding, \
+        infer.dilation
+    g.w_tail = (_new_segment(0, g.icpg), _new_segment(0, g.kh), _new_segment(0, g.kw))
+    object.__setattr__(infer, "_c_geometry", g)  # (frozen dataclass: a cache, not a field)
+    return g
 
 
 def infer_input_segment(infer, n, oc, oh, ow):
@@ -742,37 +790,35 @@ def infer_input_segment(infer, n, oc, oh, ow):
     inside the image (the reference: `_get_input_segment_py`, which takes everything else)."""
     if type(n) is not Segment or type(oc) is not Segment or type(oh) is not Segment or type(ow) is not Segment:
         return infer._get_input_segment_py(n, oc, oh, ow)
-    cdef tuple shape = infer.output_shape, ishape = infer.input_shape
-    cdef long long n0, n1, c0, c1, h0, h1, w0, w1, ocpg, icpg, lo_h, hi_h, lo_w, hi_w, groups
-    cdef long long kh, kw, sh, sw, ph, pw, dh, dw
+    cdef _InferGeometry g = _geometry(infer)
+    cdef long long n0, n1, c0, c1, h0, h1, w0, w1, lo_h, hi_h, lo_w, hi_w
     try:
         n0, n1, c0, c1 = (<tuple>n)[0], (<tuple>n)[1], (<tuple>oc)[0], (<tuple>oc)[1]
         h0, h1, w0, w1 = (<tuple>oh)[0], (<tuple>oh)[1], (<tuple>ow)[0], (<tuple>ow)[1]
     except (OverflowError, TypeError):
         return infer._get_input_segment_py(n, oc, oh, ow)
-    if not (0 <= n0 < n1 and n0 < <long long>shape[0] and 0 <= c0 < c1 and c0 < <long long>shape[1]
-            and 0 <= h0 < h1 and h0 < <long long>shape[2] and 0 <= w0 < w1 and w0 < <long long>shape[3]):
+    if not (0 <= n0 < n1 and n0 < g.n and 0 <= c0 < c1 and c0 < g.oc
+            and 0 <= h0 < h1 and h0 < g.oh and 0 <= w0 < w1 and w0 < g.ow):
         return infer._get_input_segment_py(n, oc, oh, ow)  # (its errors, and unclamped tiles past the end)
-    groups = infer.groups
-    ocpg, icpg = <long long>infer.out_channels // groups, <long long>infer.in_channels // groups
-    (kh, kw), (sh, sw), (ph, pw), (dh, dw) = infer.kernel_size, infer.stride, infer.padding, infer.dilation
-    if h1 > <long long>shape[2]:
-        h1 = shape[2]
-    if w1 > <long long>shape[3]:
-        w1 = shape[3]
-    lo_h, hi_h = h0 * sh - ph, (h1 - 1) * sh + (kh - 1) * dh - ph  # geometry.window_rows inside the image
-    lo_w, hi_w = w0 * sw - pw, (w1 - 1) * sw + (kw - 1) * dw - pw
-    if lo_h < 0 or hi_h >= <long long>ishape[2] or lo_w < 0 or hi_w >= <long long>ishape[3]:
+    if h1 > g.oh:
+        h1 = g.oh
+    if w1 > g.ow:
+        w1 = g.ow
+    lo_h, hi_h = h0 * g.sh - g.ph, (h1 - 1) * g.sh + (g.kh - 1) * g.dh - g.ph  # geometry.window_rows in the image
+    lo_w, hi_w = w0 * g.sw - g.pw, (w1 - 1) * g.sw + (g.kw - 1) * g.dw - g.pw
+    if lo_h < 0 or hi_h >= g.ih or lo_w < 0 or hi_w >= g.iw:
         return infer._get_input_segment_py(n, oc, oh, ow)  # (a border: the rows really read)
-    return [n, _new_tuple(Segment, (c0 // ocpg * icpg, ((c1 - 1) // ocpg + 1) * icpg)),
-            _new_tuple(Segment, (lo_h, hi_h + 1)), _new_tuple(Segment, (lo_w, hi_w + 1))]
+    return [n, _new_segment(c0 // g.ocpg * g.icpg, ((c1 - 1) // g.ocpg + 1) * g.icpg),
+            _new_segment(lo_h, hi_h + 1), _new_segment(lo_w, hi_w + 1)]
 
 
 def infer_w_segment(infer, oc):
     """`Conv2dBoundsInfer.get_w_segment` for a Segment starting inside the output channels (the reference:
     `_get_w_segment_py`)."""
-    if type(oc) is not Segment or not 0 <= (<tuple>oc)[0] < (<tuple>oc)[1] or (<tuple>oc)[0] >= infer.out_channels:
+    if type(oc) is not Segment:
         return infer._get_w_segment_py(oc)
-    kh, kw = infer.kernel_size
-    return [oc, _new_tuple(Segment, (0, infer.in_channels // infer.groups)), _new_tuple(Segment, (0, kh)),
-            _new_tuple(Segment, (0, kw))]
+    cdef _InferGeometry g = _geometry(infer)
+    if not 0 <= (<tuple>oc)[0] < (<tuple>oc)[1] or (<tuple>oc)[0] >= g.oc:
+        return infer._get_w_segment_py(oc)
+    cdef tuple tail = g.w_tail
+    return [oc, tail[0], tail[1], tail[2]]
