@@ -15,6 +15,7 @@ schedule.
 from __future__ import annotations
 
 import json
+import math
 from operator import itemgetter
 from pathlib import Path
 from typing import Any, Mapping
@@ -39,12 +40,27 @@ def _region(axes: tuple[Axis, ...], cur: dict[str, Segment]) -> Region:
                                                                 a.padding, a.size) for a in axes])
 
 
+def _largest_box(axes: tuple[Axis, ...], cur: dict[str, Segment], loop: str, extent: int, tile: int) -> Region | None:
+    """The largest box of a tensor over the tiles of `loop` (the others as in `cur`), or None if all are empty."""
+    best, best_elements = None, 0
+    for start in range(0, extent, tile):
+        region = _region(axes, {**cur, loop: Segment(start, min(start + tile, extent))})
+        elements = math.prod(b - a for a, b in region)
+        if elements > best_elements:
+            best, best_elements = region, elements
+    return best
+
+
 def execute(nest: LoopNest, s: Session, tensors: Mapping[str, TracedArray]) -> None:
     """Run `nest` in session `s` over its traced tensors (by name)."""
     problem, order = nest.problem, nest.order
-    staged: list[list[str]] = [[] for _ in range(len(order) + 1)]  # tensors staged at each depth
-    for name in problem.tensor_names:
-        staged[nest.depth(name)].append(name)
+    staged: list[list[str]] = [[] for _ in range(len(order) + 1)]  # tensors whose scope opens at each depth
+    sliding: dict[str, list[str]] = {}  # loop -> the tensors that slide along it
+    for name in sorted(problem.tensor_names, key=nest.slides):  # a sliding tensor's scope innermost at its depth:
+        staged[nest.scope_depth(name)].append(name)              # its slides resolve in the current scope
+        if nest.slides(name):
+            sliding.setdefault(nest.slide_loop(name), []).append(name)
+    capacity: dict[str, Region | None] = {}  # a sliding tensor's largest box of the current sweep
     cur = {d: Segment(0, problem.extents[d]) for d in problem.dims}  # the current tile of every dimension
     held: dict[str, Any] = {}  # tiles staged at the innermost depth, used directly by the compute
     inner = set(staged[-1])
@@ -66,6 +82,7 @@ def execute(nest: LoopNest, s: Session, tensors: Mapping[str, TracedArray]) -> N
             out += product
 
     plans = {n: (nest.scope_name(n), nest.ways_of(n), problem.tensor(n).axes) for n in problem.tensor_names}
+    capacity.update((n, None) for n in nest.sliding)
 
     def open_scopes(k: int, i: int = 0) -> None:
         """Open the scopes staged at depth k from the i-th on, each accessing its box, then run depth k."""
@@ -75,11 +92,14 @@ def execute(nest: LoopNest, s: Session, tensors: Mapping[str, TracedArray]) -> N
         name = staged[k][i]
         scope, ways, axes = plans[name]
         with GlobalHierarchy(s, scope, ways=ways):
-            region = _region(axes, cur)
-            if all(a < b for a, b in region):  # an all-padding box is not accessed
-                tile = tensors[name][region]
-                if k == len(order):
-                    held[name] = tile
+            if name in capacity:  # a rotating buffer: sized here for the sweep, filled by `slide` in its loop
+                capacity[name] = _largest_box(axes, cur, order[k], problem.extents[order[k]], nest.tile(order[k]))
+            else:
+                region = _region(axes, cur)
+                if all(a < b for a, b in region):  # an all-padding box is not accessed
+                    tile = tensors[name][region]
+                    if k == len(order):
+                        held[name] = tile
             open_scopes(k, i + 1)
 
     def run(k: int) -> None:
@@ -89,8 +109,13 @@ def execute(nest: LoopNest, s: Session, tensors: Mapping[str, TracedArray]) -> N
             return
         d = order[k]
         ext, t = problem.extents[d], nest.tile(d)
+        slides = sliding.get(d, ())
         for start in range(0, ext, t):
             cur[d] = Segment(start, min(start + t, ext))
+            for name in slides:
+                region = _region(plans[name][2], cur)
+                if all(a < b for a, b in region):  # an all-padding box is skipped: the buffer keeps its rows
+                    tensors[name].slide(region, capacity=capacity[name])
             if staged[k + 1]:
                 open_scopes(k + 1)
             else:

@@ -13,6 +13,12 @@ k that do not index the tensor are its re-fetch ("reuse") loops. Unlike that mod
   rows, which sums in closed form; only pairs clipped by the image border (at most ceil(padding / (tile*stride))
   + 1 output tiles at each end, per tap tile) are evaluated one by one (`group_stats`), so the cost does not
   grow with the extent. Halos, stride, dilation and ragged tiles are therefore exact.
+* Sliding-window reuse (a tensor that slides along its window axis's output loop L, the innermost loop above it
+  with more than one trip): per sweep of L, the rotating buffer loads its first (non-empty) box, then at each
+  trip only the rows it does not hold (inside the image the rows past the held ones; at a border, where tight
+  windows skip rows, possibly rows before them too): `slide_stats` sums, per tap tile, the new rows and the
+  transfers that move any, box by box. Its scope holds the sweep's largest box throughout, so in the peak
+  its box takes the larger of the two output-tile classes of that group.
 * Output: boxes are revisited R = prod(trips of reduction loops above its staging) times; the first visit
   opens zeros (no DMA), the others load the stored partial sums (read-modify-writes); every visit stores.
   loaded = (R - 1) x |output|, stored = R x |output|.
@@ -47,12 +53,12 @@ import numpy as np
 
 from dsasim.hardware import Accelerator
 from dsasim.traced.schedule import Status
-from dsasim.traced.trace import ENTER, EXIT, LOAD, OPEN
+from dsasim.traced.trace import ENTER, EXIT, LOAD, OPEN, SLIDE
 from dsasim.util import ceil_div, region_elements
 from dsasim.geometry import window_rows
 from dsasim.architect.loopnest import LoopNest, Problem, last_tile, tile_count
 
-__all__ = ["fits_sram", "GroupStats", "group_stats", "TensorModel", "Analysis", "analyze", "Evaluator", "Evaluation",
+__all__ = ["fits_sram", "GroupStats", "group_stats", "SlideStats", "slide_stats", "TensorModel", "Analysis", "analyze", "Evaluator", "Evaluation",
            "TensorCounts", "Batch", "flat", "Mismatch",
            "Reconciliation", "reconcile"]
 
@@ -143,6 +149,34 @@ def group_stats(o_ext: int, k_ext: int, stride: int, dilation: int, padding: int
                       cls_max=((largest(0, 0), largest(0, 1)), (largest(1, 0), largest(1, 1))))
 
 
+class SlideStats(NamedTuple):
+    """Sums over the sweeps of a sliding window axis (one sweep of the output loop per tap tile): the rows loaded
+    (each sweep's first box, then only the rows it does not hold) and the transfers that move any."""
+
+    total: int
+    loads: int
+
+
+def slide_stats(o_ext: int, k_ext: int, stride: int, dilation: int, padding: int, size: int, o_tile: int,
+                k_tile: int) -> SlideStats:
+    """`SlideStats` of a window axis whose output loop (tile o_tile) is swept inside each tap tile (k_tile; pass
+    k_ext when the tap loop is not above the tensor). An all-padding box is skipped (the buffer keeps its rows)."""
+    total = loads = 0
+    for t0 in range(0, k_ext, k_tile):
+        t1 = min(t0 + k_tile, k_ext)
+        held = None  # the rows the rotating buffer holds
+        for o0 in range(0, o_ext, o_tile):
+            first, stop = window_rows(o0, min(o0 + o_tile, o_ext), t0, t1, stride, dilation, padding, size)
+            if first == stop:
+                continue
+            new = stop - first - (max(0, min(stop, held[1]) - max(first, held[0])) if held else 0)
+            if new:
+                total += new
+                loads += 1
+            held = first, stop
+    return SlideStats(total, loads)
+
+
 @dataclass(frozen=True)
 class TensorModel:
     """Closed-form counts of one tensor (bytes unless named otherwise)."""
@@ -204,13 +238,16 @@ ISSUE_CYCLES = 1  # per tile compute, in the cycle estimate only (see Evaluator.
 class Batch:
     """Candidate nests as arrays broadcastable to `shape`: tidx[d] (index into Evaluator.fine[d]), above[x][d]
     (bool: loop d above tensor x's staging), ways[x]; `tiled` lists the dims that may have several trips (None:
-    all). Scalars (Python ints and bools) make a batch of one."""
+    all); slide[x]: the window group tensor x slides along (its output loop the innermost tiled loop above it),
+    -1 for none (None: no tensor slides), the same for every candidate. Scalars (Python ints and bools) make a
+    batch of one."""
 
     tidx: list
     above: list
     ways: list
     shape: tuple[int, ...]
     tiled: list[int] | None = None
+    slide: list[int] | None = None
 
     @property
     def n(self) -> int:
@@ -224,7 +261,7 @@ class Batch:
             return np.broadcast_to(a, self.shape)[idx] if isinstance(a, np.ndarray) else a
 
         return Batch(tidx=[take(a) for a in self.tidx], above=[[take(a) for a in row] for row in self.above],
-                     ways=[take(a) for a in self.ways], shape=(len(sel),), tiled=self.tiled)
+                     ways=[take(a) for a in self.ways], shape=(len(sel),), tiled=self.tiled, slide=self.slide)
 
 
 def flat(v: Any, shape: tuple[int, ...]) -> np.ndarray:
@@ -284,6 +321,8 @@ class _WindowTable:
     boxes: np.ndarray
     cls: dict[tuple[int, int], np.ndarray]  # the largest row count per tile class (ci, cj) (`GroupStats`)
     valid: np.ndarray  # both loops above (MAC weight), entry io * nk + ik
+    slid_total: np.ndarray  # `slide_stats` where the output loop is above (combos 2, 3), else total / boxes
+    slid_loads: np.ndarray
 
 
 def _is_true(a) -> bool:
@@ -347,21 +386,32 @@ class Evaluator:
         self.plain_dims = [d for d in range(self.nd) if d not in self.group_of]
         self.plain_extent = math.prod(self.ext[d] for d in self.plain_dims)
 
+    def slide_group(self, loop: str | None) -> int:
+        """The window group whose output position is `loop` (a sliding tensor's slide loop), -1 for None."""
+        return -1 if loop is None else next(g for g, a in enumerate(self.problem.windows) if a.dim == loop)
+
     def _window_table(self, a, arr) -> _WindowTable:
         io, ik = self.dim_index[a.dim], self.dim_index[a.tap]
         fo, fk = [int(v) for v in self.fine[io]], [int(v) for v in self.fine[ik]]
         O, K = self.problem.extents[a.dim], self.problem.extents[a.tap]
         cache: dict[tuple[int, int], GroupStats] = {}
+        slid_cache: dict[tuple[int, int], SlideStats] = {}
         stats = []  # combo-major, then output tile, then tap tile
+        slid = []
         for ao, ak in CLASSES:  # combo = 2 x ao + ak: whether the output / tap loop is above
             for key in itertools.product(fo if ao else [O], fk if ak else [K]):
                 if key not in cache:
                     cache[key] = group_stats(O, K, a.stride, a.dilation, a.padding, a.size, *key)
-            stats += [cache[to if ao else O, tk if ak else K] for to in fo for tk in fk]
+                if ao and key not in slid_cache:
+                    slid_cache[key] = slide_stats(O, K, a.stride, a.dilation, a.padding, a.size, *key)
+            keys = [(to if ao else O, tk if ak else K) for to in fo for tk in fk]
+            stats += [cache[key] for key in keys]
+            slid += [slid_cache[key] if ao else SlideStats(cache[key].total, cache[key].boxes) for key in keys]
         return _WindowTable(io, ik, len(fk), len(fo) * len(fk), arr(s.total for s in stats),
                             arr(s.boxes for s in stats), {(ci, cj): arr(s.cls_max[ci][cj] for s in stats)
                                                           for ci, cj in CLASSES},
-                            arr(s.valid for s in stats[3 * len(fo) * len(fk):]))
+                            arr(s.valid for s in stats[3 * len(fo) * len(fk):]), arr(s.total for s in slid),
+                            arr(s.loads for s in slid))
 
     def evaluate(self, b: Batch, exact: bool = True, estimate: bool = True) -> Evaluation:
         """Evaluate a batch of candidates (numpy broadcasting over b.shape).
@@ -386,8 +436,9 @@ class Evaluator:
         pair_index = [(tidx[g.o] * g.nk + tidx[g.k]) if (g.o in tiled or g.k in tiled) else 0 for g in self.groups]
         entries = [[self._combo(x, g, above, tiled) * g.size + pi for g, pi in zip(self.groups, pair_index)]
                    for x in range(self.nt)]
-        peak, boxes = self._peak(b, entries, tiled, exact)
-        tensors = tuple(self._tensor_counts(x, seen[x], entries[x])._replace(box_bytes=boxes[x])
+        slide = b.slide or [-1] * self.nt
+        peak, boxes = self._peak(b, entries, tiled, exact, slide)
+        tensors = tuple(self._tensor_counts(x, seen[x], entries[x], slide[x])._replace(box_bytes=boxes[x])
                         for x in range(self.nt))
         valid: Any = 1
         for g, pi in zip(self.groups, pair_index):
@@ -401,9 +452,10 @@ class Evaluator:
                           estimated_cycles=self._estimate(cycles, tensors, b.ways, T) if estimate else None,
                           tensors=tensors)
 
-    def _tensor_counts(self, x: int, seen: dict, entry: list) -> TensorCounts:
+    def _tensor_counts(self, x: int, seen: dict, entry: list, slide: int) -> TensorCounts:
         """Tensor x's counts but its box (see the module docstring); seen: the trips of its loops above; entry: its
-        entry in each window table."""
+        entry in each window table; slide: the window group it slides along, or -1 (its scope then sits outside
+        the group's output loop, so that loop's trips are not scope instances)."""
         nonidx: Any = 1
         for d in self.nonidx[x]:
             if d in seen:
@@ -416,10 +468,14 @@ class Evaluator:
                 instances = instances * seen[d]
         for v in self.window_axes[x]:
             g = self.groups[v]
-            elem = elem * g.total[entry[v]]
-            boxes = boxes * g.boxes[entry[v]]
+            if v == slide:
+                elem = elem * g.slid_total[entry[v]]
+                boxes = boxes * g.slid_loads[entry[v]]
+            else:
+                elem = elem * g.total[entry[v]]
+                boxes = boxes * g.boxes[entry[v]]
             for d in (g.o, g.k):
-                if d in seen:
+                if d in seen and not (v == slide and d == g.o):
                     instances = instances * seen[d]
         if x == self.out_t:  # R = nonidx visits: the first opens zeros, the others reload the partial sums
             size = self.sizes[x] * self.word
@@ -435,16 +491,17 @@ class Evaluator:
             return 2 * int(ao) + int(ak)
         return 2 * np.asarray(ao, np.int64) + np.asarray(ak, np.int64)
 
-    def _peak(self, b: Batch, entries: list, tiled: set, exact: bool = True) -> tuple[Any, list]:
+    def _peak(self, b: Batch, entries: list, tiled: set, exact: bool, slide: list[int]) -> tuple[Any, list]:
         """max over the window-group tile classes of sum(ways x box); and each tensor's largest box (one way).
 
         A window group (output position, tap) has four tile classes (not-last / last for each loop); within a
-        class every box is constant, so the maximum over the class combinations of all groups is exact."""
+        class every box is constant, so the maximum over the class combinations of all groups is exact. A sliding
+        tensor's rotating buffer holds its sweep's largest box in both output-tile classes of its group."""
         opts = []
         for g in self.groups:
             cl = [(ci, cj) for ci in ((0, 1) if g.o in tiled else (1,)) for cj in ((0, 1) if g.k in tiled else (1,))]
             opts.append(cl if exact else cl[:1])  # one class per group: every loop at its first tile (a lower bound)
-        terms = [self._box_terms(x, b, entries[x], tiled, opts) for x in range(self.nt)]
+        terms = [self._box_terms(x, b, entries[x], tiled, opts, slide[x]) for x in range(self.nt)]
         # a box is largest in the largest class of each group (the classes of different groups vary independently)
         boxes = [math.prod((functools.reduce(_max, tg.values()) for tg in tx if tg is not None), start=base)
                  for base, tx in terms]
@@ -458,9 +515,9 @@ class Evaluator:
 
         return live(0, [base * w for (base, _), w in zip(terms, b.ways)]), boxes
 
-    def _box_terms(self, x: int, b: Batch, entry: list, tiled: set, opts: list) -> tuple[Any, list]:
+    def _box_terms(self, x: int, b: Batch, entry: list, tiled: set, opts: list, slide: int) -> tuple[Any, list]:
         """Tensor x's box (bytes, one way) as base x the product over window groups g of terms[g][class] (None:
-        the box does not depend on g's class)."""
+        the box does not depend on g's class); sliding along group `slide`, the larger of its output classes."""
         base: Any = self.word
         terms: list[dict | None] = [None] * len(self.groups)
 
@@ -468,7 +525,11 @@ class Evaluator:
             terms[v] = vals if terms[v] is None else {cl: terms[v][cl] * vals[cl] for cl in terms[v]}
 
         for v in self.window_axes[x]:
-            times(v, {cl: self.groups[v].cls[cl][entry[v]] for cl in opts[v]})
+            cls = self.groups[v].cls
+            if v == slide:
+                times(v, {cl: _max(cls[0, cl[1]][entry[v]], cls[1, cl[1]][entry[v]]) for cl in opts[v]})
+            else:
+                times(v, {cl: cls[cl][entry[v]] for cl in opts[v]})
         for d in self.plain_axes[x]:
             if d not in tiled:
                 base = base * self.ext[d]
@@ -542,7 +603,8 @@ def analyze(nest: LoopNest, hardware: Accelerator) -> Analysis:
     any size)."""
     ev = Evaluator(nest.problem, hardware, [[t] for t in nest.tiles], python_ints=True)
     above = [[d in nest.above(t.name) for d in ev.dims] for t in ev.tensors]
-    r = ev.evaluate(Batch(tidx=[0] * ev.nd, above=above, ways=list(nest.ways), shape=()))
+    slide = [ev.slide_group(nest.slide_loop(t.name)) for t in ev.tensors]
+    r = ev.evaluate(Batch(tidx=[0] * ev.nd, above=above, ways=list(nest.ways), shape=(), slide=slide))
     tensors = tuple(_tensor_model(nest, spec, c) for spec, c in zip(nest.problem.tensors, r.tensors))
     return Analysis(nest=nest, hardware=hardware.name, word_bytes=hardware.word_bytes, tensors=tensors,
                     loaded_bytes=r.loaded_bytes, stored_bytes=r.stored_bytes,
@@ -602,8 +664,8 @@ class Reconciliation:
 
 
 def _instance_ranges(nest: LoopNest, tensor: str, instance: int) -> dict[str, tuple[int, int]]:
-    """The tile of every loop above a tensor's staging point in its `instance`-th scope instance."""
-    loops = nest.above(tensor)
+    """The tile of every loop above a tensor's scope in its `instance`-th scope instance."""
+    loops = nest.order[:nest.scope_depth(tensor)]
     ranges: dict[str, tuple[int, int]] = {}
     for d in reversed(loops):
         n = nest.trips(d)
@@ -633,11 +695,28 @@ def _trace_per_instance(nest: LoopNest, result, tensor: str) -> tuple[dict[int, 
         elif k == EXIT and ev[1] in scope_ids:
             current = None
         elif current is not None and ev[2] == tid:
-            if k == LOAD:
+            if k == LOAD or k == SLIDE:
                 loaded[current] += ev[4]
             elif k == OPEN:
                 opens[current].append(tuple(ev[3]))
     return loaded, opens
+
+
+def _swept_elements(nest: LoopNest, tensor: str, ranges: dict[str, tuple[int, int]]) -> int:
+    """Elements a sliding tensor loads in one sweep of its slide loop (the outer loops at `ranges`): each box but
+    the rows held before, box by box (the per-instance check of `slide_stats`' sums)."""
+    loop = nest.slide_loop(tensor)
+    axis = next(i for i, a in enumerate(nest.problem.tensor(tensor).axes) if a.dim == loop and a.is_window)
+    extent, tile, held, total = nest.problem.extents[loop], nest.tile(loop), None, 0
+    for start in range(0, extent, tile):
+        box = nest.box(tensor, {**ranges, loop: (start, min(start + tile, extent))})
+        if region_elements(box) == 0:
+            continue
+        first, stop = box[axis]
+        kept = max(0, min(stop, held[1]) - max(first, held[0])) if held else 0
+        total += (stop - first - kept) * region_elements(box) // (stop - first)
+        held = first, stop
+    return total
 
 
 def _instance_differences(nest: LoopNest, result, tensor: str, word: int) -> tuple[str, str, int]:
@@ -652,13 +731,15 @@ def _instance_differences(nest: LoopNest, result, tensor: str, word: int) -> tup
         return "", "", -1
     loaded, opens = traced
     spec = nest.problem.tensor(tensor)
-    red = [d for d in nest.above(tensor) if d not in spec.dims]
+    red = [d for d in nest.order[:nest.scope_depth(tensor)] if d not in spec.dims]
     load_diff = open_diff = ""
-    for inst in range(math.prod(nest.trips(d) for d in nest.above(tensor))):
+    for inst in range(math.prod(nest.trips(d) for d in nest.order[:nest.scope_depth(tensor)])):
         ranges = _instance_ranges(nest, tensor, inst)
         box = nest.box(tensor, ranges)
         first_visit = all(ranges[d][0] == 0 for d in red)
         model_load = 0 if spec.output and first_visit else region_elements(box) * word
+        if nest.slides(tensor):
+            model_load = _swept_elements(nest, tensor, ranges) * word
         model_opens = [box] if spec.output and first_visit else []
         where = ", ".join(f"{d}=[{a}:{b})" for d, (a, b) in ranges.items() if nest.trips(d) > 1) or \
             "the only instance"

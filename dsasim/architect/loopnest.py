@@ -16,6 +16,12 @@ Semantics (what `kernels/loopnest_kernel.py` executes and `dsasim.architect.anal
   (padding is never loaded). An input box is a DMA load (an empty box, all padding, is not accessed). An output
   box is opened as zeros the first time and loaded (a read-modify-write) on later visits; it is stored when
   its scope exits. Every later access of the tensor is a hit in that buffer.
+* Sliding-window reuse (`slide=`, per input tensor): when the innermost loop above a tensor's staging point that
+  has more than one trip is the output position of one of its window axes (oh or ow: Timeloop's condition), the
+  tensor may keep the overlap of consecutive boxes on chip instead of reloading the box. Its scope then opens
+  just outside that loop (`TENSOR@LOOP` names the loop it sits in), holding one rotating buffer sized for the
+  largest box of the sweep, and every trip of the loop slides the buffer to the next box
+  (`TracedArray.slide`): only rows the buffer does not hold are loaded (an all-padding box is skipped).
 * The innermost point computes one tile on the TensorCore: `out += conv2d(image, weight)` (with on-chip zero
   padding) or `out += matmul(a, b)`. A tile whose window reads only padding computes nothing but still marks
   its output tile written (the loop nest writes its accumulator back regardless).
@@ -366,6 +372,8 @@ class LoopNest:
     * ways: tensor -> buffering ways of its scope (N-way buffering; default 1; capacity counts ways x the
       buffer). `buffers=` is an alias of `ways=` (the blog-style name of `GlobalHierarchy(buffers=N)`); the
       JSON key is "ways" (`from_json` also reads the older "buffers").
+    * slide: the input tensors that use sliding-window reuse (module docstring); each needs the innermost loop
+      above its staging point with more than one trip to be the output position of one of its window axes.
     Invalid values raise ValueError saying which and why.
     """
 
@@ -374,10 +382,11 @@ class LoopNest:
     tiles: tuple[int, ...]  # per problem dimension, in problem.dims order
     stage: tuple[int, ...]  # per tensor, in problem.tensors order: depth 0..len(order)
     ways: tuple[int, ...]  # per tensor
+    slide: tuple[bool, ...]  # per tensor: sliding-window reuse along its slide loop
 
     def __init__(self, problem: Problem, order: Sequence[str], tiles: Mapping[str, int] | None = None,
                  stage: Mapping[str, int | str | None] | None = None, ways: Mapping[str, int] | None = None,
-                 *, buffers: Mapping[str, int] | None = None) -> None:
+                 *, buffers: Mapping[str, int] | None = None, slide: Iterable[str] = ()) -> None:
         if not isinstance(problem, Problem):
             raise TypeError(f"LoopNest needs a ConvProblem or MatmulProblem, got {type(problem).__name__}")
         dims, names = problem.dims, problem.tensor_names
@@ -423,12 +432,39 @@ class LoopNest:
                 raise ValueError(f"LoopNest {label}[{n!r}] must be an integer >= 1 (1 = single, 2 = ping-pong), "
                                  f"got {w!r}")
             way_tuple.append(w)
+        if isinstance(slide, str):
+            raise ValueError(f"LoopNest slide: give a list of tensor names, got the string {slide!r}")
+        slid = set(slide)
+        _known("slide", slid, names, "tensor")
         object.__setattr__(self, "problem", problem)
         object.__setattr__(self, "order", order)
         object.__setattr__(self, "tiles", tuple(tile_tuple))
         object.__setattr__(self, "stage", depths)
         object.__setattr__(self, "ways", tuple(way_tuple))
+        object.__setattr__(self, "slide", tuple(n in slid for n in names))
+        for n in names:
+            if n in slid:
+                self._check_slide(n)
 
+    def _check_slide(self, tensor: str) -> None:
+        """ValueError unless `tensor` can slide (see `slide_loop`)."""
+        spec = self.problem.tensor(tensor)
+        if spec.output:
+            raise ValueError(f"LoopNest slide: {tensor!r} is the output; only an input's box slides (the output "
+                             f"accumulates in place)")
+        windows = [a.dim for a in spec.axes if a.is_window]
+        if not windows:
+            raise ValueError(f"LoopNest slide: {tensor!r} has no window axis (image rows or columns): its boxes "
+                             f"never overlap, so there is nothing to keep")
+        tiled = [d for d in self.above(tensor) if self.trips(d) > 1]
+        if not tiled:
+            raise ValueError(f"LoopNest slide: {tensor!r} slides along the innermost loop above its staging point "
+                             f"with more than one trip, and it has none; stage it inside a tiled "
+                             f"{' or '.join(windows)} loop, or do not slide it")
+        if tiled[-1] not in windows:
+            raise ValueError(f"LoopNest slide: {tensor!r} slides along the innermost loop above its staging point "
+                             f"with more than one trip, which must be one of its window loops {windows}, but it is "
+                             f"{tiled[-1]!r}; put {' or '.join(windows)} innermost above it, or do not slide it")
     @staticmethod
     def _depth(tensor: str, where: int | str | None, order: tuple[str, ...]) -> int:
         if where is None or where == _TOP:
@@ -470,8 +506,25 @@ class LoopNest:
         """Alias of `ways` (per tensor, in problem.tensors order)."""
         return self.ways
 
+    def slides(self, tensor: str) -> bool:
+        """Whether a tensor uses sliding-window reuse."""
+        return self.slide[self.problem.tensor_names.index(tensor)]
+
+    def slide_loop(self, tensor: str) -> str | None:
+        """The loop a sliding tensor slides along (the innermost loop above it with more than one trip), else
+        None."""
+        if not self.slides(tensor):
+            return None
+        return [d for d in self.above(tensor) if self.trips(d) > 1][-1]
+
+    def scope_depth(self, tensor: str) -> int:
+        """The depth where a tensor's scope opens: its staging depth, or for a sliding tensor just outside its
+        slide loop (the scope holds the rotating buffer for the whole sweep)."""
+        loop = self.slide_loop(tensor)
+        return self.depth(tensor) if loop is None else self.order.index(loop)
+
     def loop_of(self, tensor: str) -> str:
-        """The loop a tensor's scope sits in ('top' when above every loop)."""
+        """The loop a tensor is staged in ('top' when above every loop)."""
         k = self.depth(tensor)
         return _TOP if k == 0 else self.order[k - 1]
 
@@ -480,8 +533,9 @@ class LoopNest:
         return self.order[:self.depth(tensor)]
 
     def scope_name(self, tensor: str) -> str:
-        """Name of the tensor's scope in the trace: TENSOR@LOOP."""
-        return f"{tensor}@{self.loop_of(tensor)}"
+        """Name of the tensor's scope in the trace: TENSOR@LOOP, LOOP the loop the scope sits in."""
+        k = self.scope_depth(tensor)
+        return f"{tensor}@{_TOP if k == 0 else self.order[k - 1]}"
 
     @property
     def tile_map(self) -> dict[str, int]:
@@ -493,9 +547,10 @@ class LoopNest:
 
     def replace(self, order: Sequence[str] | None = None, tiles: Mapping[str, int] | None = None,
                 stage: Mapping[str, int | str | None] | None = None,
-                ways: Mapping[str, int] | None = None, *, buffers: Mapping[str, int] | None = None) -> "LoopNest":
+                ways: Mapping[str, int] | None = None, *, buffers: Mapping[str, int] | None = None,
+                slide: Iterable[str] | None = None) -> "LoopNest":
         """A copy with some fields replaced (mappings update the existing ones; stage values as in __init__;
-        `buffers=` is an alias of `ways=`)."""
+        `buffers=` is an alias of `ways=`; `slide` replaces the sliding tensors)."""
         if ways is not None and buffers is not None:
             raise ValueError("LoopNest.replace: give ways= or its alias buffers=, not both")
         names = self.problem.tensor_names
@@ -509,19 +564,27 @@ class LoopNest:
         st.update(stage or {})
         w = dict(zip(names, self.ways))
         w.update((buffers if buffers is not None else ways) or {})
-        return LoopNest(self.problem, new_order, t, st, w)
+        return LoopNest(self.problem, new_order, t, st, w, slide=self.sliding if slide is None else slide)
+
+    @property
+    def sliding(self) -> tuple[str, ...]:
+        """The tensors that use sliding-window reuse."""
+        return tuple(n for n, s in zip(self.problem.tensor_names, self.slide) if s)
 
     # -- serialisation ---------------------------------------------------------------------------------------
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready dict (stable key order) that `LoopNest.from_json` turns back into the same nest."""
         names = self.problem.tensor_names
-        return {
+        data = {
             "problem": self.problem.to_json(),
             "order": list(self.order),
             "tiles": {d: t for d, t in zip(self.problem.dims, self.tiles)},
             "stage": {n: self.loop_of(n) for n in names},
             "ways": {n: w for n, w in zip(names, self.ways)},
         }
+        if self.sliding:  # absent when no tensor slides, so such JSON stays as it was
+            data["slide"] = list(self.sliding)
+        return data
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> "LoopNest":
@@ -530,11 +593,12 @@ class LoopNest:
             data = data["loop_nest"]
         problem = problem_from_json(data["problem"])
         return cls(problem, data["order"], data.get("tiles"), data.get("stage"),
-                   data.get("ways", data.get("buffers")))  # "buffers": JSON written before the rename
+                   data.get("ways", data.get("buffers")),  # "buffers": JSON written before the rename
+                   slide=data.get("slide", ()))
 
     def key(self) -> tuple:
-        """A hashable identity (problem spec, order, tiles, stage, ways)."""
-        return (self.problem.spec(), self.order, self.tiles, self.stage, self.ways)
+        """A hashable identity (problem spec, order, tiles, stage, ways, slide)."""
+        return (self.problem.spec(), self.order, self.tiles, self.stage, self.ways, self.slide)
 
     def __hash__(self) -> int:
         return hash(self.key())
@@ -585,6 +649,8 @@ class LoopNest:
                         parts.append(f"rows({a.dim if o else '*'},{a.tap if t else '*'})")
             ways = self.ways_of(n)
             verb = "accumulate" if spec.output else "load"
+            if self.slides(n):
+                verb = f"slide along {self.slide_loop(n)}: a rotating buffer, only new rows loaded"
             return (f"{indent}stage {n}[{', '.join(parts)}]  ({verb}; scope {self.scope_name(n)}, "
                     f"{ways}-way)")
 
@@ -610,5 +676,6 @@ class LoopNest:
     def __repr__(self) -> str:
         names = self.problem.tensor_names
         st = {n: self.loop_of(n) for n in names}
+        slid = f", slide={list(self.sliding)}" if self.sliding else ""
         return (f"LoopNest({self.problem.name!r}, order={list(self.order)}, tiles={self.tile_map}, stage={st}, "
-                f"ways={dict(zip(names, self.ways))})")
+                f"ways={dict(zip(names, self.ways))}{slid})")

@@ -6,7 +6,8 @@ pass over the events: `_Lowering` is a `TraceChecker` (validate.pyx) whose handl
 event, then applies the rules below; the graph it builds is columnar (numpy arrays, see `OpGraph`).
 
 Engines. Each engine runs its own operations one at a time, in program (trace) order:
-  * `dma-load` (or `dma-load0`, `dma-load1`, ... when `dma_load_channels` > 1): LOAD events. Loads are dealt to
+  * `dma-load` (or `dma-load0`, `dma-load1`, ... when `dma_load_channels` > 1): LOAD events, and SLIDE events
+    that move bytes (the new rows of a rotating buffer; a slide that moves none is no operation). Loads are dealt to
     the channels round-robin in program order (load j goes to channel j mod channels).
   * `dma-store`: STORE events.
   * `tensorcore`: COMPUTE events whose unit is "tensorcore"; `vector`: every other COMPUTE event.
@@ -29,7 +30,8 @@ Dependencies (an operation starts only after all of these have finished):
     address + nbytes), per the ALLOC events; an N-way scope's block holds N copies used in turn, so consecutive
     instances do not wait for each other) has finished, their final STOREs included. A reuse-flag
     fill (a LOAD or OPEN into a buffer that already exists, no new ALLOC) likewise waits for every earlier
-    operation on that buffer, its pending STORE included.
+    operation on that buffer, its pending STORE included; so does a SLIDE (its new rows overwrite the rows the
+    earlier computes read).
   * DDR (RAW/WAR through memory): a LOAD of a region of a writable tensor waits for every earlier (in program
     order) STORE to an overlapping region of that tensor; a STORE waits for every earlier LOAD of an
     overlapping region of its tensor. (Two stores are ordered by the single in-order store engine.)
@@ -54,7 +56,7 @@ from libc.string cimport memmove
 
 from dsasim.hardware import Accelerator
 from dsasim.util import regions_overlap
-from dsasim.traced.trace import ALLOC, COMPUTE, FREE, LOAD, OPEN, STORE, Trace, format_region
+from dsasim.traced.trace import ALLOC, COMPUTE, FREE, LOAD, OPEN, SLIDE, STORE, Trace, format_region
 from dsasim.traced._events cimport EventLog, region_start, region_stop
 from dsasim.timing.validate cimport FREED, TraceChecker
 from dsasim.timing.validate import _grown
@@ -368,7 +370,7 @@ cdef class _Lowering(TraceChecker):
         ops, buffers = 1024, 256
         if trace._events is None and trace.log is self.log:
             counts = self.log.kind_counts()
-            ops = 16 + sum(counts[k] for k in (LOAD, STORE, COMPUTE, OPEN))
+            ops = 16 + sum(counts[k] for k in (LOAD, STORE, COMPUTE, OPEN, SLIDE))
             buffers = 16 + counts[ALLOC]
         self.grow_ops(ops)
         self.grow_deps(2 * ops)
@@ -507,6 +509,21 @@ cdef class _Lowering(TraceChecker):
         self.filled(b, row, op, ch, reg)
         self.loaded += nb
         return 0
+
+    cdef int64_t slide(self, Py_ssize_t idx, int64_t b, int64_t t, int64_t reg, int64_t nb) except -1:
+        """SLIDE: a transfer of the new rows on the next load channel, after every earlier use of the buffer."""
+        nb = TraceChecker.slide(self, idx, b, t, reg, nb)
+        cdef Py_ssize_t row = self.b_row[b]
+        if nb == 0:  # the rows it needs are all held: no DMA
+            self.r_region[row] = reg
+            return 0
+        cdef int ch = self.n_loads % self.channels
+        self.n_loads += 1
+        self.slot_deps(row, ch)
+        cdef Py_ssize_t op = self.add_op(C_LOAD_OP, ch, self.cycles(nb), self.p_load, nb, t, b, reg, idx, False)
+        self.filled(b, row, op, ch, reg)
+        self.loaded += nb
+        return nb
 
     cdef int open(self, Py_ssize_t idx, int64_t b, int64_t t, int64_t reg, int reuse) except -1:
         """OPEN: a zeroed fill on no engine; slot dependencies as for a LOAD, on every engine."""

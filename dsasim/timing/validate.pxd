@@ -68,5 +68,6 @@ cdef class TraceChecker:
     cdef int alloc(self, Py_ssize_t idx, int64_t b, int64_t t, int64_t reg, int64_t nb, bint has_nb,
                    int64_t address, int64_t charged) except -1
     cdef int free(self, Py_ssize_t idx, int64_t b, int64_t charged) except -1
+    cdef int64_t slide(self, Py_ssize_t idx, int64_t b, int64_t t, int64_t reg, int64_t nb) except -1
     cdef int enter(self, Py_ssize_t idx, int64_t scope_id, int64_t instance) except -1
     cdef int exit(self, Py_ssize_t idx, int64_t scope_id, int64_t instance) except -1

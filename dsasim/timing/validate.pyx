@@ -16,6 +16,8 @@ instead of a wrong cycle count or a traceback from deep inside the scheduler. Th
     compute modified; `Session.mark_written` may mark a write that needed no arithmetic); a LOAD never overwrites
     modified contents that were not stored;
   * COMPUTE names a known unit ("tensorcore" or "vector") and non-negative integer MACs and cycles;
+  * a SLIDE moves a filled buffer of an input along one axis: its new region equals the region it held in every
+    dimension but one and fits the buffer, and `nbytes` is the bytes of the new region the buffer did not hold;
   * ENTER/EXIT nest (an EXIT closes the innermost open scope instance, instances count from 0 per scope), a
     scope's buffers are freed before its EXIT, FREE gives back the bytes its ALLOC charged, and at the end every
     scope is closed and every buffer freed.
@@ -32,7 +34,8 @@ import numpy as np
 
 from dsasim.hardware import Accelerator
 from dsasim.traced._events cimport TENSOR_MASK, Cursor, EventLog, next_event, region_start, region_stop
-from dsasim.traced.trace import (ALLOC, COMPUTE, ENTER, EVENT_TYPES, EXIT, FREE, HIT, LOAD, OPEN, STORE, EventKind,
+from dsasim.traced.trace import (ALLOC, COMPUTE, ENTER, EVENT_TYPES, EXIT, FREE, HIT, LOAD, OPEN, SLIDE, STORE,
+                                 EventKind,
                                  Trace, format_region)
 from dsasim.timing.errors import TraceError
 
@@ -41,7 +44,7 @@ _FIELD_COUNTS = tuple(len(t._fields) for t in EVENT_TYPES)
 _KIND_LIST = ", ".join(f"{e.name}={e.value}" for e in EventKind)
 _ID_FIELDS = frozenset({"buffer", "tensor", "out_buffer", "scope_id", "instance"})
 cdef int K_LOAD = LOAD, K_COMPUTE = COMPUTE, K_HIT = HIT, K_ALLOC = ALLOC, K_FREE = FREE, K_STORE = STORE
-cdef int K_OPEN = OPEN, K_ENTER = ENTER, K_EXIT = EXIT
+cdef int K_OPEN = OPEN, K_ENTER = ENTER, K_EXIT = EXIT, K_SLIDE = SLIDE
 cdef int64_t BAD = INT64_MIN  # a value field of a tuple event that is not an int64 (the value: TraceChecker.bad)
 
 
@@ -189,6 +192,8 @@ cdef class TraceChecker:
                 self.open(idx, ident, second & TENSOR_MASK, second >> 24, (head >> 4) & 1)
             elif kind == K_ENTER:
                 self.enter(idx, ident, second)
+            elif kind == K_SLIDE:
+                self.slide(idx, ident, second & TENSOR_MASK, second >> 24, w[2])
             else:
                 self.exit(idx, ident, second)
             idx += 1
@@ -204,14 +209,14 @@ cdef class TraceChecker:
         self.cur_event, self.bad = event, None
         try:
             kind = event[0]
-            if type(kind) is not int or not 0 <= kind <= K_FREE:
+            if type(kind) is not int or not 0 <= kind <= K_SLIDE:
                 kind = self.kinds.get(kind)  # a dict: 3.0 or True find LOAD or EXIT, as == would
                 if kind is None:
                     raise self.fail(idx, f"unknown event kind {event[0]!r}; kinds are {_KIND_LIST}")
             k = kind
             if len(event) != _FIELD_COUNTS[k]:
                 raise ValueError("field count")
-            if k == K_LOAD or k == K_OPEN or k == K_HIT or k == K_STORE or k == K_ALLOC:
+            if k == K_LOAD or k == K_OPEN or k == K_HIT or k == K_STORE or k == K_ALLOC or k == K_SLIDE:
                 b, t_obj, reg = _int_id(event[1]), _int_id(event[2]), event[3]
                 t = t_obj
                 if k == K_ALLOC and not 0 <= t < self.n_tensors:
@@ -225,6 +230,8 @@ cdef class TraceChecker:
                     self.hit(idx, b, t, r, _flag(event[4]))
                 elif k == K_STORE:
                     self.store(idx, b, t, r, self.value(event[4]), True)
+                elif k == K_SLIDE:
+                    self.slide(idx, b, t, r, self.value(event[4]))
                 else:
                     self.alloc(idx, b, t, r, self.value(event[4]), True, self.value(event[5]),
                                self.value(event[6]))
@@ -485,6 +492,33 @@ cdef class TraceChecker:
         cdef int depth = self.b_scope[b]
         if depth >= 0:
             self.open_stack[depth, 2] -= 1
+
+    cdef int64_t slide(self, Py_ssize_t idx, int64_t b, int64_t t, int64_t reg, int64_t nb) except -1:
+        """SLIDE; the bytes it moves."""
+        self.access(idx, b, t)
+        if self.writable[t]:
+            raise self.fail(idx, f"{self.names[t]!r} is written by the schedule: only an input's buffer slides (the rows "
+                                 f"it keeps must equal DDR's)")
+        if self.b_state[b] == UNFILLED:
+            raise self.fail(idx, f"a SLIDE of buffer {b}, which nothing filled yet: its first region is LOADed")
+        cdef int64_t need = self.fill_bytes(idx, b, t, reg), held = self.b_region[b], i, axis = -1, kept = 0
+        cdef int64_t* r = self.log.regions.at(reg)
+        cdef int64_t* h = self.log.regions.at(held)
+        for i in range(self.ndim[t]):
+            if r[i] != h[i]:
+                if axis >= 0:
+                    raise self.fail(idx, f"a SLIDE moves its buffer along one axis, but buffer {b} holds "
+                                         f"{format_region(self.region(t, held))}")
+                axis = i
+        cdef int64_t new = 0
+        if axis >= 0:  # the rows it held stay; the others come by DMA
+            kept = min(region_stop(r, axis), region_stop(h, axis)) - max(region_start(r, axis), region_start(h, axis))
+            new = need - need // (region_stop(r, axis) - region_start(r, axis)) * max(kept, 0)
+        if nb != new:
+            raise self.fail(idx, f"nbytes is {self.shown(nb)}, but {new} B of the region are not in the region the "
+                                 f"buffer held, {format_region(self.region(t, held))}")
+        self.b_region[b], self.b_held[b] = reg, need
+        return new
 
     cdef int enter(self, Py_ssize_t idx, int64_t scope_id, int64_t instance) except -1:
         if not 0 <= scope_id < self.n_scopes:

@@ -8,8 +8,9 @@ cdef enum:
     CHUNK = 1 << 16  # words per chunk (512 KiB)
     SKIP = 15  # kind of the filler that ends a chunk early (a record never straddles two chunks)
     TENSOR_MASK = (1 << 24) - 1
-    ALLOC_KIND = 2  # EventKind.ALLOC and .COMPUTE (_events.pyx checks them against trace.py at import): the kinds
-    COMPUTE_KIND = 6  # whose events take other than 2 words
+    ALLOC_KIND = 2  # EventKind.ALLOC, .COMPUTE and .SLIDE (_events.pyx checks them against trace.py at import):
+    COMPUTE_KIND = 6  # the kinds whose events take other than 2 words
+    SLIDE_KIND = 9
 
 
 cdef inline int64_t region_start(int64_t* r, int64_t dim):
@@ -57,6 +58,7 @@ cdef class EventLog:
     cdef int c_alloc(self, int64_t buffer, int64_t tensor, tuple region, int64_t address,
                      int64_t charged_bytes) except -1
     cdef int c_free(self, int64_t buffer, int64_t charged_bytes) except -1
+    cdef int c_slide(self, int64_t buffer, int64_t tensor, tuple region, int64_t nbytes) except -1
     cdef int64_t* c_compute(self, str unit, str op, int64_t out_buffer, Py_ssize_t n_inputs, int64_t macs,
                             int64_t cycles, int64_t padded_macs) except NULL
 
@@ -68,6 +70,8 @@ cdef inline int64_t event_words(int64_t* w):
         return 4
     if kind == COMPUTE_KIND:
         return 2 + (w[1] >> 40)
+    if kind == SLIDE_KIND:
+        return 3
     return 2
 
 

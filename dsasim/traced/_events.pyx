@@ -11,6 +11,7 @@ kind | reuse << 4 | id << 8, id being the buffer (the out buffer of a COMPUTE, t
   ALLOC         tensor | region << 24, address, charged_bytes
   LOAD/OPEN/HIT/STORE  tensor | region << 24
   FREE          charged_bytes
+  SLIDE         tensor | region << 24, nbytes (the bytes it loaded: not the region's)
   COMPUTE       compute | len(in_buffers) << 40, then one word per input buffer
 `region` is an offset into the region table (a word per dimension, start | stop << 32), shared by the events of
 one buffer; `compute` indexes a table of (unit, op, macs, cycles, padded_macs). The nbytes of ALLOC, LOAD and
@@ -28,8 +29,9 @@ from dsasim.traced import trace
 cdef int64_t BOUND_LIMIT = 1 << 31
 
 cdef int64_t ENTER = trace.ENTER, EXIT = trace.EXIT, ALLOC = trace.ALLOC, LOAD = trace.LOAD, OPEN = trace.OPEN
-cdef int64_t HIT = trace.HIT, COMPUTE = trace.COMPUTE, STORE = trace.STORE, FREE = trace.FREE
-assert ALLOC_KIND == ALLOC and COMPUTE_KIND == COMPUTE, "_events.pxd's kinds differ from trace.EventKind"
+cdef int64_t HIT = trace.HIT, COMPUTE = trace.COMPUTE, STORE = trace.STORE, FREE = trace.FREE, SLIDE = trace.SLIDE
+assert ALLOC_KIND == ALLOC and COMPUTE_KIND == COMPUTE and SLIDE_KIND == SLIDE, \
+    "_events.pxd's kinds differ from trace.EventKind"
 
 
 cdef class _Words:
@@ -188,6 +190,9 @@ cdef class EventLog:
     def free(self, int64_t buffer, int64_t charged_bytes):
         self.c_free(buffer, charged_bytes)
 
+    def slide(self, int64_t buffer, int64_t tensor, tuple region, int64_t nbytes):
+        self.c_slide(buffer, tensor, region, nbytes)
+
     def compute(self, str unit, str op, int64_t out_buffer, tuple in_buffers, int64_t macs, int64_t cycles,
                 int64_t padded_macs):
         cdef Py_ssize_t n = len(in_buffers), i
@@ -227,6 +232,15 @@ cdef class EventLog:
         cdef int64_t* p = self.words.room(2)
         p[0] = FREE | buffer << 8
         p[1] = charged_bytes
+        self.count += 1
+        return 0
+
+    cdef int c_slide(self, int64_t buffer, int64_t tensor, tuple region, int64_t nbytes) except -1:
+        cdef int64_t off = self._region(tensor, region)
+        cdef int64_t* p = self.words.room(3)
+        p[0] = SLIDE | buffer << 8
+        p[1] = tensor | off << 24
+        p[2] = nbytes
         self.count += 1
         return 0
 
@@ -279,6 +293,8 @@ cdef class EventLog:
             return (LOAD, ident, tensor, region, elements * self.word_bytes, bool(head & 16))
         if kind == STORE:
             return (STORE, ident, tensor, region, elements * self.word_bytes)
+        if kind == SLIDE:
+            return (SLIDE, ident, tensor, region, w[2])
         return (kind, ident, tensor, region, bool(head & 16))
 
     def kind_counts(self):
@@ -292,7 +308,7 @@ cdef class EventLog:
         while w != NULL:
             counts[w[0] & 15] += 1
             w = next_event(self, &c)
-        return [counts[k] for k in range(FREE + 1)]
+        return [counts[k] for k in range(SLIDE + 1)]
 
     def __iter__(self):
         """The events as the tuples of trace.py, in order."""

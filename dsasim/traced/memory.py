@@ -11,6 +11,9 @@ Every number dsasim reports rests on these rules (see README, "Memory model"):
      region stored before is loaded (a read-modify-write once modified). A modified buffer is stored exactly
      once per modification: when freed or reused.
   6. The live footprint (buffer bytes x the scope's buffering ways) never exceeds `sram_bytes`.
+  7. `arr.slide(key)` (sliding-window reuse) moves the buffer `arr` holds in the current scope along one axis,
+     as a rotating (line) buffer: only the rows of the new region it does not hold come by DMA; the
+     first slide in a scope allocates it (sized for `capacity=`, the largest region it will hold) and loads.
 All state lives in a `Session`; two sessions never interfere.
 """
 
@@ -190,6 +193,12 @@ class Tile(_core.TileFields):
 
     def __repr__(self) -> str:
         return f"Tile({self.buffer.tensor.name}{format_region(self.region)}, buffer={self.buffer.id})"
+
+
+def _as_key(key: Any) -> tuple:
+    """An index as the tuple `_normalize` takes: a list (the blog's Infer returns one) or a tuple as it is."""
+    kind = type(key)
+    return key if kind is tuple else tuple(key) if kind is list else (key,)
 
 
 def _normalize(name: str, shape: tuple[int, ...], key: tuple) -> Region:
@@ -617,6 +626,13 @@ class TracedArray(_core.ArrayFields):
         if type(key) is not tuple:
             key = (key,)
         return self.session.access(self, key, reuse)
+
+    def slide(self, key: Any, capacity: Any = None) -> Tile:
+        """Sliding-window reuse: the rotating buffer this input holds in the current scope moves along one axis
+        to `key`, loading only the rows it did not hold (the overlap stays on chip). The first slide in
+        a scope allocates the buffer for `capacity` (a region of this tensor as large as the largest `key` it
+        will hold; default `key`) and loads `key`. Raises ReuseError for anything else."""
+        return self.session.slide(self, _as_key(key), None if capacity is None else _as_key(capacity))
 
     def __repr__(self) -> str:
         return f"TracedArray({self.name!r}, shape={self.shape})"
@@ -1106,6 +1122,73 @@ class Session(_core.SessionFields):
             buf.stale = False
             arr.live.move(buf, region)
         self._fill(buf, arr, region, elements, reuse)
+        return Tile(buf, region)
+
+    def slide(self, arr: TracedArray, key: tuple, capacity: tuple | None = None) -> Tile:
+        """`arr.slide(key, capacity)`: see TracedArray.slide (rule 7 of the module docstring)."""
+        region = _normalize(arr.name, arr.shape, key)
+        if type(region_elements(region)) is not int:
+            region = _integral_region(arr.name, region)[0]
+        inst = self._current_scope(arr, region)
+        if arr.writable:
+            raise ReuseError(f"{arr.name}{format_region(region)}: only an input slides; {arr.name} is written by the "
+                             f"schedule, so rows kept on chip could differ from DDR. Index it instead")
+        elements = region_elements(region)
+        word = self._word_bytes
+        buf = inst.held.get(arr.id)
+        if buf is None:  # the first slide of this scope: a new buffer, sized for the capacity region
+            size = region if capacity is None else _normalize(arr.name, arr.shape, capacity)
+            if region_elements(size) < elements:
+                raise ReuseError(f"{arr.name}{format_region(region)} ({elements * word} B) does not fit the "
+                                 f"capacity {format_region(size)} ({region_elements(size) * word} B) given for its "
+                                 f"rotating buffer; give capacity= the largest region the buffer will hold")
+            buf = self._allocate(arr, size, region_elements(size) * word, inst)
+            arr.live.move(buf, region)
+            self.counters.blog_loaded_elements += elements
+            arr.traffic.blog_loaded_elements += elements
+            self._fill(buf, arr, region, elements, False)
+            return Tile(buf, region)
+        if capacity is not None and region_elements(_normalize(arr.name, arr.shape, capacity)) * word != buf.nbytes:
+            raise ReuseError(f"{arr.name}: capacity {format_region(_normalize(arr.name, arr.shape, capacity))} differs "
+                             f"from the {buf.nbytes} B of the rotating buffer {buf.id} its first slide in scope "
+                             f"{'/'.join(inst.path)} allocated; a buffer keeps its size")
+        held = buf.region
+        axes = [i for i, (a, b) in enumerate(zip(region, held)) if a != b]
+        if len(axes) > 1:
+            raise ReuseError(f"{arr.name}{format_region(region)}: a slide moves the rotating buffer along one axis, "
+                             f"but it holds {format_region(held)}; index the tensor for other moves")
+        if elements * word > buf.nbytes:
+            raise ReuseError(f"{arr.name}{format_region(region)} ({elements * word} B) does not fit its rotating "
+                             f"buffer (buffer {buf.id}, {buf.nbytes} B); give the first slide capacity= the "
+                             f"largest region")
+        i = axes[0] if axes else 0
+        (start, stop), (held_start, held_stop) = region[i], held[i]
+        kept_start, kept_stop = max(start, held_start), min(stop, held_stop)  # the rows that stay on chip
+        if kept_stop <= kept_start:
+            kept_start = kept_stop = start
+        nbytes = (elements - elements // (stop - start) * (kept_stop - kept_start)) * word
+        if self.numeric and nbytes:  # kept rows from SRAM, the others from DDR: a wrong kept row is a wrong number
+            def rows(a: int, b: int, source: np.ndarray, origin: int) -> np.ndarray:
+                return source[(slice(None),) * i + (slice(a - origin, b - origin),)]
+
+            outside = arr.data[_slices(region)]
+            buf.data = np.concatenate([rows(start, kept_start, outside, start),
+                                       rows(kept_start, kept_stop, buf.data, held_start),
+                                       rows(kept_stop, stop, outside, start)], axis=i)
+        elif self.numeric:  # every row it needs is held
+            buf.data = buf.data[(slice(None),) * i + (slice(start - held_start, stop - held_start),)]
+        buf.generation += 1
+        arr.live.move(buf, region)
+        self.counters.blog_loaded_elements += elements
+        arr.traffic.blog_loaded_elements += elements
+        if nbytes:
+            counters, traffic = self.counters, arr.traffic
+            counters.loaded_bytes += nbytes
+            counters.loads += 1
+            traffic.loaded_bytes += nbytes
+            traffic.loads += 1
+            buf.load_bytes = nbytes
+        self._log.slide(buf.id, arr.id, region, nbytes)
         return Tile(buf, region)
 
     def mark_written(self, tile: Tile) -> Buffer:

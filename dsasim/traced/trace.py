@@ -18,6 +18,8 @@ builds each tuple as it is read. Field layouts (after the kind):
   COMPUTE unit, op, out_buffer, in_buffers, macs, cycles, padded_macs
   STORE   buffer, tensor, region, nbytes         SRAM->DDR DMA of a modified buffer
   FREE    buffer, charged_bytes                  the buffer's scope ended
+  SLIDE   buffer, tensor, region, nbytes         a rotating (line) buffer moves along one axis to hold `region`:
+                                                 only the rows it did not hold before come by DMA (nbytes)
 
 `tensor` indexes `Trace.tensors`, `scope_id` indexes `Trace.scopes`; a region is a tuple of (start, stop)
 pairs, one per tensor dimension, in elements. Buffers are numbered from 0 in allocation order.
@@ -42,9 +44,10 @@ class EventKind(IntEnum):
     COMPUTE = 6
     STORE = 7
     FREE = 8
+    SLIDE = 9
 
 
-ENTER, EXIT, ALLOC, LOAD, OPEN, HIT, COMPUTE, STORE, FREE = (int(k) for k in EventKind)
+ENTER, EXIT, ALLOC, LOAD, OPEN, HIT, COMPUTE, STORE, FREE, SLIDE = (int(k) for k in EventKind)
 
 
 class Enter(NamedTuple):
@@ -119,7 +122,15 @@ class Free(NamedTuple):
     charged_bytes: int
 
 
-EVENT_TYPES = (Enter, Exit, Alloc, Load, Open, Hit, Compute, Store, Free)
+class Slide(NamedTuple):
+    kind: int
+    buffer: int
+    tensor: int
+    region: Region  # what the buffer holds after the slide
+    nbytes: int  # the bytes of `region` it did not hold before: the DMA
+
+
+EVENT_TYPES = (Enter, Exit, Alloc, Load, Open, Hit, Compute, Store, Free, Slide)
 
 
 @dataclass(frozen=True)
@@ -191,6 +202,9 @@ class ListLog:
     def free(self, buffer: int, charged_bytes: int) -> None:
         self.items.append((FREE, buffer, charged_bytes))
 
+    def slide(self, buffer: int, tensor: int, region: Region, nbytes: int) -> None:
+        self.items.append((SLIDE, buffer, tensor, region, nbytes))
+
     def compute(self, unit: str, op: str, out_buffer: int, in_buffers: tuple[int, ...], macs: int, cycles: int,
                 padded_macs: int) -> None:
         self.items.append((COMPUTE, unit, op, out_buffer, in_buffers, macs, cycles, padded_macs))
@@ -214,7 +228,7 @@ class NullLog:
     def _skip(self, *_fields: object) -> None:
         pass
 
-    enter = exit = alloc = load = open = hit = store = free = compute = add_tensor = _skip
+    enter = exit = alloc = load = open = hit = store = free = slide = compute = add_tensor = _skip
 
 
 COLUMNAR = True  # the compiled EventLog (_events.pyx); tests switch it off to compare with the reference ListLog

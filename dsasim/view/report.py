@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from dsasim.traced.trace import ENTER, EXIT, HIT, LOAD, STORE, Trace
+from dsasim.traced.trace import ENTER, EXIT, HIT, LOAD, SLIDE, STORE, Trace
 
 
 @dataclass(frozen=True)
@@ -33,11 +33,11 @@ def traffic_by_scope(trace: Trace) -> list[ScopeTraffic]:
             instances[event[1]] = instances.get(event[1], 0) + 1
         elif kind == EXIT:
             stack.pop()
-        elif kind == LOAD or kind == STORE or kind == HIT:
+        elif kind == LOAD or kind == STORE or kind == HIT or kind == SLIDE:
             row = rows.setdefault((stack[-1] if stack else -1, event[2]), [0, 0, 0, 0, 0])
-            if kind == LOAD:
+            if kind == LOAD or kind == SLIDE:  # (a slide's nbytes are its new rows; one that moves none is no load)
                 row[0] += event[4]
-                row[2] += 1
+                row[2] += kind == LOAD or event[4] > 0
             elif kind == STORE:
                 row[1] += event[4]
                 row[3] += 1
