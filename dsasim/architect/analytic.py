@@ -239,8 +239,7 @@ class Batch:
     """Candidate nests as arrays broadcastable to `shape`: tidx[d] (index into Evaluator.fine[d]), above[x][d]
     (bool: loop d above tensor x's staging), ways[x]; `tiled` lists the dims that may have several trips (None:
     all); slide[x]: the window group tensor x slides along (its output loop the innermost tiled loop above it),
-    -1 for none (None: no tensor slides), the same for every candidate. Scalars (Python ints and bools) make a
-    batch of one."""
+    -1 for none (None: no tensor slides). Scalars (Python ints and bools) make a batch of one."""
 
     tidx: list
     above: list
@@ -261,7 +260,8 @@ class Batch:
             return np.broadcast_to(a, self.shape)[idx] if isinstance(a, np.ndarray) else a
 
         return Batch(tidx=[take(a) for a in self.tidx], above=[[take(a) for a in row] for row in self.above],
-                     ways=[take(a) for a in self.ways], shape=(len(sel),), tiled=self.tiled, slide=self.slide)
+                     ways=[take(a) for a in self.ways], shape=(len(sel),), tiled=self.tiled,
+                     slide=None if self.slide is None else [take(a) for a in self.slide])
 
 
 def flat(v: Any, shape: tuple[int, ...]) -> np.ndarray:
@@ -334,6 +334,11 @@ def _pick(a, yes, no):
     if a is True or a is False or isinstance(a, np.bool_):
         return yes if a else no
     return np.where(a, yes, no)
+
+
+def _equal(a, v):
+    """a == v as a Python bool for a scalar a (so that `_pick` keeps Python ints), elementwise for an array."""
+    return bool(a == v) if isinstance(a, (int, np.integer)) else np.asarray(a) == v
 
 
 def _max(a, b):
@@ -468,15 +473,12 @@ class Evaluator:
                 instances = instances * seen[d]
         for v in self.window_axes[x]:
             g = self.groups[v]
-            if v == slide:
-                elem = elem * g.slid_total[entry[v]]
-                boxes = boxes * g.slid_loads[entry[v]]
-            else:
-                elem = elem * g.total[entry[v]]
-                boxes = boxes * g.boxes[entry[v]]
+            slid = _equal(slide, v)
+            elem = elem * _pick(slid, g.slid_total[entry[v]], g.total[entry[v]])
+            boxes = boxes * _pick(slid, g.slid_loads[entry[v]], g.boxes[entry[v]])
             for d in (g.o, g.k):
-                if d in seen and not (v == slide and d == g.o):
-                    instances = instances * seen[d]
+                if d in seen:
+                    instances = instances * (_pick(slid, 1, seen[d]) if d == g.o else seen[d])
         if x == self.out_t:  # R = nonidx visits: the first opens zeros, the others reload the partial sums
             size = self.sizes[x] * self.word
             return TensorCounts(loaded_bytes=(nonidx - 1) * size, stored_bytes=nonidx * size,
@@ -525,11 +527,9 @@ class Evaluator:
             terms[v] = vals if terms[v] is None else {cl: terms[v][cl] * vals[cl] for cl in terms[v]}
 
         for v in self.window_axes[x]:
-            cls = self.groups[v].cls
-            if v == slide:
-                times(v, {cl: _max(cls[0, cl[1]][entry[v]], cls[1, cl[1]][entry[v]]) for cl in opts[v]})
-            else:
-                times(v, {cl: cls[cl][entry[v]] for cl in opts[v]})
+            cls, slid = self.groups[v].cls, _equal(slide, v)
+            times(v, {cl: _pick(slid, _max(cls[0, cl[1]][entry[v]], cls[1, cl[1]][entry[v]]), cls[cl][entry[v]])
+                      for cl in opts[v]})
         for d in self.plain_axes[x]:
             if d not in tiled:
                 base = base * self.ext[d]

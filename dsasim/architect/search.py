@@ -224,7 +224,8 @@ class Space(Evaluator):
     subset of them, and the model's tables over them (`analytic.Evaluator`).
 
     A candidate is also kept as a row of int64: [tile index per dim..., above bits per tensor (bit d: loop d
-    above its staging)..., ways per tensor...] (`rows`, `batch`, `nest`, `row`)."""
+    above its staging)..., ways per tensor..., slide per tensor (the window group it slides along, -1: none)...]
+    (`rows`, `batch`, `nest`, `row`)."""
 
     def __init__(self, problem: Problem, hardware: Accelerator, exhaustive: bool = False) -> None:
         _check_exact(problem, hardware.word_bytes)  # before any table is built or candidate evaluated
@@ -239,7 +240,10 @@ class Space(Evaluator):
             self.first_pass_idx.append(np.array([i for i, v in enumerate(fine) if v in coarse and i > 0], np.int64))
             fine_lists.append(fine)
         super().__init__(problem, hardware, fine_lists)
-        self.width = self.nd + 2 * self.nt
+        self.width = self.nd + 3 * self.nt
+        # per input tensor, the window groups it may slide along, as (group, its output-position dim index)
+        self.slidable = [[] if t.output else [(v, self.groups[v].o) for v in self.window_axes[x]]
+                         for x, t in enumerate(self.tensors)]
 
     @functools.cached_property
     def _halve_double(self) -> tuple[list[np.ndarray], list[np.ndarray]]:
@@ -290,6 +294,7 @@ class Space(Evaluator):
             for d in range(self.nd):
                 rows[:, self.nd + x] |= np.broadcast_to(np.asarray(sub.above[x][d], bool), (n,)).astype(np.int64) << d
             rows[:, self.nd + self.nt + x] = sub.ways[x]
+            rows[:, self.nd + 2 * self.nt + x] = -1 if sub.slide is None else sub.slide[x]
         return rows
 
     def batch(self, rows: np.ndarray) -> Batch:
@@ -297,23 +302,48 @@ class Space(Evaluator):
         bits = rows[:, self.nd:self.nd + self.nt]
         return Batch(tidx=[rows[:, d].copy() for d in range(self.nd)],
                      above=[[((bits[:, x] >> d) & 1).astype(bool) for d in range(self.nd)] for x in range(self.nt)],
-                     ways=[rows[:, self.nd + self.nt + x].copy() for x in range(self.nt)], shape=(len(rows),))
+                     ways=[rows[:, self.nd + self.nt + x].copy() for x in range(self.nt)], shape=(len(rows),),
+                     slide=[rows[:, self.nd + 2 * self.nt + x].copy() for x in range(self.nt)])
+
+    def valid_slides(self, rows: np.ndarray) -> np.ndarray:
+        """The rows' slide columns with every slide the nest cannot make set to -1: a tensor slides along group v
+        only if v's output loop has several trips, is above it, and is above no tensor staged strictly outside
+        it (so that `nest` can put that loop innermost above it)."""
+        tiled = functools.reduce(np.bitwise_or, ((rows[:, d] != 0).astype(np.int64) << d for d in range(self.nd)))
+        bits = [rows[:, self.nd + x] & tiled for x in range(self.nt)]  # above-sets of the loops with several trips
+        slide = rows[:, self.nd + 2 * self.nt:].copy()
+        for x in range(self.nt):
+            ok = np.zeros(len(rows), bool)
+            for v, o in self.slidable[x]:
+                outside = np.zeros(len(rows), bool)  # o above a tensor whose above-set is a strict subset of x's
+                for y in range(self.nt):
+                    strict = (bits[y] & ~bits[x]) == 0
+                    strict &= bits[y] != bits[x]
+                    outside |= strict & ((bits[y] >> o) & 1).astype(bool)
+                ok |= (slide[:, x] == v) & ((bits[x] >> o) & 1).astype(bool) & ~outside
+            slide[:, x] = np.where(ok, slide[:, x], -1)
+        return slide
 
     def nest(self, row: np.ndarray) -> LoopNest:
         """The LoopNest of one candidate row (its above-sets must form a chain)."""
         tiles = {d: int(self.fine[i][row[i]]) for i, d in enumerate(self.dims)}
         sets = [frozenset(d for i, d in enumerate(self.dims) if (int(row[self.nd + x]) >> i) & 1
                           and tile_count(self.problem.extents[d], tiles[d]) > 1) for x in range(self.nt)]
+        slide = {x: self.dims[self.groups[v].o] for x in range(self.nt)
+                 if (v := int(row[self.nd + 2 * self.nt + x])) >= 0}
         order: list[str] = []
         stage = {}
         for x in sorted(range(self.nt), key=lambda x: (len(sets[x]), x)):
             if not set(order) <= sets[x]:
                 raise ValueError("candidate above-sets do not form a chain")
-            order += [d for d in self.dims if d in sets[x] and d not in order]
+            segment = [d for d in self.dims if d in sets[x] and d not in order]
+            loops = [slide[y] for y in slide if sets[y] == sets[x]]  # a sliding tensor's loop innermost above it
+            order += sorted(segment, key=lambda d: d in loops)
             stage[self.tensors[x].name] = len(order)
         order += [d for d in self.dims if d not in order]
         return LoopNest(self.problem, order, tiles, stage,
-                        {t.name: int(row[self.nd + self.nt + x]) for x, t in enumerate(self.tensors)})
+                        {t.name: int(row[self.nd + self.nt + x]) for x, t in enumerate(self.tensors)},
+                        slide=[self.tensors[x].name for x in slide])
 
     def row(self, nest: LoopNest) -> np.ndarray:
         """The row of a nest whose tiles are candidates."""
@@ -325,7 +355,8 @@ class Space(Evaluator):
             row[i] = hits[0]
         for x, t in enumerate(self.tensors):
             row[self.nd + x] = sum(1 << self.dim_index[d] for d in nest.above(t.name))
-        row[self.nd + self.nt:] = nest.ways
+            row[self.nd + 2 * self.nt + x] = self.slide_group(nest.slide_loop(t.name))
+        row[self.nd + self.nt:self.nd + 2 * self.nt] = nest.ways
         return row
 
 
@@ -376,6 +407,8 @@ class _TopK:
     def __init__(self, k: int, space: Space) -> None:
         self.k = k
         self.struct_cols = slice(space.nd, space.nd + space.nt)
+        self.nt = space.nt
+        self.slide_cols = slice(space.nd + 2 * space.nt, space.nd + 3 * space.nt)
         self.nd = space.nd
         self.k1 = np.zeros(0, np.float64)
         self.k2 = np.zeros(0, np.float64)
@@ -390,7 +423,10 @@ class _TopK:
         rows = np.concatenate([self.rows, rows])
         order = np.lexsort((k2, k1))
         bits = rows[order, self.struct_cols]  # tensor j's above bits shifted to bits j*nd.. (disjoint): one key
-        _, first = np.unique((bits << (np.arange(bits.shape[1]) * self.nd)).sum(axis=1), return_index=True)
+        key = (bits << (np.arange(bits.shape[1]) * self.nd)).sum(axis=1)
+        slides = rows[order, self.slide_cols] + 1  # and its slide choice (0..groups) past them, 4 bits each
+        key += (slides << (self.nt * self.nd + 4 * np.arange(self.nt))).sum(axis=1)
+        _, first = np.unique(key, return_index=True)
         sel = order[np.sort(first)[:self.k]]
         self.k1, self.k2, self.rows = k1[sel], k2[sel], rows[sel]
 
@@ -472,7 +508,8 @@ def _first_pass(space: Space) -> Iterator[tuple[tuple[int, ...], np.ndarray, lis
 
 def first_pass_size(space: Space) -> int:
     """Candidates of the first pass (`_batches`), counted without building them."""
-    return sum(len(structs) * math.prod(len(x) for x in lists) for _, structs, lists in _first_pass(space))
+    return sum((len(structs) + sum(int(ok.sum()) for _, ok in _slide_variants(space, tiled, structs)))
+               * math.prod(len(x) for x in lists) for tiled, structs, lists in _first_pass(space))
 
 
 def _batches(space: Space) -> Iterator[Batch]:
@@ -487,13 +524,38 @@ def _batches(space: Space) -> Iterator[Batch]:
             for d in tiled:
                 col = structs[:, x, d]
                 above[x][d] = True if col.all() else (col[:, None].copy() if col.any() else False)
-        per = max(1, CHUNK // len(structs))
-        for start in range(0, len(prods), per):
-            pr = prods[start:start + per]
-            tidx: list = [0] * space.nd
-            for j, d in enumerate(tiled):
-                tidx[d] = pr[:, j][None, :].copy()
-            yield Batch(tidx=tidx, above=above, ways=[1] * space.nt, shape=(len(structs), len(pr)), tiled=list(tiled))
+        yield from _product_batches(space, tiled, structs, above, prods, None)
+        for slide, ok in _slide_variants(space, tiled, structs):
+            sub_above = [[a[ok] if isinstance(a, np.ndarray) else a for a in row] for row in above]
+            yield from _product_batches(space, tiled, structs[ok], sub_above, prods, slide)
+
+
+def _slide_variants(space: Space, tiled: tuple[int, ...], structs: np.ndarray) -> Iterator[tuple[list[int], np.ndarray]]:
+    """Each tensor sliding along each of its window groups: (the batch's slide list, the structures that allow it:
+    the group's output loop is tiled, above the tensor, and above no tensor staged strictly outside it)."""
+    for x in range(space.nt):
+        for v, o in space.slidable[x]:
+            if o not in tiled:
+                continue
+            ok = structs[:, x, o].copy()
+            for y in range(space.nt):
+                inside = ~np.any(structs[:, y] & ~structs[:, x], axis=1)  # y's above-set within x's
+                ok &= ~(inside & np.any(structs[:, x] != structs[:, y], axis=1) & structs[:, y, o])
+            if ok.any():
+                yield [v if y == x else -1 for y in range(space.nt)], ok
+
+
+def _product_batches(space: Space, tiled: tuple[int, ...], structs: np.ndarray, above: list, prods: np.ndarray,
+                     slide: list[int] | None) -> Iterator[Batch]:
+    """Structures x tile products in chunks of about CHUNK candidates."""
+    per = max(1, CHUNK // len(structs))
+    for start in range(0, len(prods), per):
+        pr = prods[start:start + per]
+        tidx: list = [0] * space.nd
+        for j, d in enumerate(tiled):
+            tidx[d] = pr[:, j][None, :].copy()
+        yield Batch(tidx=tidx, above=above, ways=[1] * space.nt, shape=(len(structs), len(pr)), tiled=list(tiled),
+                    slide=slide)
 
 
 @dataclass
@@ -635,6 +697,10 @@ def _neighbours(space: Space, seeds: np.ndarray) -> np.ndarray:
             rep = seeds.copy()
             rep[:, space.nd + x] ^= (1 << d)
             neigh.append(rep)
+        for v in [-1] + [v for v, _ in space.slidable[x]]:
+            rep = seeds.copy()
+            rep[:, space.nd + 2 * space.nt + x] = v
+            neigh.append(rep)
     cand = np.concatenate(neigh)
     bits = [cand[:, space.nd + x] for x in range(space.nt)]
     chain = np.ones(len(cand), bool)  # above-sets (bitmasks) nested
@@ -644,6 +710,7 @@ def _neighbours(space: Space, seeds: np.ndarray) -> np.ndarray:
     anyabove = functools.reduce(np.bitwise_or, (cand[:, space.nd + x] for x in range(space.nt)))
     for d in range(space.nd):  # a dim above no tensor's staging gains nothing from tiling: one trip (index 0)
         cand[:, d] = np.where((anyabove >> d) & 1, cand[:, d], 0)
+    cand[:, space.nd + 2 * space.nt:] = space.valid_slides(cand)
     return cand
 
 
