@@ -46,6 +46,7 @@ BOUNDS_TESTS = ("tests/test_geometry.py", "tests/test_bounds.py", "tests/test_bl
 TC_TESTS = ("tests/test_tensorcore.py", "tests/test_blog_demos.py")
 ANALYTIC_TESTS = ("tests/test_analytic.py", "tests/test_loopnest.py", "tests/test_lower_bounds.py",
                   "tests/test_search.py")
+SLIDE_TESTS = ("tests/test_slide.py",)
 TIMING_TESTS = ("tests/test_timing.py", "tests/test_timing_rules.py", "tests/test_timing_columnar.py",
                 "tests/test_timing_result.py")
 
@@ -418,6 +419,35 @@ MUTANTS: list[Mutant] = [
     Mutant('buffering upgrade ignores the capacity', 'dsasim/architect/search.py',
            '        if fits_sram(a.peak_sram_bytes, cap) and \\\n',
            '        if True and \\\n', ANALYTIC_TESTS),
+    # -- sliding-window reuse ------------------------------------------------------------------------------------
+    Mutant("slide: a kept row taken one row off", "dsasim/traced/memory.py",
+           "                                       rows(kept_start, kept_stop, buf.data, held_start),",
+           "                                       rows(kept_start, kept_stop, buf.data, held_start - 1),", SLIDE_TESTS),
+    Mutant("slide: the rows before the held ones never loaded", "dsasim/traced/memory.py",
+           "        kept_start, kept_stop = max(start, held_start), min(stop, held_stop)",
+           "        kept_start, kept_stop = start, min(stop, held_stop)", SLIDE_TESTS),
+    Mutant("slide: the load does not wait for the buffer's readers", "dsasim/timing/model.pyx",
+           "        self.n_loads += 1\n        self.slot_deps(row, ch)\n        cdef Py_ssize_t op = self.add_op(C_LOAD_OP, ch, self.cycles(nb), self.p_load, nb, t, b, reg, idx, False)",
+           "        self.n_loads += 1\n        cdef Py_ssize_t op = self.add_op(C_LOAD_OP, ch, self.cycles(nb), self.p_load, nb, t, b, reg, idx, False)",
+           SLIDE_TESTS + TIMING_TESTS),
+    Mutant("slide check: the bytes it moves not checked", "dsasim/timing/validate.pyx",
+           "        if nb != new:\n", "        if False:\n", SLIDE_TESTS + TIMING_TESTS),
+    Mutant("slide stats: an all-padding box resets the held rows", "dsasim/architect/analytic.py",
+           "            if first == stop:\n                continue\n            new = stop - first",
+           "            if first == stop:\n                held = None\n                continue\n            new = stop - first",
+           SLIDE_TESTS),
+    Mutant("slide peak: the rotating buffer as large as the current box", "dsasim/architect/analytic.py",
+           "            times(v, {cl: _pick(slid, _max(cls[0, cl[1]][entry[v]], cls[1, cl[1]][entry[v]]), cls[cl][entry[v]])",
+           "            times(v, {cl: _pick(slid, cls[cl][entry[v]], cls[cl][entry[v]])", SLIDE_TESTS),
+    Mutant("slide: its loop's trips counted as scope instances", "dsasim/architect/analytic.py",
+           "                    instances = instances * (_pick(slid, 1, seen[d]) if d == g.o else seen[d])",
+           "                    instances = instances * seen[d]", SLIDE_TESTS),
+    Mutant("search: a slide allowed under a loop of an outer tensor", "dsasim/architect/search.py",
+           "                ok |= (slide[:, x] == v) & ((bits[x] >> o) & 1).astype(bool) & ~outside",
+           "                ok |= (slide[:, x] == v) & ((bits[x] >> o) & 1).astype(bool)", SLIDE_TESTS),
+    Mutant("kernel: the rotating buffer sized by the first box", "kernels/loopnest_kernel.py",
+           "                    tensors[name].slide(region, capacity=capacity[name])",
+           "                    tensors[name].slide(region)", SLIDE_TESTS),
 ]
 
 

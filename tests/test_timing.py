@@ -19,8 +19,8 @@ from dsasim import GlobalHierarchy, Schedule, Session, TensorCore, VectorUnit, p
 from dsasim.traced.schedule import bind_tensors
 from dsasim.traced.segments import Segment
 from dsasim.timing import DeadlockError, SimResult, TimingError, TraceError, simulate, validate_trace
-from dsasim.traced.trace import (ALLOC, COMPUTE, ENTER, EXIT, FREE, HIT, LOAD, OPEN, STORE, EVENT_TYPES, EventKind, ScopeInfo,
-                          TensorInfo, Trace)
+from dsasim.traced.trace import (ALLOC, COMPUTE, ENTER, EXIT, FREE, HIT, LOAD, OPEN, SLIDE, STORE, EVENT_TYPES,
+                                 EventKind, ScopeInfo, TensorInfo, Trace)
 
 
 def tiny(bw: float = 1.0, setup: int = 0, shared: bool = True, channels: int = 1, ic: int = 1,
@@ -383,7 +383,7 @@ BAD_TRACES = {
     "negative macs": (edit(5, (COMPUTE, "vector", "add", 1, (0,), -1, 8, 0)), 5, "macs and padded_macs must be"),
     "padded below useful": (edit(5, (COMPUTE, "tensorcore", "conv2d", 1, (0,), 8, 8, 4)), 5,
                             "padded_macs (4) < macs (8)"),
-    "unknown kind": (edit(5, (9, 1)), 5, "unknown event kind 9"),
+    "unknown kind": (edit(5, (12, 1)), 5, "unknown event kind 12"),
     "kind as a name": (edit(2, ("LOAD", 0, 0, R8, 8, False)), 2, "unknown event kind 'LOAD'"),
     "not a tuple": (edit(2, 42), 2, "not an event tuple"),
     "empty event": (edit(2, ()), 2, "not an event tuple"),
@@ -431,6 +431,15 @@ BAD_TRACES = {
     "EXIT before the FREEs": (edit(7, (EXIT, 0, 0), drop=3), 7, "the scope ends while buffer 0 (a) it allocated is "
                                                                  "live"),
     "buffer never freed": (GOOD[1:8], None, "buffer 0 (a[0:1, 0:8]) is never freed"),
+    # SLIDE: buffer 0 (8 B) loads a[0:4] and slides to a[2:6]: rows 4 and 5 are new, 2 B
+    "slide bytes": (edit(2, (LOAD, 0, 0, R4, 4, False), (SLIDE, 0, 0, ((0, 1), (2, 6)), 4)), 3,
+                    "nbytes is 4, but 2 B of the region are not in the region the buffer held, [0:1, 0:4]"),
+    "slide before a fill": (edit(2, (SLIDE, 0, 0, R4, 4), GOOD[2]), 2,
+                            "a SLIDE of buffer 0, which nothing filled yet"),
+    "slide of an output": (edit(5, (SLIDE, 1, 1, R4, 0)), 5, "'o' is written by the schedule: only an input's"),
+    "slide larger than its buffer": (edit(1, (ALLOC, 0, 0, R4, 4, 0, 4), (LOAD, 0, 0, R4, 4, False),
+                                          (SLIDE, 0, 0, ((0, 1), (2, 8)), 4), drop=2), 3,
+                                     "6 B do not fit buffer 0 (4 B)"),
 }
 
 

@@ -15,7 +15,7 @@ from dsasim import GlobalHierarchy, Session, TensorCore, VectorUnit, preset, run
 from dsasim.errors import ScheduleError
 from dsasim.timing import TraceError, lower, simulate
 from dsasim.traced.segments import Segment
-from dsasim.traced.trace import ALLOC, COMPUTE, ENTER, EXIT, FREE, HIT, LOAD, OPEN, STORE, Trace
+from dsasim.traced.trace import ALLOC, COMPUTE, ENTER, EXIT, FREE, HIT, LOAD, OPEN, SLIDE, STORE, Trace
 
 from test_timing import BAD_TRACES, scoped_trace, tiny
 
@@ -42,7 +42,7 @@ def as_columnar(trace: Trace) -> Trace:
     for t in trace.tensors:
         log.add_tensor(len(t.shape))
     append = {ENTER: log.enter, EXIT: log.exit, ALLOC: log.alloc, LOAD: log.load, OPEN: log.open, HIT: log.hit,
-              STORE: log.store, FREE: log.free}
+              STORE: log.store, FREE: log.free, SLIDE: log.slide}
     for event in trace.events:
         if event[0] == COMPUTE:
             log.compute(*event[1:])
