@@ -22,7 +22,7 @@ from dsasim.architect.loopnest import ConvProblem, LoopNest, MatmulProblem
 from dsasim.architect.search import Space, evaluate_nests, search
 from dsasim.errors import RegionError, ReuseError, SramOverflowError, StaleTileError
 from dsasim.timing import lower, simulate
-from dsasim.traced.trace import LOAD, SLIDE
+from dsasim.traced.trace import ENTER, LOAD, SLIDE
 from kernels.loopnest_kernel import loopnest_schedule, run_loopnest
 
 from helpers import assert_schedule_matches_torch
@@ -232,6 +232,7 @@ def test_timeloops_conv1d_sliding_window_counts_by_hand():
     assert (a.tensor("weight").loaded_bytes, a.tensor("image").loaded_bytes, a.tensor("output").stored_bytes) == \
         (96, 576, 512)
     assert a.tensor("image").loads == 32 * 16  # every step moves a new input
+    assert a.tensor("image").instances == 32  # one sweep of P (one rotating buffer) per K
     assert analyze(nest.replace(slide=[]), hw).tensor("image").loaded_bytes == 1536
     r = run_loopnest(nest, hw)
     assert reconcile(nest, r, hw).ok
@@ -283,6 +284,9 @@ def test_model_equals_trace_on_a_thousand_random_sliding_nests():
         result = run_loopnest(nest, HW)
         rec = reconcile(nest, result, HW)
         assert rec.ok, str(rec)
+        scope = next(i for i, sc in enumerate(result.trace.scopes) if sc.path[-1] == nest.scope_name("image"))
+        sweeps = sum(1 for e in result.trace.events if e[0] == ENTER and e[1] == scope)
+        assert analyze(nest, HW).tensor("image").instances == sweeps  # its scope instances: one per sweep
         kept += analyze(nest, HW).loaded_bytes < analyze(nest.replace(slide=[]), HW).loaded_bytes
     assert kept > 300  # most of them do keep rows
 
