@@ -454,7 +454,7 @@ class Evaluator:
         return Evaluation(loaded_bytes=sum(t.loaded_bytes for t in tensors),
                           stored_bytes=sum(t.stored_bytes for t in tensors), peak_sram_bytes=peak, peak_exact=exact,
                           macs=self.plain_extent * valid, tensorcore_cycles=cycles,
-                          estimated_cycles=self._estimate(cycles, tensors, b.ways, T) if estimate else None,
+                          estimated_cycles=self._estimate(cycles, tensors, b.ways, T, slide) if estimate else None,
                           tensors=tensors)
 
     def _tensor_counts(self, x: int, seen: dict, entry: list, slide: int) -> TensorCounts:
@@ -543,7 +543,7 @@ class Evaluator:
             times(v, {cl: (full if cl[role] == 0 else last) for cl in opts[v]})
         return base, terms
 
-    def _estimate(self, tc, tensors: Sequence[TensorCounts], ways: Sequence, trips: dict):
+    def _estimate(self, tc, tensors: Sequence[TensorCounts], ways: Sequence, trips: dict, slide: Sequence):
         """A quick cycle estimate used to rank schedules (the timing simulator gives the real number).
 
         DMA time = per transfer dma_setup_cycles + bytes / dram_bytes_per_cycle (loads and stores added on a
@@ -551,7 +551,9 @@ class Evaluator:
         cannot overlap the computes of the previous instance (its slot is busy), so (instances - 1)/instances of
         them add to the TensorCore time. Plus the first loads and the last output store (pipeline fill/drain),
         and ISSUE_CYCLES per tile compute, a stand-in for issuing each operation that the timing simulator does
-        not charge: among schedules within a fraction of a percent it prefers fewer, larger operations:
+        not charge: among schedules within a fraction of a percent it prefers fewer, larger operations. A sliding
+        tensor's transfers each wait for the computes of the step before (its one rotating buffer), whatever its
+        ways, so they count as a 1-way scope with one instance per transfer:
             estimate = max(tensorcore + exposed, dma) + first loads + last store + ISSUE_CYCLES x iterations.
         """
         hw = self.hardware
@@ -571,7 +573,8 @@ class Evaluator:
                 fill = fill + (setup + t.box_bytes / bw)
             else:
                 fill = fill + (t.box_bytes > 0) * (setup + t.box_bytes / bw)
-            inst, w = t.instances, ways[x]
+            slid = slide[x] >= 0 if isinstance(slide[x], np.ndarray) else bool(slide[x] >= 0)
+            inst, w = _pick(slid, t.loads, t.instances), _pick(slid, 1, ways[x])
             if isinstance(inst, int) and inst <= 1 or isinstance(w, (int, np.integer)) and w != 1:
                 continue
             if not isinstance(w, (int, np.integer)):  # 1-way scopes only (one instance adds 0 x lc anyway)
