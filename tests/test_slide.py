@@ -323,6 +323,35 @@ def test_slide_stats_by_hand():
     assert tuple(slide_stats(4, 1, 3, 1, 0, 11, 1, 1)) == (4, 4)
 
 
+def _brute_slide(o_ext, k_ext, s, d, p, h, to, tk):
+    """Every box of every sweep, in order: what slide_stats must equal (its closed form skips the interior)."""
+    total = loads = 0
+    for t0 in range(0, k_ext, tk):
+        t1, held = min(t0 + tk, k_ext), None
+        for o0 in range(0, o_ext, to):
+            rows = [o * s + t * d - p for o in range(o0, min(o0 + to, o_ext)) for t in range(t0, t1)
+                    if 0 <= o * s + t * d - p < h]
+            if not rows:
+                continue
+            first, stop = min(rows), max(rows) + 1
+            new = stop - first - (max(0, min(stop, held[1]) - max(first, held[0])) if held else 0)
+            total, loads, held = total + new, loads + (new > 0), (first, stop)
+    return total, loads
+
+
+def test_slide_stats_equal_the_sweep_box_by_box():
+    rng = random.Random(9)
+    checked = 0
+    while checked < 3000:
+        k, s, d, p, h = rng.randint(1, 7), rng.randint(1, 4), rng.randint(1, 3), rng.randint(0, 7), rng.randint(1, 30)
+        if h + 2 * p < d * (k - 1) + 1:
+            continue
+        o = (h + 2 * p - d * (k - 1) - 1) // s + 1
+        to, tk = rng.randint(1, o), rng.randint(1, k)
+        assert tuple(slide_stats(o, k, s, d, p, h, to, tk)) == _brute_slide(o, k, s, d, p, h, to, tk)
+        checked += 1
+
+
 def test_vectorised_evaluation_of_sliding_nests_equals_the_scalar_model():
     """The search's numpy evaluator (slide columns per candidate) gives analyze's counts on mixed batches."""
     rng = random.Random(5)

@@ -17,7 +17,7 @@ k that do not index the tensor are its re-fetch ("reuse") loops. Unlike that mod
   with more than one trip): per sweep of L, the rotating buffer loads its first (non-empty) box, then at each
   trip only the rows it does not hold (inside the image the rows past the held ones; at a border, where tight
   windows skip rows, possibly rows before them too): `slide_stats` sums, per tap tile, the new rows and the
-  transfers that move any, box by box. Its scope holds the sweep's largest box throughout, so in the peak
+  transfers that move any, in closed form inside the image and box by box at its borders. Its scope holds the sweep's largest box throughout, so in the peak
   its box takes the larger of the two output-tile classes of that group.
 * Output: boxes are revisited R = prod(trips of reduction loops above its staging) times; the first visit
   opens zeros (no DMA), the others load the stored partial sums (read-modify-writes); every visit stores.
@@ -160,13 +160,30 @@ class SlideStats(NamedTuple):
 def slide_stats(o_ext: int, k_ext: int, stride: int, dilation: int, padding: int, size: int, o_tile: int,
                 k_tile: int) -> SlideStats:
     """`SlideStats` of a window axis whose output loop (tile o_tile) is swept inside each tap tile (k_tile; pass
-    k_ext when the tap loop is not above the tensor). An all-padding box is skipped (the buffer keeps its rows)."""
+    k_ext when the tap loop is not above the tensor). An all-padding box is skipped (the buffer keeps its rows).
+
+    Per tap tile, the not-last output tiles whose window lies inside the image (i in [a, m)) all have the box
+    (o_tile - 1)*stride + extent rows, extent = (t_len - 1)*dilation + 1, and each moves o_tile*stride rows past
+    the one before, so from the second of them on each loads min(o_tile*stride, box) new rows (the overlap, or
+    none); only the border tiles (clipped by the image edge, the last one included) and the first interior one
+    are evaluated box by box, as in `group_stats`."""
+    s, d, p, h, step = stride, dilation, padding, size, o_tile * stride
+    to_n = tile_count(o_ext, o_tile)
     total = loads = 0
     for t0 in range(0, k_ext, k_tile):
         t1 = min(t0 + k_tile, k_ext)
+        a = 0 if p - t0 * d <= 0 else min(to_n, ceil_div(p - t0 * d, step))  # tiles i >= a start at row >= 0
+        m = min(to_n - 1, max(0, ceil_div(h + s + p - (t1 - 1) * d, step) - 1))  # not-last tiles i < m end inside
+        interior = range(a + 1, m)  # each after an interior tile: the same new rows
+        if len(interior):
+            new = min(step, (o_tile - 1) * s + (t1 - 1 - t0) * d + 1)
+            total += len(interior) * new
+            loads += len(interior)
         held = None  # the rows the rotating buffer holds
-        for o0 in range(0, o_ext, o_tile):
-            first, stop = window_rows(o0, min(o0 + o_tile, o_ext), t0, t1, stride, dilation, padding, size)
+        for i in itertools.chain(range(min(a + 1, to_n)), range(max(m, a + 1), to_n)):
+            if len(interior) and i == m:  # after the interior tiles: the buffer holds tile m - 1's box
+                held = window_rows((m - 1) * o_tile, m * o_tile, t0, t1, s, d, p, h)
+            first, stop = window_rows(i * o_tile, min((i + 1) * o_tile, o_ext), t0, t1, s, d, p, h)
             if first == stop:
                 continue
             new = stop - first - (max(0, min(stop, held[1]) - max(first, held[0])) if held else 0)
