@@ -121,6 +121,8 @@ def test_slides_it_cannot_make_are_refused():
         image.slide((0, 0, slice(0, 2), slice(0, 2)))
         with pytest.raises(ReuseError, match="along one axis, but it holds"):
             image.slide((0, 0, slice(1, 3), slice(1, 3)))
+        with pytest.raises(RegionError, match="region 3:3 is empty"):  # (an all-padding window: skip the slide)
+            image.slide((0, 0, slice(3, 3), slice(0, 2)))
         with pytest.raises(ReuseError, match="capacity .* differs from the 4 B of the rotating buffer 0"):
             image.slide((0, 0, slice(1, 3), slice(0, 2)), capacity=(0, 0, slice(0, 3), slice(0, 2)))
 

@@ -1135,6 +1135,8 @@ class Session(_core.SessionFields):
                              f"schedule, so rows kept on chip could differ from DDR. Index it instead")
         elements = region_elements(region)
         word = self._word_bytes
+        self.counters.blog_loaded_elements += elements  # (the blog's counter: every access not flagged reuse)
+        arr.traffic.blog_loaded_elements += elements
         buf = inst.held.get(arr.id)
         if buf is None:  # the first slide of this scope: a new buffer, sized for the capacity region
             size = region if capacity is None else _normalize(arr.name, arr.shape, capacity)
@@ -1144,8 +1146,6 @@ class Session(_core.SessionFields):
                                  f"rotating buffer; give capacity= the largest region the buffer will hold")
             buf = self._allocate(arr, size, region_elements(size) * word, inst)
             arr.live.move(buf, region)
-            self.counters.blog_loaded_elements += elements
-            arr.traffic.blog_loaded_elements += elements
             self._fill(buf, arr, region, elements, False)
             return Tile(buf, region)
         if capacity is not None and region_elements(_normalize(arr.name, arr.shape, capacity)) * word != buf.nbytes:
@@ -1179,8 +1179,6 @@ class Session(_core.SessionFields):
             buf.data = buf.data[(slice(None),) * i + (slice(start - held_start, stop - held_start),)]
         buf.generation += 1
         arr.live.move(buf, region)
-        self.counters.blog_loaded_elements += elements
-        arr.traffic.blog_loaded_elements += elements
         if nbytes:
             counters, traffic = self.counters, arr.traffic
             counters.loaded_bytes += nbytes
