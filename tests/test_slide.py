@@ -404,3 +404,17 @@ def test_a_matmul_never_slides():
     with pytest.raises(ValueError, match="'a' has no window axis"):
         LoopNest(p, ("m", "n", "k"), {"m": 2}, {"a": "m", "b": "top", "c": "m"}, slide=["a"])
     assert Space(p, HW).slidable == [[], [], []]
+
+
+def test_no_slide_leaves_sliding_out_of_the_search(tmp_path):
+    """`search(..., slide=False)` / `dsasim search --no-slide`: no candidate slides, so res2a_branch2b at 128 KiB
+    stays above its compulsory 438,272 B (each band reloads its halo rows), while sliding reaches it."""
+    from dsasim.cli import main
+    p = parse_layer("resnet50.res2a_branch2b")
+    r = search(p, BLOG, 128 * 1024, slide=False)
+    assert all(not c.nest.sliding for c in r.pareto) and r.best_traffic.traffic_bytes > 438_272
+    out = tmp_path / "best.json"
+    assert main(["search", "resnet50.res2a_branch2b", "--sram", "128KiB", "--no-slide", "--confirm", "0",
+                 "--json", str(out)]) == 0
+    data = json.loads(out.read_text())
+    assert "slide" not in data["loop_nest"] and data["loaded_bytes"] + data["stored_bytes"] > 438_272

@@ -163,12 +163,12 @@ def check_work(estimate: WorkEstimate, force: bool = False, warn: Callable[[str]
 
 
 def estimate_search_work(problem: Problem, hardware: Accelerator, n_capacities: int = 1,
-                         exhaustive: bool = False) -> WorkEstimate:
+                         exhaustive: bool = False, slide: bool = True) -> WorkEstimate:
     """The enumeration's work for `n_capacities` SRAM sizes: first-pass candidates (counted exactly, nothing
     evaluated) plus a per-size share, in seconds at EVALUATIONS_PER_SECOND and SECONDS_PER_CAPACITY."""
     if n_capacities < 1:
         raise ValueError(f"estimate_search_work: n_capacities must be >= 1, got {n_capacities}")
-    space = Space(problem, hardware, exhaustive=exhaustive)
+    space = Space(problem, hardware, exhaustive=exhaustive, slide=slide)
     n = first_pass_size(space)
     return WorkEstimate(what=f"search of {problem.name} at {n_capacities:,} SRAM size(s)", evaluations=n,
                         traced_operations=0, seconds=n / EVALUATIONS_PER_SECOND + n_capacities * SECONDS_PER_CAPACITY)
@@ -223,11 +223,13 @@ class Space(Evaluator):
     """A problem's search tables: candidate tile sizes per dimension (`tile_candidates`), the first pass's
     subset of them, and the model's tables over them (`analytic.Evaluator`).
 
+    slide=False leaves sliding-window reuse out (every box reloaded), to compare.
+
     A candidate is also kept as a row of int64: [tile index per dim..., above bits per tensor (bit d: loop d
     above its staging)..., ways per tensor..., slide per tensor (the window group it slides along, -1: none)...]
     (`rows`, `batch`, `nest`, `row`)."""
 
-    def __init__(self, problem: Problem, hardware: Accelerator, exhaustive: bool = False) -> None:
+    def __init__(self, problem: Problem, hardware: Accelerator, exhaustive: bool = False, slide: bool = True) -> None:
         _check_exact(problem, hardware.word_bytes)  # before any table is built or candidate evaluated
         self.exhaustive = exhaustive
         self._structs: dict[tuple, np.ndarray] = {}
@@ -242,7 +244,7 @@ class Space(Evaluator):
         super().__init__(problem, hardware, fine_lists)
         self.width = self.nd + 3 * self.nt
         # per input tensor, the window groups it may slide along, as (group, its output-position dim index)
-        self.slidable = [[] if t.output else [(v, self.groups[v].o) for v in self.window_axes[x]]
+        self.slidable = [[] if t.output or not slide else [(v, self.groups[v].o) for v in self.window_axes[x]]
                          for x, t in enumerate(self.tensors)]
 
     @functools.cached_property
@@ -716,12 +718,12 @@ def _neighbours(space: Space, seeds: np.ndarray) -> np.ndarray:
 
 def run_search(problem: Problem, hardware: Accelerator, caps: Sequence[int], objective: str = "traffic",
                refine: bool = True, exhaustive: bool = False, top: int = 5,
-               progress: Callable[[float], None] | None = None) -> SearchFront:
+               progress: Callable[[float], None] | None = None, slide: bool = True) -> SearchFront:
     """Enumerate and evaluate; return the staircases for the capacities `caps` (bytes)."""
     if objective not in ("traffic", "cycles"):
         raise ValueError(f"objective must be 'traffic' or 'cycles', got {objective!r}")
     start = time.perf_counter()
-    space = Space(problem, hardware, exhaustive=exhaustive)
+    space = Space(problem, hardware, exhaustive=exhaustive, slide=slide)
     caps = sorted(set(int(c) for c in caps))
     k = max(top, TOP_STRUCTURES // len(caps), 8)
     st = SearchFront(space=space, caps=caps, traffic=_Front(space.width), cycles=_Front(space.width),
@@ -813,7 +815,7 @@ def search(problem: Problem, hardware: Accelerator, sram_bytes: int | None = Non
            runner: Callable[..., Any] | None = None, confirm_top: int = 3, refine: bool = True,
            exhaustive: bool = False, simulate: bool = True,
            progress: Callable[[float], None] | None = None, force: bool = False,
-           warn: Callable[[str], None] | None = None) -> SearchResult:
+           warn: Callable[[str], None] | None = None, slide: bool = True) -> SearchResult:
     """Find the best LoopNest of `problem` under `sram_bytes` (default: the hardware's SRAM).
 
     Both rankings are computed: by loaded + stored bytes (ties: estimated cycles) and by estimated cycles
@@ -822,7 +824,8 @@ def search(problem: Problem, hardware: Accelerator, sram_bytes: int | None = Non
     `kernels.loopnest_kernel.run_loopnest`) the top `confirm_top` candidates of the objective are re-run through
     the trace (checked equal to the model) and the timing simulator; the best simulated one is `best_cycles`.
     Work estimated beyond WORK_LIMIT_SECONDS (the enumeration, before it starts; the tracing of the candidates,
-    before it starts) raises WorkTooLargeError unless `force` (then `warn` gets the estimate).
+    before it starts) raises WorkTooLargeError unless `force` (then `warn` gets the estimate). slide=False leaves
+    sliding-window reuse out of the space (to see what it gains).
     """
     if objective not in ("traffic", "cycles"):
         raise ValueError(f"objective must be 'traffic' or 'cycles', got {objective!r}")
@@ -830,9 +833,9 @@ def search(problem: Problem, hardware: Accelerator, sram_bytes: int | None = Non
     if cap < hardware.word_bytes:
         raise ValueError(f"sram_bytes {cap} is below one word ({hardware.word_bytes} B)")
     hw = replace(hardware, sram_bytes=cap)
-    check_work(estimate_search_work(problem, hw, 1, exhaustive), force, warn)
+    check_work(estimate_search_work(problem, hw, 1, exhaustive, slide), force, warn)
     st = run_search(problem, hw, [cap], "cycles", refine=refine, exhaustive=exhaustive, top=max(confirm_top, 1),
-                    progress=progress)
+                    progress=progress, slide=slide)
     i, j = st.traffic.best_at(cap), st.cycles.best_at(cap)
     best_traffic = _candidate(st.space, st.traffic.rows[i], cap) if i is not None else None
     best_cycles = _candidate(st.space, st.cycles.rows[j]) if j is not None else None
@@ -857,11 +860,12 @@ def search(problem: Problem, hardware: Accelerator, sram_bytes: int | None = Non
 
 
 def search_front(problem: Problem, hardware: Accelerator, caps: Sequence[int], refine: bool = True,
-                 progress: Callable[[float], None] | None = None) -> tuple[SearchFront, list[Candidate | None]]:
+                 progress: Callable[[float], None] | None = None,
+                 slide: bool = True) -> tuple[SearchFront, list[Candidate | None]]:
     """Best-by-traffic candidate (ties: estimated cycles) for each capacity in `caps`, from one enumeration,
     with the buffering of the best estimated cycles within the capacity."""
     st = run_search(problem, replace(hardware, sram_bytes=max(caps)), list(caps), "traffic", refine=refine,
-                    progress=progress)
+                    progress=progress, slide=slide)
     best = [st.traffic.best_at(cap) for cap in caps]
     return st, [None if i is None else _candidate(st.space, st.traffic.rows[i], cap) for i, cap in zip(best, caps)]
 

@@ -171,16 +171,16 @@ class SweepResult:
 def sweep_sram(problem: Problem, hardware: Accelerator, sizes: Sequence[int],
                runner: Callable[..., Any] | None = None, simulate: bool = True, progress: bool = False,
                layer: str | None = None, force: bool = False,
-               warn: Callable[[str], None] | None = None) -> SweepResult:
+               warn: Callable[[str], None] | None = None, slide: bool = True) -> SweepResult:
     """For every SRAM size, the best-traffic schedule (ties: estimated cycles), its simulated cycles (with a
     `runner`, e.g. `kernels.loopnest_kernel.run_loopnest`; else the estimate), the lower bound and compulsory
     traffic. Shows a progress bar on stderr when `progress`. Work estimated beyond the usual (many sizes; points
     whose schedules have millions of tiles to trace) raises `WorkTooLargeError` before it starts, unless
-    `force` (then `warn` gets the estimate)."""
+    `force` (then `warn` gets the estimate). slide=False leaves sliding-window reuse out."""
     sizes = sorted(set(int(s) for s in sizes))
     if not sizes:
         raise ValueError("sweep_sram needs at least one SRAM size")
-    work = estimate_search_work(problem, hardware, len(sizes))
+    work = estimate_search_work(problem, hardware, len(sizes), slide=slide)
     if runner is not None:  # each size's schedule is traced and timed: at least a fixed cost per size
         work = work + WorkEstimate(what=f"tracing {len(sizes):,} schedules", evaluations=0, traced_operations=0,
                                    seconds=len(sizes) * SECONDS_PER_TRACED_SCHEDULE)
@@ -188,7 +188,8 @@ def sweep_sram(problem: Problem, hardware: Accelerator, sizes: Sequence[int],
     start = time.perf_counter()
     bar = ProgressBar(f"sweep {layer or problem.name}", progress)
     bar.update(0.0, "searching")
-    st, best = search_front(problem, hardware, sizes, progress=lambda f: bar.update(0.5 * f, "searching"))
+    st, best = search_front(problem, hardware, sizes, progress=lambda f: bar.update(0.5 * f, "searching"),
+                            slide=slide)
     if runner is not None:
         try:
             check_work(estimate_trace_work([c.nest for c in best if c is not None]), force, warn)

@@ -43,6 +43,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", metavar="PATH", help="write the best schedule and its figures as JSON")
     p.add_argument("--confirm", type=int_at_least(0), default=3, metavar="N",
                    help="re-run the top N candidates through the trace and timing simulator (default 3; 0: none)")
+    p.add_argument("--no-slide", action="store_true", help="leave sliding-window reuse out of the search (every "
+                   "box reloaded), to see what it gains")
     p.add_argument("--no-simulate", action="store_true", help="trace the top candidates but skip the timing "
                                                                 "simulation (cycles are then estimates)")
     p.add_argument("--force", action="store_true", help="run work estimated far beyond the usual (hours) "
@@ -109,7 +111,8 @@ def run(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     try:
         result = search(problem, hardware, sram, args.objective, runner=runner, confirm_top=max(args.confirm, 1),
-                        simulate=not args.no_simulate, force=args.force, warn=warner("search"))
+                        simulate=not args.no_simulate, force=args.force, warn=warner("search"),
+                        slide=not args.no_slide)
     except ValueError as err:
         raise CliError(str(err)) from None
     except OverflowError:  # a count past int64 inside the model: refuse rather than print a wrapped number

@@ -34,6 +34,8 @@ def add_arguments(s: argparse.ArgumentParser) -> None:
                    help="hardware preset or TOML file (default: blog); its sram_bytes is replaced by each size")
     s.add_argument("--json", metavar="PATH", help="write the sweep as JSON")
     s.add_argument("--plot", metavar="PATH", help="write a PNG: traffic, bound, compulsory and cycles vs SRAM")
+    s.add_argument("--no-slide", action="store_true", help="leave sliding-window reuse out of the search (every "
+                   "box reloaded), to see what it gains")
     s.add_argument("--no-simulate", action="store_true", help="no trace/timing simulation: estimated cycles")
     s.add_argument("--quiet", action="store_true", help="no progress bar (work estimates are still printed)")
     s.add_argument("--force", action="store_true", help="run work estimated far beyond the usual (hours) "
@@ -76,7 +78,8 @@ def run(args: argparse.Namespace) -> int:
     runner = loopnest_runner()
     try:
         result = sweep_sram(problem, hardware, sizes, runner=runner, simulate=not args.no_simulate,
-                            progress=not args.quiet, layer=args.layer, force=args.force, warn=warner("sweep-sram"))
+                            progress=not args.quiet, layer=args.layer, force=args.force, warn=warner("sweep-sram"),
+                            slide=not args.no_slide)
     except ValueError as err:
         raise CliError(str(err)) from None
     print(format_sweep(result))
