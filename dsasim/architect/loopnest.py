@@ -465,6 +465,7 @@ class LoopNest:
             raise ValueError(f"LoopNest slide: {tensor!r} slides along the innermost loop above its staging point "
                              f"with more than one trip, which must be one of its window loops {windows}, but it is "
                              f"{tiled[-1]!r}; put {' or '.join(windows)} innermost above it, or do not slide it")
+
     @staticmethod
     def _depth(tensor: str, where: int | str | None, order: tuple[str, ...]) -> int:
         if where is None or where == _TOP:

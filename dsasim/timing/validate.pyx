@@ -35,8 +35,7 @@ import numpy as np
 from dsasim.hardware import Accelerator
 from dsasim.traced._events cimport TENSOR_MASK, Cursor, EventLog, next_event, region_start, region_stop
 from dsasim.traced.trace import (ALLOC, COMPUTE, ENTER, EVENT_TYPES, EXIT, FREE, HIT, LOAD, OPEN, SLIDE, STORE,
-                                 EventKind,
-                                 Trace, format_region)
+                                 EventKind, Trace, format_region)
 from dsasim.timing.errors import TraceError
 
 UNITS = ("tensorcore", "vector")
