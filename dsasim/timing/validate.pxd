@@ -24,7 +24,7 @@ cdef class TraceChecker:
     cdef dict kinds
     cdef int64_t word
     cdef Py_ssize_t n_tensors, n_scopes
-    cdef unsigned char[::1] writable
+    cdef unsigned char[::1] writable, on_chip
     cdef int64_t[::1] ndim, shape_at, dims, next_instance  # a tensor's extents: dims[shape_at[t]:][:ndim[t]]
     cdef EventLog log  # the region table (the trace's columnar log, or our own for a trace of tuples)
     # per buffer (index = buffer id): its tensor, allocated bytes and charge, the region it holds (an offset in

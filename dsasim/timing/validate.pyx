@@ -106,6 +106,7 @@ cdef class TraceChecker:
         self.names = [t.name for t in trace.tensors]
         self.n_tensors, self.n_scopes = len(self.shapes), len(self.scopes)
         self.writable = np.array([bool(t.writable) for t in trace.tensors] or [False], np.uint8)
+        self.on_chip = np.array([bool(getattr(t, "on_chip", False)) for t in trace.tensors] or [False], np.uint8)
         self.ndim = np.array([len(shape) for shape in self.shapes] or [0], np.int64)
         self.shape_at = np.concatenate([[0], np.cumsum(self.ndim)]).astype(np.int64)
         self.dims = np.array([d for shape in self.shapes for d in shape] or [0], np.int64)
@@ -495,9 +496,9 @@ cdef class TraceChecker:
     cdef int64_t slide(self, Py_ssize_t idx, int64_t b, int64_t t, int64_t reg, int64_t nb) except -1:
         """SLIDE; the bytes it moves."""
         self.access(idx, b, t)
-        if self.writable[t]:
-            raise self.fail(idx, f"{self.names[t]!r} is written by the schedule: only an input's buffer slides (the rows "
-                                 f"it keeps must equal DDR's)")
+        if self.writable[t] and not self.on_chip[t]:
+            raise self.fail(idx, f"{self.names[t]!r} is written by the schedule to DDR: only the buffer of an input or "
+                                 f"of an on-chip tensor slides (the rows it keeps must equal DDR's)")
         if self.b_state[b] == UNFILLED:
             raise self.fail(idx, f"a SLIDE of buffer {b}, which nothing filled yet: its first region is LOADed")
         cdef int64_t need = self.fill_bytes(idx, b, t, reg), held = self.b_region[b], i, axis = -1, kept = 0
@@ -513,9 +514,12 @@ cdef class TraceChecker:
         if axis >= 0:  # the rows it held stay; the others come by DMA
             kept = min(region_stop(r, axis), region_stop(h, axis)) - max(region_start(r, axis), region_start(h, axis))
             new = need - need // (region_stop(r, axis) - region_start(r, axis)) * max(kept, 0)
+        if self.on_chip[t]:  # its new rows open as zeros for the schedule to compute: nothing comes from DDR
+            new = 0
         if nb != new:
             raise self.fail(idx, f"nbytes is {self.shown(nb)}, but {new} B of the region are not in the region the "
-                                 f"buffer held, {format_region(self.region(t, held))}")
+                                 f"buffer held, {format_region(self.region(t, held))}"
+                                 + (" (an on-chip tensor's slide moves nothing from DDR)" if self.on_chip[t] else ""))
         self.b_region[b], self.b_held[b] = reg, need
         return new
 

@@ -773,7 +773,7 @@ class Session(_core.SessionFields):
             raise ValueError(f"a tensor named {name!r} already exists in this session; names must be unique")
         shape = _check_shape(name, shape)
         arr = TracedArray(self, len(self.trace.tensors), name, shape, writable, must_be_written, scratch, data)
-        self.trace.tensors.append(TensorInfo(name, shape, writable))
+        self.trace.tensors.append(TensorInfo(name, shape, writable, scratch))
         self.trace.log.add_tensor(len(shape))
         self.counters.per_tensor[name] = arr.traffic
         self.tensors[name] = arr
@@ -810,6 +810,18 @@ class Session(_core.SessionFields):
         shape = _check_shape(name, shape)
         data = np.zeros(shape, self.dtype) if self.numeric else None
         return self._new_tensor(name, shape, data, writable=True, must_be_written=False, scratch=False)
+
+    def on_chip(self, name: str, shape: tuple[int, ...]) -> TracedArray:
+        """An on-chip-only tensor of logical `shape` (e.g. a fused chain's intermediate): never in DDR.
+
+        Indexing it opens a zeroed buffer of the region in the current scope (no DMA; SRAM it occupies), a region
+        a live buffer holds is a hit, and its buffers are dropped, never stored, when their scope exits.
+        `slide(region, capacity=)` keeps the overlap of a rotating (line) buffer and opens the new rows as zeros,
+        for the schedule to compute: that is how a fused schedule keeps an intermediate's halo between tiles.
+        """
+        _check_name(name)
+        shape = _check_shape(name, shape)
+        return self._new_tensor(name, shape, None, writable=True, must_be_written=False, scratch=True)
 
     def scratch(self, name: str, shape: tuple[int, ...], reuse: bool = False) -> Tile:
         """A zeroed on-chip-only buffer in the current scope: SRAM it occupies, no DDR traffic ever.
@@ -1130,13 +1142,16 @@ class Session(_core.SessionFields):
         if type(region_elements(region)) is not int:
             region = _integral_region(arr.name, region)[0]
         inst = self._current_scope(arr, region)
-        if arr.writable:
-            raise ReuseError(f"{arr.name}{format_region(region)}: only an input slides; {arr.name} is written by the "
-                             f"schedule, so rows kept on chip could differ from DDR. Index it instead")
+        on_chip = arr.scratch  # an on-chip tensor's new rows open as zeros, for the schedule to compute
+        if arr.writable and not on_chip:
+            raise ReuseError(f"{arr.name}{format_region(region)}: only an input or an on-chip tensor slides; "
+                             f"{arr.name} is written by the schedule to DDR, so rows kept on chip could differ "
+                             f"from DDR. Index it instead")
         elements = region_elements(region)
         word = self._word_bytes
-        self.counters.blog_loaded_elements += elements  # (the blog's counter: every access not flagged reuse)
-        arr.traffic.blog_loaded_elements += elements
+        if not on_chip:  # (the blog's counter: every DDR access not flagged reuse)
+            self.counters.blog_loaded_elements += elements
+            arr.traffic.blog_loaded_elements += elements
         buf = inst.held.get(arr.id)
         if buf is None:  # the first slide of this scope: a new buffer, sized for the capacity region
             size = region if capacity is None else _normalize(arr.name, arr.shape, capacity)
@@ -1171,7 +1186,9 @@ class Session(_core.SessionFields):
             def rows(a: int, b: int, source: np.ndarray, origin: int) -> np.ndarray:
                 return source[(slice(None),) * i + (slice(a - origin, b - origin),)]
 
-            outside = arr.data[_slices(region)]
+            # an on-chip tensor's new rows are zeros until the schedule computes them
+            outside = (np.zeros(tuple(b - a for a, b in region), self.dtype) if on_chip
+                       else arr.data[_slices(region)])
             buf.data = np.concatenate([rows(start, kept_start, outside, start),
                                        rows(kept_start, kept_stop, buf.data, held_start),
                                        rows(kept_stop, stop, outside, start)], axis=i)
@@ -1179,6 +1196,8 @@ class Session(_core.SessionFields):
             buf.data = buf.data[(slice(None),) * i + (slice(start - held_start, stop - held_start),)]
         buf.generation += 1
         arr.live.move(buf, region)
+        if on_chip:
+            nbytes = 0  # nothing comes from DDR
         if nbytes:
             counters, traffic = self.counters, arr.traffic
             counters.loaded_bytes += nbytes

@@ -140,6 +140,7 @@ class TensorInfo:
     name: str
     shape: tuple[int, ...]
     writable: bool  # outputs and intermediates; inputs are read-only
+    on_chip: bool = False  # scratch and on-chip tensors: never in DDR, never loaded or stored
 
     @property
     def elements(self) -> int:

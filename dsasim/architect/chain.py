@@ -1,0 +1,257 @@
+"""A chain of convolutions that a fused schedule runs without writing the intermediates to DDR.
+
+`ConvChain(layers, relu=..., residual=...)`: layer i + 1 reads layer i's output (same batch, channels and size);
+each layer may be followed by a ReLU (applied on chip to what the layer produces: folded, no traffic), and the
+chain may end with an identity residual (`output = block(x) + x`, ResNet's and MobileNetV2's skip connection:
+the last layer's ReLU then follows the add, as in ResNet). Batch norm and bias fold into the weights at inference
+and are not modelled separately.
+
+Tensors of a chain (NCHW; grouped weights as torch's (OC, IC / groups, KH, KW)): `image` (the chain's input),
+`weight1` .. `weightL`, `output` (the last layer's output); the intermediates `mid1` .. `mid{L-1}` live on chip.
+
+Presets (`chain_names()`, `parse_chain`): `resnet18.layer1.0` (a basic block), `resnet50.res2a` (the bottleneck's
+main path 1x1 -> 3x3 -> 1x1; its projection shortcut `res2a_branch1` is a layer of its own), `resnet50.res2b`
+(a bottleneck with an identity residual), `mobilenetv2.features.N` for N = 1 .. 17 (the inverted residual blocks:
+1x1 expand -> 3x3 depthwise -> 1x1 project, with the residual where stride is 1 and channels match; block 1 has no
+expansion).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Mapping, Sequence
+
+from dsasim.architect.loopnest import ConvProblem
+from dsasim.geometry import window_rows
+
+__all__ = ["ConvChain", "chain_names", "parse_chain", "MOBILENETV2_BLOCKS"]
+
+
+class ConvChain:
+    """Convolutions applied one after the other (see the module docstring). Invalid chains raise ValueError naming
+    the layer and the reason."""
+
+    def __init__(self, layers: Sequence[ConvProblem], relu: bool | Sequence[bool] = False,
+                 residual: bool = False, name: str | None = None) -> None:
+        layers = tuple(layers)
+        label = f"ConvChain {name!r}" if name else "ConvChain"
+        if not layers:
+            raise ValueError(f"{label}: a chain needs at least one layer")
+        for i, layer in enumerate(layers):
+            if not isinstance(layer, ConvProblem):
+                raise ValueError(f"{label}: layer {i + 1} is a {type(layer).__name__}; a chain is made of "
+                                 f"ConvProblems")
+        if isinstance(relu, bool):
+            relu = (relu,) * len(layers)
+        relu = tuple(relu)
+        if len(relu) != len(layers) or not all(isinstance(r, bool) for r in relu):
+            raise ValueError(f"{label}: relu must be a bool or one bool per layer ({len(layers)}), got {relu!r}")
+        for i, (a, b) in enumerate(zip(layers, layers[1:])):
+            produced = (a.n, a.oc, a.oh, a.ow)
+            needed = (b.n, b.ic, b.h, b.w)
+            if produced != needed:
+                raise ValueError(f"{label}: layer {i + 2} ({b.name}) reads an input of n, channels, height, width "
+                                 f"{needed}, but layer {i + 1} ({a.name}) produces {produced}; the shapes must "
+                                 f"connect")
+        for i, layer in enumerate(layers):
+            self._check_reads_input(label, i + 1, layer)
+        if residual:
+            first, last = layers[0], layers[-1]
+            if (first.n, first.ic, first.h, first.w) != (last.n, last.oc, last.oh, last.ow):
+                raise ValueError(f"{label}: an identity residual adds the input {(first.n, first.ic, first.h, first.w)}"
+                                 f" to the output {(last.n, last.oc, last.oh, last.ow)}: they must have the same "
+                                 f"shape (a projection shortcut is a layer of its own)")
+            for i, layer in enumerate(layers):
+                reach = [(k - 1) * d for k, d in zip((layer.kh, layer.kw), layer.dilation)]
+                if layer.stride != (1, 1) or any(p > r for p, r in zip(layer.padding, reach)):
+                    raise ValueError(f"{label}: layer {i + 1} ({layer.name}) has stride {layer.stride} and padding "
+                                     f"{layer.padding}; an identity residual needs stride 1 and 'same' padding in "
+                                     f"every layer (so each output tile's input rows hold the residual's rows)")
+        self.layers = layers
+        self.relu = relu
+        self.residual = bool(residual)
+        self.name = name or " -> ".join(layer.spec() for layer in layers)
+
+    @staticmethod
+    def _check_reads_input(label: str, index: int, layer: ConvProblem) -> None:
+        """ValueError when an output row or column of `layer` reads only padding (a fused tile would have no input)."""
+        for axis, (dim, out, size, k) in enumerate((("row", layer.oh, layer.h, layer.kh),
+                                                    ("column", layer.ow, layer.w, layer.kw))):
+            s, p, d = layer.stride[axis], layer.padding[axis], layer.dilation[axis]
+            for o in range(out):
+                first, stop = window_rows(o, o + 1, 0, k, s, d, p, size)
+                if first == stop:
+                    raise ValueError(f"{label}: layer {index} ({layer.name}): output {dim} {o} reads only padding "
+                                     f"(kernel {k}, dilation {d}, padding {p}, input {size}); a fused chain needs every "
+                                     f"output to read the input: reduce the padding")
+
+    # -- shapes --------------------------------------------------------------------------------------------------
+    def __len__(self) -> int:
+        return len(self.layers)
+
+    @property
+    def mid_names(self) -> tuple[str, ...]:
+        """The on-chip intermediates, mid1 .. mid{L-1} (mid i is layer i's output)."""
+        return tuple(f"mid{i}" for i in range(1, len(self.layers)))
+
+    @property
+    def weight_names(self) -> tuple[str, ...]:
+        return tuple(f"weight{i}" for i in range(1, len(self.layers) + 1))
+
+    def weight_shape(self, i: int) -> tuple[int, int, int, int]:
+        """Layer i's (0-based) weight shape (OC, IC / groups, KH, KW), in elements."""
+        layer = self.layers[i]
+        return layer.oc, layer.ic // layer.groups, layer.kh, layer.kw
+
+    def level_shape(self, level: int) -> tuple[int, int, int, int]:
+        """The NCHW shape of level `level`: 0 the image, i the output of layer i (L: the output)."""
+        if level == 0:
+            first = self.layers[0]
+            return first.n, first.ic, first.h, first.w
+        layer = self.layers[level - 1]
+        return layer.n, layer.oc, layer.oh, layer.ow
+
+    @property
+    def input_shape(self) -> tuple[int, int, int, int]:
+        return self.level_shape(0)
+
+    @property
+    def output_shape(self) -> tuple[int, int, int, int]:
+        return self.level_shape(len(self.layers))
+
+    @property
+    def macs(self) -> int:
+        """Multiply-accumulates of the chain computed once (padding taps included, as the TensorCore counts)."""
+        return sum(layer.macs for layer in self.layers)
+
+    def compulsory_bytes(self, word_bytes: int) -> int:
+        """The chain's compulsory DDR traffic: the image and every weight loaded once, the output stored once (the
+        intermediates never touch DDR), in bytes."""
+        elements = math.prod(self.input_shape) + math.prod(self.output_shape)
+        elements += sum(math.prod(self.weight_shape(i)) for i in range(len(self.layers)))
+        return elements * word_bytes
+
+    def layer_problem(self, i: int) -> ConvProblem:
+        """Layer i (0-based) as a single-layer problem (for layer-by-layer schedules)."""
+        return self.layers[i]
+
+    # -- description -----------------------------------------------------------------------------------------------
+    def describe(self) -> str:
+        """One line per layer."""
+        lines = [f"# {self.name}: {len(self.layers)} layers, input {'x'.join(map(str, self.input_shape))} -> output "
+                 f"{'x'.join(map(str, self.output_shape))}" + (" (+ identity residual)" if self.residual else "")]
+        for i, (layer, r) in enumerate(zip(self.layers, self.relu)):
+            lines.append(f"#   layer {i + 1}: {layer.describe()}" + (", ReLU" if r else ""))
+        return "\n".join(lines)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": "chain", "name": self.name, "layers": [layer.to_json() for layer in self.layers],
+                "relu": list(self.relu), "residual": self.residual}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> "ConvChain":
+        from dsasim.architect.loopnest import problem_from_json
+        return cls([problem_from_json(layer) for layer in data["layers"]], data.get("relu", False),
+                   data.get("residual", False), name=data.get("name"))
+
+    def spec(self) -> str:
+        return self.name
+
+    def __repr__(self) -> str:
+        return f"ConvChain({self.name!r}, {len(self.layers)} layers, residual={self.residual})"
+
+    def __eq__(self, other: object) -> bool:
+        return (isinstance(other, ConvChain) and self.relu == other.relu and self.residual == other.residual
+                and [layer.spec() for layer in self.layers] == [layer.spec() for layer in other.layers])
+
+    def __hash__(self) -> int:
+        return hash((tuple(layer.spec() for layer in self.layers), self.relu, self.residual))
+
+    def reference(self, image: Any, **weights: Any) -> dict[str, Any]:
+        """torch's result of the chain (float64 in, as the runner checks)."""
+        import torch
+        import torch.nn.functional as F
+        x = image
+        for i, (layer, r) in enumerate(zip(self.layers, self.relu)):
+            x = F.conv2d(x, weights[f"weight{i + 1}"], stride=layer.stride, padding=layer.padding,
+                         dilation=layer.dilation, groups=layer.groups)
+            last = i == len(self.layers) - 1
+            if last and self.residual:
+                x = x + image
+            if r:
+                x = torch.relu(x)
+        return {"output": x}
+
+
+# ----------------------------------------------------------------------------------------------------- presets
+# MobileNetV2 (Sandler et al., 2018), Table 2: (expansion t, output channels c, repeats n, stride s) after the stem
+# (a 3x3 stride-2 conv to 32 channels at 112 x 112 for a 224 x 224 input)
+_MOBILENETV2 = ((1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 3, 2), (6, 64, 4, 2), (6, 96, 3, 1), (6, 160, 3, 2),
+                (6, 320, 1, 1))
+
+
+def _mobilenetv2_blocks() -> list[tuple[int, int, int, int, int]]:
+    """features.1 .. features.17 as (input channels, expansion, output channels, stride, input size)."""
+    blocks, cin, size = [], 32, 112
+    for t, c, n, s in _MOBILENETV2:
+        for i in range(n):
+            stride = s if i == 0 else 1
+            blocks.append((cin, t, c, stride, size))
+            size = (size + 2 - 3) // stride + 1
+            cin = c
+    return blocks
+
+
+MOBILENETV2_BLOCKS = _mobilenetv2_blocks()
+
+
+def _mobilenetv2(index: int) -> ConvChain:
+    cin, t, cout, stride, size = MOBILENETV2_BLOCKS[index - 1]
+    name = f"mobilenetv2.features.{index}"
+    hidden = cin * t
+    layers, relu = [], []
+    if t != 1:
+        layers.append(ConvProblem(1, cin, hidden, size, size, 1, name=f"{name}.expand"))
+        relu.append(True)
+    layers.append(ConvProblem(1, hidden, hidden, size, size, 3, stride=stride, padding=1, groups=hidden,
+                              name=f"{name}.depthwise"))
+    relu.append(True)
+    out = layers[-1].oh
+    layers.append(ConvProblem(1, hidden, cout, out, out, 1, name=f"{name}.project"))
+    relu.append(False)  # the linear bottleneck
+    return ConvChain(layers, relu, residual=stride == 1 and cin == cout, name=name)
+
+
+def _resnet18_block() -> ConvChain:
+    name = "resnet18.layer1.0"
+    convs = [ConvProblem(1, 64, 64, 56, 56, 3, padding=1, name=f"{name}.conv{i}") for i in (1, 2)]
+    return ConvChain(convs, relu=True, residual=True, name=name)
+
+
+def _resnet50_block(block: str) -> ConvChain:
+    from dsasim.architect.layers import parse_layer
+    name = f"resnet50.{block}"
+    layers = [parse_layer(f"resnet50.{block}_branch{b}") for b in ("2a", "2b", "2c")]
+    assert all(isinstance(layer, ConvProblem) for layer in layers)
+    return ConvChain(layers, relu=True, residual=block != "res2a", name=name)  # type: ignore[arg-type]
+
+
+def chain_names() -> list[str]:
+    """Every built-in chain name."""
+    return ["resnet18.layer1.0", "resnet50.res2a", "resnet50.res2b",
+            *(f"mobilenetv2.features.{i}" for i in range(1, len(MOBILENETV2_BLOCKS) + 1))]
+
+
+def parse_chain(text: str) -> ConvChain:
+    """A built-in chain by name (see the module docstring); ValueError listing the names otherwise."""
+    name = text.strip()
+    if name == "resnet18.layer1.0":
+        return _resnet18_block()
+    if name in ("resnet50.res2a", "resnet50.res2b"):
+        return _resnet50_block(name.split(".", 1)[1])
+    prefix = "mobilenetv2.features."
+    if name.startswith(prefix) and name[len(prefix):].isdigit() \
+            and 1 <= int(name[len(prefix):]) <= len(MOBILENETV2_BLOCKS):
+        return _mobilenetv2(int(name[len(prefix):]))
+    raise ValueError(f"unknown chain {name!r}; chains are resnet18.layer1.0, resnet50.res2a, resnet50.res2b and "
+                     f"mobilenetv2.features.1 .. mobilenetv2.features.{len(MOBILENETV2_BLOCKS)}")
