@@ -436,7 +436,7 @@ BAD_TRACES = {
                     "nbytes is 4, but 2 B of the region are not in the region the buffer held, [0:1, 0:4]"),
     "slide before a fill": (edit(2, (SLIDE, 0, 0, R4, 4), GOOD[2]), 2,
                             "a SLIDE of buffer 0, which nothing filled yet"),
-    "slide of an output": (edit(5, (SLIDE, 1, 1, R4, 0)), 5, "'o' is written by the schedule: only an input's"),
+    "slide of an output": (edit(5, (SLIDE, 1, 1, R4, 0)), 5, "'o' is written by the schedule to DDR: only the buffer of an input or"),
     "slide larger than its buffer": (edit(1, (ALLOC, 0, 0, R4, 4, 0, 4), (LOAD, 0, 0, R4, 4, False),
                                           (SLIDE, 0, 0, ((0, 1), (2, 8)), 4), drop=2), 3,
                                      "6 B do not fit buffer 0 (4 B)"),

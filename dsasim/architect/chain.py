@@ -124,11 +124,25 @@ class ConvChain:
         """Multiply-accumulates of the chain computed once (padding taps included, as the TensorCore counts)."""
         return sum(layer.macs for layer in self.layers)
 
+    def touched_image_lines(self, axis: int) -> int:
+        """Rows (axis 0) or columns (axis 1) of the image that some output of the chain reads through every layer."""
+        last = self.layers[-1]
+        lines = set(range(last.oh if axis == 0 else last.ow))
+        for layer in reversed(self.layers):
+            k, s, d, p = (layer.kh if axis == 0 else layer.kw), layer.stride[axis], layer.dilation[axis], \
+                layer.padding[axis]
+            size = layer.h if axis == 0 else layer.w
+            lines = {o * s + t * d - p for o in lines for t in range(k)} & set(range(size))
+        return len(lines)
+
     def compulsory_bytes(self, word_bytes: int) -> int:
-        """The chain's compulsory DDR traffic: the image and every weight loaded once, the output stored once (the
-        intermediates never touch DDR), in bytes."""
-        elements = math.prod(self.input_shape) + math.prod(self.output_shape)
-        elements += sum(math.prod(self.weight_shape(i)) for i in range(len(self.layers)))
+        """The chain's compulsory DDR traffic, in bytes: every image element some output reads through the chain
+        and every weight element that meets a real input loaded once, the output stored once; the intermediates
+        never touch DDR. No schedule of the chain moves less (fused or not)."""
+        from dsasim.architect.lower_bounds import touched_elements
+        n, c, _, _ = self.input_shape
+        elements = n * c * self.touched_image_lines(0) * self.touched_image_lines(1) + math.prod(self.output_shape)
+        elements += sum(touched_elements(layer)["weight"] for layer in self.layers)
         return elements * word_bytes
 
     def layer_problem(self, i: int) -> ConvProblem:

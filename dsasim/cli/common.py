@@ -185,6 +185,13 @@ def loopnest_runner() -> Callable[..., Any] | None:
     return found[0].load() if found else None
 
 
+def fused_runner() -> Callable[..., Any] | None:
+    """The fused-chain kernel (`kernels.fused_kernel.run_fused`), through the `dsasim.fused_runner` entry point."""
+    from importlib.metadata import entry_points
+    found = sorted(entry_points(group="dsasim.fused_runner"), key=lambda e: e.name)
+    return found[0].load() if found else None
+
+
 def warner(cmd: str) -> Callable[[str], None]:
     """Print a warning line on stderr (whatever --quiet says: it announces hours of work)."""
     return lambda message: print(f"dsasim {cmd}: warning: {message}", file=sys.stderr, flush=True)

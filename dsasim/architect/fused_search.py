@@ -1,0 +1,331 @@
+"""The search over fused schedules of a `ConvChain`, beside the best layer-by-layer schedules of its layers.
+
+`search_chain(chain, hardware, sram_bytes)` answers "fuse or not, how deep, with which tiles and halo policy":
+
+* Fused candidates: every (n, oh, ow) tile of the last output (all sizes 1 .. extent), halo recompute / keep,
+  weights resident / per-tile, a 1- or 2-way tile scope, evaluated at once by `evaluate_fused_space` (numpy over
+  the whole space; per axis and tile size the `AxisPlan` sums; the peak from the distinct tile classes). It equals
+  `analyze_fused` on every field it reports (tested); its vector cycles are the floor sum(elements) / lanes.
+* Layer by layer: each layer's best `LoopNest` from `dsasim.architect.search.search` (its intermediate stored to
+  and loaded from DDR); an identity residual is folded into the last layer's store, which loads the block's input
+  once more (|input| bytes, added analytically: the LoopNest kernel has no residual).
+* Fusion depth: every split of the chain into consecutive segments, each segment fused (two or more layers) or a
+  single layer's best nest; a residual not in a fused segment with the first layer is folded as above.
+The best partition by the objective is `best`; `fused` (the whole chain fused) and `layer_by_layer` are reported
+beside it. Cycles are the model's estimates (max(DMA, TensorCore + vector)); given runners, every chosen nest is traced
+(checked against the model) and timed.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import time
+from dataclasses import dataclass, replace
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from dsasim.architect.chain import ConvChain
+from dsasim.architect.fused import FusedAnalysis, FusedNest, analyze_fused, axis_plan, _axis_geometry
+from dsasim.hardware import Accelerator
+
+__all__ = ["FusedSpace", "evaluate_fused_space", "SegmentChoice", "ChainSearchResult", "search_chain"]
+
+_HALOS = ("recompute", "keep")
+_WEIGHTS = ("resident", "per-tile")
+_WAYS = (1, 2)
+
+
+@dataclass(frozen=True)
+class FusedSpace:
+    """Every fused nest of a chain, evaluated: arrays of shape (n tiles, oh tiles, ow tiles, halo, weights, ways)."""
+
+    chain: ConvChain
+    tiles: tuple[np.ndarray, np.ndarray, np.ndarray]  # candidate tile sizes per loop
+    valid: np.ndarray
+    loaded_bytes: np.ndarray
+    stored_bytes: int
+    loads: np.ndarray
+    macs: np.ndarray
+    tensorcore_cycles: np.ndarray
+    vector_cycles_floor: np.ndarray
+    dma_cycles: np.ndarray
+    peak_sram_bytes: np.ndarray
+    seconds: float
+
+    @property
+    def evaluations(self) -> int:
+        return int(self.valid.sum())
+
+    @property
+    def traffic_bytes(self) -> np.ndarray:
+        return self.loaded_bytes + self.stored_bytes
+
+    @property
+    def estimated_cycles(self) -> np.ndarray:
+        return np.maximum(self.dma_cycles, self.tensorcore_cycles + self.vector_cycles_floor)
+
+    def nest(self, index: tuple[int, ...]) -> FusedNest:
+        """The FusedNest at a grid index."""
+        a, b, c, h, w, k = index
+        return FusedNest(self.chain, {"n": int(self.tiles[0][a]), "oh": int(self.tiles[1][b]),
+                                      "ow": int(self.tiles[2][c])}, _HALOS[h], _WEIGHTS[w], _WAYS[k])
+
+
+def _axis_table(chain: ConvChain, axis: int, tiles: np.ndarray) -> dict[str, np.ndarray]:
+    """Per tile size along one axis: trips, per-level sums of held and new rows, transfers with new image rows, the
+    distinct per-level length columns (tile classes, zero-padded) and the per-level largest length."""
+    geometry = _axis_geometry(chain, axis)
+    levels = len(chain) + 1
+    plans = [axis_plan(geometry, int(t)) for t in tiles]
+    classes = [np.unique(p.lens, axis=1) for p in plans]
+    width = max(c.shape[1] for c in classes)
+    cls = np.zeros((len(tiles), levels, width), np.int64)
+    for i, c in enumerate(classes):
+        cls[i, :, :c.shape[1]] = c
+    return {"trips": np.array([p.lens.shape[1] for p in plans], np.int64),
+            "len": np.stack([p.lens.sum(axis=1) for p in plans]),
+            "new": np.stack([p.new.sum(axis=1) for p in plans]),
+            "new_transfers": np.array([int((p.new[0] > 0).sum()) for p in plans], np.int64),
+            "classes": cls, "max": np.stack([p.lens.max(axis=1) for p in plans])}
+
+
+def evaluate_fused_space(chain: ConvChain, hardware: Accelerator,
+                         tiles: tuple[Sequence[int], Sequence[int], Sequence[int]] | None = None) -> FusedSpace:
+    """Evaluate every fused nest of `chain` (tile sizes: all of 1 .. extent per loop, or `tiles`) on `hardware`."""
+    start = time.perf_counter()
+    word = hardware.word_bytes
+    L = len(chain)
+    N, _, OH, OW = chain.output_shape
+    tn, tr, tc = (np.arange(1, e + 1, dtype=np.int64) if tiles is None else np.asarray(t, np.int64)
+                  for e, t in zip((N, OH, OW), tiles or (None, None, None)))
+    R, C = _axis_table(chain, 0, tr), _axis_table(chain, 1, tc)
+    ch = np.array([chain.level_shape(i)[1] for i in range(L + 1)], np.int64)
+    w_elems = sum(math.prod(chain.weight_shape(i)) for i in range(L))
+    n_trips = -(-N // tn)
+    # broadcast shapes: (n, r, c, halo, weights, ways)
+    nt = n_trips[:, None, None, None, None, None]
+    tnb = tn[:, None, None, None, None, None]
+    rt = R["trips"][None, :, None, None, None, None]
+    ct = C["trips"][None, None, :, None, None, None]
+    tiles_n = nt * rt * ct
+    keep = np.array([False, True])[None, None, None, :, None, None]
+    slide_ow = keep & (ct > 1)
+    slide_oh = keep & (ct == 1) & (rt > 1)
+    valid = ~keep | slide_ow | slide_oh
+    per_tile = np.array([False, True])[None, None, None, None, :, None]
+    ways = np.array(_WAYS, np.int64)[None, None, None, None, None, :]
+
+    def level(table: dict, key: str, i: int, axis: int) -> np.ndarray:
+        v = table[key][:, i]
+        return v[None, :, None, None, None, None] if axis == 0 else v[None, None, :, None, None, None]
+
+    def sums(i: int) -> tuple[np.ndarray, np.ndarray]:
+        """Rows and columns of level i summed over the tiles: new along the slide loop, held otherwise."""
+        r = np.where(slide_oh, level(R, "new", i, 0), level(R, "len", i, 0))
+        c = np.where(slide_ow, level(C, "new", i, 1), level(C, "len", i, 1))
+        return r, c
+
+    r0, c0 = sums(0)
+    image = N * ch[0] * r0 * c0
+    weights = np.where(per_tile, w_elems * tiles_n, w_elems)
+    loaded = (image + weights) * word
+    image_loads = np.where(slide_ow, nt * rt * C["new_transfers"][None, None, :, None, None, None],
+                           np.where(slide_oh, nt * R["new_transfers"][None, :, None, None, None, None] * ct, tiles_n))
+    loads = image_loads + np.where(per_tile, L * tiles_n, L)
+    macs = tc_cycles = vec = 0
+    for i, layer in enumerate(chain.layers, start=1):
+        r, c = sums(i)
+        pixels = N * r * c
+        icg, ocg = layer.ic // layer.groups, layer.oc // layer.groups
+        taps = layer.kh * layer.kw
+        macs = macs + pixels * layer.oc * icg * taps
+        tc_cycles = tc_cycles + pixels * taps * layer.groups * (-(-icg // hardware.tensorcore_in_channels)) * (
+            -(-ocg // hardware.tensorcore_out_channels))
+        ops = int(chain.relu[i - 1]) + int(i == L and chain.residual)
+        if ops:
+            vec = vec + ops * (-(-(pixels * ch[i]) // hardware.vector_lanes))
+    # peak SRAM, in elements
+    resident = np.where(per_tile, 0, w_elems)
+    wpt = np.where(per_tile, w_elems, 0)
+    rc, cc = R["classes"], C["classes"]  # (tiles, levels, classes)
+    grid = np.einsum("i,ria,cib->rcab", ch, rc, cc).reshape(len(tr), len(tc), -1).max(axis=2)  # recompute
+    recompute_peak = resident + ways * (tnb * grid[None, :, :, None, None, None] + wpt)
+    cmax = C["max"]  # (tc, levels)
+    # keep along ow: per row class, the sweep's line buffers (largest columns) plus the tile scope's output
+    lines = np.einsum("i,ria,ci->rca", ch[:L], rc[:, :L], cmax[:, :L])  # (r, c, classes)
+    out_tile = np.einsum("ra,c->rca", rc[:, L], ch[L] * cmax[:, L])
+    sweep_rows = tnb[..., None] * lines[None, :, :, None, None, None, :] + ways[..., None] * (
+        tnb[..., None] * out_tile[None, :, :, None, None, None, :] + wpt[..., None])
+    keep_ow_peak = resident + sweep_rows.max(axis=-1)
+    rmax = R["max"]
+    keep_oh_lines = np.einsum("i,ri,ci->rc", ch[:L], rmax[:, :L], cmax[:, :L])
+    keep_oh_peak = resident + tnb * keep_oh_lines[None, :, :, None, None, None] + ways * (
+        tnb * (ch[L] * np.outer(rmax[:, L], cmax[:, L]))[None, :, :, None, None, None] + wpt)
+    peak = np.where(slide_ow, keep_ow_peak, np.where(slide_oh, keep_oh_peak, recompute_peak)) * word
+    stored = math.prod(chain.output_shape) * word
+    dma = np.ceil((loaded + stored) / hardware.dram_bytes_per_cycle).astype(np.int64) + (
+        loads + tiles_n) * hardware.dma_setup_cycles
+    shape = (len(tn), len(tr), len(tc), 2, 2, 2)
+    full = lambda a: np.broadcast_to(a, shape)  # noqa: E731
+    return FusedSpace(chain=chain, tiles=(tn, tr, tc), valid=full(valid), loaded_bytes=full(loaded),
+                      stored_bytes=stored, loads=full(loads), macs=full(macs), tensorcore_cycles=full(tc_cycles),
+                      vector_cycles_floor=full(vec), dma_cycles=full(dma), peak_sram_bytes=full(peak),
+                      seconds=time.perf_counter() - start)
+
+
+# ------------------------------------------------------------------------------------------------ the search
+@dataclass(frozen=True)
+class SegmentChoice:
+    """The best schedule of consecutive layers [first, stop) of a chain: fused (a FusedNest) or one layer's
+    LoopNest (a search `Candidate`)."""
+
+    first: int
+    stop: int
+    fused: FusedNest | None
+    analysis: FusedAnalysis | None
+    candidate: Any  # dsasim.architect.search.Candidate for a single layer
+    loaded_bytes: int
+    stored_bytes: int
+    peak_sram_bytes: int
+    macs: int
+    tensorcore_cycles: int
+    cycles: int
+    cycles_source: str  # "estimate" or "simulated"
+
+    @property
+    def traffic_bytes(self) -> int:
+        return self.loaded_bytes + self.stored_bytes
+
+
+@dataclass
+class ChainSearchResult:
+    """The outcome of `search_chain`: the best partition, the whole chain fused, and layer by layer."""
+
+    chain: ConvChain
+    hardware: Accelerator
+    sram_bytes: int
+    objective: str
+    best: list[SegmentChoice] | None
+    fused: SegmentChoice | None
+    layer_by_layer: list[SegmentChoice] | None
+    compulsory_bytes: int
+    residual_fold_bytes: dict[str, int]  # per partition label: |input| bytes loaded again to fold the residual
+    evaluations: int
+    seconds: float
+
+    @staticmethod
+    def totals(parts: list[SegmentChoice] | None, extra_loaded: int = 0) -> dict[str, int] | None:
+        if parts is None:
+            return None
+        return {"loaded_bytes": sum(p.loaded_bytes for p in parts) + extra_loaded,
+                "stored_bytes": sum(p.stored_bytes for p in parts),
+                "traffic_bytes": sum(p.traffic_bytes for p in parts) + extra_loaded,
+                "cycles": sum(p.cycles for p in parts), "macs": sum(p.macs for p in parts),
+                "peak_sram_bytes": max(p.peak_sram_bytes for p in parts)}
+
+    def label(self, parts: list[SegmentChoice]) -> str:
+        """The partition as text, e.g. '[1 2 3]' (all fused) or '[1 2] [3]'."""
+        return " ".join("[" + " ".join(str(i + 1) for i in range(p.first, p.stop)) + "]" for p in parts)
+
+    def fold(self, parts: list[SegmentChoice] | None) -> int:
+        """Bytes of the input loaded again to fold the residual when the last segment does not start at layer 1."""
+        if parts is None or not self.chain.residual or parts[-1].first == 0 and parts[-1].fused is not None:
+            return 0
+        return math.prod(self.chain.input_shape) * self.hardware.word_bytes
+
+
+def _best_index(space: FusedSpace, cap: int, objective: str) -> tuple[int, ...] | None:
+    ok = space.valid & (space.peak_sram_bytes <= cap)
+    if not ok.any():
+        return None
+    flat = np.flatnonzero(ok.reshape(-1))
+    traffic = space.traffic_bytes.reshape(-1)[flat]
+    cycles = space.estimated_cycles.reshape(-1)[flat]
+    peak = space.peak_sram_bytes.reshape(-1)[flat]
+    keys = (peak, traffic, cycles) if objective == "cycles" else (peak, cycles, traffic)
+    order = np.lexsort(keys)  # the last key is the primary one
+    return tuple(int(x) for x in np.unravel_index(int(flat[order[0]]), ok.shape))
+
+
+def _fused_choice(chain: ConvChain, first: int, stop: int, hw: Accelerator, objective: str,
+                  runner: Callable[..., Any] | None, counter: list[int]) -> SegmentChoice | None:
+    sub = ConvChain(chain.layers[first:stop], chain.relu[first:stop],
+                    residual=chain.residual and first == 0 and stop == len(chain),
+                    name=chain.name if (first, stop) == (0, len(chain)) else f"{chain.name}[{first + 1}:{stop}]")
+    space = evaluate_fused_space(sub, hw)
+    counter[0] += space.evaluations
+    index = _best_index(space, hw.sram_bytes, objective)
+    if index is None:
+        return None
+    nest = space.nest(index)
+    a = analyze_fused(nest, hw)
+    cycles, source = a.cycles_estimate, "estimate"
+    if runner is not None:
+        from dsasim.timing import simulate as simulate_timing
+        result = runner(nest, hw)
+        if (result.loaded_bytes, result.stored_bytes, result.peak_sram_bytes) != (a.loaded_bytes, a.stored_bytes,
+                                                                                  a.peak_sram_bytes):
+            raise AssertionError(f"fused model and trace differ for {nest!r}")
+        cycles, source = int(simulate_timing(result.trace, hw).cycles), "simulated"
+    return SegmentChoice(first, stop, nest, a, None, a.loaded_bytes, a.stored_bytes, a.peak_sram_bytes, a.macs,
+                         a.tensorcore_cycles, cycles, source)
+
+
+def _layer_choice(chain: ConvChain, i: int, hw: Accelerator, objective: str, runner: Callable[..., Any] | None,
+                  counter: list[int]) -> SegmentChoice | None:
+    from dsasim.architect.search import search
+    result = search(chain.layers[i], hw, hw.sram_bytes, objective, runner=runner, confirm_top=1,
+                    simulate=runner is not None, force=True)
+    counter[0] += result.evaluations
+    best = result.best
+    if best is None:
+        return None
+    source = "simulated" if best.simulated_cycles is not None else "estimate"
+    return SegmentChoice(i, i + 1, None, None, best, best.loaded_bytes, best.stored_bytes, best.peak_sram_bytes,
+                         best.macs, best.tensorcore_cycles, best.cycles, source)
+
+
+def search_chain(chain: ConvChain, hardware: Accelerator, sram_bytes: int | None = None, objective: str = "traffic",
+                 fused_runner: Callable[..., Any] | None = None,
+                 loopnest_runner: Callable[..., Any] | None = None) -> ChainSearchResult:
+    """The best partition of `chain` into fused segments and single layers under `sram_bytes` (module docstring).
+
+    With runners (`kernels.fused_kernel.run_fused`, `kernels.loopnest_kernel.run_loopnest`; the CLI finds them by
+    entry point) every chosen schedule is traced (checked equal to the model) and timed: cycles are simulated."""
+    if objective not in ("traffic", "cycles"):
+        raise ValueError(f"objective must be 'traffic' or 'cycles', got {objective!r}")
+    cap = hardware.sram_bytes if sram_bytes is None else int(sram_bytes)
+    if cap < hardware.word_bytes:
+        raise ValueError(f"sram_bytes {cap} is below one word ({hardware.word_bytes} B)")
+    hw = replace(hardware, sram_bytes=cap)
+    start = time.perf_counter()
+    L = len(chain)
+    counter = [0]
+    layers = [_layer_choice(chain, i, hw, objective, loopnest_runner, counter) for i in range(L)]
+    fused_parts: dict[tuple[int, int], SegmentChoice | None] = {}
+    for first in range(L):
+        for stop in range(first + 2, L + 1):
+            fused_parts[(first, stop)] = _fused_choice(chain, first, stop, hw, objective, fused_runner, counter)
+    result = ChainSearchResult(chain, hw, cap, objective, None, fused_parts.get((0, L)),
+                               None if any(p is None for p in layers) else list(layers),
+                               chain.compulsory_bytes(hw.word_bytes), {}, 0, 0.0)
+    best, best_key = None, None
+    for cuts in itertools.product((False, True), repeat=L - 1):  # a cut after layer i + 1 (True: split there)
+        bounds = [0] + [i + 1 for i, cut in enumerate(cuts) if cut] + [L]
+        parts = []
+        for a, b in zip(bounds, bounds[1:]):
+            parts.append(layers[a] if b - a == 1 else fused_parts[(a, b)])
+        if any(p is None for p in parts):
+            continue
+        totals = ChainSearchResult.totals(parts, result.fold(parts))
+        result.residual_fold_bytes[result.label(parts)] = result.fold(parts)
+        key = ((totals["traffic_bytes"], totals["cycles"]) if objective == "traffic"
+               else (totals["cycles"], totals["traffic_bytes"]))
+        if best_key is None or key < best_key:
+            best, best_key = parts, key
+    result.best = best
+    result.evaluations = counter[0]
+    result.seconds = time.perf_counter() - start
+    return result
