@@ -228,3 +228,27 @@ def test_the_library_never_imports_the_cli():
             if any(n == "dsasim.cli" or n.startswith("dsasim.cli.") for n in names):
                 offenders.append(f"{path.relative_to(root)}:{node.lineno}")
     assert offenders == []
+
+
+def test_search_a_chain_fused_vs_layer_by_layer_json(tmp_path, capsys):
+    """mobilenetv2.features.1 (depthwise 3x3 on 32 x 112 x 112, then a 1x1 projection to 16 channels), 1-byte words:
+    compulsory = image 32*112*112 + weights 32*9 + 16*32 + output 16*112*112 = 602,912 B; fused with kept halos it
+    moves exactly that; layer by layer also stores and reloads the 32 x 112 x 112 intermediate (2 x 401,408 B)."""
+    first, second = tmp_path / "a.json", tmp_path / "b.json"
+    for path in (first, second):
+        assert main(["search", "mobilenetv2.features.1", "--sram", "512KiB", "--confirm", "0", "--json",
+                     str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "all fused" in out and "layer by layer" in out and "best / bound = 1.000" in out
+    assert first.read_bytes() == second.read_bytes()
+    data = json.loads(first.read_text())
+    assert data["compulsory_bytes"] == 32 * 112 * 112 + 32 * 9 + 16 * 32 + 16 * 112 * 112 == 602_912
+    assert data["fused"] is True and data["partition"] == "[1 2]" and data["traffic_bytes"] == 602_912
+    assert data["layer_by_layer_bytes"] >= 602_912 + 2 * 401_408
+    assert data["recomputed_macs"] == 0 and data["parts"][0]["fused_nest"]["halo"] == "keep"
+    assert {"fused", "layer_by_layer_bytes", "recomputed_macs", "intermediate_peak_bytes"} <= set(data)
+
+
+def test_search_an_unknown_chain_like_name_is_a_clear_error(capsys):
+    assert main(["search", "mobilenetv2.features.99"]) == 2
+    assert "mobilenetv2.features.1 .. mobilenetv2.features.17" in capsys.readouterr().err

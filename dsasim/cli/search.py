@@ -4,7 +4,10 @@
                         [--confirm N] [--no-simulate] [--force]
 
 LAYER is a built-in name (blog-conv, resnet50.res2a_branch2b, ..., gemm-1024) or a shape spec such as
-conv:ic=64,oc=64,h=56,k=3,p=1 or gemm:m=512,n=512,k=512 (see `dsasim.architect.layers`). Sizes accept 65536, 64KiB,
+conv:ic=64,oc=64,h=56,k=3,p=1 or gemm:m=512,n=512,k=512 (see `dsasim.architect.layers`), or a chain of layers to
+fuse (resnet18.layer1.0, resnet50.res2a, resnet50.res2b, mobilenetv2.features.1 .. 17; `dsasim.architect.chain`):
+then the search compares the whole chain fused, layer by layer and every split between (`chain_json`: keys
+fused, partition, layer_by_layer_bytes, recomputed_macs, intermediate_peak_bytes, parts). Sizes accept 65536, 64KiB,
 1.5MiB. `--json` writes the best schedule with its figures; its `loop_nest` key is loadable by
 `kernels.loopnest_kernel.load_nest`; `macs`, `padded_macs` and `tensorcore_utilization` (= macs / padded_macs,
 6 decimals) give the padding waste of partial 16x24 blocks (a depthwise conv: 1/384). JSON output is
@@ -34,7 +37,9 @@ __all__ = ["COMMAND", "search_json"]
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """The arguments of `dsasim search`."""
-    p.add_argument("layer", help="blog-conv, resnet50.<name>, gemm-1024, or a spec like conv:ic=64,oc=64,h=56,k=3,p=1")
+    p.add_argument("layer", help="blog-conv, resnet50.<name>, gemm-1024, a spec like conv:ic=64,oc=64,h=56,k=3,p=1, "
+                                 "or a chain to fuse: resnet18.layer1.0, resnet50.res2a, resnet50.res2b, "
+                                 "mobilenetv2.features.N")
     p.add_argument("--sram", metavar="BYTES", help="SRAM capacity (default: the hardware's), e.g. 1536KiB")
     p.add_argument("--hardware", metavar="PRESET|FILE", default="blog",
                    help=f"hardware preset ({', '.join(PRESETS)}) or TOML file (default: blog)")
@@ -91,12 +96,137 @@ def _size(flag: str, text: str) -> int:
         raise ValueError(f"{flag} {text!r} is too large to be a size in bytes") from None
 
 
+def chain_json(result: Any, name: str) -> dict[str, Any]:
+    """The JSON object of `dsasim search CHAIN --json` (stable key order, no wall times)."""
+    hw = result.hardware
+    best, fused, lbl = result.best, result.fused, result.layer_by_layer
+
+    def part(p: Any) -> dict[str, Any]:
+        data: dict[str, Any] = {"layers": [layer.name for layer in result.chain.layers[p.first:p.stop]],
+                                "fused": p.fused is not None, "loaded_bytes": p.loaded_bytes,
+                                "stored_bytes": p.stored_bytes, "peak_sram_bytes": p.peak_sram_bytes,
+                                "macs": p.macs, "cycles": p.cycles, "cycles_source": p.cycles_source}
+        if p.fused is not None:
+            data["recomputed_macs"] = p.analysis.recomputed_macs
+            data["intermediate_peak_bytes"] = p.analysis.intermediate_peak_bytes
+            data["fused_nest"] = p.fused.to_json()
+        else:
+            data["loop_nest"] = p.candidate.nest.to_json()
+        return data
+
+    totals = result.totals(best, result.fold(best))
+    lbl_totals = result.totals(lbl, result.fold(lbl))
+    fused_totals = result.totals([fused]) if fused is not None else None
+    return {
+        "chain": name,
+        "hardware": hw.name,
+        "word_bytes": hw.word_bytes,
+        "objective": result.objective,
+        "sram_bytes": result.sram_bytes,
+        "fused": best is not None and len(best) < len(result.chain),
+        "partition": result.label(best) if best else None,
+        "loaded_bytes": totals["loaded_bytes"] if totals else None,
+        "stored_bytes": totals["stored_bytes"] if totals else None,
+        "traffic_bytes": totals["traffic_bytes"] if totals else None,
+        "cycles": totals["cycles"] if totals else None,
+        "residual_fold_bytes": result.fold(best),
+        "lower_bound_bytes": result.compulsory_bytes,
+        "compulsory_bytes": result.compulsory_bytes,
+        "fused_bytes": fused_totals["traffic_bytes"] if fused_totals else None,
+        "fused_cycles": fused_totals["cycles"] if fused_totals else None,
+        "recomputed_macs": fused.analysis.recomputed_macs if fused is not None else None,
+        "intermediate_peak_bytes": fused.analysis.intermediate_peak_bytes if fused is not None else None,
+        "layer_by_layer_bytes": lbl_totals["traffic_bytes"] if lbl_totals else None,
+        "layer_by_layer_cycles": lbl_totals["cycles"] if lbl_totals else None,
+        "evaluations": result.evaluations,
+        "parts": [part(p) for p in best] if best else [],
+    }
+
+
+def run_chain(args: argparse.Namespace) -> int:
+    """`dsasim search CHAIN`: the best fused / layer-by-layer partition of a chain preset."""
+    from dsasim.architect.chain import parse_chain
+    from dsasim.architect.fused_search import search_chain
+    from dsasim.architect.sweep import format_bytes
+    from dsasim.cli.common import fused_runner
+
+    try:
+        chain = parse_chain(args.layer)
+        hardware = load_hardware(args.hardware)
+        sram = _size("--sram", args.sram) if args.sram is not None else hardware.sram_bytes
+        if sram < hardware.word_bytes:
+            raise ValueError(f"--sram {sram:,} B is below one {hardware.word_bytes}-byte word of {hardware.name}")
+        dataclasses.replace(hardware, sram_bytes=sram)
+    except ValueError as err:
+        raise CliError(str(err)) from None
+    json_path = output_file("--json", args.json) if args.json is not None else None
+    simulate = args.confirm > 0 and not args.no_simulate
+    t0 = time.perf_counter()
+    try:
+        result = search_chain(chain, hardware, sram, args.objective,
+                              fused_runner=fused_runner() if simulate else None,
+                              loopnest_runner=loopnest_runner() if simulate else None)
+    except ValueError as err:
+        raise CliError(str(err)) from None
+    wall = time.perf_counter() - t0
+    if result.best is None:
+        print(f"dsasim search: no schedule of {args.layer} fits in {sram:,} B of SRAM", file=sys.stderr)
+        return EXIT_FAILED
+    print(chain.describe())
+    for p in result.best:
+        print()
+        if p.fused is not None:
+            print(p.fused.format())
+        else:
+            print(p.candidate.nest.format(hardware.word_bytes))
+    print()
+    word_src = {p.cycles_source for p in result.best}
+    src = "simulated" if word_src == {"simulated"} else "estimated"
+    best = result.totals(result.best, result.fold(result.best))
+    print(f"{args.layer} on {hardware.name} with {format_bytes(sram)} SRAM ({sram:,} B), objective {args.objective}:")
+    print(f"  best         {result.label(result.best)}  (a bracket is one schedule: layers in one bracket are fused)")
+    print(f"  traffic      {best['traffic_bytes']:>16,} B  (loaded {best['loaded_bytes']:,}, stored "
+          f"{best['stored_bytes']:,}" + (f"; the residual's input loaded again {result.fold(result.best):,}"
+                                         if result.fold(result.best) else "") + ")")
+    print(f"  lower bound  {result.compulsory_bytes:>16,} B  (the chain's compulsory traffic); best / bound = "
+          f"{best['traffic_bytes'] / result.compulsory_bytes:.3f}")
+    print(f"  cycles       {best['cycles']:>16,}    ({src})")
+    rows = []
+    if result.fused is not None:
+        f = result.fused
+        rows.append(("all fused", f.traffic_bytes, f.cycles, f.analysis.recomputed_macs,
+                     f.analysis.intermediate_peak_bytes, f.peak_sram_bytes))
+    else:
+        import math
+        w = sum(math.prod(chain.weight_shape(i)) for i in range(len(chain))) * hardware.word_bytes
+        print(f"  all fused: nothing fits (a fused nest holds every layer's whole weights, {w:,} B, beside its tiles)")
+    if result.layer_by_layer is not None:
+        t = result.totals(result.layer_by_layer, result.fold(result.layer_by_layer))
+        rows.append(("layer by layer", t["traffic_bytes"], t["cycles"], 0, 0, t["peak_sram_bytes"]))
+    print(f"  {'':16}{'traffic B':>14}{'cycles':>14}{'recomputed MACs':>17}{'intermediate B':>16}{'peak SRAM B':>13}")
+    for label, traffic, cycles, recomputed, mid, peak in rows:
+        print(f"  {label:16}{traffic:>14,}{cycles:>14,}{recomputed:>17,}{mid:>16,}{peak:>13,}")
+    print(f"  searched     {result.evaluations:,} candidates (fused nests and single-layer nests); {wall:.2f} s in all")
+    if json_path is not None:
+        write_text_atomic(json_path, json.dumps(chain_json(result, args.layer), indent=2) + "\n")
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
     """Handle `dsasim search`: an exit status; a mistake in the command line raises CliError (exit 2)."""
+    from dsasim.architect.chain import chain_names
     from dsasim.architect.layers import parse_layer
     from dsasim.architect.search import search
     from dsasim.architect.sweep import format_bytes
 
+    if args.layer.strip() in chain_names():
+        return run_chain(args)
+    if args.layer.strip().startswith(("mobilenetv2.features", "resnet18.")):  # a chain's family: say which exist
+        from dsasim.architect.chain import parse_chain
+        try:
+            parse_chain(args.layer)
+        except ValueError as err:
+            raise CliError(str(err)) from None
     try:
         problem = parse_layer(args.layer)
         hardware = load_hardware(args.hardware)
