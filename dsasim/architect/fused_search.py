@@ -21,7 +21,7 @@ from __future__ import annotations
 import itertools
 import math
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -294,12 +294,8 @@ def search_chain(chain: ConvChain, hardware: Accelerator, sram_bytes: int | None
 
     With runners (`kernels.fused_kernel.run_fused`, `kernels.loopnest_kernel.run_loopnest`; the CLI finds them by
     entry point) every chosen schedule is traced (checked equal to the model) and timed: cycles are simulated."""
-    if objective not in ("traffic", "cycles"):
-        raise ValueError(f"objective must be 'traffic' or 'cycles', got {objective!r}")
-    cap = hardware.sram_bytes if sram_bytes is None else int(sram_bytes)
-    if cap < hardware.word_bytes:
-        raise ValueError(f"sram_bytes {cap} is below one word ({hardware.word_bytes} B)")
-    hw = replace(hardware, sram_bytes=cap)
+    from dsasim.architect.search import with_capacity
+    cap, hw = with_capacity(hardware, sram_bytes, objective)
     start = time.perf_counter()
     L = len(chain)
     counter = [0]

@@ -811,6 +811,17 @@ def _pareto(st: SearchFront) -> list[Candidate]:
     return out
 
 
+def with_capacity(hardware: Accelerator, sram_bytes: int | None, objective: str) -> tuple[int, Accelerator]:
+    """The SRAM capacity in bytes (default: the hardware's) and the hardware with it; ValueError for an objective
+    other than 'traffic' or 'cycles' or a capacity below one word."""
+    if objective not in ("traffic", "cycles"):
+        raise ValueError(f"objective must be 'traffic' or 'cycles', got {objective!r}")
+    cap = hardware.sram_bytes if sram_bytes is None else int(sram_bytes)
+    if cap < hardware.word_bytes:
+        raise ValueError(f"sram_bytes {cap} is below one word ({hardware.word_bytes} B)")
+    return cap, replace(hardware, sram_bytes=cap)
+
+
 def search(problem: Problem, hardware: Accelerator, sram_bytes: int | None = None, objective: str = "traffic",
            runner: Callable[..., Any] | None = None, confirm_top: int = 3, refine: bool = True,
            exhaustive: bool = False, simulate: bool = True,
@@ -827,12 +838,7 @@ def search(problem: Problem, hardware: Accelerator, sram_bytes: int | None = Non
     before it starts) raises WorkTooLargeError unless `force` (then `warn` gets the estimate). slide=False leaves
     sliding-window reuse out of the space (to see what it gains).
     """
-    if objective not in ("traffic", "cycles"):
-        raise ValueError(f"objective must be 'traffic' or 'cycles', got {objective!r}")
-    cap = hardware.sram_bytes if sram_bytes is None else int(sram_bytes)
-    if cap < hardware.word_bytes:
-        raise ValueError(f"sram_bytes {cap} is below one word ({hardware.word_bytes} B)")
-    hw = replace(hardware, sram_bytes=cap)
+    cap, hw = with_capacity(hardware, sram_bytes, objective)
     check_work(estimate_search_work(problem, hw, 1, exhaustive, slide), force, warn)
     st = run_search(problem, hw, [cap], "cycles", refine=refine, exhaustive=exhaustive, top=max(confirm_top, 1),
                     progress=progress, slide=slide)

@@ -96,6 +96,16 @@ def _size(flag: str, text: str) -> int:
         raise ValueError(f"{flag} {text!r} is too large to be a size in bytes") from None
 
 
+def _hardware_and_sram(args: argparse.Namespace) -> tuple[Any, int]:
+    """The --hardware and the --sram size (default: the hardware's), checked before any search (ValueError)."""
+    hardware = load_hardware(args.hardware)
+    sram = _size("--sram", args.sram) if args.sram is not None else hardware.sram_bytes
+    if sram < hardware.word_bytes:
+        raise ValueError(f"--sram {sram:,} B is below one {hardware.word_bytes}-byte word of {hardware.name}")
+    dataclasses.replace(hardware, sram_bytes=sram)  # the hardware's own range check, before the search
+    return hardware, sram
+
+
 def chain_json(result: Any, name: str) -> dict[str, Any]:
     """The JSON object of `dsasim search CHAIN --json` (stable key order, no wall times)."""
     hw = result.hardware
@@ -152,11 +162,7 @@ def run_chain(args: argparse.Namespace) -> int:
 
     try:
         chain = parse_chain(args.layer)
-        hardware = load_hardware(args.hardware)
-        sram = _size("--sram", args.sram) if args.sram is not None else hardware.sram_bytes
-        if sram < hardware.word_bytes:
-            raise ValueError(f"--sram {sram:,} B is below one {hardware.word_bytes}-byte word of {hardware.name}")
-        dataclasses.replace(hardware, sram_bytes=sram)
+        hardware, sram = _hardware_and_sram(args)
     except ValueError as err:
         raise CliError(str(err)) from None
     json_path = output_file("--json", args.json) if args.json is not None else None
@@ -229,11 +235,7 @@ def run(args: argparse.Namespace) -> int:
             raise CliError(str(err)) from None
     try:
         problem = parse_layer(args.layer)
-        hardware = load_hardware(args.hardware)
-        sram = _size("--sram", args.sram) if args.sram is not None else hardware.sram_bytes
-        if sram < hardware.word_bytes:
-            raise ValueError(f"--sram {sram:,} B is below one {hardware.word_bytes}-byte word of {hardware.name}")
-        dataclasses.replace(hardware, sram_bytes=sram)  # the hardware's own range check, before the search
+        hardware, sram = _hardware_and_sram(args)
     except ValueError as err:
         raise CliError(str(err)) from None
     json_path = output_file("--json", args.json) if args.json is not None else None
