@@ -11,7 +11,7 @@ below holds). `fused_schedule(nest)` is a `Schedule` for `run_schedule` (numeric
 from __future__ import annotations
 
 from contextlib import nullcontext
-from typing import Any, Mapping
+from typing import Mapping
 
 from dsasim import (Accelerator, Counters, GlobalHierarchy, RunResult, Schedule, Session, TensorCore, TracedArray,
                     VectorUnit, Workload, bind_tensors, run_schedule)
@@ -85,18 +85,19 @@ def execute_fused(nest: FusedNest, s: Session, tensors: Mapping[str, TracedArray
                     for c in c_runs:
                         compute(i, n, r, c)
 
-    def sweep(name: str, open_it: bool):
-        return GlobalHierarchy(s, name) if open_it else nullcontext()
+    def scope_if(name: str, needed: bool):
+        """A scope where the nest has one (a sweep scope only for halo='keep'), else nothing."""
+        return GlobalHierarchy(s, name) if needed else nullcontext()
 
-    with sweep("weights@top", nest.weights == "resident"):
+    with scope_if("weights@top", nest.weights == "resident"):
         if nest.weights == "resident":
             for w in weights:
                 w[:, :, :, :]
         for n0 in range(0, N, tn):
             n = (n0, min(n0 + tn, N))
-            with sweep("sweep", slide == "oh"):
+            with scope_if("sweep", slide == "oh"):
                 for j in range(rows.lens.shape[1]):
-                    with sweep("sweep", slide == "ow"):
+                    with scope_if("sweep", slide == "ow"):
                         for k in range(cols.lens.shape[1]):
                             tile(n, j, k)
 
@@ -130,10 +131,3 @@ def count_fused(nest: FusedNest, hardware: Accelerator, enforce_capacity: bool =
     s.finish()
     return s.counters
 
-
-def _example(**overrides: Any) -> FusedNest:
-    """A small basic-block nest (two 3x3 convs with a residual) for quick looks."""
-    from dsasim.architect.loopnest import ConvProblem
-    chain = ConvChain([ConvProblem(1, 16, 16, 14, 14, 3, padding=1), ConvProblem(1, 16, 16, 14, 14, 3, padding=1)],
-                      relu=True, residual=True, name="basic-block-14")
-    return FusedNest(chain, **{"tiles": {"oh": 4}, **overrides})

@@ -353,7 +353,8 @@ def test_search_chain_fuses_a_basic_block_to_compulsory_and_beats_layer_by_layer
 
 def test_search_picks_the_least_traffic_that_fits_by_brute_force():
     """On random chains of two or three layers and a tight SRAM, the fused part of the search moves exactly the
-    least traffic of every fused nest that fits, found by the scalar model nest by nest."""
+    least traffic of every fused nest that fits, found by the scalar model nest by nest. (The cycles objective
+    ranks by an estimate whose vector term is a floor; it is not checked against a brute force here.)"""
     import itertools
     from dsasim.architect.fused_search import _fused_choice
     rng = random.Random(9)
@@ -372,11 +373,6 @@ def test_search_picks_the_least_traffic_that_fits_by_brute_force():
             ok.append(analyze_fused(FusedNest(chain, {"n": tn, "oh": th, "ow": tw}, halo, weights, ways), BLOG))
         cap = sorted(a.peak_sram_bytes for a in ok)[len(ok) // 4]  # a quarter of the nests fit
         hw = dataclasses.replace(BLOG, sram_bytes=cap)
-        for objective in ("traffic", "cycles"):
-            choice = _fused_choice(chain, 0, len(chain), hw, objective, None, [0])
-            fits = [a for a in ok if a.peak_sram_bytes <= cap]
-            if objective == "traffic":
-                assert choice.traffic_bytes == min(a.traffic_bytes for a in fits)
-            else:
-                assert choice.tensorcore_cycles <= max(a.tensorcore_cycles for a in fits)
+        choice = _fused_choice(chain, 0, len(chain), hw, "traffic", None, [0])
+        assert choice.traffic_bytes == min(a.traffic_bytes for a in ok if a.peak_sram_bytes <= cap)
         done += 1

@@ -145,10 +145,6 @@ class ConvChain:
         elements += sum(touched_elements(layer)["weight"] for layer in self.layers)
         return elements * word_bytes
 
-    def layer_problem(self, i: int) -> ConvProblem:
-        """Layer i (0-based) as a single-layer problem (for layer-by-layer schedules)."""
-        return self.layers[i]
-
     # -- description -----------------------------------------------------------------------------------------------
     def describe(self) -> str:
         """One line per layer."""

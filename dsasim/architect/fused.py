@@ -268,7 +268,7 @@ class FusedAnalysis:
         return self.loaded_bytes + self.stored_bytes
 
     @property
-    def cycles_estimate(self) -> int:
+    def estimated_cycles(self) -> int:
         """max(DMA, TensorCore + vector) cycles: the bound when transfers overlap compute perfectly."""
         return max(self.dma_cycles, self.tensorcore_cycles + self.vector_cycles)
 

@@ -27,13 +27,12 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from dsasim.architect.chain import ConvChain
-from dsasim.architect.fused import FusedAnalysis, FusedNest, analyze_fused, axis_plan, _axis_geometry
+from dsasim.architect.fused import (HALO_POLICIES, WEIGHT_POLICIES, FusedAnalysis, FusedNest, analyze_fused,
+                                    axis_plan, _axis_geometry)
 from dsasim.hardware import Accelerator
 
 __all__ = ["FusedSpace", "evaluate_fused_space", "SegmentChoice", "ChainSearchResult", "search_chain"]
 
-_HALOS = ("recompute", "keep")
-_WEIGHTS = ("resident", "per-tile")
 _WAYS = (1, 2)
 
 
@@ -70,7 +69,7 @@ class FusedSpace:
         """The FusedNest at a grid index."""
         a, b, c, h, w, k = index
         return FusedNest(self.chain, {"n": int(self.tiles[0][a]), "oh": int(self.tiles[1][b]),
-                                      "ow": int(self.tiles[2][c])}, _HALOS[h], _WEIGHTS[w], _WAYS[k])
+                                      "ow": int(self.tiles[2][c])}, HALO_POLICIES[h], WEIGHT_POLICIES[w], _WAYS[k])
 
 
 def _axis_table(chain: ConvChain, axis: int, tiles: np.ndarray) -> dict[str, np.ndarray]:
@@ -211,7 +210,6 @@ class ChainSearchResult:
     fused: SegmentChoice | None
     layer_by_layer: list[SegmentChoice] | None
     compulsory_bytes: int
-    residual_fold_bytes: dict[str, int]  # per partition label: |input| bytes loaded again to fold the residual
     evaluations: int
     seconds: float
 
@@ -261,7 +259,7 @@ def _fused_choice(chain: ConvChain, first: int, stop: int, hw: Accelerator, obje
         return None
     nest = space.nest(index)
     a = analyze_fused(nest, hw)
-    cycles, source = a.cycles_estimate, "estimate"
+    cycles, source = a.estimated_cycles, "estimate"
     if runner is not None:
         from dsasim.timing import simulate as simulate_timing
         result = runner(nest, hw)
@@ -274,10 +272,10 @@ def _fused_choice(chain: ConvChain, first: int, stop: int, hw: Accelerator, obje
 
 
 def _layer_choice(chain: ConvChain, i: int, hw: Accelerator, objective: str, runner: Callable[..., Any] | None,
-                  counter: list[int]) -> SegmentChoice | None:
+                  counter: list[int], force: bool, warn: Callable[[str], None] | None) -> SegmentChoice | None:
     from dsasim.architect.search import search
     result = search(chain.layers[i], hw, hw.sram_bytes, objective, runner=runner, confirm_top=1,
-                    simulate=runner is not None, force=True)
+                    simulate=runner is not None, force=force, warn=warn)
     counter[0] += result.evaluations
     best = result.best
     if best is None:
@@ -289,24 +287,26 @@ def _layer_choice(chain: ConvChain, i: int, hw: Accelerator, objective: str, run
 
 def search_chain(chain: ConvChain, hardware: Accelerator, sram_bytes: int | None = None, objective: str = "traffic",
                  fused_runner: Callable[..., Any] | None = None,
-                 loopnest_runner: Callable[..., Any] | None = None) -> ChainSearchResult:
+                 loopnest_runner: Callable[..., Any] | None = None, force: bool = False,
+                 warn: Callable[[str], None] | None = None) -> ChainSearchResult:
     """The best partition of `chain` into fused segments and single layers under `sram_bytes` (module docstring).
 
     With runners (`kernels.fused_kernel.run_fused`, `kernels.loopnest_kernel.run_loopnest`; the CLI finds them by
-    entry point) every chosen schedule is traced (checked equal to the model) and timed: cycles are simulated."""
+    entry point) every chosen schedule is traced (checked equal to the model) and timed: cycles are simulated.
+    `force` and `warn` go to each layer's `search` (work estimated far beyond the usual is refused unless forced)."""
     from dsasim.architect.search import with_capacity
     cap, hw = with_capacity(hardware, sram_bytes, objective)
     start = time.perf_counter()
     L = len(chain)
     counter = [0]
-    layers = [_layer_choice(chain, i, hw, objective, loopnest_runner, counter) for i in range(L)]
+    layers = [_layer_choice(chain, i, hw, objective, loopnest_runner, counter, force, warn) for i in range(L)]
     fused_parts: dict[tuple[int, int], SegmentChoice | None] = {}
     for first in range(L):
         for stop in range(first + 2, L + 1):
             fused_parts[(first, stop)] = _fused_choice(chain, first, stop, hw, objective, fused_runner, counter)
     result = ChainSearchResult(chain, hw, cap, objective, None, fused_parts.get((0, L)),
                                None if any(p is None for p in layers) else list(layers),
-                               chain.compulsory_bytes(hw.word_bytes), {}, 0, 0.0)
+                               chain.compulsory_bytes(hw.word_bytes), 0, 0.0)
     best, best_key = None, None
     for cuts in itertools.product((False, True), repeat=L - 1):  # a cut after layer i + 1 (True: split there)
         bounds = [0] + [i + 1 for i, cut in enumerate(cuts) if cut] + [L]
@@ -316,7 +316,6 @@ def search_chain(chain: ConvChain, hardware: Accelerator, sram_bytes: int | None
         if any(p is None for p in parts):
             continue
         totals = ChainSearchResult.totals(parts, result.fold(parts))
-        result.residual_fold_bytes[result.label(parts)] = result.fold(parts)
         key = ((totals["traffic_bytes"], totals["cycles"]) if objective == "traffic"
                else (totals["cycles"], totals["traffic_bytes"]))
         if best_key is None or key < best_key:

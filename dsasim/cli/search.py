@@ -96,14 +96,20 @@ def _size(flag: str, text: str) -> int:
         raise ValueError(f"{flag} {text!r} is too large to be a size in bytes") from None
 
 
-def _hardware_and_sram(args: argparse.Namespace) -> tuple[Any, int]:
-    """The --hardware and the --sram size (default: the hardware's), checked before any search (ValueError)."""
-    hardware = load_hardware(args.hardware)
-    sram = _size("--sram", args.sram) if args.sram is not None else hardware.sram_bytes
-    if sram < hardware.word_bytes:
-        raise ValueError(f"--sram {sram:,} B is below one {hardware.word_bytes}-byte word of {hardware.name}")
-    dataclasses.replace(hardware, sram_bytes=sram)  # the hardware's own range check, before the search
-    return hardware, sram
+def _arguments(args: argparse.Namespace, parse: Any) -> tuple[Any, Any, int, Any]:
+    """`parse(args.layer)`, the --hardware, the --sram size (default: the hardware's) and the --json path, checked
+    before any search; a mistake raises CliError."""
+    try:
+        what = parse(args.layer)
+        hardware = load_hardware(args.hardware)
+        sram = _size("--sram", args.sram) if args.sram is not None else hardware.sram_bytes
+        if sram < hardware.word_bytes:
+            raise ValueError(f"--sram {sram:,} B is below one {hardware.word_bytes}-byte word of {hardware.name}")
+        dataclasses.replace(hardware, sram_bytes=sram)  # the hardware's own range check, before the search
+    except ValueError as err:
+        raise CliError(str(err)) from None
+    json_path = output_file("--json", args.json) if args.json is not None else None
+    return what, hardware, sram, json_path
 
 
 def chain_json(result: Any, name: str) -> dict[str, Any]:
@@ -160,18 +166,14 @@ def run_chain(args: argparse.Namespace) -> int:
     from dsasim.architect.sweep import format_bytes
     from dsasim.cli.common import fused_runner
 
-    try:
-        chain = parse_chain(args.layer)
-        hardware, sram = _hardware_and_sram(args)
-    except ValueError as err:
-        raise CliError(str(err)) from None
-    json_path = output_file("--json", args.json) if args.json is not None else None
+    chain, hardware, sram, json_path = _arguments(args, parse_chain)
     simulate = args.confirm > 0 and not args.no_simulate
     t0 = time.perf_counter()
     try:
         result = search_chain(chain, hardware, sram, args.objective,
                               fused_runner=fused_runner() if simulate else None,
-                              loopnest_runner=loopnest_runner() if simulate else None)
+                              loopnest_runner=loopnest_runner() if simulate else None, force=args.force,
+                              warn=warner("search"))
     except ValueError as err:
         raise CliError(str(err)) from None
     wall = time.perf_counter() - t0
@@ -186,8 +188,7 @@ def run_chain(args: argparse.Namespace) -> int:
         else:
             print(p.candidate.nest.format(hardware.word_bytes))
     print()
-    word_src = {p.cycles_source for p in result.best}
-    src = "simulated" if word_src == {"simulated"} else "estimated"
+    src = "simulated" if all(p.cycles_source == "simulated" for p in result.best) else "estimated"
     best = result.totals(result.best, result.fold(result.best))
     print(f"{args.layer} on {hardware.name} with {format_bytes(sram)} SRAM ({sram:,} B), objective {args.objective}:")
     print(f"  best         {result.label(result.best)}  (a bracket is one schedule: layers in one bracket are fused)")
@@ -233,12 +234,7 @@ def run(args: argparse.Namespace) -> int:
             parse_chain(args.layer)
         except ValueError as err:
             raise CliError(str(err)) from None
-    try:
-        problem = parse_layer(args.layer)
-        hardware, sram = _hardware_and_sram(args)
-    except ValueError as err:
-        raise CliError(str(err)) from None
-    json_path = output_file("--json", args.json) if args.json is not None else None
+    problem, hardware, sram, json_path = _arguments(args, parse_layer)
     runner = loopnest_runner() if args.confirm > 0 else None
     t0 = time.perf_counter()
     try:
