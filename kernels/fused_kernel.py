@@ -17,6 +17,7 @@ from dsasim import (Accelerator, Counters, GlobalHierarchy, RunResult, Schedule,
                     VectorUnit, Workload, bind_tensors, run_schedule)
 from dsasim.architect.chain import ConvChain
 from dsasim.architect.fused import FusedNest
+from dsasim.architect.gemm_chain import GemmChainNest
 
 
 def fused_workload(chain: ConvChain) -> Workload:
@@ -116,9 +117,13 @@ def fused_schedule(nest: FusedNest, name: str | None = None, hardware: str = "bl
     return Schedule(name or "fused", fused_workload(nest.chain), fused_body(nest), repr(nest), hardware)
 
 
-def run_fused(nest: FusedNest, hardware: Accelerator, numeric: bool = False, record_trace: bool = True,
-              enforce_capacity: bool = True, seed: int = 0) -> RunResult:
-    """Run `nest` on `hardware` (count-only by default) and return the `RunResult` (trace included)."""
+def run_fused(nest: FusedNest | GemmChainNest, hardware: Accelerator, numeric: bool = False,
+              record_trace: bool = True, enforce_capacity: bool = True, seed: int = 0) -> RunResult:
+    """Run `nest` on `hardware` (count-only by default) and return the `RunResult` (trace included); a GEMM chain's
+    nest runs on `kernels.gemm_chain_kernel` (the one runner the chain search finds by entry point)."""
+    if isinstance(nest, GemmChainNest):
+        from kernels.gemm_chain_kernel import run_gemm_chain
+        return run_gemm_chain(nest, hardware, numeric, record_trace, enforce_capacity, seed)
     return run_schedule(fused_schedule(nest), hardware, numeric=numeric, seed=seed, record_trace=record_trace,
                         enforce_capacity=enforce_capacity)
 

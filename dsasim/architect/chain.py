@@ -21,10 +21,11 @@ from __future__ import annotations
 import math
 from typing import Any, Mapping, Sequence
 
+from dsasim.architect.gemm_chain import GemmChain, parse_gemm_chain
 from dsasim.architect.loopnest import ConvProblem
 from dsasim.geometry import window_rows
 
-__all__ = ["ConvChain", "chain_names", "parse_chain", "MOBILENETV2_BLOCKS"]
+__all__ = ["ConvChain", "chain_names", "is_chain", "parse_chain", "MOBILENETV2_BLOCKS"]
 
 
 class ConvChain:
@@ -252,9 +253,19 @@ def chain_names() -> list[str]:
             *(f"mobilenetv2.features.{i}" for i in range(1, len(MOBILENETV2_BLOCKS) + 1))]
 
 
-def parse_chain(text: str) -> ConvChain:
-    """A built-in chain by name (see the module docstring); ValueError listing the names otherwise."""
+def is_chain(text: str) -> bool:
+    """Whether `text` names a chain (a preset, a chain family or a GEMM chain spec) rather than a single layer."""
     name = text.strip()
+    return name in chain_names() or name.startswith(("mobilenetv2.features", "resnet18.", "gemm-chain"))
+
+
+def parse_chain(text: str) -> ConvChain | GemmChain:
+    """A built-in chain by name (see the module docstring) or a GEMM chain spec
+    (`gemm-chain:m=..,n=..,k=..,l=..[,relu=1]`, `dsasim.architect.gemm_chain`); ValueError listing the names
+    otherwise."""
+    name = text.strip()
+    if name.startswith("gemm-chain"):
+        return parse_gemm_chain(name)
     if name == "resnet18.layer1.0":
         return _resnet18_block()
     if name in ("resnet50.res2a", "resnet50.res2b"):
@@ -263,5 +274,6 @@ def parse_chain(text: str) -> ConvChain:
     if name.startswith(prefix) and name[len(prefix):].isdigit() \
             and 1 <= int(name[len(prefix):]) <= len(MOBILENETV2_BLOCKS):
         return _mobilenetv2(int(name[len(prefix):]))
-    raise ValueError(f"unknown chain {name!r}; chains are resnet18.layer1.0, resnet50.res2a, resnet50.res2b and "
-                     f"mobilenetv2.features.1 .. mobilenetv2.features.{len(MOBILENETV2_BLOCKS)}")
+    raise ValueError(f"unknown chain {name!r}; chains are resnet18.layer1.0, resnet50.res2a, resnet50.res2b, "
+                     f"mobilenetv2.features.1 .. mobilenetv2.features.{len(MOBILENETV2_BLOCKS)} and GEMM chains "
+                     f"gemm-chain:m=..,n=..,k=..,l=..")

@@ -1,4 +1,5 @@
-"""The search over fused schedules of a `ConvChain`, beside the best layer-by-layer schedules of its layers.
+"""The search over fused schedules of a `ConvChain` or `GemmChain`, beside the best layer-by-layer schedules of its
+layers.
 
 `search_chain(chain, hardware, sram_bytes)` answers "fuse or not, how deep, with which tiles and halo policy":
 
@@ -6,6 +7,8 @@
   weights resident / per-tile, a 1- or 2-way tile scope, evaluated at once by `evaluate_fused_space` (numpy over
   the whole space; per axis and tile size the `AxisPlan` sums; the peak from the distinct tile classes). It equals
   `analyze_fused` on every field it reports (tested); its vector cycles are the floor sum(elements) / lanes.
+* A `GemmChain`'s fused candidates: every `GemmChainNest` of `evaluate_gemm_chain_space` (both shared-loop orders,
+  aligned tile sizes per loop, 1 or 2 ways; exact vector cycles).
 * Layer by layer: each layer's best `LoopNest` from `dsasim.architect.search.search` (its intermediate stored to
   and loaded from DDR); an identity residual is folded into the last layer's store, which loads the block's input
   once more (|input| bytes, added analytically: the LoopNest kernel has no residual).
@@ -29,6 +32,8 @@ import numpy as np
 from dsasim.architect.chain import ConvChain
 from dsasim.architect.fused import (HALO_POLICIES, WEIGHT_POLICIES, FusedAnalysis, FusedNest, analyze_fused,
                                     axis_plan, _axis_geometry)
+from dsasim.architect.gemm_chain import (GemmChain, GemmChainAnalysis, GemmChainNest, GemmChainSpace,
+                                         analyze_gemm_chain, evaluate_gemm_chain_space)
 from dsasim.hardware import Accelerator
 
 __all__ = ["FusedSpace", "evaluate_fused_space", "SegmentChoice", "ChainSearchResult", "search_chain"]
@@ -182,8 +187,8 @@ class SegmentChoice:
 
     first: int
     stop: int
-    fused: FusedNest | None
-    analysis: FusedAnalysis | None
+    fused: FusedNest | GemmChainNest | None
+    analysis: FusedAnalysis | GemmChainAnalysis | None
     candidate: Any  # dsasim.architect.search.Candidate for a single layer
     loaded_bytes: int
     stored_bytes: int
@@ -202,7 +207,7 @@ class SegmentChoice:
 class ChainSearchResult:
     """The outcome of `search_chain`: the best partition, the whole chain fused, and layer by layer."""
 
-    chain: ConvChain
+    chain: ConvChain | GemmChain
     hardware: Accelerator
     sram_bytes: int
     objective: str
@@ -234,7 +239,7 @@ class ChainSearchResult:
         return math.prod(self.chain.input_shape) * self.hardware.word_bytes
 
 
-def _best_index(space: FusedSpace, cap: int, objective: str) -> tuple[int, ...] | None:
+def _best_index(space: FusedSpace | GemmChainSpace, cap: int, objective: str) -> tuple[int, ...] | None:
     ok = space.valid & (space.peak_sram_bytes <= cap)
     if not ok.any():
         return None
@@ -247,18 +252,20 @@ def _best_index(space: FusedSpace, cap: int, objective: str) -> tuple[int, ...] 
     return tuple(int(x) for x in np.unravel_index(int(flat[order[0]]), ok.shape))
 
 
-def _fused_choice(chain: ConvChain, first: int, stop: int, hw: Accelerator, objective: str,
+def _fused_choice(chain: ConvChain | GemmChain, first: int, stop: int, hw: Accelerator, objective: str,
                   runner: Callable[..., Any] | None, counter: list[int]) -> SegmentChoice | None:
-    sub = ConvChain(chain.layers[first:stop], chain.relu[first:stop],
-                    residual=chain.residual and first == 0 and stop == len(chain),
-                    name=chain.name if (first, stop) == (0, len(chain)) else f"{chain.name}[{first + 1}:{stop}]")
-    space = evaluate_fused_space(sub, hw)
+    if isinstance(chain, GemmChain):  # (two layers: the only fused segment is the whole chain)
+        space: FusedSpace | GemmChainSpace = evaluate_gemm_chain_space(chain, hw)
+    else:
+        sub = chain if (first, stop) == (0, len(chain)) else ConvChain(
+            chain.layers[first:stop], chain.relu[first:stop], name=f"{chain.name}[{first + 1}:{stop}]")
+        space = evaluate_fused_space(sub, hw)
     counter[0] += space.evaluations
     index = _best_index(space, hw.sram_bytes, objective)
     if index is None:
         return None
     nest = space.nest(index)
-    a = analyze_fused(nest, hw)
+    a = analyze_gemm_chain(nest, hw) if isinstance(nest, GemmChainNest) else analyze_fused(nest, hw)
     cycles, source = a.estimated_cycles, "estimate"
     if runner is not None:
         from dsasim.timing import simulate as simulate_timing
@@ -285,7 +292,8 @@ def _layer_choice(chain: ConvChain, i: int, hw: Accelerator, objective: str, run
                          best.macs, best.tensorcore_cycles, best.cycles, source)
 
 
-def search_chain(chain: ConvChain, hardware: Accelerator, sram_bytes: int | None = None, objective: str = "traffic",
+def search_chain(chain: ConvChain | GemmChain, hardware: Accelerator, sram_bytes: int | None = None,
+                 objective: str = "traffic",
                  fused_runner: Callable[..., Any] | None = None,
                  loopnest_runner: Callable[..., Any] | None = None, force: bool = False,
                  warn: Callable[[str], None] | None = None) -> ChainSearchResult:

@@ -125,6 +125,10 @@ def chain_json(result: Any, name: str) -> dict[str, Any]:
         if p.fused is not None:
             data["recomputed_macs"] = p.analysis.recomputed_macs
             data["intermediate_peak_bytes"] = p.analysis.intermediate_peak_bytes
+            if hasattr(p.analysis, "chimera_dv_bytes"):  # a GEMM chain: its rmw, and Chimera's model of the nest
+                data["rmw_bytes"] = p.analysis.rmw_bytes
+                data["chimera_dv_bytes"] = p.analysis.chimera_dv_bytes
+                data["chimera_mu_bytes"] = p.analysis.chimera_mu_bytes
             data["fused_nest"] = p.fused.to_json()
         else:
             data["loop_nest"] = p.candidate.nest.to_json()
@@ -203,10 +207,12 @@ def run_chain(args: argparse.Namespace) -> int:
         f = result.fused
         rows.append(("all fused", f.traffic_bytes, f.cycles, f.analysis.recomputed_macs,
                      f.analysis.intermediate_peak_bytes, f.peak_sram_bytes))
-    else:
+    elif hasattr(chain, "weight_shape"):
         import math
         w = sum(math.prod(chain.weight_shape(i)) for i in range(len(chain))) * hardware.word_bytes
         print(f"  all fused: nothing fits (a fused nest holds every layer's whole weights, {w:,} B, beside its tiles)")
+    else:
+        print("  all fused: nothing fits (even 1-element tiles of every tensor overflow the SRAM)")
     if result.layer_by_layer is not None:
         t = result.totals(result.layer_by_layer, result.fold(result.layer_by_layer))
         rows.append(("layer by layer", t["traffic_bytes"], t["cycles"], 0, 0, t["peak_sram_bytes"]))
@@ -221,19 +227,13 @@ def run_chain(args: argparse.Namespace) -> int:
 
 def run(args: argparse.Namespace) -> int:
     """Handle `dsasim search`: an exit status; a mistake in the command line raises CliError (exit 2)."""
-    from dsasim.architect.chain import chain_names
+    from dsasim.architect.chain import is_chain
     from dsasim.architect.layers import parse_layer
     from dsasim.architect.search import search
     from dsasim.architect.sweep import format_bytes
 
-    if args.layer.strip() in chain_names():
+    if is_chain(args.layer):
         return run_chain(args)
-    if args.layer.strip().startswith(("mobilenetv2.features", "resnet18.")):  # a chain's family: say which exist
-        from dsasim.architect.chain import parse_chain
-        try:
-            parse_chain(args.layer)
-        except ValueError as err:
-            raise CliError(str(err)) from None
     problem, hardware, sram, json_path = _arguments(args, parse_layer)
     runner = loopnest_runner() if args.confirm > 0 else None
     t0 = time.perf_counter()

@@ -1,0 +1,444 @@
+"""GEMM chains (C = A·B, E = C·D, attention-like) fused with C on chip, as in Chimera: the chain, its fused
+nests as data, and their traffic, transfers, cycles and SRAM in closed form, beside Chimera's own DV / MU.
+
+`GemmChain(m, n, k, l, relu=False)`: C (M, L) = A (M, K) @ B (K, L), optionally ReLU'd, then E (M, N) = C @ D
+(L, N). Loops m, l (shared by both GEMMs), k (private to GEMM 1: its reduction) and n (private to GEMM 2; GEMM 2
+reduces over l). A `GemmChainNest` fixes the order of the shared loops (`ml`: m outer, or `lm`), a tile per loop
+and the buffering ways of the innermost scopes:
+
+    scope top:                                  tensors staged at depth 0
+    for s0 in tiles of the outer shared loop:   scope @s0: tensors staged at depth 1
+      for s1 in tiles of the inner one:         scope @s1: tensors staged at depth 2; C tile (tm x tl) opened on chip
+        for k in tiles of K:                    scope gemm1 (ways): A, B staged at depth 3
+          C tile += A[m, k] @ B[k, l]           (TensorCore)
+        [C tile = ReLU(C tile)]                 (vector unit)
+        for n in tiles of N:                    scope gemm2 (ways): D, E staged at depth 3
+          E[m, n] += C tile @ D[l, n]           (TensorCore; E stored when its scope exits)
+
+A tensor is staged (its box loaded, or for E opened / re-loaded) when the scope of its *depth* opens: 1 + the
+position, in its GEMM's loops (s0, s1, private), of the innermost loop that indexes it and has more than one trip
+(0: none, the whole tensor staged once at the top). Its box is the current tile of each of its dimensions, and
+it is kept (hits) across every loop inside that depth, which does not index it or has one trip. Hence, with T_x
+the trip count of loop x:
+
+* loads of an input T: |T| x the product of T_x over the loops *outside* its depth that do not index it;
+* E: stored |E| x (the same product); every store after the first of a box is re-read (a read-modify-write of
+  the partial sums over l): rmw = stored - |E|;
+* peak SRAM: the C tile + the boxes staged at depth <= 2 (both GEMMs: their scopes are open throughout) +
+  ways x the larger of GEMM 1's and GEMM 2's depth-3 boxes. C never touches DDR.
+
+Chimera (`chimera_dv_bytes`, `chimera_mu_bytes`) computes DV as sum over A, B, D, E of its tile footprint DF
+times the trip count of every loop from the innermost one indexing it outwards, and MU as max(DF_A + DF_B + DF_C,
+DF_C + DF_D + DF_E). With every loop taking more than one trip, tiles dividing the extents and 1 way, this is
+exactly the loads of A, B, D plus the stores of E here, and MU is the peak; a loop of one trip lets a scope keep a
+tile Chimera counts as reloaded, so Chimera's DV is then an upper bound, and it leaves out the re-read of E's
+partial sums. Only orders with the shared loops outside are fused executions (C complete before GEMM 2 reads it);
+Chimera's search over full permutations includes those.
+
+`analyze_gemm_chain(nest, hardware)` gives a `GemmChainAnalysis`; `evaluate_gemm_chain_space` evaluates every
+nest (tile candidates per loop x orders x ways) at once with the same closed form (`_closed_form`, numpy); tests
+check both against the trace of `kernels/gemm_chain_kernel.py`.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+import numpy as np
+
+from dsasim.architect.loopnest import MatmulProblem, tile_count
+from dsasim.hardware import Accelerator
+from dsasim.util import ceil_div, check_int
+
+__all__ = ["GEMM_ORDERS", "GemmChain", "GemmChainNest", "GemmChainAnalysis", "analyze_gemm_chain",
+           "GemmChainSpace", "evaluate_gemm_chain_space", "parse_gemm_chain"]
+
+GEMM_ORDERS = ("ml", "lm")  # the shared loops, outer first
+_DIMS = ("m", "l", "k", "n")
+_INDEXES = {"A": ("m", "k"), "B": ("k", "l"), "C": ("m", "l"), "D": ("l", "n"), "E": ("m", "n")}
+_GEMM_OF = {"A": 1, "B": 1, "D": 2, "E": 2}
+_PRIVATE = {1: "k", 2: "n"}
+_WAYS = (1, 2)
+
+
+class GemmChain:
+    """C = A @ B (optionally ReLU'd), E = C @ D (module docstring); extents must be integers >= 1."""
+
+    residual = False  # (the interface of ConvChain that the chain search reads)
+
+    def __init__(self, m: int, n: int, k: int, l: int, relu: bool = False, name: str | None = None) -> None:
+        owner = f"GemmChain {name!r}" if name else "GemmChain"
+        for label, v in (("m", m), ("n", n), ("k", k), ("l", l)):
+            check_int(f"{owner}: {label}", v, 1)
+        if not isinstance(relu, bool):
+            raise ValueError(f"{owner}: relu must be True or False, got {relu!r}")
+        self.m, self.n, self.k, self.l, self.relu_between = m, n, k, l, relu
+        self.extents = {"m": m, "l": l, "k": k, "n": n}
+        self.name = name or self.spec()
+        self.layers = (MatmulProblem(m, l, k, name=f"{self.name}.gemm1"),
+                       MatmulProblem(m, n, l, name=f"{self.name}.gemm2"))
+        self.relu = (relu, False)
+
+    def __len__(self) -> int:
+        return 2
+
+    def shape(self, tensor: str) -> tuple[int, int]:
+        """The (rows, columns) of A, B, C, D or E."""
+        a, b = _INDEXES[tensor]
+        return self.extents[a], self.extents[b]
+
+    @property
+    def macs(self) -> int:
+        return self.m * self.l * self.k + self.m * self.n * self.l
+
+    def compulsory_bytes(self, word_bytes: int) -> int:
+        """A, B and D loaded once and E stored once; C never touches DDR. No schedule of the chain moves less."""
+        return sum(math.prod(self.shape(t)) for t in "ABDE") * word_bytes
+
+    def spec(self) -> str:
+        return f"gemm-chain:m={self.m},n={self.n},k={self.k},l={self.l}" + (",relu=1" if self.relu_between else "")
+
+    def describe(self) -> str:
+        relu = "ReLU(" if self.relu_between else ""
+        return (f"# {self.name}: C[{self.m}x{self.l}] = {relu}A[{self.m}x{self.k}] @ B[{self.k}x{self.l}]"
+                f"{')' if relu else ''} (on chip), E[{self.m}x{self.n}] = C @ D[{self.l}x{self.n}]")
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": "gemm-chain", "name": self.name, "m": self.m, "n": self.n, "k": self.k, "l": self.l,
+                "relu": self.relu_between}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> "GemmChain":
+        return cls(data["m"], data["n"], data["k"], data["l"], data.get("relu", False), name=data.get("name"))
+
+    def reference(self, A: Any, B: Any, D: Any) -> dict[str, Any]:
+        """torch's (or numpy's) E for the inputs."""
+        c = A @ B
+        if self.relu_between:
+            c = c * (c > 0)
+        return {"E": c @ D}
+
+    def __repr__(self) -> str:
+        return f"GemmChain({self.spec()!r})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, GemmChain) and self.spec() == other.spec()
+
+    def __hash__(self) -> int:
+        return hash(self.spec())
+
+
+def parse_gemm_chain(text: str) -> GemmChain:
+    """`gemm-chain:m=..,n=..,k=..,l=..[,relu=1]` -> GemmChain; ValueError saying what is wrong."""
+    name = text.strip()
+    head, _, body = name.partition(":")
+    if head.strip().lower() != "gemm-chain" or not body.strip():
+        raise ValueError(f"GEMM chain spec {name!r}: write gemm-chain:m=..,n=..,k=..,l=.. (C = A[m x k] @ "
+                         f"B[k x l], E = C @ D[l x n]), e.g. gemm-chain:m=512,n=64,k=64,l=512")
+    values: dict[str, int] = {}
+    for part in body.split(","):
+        key, eq, value = (x.strip() for x in part.partition("="))
+        if not eq or not value.isdigit():
+            raise ValueError(f"GEMM chain spec {name!r}: {part.strip()!r} is not key=non-negative integer")
+        if key in values:
+            raise ValueError(f"GEMM chain spec {name!r}: {key} given twice")
+        values[key] = int(value)
+    unknown = sorted(set(values) - {"m", "n", "k", "l", "relu"})
+    missing = sorted({"m", "n", "k", "l"} - set(values))
+    if unknown or missing:
+        raise ValueError(f"GEMM chain spec {name!r}: needs m, n, k and l (relu=0/1 optional)"
+                         + (f"; unknown key(s) {unknown}" if unknown else "")
+                         + (f"; missing {missing}" if missing else ""))
+    if values.get("relu", 0) not in (0, 1):
+        raise ValueError(f"GEMM chain spec {name!r}: relu must be 0 or 1, got {values['relu']}")
+    return GemmChain(values["m"], values["n"], values["k"], values["l"], bool(values.get("relu", 0)), name=name)
+
+
+@dataclass(frozen=True)
+class GemmChainNest:
+    """A fused schedule of a `GemmChain` (module docstring): the shared loops' order, a tile per loop (loops left
+    out take their whole extent) and the innermost scopes' buffering ways. Bad values raise ValueError."""
+
+    chain: GemmChain
+    order: str
+    tiles: tuple[int, int, int, int]  # (m, l, k, n)
+    ways: int
+
+    def __init__(self, chain: GemmChain, order: str = "ml", tiles: Mapping[str, int] | None = None,
+                 ways: int = 1) -> None:
+        if not isinstance(chain, GemmChain):
+            raise TypeError(f"GemmChainNest needs a GemmChain, got {type(chain).__name__}")
+        if order not in GEMM_ORDERS:
+            raise ValueError(f"GemmChainNest order={order!r}: the shared loops m and l go outside (C must be complete "
+                             f"before GEMM 2 reads it); use 'ml' (m outer) or 'lm' (l outer)")
+        given = dict(tiles or {})
+        unknown = sorted(set(given) - set(_DIMS))
+        if unknown:
+            raise ValueError(f"GemmChainNest tiles: unknown loop(s) {unknown}; the loops are {list(_DIMS)}")
+        values = []
+        for d in _DIMS:
+            t = given.get(d, chain.extents[d])
+            if isinstance(t, bool) or not isinstance(t, (int, np.integer)) or not 1 <= t <= chain.extents[d]:
+                raise ValueError(f"GemmChainNest tiles[{d!r}] = {t!r}: a tile holds 1 .. {chain.extents[d]} (the "
+                                 f"extent of {d})")
+            values.append(int(t))
+        if isinstance(ways, bool) or not isinstance(ways, int) or ways < 1:
+            raise ValueError(f"GemmChainNest ways must be an integer >= 1 (1 = single, 2 = ping-pong), got {ways!r}")
+        object.__setattr__(self, "chain", chain)
+        object.__setattr__(self, "order", order)
+        object.__setattr__(self, "tiles", tuple(values))
+        object.__setattr__(self, "ways", ways)
+
+    def tile(self, dim: str) -> int:
+        return self.tiles[_DIMS.index(dim)]
+
+    def trips(self, dim: str) -> int:
+        return tile_count(self.chain.extents[dim], self.tile(dim))
+
+    def loops(self, gemm: int) -> tuple[str, str, str]:
+        """GEMM 1's or 2's loops, outer first: the shared ones, then its private one."""
+        return self.order[0], self.order[1], _PRIVATE[gemm]
+
+    def depth(self, tensor: str) -> int:
+        """Where A, B, D or E is staged: 1 + the position of the innermost loop of its GEMM that indexes it and has
+        more than one trip (0: none)."""
+        loops = self.loops(_GEMM_OF[tensor])
+        for i in (2, 1, 0):
+            if loops[i] in _INDEXES[tensor] and self.trips(loops[i]) > 1:
+                return i + 1
+        return 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {"chain": self.chain.to_json(), "order": self.order, "tiles": dict(zip(_DIMS, self.tiles)),
+                "ways": self.ways}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> "GemmChainNest":
+        if "fused_nest" in data and "chain" not in data:
+            data = data["fused_nest"]
+        return cls(GemmChain.from_json(data["chain"]), data.get("order", "ml"), data.get("tiles"), data.get("ways", 1))
+
+    def format(self) -> str:
+        """The nest as readable loops."""
+        c = self.chain
+        staged: dict[tuple[int, int], list[str]] = {}
+        for t in "ABDE":
+            d = self.depth(t)
+            staged.setdefault((d, _GEMM_OF[t] if d == 3 else 0), []).append(t)
+        lines = [c.describe()]
+
+        def stage(depth: int, gemm: int, indent: str) -> None:
+            for t in staged.get((depth, gemm), []):
+                rows, cols = _INDEXES[t]
+                verb = "open/re-load" if t == "E" else "load"
+                lines.append(f"{indent}{verb} {t}[{rows}, {cols}] tile  ({self.tile(rows)} x {self.tile(cols)})")
+
+        def loop(d: str, indent: str) -> str:
+            ext, t = c.extents[d], self.tile(d)
+            trips = tile_count(ext, t)
+            rag = "" if ext % t == 0 else f", last tile {ext - (trips - 1) * t}"
+            lines.append(f"{indent}for {d} in 0:{ext} step {t}:   # {trips} trip{'s' if trips > 1 else ''}{rag}")
+            return indent + "  "
+
+        stage(0, 0, "")
+        indent = loop(self.order[0], "")
+        stage(1, 0, indent)
+        indent = loop(self.order[1], indent)
+        stage(2, 0, indent)
+        lines.append(f"{indent}open C tile ({self.tile('m')} x {self.tile('l')}) on chip")
+        for gemm, stmt in ((1, "C tile += A @ B"), (2, "E tile += C tile @ D   # E stored when its scope exits")):
+            inner = loop(_PRIVATE[gemm], indent)
+            lines.append(f"{inner}scope gemm{gemm} ({self.ways}-way):")
+            stage(3, gemm, inner + "  ")
+            lines.append(f"{inner}  {stmt}")
+            if gemm == 1 and c.relu_between:
+                lines.append(f"{indent}C tile = ReLU(C tile)")
+        return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        return f"GemmChainNest({self.chain.spec()!r}, order={self.order!r}, tiles={dict(zip(_DIMS, self.tiles))}, " \
+               f"ways={self.ways})"
+
+
+@dataclass(frozen=True)
+class GemmChainAnalysis:
+    """What a `GemmChainNest` moves and computes, in closed form (bytes, counts, cycles; module docstring)."""
+
+    loaded_bytes: int
+    stored_bytes: int
+    rmw_bytes: int
+    loads: int
+    stores: int
+    opens: int
+    per_tensor_loaded: dict[str, int]
+    macs: int
+    padded_macs: int
+    tensorcore_cycles: int
+    vector_cycles: int
+    peak_sram_bytes: int
+    intermediate_peak_bytes: int  # of the peak: the C tile
+    recomputed_macs: int  # always 0: C is computed once per tile
+    compulsory_bytes: int
+    dma_cycles: int
+    fits: bool
+    chimera_dv_bytes: int
+    chimera_mu_bytes: int
+
+    @property
+    def traffic_bytes(self) -> int:
+        return self.loaded_bytes + self.stored_bytes
+
+    @property
+    def estimated_cycles(self) -> int:
+        """max(DMA, TensorCore + vector) cycles: the bound when transfers overlap compute perfectly."""
+        return max(self.dma_cycles, self.tensorcore_cycles + self.vector_cycles)
+
+
+# ------------------------------------------------------------------------------------------------ closed form
+def _ceil_sum(extent: int, tile: np.ndarray, block: int) -> np.ndarray:
+    """Sum over the tiles of a loop of ceil(tile length / block) (full tiles, then the ragged last one)."""
+    full, rest = extent // tile, extent % tile
+    return full * -(-tile // block) + -(-rest // block)
+
+
+def _closed_form(chain: GemmChain, hw: Accelerator, order: str, t: dict[str, np.ndarray],
+                 ways: np.ndarray) -> dict[str, np.ndarray]:
+    """Every figure of the module docstring for arrays of tiles (broadcast together) in one order: int64 arrays."""
+    ext = chain.extents
+    trips = {d: -(-ext[d] // t[d]) for d in _DIMS}
+    one = np.ones_like(trips["m"])
+    size = {x: math.prod(chain.shape(x)) for x in "ABDE"}
+    box = {x: t[_INDEXES[x][0]] * t[_INDEXES[x][1]] for x in "ABCDE"}
+    depth, mult, instances, distinct = {}, {}, {}, {}
+    for x in "ABDE":
+        loops = (order[0], order[1], _PRIVATE[_GEMM_OF[x]])
+        indexes = [d in _INDEXES[x] for d in loops]
+        dep = np.zeros_like(trips["m"])
+        for i in (0, 1, 2):  # the innermost indexing loop with more than one trip wins (later i overwrite)
+            if indexes[i]:
+                dep = np.where(trips[loops[i]] > 1, i + 1, dep)
+        depth[x] = dep
+        mult[x], instances[x], distinct[x] = one, one, one
+        for i in (0, 1, 2):
+            outside = dep > i
+            f = np.where(outside, trips[loops[i]], 1)
+            instances[x] = instances[x] * f
+            if indexes[i]:
+                distinct[x] = distinct[x] * f
+            else:
+                mult[x] = mult[x] * f
+    word = hw.word_bytes
+    per_tensor = {x: size[x] * mult[x] * word for x in "ABD"}
+    stored = size["E"] * mult["E"] * word
+    per_tensor["E"] = stored - size["E"] * word  # the re-read partial sums
+    loaded = per_tensor["A"] + per_tensor["B"] + per_tensor["D"] + per_tensor["E"]
+    loads = instances["A"] + instances["B"] + instances["D"] + instances["E"] - distinct["E"]
+    stores = instances["E"]
+    opens = distinct["E"] + trips["m"] * trips["l"]
+    shallow = sum(np.where(depth[x] <= 2, box[x], 0) for x in "ABDE")
+    inner1 = sum(np.where(depth[x] == 3, box[x], 0) for x in "AB")
+    inner2 = sum(np.where(depth[x] == 3, box[x], 0) for x in "DE")
+    peak = (box["C"] + shallow + ways * np.maximum(inner1, inner2)) * word
+    ic, oc = hw.tensorcore_in_channels, hw.tensorcore_out_channels
+    tc = ext["m"] * (_ceil_sum(ext["k"], t["k"], ic) * _ceil_sum(ext["l"], t["l"], oc)
+                     + _ceil_sum(ext["l"], t["l"], ic) * _ceil_sum(ext["n"], t["n"], oc))
+    vec = np.zeros_like(tc)
+    if chain.relu_between:  # ceil(elements / lanes) per C tile: the four classes of (full | ragged) m and l tiles
+        lanes = hw.vector_lanes
+        for lm, cm in ((t["m"], ext["m"] // t["m"]), (ext["m"] % t["m"], (ext["m"] % t["m"] > 0) * one)):
+            for ll, cl in ((t["l"], ext["l"] // t["l"]), (ext["l"] % t["l"], (ext["l"] % t["l"] > 0) * one)):
+                vec = vec + cm * cl * -(-(lm * ll) // lanes)
+    transfers = loads + stores
+    dma = np.ceil((loaded + stored) / hw.dram_bytes_per_cycle).astype(np.int64) + transfers * hw.dma_setup_cycles
+    chimera_dv = sum(box[x] * trips[order[0]] * trips[order[1]] * trips[_PRIVATE[_GEMM_OF[x]]] for x in "ABDE") * word
+    chimera_mu = np.maximum(box["A"] + box["B"] + box["C"], box["C"] + box["D"] + box["E"]) * word
+    return {"loaded_bytes": loaded, "stored_bytes": stored, "rmw_bytes": per_tensor["E"], "loads": loads,
+            "stores": stores, "opens": opens, "per_tensor": per_tensor, "tensorcore_cycles": tc,
+            "vector_cycles": vec, "peak_sram_bytes": peak, "intermediate_peak_bytes": box["C"] * word,
+            "dma_cycles": dma, "chimera_dv_bytes": chimera_dv, "chimera_mu_bytes": chimera_mu}
+
+
+def analyze_gemm_chain(nest: GemmChainNest, hardware: Accelerator) -> GemmChainAnalysis:
+    """Traffic, transfers, MACs, cycles and peak SRAM of `nest` on `hardware`, equal to its traced run."""
+    chain = nest.chain
+    tiles = {d: np.array(nest.tile(d), np.int64) for d in _DIMS}
+    f = _closed_form(chain, hardware, nest.order, tiles, np.array(nest.ways, np.int64))
+    tc = int(f["tensorcore_cycles"])
+    peak = int(f["peak_sram_bytes"])
+    return GemmChainAnalysis(
+        loaded_bytes=int(f["loaded_bytes"]), stored_bytes=int(f["stored_bytes"]), rmw_bytes=int(f["rmw_bytes"]),
+        loads=int(f["loads"]), stores=int(f["stores"]), opens=int(f["opens"]),
+        per_tensor_loaded={x: int(v) for x, v in f["per_tensor"].items()}, macs=chain.macs,
+        padded_macs=tc * hardware.tensorcore_in_channels * hardware.tensorcore_out_channels,
+        tensorcore_cycles=tc, vector_cycles=int(f["vector_cycles"]), peak_sram_bytes=peak,
+        intermediate_peak_bytes=int(f["intermediate_peak_bytes"]), recomputed_macs=0,
+        compulsory_bytes=chain.compulsory_bytes(hardware.word_bytes), dma_cycles=int(f["dma_cycles"]),
+        fits=peak <= hardware.sram_bytes, chimera_dv_bytes=int(f["chimera_dv_bytes"]),
+        chimera_mu_bytes=int(f["chimera_mu_bytes"]))
+
+
+# ---------------------------------------------------------------------------------------------- the space
+def _candidates(chain: GemmChain, hw: Accelerator) -> dict[str, np.ndarray]:
+    """Tile sizes per loop: the search's balanced sizes, aligned to the TensorCore block each loop feeds (k: its
+    inputs, n: its outputs, l: both)."""
+    from dsasim.architect.search import tile_candidates
+    ic, oc = hw.tensorcore_in_channels, hw.tensorcore_out_channels
+    align = {"m": 1, "k": ic, "n": oc, "l": ic * oc // math.gcd(ic, oc)}
+    return {d: np.array(tile_candidates(chain.extents[d], align[d]), np.int64) for d in _DIMS}
+
+
+@dataclass(frozen=True)
+class GemmChainSpace:
+    """Every GemmChainNest of a chain over the candidate tiles, evaluated: arrays of shape
+    (orders, ways, m tiles, l tiles, k tiles, n tiles)."""
+
+    chain: GemmChain
+    tiles: dict[str, np.ndarray]
+    loaded_bytes: np.ndarray
+    stored_bytes: np.ndarray
+    tensorcore_cycles: np.ndarray
+    vector_cycles: np.ndarray
+    dma_cycles: np.ndarray
+    peak_sram_bytes: np.ndarray
+    seconds: float
+
+    @property
+    def valid(self) -> np.ndarray:
+        return np.ones(self.peak_sram_bytes.shape, bool)
+
+    @property
+    def evaluations(self) -> int:
+        return int(self.peak_sram_bytes.size)
+
+    @property
+    def traffic_bytes(self) -> np.ndarray:
+        return self.loaded_bytes + self.stored_bytes
+
+    @property
+    def estimated_cycles(self) -> np.ndarray:
+        return np.maximum(self.dma_cycles, self.tensorcore_cycles + self.vector_cycles)
+
+    def nest(self, index: tuple[int, ...]) -> GemmChainNest:
+        """The GemmChainNest at a grid index."""
+        o, w, *ts = index
+        return GemmChainNest(self.chain, GEMM_ORDERS[o], {d: int(self.tiles[d][i]) for d, i in zip(_DIMS, ts)},
+                             _WAYS[w])
+
+
+def evaluate_gemm_chain_space(chain: GemmChain, hardware: Accelerator) -> GemmChainSpace:
+    """Every nest of the candidate grid evaluated at once (the closed form of `analyze_gemm_chain`, in numpy)."""
+    start = time.perf_counter()
+    cand = _candidates(chain, hardware)
+    shape = [len(cand[d]) for d in _DIMS]
+    grid = {d: cand[d].reshape([-1 if i == j else 1 for j in range(4)]) for i, d in enumerate(_DIMS)}
+    ways = np.array(_WAYS, np.int64).reshape(-1, 1, 1, 1, 1)
+    fields = ("loaded_bytes", "stored_bytes", "tensorcore_cycles", "vector_cycles", "dma_cycles", "peak_sram_bytes")
+    out = {f: np.empty([len(GEMM_ORDERS), len(_WAYS), *shape], np.int64) for f in fields}
+    for o, order in enumerate(GEMM_ORDERS):
+        f = _closed_form(chain, hardware, order, grid, ways)
+        for name in fields:
+            out[name][o] = np.broadcast_to(f[name], out[name].shape[1:])
+    return GemmChainSpace(chain, cand, **out, seconds=time.perf_counter() - start)
