@@ -236,3 +236,40 @@ def test_cli_bad_gemm_chain_is_exit_2(capsys):
 def test_nest_json_round_trips():
     nest = GemmChainNest(GemmChain(40, 30, 20, 50, relu=True), "lm", {"m": 7, "l": 20}, 2)
     assert GemmChainNest.from_json(json.loads(json.dumps(nest.to_json()))) == nest
+
+
+# ---------------------------------------------------------------------------------------------- SRAM sweeps
+def test_chain_sweep_equals_a_search_per_size_and_never_worsens():
+    """One evaluation for all sizes (search fronts, the fused space once) gives, at every size, the traffic of a
+    separate `search_chain` at that size; traffic never rises with SRAM and never drops below compulsory."""
+    from dsasim.architect.chain import ConvChain
+    from dsasim.architect.loopnest import ConvProblem
+    from dsasim.architect.sweep import sweep_chain
+    conv_chain = ConvChain([ConvProblem(1, 8, 8, 12, 12, 3, padding=1), ConvProblem(1, 8, 16, 12, 12, 1)],
+                           relu=True)
+    for chain, sizes in ((GemmChain(96, 48, 32, 120, relu=True), [512, 4096, 65536]),
+                         (conv_chain, [256, 2048, 16384])):
+        result = sweep_chain(chain, BLOG, sizes)
+        traffic = [p.traffic_bytes for p in result.points]
+        for size, point in zip(sizes, result.points):
+            alone = search_chain(chain, BLOG, size)
+            want = alone.totals(alone.best, alone.fold(alone.best))
+            assert point.traffic_bytes == (want["traffic_bytes"] if want else None), (chain, size)
+            assert point.layer_by_layer_bytes == alone.totals(alone.layer_by_layer)["traffic_bytes"]
+        known = [t for t in traffic if t is not None]
+        assert known == sorted(known, reverse=True) and known[-1] >= chain.compulsory_bytes(1)
+        assert result.points[-1].traffic_bytes == chain.compulsory_bytes(1)  # everything fits at the largest size
+
+
+def test_cli_sweep_sram_over_a_chain(tmp_path, capsys):
+    first, second, plot = tmp_path / "a.json", tmp_path / "b.json", tmp_path / "s.png"
+    for path in (first, second):
+        assert main(["sweep-sram", "gemm-chain:m=128,n=64,k=64,l=192", "--sizes", "4KiB:64KiB:3", "--json", str(path),
+                     "--plot", str(plot), "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert "layer by layer B" in out and "[1 2]" in out
+    assert first.read_bytes() == second.read_bytes() and plot.stat().st_size > 0
+    data = json.loads(first.read_text())
+    assert [p["sram_bytes"] for p in data["points"]] == [4096, 16384, 65536]
+    assert all(p["cycles_source"] == "simulated" for p in data["points"][-1]["parts"])
+    assert data["points"][-1]["traffic_bytes"] == data["points"][-1]["compulsory_bytes"]

@@ -239,6 +239,58 @@ class ChainSearchResult:
         return math.prod(self.chain.input_shape) * self.hardware.word_bytes
 
 
+    def to_json(self, name: str) -> dict[str, Any]:
+        """The JSON object of `dsasim search CHAIN --json` (stable key order, no wall times)."""
+        result = self
+        hw = result.hardware
+        best, fused, lbl = result.best, result.fused, result.layer_by_layer
+
+        def part(p: Any) -> dict[str, Any]:
+            data: dict[str, Any] = {"layers": [layer.name for layer in result.chain.layers[p.first:p.stop]],
+                                    "fused": p.fused is not None, "loaded_bytes": p.loaded_bytes,
+                                    "stored_bytes": p.stored_bytes, "peak_sram_bytes": p.peak_sram_bytes,
+                                    "macs": p.macs, "cycles": p.cycles, "cycles_source": p.cycles_source}
+            if p.fused is not None:
+                data["recomputed_macs"] = p.analysis.recomputed_macs
+                data["intermediate_peak_bytes"] = p.analysis.intermediate_peak_bytes
+                if hasattr(p.analysis, "chimera_dv_bytes"):  # a GEMM chain: its rmw, and Chimera's model of the nest
+                    data["rmw_bytes"] = p.analysis.rmw_bytes
+                    data["chimera_dv_bytes"] = p.analysis.chimera_dv_bytes
+                    data["chimera_mu_bytes"] = p.analysis.chimera_mu_bytes
+                data["fused_nest"] = p.fused.to_json()
+            else:
+                data["loop_nest"] = p.candidate.nest.to_json()
+            return data
+
+        totals = result.totals(best, result.fold(best))
+        lbl_totals = result.totals(lbl, result.fold(lbl))
+        fused_totals = result.totals([fused]) if fused is not None else None
+        return {
+            "chain": name,
+            "hardware": hw.name,
+            "word_bytes": hw.word_bytes,
+            "objective": result.objective,
+            "sram_bytes": result.sram_bytes,
+            "fused": best is not None and len(best) < len(result.chain),
+            "partition": result.label(best) if best else None,
+            "loaded_bytes": totals["loaded_bytes"] if totals else None,
+            "stored_bytes": totals["stored_bytes"] if totals else None,
+            "traffic_bytes": totals["traffic_bytes"] if totals else None,
+            "cycles": totals["cycles"] if totals else None,
+            "residual_fold_bytes": result.fold(best),
+            "lower_bound_bytes": result.compulsory_bytes,
+            "compulsory_bytes": result.compulsory_bytes,
+            "fused_bytes": fused_totals["traffic_bytes"] if fused_totals else None,
+            "fused_cycles": fused_totals["cycles"] if fused_totals else None,
+            "recomputed_macs": fused.analysis.recomputed_macs if fused is not None else None,
+            "intermediate_peak_bytes": fused.analysis.intermediate_peak_bytes if fused is not None else None,
+            "layer_by_layer_bytes": lbl_totals["traffic_bytes"] if lbl_totals else None,
+            "layer_by_layer_cycles": lbl_totals["cycles"] if lbl_totals else None,
+            "evaluations": result.evaluations,
+            "parts": [part(p) for p in best] if best else [],
+        }
+
+
 def _best_index(space: FusedSpace | GemmChainSpace, cap: int, objective: str) -> tuple[int, ...] | None:
     ok = space.valid & (space.peak_sram_bytes <= cap)
     if not ok.any():
@@ -252,15 +304,23 @@ def _best_index(space: FusedSpace | GemmChainSpace, cap: int, objective: str) ->
     return tuple(int(x) for x in np.unravel_index(int(flat[order[0]]), ok.shape))
 
 
-def _fused_choice(chain: ConvChain | GemmChain, first: int, stop: int, hw: Accelerator, objective: str,
-                  runner: Callable[..., Any] | None, counter: list[int]) -> SegmentChoice | None:
-    if isinstance(chain, GemmChain):  # (two layers: the only fused segment is the whole chain)
-        space: FusedSpace | GemmChainSpace = evaluate_gemm_chain_space(chain, hw)
-    else:
-        sub = chain if (first, stop) == (0, len(chain)) else ConvChain(
-            chain.layers[first:stop], chain.relu[first:stop], name=f"{chain.name}[{first + 1}:{stop}]")
-        space = evaluate_fused_space(sub, hw)
-    counter[0] += space.evaluations
+def _fused_spaces(chain: ConvChain | GemmChain, hw: Accelerator) -> dict[tuple[int, int], FusedSpace | GemmChainSpace]:
+    """Every fused segment's space (layers [first, stop), two or more), independent of the SRAM size."""
+    if isinstance(chain, GemmChain):  # two layers: the only fused segment is the whole chain
+        return {(0, 2): evaluate_gemm_chain_space(chain, hw)}
+    spaces: dict[tuple[int, int], FusedSpace | GemmChainSpace] = {}
+    L = len(chain)
+    for first in range(L):
+        for stop in range(first + 2, L + 1):
+            sub = chain if (first, stop) == (0, L) else ConvChain(
+                chain.layers[first:stop], chain.relu[first:stop], name=f"{chain.name}[{first + 1}:{stop}]")
+            spaces[(first, stop)] = evaluate_fused_space(sub, hw)
+    return spaces
+
+
+def _fused_choice(space: FusedSpace | GemmChainSpace, first: int, stop: int, hw: Accelerator, objective: str,
+                  runner: Callable[..., Any] | None) -> SegmentChoice | None:
+    """The best nest of a fused segment's space under hw.sram_bytes, traced and timed when a runner is given."""
     index = _best_index(space, hw.sram_bytes, objective)
     if index is None:
         return None
@@ -278,18 +338,45 @@ def _fused_choice(chain: ConvChain | GemmChain, first: int, stop: int, hw: Accel
                          a.tensorcore_cycles, cycles, source)
 
 
-def _layer_choice(chain: ConvChain, i: int, hw: Accelerator, objective: str, runner: Callable[..., Any] | None,
-                  counter: list[int], force: bool, warn: Callable[[str], None] | None) -> SegmentChoice | None:
+def _layer_choice(chain: ConvChain | GemmChain, i: int, hw: Accelerator, objective: str,
+                  runner: Callable[..., Any] | None, counter: list[int], force: bool,
+                  warn: Callable[[str], None] | None) -> SegmentChoice | None:
     from dsasim.architect.search import search
     result = search(chain.layers[i], hw, hw.sram_bytes, objective, runner=runner, confirm_top=1,
                     simulate=runner is not None, force=force, warn=warn)
     counter[0] += result.evaluations
-    best = result.best
+    return _layer_segment(i, result.best)
+
+
+def _layer_segment(i: int, best: Any) -> SegmentChoice | None:
+    """Layer i's best single-layer `Candidate` (or None: nothing fits) as a segment of the partition."""
     if best is None:
         return None
     source = "simulated" if best.simulated_cycles is not None else "estimate"
     return SegmentChoice(i, i + 1, None, None, best, best.loaded_bytes, best.stored_bytes, best.peak_sram_bytes,
                          best.macs, best.tensorcore_cycles, best.cycles, source)
+
+
+def _partition(chain: ConvChain | GemmChain, hw: Accelerator, objective: str, layers: list[SegmentChoice | None],
+               fused_parts: dict[tuple[int, int], SegmentChoice | None], evaluations: int,
+               seconds: float) -> ChainSearchResult:
+    """The best split of the chain into the given fused segments and single layers (every split is tried)."""
+    L = len(chain)
+    result = ChainSearchResult(chain, hw, hw.sram_bytes, objective, None, fused_parts.get((0, L)),
+                               None if any(p is None for p in layers) else list(layers),  # type: ignore[arg-type]
+                               chain.compulsory_bytes(hw.word_bytes), evaluations, seconds)
+    best_key = None
+    for cuts in itertools.product((False, True), repeat=L - 1):  # a cut after layer i + 1 (True: split there)
+        bounds = [0] + [i + 1 for i, cut in enumerate(cuts) if cut] + [L]
+        parts = [layers[a] if b - a == 1 else fused_parts[(a, b)] for a, b in zip(bounds, bounds[1:])]
+        if any(p is None for p in parts):
+            continue
+        totals = ChainSearchResult.totals(parts, result.fold(parts))  # type: ignore[arg-type]
+        key = ((totals["traffic_bytes"], totals["cycles"]) if objective == "traffic"
+               else (totals["cycles"], totals["traffic_bytes"]))
+        if best_key is None or key < best_key:
+            result.best, best_key = parts, key  # type: ignore[assignment]
+    return result
 
 
 def search_chain(chain: ConvChain | GemmChain, hardware: Accelerator, sram_bytes: int | None = None,
@@ -303,32 +390,11 @@ def search_chain(chain: ConvChain | GemmChain, hardware: Accelerator, sram_bytes
     entry point) every chosen schedule is traced (checked equal to the model) and timed: cycles are simulated.
     `force` and `warn` go to each layer's `search` (work estimated far beyond the usual is refused unless forced)."""
     from dsasim.architect.search import with_capacity
-    cap, hw = with_capacity(hardware, sram_bytes, objective)
+    _, hw = with_capacity(hardware, sram_bytes, objective)
     start = time.perf_counter()
-    L = len(chain)
     counter = [0]
-    layers = [_layer_choice(chain, i, hw, objective, loopnest_runner, counter, force, warn) for i in range(L)]
-    fused_parts: dict[tuple[int, int], SegmentChoice | None] = {}
-    for first in range(L):
-        for stop in range(first + 2, L + 1):
-            fused_parts[(first, stop)] = _fused_choice(chain, first, stop, hw, objective, fused_runner, counter)
-    result = ChainSearchResult(chain, hw, cap, objective, None, fused_parts.get((0, L)),
-                               None if any(p is None for p in layers) else list(layers),
-                               chain.compulsory_bytes(hw.word_bytes), 0, 0.0)
-    best, best_key = None, None
-    for cuts in itertools.product((False, True), repeat=L - 1):  # a cut after layer i + 1 (True: split there)
-        bounds = [0] + [i + 1 for i, cut in enumerate(cuts) if cut] + [L]
-        parts = []
-        for a, b in zip(bounds, bounds[1:]):
-            parts.append(layers[a] if b - a == 1 else fused_parts[(a, b)])
-        if any(p is None for p in parts):
-            continue
-        totals = ChainSearchResult.totals(parts, result.fold(parts))
-        key = ((totals["traffic_bytes"], totals["cycles"]) if objective == "traffic"
-               else (totals["cycles"], totals["traffic_bytes"]))
-        if best_key is None or key < best_key:
-            best, best_key = parts, key
-    result.best = best
-    result.evaluations = counter[0]
-    result.seconds = time.perf_counter() - start
-    return result
+    layers = [_layer_choice(chain, i, hw, objective, loopnest_runner, counter, force, warn) for i in range(len(chain))]
+    spaces = _fused_spaces(chain, hw)
+    fused_parts = {seg: _fused_choice(space, *seg, hw, objective, fused_runner) for seg, space in spaces.items()}
+    evaluations = counter[0] + sum(space.evaluations for space in spaces.values())
+    return _partition(chain, hw, objective, layers, fused_parts, evaluations, time.perf_counter() - start)

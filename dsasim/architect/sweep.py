@@ -1,4 +1,6 @@
-"""SRAM sizing: the best schedule's traffic and simulated cycles for each SRAM size, beside the lower bounds.
+"""SRAM sizing: the best schedule's traffic and simulated cycles for each SRAM size, beside the lower bounds
+(`sweep_sram` for a layer; `sweep_chain` for a chain: the best partition into fused segments and single layers
+per size, with all fused and layer by layer beside it).
 
 One enumeration serves every size: the search keeps, for increasing peak SRAM, every candidate that improves the
 best (traffic, estimated cycles) so far (`search.search_front`), so the best schedule under a capacity is a
@@ -24,7 +26,7 @@ from dsasim.architect.search import (SECONDS_PER_TRACED_SCHEDULE, Candidate, Wor
                                      estimate_search_work, estimate_trace_work, search_front)
 
 __all__ = ["parse_bytes", "parse_sizes", "SweepPoint", "SweepResult", "sweep_sram", "ProgressBar",
-           "format_bytes"]
+           "format_bytes", "ChainSweepPoint", "ChainSweepResult", "sweep_chain"]
 
 MAX_POINTS = 1_000_000  # sizes a --sizes LO:HI:POINTS range may ask for
 
@@ -221,3 +223,124 @@ def _sweep_point(problem: Problem, hardware: Accelerator, cand: Candidate | None
                       cycles=cand.estimated_cycles if simulated is None else simulated,
                       cycles_source="estimate" if simulated is None else "simulated", lower_bound_bytes=b.bytes,
                       lower_bound_kind=b.kind, compulsory_bytes=b.compulsory_bytes, loop_nest=cand.nest)
+
+
+# ------------------------------------------------------------------------------------------------- chains
+@dataclass(frozen=True)
+class ChainSweepPoint:
+    """The best partition of a chain (fused segments and single layers) for one SRAM size, with the whole chain
+    fused and layer by layer beside it (`result`: the `ChainSearchResult` at that size)."""
+
+    sram_bytes: int
+    result: Any  # dsasim.architect.fused_search.ChainSearchResult
+
+    def _totals(self, parts: Any) -> dict[str, int] | None:
+        return self.result.totals(parts, self.result.fold(parts))
+
+    @property
+    def traffic_bytes(self) -> int | None:
+        t = self._totals(self.result.best)
+        return None if t is None else t["traffic_bytes"]
+
+    @property
+    def cycles(self) -> int | None:
+        t = self._totals(self.result.best)
+        return None if t is None else t["cycles"]
+
+    @property
+    def cycles_source(self) -> str:
+        best = self.result.best
+        if best is None:
+            return "none"
+        return "simulated" if all(p.cycles_source == "simulated" for p in best) else "estimate"
+
+    @property
+    def lower_bound_bytes(self) -> int:
+        return self.result.compulsory_bytes
+
+    @property
+    def compulsory_bytes(self) -> int:
+        return self.result.compulsory_bytes
+
+    @property
+    def fused_bytes(self) -> int | None:
+        return None if self.result.fused is None else self.result.fused.traffic_bytes
+
+    @property
+    def layer_by_layer_bytes(self) -> int | None:
+        t = self._totals(self.result.layer_by_layer)
+        return None if t is None else t["traffic_bytes"]
+
+    @property
+    def partition(self) -> str | None:
+        return self.result.label(self.result.best) if self.result.best else None
+
+    def to_json(self, name: str) -> dict[str, Any]:
+        return self.result.to_json(name)
+
+
+@dataclass
+class ChainSweepResult:
+    """A sweep over SRAM sizes of one chain on one hardware description."""
+
+    layer: str
+    chain: Any  # ConvChain | GemmChain
+    hardware: Accelerator
+    points: list[ChainSweepPoint]
+    evaluations: int
+    seconds: float
+
+    def to_json(self) -> dict[str, Any]:
+        """Deterministic JSON (no wall times): per size, the JSON of `dsasim search CHAIN` at that size."""
+        return {"chain": self.layer, "hardware": self.hardware.name, "word_bytes": self.hardware.word_bytes,
+                "evaluations": self.evaluations, "points": [p.to_json(self.layer) for p in self.points]}
+
+
+def sweep_chain(chain: Any, hardware: Accelerator, sizes: Sequence[int],
+                fused_runner: Callable[..., Any] | None = None, loopnest_runner: Callable[..., Any] | None = None,
+                simulate: bool = True, progress: bool = False, name: str | None = None, force: bool = False,
+                warn: Callable[[str], None] | None = None) -> ChainSweepResult:
+    """For every SRAM size, the best partition of `chain` by traffic (ties: cycles), as `search_chain` gives it,
+    from one evaluation of every fused space and one search front per distinct layer shape for all sizes. With
+    runners every chosen schedule is traced (checked against its model) and, when `simulate`, timed."""
+    from dsasim.architect.fused_search import _fused_choice, _fused_spaces, _layer_segment, _partition
+    sizes = sorted(set(int(s) for s in sizes))
+    if not sizes:
+        raise ValueError("sweep_chain needs at least one SRAM size")
+    if sizes[0] < hardware.word_bytes:
+        raise ValueError(f"every size must hold at least one {hardware.word_bytes}-byte word")
+    distinct = {layer.spec(): layer for layer in chain.layers}
+    estimates = [estimate_search_work(layer, hardware, len(sizes)) for layer in distinct.values()]
+    work = estimates[0]
+    for more in estimates[1:]:
+        work = work + more
+    if loopnest_runner is not None or fused_runner is not None:
+        work = work + WorkEstimate(what=f"tracing up to {len(sizes) * (len(chain) + 1):,} schedules", evaluations=0,
+                                   traced_operations=0,
+                                   seconds=len(sizes) * (len(chain) + 1) * SECONDS_PER_TRACED_SCHEDULE)
+    check_work(work, force, warn)
+    start = time.perf_counter()
+    bar = ProgressBar(f"sweep {name or chain.name}", progress)
+    bar.update(0.0, "searching")
+    spaces = _fused_spaces(chain, hardware)
+    evaluations = sum(space.evaluations for space in spaces.values())
+    fronts: dict[str, list[Candidate | None]] = {}
+    for i, (spec, layer) in enumerate(distinct.items()):
+        st, fronts[spec] = search_front(layer, hardware, sizes)
+        evaluations += st.evaluations
+        bar.update(0.5 * (i + 1) / len(distinct), "searching")
+    points = []
+    for k, size in enumerate(sizes):
+        hw = dataclasses.replace(hardware, sram_bytes=size)
+        t0 = time.perf_counter()
+        layers = []
+        for i, layer in enumerate(chain.layers):
+            cand = fronts[layer.spec()][k]
+            layers.append(_layer_segment(i, None if cand is None else confirm(cand, hw, loopnest_runner, simulate)))
+        fused = {seg: _fused_choice(space, *seg, hw, "traffic", fused_runner if simulate else None)
+                 for seg, space in spaces.items()}
+        points.append(ChainSweepPoint(size, _partition(chain, hw, "traffic", layers, fused, 0,
+                                                       time.perf_counter() - t0)))
+        bar.update(0.5 + 0.5 * (k + 1) / len(sizes), format_bytes(size))
+    bar.close()
+    return ChainSweepResult(name or chain.name, chain, hardware, points, evaluations, time.perf_counter() - start)

@@ -6,7 +6,7 @@
 LAYER is a built-in name (blog-conv, resnet50.res2a_branch2b, ..., gemm-1024) or a shape spec such as
 conv:ic=64,oc=64,h=56,k=3,p=1 or gemm:m=512,n=512,k=512 (see `dsasim.architect.layers`), or a chain of layers to
 fuse (resnet18.layer1.0, resnet50.res2a, resnet50.res2b, mobilenetv2.features.1 .. 17; `dsasim.architect.chain`):
-then the search compares the whole chain fused, layer by layer and every split between (`chain_json`: keys
+then the search compares the whole chain fused, layer by layer and every split between (`ChainSearchResult.to_json`: keys
 fused, partition, layer_by_layer_bytes, recomputed_macs, intermediate_peak_bytes, parts). Sizes accept 65536, 64KiB,
 1.5MiB. `--json` writes the best schedule with its figures; its `loop_nest` key is loadable by
 `kernels.loopnest_kernel.load_nest`; `macs`, `padded_macs` and `tensorcore_utilization` (= macs / padded_macs,
@@ -112,57 +112,6 @@ def _arguments(args: argparse.Namespace, parse: Any) -> tuple[Any, Any, int, Any
     return what, hardware, sram, json_path
 
 
-def chain_json(result: Any, name: str) -> dict[str, Any]:
-    """The JSON object of `dsasim search CHAIN --json` (stable key order, no wall times)."""
-    hw = result.hardware
-    best, fused, lbl = result.best, result.fused, result.layer_by_layer
-
-    def part(p: Any) -> dict[str, Any]:
-        data: dict[str, Any] = {"layers": [layer.name for layer in result.chain.layers[p.first:p.stop]],
-                                "fused": p.fused is not None, "loaded_bytes": p.loaded_bytes,
-                                "stored_bytes": p.stored_bytes, "peak_sram_bytes": p.peak_sram_bytes,
-                                "macs": p.macs, "cycles": p.cycles, "cycles_source": p.cycles_source}
-        if p.fused is not None:
-            data["recomputed_macs"] = p.analysis.recomputed_macs
-            data["intermediate_peak_bytes"] = p.analysis.intermediate_peak_bytes
-            if hasattr(p.analysis, "chimera_dv_bytes"):  # a GEMM chain: its rmw, and Chimera's model of the nest
-                data["rmw_bytes"] = p.analysis.rmw_bytes
-                data["chimera_dv_bytes"] = p.analysis.chimera_dv_bytes
-                data["chimera_mu_bytes"] = p.analysis.chimera_mu_bytes
-            data["fused_nest"] = p.fused.to_json()
-        else:
-            data["loop_nest"] = p.candidate.nest.to_json()
-        return data
-
-    totals = result.totals(best, result.fold(best))
-    lbl_totals = result.totals(lbl, result.fold(lbl))
-    fused_totals = result.totals([fused]) if fused is not None else None
-    return {
-        "chain": name,
-        "hardware": hw.name,
-        "word_bytes": hw.word_bytes,
-        "objective": result.objective,
-        "sram_bytes": result.sram_bytes,
-        "fused": best is not None and len(best) < len(result.chain),
-        "partition": result.label(best) if best else None,
-        "loaded_bytes": totals["loaded_bytes"] if totals else None,
-        "stored_bytes": totals["stored_bytes"] if totals else None,
-        "traffic_bytes": totals["traffic_bytes"] if totals else None,
-        "cycles": totals["cycles"] if totals else None,
-        "residual_fold_bytes": result.fold(best),
-        "lower_bound_bytes": result.compulsory_bytes,
-        "compulsory_bytes": result.compulsory_bytes,
-        "fused_bytes": fused_totals["traffic_bytes"] if fused_totals else None,
-        "fused_cycles": fused_totals["cycles"] if fused_totals else None,
-        "recomputed_macs": fused.analysis.recomputed_macs if fused is not None else None,
-        "intermediate_peak_bytes": fused.analysis.intermediate_peak_bytes if fused is not None else None,
-        "layer_by_layer_bytes": lbl_totals["traffic_bytes"] if lbl_totals else None,
-        "layer_by_layer_cycles": lbl_totals["cycles"] if lbl_totals else None,
-        "evaluations": result.evaluations,
-        "parts": [part(p) for p in best] if best else [],
-    }
-
-
 def run_chain(args: argparse.Namespace) -> int:
     """`dsasim search CHAIN`: the best fused / layer-by-layer partition of a chain preset."""
     from dsasim.architect.chain import parse_chain
@@ -221,7 +170,7 @@ def run_chain(args: argparse.Namespace) -> int:
         print(f"  {label:16}{traffic:>14,}{cycles:>14,}{recomputed:>17,}{mid:>16,}{peak:>13,}")
     print(f"  searched     {result.evaluations:,} candidates (fused nests and single-layer nests); {wall:.2f} s in all")
     if json_path is not None:
-        write_text_atomic(json_path, json.dumps(chain_json(result, args.layer), indent=2) + "\n")
+        write_text_atomic(json_path, json.dumps(result.to_json(args.layer), indent=2) + "\n")
     return 0
 
 

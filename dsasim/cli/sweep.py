@@ -3,7 +3,9 @@
     dsasim sweep-sram LAYER --sizes LO:HI[:POINTS] [--hardware PRESET|FILE] [--json PATH] [--plot PATH]
                         [--no-simulate] [--quiet] [--force]
 
-LAYER as for `dsasim search`. Work estimated far beyond the usual (tens of thousands of SRAM sizes, schedules
+LAYER as for `dsasim search`; for a chain (resnet18.layer1.0, mobilenetv2.features.N, gemm-chain:m=..,n=..,k=..,l=..)
+each size gets the best partition into fused segments and single layers, with all fused and layer by layer beside
+it (`sweep_chain`; JSON: per size the object of `dsasim search CHAIN --json`). Work estimated far beyond the usual (tens of thousands of SRAM sizes, schedules
 with millions of tiles to trace) is refused with the estimate unless --force; forced, the estimate is printed as
 a warning, even with --quiet. The search and matplotlib are imported by the run, not by `dsasim --help`.
 """
@@ -16,18 +18,22 @@ from typing import TYPE_CHECKING
 
 from dsasim.atomic import write_text_atomic
 from dsasim.hardware import load_hardware
-from dsasim.cli.common import PLOT_SUFFIXES, CliError, Command, loopnest_runner, output_file, warner
+from dsasim.cli.common import (PLOT_SUFFIXES, CliError, Command, fused_runner, loopnest_runner, output_file,
+                               warner)
 from dsasim.cli.table import format_table
 
 if TYPE_CHECKING:
-    from dsasim.architect.sweep import SweepResult
+    from pathlib import Path
 
-__all__ = ["COMMAND", "format_sweep"]
+    from dsasim.architect.sweep import ChainSweepResult, SweepResult
+
+__all__ = ["COMMAND", "format_sweep", "format_chain_sweep"]
 
 
 def add_arguments(s: argparse.ArgumentParser) -> None:
     """The arguments of `dsasim sweep-sram`."""
-    s.add_argument("layer", help="blog-conv, resnet50.<name>, gemm-1024, or a shape spec")
+    s.add_argument("layer", help="blog-conv, resnet50.<name>, gemm-1024, a shape spec, or a chain (as for dsasim "
+                                 "search: resnet18.layer1.0, mobilenetv2.features.N, gemm-chain:m=..,n=..,k=..,l=..)")
     s.add_argument("--sizes", required=True, metavar="LO:HI[:POINTS]",
                    help="SRAM sizes, geometric from LO to HI, e.g. 64KiB:8MiB:20 (or a list A,B,C)")
     s.add_argument("--hardware", metavar="PRESET|FILE", default="blog",
@@ -55,13 +61,27 @@ def format_sweep(result: SweepResult) -> str:
     return format_table(header, rows)
 
 
+def format_chain_sweep(result: ChainSweepResult) -> str:
+    """The chain sweep table: per SRAM size the best partition, its traffic beside all fused and layer by layer."""
+    from dsasim.architect.sweep import format_bytes
+
+    header = ("SRAM", "best", "traffic B", "all fused B", "layer by layer B", "compulsory B", "best/bound", "cycles")
+    rows = [(format_bytes(p.sram_bytes), p.partition, p.traffic_bytes, p.fused_bytes, p.layer_by_layer_bytes,
+             p.compulsory_bytes, None if p.traffic_bytes is None else f"{p.traffic_bytes / p.compulsory_bytes:.3f}",
+             None if p.cycles is None else f"{p.cycles:,}" + ("" if p.cycles_source == "simulated" else " (est)"))
+            for p in result.points]
+    return format_table(header, rows)
+
+
 def run(args: argparse.Namespace) -> int:
     """Handle `dsasim sweep-sram`: an exit status; a mistake in the command line raises CliError (exit 2)."""
+    from dsasim.architect.chain import is_chain, parse_chain
     from dsasim.architect.layers import parse_layer
-    from dsasim.architect.sweep import parse_sizes, sweep_sram
+    from dsasim.architect.sweep import parse_sizes, sweep_chain, sweep_sram
 
+    chain = is_chain(args.layer)
     try:
-        problem = parse_layer(args.layer)
+        problem = parse_chain(args.layer) if chain else parse_layer(args.layer)
         hardware = load_hardware(args.hardware)
         try:
             sizes = parse_sizes(args.sizes)
@@ -75,6 +95,19 @@ def run(args: argparse.Namespace) -> int:
     plot_path = output_file("--plot", args.plot, PLOT_SUFFIXES) if args.plot is not None else None
     if json_path is not None and plot_path is not None and json_path.resolve() == plot_path.resolve():
         raise CliError(f"--json and --plot both name {json_path}; give two different files")
+    if chain:
+        simulate = not args.no_simulate
+        try:
+            chain_result = sweep_chain(problem, hardware, sizes, fused_runner() if simulate else None,
+                                       loopnest_runner() if simulate else None, simulate, progress=not args.quiet,
+                                       name=args.layer, force=args.force, warn=warner("sweep-sram"))
+        except ValueError as err:
+            raise CliError(str(err)) from None
+        print(format_chain_sweep(chain_result))
+        print(f"{len(sizes)} sizes, {chain_result.evaluations:,} candidates evaluated (fused nests and single-layer "
+              f"nests), {chain_result.seconds:.2f} s; a bracket is one schedule: layers in one bracket are fused")
+        _write(chain_result, json_path, plot_path)
+        return 0
     runner = loopnest_runner()
     try:
         result = sweep_sram(problem, hardware, sizes, runner=runner, simulate=not args.no_simulate,
@@ -84,12 +117,17 @@ def run(args: argparse.Namespace) -> int:
         raise CliError(str(err)) from None
     print(format_sweep(result))
     print(f"{len(sizes)} sizes, {result.evaluations:,} candidates evaluated, {result.seconds:.2f} s")
+    _write(result, json_path, plot_path)
+    return 0
+
+
+def _write(result: SweepResult | ChainSweepResult, json_path: Path | None, plot_path: Path | None) -> None:
+    """The --json and --plot outputs of a sweep (each written atomically)."""
     if json_path is not None:
         write_text_atomic(json_path, json.dumps(result.to_json(), indent=2) + "\n")
     if plot_path is not None:
         from dsasim.view.plot import plot_sweep  # matplotlib only when a plot is asked for
-        plot_sweep(result, plot_path)  # written atomically
-    return 0
+        plot_sweep(result, plot_path)
 
 
 COMMAND = Command(

@@ -24,7 +24,7 @@ from dsasim.timing._result import window_integrals
 from dsasim.timing.result import SimResult
 
 if TYPE_CHECKING:
-    from dsasim.architect.sweep import SweepResult
+    from dsasim.architect.sweep import ChainSweepResult, SweepResult
 
 _MAX_BARS = 300  # an engine with more operations is drawn as a busy-fraction profile
 _PROFILE_BINS = 400
@@ -195,8 +195,9 @@ def plot_all(result: SimResult, directory: str | Path, prefix: str = "") -> list
             plot_sram(result, directory / f"{prefix}sram.png")]
 
 
-def plot_sweep(result: SweepResult, path: str | Path) -> Path:
-    """An SRAM sweep: traffic (best found, lower bound, compulsory) and cycles against SRAM size, log-log."""
+def plot_sweep(result: SweepResult | ChainSweepResult, path: str | Path) -> Path:
+    """An SRAM sweep: traffic (best found, lower bound, compulsory; for a chain also all fused and layer by layer)
+    and cycles against SRAM size, log-log."""
     pts = result.points
     xs = [p.sram_bytes / 1024 for p in pts]
     fig = _figure(8.0, 4.8)
@@ -205,6 +206,11 @@ def plot_sweep(result: SweepResult, path: str | Path) -> Path:
     ax.plot(xs, traffic, "o-", color="tab:blue", label="best schedule: traffic")
     ax.plot(xs, [p.lower_bound_bytes for p in pts], "--", color="tab:red", label="lower bound")
     ax.plot(xs, [p.compulsory_bytes for p in pts], ":", color="black", label="compulsory traffic")
+    if pts and hasattr(pts[0], "layer_by_layer_bytes"):  # a chain: its partitions' extremes beside the best
+        for attr, style, label in (("fused_bytes", "^--", "all fused"),
+                                   ("layer_by_layer_bytes", "v--", "layer by layer")):
+            ax.plot(xs, [getattr(p, attr) if getattr(p, attr) is not None else float("nan") for p in pts], style,
+                    alpha=0.7, label=label)
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_xlabel("SRAM (KiB)")
