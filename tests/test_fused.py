@@ -356,7 +356,7 @@ def test_search_picks_the_least_traffic_that_fits_by_brute_force():
     least traffic of every fused nest that fits, found by the scalar model nest by nest. (The cycles objective
     ranks by an estimate whose vector term is a floor; it is not checked against a brute force here.)"""
     import itertools
-    from dsasim.architect.fused_search import _fused_choice
+    from dsasim.architect.fused_search import _fused_choice, evaluate_fused_space
     rng = random.Random(9)
     done = 0
     while done < 8:
@@ -373,6 +373,6 @@ def test_search_picks_the_least_traffic_that_fits_by_brute_force():
             ok.append(analyze_fused(FusedNest(chain, {"n": tn, "oh": th, "ow": tw}, halo, weights, ways), BLOG))
         cap = sorted(a.peak_sram_bytes for a in ok)[len(ok) // 4]  # a quarter of the nests fit
         hw = dataclasses.replace(BLOG, sram_bytes=cap)
-        choice = _fused_choice(chain, 0, len(chain), hw, "traffic", None, [0])
+        choice = _fused_choice(evaluate_fused_space(chain, hw), 0, len(chain), hw, "traffic", None)
         assert choice.traffic_bytes == min(a.traffic_bytes for a in ok if a.peak_sram_bytes <= cap)
         done += 1
