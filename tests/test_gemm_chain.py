@@ -273,3 +273,26 @@ def test_cli_sweep_sram_over_a_chain(tmp_path, capsys):
     assert [p["sram_bytes"] for p in data["points"]] == [4096, 16384, 65536]
     assert all(p["cycles_source"] == "simulated" for p in data["points"][-1]["parts"])
     assert data["points"][-1]["traffic_bytes"] == data["points"][-1]["compulsory_bytes"]
+
+
+def test_chimera_choice_minimises_its_own_dv_and_the_search_reports_it(tmp_path):
+    """Chimera's pick: the least DV among the nests whose MU fits (checked on every candidate); the honest search's
+    best never moves more than the trace of Chimera's pick."""
+    chain = GemmChain(96, 48, 32, 120)
+    space = evaluate_gemm_chain_space(chain, BLOG)
+    for cap in (1024, 8192, 65536):
+        pick = space.chimera_choice(cap)
+        a = analyze_gemm_chain(pick, BLOG)
+        fits = space.chimera_mu_bytes <= cap
+        assert a.chimera_mu_bytes <= cap and a.chimera_dv_bytes == space.chimera_dv_bytes[fits].min()
+        result = search_chain(chain, BLOG, cap)
+        assert result.chimera == pick
+        if a.peak_sram_bytes <= cap:
+            assert result.fused.traffic_bytes <= a.traffic_bytes
+    assert space.chimera_choice(2) is None and space.chimera_choice(3) is not None  # MU of 1-element tiles: 3 B
+    path = tmp_path / "c.json"
+    assert main(["search", "gemm-chain:m=96,n=48,k=32,l=120", "--sram", "8KiB", "--confirm", "0", "--json",
+                 str(path)]) == 0
+    data = json.loads(path.read_text())["chimera"]
+    assert data["chimera_mu_bytes"] <= 8192 and GemmChainNest.from_json(data["fused_nest"]) == \
+        search_chain(chain, BLOG, 8192).chimera

@@ -217,6 +217,7 @@ class ChainSearchResult:
     compulsory_bytes: int
     evaluations: int
     seconds: float
+    chimera: GemmChainNest | None = None  # a GEMM chain: the nest Chimera's DV / MU model picks at this size
 
     @staticmethod
     def totals(parts: list[SegmentChoice] | None, extra_loaded: int = 0) -> dict[str, int] | None:
@@ -238,6 +239,15 @@ class ChainSearchResult:
             return 0
         return math.prod(self.chain.input_shape) * self.hardware.word_bytes
 
+
+    def _chimera_json(self) -> dict[str, Any]:
+        """The nest Chimera's model picks, with its DV / MU and what the trace of it moves."""
+        nest = self.chimera
+        assert nest is not None
+        a = analyze_gemm_chain(nest, self.hardware)
+        return {"fused_nest": nest.to_json(), "chimera_dv_bytes": a.chimera_dv_bytes,
+                "chimera_mu_bytes": a.chimera_mu_bytes, "traffic_bytes": a.traffic_bytes,
+                "peak_sram_bytes": a.peak_sram_bytes, "estimated_cycles": a.estimated_cycles}
 
     def to_json(self, name: str) -> dict[str, Any]:
         """The JSON object of `dsasim search CHAIN --json` (stable key order, no wall times)."""
@@ -288,6 +298,7 @@ class ChainSearchResult:
             "layer_by_layer_cycles": lbl_totals["cycles"] if lbl_totals else None,
             "evaluations": result.evaluations,
             "parts": [part(p) for p in best] if best else [],
+            "chimera": None if self.chimera is None else self._chimera_json(),
         }
 
 
@@ -358,13 +369,18 @@ def _layer_segment(i: int, best: Any) -> SegmentChoice | None:
 
 
 def _partition(chain: ConvChain | GemmChain, hw: Accelerator, objective: str, layers: list[SegmentChoice | None],
+               spaces: dict[tuple[int, int], FusedSpace | GemmChainSpace],
                fused_parts: dict[tuple[int, int], SegmentChoice | None], evaluations: int,
                seconds: float) -> ChainSearchResult:
-    """The best split of the chain into the given fused segments and single layers (every split is tried)."""
+    """The best split of the chain into the given fused segments and single layers (every split is tried); for a
+    GEMM chain also the nest Chimera's model would pick."""
     L = len(chain)
     result = ChainSearchResult(chain, hw, hw.sram_bytes, objective, None, fused_parts.get((0, L)),
                                None if any(p is None for p in layers) else list(layers),  # type: ignore[arg-type]
                                chain.compulsory_bytes(hw.word_bytes), evaluations, seconds)
+    space = spaces.get((0, L))
+    if isinstance(space, GemmChainSpace):
+        result.chimera = space.chimera_choice(hw.sram_bytes)
     best_key = None
     for cuts in itertools.product((False, True), repeat=L - 1):  # a cut after layer i + 1 (True: split there)
         bounds = [0] + [i + 1 for i, cut in enumerate(cuts) if cut] + [L]
@@ -397,4 +413,4 @@ def search_chain(chain: ConvChain | GemmChain, hardware: Accelerator, sram_bytes
     spaces = _fused_spaces(chain, hw)
     fused_parts = {seg: _fused_choice(space, *seg, hw, objective, fused_runner) for seg, space in spaces.items()}
     evaluations = counter[0] + sum(space.evaluations for space in spaces.values())
-    return _partition(chain, hw, objective, layers, fused_parts, evaluations, time.perf_counter() - start)
+    return _partition(chain, hw, objective, layers, spaces, fused_parts, evaluations, time.perf_counter() - start)

@@ -403,6 +403,8 @@ class GemmChainSpace:
     vector_cycles: np.ndarray
     dma_cycles: np.ndarray
     peak_sram_bytes: np.ndarray
+    chimera_dv_bytes: np.ndarray
+    chimera_mu_bytes: np.ndarray
     seconds: float
 
     @property
@@ -427,6 +429,17 @@ class GemmChainSpace:
         return GemmChainNest(self.chain, GEMM_ORDERS[o], {d: int(self.tiles[d][i]) for d, i in zip(_DIMS, ts)},
                              _WAYS[w])
 
+    def chimera_choice(self, sram_bytes: int) -> GemmChainNest | None:
+        """The nest Chimera's model picks: least DV with MU <= sram_bytes (1 way; ties: the smaller MU, then the
+        first in the grid), or None when no MU fits."""
+        ok = self.chimera_mu_bytes[:, 0] <= sram_bytes
+        if not ok.any():
+            return None
+        flat = np.flatnonzero(ok.reshape(-1))
+        keys = (self.chimera_mu_bytes[:, 0].reshape(-1)[flat], self.chimera_dv_bytes[:, 0].reshape(-1)[flat])
+        o, *ts = np.unravel_index(int(flat[np.lexsort(keys)[0]]), ok.shape)
+        return self.nest((int(o), 0, *(int(t) for t in ts)))
+
 
 def evaluate_gemm_chain_space(chain: GemmChain, hardware: Accelerator) -> GemmChainSpace:
     """Every nest of the candidate grid evaluated at once (the closed form of `analyze_gemm_chain`, in numpy)."""
@@ -435,7 +448,8 @@ def evaluate_gemm_chain_space(chain: GemmChain, hardware: Accelerator) -> GemmCh
     shape = [len(cand[d]) for d in _DIMS]
     grid = {d: cand[d].reshape([-1 if i == j else 1 for j in range(4)]) for i, d in enumerate(_DIMS)}
     ways = np.array(_WAYS, np.int64).reshape(-1, 1, 1, 1, 1)
-    fields = ("loaded_bytes", "stored_bytes", "tensorcore_cycles", "vector_cycles", "dma_cycles", "peak_sram_bytes")
+    fields = ("loaded_bytes", "stored_bytes", "tensorcore_cycles", "vector_cycles", "dma_cycles", "peak_sram_bytes",
+              "chimera_dv_bytes", "chimera_mu_bytes")
     out = {f: np.empty([len(GEMM_ORDERS), len(_WAYS), *shape], np.int64) for f in fields}
     for o, order in enumerate(GEMM_ORDERS):
         f = _closed_form(chain, hardware, order, grid, ways)

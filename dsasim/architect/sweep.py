@@ -339,7 +339,7 @@ def sweep_chain(chain: Any, hardware: Accelerator, sizes: Sequence[int],
             layers.append(_layer_segment(i, None if cand is None else confirm(cand, hw, loopnest_runner, simulate)))
         fused = {seg: _fused_choice(space, *seg, hw, "traffic", fused_runner if simulate else None)
                  for seg, space in spaces.items()}
-        points.append(ChainSweepPoint(size, _partition(chain, hw, "traffic", layers, fused, 0,
+        points.append(ChainSweepPoint(size, _partition(chain, hw, "traffic", layers, spaces, fused, 0,
                                                        time.perf_counter() - t0)))
         bar.update(0.5 + 0.5 * (k + 1) / len(sizes), format_bytes(size))
     bar.close()

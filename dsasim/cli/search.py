@@ -168,6 +168,13 @@ def run_chain(args: argparse.Namespace) -> int:
     print(f"  {'':16}{'traffic B':>14}{'cycles':>14}{'recomputed MACs':>17}{'intermediate B':>16}{'peak SRAM B':>13}")
     for label, traffic, cycles, recomputed, mid, peak in rows:
         print(f"  {label:16}{traffic:>14,}{cycles:>14,}{recomputed:>17,}{mid:>16,}{peak:>13,}")
+    if result.chimera is not None:
+        from dsasim.architect.gemm_chain import analyze_gemm_chain
+        c = analyze_gemm_chain(result.chimera, result.hardware)
+        tiles = ", ".join(f"{d}={t}" for d, t in zip("mlkn", result.chimera.tiles))
+        print(f"  Chimera's model (least DV with MU <= SRAM) picks order {result.chimera.order}, tiles {tiles}: its DV "
+              f"{c.chimera_dv_bytes:,} B; the trace moves {c.traffic_bytes:,} B (~{c.estimated_cycles:,} cycles, "
+              f"estimated)")
     print(f"  searched     {result.evaluations:,} candidates (fused nests and single-layer nests); {wall:.2f} s in all")
     if json_path is not None:
         write_text_atomic(json_path, json.dumps(result.to_json(args.layer), indent=2) + "\n")
