@@ -181,6 +181,9 @@ def test_search_compares_fused_with_layer_by_layer():
     assert result.fused.traffic_bytes == chain.compulsory_bytes(1) == 64 * 32 + 32 * 96 + 96 * 32 + 64 * 32
     lbl = result.totals(result.layer_by_layer)
     assert lbl["traffic_bytes"] >= chain.compulsory_bytes(1) + 2 * 64 * 96
+    # with 1 MiB each layer's bound is its compulsory traffic: (A, B in, C out) + (C, D in, E out)
+    assert result.layer_by_layer_bound_bytes == (64 * 32 + 32 * 96 + 64 * 96) + (64 * 96 + 96 * 32 + 64 * 32)
+    assert lbl["traffic_bytes"] >= result.layer_by_layer_bound_bytes
     assert result.label(result.best) == "[1 2]"
 
 

@@ -233,6 +233,14 @@ class ChainSearchResult:
         """The partition as text, e.g. '[1 2 3]' (all fused) or '[1 2] [3]'."""
         return " ".join("[" + " ".join(str(i + 1) for i in range(p.first, p.stop)) + "]" for p in parts)
 
+    @property
+    def layer_by_layer_bound_bytes(self) -> int:
+        """A lower bound on layer-by-layer execution only: each layer's own bound (`lower_bound`: its intermediate
+        input loaded, its output stored) summed. Not a bound on a fused schedule, which computes a layer's input on
+        chip: the segment arguments behind the single-layer bounds count every operand at hand as transferred."""
+        from dsasim.architect.lower_bounds import lower_bound
+        return sum(lower_bound(layer, self.sram_bytes, self.hardware.word_bytes).bytes for layer in self.chain.layers)
+
     def fold(self, parts: list[SegmentChoice] | None) -> int:
         """Bytes of the input loaded again to fold the residual when the last segment does not start at layer 1."""
         if parts is None or not self.chain.residual or parts[-1].first == 0 and parts[-1].fused is not None:
@@ -296,6 +304,7 @@ class ChainSearchResult:
             "intermediate_peak_bytes": fused.analysis.intermediate_peak_bytes if fused is not None else None,
             "layer_by_layer_bytes": lbl_totals["traffic_bytes"] if lbl_totals else None,
             "layer_by_layer_cycles": lbl_totals["cycles"] if lbl_totals else None,
+            "layer_by_layer_bound_bytes": self.layer_by_layer_bound_bytes,
             "evaluations": result.evaluations,
             "parts": [part(p) for p in best] if best else [],
             "chimera": None if self.chimera is None else self._chimera_json(),

@@ -165,9 +165,13 @@ def run_chain(args: argparse.Namespace) -> int:
     if result.layer_by_layer is not None:
         t = result.totals(result.layer_by_layer, result.fold(result.layer_by_layer))
         rows.append(("layer by layer", t["traffic_bytes"], t["cycles"], 0, 0, t["peak_sram_bytes"]))
+        lbl_bound = result.layer_by_layer_bound_bytes
     print(f"  {'':16}{'traffic B':>14}{'cycles':>14}{'recomputed MACs':>17}{'intermediate B':>16}{'peak SRAM B':>13}")
     for label, traffic, cycles, recomputed, mid, peak in rows:
         print(f"  {label:16}{traffic:>14,}{cycles:>14,}{recomputed:>17,}{mid:>16,}{peak:>13,}")
+    if result.layer_by_layer is not None:
+        print(f"  layer by layer's own bound (the layers' bounds summed; not a bound on fusion): {lbl_bound:,} B; "
+              f"layer by layer / it = {rows[-1][1] / lbl_bound:.3f}")
     if result.chimera is not None:
         from dsasim.architect.gemm_chain import analyze_gemm_chain
         c = analyze_gemm_chain(result.chimera, result.hardware)
