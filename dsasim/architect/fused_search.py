@@ -7,8 +7,8 @@ layers.
   weights resident / per-tile, a 1- or 2-way tile scope, evaluated at once by `evaluate_fused_space` (numpy over
   the whole space; per axis and tile size the `AxisPlan` sums; the peak from the distinct tile classes). It equals
   `analyze_fused` on every field it reports (tested); its vector cycles are the floor sum(elements) / lanes.
-* A `GemmChain`'s fused candidates: every `GemmChainNest` of `evaluate_gemm_chain_space` (both shared-loop orders,
-  aligned tile sizes per loop, 1 or 2 ways; exact vector cycles).
+* A `GemmChain`'s fused candidates: every 1-way `GemmChainNest` of `evaluate_gemm_chain_space` (both shared-loop
+  orders, aligned tile sizes per loop; exact vector cycles; kept as fronts).
 * Layer by layer: each layer's best `LoopNest` from `dsasim.architect.search.search` (its intermediate stored to
   and loaded from DDR); an identity residual is folded into the last layer's store, which loads the block's input
   once more (|input| bytes, added analytically: the LoopNest kernel has no residual).
@@ -311,7 +311,7 @@ class ChainSearchResult:
         }
 
 
-def _best_index(space: FusedSpace | GemmChainSpace, cap: int, objective: str) -> tuple[int, ...] | None:
+def _best_index(space: FusedSpace, cap: int, objective: str) -> tuple[int, ...] | None:
     ok = space.valid & (space.peak_sram_bytes <= cap)
     if not ok.any():
         return None
@@ -341,10 +341,13 @@ def _fused_spaces(chain: ConvChain | GemmChain, hw: Accelerator) -> dict[tuple[i
 def _fused_choice(space: FusedSpace | GemmChainSpace, first: int, stop: int, hw: Accelerator, objective: str,
                   runner: Callable[..., Any] | None) -> SegmentChoice | None:
     """The best nest of a fused segment's space under hw.sram_bytes, traced and timed when a runner is given."""
-    index = _best_index(space, hw.sram_bytes, objective)
-    if index is None:
+    if isinstance(space, GemmChainSpace):
+        nest: FusedNest | GemmChainNest | None = space.best(hw.sram_bytes, objective)
+    else:
+        index = _best_index(space, hw.sram_bytes, objective)
+        nest = None if index is None else space.nest(index)
+    if nest is None:
         return None
-    nest = space.nest(index)
     a = analyze_gemm_chain(nest, hw) if isinstance(nest, GemmChainNest) else analyze_fused(nest, hw)
     cycles, source = a.estimated_cycles, "estimate"
     if runner is not None:

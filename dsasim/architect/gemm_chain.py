@@ -36,8 +36,9 @@ partial sums. Only orders with the shared loops outside are fused executions (C 
 Chimera's search over full permutations includes those.
 
 `analyze_gemm_chain(nest, hardware)` gives a `GemmChainAnalysis`; `evaluate_gemm_chain_space` evaluates every
-nest (tile candidates per loop x orders x ways) at once with the same closed form (`_closed_form`, numpy); tests
-check both against the trace of `kernels/gemm_chain_kernel.py`.
+nest (tile candidates per loop x orders) with the same closed form (`_closed_form`, numpy, a chunk at a time)
+and keeps the fronts that give the best nest under any SRAM size; tests check both against the trace of
+`kernels/gemm_chain_kernel.py`.
 """
 
 from __future__ import annotations
@@ -61,7 +62,6 @@ _DIMS = ("m", "l", "k", "n")
 _INDEXES = {"A": ("m", "k"), "B": ("k", "l"), "C": ("m", "l"), "D": ("l", "n"), "E": ("m", "n")}
 _GEMM_OF = {"A": 1, "B": 1, "D": 2, "E": 2}
 _PRIVATE = {1: "k", 2: "n"}
-_WAYS = (1, 2)
 
 
 class GemmChain:
@@ -390,69 +390,108 @@ def _candidates(chain: GemmChain, hw: Accelerator) -> dict[str, np.ndarray]:
     return {d: np.array(tile_candidates(chain.extents[d], align[d]), np.int64) for d in _DIMS}
 
 
+def _exact_front(peak: np.ndarray, k1: np.ndarray, k2: np.ndarray, flat: np.ndarray) -> tuple[np.ndarray, ...]:
+    """The entries best by (k1, k2) under some capacity: sorted by (peak, k1, k2, flat index), kept when strictly
+    better than every entry before them; the best under a capacity is the last kept entry whose peak fits."""
+    order = np.lexsort((flat, k2, k1, peak))
+    peak, k1, k2, flat = peak[order], k1[order], k2[order], flat[order]
+    by_key = np.lexsort((k2, k1))  # a dense rank of (k1, k2): equal keys share a rank
+    new = np.ones(len(by_key), bool)
+    new[1:] = (k1[by_key][1:] != k1[by_key][:-1]) | (k2[by_key][1:] != k2[by_key][:-1])
+    rank = np.empty(len(by_key), np.int64)
+    rank[by_key] = np.cumsum(new)
+    before = np.full(len(rank), np.iinfo(np.int64).max)
+    before[1:] = np.minimum.accumulate(rank)[:-1]
+    keep = rank < before
+    return peak[keep], k1[keep], k2[keep], flat[keep]
+
+
+def _front_candidates(peak: np.ndarray, k1: np.ndarray, by_peak: np.ndarray) -> np.ndarray:
+    """A superset of the front's entries, cheaply: those whose k1 is no worse than every k1 before them in
+    `by_peak` (an order of increasing peak; a front entry beats everything at a smaller peak, and among equal peaks
+    has the least k1, so it passes wherever ties fall)."""
+    ks = k1[by_peak]
+    return by_peak[ks <= np.minimum.accumulate(ks)]
+
+
 @dataclass(frozen=True)
 class GemmChainSpace:
-    """Every GemmChainNest of a chain over the candidate tiles, evaluated: arrays of shape
-    (orders, ways, m tiles, l tiles, k tiles, n tiles)."""
+    """Every GemmChainNest of a chain over the candidate tiles (grid shape: orders, m, l, k, n tiles), evaluated
+    chunk by chunk; what is kept are the fronts from which the best nest under any capacity is read off: by traffic
+    (ties: estimated cycles), by estimated cycles (ties: traffic), and by Chimera's DV with its MU. One way only:
+    a second way changes no count and no estimate (which already assumes transfers overlap compute), only the peak,
+    so it never ranks better; its effect shows in the timing simulation of a nest given ways=2."""
 
     chain: GemmChain
+    hardware: Accelerator
     tiles: dict[str, np.ndarray]
-    loaded_bytes: np.ndarray
-    stored_bytes: np.ndarray
-    tensorcore_cycles: np.ndarray
-    vector_cycles: np.ndarray
-    dma_cycles: np.ndarray
-    peak_sram_bytes: np.ndarray
-    chimera_dv_bytes: np.ndarray
-    chimera_mu_bytes: np.ndarray
+    shape: tuple[int, ...]
+    fronts: dict[str, tuple[np.ndarray, ...]]  # objective -> (peak, key1, key2, flat index)
     seconds: float
 
     @property
-    def valid(self) -> np.ndarray:
-        return np.ones(self.peak_sram_bytes.shape, bool)
-
-    @property
     def evaluations(self) -> int:
-        return int(self.peak_sram_bytes.size)
-
-    @property
-    def traffic_bytes(self) -> np.ndarray:
-        return self.loaded_bytes + self.stored_bytes
-
-    @property
-    def estimated_cycles(self) -> np.ndarray:
-        return np.maximum(self.dma_cycles, self.tensorcore_cycles + self.vector_cycles)
+        return int(math.prod(self.shape))
 
     def nest(self, index: tuple[int, ...]) -> GemmChainNest:
-        """The GemmChainNest at a grid index."""
-        o, w, *ts = index
-        return GemmChainNest(self.chain, GEMM_ORDERS[o], {d: int(self.tiles[d][i]) for d, i in zip(_DIMS, ts)},
-                             _WAYS[w])
+        """The GemmChainNest at a grid index (1 way)."""
+        o, *ts = index
+        return GemmChainNest(self.chain, GEMM_ORDERS[o], {d: int(self.tiles[d][i]) for d, i in zip(_DIMS, ts)})
+
+    def _read(self, front: str, cap: int) -> GemmChainNest | None:
+        peak, *_, flat = self.fronts[front]
+        i = int(np.searchsorted(peak, cap, side="right")) - 1
+        return None if i < 0 else self.nest(tuple(int(x) for x in np.unravel_index(int(flat[i]), self.shape)))
+
+    def best(self, sram_bytes: int, objective: str = "traffic") -> GemmChainNest | None:
+        """The best nest whose peak fits `sram_bytes`: least traffic (ties: estimated cycles, then the smaller peak)
+        or, objective='cycles', least estimated cycles (ties: traffic, then peak); None when none fits."""
+        return self._read(objective, sram_bytes)
 
     def chimera_choice(self, sram_bytes: int) -> GemmChainNest | None:
-        """The nest Chimera's model picks: least DV with MU <= sram_bytes (1 way; ties: the smaller MU, then the
-        first in the grid), or None when no MU fits."""
-        ok = self.chimera_mu_bytes[:, 0] <= sram_bytes
-        if not ok.any():
-            return None
-        flat = np.flatnonzero(ok.reshape(-1))
-        keys = (self.chimera_mu_bytes[:, 0].reshape(-1)[flat], self.chimera_dv_bytes[:, 0].reshape(-1)[flat])
-        o, *ts = np.unravel_index(int(flat[np.lexsort(keys)[0]]), ok.shape)
-        return self.nest((int(o), 0, *(int(t) for t in ts)))
+        """The nest Chimera's model picks: least DV with MU <= sram_bytes (ties: the smaller MU, then the first in the
+        grid), or None when no MU fits."""
+        return self._read("chimera", sram_bytes)
 
 
-def evaluate_gemm_chain_space(chain: GemmChain, hardware: Accelerator) -> GemmChainSpace:
-    """Every nest of the candidate grid evaluated at once (the closed form of `analyze_gemm_chain`, in numpy)."""
+def evaluate_gemm_chain_space(chain: GemmChain, hardware: Accelerator,
+                              chunk_nests: int = 1 << 20) -> GemmChainSpace:
+    """Every nest of the candidate grid evaluated with the closed form of `analyze_gemm_chain` (numpy, a chunk of m
+    tiles at a time so that memory stays bounded), reduced to the fronts of `GemmChainSpace`."""
     start = time.perf_counter()
     cand = _candidates(chain, hardware)
-    shape = [len(cand[d]) for d in _DIMS]
-    grid = {d: cand[d].reshape([-1 if i == j else 1 for j in range(4)]) for i, d in enumerate(_DIMS)}
-    ways = np.array(_WAYS, np.int64).reshape(-1, 1, 1, 1, 1)
-    fields = ("loaded_bytes", "stored_bytes", "tensorcore_cycles", "vector_cycles", "dma_cycles", "peak_sram_bytes",
-              "chimera_dv_bytes", "chimera_mu_bytes")
-    out = {f: np.empty([len(GEMM_ORDERS), len(_WAYS), *shape], np.int64) for f in fields}
+    sizes = [len(cand[d]) for d in _DIMS]
+    shape = (len(GEMM_ORDERS), *sizes)
+    per_m = math.prod(sizes[1:])
+    step = max(1, chunk_nests // per_m)
+    parts: dict[str, list[tuple[np.ndarray, ...]]] = {"traffic": [], "cycles": [], "chimera": []}
+    one_way = np.ones((), np.int64)
     for o, order in enumerate(GEMM_ORDERS):
-        f = _closed_form(chain, hardware, order, grid, ways)
-        for name in fields:
-            out[name][o] = np.broadcast_to(f[name], out[name].shape[1:])
-    return GemmChainSpace(chain, cand, **out, seconds=time.perf_counter() - start)
+        for m0 in range(0, sizes[0], step):
+            m_idx = np.arange(m0, min(m0 + step, sizes[0]))
+            grid = {"m": cand["m"][m_idx].reshape(-1, 1, 1, 1)}
+            grid.update((d, cand[d].reshape([-1 if j == i else 1 for j in range(4)])) for i, d in enumerate(_DIMS)
+                        if d != "m")
+            f = _closed_form(chain, hardware, order, grid, one_way)
+            sub = (len(m_idx), *sizes[1:])
+            at = np.broadcast_arrays(o, *np.ix_(m_idx, *(np.arange(n) for n in sizes[1:])))
+            flat = np.ravel_multi_index(tuple(at), shape).reshape(-1).astype(np.int64)
+
+            def full(name: str) -> np.ndarray:
+                return np.broadcast_to(f[name], sub).reshape(-1)
+
+            traffic = full("loaded_bytes") + full("stored_bytes")
+            cycles = np.maximum(full("dma_cycles"), full("tensorcore_cycles") + full("vector_cycles"))
+            peak = full("peak_sram_bytes")
+            by_peak = np.argsort(peak)
+            for name, k1, k2 in (("traffic", traffic, cycles), ("cycles", cycles, traffic)):
+                keep = _front_candidates(peak, k1, by_peak)
+                parts[name].append(_exact_front(peak[keep], k1[keep], k2[keep], flat[keep]))
+            mu, dv = full("chimera_mu_bytes"), full("chimera_dv_bytes")
+            keep = _front_candidates(mu, dv, np.argsort(mu))
+            parts["chimera"].append(_exact_front(mu[keep], dv[keep], mu[keep], flat[keep]))
+    fronts = {}
+    for name, chunks in parts.items():
+        peak, k1, k2, flat = (np.concatenate([c[i] for c in chunks]) for i in range(4))
+        fronts[name] = _exact_front(peak, k1, k2, flat)
+    return GemmChainSpace(chain, hardware, cand, shape, fronts, time.perf_counter() - start)
