@@ -11,7 +11,7 @@ below holds). `fused_schedule(nest)` is a `Schedule` for `run_schedule` (numeric
 from __future__ import annotations
 
 from contextlib import nullcontext
-from typing import Mapping
+from typing import Callable, Mapping
 
 from dsasim import (Accelerator, Counters, GlobalHierarchy, RunResult, Schedule, Session, TensorCore, TracedArray,
                     VectorUnit, Workload, bind_tensors, run_schedule)
@@ -103,36 +103,37 @@ def execute_fused(nest: FusedNest, s: Session, tensors: Mapping[str, TracedArray
                             tile(n, j, k)
 
 
-def fused_body(nest: FusedNest):
-    """A schedule body `body(session, **tensors)` that executes `nest`."""
+def _workload_and_body(nest: FusedNest | GemmChainNest) -> tuple[Workload, Callable[..., None]]:
+    """The workload a nest runs on and the function that executes it (a conv chain's or a GEMM chain's kernel)."""
+    if isinstance(nest, GemmChainNest):
+        from kernels.gemm_chain_kernel import execute_gemm_chain, gemm_chain_workload
+        return gemm_chain_workload(nest.chain), execute_gemm_chain
+    return fused_workload(nest.chain), execute_fused
+
+
+def fused_schedule(nest: FusedNest | GemmChainNest, name: str | None = None, hardware: str = "blog") -> Schedule:
+    """`nest` (a conv chain's or a GEMM chain's) as a `Schedule` of its chain's workload (for `run_schedule`, the
+    CLI, the timing simulator)."""
+    workload, execute = _workload_and_body(nest)
 
     def body(s: Session, **tensors: TracedArray) -> None:
-        execute_fused(nest, s, tensors)
+        execute(nest, s, tensors)
 
-    return body
-
-
-def fused_schedule(nest: FusedNest, name: str | None = None, hardware: str = "blog") -> Schedule:
-    """`nest` as a `Schedule` of its chain's workload (for `run_schedule`, the CLI, the timing simulator)."""
-    return Schedule(name or "fused", fused_workload(nest.chain), fused_body(nest), repr(nest), hardware)
+    return Schedule(name or "fused", workload, body, repr(nest), hardware)
 
 
 def run_fused(nest: FusedNest | GemmChainNest, hardware: Accelerator, numeric: bool = False,
               record_trace: bool = True, enforce_capacity: bool = True, seed: int = 0) -> RunResult:
-    """Run `nest` on `hardware` (count-only by default) and return the `RunResult` (trace included); a GEMM chain's
-    nest runs on `kernels.gemm_chain_kernel` (the one runner the chain search finds by entry point)."""
-    if isinstance(nest, GemmChainNest):
-        from kernels.gemm_chain_kernel import run_gemm_chain
-        return run_gemm_chain(nest, hardware, numeric, record_trace, enforce_capacity, seed)
+    """Run `nest` on `hardware` (count-only by default) and return the `RunResult` (trace included); the one runner
+    the chain search finds by entry point, for conv and GEMM chains."""
     return run_schedule(fused_schedule(nest), hardware, numeric=numeric, seed=seed, record_trace=record_trace,
                         enforce_capacity=enforce_capacity)
 
 
-def count_fused(nest: FusedNest, hardware: Accelerator, enforce_capacity: bool = True) -> Counters:
+def count_fused(nest: FusedNest | GemmChainNest, hardware: Accelerator, enforce_capacity: bool = True) -> Counters:
     """The fastest traced run: count-only, no trace recorded, no torch; returns the session's `Counters`."""
+    workload, execute = _workload_and_body(nest)
     s = Session(hardware, numeric=False, record_trace=False, enforce_capacity=enforce_capacity)
-    tensors = bind_tensors(s, fused_workload(nest.chain), None)
-    execute_fused(nest, s, tensors)
+    execute(nest, s, bind_tensors(s, workload, None))
     s.finish()
     return s.counters
-

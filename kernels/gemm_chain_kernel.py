@@ -4,16 +4,16 @@ Semantics are those of `dsasim.architect.gemm_chain` (module docstring): the sha
 order, a scope per depth (`top`, `@<outer loop>`, `@<inner loop>`, then `gemm1` / `gemm2` with the nest's ways), each
 tensor staged (accessed) when the scope of its depth opens and used from there (hits); the C tile is an on-chip
 tensor (`Session.on_chip`) opened in the inner shared scope, accumulated over k on the TensorCore, optionally
-ReLU'd on the vector unit, then multiplied into E's tiles over n. `gemm_chain_schedule(nest)` is a `Schedule` for
-`run_schedule` (numeric mode checks E against torch).
+ReLU'd on the vector unit, then multiplied into E's tiles over n. `kernels.fused_kernel` runs it like a conv
+chain's nest: `fused_schedule(nest)` is a `Schedule` for `run_schedule` (numeric mode checks E against torch),
+`run_fused` and `count_fused` run it in one call.
 """
 
 from __future__ import annotations
 
 from typing import Iterator, Mapping
 
-from dsasim import (Accelerator, Counters, GlobalHierarchy, RunResult, Schedule, Session, TensorCore, TracedArray,
-                    VectorUnit, Workload, bind_tensors, run_schedule)
+from dsasim import GlobalHierarchy, Session, TensorCore, TracedArray, VectorUnit, Workload
 from dsasim.architect.gemm_chain import GemmChain, GemmChainNest
 
 _INDEXES = {"A": ("m", "k"), "B": ("k", "l"), "C": ("m", "l"), "D": ("l", "n"), "E": ("m", "n")}
@@ -72,28 +72,3 @@ def execute_gemm_chain(nest: GemmChainNest, s: Session, tensors: Mapping[str, Tr
                                 stage(3, 2)
                                 e = tensors["E"][box("E")]
                                 e += tc.matmul(c, tensors["D"][box("D")])
-
-
-def gemm_chain_schedule(nest: GemmChainNest, name: str | None = None, hardware: str = "blog") -> Schedule:
-    """`nest` as a `Schedule` of its chain's workload (for `run_schedule`, the CLI, the timing simulator)."""
-
-    def body(s: Session, **tensors: TracedArray) -> None:
-        execute_gemm_chain(nest, s, tensors)
-
-    return Schedule(name or "gemm-chain", gemm_chain_workload(nest.chain), body, repr(nest), hardware)
-
-
-def run_gemm_chain(nest: GemmChainNest, hardware: Accelerator, numeric: bool = False, record_trace: bool = True,
-                   enforce_capacity: bool = True, seed: int = 0) -> RunResult:
-    """Run `nest` on `hardware` (count-only by default) and return the `RunResult` (trace included)."""
-    return run_schedule(gemm_chain_schedule(nest), hardware, numeric=numeric, seed=seed, record_trace=record_trace,
-                        enforce_capacity=enforce_capacity)
-
-
-def count_gemm_chain(nest: GemmChainNest, hardware: Accelerator, enforce_capacity: bool = True) -> Counters:
-    """The fastest traced run: count-only, no trace, no torch; the session's `Counters`."""
-    s = Session(hardware, numeric=False, record_trace=False, enforce_capacity=enforce_capacity)
-    tensors = bind_tensors(s, gemm_chain_workload(nest.chain), None)
-    execute_gemm_chain(nest, s, tensors)
-    s.finish()
-    return s.counters

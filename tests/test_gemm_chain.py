@@ -8,7 +8,6 @@ import itertools
 import json
 import random
 
-import numpy as np
 import pytest
 
 from dsasim import preset
@@ -18,7 +17,7 @@ from dsasim.architect.gemm_chain import (GEMM_ORDERS, GemmChain, GemmChainNest, 
                                          evaluate_gemm_chain_space, parse_gemm_chain)
 from dsasim.cli import main
 from dsasim.timing import simulate
-from kernels.gemm_chain_kernel import count_gemm_chain, gemm_chain_schedule, run_gemm_chain
+from kernels.fused_kernel import count_fused, fused_schedule, run_fused
 from tests.helpers import assert_schedule_matches_torch
 
 BLOG = preset("blog")
@@ -26,7 +25,7 @@ NARROW = dataclasses.replace(preset("blog-fp32"), vector_lanes=7, tensorcore_in_
 
 
 def trace_figures(nest: GemmChainNest, hw=BLOG) -> tuple:
-    c = count_gemm_chain(nest, hw, enforce_capacity=False)
+    c = count_fused(nest, hw, enforce_capacity=False)
     return (c.loaded_bytes, c.stored_bytes, c.rmw_bytes, c.loads, c.stores, c.opens, c.macs, c.padded_macs,
             c.tensorcore_cycles, c.vector_cycles, c.peak_sram_bytes,
             {x: c.per_tensor[x].loaded_bytes for x in "ABDE"}, c.per_tensor["C"].loaded_bytes)
@@ -119,14 +118,14 @@ def test_model_equals_trace_on_random_nests(hw):
 def test_gemm_chain_matches_torch(order, tiles, ways, relu):
     chain = GemmChain(40, 30, 20, 50, relu=relu)
     nest = GemmChainNest(chain, order, tiles, ways)
-    result = assert_schedule_matches_torch(gemm_chain_schedule(nest), BLOG, reduction=20 + 50)
+    result = assert_schedule_matches_torch(fused_schedule(nest), BLOG, reduction=20 + 50)
     assert result.loaded_bytes == analyze_gemm_chain(nest, BLOG).loaded_bytes
 
 
 def test_c_never_touches_ddr_in_the_trace():
     from dsasim.traced.trace import LOAD, STORE
     nest = GemmChainNest(GemmChain(24, 24, 32, 48), "lm", {"m": 8, "l": 16, "k": 16, "n": 8})
-    result = run_gemm_chain(nest, BLOG)
+    result = run_fused(nest, BLOG)
     c_id = next(i for i, t in enumerate(result.trace.tensors) if t.name == "C")
     moved = [e for e in result.trace.events if e[0] in (LOAD, STORE) and e[2] == c_id]
     assert moved == [] and result.trace.tensors[c_id].on_chip
@@ -134,7 +133,7 @@ def test_c_never_touches_ddr_in_the_trace():
 
 def test_timing_equals_the_simpy_reference_and_respects_each_engine():
     nest = GemmChainNest(GemmChain(48, 48, 32, 96, relu=True), "ml", {"m": 16, "l": 48, "k": 16, "n": 24}, ways=2)
-    result = run_gemm_chain(nest, BLOG)
+    result = run_fused(nest, BLOG)
     fast, ref = simulate(result.trace, BLOG), simulate(result.trace, BLOG, reference=True)
     assert fast.cycles == ref.cycles > 0
     a = analyze_gemm_chain(nest, BLOG)
@@ -185,7 +184,7 @@ def test_search_finds_the_least_traffic_of_a_traced_brute_force():
     for order, ways in itertools.product(GEMM_ORDERS, (1, 2)):
         for tm, tl, tk, tn in itertools.product(range(1, 6), range(1, 5), range(1, 4), range(1, 4)):
             nest = GemmChainNest(chain, order, {"m": tm, "l": tl, "k": tk, "n": tn}, ways)
-            c = count_gemm_chain(nest, hw, enforce_capacity=False)
+            c = count_fused(nest, hw, enforce_capacity=False)
             if c.peak_sram_bytes <= cap:
                 best = min(best or c.loaded_bytes + c.stored_bytes, c.loaded_bytes + c.stored_bytes)
     result = search_chain(chain, hw, cap)
@@ -248,6 +247,14 @@ def test_bad_nests_say_what_and_why():
         GemmChainNest(chain, "ml", {"oh": 2})
     with pytest.raises(ValueError, match="ways must be an integer >= 1"):
         GemmChainNest(chain, "ml", ways=0)
+
+
+def test_a_chain_too_large_for_exact_counts_is_refused_not_wrapped():
+    chain = GemmChain(10 ** 6, 10 ** 6, 10 ** 6, 10 ** 6)  # 1e18 MACs per GEMM: counts past int64
+    with pytest.raises(ValueError, match="too large for exact counts"):
+        analyze_gemm_chain(GemmChainNest(chain), BLOG)
+    with pytest.raises(ValueError, match="too large for exact counts"):
+        evaluate_gemm_chain_space(chain, BLOG)
 
 
 def test_cli_bad_gemm_chain_is_exit_2(capsys):

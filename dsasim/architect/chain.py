@@ -19,11 +19,13 @@ expansion).
 from __future__ import annotations
 
 import math
-from typing import Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
-from dsasim.architect.gemm_chain import GemmChain, parse_gemm_chain
 from dsasim.architect.loopnest import ConvProblem
 from dsasim.geometry import window_rows
+
+if TYPE_CHECKING:
+    from dsasim.architect.gemm_chain import GemmChain
 
 __all__ = ["ConvChain", "chain_names", "is_chain", "parse_chain", "MOBILENETV2_BLOCKS"]
 
@@ -265,6 +267,7 @@ def parse_chain(text: str) -> ConvChain | GemmChain:
     otherwise."""
     name = text.strip()
     if name.startswith("gemm-chain"):
+        from dsasim.architect.gemm_chain import parse_gemm_chain  # (gemm_chain builds on fused, which imports us)
         return parse_gemm_chain(name)
     if name == "resnet18.layer1.0":
         return _resnet18_block()

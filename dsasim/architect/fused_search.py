@@ -188,7 +188,7 @@ class SegmentChoice:
     first: int
     stop: int
     fused: FusedNest | GemmChainNest | None
-    analysis: FusedAnalysis | GemmChainAnalysis | None
+    analysis: FusedAnalysis | None  # a GemmChainAnalysis for a GEMM chain
     candidate: Any  # dsasim.architect.search.Candidate for a single layer
     loaded_bytes: int
     stored_bytes: int
@@ -271,7 +271,7 @@ class ChainSearchResult:
             if p.fused is not None:
                 data["recomputed_macs"] = p.analysis.recomputed_macs
                 data["intermediate_peak_bytes"] = p.analysis.intermediate_peak_bytes
-                if hasattr(p.analysis, "chimera_dv_bytes"):  # a GEMM chain: its rmw, and Chimera's model of the nest
+                if isinstance(p.analysis, GemmChainAnalysis):  # its rmw, and Chimera's model of the nest
                     data["rmw_bytes"] = p.analysis.rmw_bytes
                     data["chimera_dv_bytes"] = p.analysis.chimera_dv_bytes
                     data["chimera_mu_bytes"] = p.analysis.chimera_mu_bytes

@@ -50,9 +50,10 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from dsasim.architect.fused import FusedAnalysis
 from dsasim.architect.loopnest import MatmulProblem, tile_count
 from dsasim.hardware import Accelerator
-from dsasim.util import ceil_div, check_int
+from dsasim.util import check_int
 
 __all__ = ["GEMM_ORDERS", "GemmChain", "GemmChainNest", "GemmChainAnalysis", "analyze_gemm_chain",
            "GemmChainSpace", "evaluate_gemm_chain_space", "parse_gemm_chain"]
@@ -264,37 +265,14 @@ class GemmChainNest:
 
 
 @dataclass(frozen=True)
-class GemmChainAnalysis:
-    """What a `GemmChainNest` moves and computes, in closed form (bytes, counts, cycles; module docstring)."""
+class GemmChainAnalysis(FusedAnalysis):
+    """What a `GemmChainNest` moves and computes, in closed form (module docstring): the fields of a fused conv
+    chain's analysis (intermediate_peak_bytes: the C tile; recomputed_macs: always 0, C is computed once per tile),
+    plus E's re-read partial sums and Chimera's DV / MU of the same nest."""
 
-    loaded_bytes: int
-    stored_bytes: int
     rmw_bytes: int
-    loads: int
-    stores: int
-    opens: int
-    per_tensor_loaded: dict[str, int]
-    macs: int
-    padded_macs: int
-    tensorcore_cycles: int
-    vector_cycles: int
-    peak_sram_bytes: int
-    intermediate_peak_bytes: int  # of the peak: the C tile
-    recomputed_macs: int  # always 0: C is computed once per tile
-    compulsory_bytes: int
-    dma_cycles: int
-    fits: bool
     chimera_dv_bytes: int
     chimera_mu_bytes: int
-
-    @property
-    def traffic_bytes(self) -> int:
-        return self.loaded_bytes + self.stored_bytes
-
-    @property
-    def estimated_cycles(self) -> int:
-        """max(DMA, TensorCore + vector) cycles: the bound when transfers overlap compute perfectly."""
-        return max(self.dma_cycles, self.tensorcore_cycles + self.vector_cycles)
 
 
 # ------------------------------------------------------------------------------------------------ closed form
@@ -302,6 +280,14 @@ def _ceil_sum(extent: int, tile: np.ndarray, block: int) -> np.ndarray:
     """Sum over the tiles of a loop of ceil(tile length / block) (full tiles, then the ragged last one)."""
     full, rest = extent // tile, extent % tile
     return full * -(-tile // block) + -(-rest // block)
+
+
+def _check_exact(chain: GemmChain, hw: Accelerator) -> None:
+    """LayerTooLargeError (a ValueError) when a count could pass int64's exact range: every figure here is at most
+    a few times a GEMM's MACs x word bytes (Chimera's DV at most 8 x), the bound the layer search checks."""
+    from dsasim.architect.search import _check_exact as check_layer
+    for layer in chain.layers:
+        check_layer(layer, 8 * hw.word_bytes)
 
 
 def _closed_form(chain: GemmChain, hw: Accelerator, order: str, t: dict[str, np.ndarray],
@@ -364,6 +350,7 @@ def _closed_form(chain: GemmChain, hw: Accelerator, order: str, t: dict[str, np.
 def analyze_gemm_chain(nest: GemmChainNest, hardware: Accelerator) -> GemmChainAnalysis:
     """Traffic, transfers, MACs, cycles and peak SRAM of `nest` on `hardware`, equal to its traced run."""
     chain = nest.chain
+    _check_exact(chain, hardware)
     tiles = {d: np.array(nest.tile(d), np.int64) for d in _DIMS}
     f = _closed_form(chain, hardware, nest.order, tiles, np.array(nest.ways, np.int64))
     tc = int(f["tensorcore_cycles"])
@@ -458,6 +445,7 @@ def evaluate_gemm_chain_space(chain: GemmChain, hardware: Accelerator,
                               chunk_nests: int = 1 << 20) -> GemmChainSpace:
     """Every nest of the candidate grid evaluated with the closed form of `analyze_gemm_chain` (numpy, a chunk of m
     tiles at a time so that memory stays bounded), reduced to the fronts of `GemmChainSpace`."""
+    _check_exact(chain, hardware)
     start = time.perf_counter()
     cand = _candidates(chain, hardware)
     sizes = [len(cand[d]) for d in _DIMS]

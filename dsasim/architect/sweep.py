@@ -234,18 +234,18 @@ class ChainSweepPoint:
     sram_bytes: int
     result: Any  # dsasim.architect.fused_search.ChainSearchResult
 
-    def _totals(self, parts: Any) -> dict[str, int] | None:
-        return self.result.totals(parts, self.result.fold(parts))
+    def _total(self, parts: Any, key: str) -> int | None:
+        """A total of a partition (the residual fold included), None when it does not fit."""
+        t = self.result.totals(parts, self.result.fold(parts))
+        return None if t is None else t[key]
 
     @property
     def traffic_bytes(self) -> int | None:
-        t = self._totals(self.result.best)
-        return None if t is None else t["traffic_bytes"]
+        return self._total(self.result.best, "traffic_bytes")
 
     @property
     def cycles(self) -> int | None:
-        t = self._totals(self.result.best)
-        return None if t is None else t["cycles"]
+        return self._total(self.result.best, "cycles")
 
     @property
     def cycles_source(self) -> str:
@@ -268,8 +268,7 @@ class ChainSweepPoint:
 
     @property
     def layer_by_layer_bytes(self) -> int | None:
-        t = self._totals(self.result.layer_by_layer)
-        return None if t is None else t["traffic_bytes"]
+        return self._total(self.result.layer_by_layer, "traffic_bytes")
 
     @property
     def partition(self) -> str | None:
