@@ -98,3 +98,25 @@ def gc_paused() -> Iterator[None]:
     finally:
         if was_enabled:
             gc.enable()
+
+
+def numpy_hugepages_off() -> bool:
+    """Stop numpy advising transparent huge pages for its new arrays, unless NUMPY_MADVISE_HUGEPAGE is set (the
+    user's choice wins); True when this call turned it off.
+
+    On a VM whose kernel compacts memory for every huge-page fault (THP defrag "madvise"), numpy's default advice
+    makes the first touch of a large array cost ~2 s per GiB instead of ~0.35 s (bench/bench_first_touch.py), and a
+    timed demo1 touches ~2 GiB. The command line calls this once per process; a library user may call it too."""
+    import os
+
+    if "NUMPY_MADVISE_HUGEPAGE" in os.environ:
+        return False
+    try:
+        from numpy._core.multiarray import _set_madvise_hugepage  # numpy >= 2
+    except ImportError:  # pragma: no cover - numpy 1.x, or a numpy without the switch
+        try:
+            from numpy.core.multiarray import _set_madvise_hugepage  # type: ignore[no-redef]
+        except ImportError:
+            return False
+    _set_madvise_hugepage(False)
+    return True

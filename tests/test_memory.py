@@ -1272,6 +1272,24 @@ def test_capacity_equal_to_the_live_bytes_fits_on_both_paths(compiled):
     _with_core(compiled, run)
 
 
+def test_columnar_log_counts_kinds_as_it_appends():
+    # the timing model sizes its columns from kind_counts(), kept per append: it must equal a count of the decoded
+    # events, also for a log sent through pickle (counted again from its words) and after clear()
+    import collections
+    import pickle
+    from dsasim.cli.common import find_schedule
+    from dsasim.traced.trace import EventKind
+    for name in ("demo2", "demo6", "res2a-branch2b"):
+        sched = find_schedule(name)
+        log = run_schedule(sched, preset(sched.hardware), numeric=False).trace.log
+        decoded = collections.Counter(event[0] for event in log)
+        expected = [decoded.get(int(kind), 0) for kind in sorted(EventKind)]
+        assert log.kind_counts() == expected and sum(expected) == len(log) > 0, name
+        assert pickle.loads(pickle.dumps(log)).kind_counts() == expected, name
+        log.clear()
+        assert log.kind_counts() == [0] * len(expected)
+
+
 def test_columnar_log_rejects_what_it_cannot_store():
     # the log stores a region as one word per dimension (start | stop << 32) and reads it back by its tensor's rank
     from dsasim.traced._events import EventLog

@@ -64,3 +64,28 @@ def test_gc_paused_restores_the_previous_state_even_on_an_exception():
         assert not gc.isenabled()                                 # it was off before: it stays off
     finally:
         gc.enable()
+
+
+def test_numpy_hugepages_off_turns_the_advice_off_unless_the_user_chose(monkeypatch):
+    from numpy._core.multiarray import _set_madvise_hugepage
+    from dsasim.util import numpy_hugepages_off
+    before = _set_madvise_hugepage(True)  # (returns the previous setting)
+    try:
+        monkeypatch.setenv("NUMPY_MADVISE_HUGEPAGE", "1")
+        assert numpy_hugepages_off() is False and _set_madvise_hugepage(True) is True  # the user's choice stands
+        monkeypatch.delenv("NUMPY_MADVISE_HUGEPAGE")
+        assert numpy_hugepages_off() is True and _set_madvise_hugepage(True) is False  # it was turned off
+    finally:
+        _set_madvise_hugepage(before)
+
+
+def test_the_command_line_turns_the_huge_page_advice_off(monkeypatch):
+    from numpy._core.multiarray import _set_madvise_hugepage
+    from dsasim.cli import main
+    monkeypatch.delenv("NUMPY_MADVISE_HUGEPAGE", raising=False)
+    before = _set_madvise_hugepage(True)
+    try:
+        assert main(["search", "resnet50.res2a_branch2a", "--sram", "256KiB"]) == 0
+        assert _set_madvise_hugepage(True) is False
+    finally:
+        _set_madvise_hugepage(before)

@@ -49,10 +49,12 @@ cdef class EventLog:
     cdef int64_t last_macs, last_cycles, last_padded, last_compute
     cdef public int64_t word_bytes
     cdef int64_t count
+    cdef int64_t[16] kinds  # events per kind (low 4 bits of the first word), kept as they are appended
 
     cdef int64_t _region(self, int64_t tensor, tuple region) except -1
     cdef tuple region_at(self, int64_t offset, int64_t ndim)
     cdef tuple decode(self, int64_t* w)
+    cdef void count_kinds(self)
     cdef void _access(self, int64_t kind, int64_t buffer, int64_t tensor, tuple region, bint reuse) except *
     cdef int c_scope(self, int64_t kind, int64_t scope_id, int64_t instance) except -1
     cdef int c_alloc(self, int64_t buffer, int64_t tensor, tuple region, int64_t address,

@@ -110,6 +110,7 @@ cdef class EventLog:
         self.last_compute = -1
         self.word_bytes = word_bytes
         self.count = 0
+        self.kinds[:] = [0] * 16
 
     def add_tensor(self, int ndim):
         """A new tensor (ids in order) with `ndim` dimensions."""
@@ -156,6 +157,7 @@ cdef class EventLog:
         self.last_region = [None] * len(self.ndims)
         self.last_offset = [-1] * len(self.ndims)
         self.count = 0
+        self.kinds[:] = [0] * 16
 
     def __len__(self):
         return self.count
@@ -207,6 +209,7 @@ cdef class EventLog:
         p[0] = kind | scope_id << 8
         p[1] = instance
         self.count += 1
+        self.kinds[kind] += 1
         return 0
 
     cdef int c_alloc(self, int64_t buffer, int64_t tensor, tuple region, int64_t address,
@@ -218,6 +221,7 @@ cdef class EventLog:
         p[2] = address
         p[3] = charged_bytes
         self.count += 1
+        self.kinds[ALLOC] += 1
         return 0
 
     cdef void _access(self, int64_t kind, int64_t buffer, int64_t tensor, tuple region, bint reuse) except *:
@@ -227,12 +231,14 @@ cdef class EventLog:
         p[0] = kind | (<int64_t>reuse) << 4 | buffer << 8
         p[1] = tensor | off << 24
         self.count += 1
+        self.kinds[kind] += 1
 
     cdef int c_free(self, int64_t buffer, int64_t charged_bytes) except -1:
         cdef int64_t* p = self.words.room(2)
         p[0] = FREE | buffer << 8
         p[1] = charged_bytes
         self.count += 1
+        self.kinds[FREE] += 1
         return 0
 
     cdef int c_slide(self, int64_t buffer, int64_t tensor, tuple region, int64_t nbytes) except -1:
@@ -242,6 +248,7 @@ cdef class EventLog:
         p[1] = tensor | off << 24
         p[2] = nbytes
         self.count += 1
+        self.kinds[SLIDE] += 1
         return 0
 
     cdef int64_t* c_compute(self, str unit, str op, int64_t out_buffer, Py_ssize_t n_inputs, int64_t macs,
@@ -264,6 +271,7 @@ cdef class EventLog:
         p[0] = COMPUTE | out_buffer << 8
         p[1] = cid | (<int64_t>n_inputs) << 40
         self.count += 1
+        self.kinds[COMPUTE] += 1
         return p + 2
 
     # -- reading -------------------------------------------------------------------------------------------------
@@ -298,7 +306,11 @@ cdef class EventLog:
         return (kind, ident, tensor, region, bool(head & 16))
 
     def kind_counts(self):
-        """How many events of each kind (a list indexed by EventKind), read from the words."""
+        """How many events of each kind (a list indexed by EventKind), counted as they were appended."""
+        return [self.kinds[k] for k in range(SLIDE + 1)]
+
+    cdef void count_kinds(self):
+        """Recount `kinds` from the words (a log restored from its pickled state)."""
         cdef int64_t[16] counts
         cdef Cursor c = Cursor(0, 0, self.count)
         cdef int64_t* w = next_event(self, &c)
@@ -308,7 +320,8 @@ cdef class EventLog:
         while w != NULL:
             counts[w[0] & 15] += 1
             w = next_event(self, &c)
-        return [counts[k] for k in range(SLIDE + 1)]
+        for k in range(16):
+            self.kinds[k] = counts[k]
 
     def __iter__(self):
         """The events as the tuples of trace.py, in order."""
@@ -329,4 +342,5 @@ def _restore(word_bytes, ndims, computes, count, words, regions):
     log.count = count
     log.words.restore(words[0], words[1])
     log.regions.restore(regions[0], regions[1])
+    log.count_kinds()
     return log
