@@ -18,26 +18,44 @@ from typing import TYPE_CHECKING
 
 from dsasim.atomic import write_text_atomic
 from dsasim.hardware import load_hardware
-from dsasim.cli.common import (PLOT_SUFFIXES, CliError, Command, fused_runner, loopnest_runner, output_file,
-                               warner)
+from dsasim.cli.common import (PLOT_SUFFIXES, CliError, Command, fused_runner, int_at_least, loopnest_runner,
+                               output_file, warner)
+from dsasim.cli.network import add_network_source
 from dsasim.cli.table import format_table
 
 if TYPE_CHECKING:
     from pathlib import Path
 
+    from dsasim.architect.network_eval import NetworkSweep
     from dsasim.architect.sweep import ChainSweepResult, SweepResult
 
-__all__ = ["COMMAND", "format_sweep", "format_chain_sweep"]
+__all__ = ["COMMAND", "format_chain_sweep", "format_network_sweep", "format_sweep", "parse_percent"]
 
 
 def add_arguments(s: argparse.ArgumentParser) -> None:
     """The arguments of `dsasim sweep-sram`."""
-    s.add_argument("layer", help="blog-conv, resnet50.<name>, gemm-1024, a shape spec, or a chain (as for dsasim "
-                                 "search: resnet18.layer1.0, mobilenetv2.features.N, gemm-chain:m=..,n=..,k=..,l=..)")
+    s.add_argument("layer", nargs="?", help="blog-conv, resnet50.<name>, gemm-1024, a shape spec, or a chain (as "
+                   "for dsasim search: resnet18.layer1.0, mobilenetv2.features.N, gemm-chain:m=..,n=..,k=..,l=..)")
+    s.add_argument("--network", metavar="NAME|MODULE:ATTR",
+                   help="sweep a whole network instead of LAYER (as for dsasim network): per size the best schedule "
+                        "of every layer, summed")
+    add_network_source(s)
+    s.add_argument("--within", metavar="PERCENT",
+                   help="(--network) print the smallest SRAM whose traffic is within PERCENT of compulsory, e.g. 10%%")
+    s.add_argument("--executor", default="process", metavar="process|dask|dask://HOST:PORT",
+                   help="(--network) where the layer searches run: a process pool (default), a local Dask cluster, "
+                        "or a running Dask scheduler; the JSON is the same whichever runs it")
+    s.add_argument("--jobs", type=int_at_least(1), default=2, help="(--network) worker processes (default 2)")
+    s.add_argument("--vary", action="append", default=[], metavar="FIELD=V1,V2,...",
+                   help="(--network) a hardware grid: each value of a field (repeat for a product), e.g. "
+                        "dram_bytes_per_cycle=16,32,64")
+    s.add_argument("--objective", choices=("traffic", "cycles"), default="traffic",
+                   help="(--network) per layer, the best schedule by traffic (default) or estimated cycles")
     s.add_argument("--sizes", required=True, metavar="LO:HI[:POINTS]",
                    help="SRAM sizes, geometric from LO to HI, e.g. 64KiB:8MiB:20 (or a list A,B,C)")
     s.add_argument("--hardware", metavar="PRESET|FILE", default="blog",
-                   help="hardware preset or TOML file (default: blog); its sram_bytes is replaced by each size")
+                   help="hardware preset or TOML file (default: blog); its sram_bytes is replaced by each size; "
+                        "with --network a comma-separated list gives a grid")
     s.add_argument("--json", metavar="PATH", help="write the sweep as JSON")
     s.add_argument("--plot", metavar="PATH", help="write a PNG: traffic, bound, compulsory and cycles vs SRAM")
     s.add_argument("--no-slide", action="store_true", help="leave sliding-window reuse out of the search (every "
@@ -79,6 +97,16 @@ def run(args: argparse.Namespace) -> int:
     from dsasim.architect.layers import parse_layer
     from dsasim.architect.sweep import parse_sizes, sweep_chain, sweep_sram
 
+    if args.network is not None:
+        if args.layer is not None:
+            raise CliError(f"give LAYER or --network, not both (got {args.layer!r} and --network {args.network})")
+        return _run_network(args)
+    if args.layer is None:
+        raise CliError("give a LAYER (or CHAIN) to sweep, or --network NAME")
+    for flag, value in (("--within", args.within), ("--input-shape", args.input_shape),
+                        ("--vary", args.vary or None)):
+        if value is not None:
+            raise CliError(f"{flag} applies to --network sweeps only")
     chain = is_chain(args.layer)
     try:
         problem = parse_chain(args.layer) if chain else parse_layer(args.layer)
@@ -119,6 +147,77 @@ def run(args: argparse.Namespace) -> int:
     print(f"{len(sizes)} sizes, {result.evaluations:,} candidates evaluated, {result.seconds:.2f} s")
     _write(result, json_path, plot_path)
     return 0
+
+
+def parse_percent(text: str) -> float:
+    """'10%' or '10' -> 0.10; ValueError otherwise."""
+    body = text.strip().rstrip("%").strip()
+    try:
+        value = float(body)
+    except ValueError:
+        raise ValueError(f"--within {text!r}: give a percentage such as 10%") from None
+    if not value >= 0 or value == float("inf"):
+        raise ValueError(f"--within {text!r}: give a percentage >= 0, such as 10%")
+    return value / 100
+
+
+def format_network_sweep(sweep: NetworkSweep) -> str:
+    """One row per hardware and SRAM size: totals, the summed bounds and the layers left out."""
+    from dsasim.architect.sweep import format_bytes
+
+    header = ("hardware", "SRAM", "traffic B", "lower bound B", "compulsory B", "traffic/compulsory", "cycles (est)",
+              "unplaceable")
+    rows = [(r.hardware.name, format_bytes(r.sram_bytes), r.traffic_bytes, r.lower_bound_bytes, r.compulsory_bytes,
+             f"{r.traffic_bytes / r.compulsory_bytes:.3f}" if r.compulsory_bytes else None, r.cycles,
+             len(r.unplaceable) or None)
+            for row in sweep.results for r in row]
+    lines = [format_table(header, rows)]
+    if sweep.within is not None:
+        for hw, best in zip(sweep.hardwares, sweep.smallest_within()):
+            pct = f"{100 * sweep.within:g}%"
+            lines.append(f"{hw.name}: " + (f"the smallest SRAM within {pct} of compulsory traffic is "
+                                           f"{format_bytes(best.sram_bytes)} ({best.traffic_bytes:,} B, "
+                                           f"{best.cycles:,} cycles)" if best is not None else
+                                           f"no size swept is within {pct} of compulsory traffic"))
+    return "\n".join(lines)
+
+
+def _run_network(args: argparse.Namespace) -> int:
+    """`dsasim sweep-sram --network`: 0, or 1 when some layer is unplaceable at some size or unmodelled."""
+    from dsasim.architect.executor import open_executor
+    from dsasim.architect.network import NetworkImportError, load_network, parse_input_shape
+    from dsasim.architect.network_eval import sweep_network, vary_hardware
+    from dsasim.architect.sweep import parse_sizes
+
+    try:
+        hardwares = vary_hardware([load_hardware(h.strip()) for h in args.hardware.split(",")], args.vary)
+        try:
+            sizes = parse_sizes(args.sizes)
+        except OverflowError:
+            raise ValueError(f"--sizes {args.sizes!r}: a size is too large to be a number of bytes") from None
+        if any(s < hw.word_bytes for s in sizes for hw in hardwares):
+            raise ValueError("every size must hold at least one word of every hardware")
+        within = parse_percent(args.within) if args.within is not None else None
+        shape = parse_input_shape(args.input_shape) if args.input_shape else None
+        json_path = output_file("--json", args.json) if args.json is not None else None
+        plot_path = output_file("--plot", args.plot, PLOT_SUFFIXES) if args.plot is not None else None
+        network = load_network(args.network, shape)
+        executor = open_executor(args.executor, args.jobs)
+    except (ValueError, NetworkImportError) as err:
+        raise CliError(str(err)) from None
+    try:
+        sweep = sweep_network(network, hardwares, sizes, executor, progress=not args.quiet, within=within,
+                              objective=args.objective)
+    finally:
+        executor.close()
+    print(format_network_sweep(sweep))
+    if json_path is not None:
+        write_text_atomic(json_path, json.dumps(sweep.to_json(), indent=2) + "\n")
+    if plot_path is not None:
+        from dsasim.view.plot import plot_network_sweep  # matplotlib only when a plot is asked for
+        plot_network_sweep(sweep, plot_path)
+    left_out = any(r.unplaceable or r.unmodelled for row in sweep.results for r in row)
+    return 1 if left_out else 0
 
 
 def _write(result: SweepResult | ChainSweepResult, json_path: Path | None, plot_path: Path | None) -> None:

@@ -13,7 +13,7 @@ Each returns the path it wrote (the format follows the suffix, e.g. .png or .svg
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -228,4 +228,55 @@ def plot_sweep(result: SweepResult | ChainSweepResult, path: str | Path) -> Path
     return _save(fig, path)
 
 
-__all__ = ["plot_all", "plot_bandwidth", "plot_gantt", "plot_sram", "plot_sweep"]
+def plot_network(result: Any, path: str | Path) -> Path:
+    """A network under one SRAM size (`NetworkResult`): per layer, traffic bars with the lower bound marked,
+    and estimated cycles bars below; unplaceable and unmodelled layers are left blank."""
+    layers = [x for x in result.layers if x.status == "ok"]
+    xs = list(range(len(layers)))
+    fig = _figure(max(8.0, 0.16 * len(layers) + 2), 6.4)
+    top, bottom = fig.subplots(2, 1, sharex=True)
+    top.bar(xs, [x.traffic_bytes for x in layers], color=["tab:blue" if x.layer.kind == "tensorcore" else "tab:gray"
+                                                           for x in layers], label="traffic (gray: vector layers)")
+    top.plot(xs, [x.lower_bound_bytes for x in layers], "_", color="tab:red", markersize=8, mew=2,
+             label="lower bound")
+    top.set_yscale("log")
+    top.set_ylabel("DDR traffic (bytes)")
+    top.legend(fontsize=8, loc="upper right")
+    bottom.bar(xs, [x.cycles for x in layers], color="tab:green")
+    bottom.set_yscale("log")
+    bottom.set_ylabel("cycles (estimated)")
+    bottom.set_xticks(xs)
+    bottom.set_xticklabels([x.layer.name for x in layers], rotation=90, fontsize=5)
+    top.set_title(f"{result.network.name} on {result.hardware.name}, SRAM {result.sram_bytes // 1024} KiB: "
+                  f"{result.traffic_bytes:,} B, {result.cycles:,} cycles")
+    return _save(fig, path)
+
+
+def plot_network_sweep(sweep: Any, path: str | Path) -> Path:
+    """A network SRAM sweep (`NetworkSweep`): total traffic (best per layer, summed bounds, compulsory) and
+    estimated cycles against SRAM size, one line per hardware, log-log."""
+    fig = _figure(8.0, 4.8)
+    ax = fig.add_subplot()
+    ax2 = ax.twinx()
+    for h, row in enumerate(sweep.results):
+        xs = [r.sram_bytes / 1024 for r in row]
+        tag = f" ({row[0].hardware.name})" if len(sweep.results) > 1 else ""
+        ax.plot(xs, [r.traffic_bytes for r in row], "o-", label="traffic" + tag)
+        if h == 0:
+            ax.plot(xs, [r.lower_bound_bytes for r in row], "--", color="tab:red", label="summed lower bounds")
+            ax.plot(xs, [r.compulsory_bytes for r in row], ":", color="black", label="compulsory traffic")
+        ax2.plot(xs, [r.cycles for r in row], "s-", alpha=0.7, label="cycles (estimate)" + tag)
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("SRAM (KiB)")
+    ax.set_ylabel("DDR traffic (bytes)")
+    ax2.set_ylabel("cycles")
+    lines, lines2 = ax.get_legend_handles_labels(), ax2.get_legend_handles_labels()
+    ax.legend(lines[0] + lines2[0], lines[1] + lines2[1], loc="upper right", fontsize=7)
+    ax.set_title(f"{sweep.network.name}: SRAM sizing")
+    ax.grid(True, which="both", alpha=0.3)
+    return _save(fig, path)
+
+
+__all__ = ["plot_all", "plot_bandwidth", "plot_gantt", "plot_network", "plot_network_sweep", "plot_sram",
+           "plot_sweep"]

@@ -1,0 +1,468 @@
+"""Whole networks: a `torch.nn.Module` plus an example input read through `torch.fx` into the layers dsasim models.
+
+`import_network(module, input_shape, name)` traces the module symbolically (`torch.fx.symbolic_trace`; where fx
+cannot trace it, `torch.export.export`), propagates shapes with fake tensors (no weights are read, no data is
+computed) and turns every node into at most one `NetworkLayer`:
+
+- **tensorcore** layers, searched like any single layer: conv2d (stride, padding, dilation, groups: a
+  `ConvProblem`) and linear / matmul / bmm / mm (a `MatmulProblem`; a batched product with its own operands per
+  batch element is `count` independent problems, a product with a shared 2-d weight folds the batch into m).
+- **vector** layers, streaming work on the vector unit: elementwise ops with two tensor operands (residual adds),
+  pooling, normalisation, softmax, reductions, concatenation. Each reads its tensor operands from DDR and writes its
+  result (compulsory traffic: nothing to reuse), and costs `vector_ops` lane operations: one per element read
+  (pooling: one per window tap), three per element for normalisation and softmax (statistics, then normalise).
+- **fused** nodes, not layers of their own: an inference batch norm right after a conv is folded into the conv's
+  weights (no work), and an activation or a scalar op (relu, gelu, x / 8, ...) whose only input is a tensorcore
+  layer's result used nowhere else is applied to that layer's output tile on chip before it is stored (its lane
+  operations are the layer's `epilogue_ops`; no DDR traffic); the same for a vector layer's result (the relu
+  after a residual add adds to the add's `vector_ops`). The layer lists them in `fused`.
+- views (view, reshape, flatten, permute, transpose, contiguous, dropout, identity, size, getitem) move no data
+  here: the consumer reads the producer's tensor through them.
+- anything else is an **unmodelled** layer, listed by name with the op it calls; the report counts it and never
+  drops it silently.
+
+Tensor sizes are in elements; the evaluation (`dsasim.architect.network_eval`) turns them into bytes with the
+hardware's word size. Conv-chain fusion of whole layers (`search_chain`) is not applied to networks yet.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+from dataclasses import dataclass, field, replace
+from typing import Any, Iterable, Mapping, Sequence
+
+from dsasim.architect.loopnest import ConvProblem, MatmulProblem, Problem
+
+__all__ = ["Network", "NetworkImportError", "NetworkLayer", "import_network"]
+
+TENSORCORE, VECTOR, UNMODELLED = "tensorcore", "vector", "unmodelled"
+
+# canonical op names (fx function/method names, aten schema names and module classes all map onto these)
+_VIEWS = {"view", "reshape", "flatten", "permute", "transpose", "contiguous", "unsqueeze", "squeeze", "expand",
+          "size", "getitem", "dropout", "identity", "t", "_unsafe_view", "alias", "detach", "to", "type_as",
+          "feature_dropout", "alpha_dropout", "dim", "getattr", "unflatten", "view_as", "expand_as", "clone"}
+_ELEMENTWISE = {"add", "sub", "mul", "div", "truediv", "floordiv", "neg", "relu", "relu6", "gelu", "silu",
+                "sigmoid", "tanh", "hardtanh", "hardswish", "hardsigmoid", "leaky_relu", "elu", "exp", "log", "pow",
+                "sqrt", "rsqrt", "abs", "clamp", "clamp_min", "clamp_max", "where", "erf", "square", "iadd", "imul",
+                "add_", "mul_", "relu_", "hardtanh_", "masked_fill", "rsub", "minimum", "maximum"}
+_NORMS = {"batch_norm", "layer_norm", "group_norm", "instance_norm", "softmax", "log_softmax", "_softmax",
+          "native_layer_norm", "_native_batch_norm_legit_no_training", "_native_batch_norm_legit", "rms_norm"}
+_POOLS = {"max_pool2d", "avg_pool2d", "adaptive_avg_pool2d", "adaptive_max_pool2d", "max_pool2d_with_indices"}
+_REDUCTIONS = {"mean", "sum", "amax", "amin", "max", "min", "cat", "concat", "stack"}
+_MATMULS = {"matmul", "bmm", "mm", "linear", "addmm"}
+_NORM_OPS_PER_ELEMENT = 3  # statistics (mean/max), then variance/sum of exps, then normalise
+
+_MODULE_OPS = {"Conv2d": "conv2d", "Linear": "linear", "BatchNorm1d": "batch_norm", "BatchNorm2d": "batch_norm",
+               "LayerNorm": "layer_norm", "GroupNorm": "group_norm", "ReLU": "relu", "ReLU6": "relu6",
+               "GELU": "gelu", "SiLU": "silu", "Sigmoid": "sigmoid", "Tanh": "tanh", "Hardtanh": "hardtanh",
+               "Hardswish": "hardswish", "Hardsigmoid": "hardsigmoid", "LeakyReLU": "leaky_relu", "ELU": "elu",
+               "Softmax": "softmax", "MaxPool2d": "max_pool2d", "AvgPool2d": "avg_pool2d",
+               "AdaptiveAvgPool2d": "adaptive_avg_pool2d", "AdaptiveMaxPool2d": "adaptive_max_pool2d",
+               "Dropout": "dropout", "Dropout2d": "dropout", "Identity": "identity", "Flatten": "flatten"}
+
+
+class NetworkImportError(ValueError):
+    """A module that cannot be read as a network (neither fx nor torch.export traces it, or the input is wrong)."""
+
+
+@dataclass(frozen=True)
+class NetworkLayer:
+    """One layer of a network: what runs, on which unit, and its shapes (sizes in elements)."""
+
+    name: str  # the fx node's module path or name, e.g. layer1.0.conv1
+    op: str  # canonical op: conv2d, linear, matmul, add, max_pool2d, ...
+    kind: str  # "tensorcore", "vector" or "unmodelled"
+    shape: str  # one line: the problem's spec, or input -> output shapes
+    problem: Problem | None = None  # tensorcore layers
+    count: int = 1  # independent repeats of `problem` (the batch of a bmm)
+    read_elements: int = 0  # vector layers: elements read from DDR
+    write_elements: int = 0  # vector layers: elements written to DDR
+    vector_ops: int = 0  # vector layers: lane operations
+    epilogue_ops: int = 0  # tensorcore layers: lane operations of the fused nodes, on the output tile
+    fused: tuple[str, ...] = ()  # the nodes folded or fused into this layer
+    reason: str = ""  # unmodelled layers: what dsasim does not model
+
+    def to_json(self) -> dict[str, Any]:
+        """The layer's identity as JSON: name, op, kind, shape (and fused / reason where set)."""
+        out: dict[str, Any] = {"name": self.name, "op": self.op, "kind": self.kind, "shape": self.shape}
+        if self.count != 1:
+            out["count"] = self.count
+        if self.fused:
+            out["fused"] = list(self.fused)
+        if self.reason:
+            out["reason"] = self.reason
+        return out
+
+
+@dataclass(frozen=True)
+class Network:
+    """A network as dsasim sees it: its layers in execution order."""
+
+    name: str
+    input_shape: tuple[int, ...]
+    layers: tuple[NetworkLayer, ...]
+    traced_with: str = "torch.fx"  # or "torch.export" (fx could not trace the module)
+    ignored_views: int = field(default=0, compare=False)  # view nodes (no data moved)
+
+    def layer(self, name: str) -> NetworkLayer:
+        """The layer called `name` (KeyError naming a few layers otherwise)."""
+        for layer in self.layers:
+            if layer.name == name:
+                return layer
+        raise KeyError(f"{self.name}: no layer {name!r}; layers are e.g. {[x.name for x in self.layers[:5]]}")
+
+    def of_kind(self, kind: str) -> list[NetworkLayer]:
+        """The layers of one kind, in order."""
+        return [layer for layer in self.layers if layer.kind == kind]
+
+    def distinct_problems(self) -> list[Problem]:
+        """The distinct tensorcore problems (by shape), in order of first appearance: each is searched once."""
+        seen: dict[Problem, None] = {}
+        for layer in self.layers:
+            if layer.problem is not None:
+                seen.setdefault(layer.problem, None)
+        return list(seen)
+
+
+# ----------------------------------------------------------------------------------------------- tracing
+def _trace(module: Any, input_shape: tuple[int, ...]) -> tuple[Any, str]:
+    """(graph module with shapes in node.meta, 'torch.fx' or 'torch.export')."""
+    import torch
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.fx.passes.shape_prop import ShapeProp
+
+    fx_error: Exception | None = None
+    try:
+        gm = torch.fx.symbolic_trace(module)
+        mode = FakeTensorMode(allow_non_fake_inputs=True)
+        ShapeProp(gm, fake_mode=mode).propagate(mode.from_tensor(torch.empty(input_shape, device="meta")))
+        return gm, "torch.fx"
+    except Exception as err:  # fx cannot trace data-dependent control flow and the like: try torch.export
+        fx_error = err
+    try:
+        example = torch.empty(input_shape, device="meta")
+        exported = torch.export.export(module, (example,))
+        return exported.graph_module, "torch.export"
+    except Exception as err:
+        raise NetworkImportError(
+            f"cannot trace the module: torch.fx said {type(fx_error).__name__}: {_first_line(fx_error)}; "
+            f"torch.export said {type(err).__name__}: {_first_line(err)}") from None
+
+
+def _first_line(err: BaseException | None) -> str:
+    text = str(err).strip().splitlines()
+    return text[0] if text else ""
+
+
+def _shape(node: Any) -> tuple[int, ...] | None:
+    """The node's tensor shape, or None when it is not a tensor (a size, a tuple, a scalar)."""
+    meta = node.meta if hasattr(node, "meta") else {}
+    tm = meta.get("tensor_meta")
+    if tm is not None and hasattr(tm, "shape"):
+        return tuple(int(d) for d in tm.shape)
+    val = meta.get("val")
+    if val is not None and hasattr(val, "shape") and hasattr(val, "dtype"):
+        return tuple(int(d) for d in val.shape)
+    return None
+
+
+def _nodes_in(args: Iterable[Any]) -> list[Any]:
+    """The fx nodes among (nested) arguments."""
+    import torch.fx
+
+    out: list[Any] = []
+    for a in args:
+        if isinstance(a, torch.fx.Node):
+            out.append(a)
+        elif isinstance(a, (list, tuple)):
+            out.extend(_nodes_in(a))
+        elif isinstance(a, dict):
+            out.extend(_nodes_in(a.values()))
+    return out
+
+
+def _op_name(gm: Any, node: Any) -> tuple[str, Any]:
+    """(canonical op name, the called module or None)."""
+    if node.op == "call_module":
+        sub = gm.get_submodule(node.target)
+        return _MODULE_OPS.get(type(sub).__name__, f"module {type(sub).__name__}"), sub
+    if node.op == "call_method":
+        return str(node.target), None
+    target = node.target
+    schema = getattr(target, "_schema", None)
+    if schema is not None:  # an aten OpOverload (torch.export)
+        return schema.name.split("::", 1)[-1], None
+    if target is operator.getitem:
+        return "getitem", None
+    name = getattr(target, "__name__", str(target))
+    return name, None
+
+
+def _pair(value: Any) -> tuple[int, int]:
+    if isinstance(value, int):
+        return value, value
+    a, b = value
+    return int(a), int(b)
+
+
+def _conv_problem(name: str, x: tuple[int, ...], w: tuple[int, ...], stride: Any, padding: Any, dilation: Any,
+                  groups: int) -> ConvProblem:
+    """The ConvProblem of a conv2d with input shape x and weight shape w."""
+    n, ic, h, wd = x
+    oc, _, kh, kw = w
+    dil = _pair(dilation)
+    if isinstance(padding, str):
+        if padding == "valid":
+            padding = 0
+        else:  # "same" (stride 1): the padding that keeps the size, when it is symmetric
+            total = (dil[0] * (kh - 1), dil[1] * (kw - 1))
+            if any(t % 2 for t in total):
+                raise ValueError(f"padding='same' with an even kernel ({kh}x{kw}) pads unevenly")
+            padding = (total[0] // 2, total[1] // 2)
+    return ConvProblem(n=n, ic=ic, oc=oc, h=h, w=wd, kh=kh, kw=kw, stride=_pair(stride), padding=_pair(padding),
+                       dilation=dil, groups=int(groups), name=name)
+
+
+def _arg(node: Any, index: int, key: str, default: Any) -> Any:
+    if len(node.args) > index:
+        return node.args[index]
+    return node.kwargs.get(key, default)
+
+
+class _Importer:
+    """Walks a traced graph once, building the layers (see the module docstring for the rules)."""
+
+    def __init__(self, gm: Any) -> None:
+        self.gm = gm
+        self.layers: list[NetworkLayer] = []
+        self.producer: dict[Any, int] = {}  # node -> index of the layer whose result it is (through views)
+        self.views = 0
+
+    def add(self, node: Any, layer: NetworkLayer) -> None:
+        self.producer[node] = len(self.layers)
+        self.layers.append(layer)
+
+    def fusable(self, src: Any, kinds: tuple[str, ...] = (TENSORCORE, VECTOR)) -> int | None:
+        """The layer (of one of `kinds`) whose result `src` is, when nothing else uses it: an epilogue can then
+        work on that layer's output tile on chip, before it is stored."""
+        index = self.producer.get(src)
+        if index is None or self.layers[index].kind not in kinds or len(src.users) != 1:
+            return None
+        return index
+
+    def fuse(self, node: Any, index: int, ops: int, label: str) -> None:
+        """Node `label` applied to layer `index`'s output tile: `ops` lane operations, no DDR traffic."""
+        layer = self.layers[index]
+        if layer.kind == TENSORCORE:
+            layer = replace(layer, epilogue_ops=layer.epilogue_ops + ops, fused=layer.fused + (label,))
+        else:
+            layer = replace(layer, vector_ops=layer.vector_ops + ops, fused=layer.fused + (label,))
+        self.layers[index] = layer
+        self.producer[node] = index
+
+    def visit(self, node: Any) -> None:
+        if node.op in ("placeholder", "output", "get_attr"):
+            return
+        op, module = _op_name(self.gm, node)
+        out = _shape(node)
+        inputs = [(a, _shape(a)) for a in _nodes_in(node.args) + _nodes_in(node.kwargs.values())]
+        tensors = [(a, s) for a, s in inputs if s is not None]
+        label = str(node.target) if node.op == "call_module" else str(node.name)
+        if op in _VIEWS or op.rstrip("_") in _VIEWS:
+            self.views += 1
+            if tensors and tensors[0][0] in self.producer:
+                self.producer[node] = self.producer[tensors[0][0]]
+            return
+        try:
+            layer = self.classify(node, op, module, out, tensors, label)
+        except (ValueError, TypeError, IndexError) as err:  # a shape our problems cannot express
+            layer = NetworkLayer(name=label, op=op, kind=UNMODELLED, shape=_io_shape(tensors, out),
+                                 reason=f"{op} with these shapes is not modelled: {err}")
+        if layer is not None:
+            self.add(node, layer)
+
+    def classify(self, node: Any, op: str, module: Any, out: tuple[int, ...] | None,
+                 tensors: list[tuple[Any, tuple[int, ...]]], label: str) -> NetworkLayer | None:
+        """The node's layer, or None when it fused into its producer."""
+        io = _io_shape(tensors, out)
+        if op in ("conv2d", "convolution"):
+            if module is not None:
+                if module.padding_mode != "zeros":
+                    return _unmodelled(label, op, io, f"padding_mode={module.padding_mode!r} (only zero padding)")
+                prob = _conv_problem(label, tensors[0][1], tuple(module.weight.shape), module.stride,
+                                     module.padding, module.dilation, module.groups)
+            else:
+                if op == "convolution" and (_arg(node, 6, "transposed", False) or len(tensors[0][1]) != 4):
+                    return _unmodelled(label, op, io, "a transposed or non-2-d convolution")
+                prob = _conv_problem(label, tensors[0][1], tensors[1][1], _arg(node, 3, "stride", 1),
+                                     _arg(node, 4, "padding", 0), _arg(node, 5, "dilation", 1),
+                                     _arg(node, 8 if op == "convolution" else 6, "groups", 1))
+            if len(tensors[0][1]) != 4:
+                return _unmodelled(label, op, io, "a conv2d whose input is not (N, C, H, W)")
+            return NetworkLayer(name=label, op="conv2d", kind=TENSORCORE, shape=prob.spec(), problem=prob)
+        if op in _MATMULS:
+            return self.matmul(node, op, module, out, tensors, label, io)
+        if op in ("batch_norm", "_native_batch_norm_legit_no_training") and tensors:
+            index = self.fusable(tensors[0][0], (TENSORCORE,))
+            if index is not None and self.layers[index].op == "conv2d":
+                self.fuse(node, index, 0, label)  # inference: scale and shift fold into the conv's weights
+                return None
+        if op in _ELEMENTWISE:
+            operands = [t for t in tensors if math.prod(t[1]) > 1 or len(tensors) == 1]
+            if len(operands) == 1:
+                index = self.fusable(operands[0][0])
+                if index is not None:
+                    self.fuse(node, index, math.prod(out or operands[0][1]), label)
+                    return None
+            return self.vector(label, op, tensors, out, sum(math.prod(s) for _, s in tensors), io)
+        if op in _NORMS:
+            return self.vector(label, op, tensors, out, _NORM_OPS_PER_ELEMENT * math.prod(tensors[0][1]), io)
+        if op in _POOLS:
+            window = 1
+            if module is not None and hasattr(module, "kernel_size"):
+                kh, kw = _pair(module.kernel_size)
+                window = kh * kw
+            elif op in ("max_pool2d", "avg_pool2d", "max_pool2d_with_indices"):
+                kh, kw = _pair(_arg(node, 1, "kernel_size", 1))
+                window = kh * kw
+            ops = max(math.prod(tensors[0][1]), math.prod(out or ()) * window)
+            return self.vector(label, op, tensors[:1], out, ops, io)
+        if op in _REDUCTIONS:
+            return self.vector(label, op, tensors, out, sum(math.prod(s) for _, s in tensors), io)
+        return _unmodelled(label, op, io, f"dsasim does not model {op}")
+
+    def matmul(self, node: Any, op: str, module: Any, out: tuple[int, ...] | None,
+               tensors: list[tuple[Any, tuple[int, ...]]], label: str, io: str) -> NetworkLayer:
+        if op == "linear" or module is not None:
+            x = tensors[0][1]
+            if module is not None:
+                n, k = module.out_features, module.in_features
+            else:
+                n, k = tensors[1][1]
+            m = math.prod(x[:-1])
+            prob = MatmulProblem(m=m, n=n, k=k, name=label)
+            return NetworkLayer(name=label, op="linear", kind=TENSORCORE, shape=prob.spec(), problem=prob)
+        if op == "addmm":  # (bias, a, b): torch.export's linear
+            tensors = tensors[1:]
+        a, b = tensors[0][1], tensors[1][1]
+        if len(a) < 2 or len(b) < 2:
+            return _unmodelled(label, op, io, "a matrix-vector product (an operand is 1-d)")
+        m, k = a[-2], a[-1]
+        k2, n = b[-2], b[-1]
+        if k != k2:
+            return _unmodelled(label, op, io, f"inner dimensions differ ({k} and {k2})")
+        if len(b) == 2:  # a shared 2-d right operand (a weight): the batch folds into m
+            prob = MatmulProblem(m=m * math.prod(a[:-2]), n=n, k=k, name=label)
+            return NetworkLayer(name=label, op="matmul", kind=TENSORCORE, shape=prob.spec(), problem=prob)
+        batch = math.prod(out[:-2]) if out is not None else max(math.prod(a[:-2]), math.prod(b[:-2]))
+        prob = MatmulProblem(m=m, n=n, k=k, name=label)
+        shape = prob.spec() + (f" x {batch}" if batch > 1 else "")
+        return NetworkLayer(name=label, op="matmul", kind=TENSORCORE, shape=shape, problem=prob, count=batch)
+
+    def vector(self, label: str, op: str, tensors: list[tuple[Any, tuple[int, ...]]], out: tuple[int, ...] | None,
+               ops: int, io: str) -> NetworkLayer:
+        read = sum(math.prod(s) for _, s in tensors)
+        return NetworkLayer(name=label, op=op, kind=VECTOR, shape=io, read_elements=read,
+                            write_elements=math.prod(out) if out is not None else 0, vector_ops=int(ops))
+
+
+def _io_shape(tensors: Sequence[tuple[Any, tuple[int, ...]]], out: tuple[int, ...] | None) -> str:
+    ins = ", ".join("x".join(map(str, s)) for _, s in tensors)
+    return f"{ins} -> {'x'.join(map(str, out)) if out is not None else '?'}"
+
+
+def _unmodelled(label: str, op: str, io: str, reason: str) -> NetworkLayer:
+    return NetworkLayer(name=label, op=op, kind=UNMODELLED, shape=io, reason=reason)
+
+
+def import_network(module: Any, input_shape: Sequence[int], name: str | None = None) -> Network:
+    """Read `module` with an example input of `input_shape` (elements) into a Network (see the module doc).
+
+    Raises NetworkImportError when neither torch.fx nor torch.export can trace it, ValueError for a bad shape."""
+    import torch
+
+    if not isinstance(module, torch.nn.Module):
+        raise NetworkImportError(f"a network must be a torch.nn.Module, got {type(module).__name__}")
+    shape = tuple(input_shape)
+    if not shape or any(not isinstance(d, int) or isinstance(d, bool) or d < 1 for d in shape):
+        raise ValueError(f"input shape must be positive integers, e.g. 1,3,224,224; got {input_shape!r}")
+    gm, how = _trace(module.eval(), shape)
+    importer = _Importer(gm)
+    for node in gm.graph.nodes:
+        importer.visit(node)
+    return Network(name=name or type(module).__name__, input_shape=shape, layers=tuple(importer.layers),
+                   traced_with=how, ignored_views=importer.views)
+
+
+def layer_counts(network: Network) -> Mapping[str, int]:
+    """How many layers of each kind the network has."""
+    counts = {TENSORCORE: 0, VECTOR: 0, UNMODELLED: 0}
+    for layer in network.layers:
+        counts[layer.kind] += 1
+    return counts
+
+
+def parse_input_shape(text: str) -> tuple[int, ...]:
+    """'1,3,224,224' (or 1x3x224x224) -> (1, 3, 224, 224); ValueError saying the expected form otherwise."""
+    parts = [p.strip() for p in text.replace("x", ",").split(",")]
+    if not parts or not all(p.isdigit() and int(p) >= 1 for p in parts):
+        raise ValueError(f"input shape {text!r}: give positive integers separated by commas, e.g. 1,3,224,224")
+    return tuple(int(p) for p in parts)
+
+
+def network_names() -> list[str]:
+    """The preset networks' names."""
+    from dsasim.architect.network_models import PRESETS
+
+    return list(PRESETS)
+
+
+def load_network(spec: str, input_shape: Sequence[int] | None = None) -> Network:
+    """A preset by name (bert-base-layer takes a sequence length: bert-base-layer:seq=384) or a user's module
+    `MODULE:ATTR` (an nn.Module instance, class or factory; its example input shape from `input_shape`, else from
+    an `example_input_shape` attribute of the object or its module) -> Network."""
+    import importlib
+
+    from dsasim.architect.network_models import PRESETS, bert_layer
+
+    spec = spec.strip()
+    head, _, tail = spec.partition(":")
+    if head in PRESETS:
+        preset = PRESETS[head]
+        if head == "bert-base-layer" and tail:
+            key, _, value = tail.partition("=")
+            if key.strip() not in ("seq", "seq_len") or not value.strip().isdigit() or int(value) < 1:
+                raise ValueError(f"{spec!r}: bert-base-layer takes a sequence length, e.g. bert-base-layer:seq=384")
+            seq = int(value)
+            shape = tuple(input_shape) if input_shape else (1, seq, 768)
+            return import_network(bert_layer(seq_len=seq), shape, f"bert-base-layer:seq={seq}")
+        if tail:
+            raise ValueError(f"{spec!r}: preset {head} takes no parameters (give --input-shape to change its input)")
+        return import_network(preset.build(), tuple(input_shape) if input_shape else preset.input_shape, head)
+    if not tail:
+        raise ValueError(f"unknown network {spec!r}: use a preset ({', '.join(PRESETS)}) or MODULE:ATTR naming "
+                         f"an nn.Module in an importable module, e.g. mypkg.models:Net")
+    try:
+        mod = importlib.import_module(head)
+    except ImportError as err:
+        raise ValueError(f"network {spec!r}: cannot import module {head!r} ({err}); is it on PYTHONPATH?") from None
+    if not hasattr(mod, tail):
+        raise ValueError(f"network {spec!r}: module {head!r} has no attribute {tail!r}")
+    obj = getattr(mod, tail)
+    shape = input_shape or getattr(obj, "example_input_shape", None) or getattr(mod, "example_input_shape", None)
+    if not shape:
+        raise ValueError(f"network {spec!r}: give the example input shape with --input-shape N,C,H,W (or define "
+                         f"example_input_shape in {head})")
+    import torch
+
+    if not isinstance(obj, torch.nn.Module):
+        if not callable(obj):
+            raise ValueError(f"network {spec!r}: {tail} is a {type(obj).__name__}, not an nn.Module or a class "
+                             f"or function that makes one")
+        try:
+            obj = obj()
+        except TypeError as err:
+            raise ValueError(f"network {spec!r}: {tail}() needs arguments ({err}); point at a function that "
+                             f"takes none, or at a module instance") from None
+    return import_network(obj, tuple(shape), spec)

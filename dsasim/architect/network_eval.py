@@ -1,0 +1,350 @@
+"""A network's traffic and cycles under one or many SRAM sizes: the best schedule per layer, summed.
+
+`evaluate_network(network, hardwares, sizes, executor=...)` searches every distinct tensorcore problem of the
+network once per hardware (`search_front`: one enumeration serves every SRAM size), spreads those searches over an
+executor (`dsasim.architect.executor`: in process, a process pool, or a Dask cluster) and assembles, per hardware
+and SRAM size, a `NetworkResult`: per layer its best schedule by traffic (ties: estimated cycles), its estimated
+cycles, its lower bound and compulsory traffic, TensorCore utilization and padding waste; network totals.
+
+Per layer kind (see `dsasim.architect.network`):
+- tensorcore: the search's best nest by traffic under the SRAM size; cycles are the analytic model's estimate
+  (max of TensorCore, vector and DDR time with the nest's buffering), at least the fused epilogue's vector time;
+  its bound is `lower_bound` (max of compulsory and the dataflow bound). A batched layer counts `count` times.
+  A layer no tiling fits is "unplaceable": named, with the reason, and left out of the totals.
+- vector: streaming, its compulsory traffic (read its operands, write its result) is its traffic and its bound;
+  cycles = max(lane operations / vector lanes, its DDR bytes / dram_bytes_per_cycle).
+- unmodelled: no figures; listed in `unmodelled`.
+
+Results depend only on (network, hardware, sizes): the same inputs give byte-identical JSON whichever executor ran
+the searches (results are placed by task index, never by completion order).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+from typing import Any, Sequence
+
+from dsasim.architect.network import TENSORCORE, UNMODELLED, VECTOR, Network, NetworkLayer
+from dsasim.architect.loopnest import Problem
+from dsasim.hardware import Accelerator
+from dsasim.util import ceil_div
+
+__all__ = ["LayerOutcome", "NetworkResult", "NetworkSweep", "evaluate_network", "search_problem", "smallest_within",
+           "sweep_network", "vary_hardware"]
+
+
+@dataclass(frozen=True)
+class ProblemFigures:
+    """What the search found for one problem under one SRAM size (per repeat; None fields: nothing fits)."""
+
+    loaded_bytes: int
+    stored_bytes: int
+    estimated_cycles: int
+    tensorcore_cycles: int
+    macs: int
+    peak_sram_bytes: int
+    nest: dict[str, Any]
+    bound_bytes: int
+    compulsory_bytes: int
+
+
+def search_problem(problem: Problem, hardware: Accelerator, sizes: tuple[int, ...],
+                   objective: str = "traffic") -> list[ProblemFigures | str]:
+    """Per SRAM size (bytes), the best nest's figures by `objective` ('traffic': least loaded + stored bytes, ties
+    estimated cycles; 'cycles': least estimated cycles, ties traffic), or a string saying why nothing fits (the
+    task an executor runs; module-level so that worker processes and Dask import it by name)."""
+    from dsasim.architect.lower_bounds import lower_bound
+    from dsasim.architect.search import _candidate, run_search
+
+    try:
+        st = run_search(problem, replace(hardware, sram_bytes=max(sizes)), list(sizes), objective)
+    except ValueError as err:  # e.g. LayerTooLargeError: counts past exact integers
+        return [f"{problem.spec()}: {err}"] * len(sizes)
+    front = st.cycles if objective == "cycles" else st.traffic
+    best = []
+    for cap in sizes:
+        i = front.best_at(cap)
+        best.append(None if i is None else
+                    _candidate(st.space, front.rows[i], cap if objective == "traffic" else None))
+    smallest = int(st.traffic.peak.min()) if len(st.traffic.peak) else None
+    out: list[ProblemFigures | str] = []
+    for cap, cand in zip(sizes, best):
+        if cand is None:
+            need = (f"the smallest schedule found needs {smallest:,} B" if smallest is not None
+                    else f"none fits even in {max(sizes):,} B")
+            out.append(f"no tiling of {problem.spec()} fits in {cap:,} B of SRAM ({need})")
+            continue
+        bound = lower_bound(problem, cap, hardware.word_bytes)
+        out.append(ProblemFigures(
+            loaded_bytes=cand.loaded_bytes, stored_bytes=cand.stored_bytes, estimated_cycles=cand.estimated_cycles,
+            tensorcore_cycles=cand.tensorcore_cycles, macs=cand.macs, peak_sram_bytes=cand.peak_sram_bytes,
+            nest=cand.nest.to_json(), bound_bytes=bound.bytes, compulsory_bytes=bound.compulsory_bytes))
+    return out
+
+
+@dataclass(frozen=True)
+class LayerOutcome:
+    """One layer of a network under one SRAM size."""
+
+    layer: NetworkLayer
+    status: str  # "ok", "unplaceable" or "unmodelled"
+    loaded_bytes: int = 0
+    stored_bytes: int = 0
+    cycles: int = 0
+    lower_bound_bytes: int = 0
+    compulsory_bytes: int = 0
+    macs: int = 0
+    tensorcore_utilization: float | None = None  # useful / padded MACs while the TensorCore computes
+    peak_sram_bytes: int = 0
+    schedule: dict[str, Any] | None = None  # the best nest (LoopNest.to_json)
+    reason: str = ""
+
+    @property
+    def traffic_bytes(self) -> int:
+        return self.loaded_bytes + self.stored_bytes
+
+    def to_json(self) -> dict[str, Any]:
+        """The layer's figures (the network JSON's keys plus name and shape)."""
+        out = self.layer.to_json()
+        out.update(status=self.status, loaded_bytes=self.loaded_bytes, stored_bytes=self.stored_bytes,
+                   cycles=self.cycles, lower_bound_bytes=self.lower_bound_bytes,
+                   compulsory_bytes=self.compulsory_bytes, macs=self.macs)
+        if self.tensorcore_utilization is not None:
+            out["tensorcore_utilization"] = round(self.tensorcore_utilization, 6)
+            out["padding_waste"] = round(1.0 - self.tensorcore_utilization, 6)
+        if self.schedule is not None:
+            out["schedule"] = self.schedule
+        if self.reason and "reason" not in out:
+            out["reason"] = self.reason
+        return out
+
+
+@dataclass(frozen=True)
+class NetworkResult:
+    """A network under one hardware and SRAM size: per-layer outcomes and totals (unplaceable and unmodelled
+    layers are left out of the totals and named)."""
+
+    network: Network
+    hardware: Accelerator
+    sram_bytes: int
+    layers: tuple[LayerOutcome, ...]
+    _ok: tuple[LayerOutcome, ...] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_ok", tuple(x for x in self.layers if x.status == "ok"))
+
+    @property
+    def loaded_bytes(self) -> int:
+        return sum(x.loaded_bytes for x in self._ok)
+
+    @property
+    def stored_bytes(self) -> int:
+        return sum(x.stored_bytes for x in self._ok)
+
+    @property
+    def traffic_bytes(self) -> int:
+        return self.loaded_bytes + self.stored_bytes
+
+    @property
+    def cycles(self) -> int:
+        return sum(x.cycles for x in self._ok)
+
+    @property
+    def lower_bound_bytes(self) -> int:
+        return sum(x.lower_bound_bytes for x in self._ok)
+
+    @property
+    def compulsory_bytes(self) -> int:
+        return sum(x.compulsory_bytes for x in self._ok)
+
+    @property
+    def macs(self) -> int:
+        return sum(x.macs for x in self._ok)
+
+    @property
+    def unmodelled(self) -> list[str]:
+        return [x.layer.name for x in self.layers if x.status == "unmodelled"]
+
+    @property
+    def unplaceable(self) -> list[str]:
+        return [x.layer.name for x in self.layers if x.status == "unplaceable"]
+
+    def dominant(self, top: int = 5) -> list[tuple[LayerOutcome, float, float]]:
+        """The `top` layers by cycles, each with its share of the total cycles and of the total traffic."""
+        cyc, tra = max(self.cycles, 1), max(self.traffic_bytes, 1)
+        ranked = sorted(self._ok, key=lambda x: (-x.cycles, -x.traffic_bytes, x.layer.name))[:top]
+        return [(x, x.cycles / cyc, x.traffic_bytes / tra) for x in ranked]
+
+    def to_json(self) -> dict[str, Any]:
+        """network, hardware, sram_bytes, the totals, unmodelled, unplaceable and layers (in network order)."""
+        return {"network": self.network.name, "hardware": self.hardware.name, "sram_bytes": self.sram_bytes,
+                "loaded_bytes": self.loaded_bytes, "stored_bytes": self.stored_bytes, "cycles": self.cycles,
+                "lower_bound_bytes": self.lower_bound_bytes, "compulsory_bytes": self.compulsory_bytes,
+                "macs": self.macs, "unmodelled": self.unmodelled, "unplaceable": self.unplaceable,
+                "layers": [x.to_json() for x in self.layers]}
+
+
+def _vector_outcome(layer: NetworkLayer, hardware: Accelerator) -> LayerOutcome:
+    wb = hardware.word_bytes
+    loaded, stored = layer.read_elements * wb, layer.write_elements * wb
+    bw = float(hardware.dram_bytes_per_cycle)
+    ddr = (loaded + stored) / bw if hardware.dram_shared_load_store else max(loaded, stored) / bw
+    cycles = max(ceil_div(layer.vector_ops, hardware.vector_lanes), math.ceil(ddr))
+    return LayerOutcome(layer=layer, status="ok", loaded_bytes=loaded, stored_bytes=stored, cycles=cycles,
+                        lower_bound_bytes=loaded + stored, compulsory_bytes=loaded + stored)
+
+
+def _tensorcore_outcome(layer: NetworkLayer, hardware: Accelerator, found: ProblemFigures | str) -> LayerOutcome:
+    if isinstance(found, str):
+        return LayerOutcome(layer=layer, status="unplaceable", reason=found)
+    c = layer.count
+    epilogue = ceil_div(layer.epilogue_ops, hardware.vector_lanes)
+    padded = found.tensorcore_cycles * hardware.tensorcore_in_channels * hardware.tensorcore_out_channels
+    return LayerOutcome(
+        layer=layer, status="ok", loaded_bytes=c * found.loaded_bytes, stored_bytes=c * found.stored_bytes,
+        cycles=max(c * found.estimated_cycles, epilogue), lower_bound_bytes=c * found.bound_bytes,
+        compulsory_bytes=c * found.compulsory_bytes, macs=c * found.macs,
+        tensorcore_utilization=found.macs / padded if padded else 0.0, peak_sram_bytes=found.peak_sram_bytes,
+        schedule=found.nest)
+
+
+def evaluate_network(network: Network, hardwares: Sequence[Accelerator], sizes: Sequence[int],
+                     executor: Any = None, progress: bool = False,
+                     objective: str = "traffic") -> list[list[NetworkResult]]:
+    """Per hardware (outer) and SRAM size in bytes (inner), the network's NetworkResult.
+
+    `executor` is an `dsasim.architect.executor.Executor` (default: in this process). Every distinct problem is
+    searched once per hardware (a cache by shape: ResNet-50's 53 convs are 20 to 23 searches)."""
+    from dsasim.architect.executor import InProcess
+
+    if not sizes:
+        raise ValueError("evaluate_network needs at least one SRAM size")
+    if not hardwares:
+        raise ValueError("evaluate_network needs at least one hardware")
+    if objective not in ("traffic", "cycles"):
+        raise ValueError(f"objective must be 'traffic' or 'cycles', got {objective!r}")
+    caps = tuple(int(s) for s in sizes)
+    problems = network.distinct_problems()
+    tasks = [(p, hw, caps, objective) for hw in hardwares for p in problems]
+    runner = executor if executor is not None else InProcess()
+    found = runner.run(search_problem, tasks, label=f"{network.name}: layer searches", progress=progress)
+    per_hw = {}
+    for (p, hw, _, _), figures in zip(tasks, found):
+        per_hw[(hw, p)] = figures
+    results: list[list[NetworkResult]] = []
+    for hw in hardwares:
+        row = []
+        for i, cap in enumerate(caps):
+            outcomes = []
+            for layer in network.layers:
+                if layer.kind == TENSORCORE:
+                    outcomes.append(_tensorcore_outcome(layer, hw, per_hw[(hw, layer.problem)][i]))
+                elif layer.kind == VECTOR:
+                    outcomes.append(_vector_outcome(layer, hw))
+                else:
+                    assert layer.kind == UNMODELLED
+                    outcomes.append(LayerOutcome(layer=layer, status="unmodelled", reason=layer.reason))
+            row.append(NetworkResult(network=network, hardware=hw, sram_bytes=cap, layers=tuple(outcomes)))
+        results.append(row)
+    return results
+
+
+def smallest_within(results: Sequence[NetworkResult], fraction: float) -> NetworkResult | None:
+    """The smallest SRAM size whose total traffic is within `fraction` (0.1: 10 %) of compulsory traffic, with no
+    unplaceable layer; None when no size is."""
+    if fraction < 0:
+        raise ValueError(f"--within must be >= 0 %, got {fraction * 100:g} %")
+    fits = [r for r in results if not r.unplaceable and r.traffic_bytes <= (1 + fraction) * r.compulsory_bytes]
+    return min(fits, key=lambda r: r.sram_bytes) if fits else None
+
+
+def vary_hardware(bases: Sequence[Accelerator], varies: Sequence[str]) -> list[Accelerator]:
+    """The grid of hardware: every base with every combination of `FIELD=V1,V2,...` values (named
+    base[field=value,...]); ValueError naming the field or value that is wrong."""
+    import dataclasses
+    import itertools
+
+    fields = {f.name: f for f in dataclasses.fields(Accelerator) if f.name != "name"}
+    axes: list[tuple[str, list[Any]]] = []
+    for text in varies:
+        key, sep, values = text.partition("=")
+        key = key.strip()
+        if not sep or not values.strip():
+            raise ValueError(f"--vary {text!r}: give FIELD=V1,V2,..., e.g. dram_bytes_per_cycle=16,32,64")
+        if key not in fields:
+            raise ValueError(f"--vary {text!r}: unknown hardware field {key!r}; fields are {', '.join(fields)}")
+        default = getattr(bases[0], key)
+        parsed = []
+        for v in values.split(","):
+            v = v.strip()
+            try:
+                if isinstance(default, bool):
+                    if v.lower() not in ("true", "false"):
+                        raise ValueError
+                    parsed.append(v.lower() == "true")
+                elif isinstance(default, int):
+                    parsed.append(int(v))
+                else:
+                    parsed.append(float(v))
+            except ValueError:
+                raise ValueError(f"--vary {text!r}: {v!r} is not a valid {key} "
+                                 f"({type(default).__name__})") from None
+        axes.append((key, parsed))
+    if not axes:
+        return list(bases)
+    out = []
+    for base in bases:
+        for combo in itertools.product(*(values for _, values in axes)):
+            change = dict(zip((k for k, _ in axes), combo))
+            label = ",".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in change.items())
+            out.append(replace(base, name=f"{base.name}[{label}]", **change))
+    return out
+
+
+@dataclass(frozen=True)
+class NetworkSweep:
+    """A network over a grid of hardware (outer) and SRAM sizes (inner), with the smallest size within a
+    fraction of compulsory traffic per hardware."""
+
+    network: Network
+    hardwares: tuple[Accelerator, ...]
+    sizes: tuple[int, ...]
+    results: tuple[tuple[NetworkResult, ...], ...]
+    within: float | None = None
+
+    def smallest_within(self) -> list[NetworkResult | None]:
+        """Per hardware, the smallest SRAM within `within` of compulsory (None where no size is)."""
+        if self.within is None:
+            return [None] * len(self.hardwares)
+        return [smallest_within(row, self.within) for row in self.results]
+
+    def to_json(self) -> dict[str, Any]:
+        """network, sizes, hardware (each one's fields), points (one per hardware and size: totals and the layers
+        left out) and, with --within, the answer per hardware."""
+        import dataclasses
+
+        points = []
+        for row in self.results:
+            for r in row:
+                points.append({"hardware": r.hardware.name, "sram_bytes": r.sram_bytes,
+                               "loaded_bytes": r.loaded_bytes, "stored_bytes": r.stored_bytes,
+                               "traffic_bytes": r.traffic_bytes, "cycles": r.cycles,
+                               "lower_bound_bytes": r.lower_bound_bytes, "compulsory_bytes": r.compulsory_bytes,
+                               "unmodelled": r.unmodelled, "unplaceable": r.unplaceable})
+        out: dict[str, Any] = {"network": self.network.name, "sizes": list(self.sizes),
+                               "hardware": [dataclasses.asdict(h) for h in self.hardwares], "points": points}
+        if self.within is not None:
+            out["within"] = {"fraction": self.within, "smallest_sram_bytes": {
+                h.name: (None if r is None else r.sram_bytes) for h, r in zip(self.hardwares, self.smallest_within())}}
+        return out
+
+
+def sweep_network(network: Network, hardwares: Sequence[Accelerator], sizes: Sequence[int], executor: Any = None,
+                  progress: bool = False, within: float | None = None, objective: str = "traffic") -> NetworkSweep:
+    """`evaluate_network` over a hardware grid and SRAM sizes, as a NetworkSweep."""
+    if within is not None and within < 0:
+        raise ValueError(f"--within must be >= 0 %, got {within * 100:g} %")
+    rows = evaluate_network(network, hardwares, sizes, executor, progress, objective)
+    return NetworkSweep(network=network, hardwares=tuple(hardwares), sizes=tuple(int(s) for s in sizes),
+                        results=tuple(tuple(r) for r in rows), within=within)
