@@ -82,8 +82,14 @@ class DaskExecutor:
                              "(or pip install distributed)") from None
         self.cluster = None
         if address is None:
-            self.cluster = LocalCluster(n_workers=jobs, threads_per_worker=1, processes=True,
-                                        dashboard_address=None)
+            import dask
+
+            # Dask's nanny sets MALLOC_TRIM_THRESHOLD_ in its workers, which turns off glibc's adaptive mmap
+            # threshold: every large numpy temporary of the search is then mapped and unmapped afresh, and on these
+            # VMs first-touching pages is slow (the workers spent as long in the kernel as in the search)
+            with dask.config.set({"distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": None}):
+                self.cluster = LocalCluster(n_workers=jobs, threads_per_worker=1, processes=True,
+                                            dashboard_address=None)
             self.client = Client(self.cluster)
         else:
             try:

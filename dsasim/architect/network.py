@@ -132,16 +132,20 @@ def _trace(module: Any, input_shape: tuple[int, ...]) -> tuple[Any, str]:
     from torch._subclasses.fake_tensor import FakeTensorMode
     from torch.fx.passes.shape_prop import ShapeProp
 
+    # the example lives where the module's weights do (meta for the presets): fake tensors read no data
+    device = next(iter(module.parameters()), next(iter(module.buffers()), torch.empty(0))).device
     fx_error: Exception | None = None
     try:
         gm = torch.fx.symbolic_trace(module)
         mode = FakeTensorMode(allow_non_fake_inputs=True)
-        ShapeProp(gm, fake_mode=mode).propagate(mode.from_tensor(torch.empty(input_shape, device="meta")))
+        with mode:
+            example = torch.empty(input_shape, device=device)
+        ShapeProp(gm, fake_mode=mode).propagate(example)
         return gm, "torch.fx"
     except Exception as err:  # fx cannot trace data-dependent control flow and the like: try torch.export
         fx_error = err
     try:
-        example = torch.empty(input_shape, device="meta")
+        example = torch.empty(input_shape, device=device)
         exported = torch.export.export(module, (example,))
         return exported.graph_module, "torch.export"
     except Exception as err:

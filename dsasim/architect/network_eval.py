@@ -56,7 +56,9 @@ def search_problem(problem: Problem, hardware: Accelerator, sizes: tuple[int, ..
     task an executor runs; module-level so that worker processes and Dask import it by name)."""
     from dsasim.architect.lower_bounds import lower_bound
     from dsasim.architect.search import _candidate, run_search
+    from dsasim.util import numpy_hugepages_off
 
+    numpy_hugepages_off()  # a Dask worker is a fresh process: the search's arrays are fresh memory there
     try:
         st = run_search(problem, replace(hardware, sram_bytes=max(sizes)), list(sizes), objective)
     except ValueError as err:  # e.g. LayerTooLargeError: counts past exact integers

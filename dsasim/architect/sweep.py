@@ -96,32 +96,25 @@ def parse_sizes(text: str) -> list[int]:
 
 
 class ProgressBar:
-    """A one-line progress bar on stderr: `label [#####.....] 42%`; silent when disabled."""
+    """A progress bar on stderr (tqdm) driven by a fraction done; silent when disabled."""
 
-    def __init__(self, label: str, enabled: bool = True, width: int = 30, stream: Any = None) -> None:
-        self.label = label
-        self.enabled = enabled
-        self.width = width
-        self.stream = stream if stream is not None else sys.stderr
-        self._last = -1
+    def __init__(self, label: str, enabled: bool = True, stream: Any = None) -> None:
+        from tqdm import tqdm
+
+        self._bar = tqdm(total=100, desc=label, disable=not enabled, file=stream if stream is not None else sys.stderr,
+                         bar_format="{desc} {percentage:3.0f}%|{bar}| [{elapsed}<{remaining}] {postfix}",
+                         dynamic_ncols=True)
 
     def update(self, fraction: float, note: str = "") -> None:
-        if not self.enabled:
-            return
-        fraction = min(max(fraction, 0.0), 1.0)
-        filled = int(round(fraction * self.width))
-        pct = int(fraction * 100)
-        if (pct, note) == self._last:
-            return
-        self._last = (pct, note)
-        bar = "#" * filled + "." * (self.width - filled)
-        self.stream.write(f"\r{self.label} [{bar}] {pct:3d}% {note}".rstrip() + "   ")
-        self.stream.flush()
+        """Show `fraction` (0..1) done, with an optional note after the bar."""
+        done = int(min(max(fraction, 0.0), 1.0) * 100)
+        if done != self._bar.n:
+            self._bar.update(done - self._bar.n)
+        if note:
+            self._bar.set_postfix_str(note, refresh=False)
 
     def close(self) -> None:
-        if self.enabled:
-            self.stream.write("\n")
-            self.stream.flush()
+        self._bar.close()
 
 
 @dataclass(frozen=True)

@@ -75,7 +75,7 @@ def format_network(result: NetworkResult, top: int = 5) -> str:
     if result.traffic_bytes and result.lower_bound_bytes:
         lines.append(f"best / bound {result.traffic_bytes / result.lower_bound_bytes:.3f}; "
                      f"{len(result.layers)} layers")
-    lines.append(f"dominant layers (share of cycles, of traffic): " + "; ".join(
+    lines.append("dominant layers (share of cycles, of traffic): " + "; ".join(
         f"{x.layer.name} {100 * c:.1f}%, {100 * t:.1f}%" for x, c, t in result.dominant(top)))
     for label, names in (("unmodelled", result.unmodelled), ("unplaceable", result.unplaceable)):
         if names:

@@ -260,12 +260,13 @@ def plot_network_sweep(sweep: Any, path: str | Path) -> Path:
     ax2 = ax.twinx()
     for h, row in enumerate(sweep.results):
         xs = [r.sram_bytes / 1024 for r in row]
+        color = f"C{h}"
         tag = f" ({row[0].hardware.name})" if len(sweep.results) > 1 else ""
-        ax.plot(xs, [r.traffic_bytes for r in row], "o-", label="traffic" + tag)
-        if h == 0:
-            ax.plot(xs, [r.lower_bound_bytes for r in row], "--", color="tab:red", label="summed lower bounds")
-            ax.plot(xs, [r.compulsory_bytes for r in row], ":", color="black", label="compulsory traffic")
-        ax2.plot(xs, [r.cycles for r in row], "s-", alpha=0.7, label="cycles (estimate)" + tag)
+        ax.plot(xs, [r.traffic_bytes for r in row], "o-", color=color, label="traffic" + tag)
+        ax.plot(xs, [r.lower_bound_bytes for r in row], "--", color=color, alpha=0.8,
+                label="summed lower bounds" + tag)
+        ax.plot(xs, [r.compulsory_bytes for r in row], ":", color=color, label="compulsory" + tag)
+        ax2.plot(xs, [r.cycles for r in row], "s-", color=color, alpha=0.45, label="cycles (estimate)" + tag)
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_xlabel("SRAM (KiB)")

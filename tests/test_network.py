@@ -1,0 +1,353 @@
+"""Whole networks: the torch.fx import, the per-layer evaluation, the executors and the two commands.
+
+Expected values come from hand derivation (noted beside each), from the paper's ResNet-50 table in
+dsasim.architect.layers (an independent source: written from He et al. 2016, not from the modules), or from a
+separate single-layer `search` of the same shape.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import sys
+
+import pytest
+import torch
+import torch.nn as nn
+
+from dsasim import preset
+from dsasim.architect.executor import InProcess, open_executor
+from dsasim.architect.layers import resnet50_layers
+from dsasim.architect.loopnest import ConvProblem, MatmulProblem
+from dsasim.architect.network import NetworkImportError, import_network, load_network
+from dsasim.architect.network_eval import evaluate_network, smallest_within, sweep_network, vary_hardware
+from dsasim.architect.search import search
+from dsasim.cli import main
+
+BLOG = preset("blog")
+
+
+class ConvBnRelu(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(4, 8, 3, padding=1, bias=False)
+        self.bn = nn.BatchNorm2d(8)
+        self.act = nn.ReLU()
+        self.conv2 = nn.Conv2d(8, 8, 1, bias=False)
+        self.pool = nn.MaxPool2d(3, stride=2, padding=1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.act(self.bn(self.conv(x)))
+        z = torch.relu(self.conv2(y) + y)  # residual add, then an activation on the add's result
+        return self.pool(z)
+
+
+def test_conv_bn_relu_fuse_and_the_residual_add_is_a_vector_layer():
+    net = import_network(ConvBnRelu(), (1, 4, 10, 10), "cbr")
+    assert [(x.name, x.kind) for x in net.layers] == [("conv", "tensorcore"), ("conv2", "tensorcore"),
+                                                      ("add", "vector"), ("pool", "vector")]
+    conv = net.layers[0]
+    assert conv.problem == ConvProblem(n=1, ic=4, oc=8, h=10, w=10, kh=3, padding=1)
+    assert conv.fused == ("bn", "act") and conv.epilogue_ops == 8 * 10 * 10  # relu on the 1x8x10x10 output
+    # conv2's result is used by the add only, but the add has two tensor operands: not an epilogue
+    assert net.layers[1].fused == () and net.layers[1].problem == ConvProblem(n=1, ic=8, oc=8, h=10, w=10, kh=1)
+    add = net.layers[2]
+    # reads two 800-element operands, writes 800; 1600 lane ops for the add, 800 for the relu fused into it
+    assert (add.read_elements, add.write_elements, add.vector_ops, add.fused) == (1600, 800, 2400, ("relu",))
+    pool = net.layers[3]
+    # 3x3 stride-2 pad-1 pool of 10x10 -> 5x5: 8 * 25 outputs x 9 taps = 1800 > 800 inputs
+    assert (pool.read_elements, pool.write_elements, pool.vector_ops) == (800, 200, 1800)
+
+
+class Attention(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.q = nn.Linear(16, 16)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:  # x: (2, 5, 16)
+        q = self.q(x).view(2, 5, 4, 4).transpose(1, 2)  # (2, 4 heads, 5, 4)
+        s = torch.matmul(q, q.transpose(-1, -2)) / 2.0  # (2, 4, 5, 5): 8 independent 5x4 @ 4x5 products
+        return torch.softmax(s, dim=-1)
+
+
+def test_linear_folds_the_batch_and_a_batched_matmul_counts_its_products():
+    net = import_network(Attention(), (2, 5, 16), "att")
+    lin, mm, soft = net.layers
+    assert lin.problem == MatmulProblem(m=10, n=16, k=16) and lin.count == 1  # 2 x 5 rows
+    assert mm.problem == MatmulProblem(m=5, n=5, k=4) and mm.count == 8
+    assert mm.fused == ("truediv",) and mm.epilogue_ops == 200  # the scale on the 2x4x5x5 scores
+    assert soft.kind == "vector" and soft.vector_ops == 3 * 200 and soft.read_elements == soft.write_elements == 200
+
+
+class Unknown(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.cumsum(self.conv(x), dim=1)
+
+
+def test_an_op_dsasim_does_not_model_is_listed_by_name_and_never_dropped():
+    net = import_network(Unknown(), (1, 3, 4, 4))
+    assert [(x.name, x.kind) for x in net.layers] == [("conv", "tensorcore"), ("cumsum", "unmodelled")]
+    assert "cumsum" in net.layers[1].reason
+    result = evaluate_network(net, [BLOG], [1 << 16])[0][0]
+    assert result.unmodelled == ["cumsum"] and result.to_json()["unmodelled"] == ["cumsum"]
+    assert result.traffic_bytes == result.layers[0].traffic_bytes  # the unmodelled layer adds nothing
+
+
+class ShapeBranch(nn.Module):
+    """fx cannot trace Python control flow on a shape; torch.export specialises it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(6, 3)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if x.shape[0] > 1:
+            x = x * 2
+        return self.fc(x)
+
+
+def test_a_module_fx_cannot_trace_falls_back_to_torch_export():
+    net = import_network(ShapeBranch(), (4, 6))
+    assert net.traced_with == "torch.export"
+    assert [x.op for x in net.layers if x.kind == "tensorcore"] == ["linear"]
+    assert net.of_kind("tensorcore")[0].problem == MatmulProblem(m=4, n=3, k=6)
+
+
+def test_bad_networks_and_inputs_raise_errors_that_say_what_to_do():
+    with pytest.raises(NetworkImportError, match="must be a torch.nn.Module"):
+        import_network(object(), (1, 3))
+    with pytest.raises(ValueError, match="positive integers"):
+        import_network(ConvBnRelu(), (1, 0, 4, 4))
+    with pytest.raises(NetworkImportError, match="cannot trace"):
+        import_network(ConvBnRelu(), (1, 5, 10, 10))  # 5 channels into a 4-channel conv
+    with pytest.raises(ValueError, match="unknown network 'resnet51'"):
+        load_network("resnet51")
+    with pytest.raises(ValueError, match="bert-base-layer:seq=384"):
+        load_network("bert-base-layer:len=3")
+    with pytest.raises(ValueError, match="cannot import module"):
+        load_network("no_such_module_xyz:Net")
+
+
+# ---------------------------------------------------------------------------------------- the presets
+def _caffe_name(path: str) -> str:
+    """torchvision module path -> the Caffe model's layer name (layer1.0.conv1 -> res2a_branch2a)."""
+    if path == "conv1":
+        return path
+    m = re.fullmatch(r"layer(\d)\.(\d+)\.(conv(\d)|downsample\.0)", path)
+    assert m, path
+    block = f"res{int(m.group(1)) + 1}{chr(ord('a') + int(m.group(2)))}"
+    return f"{block}_branch1" if m.group(4) is None else f"{block}_branch2{'abc'[int(m.group(4)) - 1]}"
+
+
+def test_resnet50_caffe_preset_gives_the_papers_53_convs_and_v1_5_moves_the_stride():
+    table = resnet50_layers()  # written from the paper, independently of the modules
+    net = load_network("resnet50-caffe")
+    convs = {_caffe_name(x.name): x.problem for x in net.layers if x.op == "conv2d"}
+    assert len(convs) == 53 and set(convs) == set(table)
+    assert all(convs[name] == p for name, p in table.items())
+    assert net.layer("fc").problem == MatmulProblem(m=1, n=1000, k=2048)
+    v15 = {_caffe_name(x.name): x.problem for x in load_network("resnet50").layers if x.op == "conv2d"}
+    moved = sorted(n for n in v15 if v15[n] != convs[n])
+    # the three stride-2 blocks: the stride leaves branch2a (1x1) for branch2b (3x3), whose input doubles
+    assert moved == [f"res{s}a_branch2{b}" for s in (3, 4, 5) for b in "ab"]
+    assert v15["res3a_branch2b"] == ConvProblem(n=1, ic=128, oc=128, h=56, w=56, kh=3, stride=2, padding=1)
+
+
+def test_presets_import_whole_and_bert_takes_its_sequence_length():
+    counts = {name: len(load_network(name).of_kind("tensorcore")) for name in ("resnet18", "mobilenetv2")}
+    assert counts == {"resnet18": 21, "mobilenetv2": 53}  # 20 convs + fc; 52 convs + classifier
+    bert = load_network("bert-base-layer:seq=384")
+    mats = {x.name: (x.problem, x.count) for x in bert.of_kind("tensorcore")}
+    assert mats["query"] == (MatmulProblem(m=384, n=768, k=768), 1)
+    assert mats["matmul"] == (MatmulProblem(m=384, n=384, k=64), 12)  # 12 heads of q @ k^T
+    assert mats["ffn_in"] == (MatmulProblem(m=384, n=3072, k=768), 1)
+    assert bert.layer("ffn_in").fused == ("gelu",)
+    assert not bert.of_kind("unmodelled")
+
+
+# --------------------------------------------------------------------------------------- evaluation
+def test_layer_figures_match_a_single_layer_search_and_hand_counts():
+    net = import_network(Attention(), (2, 5, 16), "att")
+    cap = 4096
+    result = evaluate_network(net, [BLOG], [cap])[0][0]
+    lin, mm, soft = result.layers
+    alone = search(MatmulProblem(m=5, n=5, k=4), BLOG, sram_bytes=cap).best_traffic
+    assert (mm.loaded_bytes, mm.stored_bytes) == (8 * alone.loaded_bytes, 8 * alone.stored_bytes)
+    assert mm.macs == 8 * 5 * 5 * 4
+    # softmax, 1-byte words: reads and writes 200 B; 600 lane ops / 32 lanes = 19 cycles > 400 B / 32 = 13
+    assert (soft.loaded_bytes, soft.stored_bytes, soft.cycles, soft.lower_bound_bytes) == (200, 200, 19, 400)
+    assert result.traffic_bytes == sum(x.traffic_bytes for x in result.layers)
+    assert result.cycles == sum(x.cycles for x in result.layers)
+    for x in result.layers:
+        assert x.compulsory_bytes <= x.lower_bound_bytes <= x.traffic_bytes
+
+
+def test_each_distinct_shape_is_searched_once_per_hardware():
+    class Counting(InProcess):
+        def __init__(self) -> None:
+            self.tasks = []
+
+        def run(self, fn, tasks, label="", progress=False):
+            self.tasks.extend(tasks)
+            return super().run(fn, tasks, label, progress)
+
+    net = load_network("resnet18", (1, 3, 32, 32))
+    ex = Counting()
+    hws = vary_hardware([BLOG], ["dram_bytes_per_cycle=16,32"])
+    evaluate_network(net, hws, [1 << 14, 1 << 16], ex)
+    shapes = {x.problem for x in net.layers if x.problem is not None}
+    assert len(net.of_kind("tensorcore")) == 21 and len(shapes) == 12  # ResNet-18: 20 convs + fc, 12 distinct
+    assert len(ex.tasks) == 2 * 12
+
+
+def test_a_layer_no_tiling_fits_is_named_and_the_rest_still_reported(capsys):
+    net = import_network(ConvBnRelu(), (1, 4, 10, 10), "cbr")
+    result = evaluate_network(net, [BLOG], [2])[0][0]  # 2 bytes: not even one element of each operand
+    assert result.unplaceable == ["conv", "conv2"]
+    reason = result.layers[0].reason
+    assert "no tiling of conv:n=1,ic=4,oc=8,h=10,w=10,k=3,s=1,p=1 fits in 2 B of SRAM" in reason
+    assert result.traffic_bytes == sum(x.traffic_bytes for x in result.layers[2:]) > 0  # the vector layers
+
+
+def test_smallest_within_picks_the_first_size_under_the_limit():
+    net = load_network("resnet18", (1, 3, 64, 64))
+    sizes = [1 << 10, 1 << 12, 1 << 14, 1 << 16, 1 << 20]
+    row = evaluate_network(net, [BLOG], sizes)[0]
+    for frac in (0.0, 0.05, 0.5):
+        ok = [r.sram_bytes for r in row if not r.unplaceable and r.traffic_bytes <= (1 + frac) * r.compulsory_bytes]
+        best = smallest_within(row, frac)
+        assert (best.sram_bytes if best else None) == (min(ok) if ok else None)
+    assert smallest_within(row, 0.0) is not None  # 1 MiB holds every layer of this small input whole
+
+
+def test_vary_hardware_builds_the_grid_and_rejects_nonsense():
+    grid = vary_hardware([BLOG], ["dram_bytes_per_cycle=16,64", "vector_lanes=8,32"])
+    assert [h.name for h in grid] == ["blog[dram_bytes_per_cycle=16,vector_lanes=8]",
+                                      "blog[dram_bytes_per_cycle=16,vector_lanes=32]",
+                                      "blog[dram_bytes_per_cycle=64,vector_lanes=8]",
+                                      "blog[dram_bytes_per_cycle=64,vector_lanes=32]"]
+    assert grid[1].dram_bytes_per_cycle == 16.0 and grid[1].vector_lanes == 32
+    with pytest.raises(ValueError, match="unknown hardware field 'dram_bw'"):
+        vary_hardware([BLOG], ["dram_bw=1"])
+    with pytest.raises(ValueError, match="'x' is not a valid vector_lanes"):
+        vary_hardware([BLOG], ["vector_lanes=8,x"])
+    with pytest.raises(ValueError, match="dram_bytes_per_cycle must be a positive number"):
+        vary_hardware([BLOG], ["dram_bytes_per_cycle=0"])
+
+
+# --------------------------------------------------------------------------------------- executors
+def test_the_same_sweep_gives_byte_identical_json_on_every_executor():
+    distributed = pytest.importorskip("distributed")
+    net = load_network("resnet18", (1, 3, 32, 32))
+    sizes = [1 << 12, 1 << 16]
+
+    def sweep_json(executor) -> str:
+        try:
+            return json.dumps(sweep_network(net, [BLOG], sizes, executor, within=0.1).to_json())
+        finally:
+            executor.close()
+
+    here = sweep_json(open_executor("process", 1))
+    assert sweep_json(open_executor("process", 2)) == here
+    with distributed.LocalCluster(n_workers=2, processes=False, threads_per_worker=1, dashboard_address=None,
+                                  protocol="tcp", host="127.0.0.1") as c:
+        address = c.scheduler_address  # tcp://127.0.0.1:PORT, loopback only
+        assert sweep_json(open_executor("dask://" + address[len("tcp://"):], 2)) == here
+    assert sweep_json(open_executor("dask", 2)) == here  # a local cluster of 2 worker processes, started here
+
+
+def test_executor_specs_are_checked():
+    for spec, message in (("threads", "unknown executor 'threads'"), ("dask://", "dask://HOST:PORT")):
+        with pytest.raises(ValueError, match=re.escape(message)):
+            open_executor(spec, 2)
+    with pytest.raises(ValueError, match="jobs must be an integer >= 1"):
+        open_executor("process", 0)
+
+
+# --------------------------------------------------------------------------------------- commands
+def test_network_command_prints_layers_totals_and_writes_json_and_plot(tmp_path, capsys):
+    js, png = tmp_path / "n.json", tmp_path / "n.png"
+    assert main(["network", "resnet18", "--input-shape", "1,3,64,64", "--sram", "64KiB", "--json", str(js),
+                 "--plot", str(png), "--quiet", "--jobs", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "layer1.0.conv1" in out and "dominant layers" in out
+    data = json.loads(js.read_text())
+    assert {"network", "sram_bytes", "loaded_bytes", "stored_bytes", "cycles", "lower_bound_bytes",
+            "compulsory_bytes", "unmodelled", "layers"} <= set(data)
+    assert data["sram_bytes"] == 65536 and data["unmodelled"] == []
+    for key in ("loaded_bytes", "stored_bytes", "cycles", "lower_bound_bytes", "compulsory_bytes"):
+        assert data[key] == sum(layer[key] for layer in data["layers"]), key
+    assert all({"name", "shape", "loaded_bytes", "cycles"} <= set(layer) for layer in data["layers"])
+    conv = next(layer for layer in data["layers"] if layer["name"] == "layer1.0.conv1")
+    assert 0 < conv["tensorcore_utilization"] <= 1 and math.isclose(
+        conv["padding_waste"], 1 - conv["tensorcore_utilization"], abs_tol=1e-6)
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_network_command_imports_a_users_module(tmp_path, monkeypatch, capsys):
+    (tmp_path / "mynets.py").write_text(
+        "import torch.nn as nn\n"
+        "example_input_shape = (1, 8)\n"
+        "class Net(nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.a = nn.Linear(8, 24)\n"
+        "        self.b = nn.Linear(24, 16)\n"
+        "    def forward(self, x):\n"
+        "        return self.b(self.a(x).relu())\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    js = tmp_path / "u.json"
+    assert main(["network", "mynets:Net", "--json", str(js), "--quiet", "--jobs", "1"]) == 0
+    names = [(x["name"], x["shape"]) for x in json.loads(js.read_text())["layers"]]
+    assert names == [("a", "gemm:m=1,n=24,k=8"), ("b", "gemm:m=1,n=16,k=24")]  # the relu fuses into a
+    assert main(["network", "mynets:Net", "--input-shape", "4,8", "--quiet", "--jobs", "1"]) == 0
+    assert "gemm:m=4,n=24,k=8" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["network", "resnet51"], "unknown network 'resnet51'"),
+    (["network", "sys:path", "--input-shape", "1,2"], "not an nn.Module"),
+    (["network", "resnet18", "--input-shape", "1,3,a"], "positive integers separated by commas"),
+    (["network", "resnet18", "--sram", "1"], None),  # runs: every conv is unplaceable, named, exit 1
+    (["sweep-sram", "--network", "resnet18", "--sizes", "1KiB:4KiB:2", "--within", "ten"], "percentage"),
+    (["sweep-sram", "--network", "resnet18", "--sizes", "1KiB:4KiB:2", "--vary", "nope=1"], "unknown hardware field"),
+    (["sweep-sram", "--network", "resnet18", "--sizes", "1KiB:4KiB:2", "--executor", "mpi"], "unknown executor"),
+    (["sweep-sram", "blog-conv", "--network", "resnet18", "--sizes", "1KiB"], "not both"),
+    (["sweep-sram", "blog-conv", "--sizes", "1KiB", "--within", "5%"], "--network sweeps only"),
+    (["sweep-sram", "--sizes", "1KiB"], "give a LAYER"),
+])
+def test_network_command_errors(argv, message, capsys):
+    code = main(argv + ["--quiet"] if argv[0] == "sweep-sram" or "--sram" in argv else argv)
+    err = capsys.readouterr()
+    if message is None:
+        assert code == 1 and "unplaceable (left out of the totals): conv1: no tiling" in err.out
+    else:
+        assert code == 2 and message in err.err and "Traceback" not in err.err
+
+
+def test_sweep_network_command_answers_within_and_varies_hardware(tmp_path, capsys):
+    js, png = tmp_path / "s.json", tmp_path / "s.png"
+    assert main(["sweep-sram", "--network", "resnet18", "--input-shape", "1,3,32,32", "--sizes", "4KiB:1MiB:4",
+                 "--within", "10%", "--vary", "dram_bytes_per_cycle=16,64", "--json", str(js), "--plot", str(png),
+                 "--quiet", "--jobs", "1"]) == 0
+    out = capsys.readouterr().out
+    data = json.loads(js.read_text())
+    assert [h["name"] for h in data["hardware"]] == ["blog[dram_bytes_per_cycle=16]", "blog[dram_bytes_per_cycle=64]"]
+    assert len(data["points"]) == 8
+    for hw in data["hardware"]:
+        pts = [p for p in data["points"] if p["hardware"] == hw["name"]]
+        ok = [p["sram_bytes"] for p in pts if not p["unplaceable"] and p["traffic_bytes"] <= 1.1 * p["compulsory_bytes"]]
+        assert data["within"]["smallest_sram_bytes"][hw["name"]] == (min(ok) if ok else None)
+    slow, fast = (sorted(p["cycles"] for p in data["points"] if p["hardware"] == h["name"]) for h in data["hardware"])
+    assert all(s >= f for s, f in zip(slow, fast)) and sum(slow) > sum(fast)  # a quarter of the bandwidth
+    assert out.count("within 10% of compulsory traffic") == 2  # one answer per hardware
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_import_keeps_sys_path_clean():
+    assert all("mynets" not in p for p in sys.path)
