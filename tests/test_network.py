@@ -283,6 +283,8 @@ def test_network_command_prints_layers_totals_and_writes_json_and_plot(tmp_path,
     for key in ("loaded_bytes", "stored_bytes", "cycles", "lower_bound_bytes", "compulsory_bytes"):
         assert data[key] == sum(layer[key] for layer in data["layers"]), key
     assert all({"name", "shape", "loaded_bytes", "cycles"} <= set(layer) for layer in data["layers"])
+    # one search serves layer1.0.conv1 and layer1.1.conv1 (same shape): each schedule carries its own layer's name
+    assert all(layer["schedule"]["problem"]["name"] == layer["name"] for layer in data["layers"] if "schedule" in layer)
     conv = next(layer for layer in data["layers"] if layer["name"] == "layer1.0.conv1")
     assert 0 < conv["tensorcore_utilization"] <= 1 and math.isclose(
         conv["padding_waste"], 1 - conv["tensorcore_utilization"], abs_tol=1e-6)

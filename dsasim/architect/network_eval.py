@@ -96,7 +96,8 @@ class LayerOutcome:
     cycles: int = 0
     lower_bound_bytes: int = 0
     compulsory_bytes: int = 0
-    macs: int = 0
+    macs: int = 0  # MACs the schedule runs (a tile that reads only padding is skipped, so this may be below the
+    # problem's MACs, padding taps included)
     tensorcore_utilization: float | None = None  # useful / padded MACs while the TensorCore computes
     peak_sram_bytes: int = 0
     schedule: dict[str, Any] | None = None  # the best nest (LoopNest.to_json)
@@ -208,7 +209,8 @@ def _tensorcore_outcome(layer: NetworkLayer, hardware: Accelerator, found: Probl
         cycles=max(c * found.estimated_cycles, epilogue), lower_bound_bytes=c * found.bound_bytes,
         compulsory_bytes=c * found.compulsory_bytes, macs=c * found.macs,
         tensorcore_utilization=found.macs / padded if padded else 0.0, peak_sram_bytes=found.peak_sram_bytes,
-        schedule=found.nest)
+        # (one search serves every layer of this shape: the nest is labelled with this layer's name)
+        schedule={**found.nest, "problem": {**found.nest["problem"], "name": layer.name}})
 
 
 def evaluate_network(network: Network, hardwares: Sequence[Accelerator], sizes: Sequence[int],
