@@ -34,9 +34,9 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from dsasim.architect.loopnest import ConvProblem, MatmulProblem, Problem
 
-__all__ = ["Network", "NetworkImportError", "NetworkLayer", "import_network"]
+__all__ = ["Network", "NetworkChain", "NetworkImportError", "NetworkLayer", "import_network", "load_network"]
 
-TENSORCORE, VECTOR, UNMODELLED = "tensorcore", "vector", "unmodelled"
+TENSORCORE, VECTOR, UNMODELLED, CHAIN = "tensorcore", "vector", "unmodelled", "chain"
 
 # canonical op names (fx function/method names, aten schema names and module classes all map onto these)
 _VIEWS = {"view", "reshape", "flatten", "permute", "transpose", "contiguous", "unsqueeze", "squeeze", "expand",
@@ -51,6 +51,10 @@ _NORMS = {"batch_norm", "layer_norm", "group_norm", "instance_norm", "softmax", 
 _POOLS = {"max_pool2d", "avg_pool2d", "adaptive_avg_pool2d", "adaptive_max_pool2d", "max_pool2d_with_indices"}
 _REDUCTIONS = {"mean", "sum", "amax", "amin", "max", "min", "cat", "concat", "stack"}
 _MATMULS = {"matmul", "bmm", "mm", "linear", "addmm"}
+_ACTIVATIONS = {"relu", "relu6", "hardtanh", "gelu", "silu", "hardswish", "leaky_relu", "elu", "relu_", "hardtanh_",
+                "sigmoid", "tanh", "clamp", "clamp_min"}
+_RESIDUAL_ADDS = {"add", "iadd", "add_"}
+CHAIN_MAX_LAYERS = 3  # a ResNet bottleneck or a MobileNetV2 block; longer runs are cut (the fused space grows fast)
 _NORM_OPS_PER_ELEMENT = 3  # statistics (mean/max), then variance/sum of exps, then normalise
 
 _MODULE_OPS = {"Conv2d": "conv2d", "Linear": "linear", "BatchNorm1d": "batch_norm", "BatchNorm2d": "batch_norm",
@@ -80,6 +84,8 @@ class NetworkLayer:
     write_elements: int = 0  # vector layers: elements written to DDR
     vector_ops: int = 0  # vector layers: lane operations
     epilogue_ops: int = 0  # tensorcore layers: lane operations of the fused nodes, on the output tile
+    extra_read_elements: int = 0  # tensorcore layers: a fused residual add's other operand, loaded from DDR
+    relu: bool = False  # an activation is fused into this layer (a chain applies it on chip)
     fused: tuple[str, ...] = ()  # the nodes folded or fused into this layer
     reason: str = ""  # unmodelled layers: what dsasim does not model
 
@@ -96,6 +102,21 @@ class NetworkLayer:
 
 
 @dataclass(frozen=True)
+class NetworkChain:
+    """Consecutive conv layers (indices into Network.layers) where each feeds only the next: a `ConvChain` that
+    `search_chain` may fuse. An identity residual (the add of the chain's own input) is part of the chain; another
+    skip operand (a projection's output) is loaded by the last layer (`extra_read_elements`)."""
+
+    members: tuple[int, ...]
+    chain: Any  # dsasim.architect.chain.ConvChain
+    extra_read_elements: int = 0
+
+    @property
+    def first(self) -> int:
+        return self.members[0]
+
+
+@dataclass(frozen=True)
 class Network:
     """A network as dsasim sees it: its layers in execution order."""
 
@@ -104,6 +125,7 @@ class Network:
     layers: tuple[NetworkLayer, ...]
     traced_with: str = "torch.fx"  # or "torch.export" (fx could not trace the module)
     ignored_views: int = field(default=0, compare=False)  # view nodes (no data moved)
+    chains: tuple[NetworkChain, ...] = ()  # runs of convs a fused schedule may run as one (see find_chains)
 
     def layer(self, name: str) -> NetworkLayer:
         """The layer called `name` (KeyError naming a few layers otherwise)."""
@@ -242,10 +264,56 @@ class _Importer:
         self.layers: list[NetworkLayer] = []
         self.producer: dict[Any, int] = {}  # node -> index of the layer whose result it is (through views)
         self.views = 0
+        self.view_of: dict[Any, Any] = {}  # a view node -> the node it views
+        self.input: dict[int, Any] = {}  # layer index -> the node of its (first) input
+        self.result: dict[int, Any] = {}  # layer index -> the last node fused into it (its result)
+        self.skip: dict[int, Any] = {}  # layer index -> the other operand of a residual add fused into it
 
-    def add(self, node: Any, layer: NetworkLayer) -> None:
-        self.producer[node] = len(self.layers)
+    def add(self, node: Any, layer: NetworkLayer, first_input: Any = None) -> None:
+        index = len(self.layers)
+        self.producer[node] = index
+        self.result[index] = node
+        if first_input is not None:
+            self.input[index] = first_input
         self.layers.append(layer)
+
+    def source(self, node: Any) -> Any:
+        """The node whose tensor `node` is, looking through views (a view moves no data)."""
+        while node in self.view_of:
+            node = self.view_of[node]
+        return node
+
+    def find_chains(self, max_length: int) -> list[NetworkChain]:
+        """Runs of conv layers each of whose results feeds only the next conv (at most `max_length` per run; a
+        longer run is cut), as ConvChains; a run ends where the shapes do not connect or ConvChain refuses."""
+        from dsasim.architect.chain import ConvChain
+
+        runs: list[list[int]] = []
+        for i, layer in enumerate(self.layers):
+            if layer.op != "conv2d":
+                continue
+            prev = self.producer.get(self.source(self.input.get(i))) if i in self.input else None
+            joins = (runs and prev is not None and runs[-1][-1] == prev and prev not in self.skip
+                     and len(self.result[prev].users) == 1 and len(runs[-1]) < max_length)
+            if joins:
+                runs[-1].append(i)
+            else:
+                runs.append([i])
+        chains = []
+        for run in runs:
+            if len(run) < 2:
+                continue
+            problems = [self.layers[i].problem for i in run]
+            last = run[-1]
+            skip = self.skip.get(last)
+            identity = skip is not None and self.source(skip) is self.source(self.input[run[0]])
+            try:
+                chain = ConvChain(problems, relu=[self.layers[i].relu for i in run], residual=identity)
+            except ValueError:  # the shapes do not connect, or an identity residual needs stride 1
+                continue
+            extra = 0 if identity else self.layers[last].extra_read_elements
+            chains.append(NetworkChain(members=tuple(run), chain=chain, extra_read_elements=extra))
+        return chains
 
     def fusable(self, src: Any, kinds: tuple[str, ...] = (TENSORCORE, VECTOR)) -> int | None:
         """The layer (of one of `kinds`) whose result `src` is, when nothing else uses it: an epilogue can then
@@ -255,15 +323,18 @@ class _Importer:
             return None
         return index
 
-    def fuse(self, node: Any, index: int, ops: int, label: str) -> None:
-        """Node `label` applied to layer `index`'s output tile: `ops` lane operations, no DDR traffic."""
+    def fuse(self, node: Any, index: int, ops: int, label: str, relu: bool = False, extra_read: int = 0) -> None:
+        """Node `label` applied to layer `index`'s output tile: `ops` lane operations, no DDR traffic but
+        `extra_read` elements of another operand loaded (a residual add)."""
         layer = self.layers[index]
         if layer.kind == TENSORCORE:
-            layer = replace(layer, epilogue_ops=layer.epilogue_ops + ops, fused=layer.fused + (label,))
+            layer = replace(layer, epilogue_ops=layer.epilogue_ops + ops, fused=layer.fused + (label,),
+                            relu=layer.relu or relu, extra_read_elements=layer.extra_read_elements + extra_read)
         else:
             layer = replace(layer, vector_ops=layer.vector_ops + ops, fused=layer.fused + (label,))
         self.layers[index] = layer
         self.producer[node] = index
+        self.result[index] = node
 
     def visit(self, node: Any) -> None:
         if node.op in ("placeholder", "output", "get_attr"):
@@ -275,8 +346,10 @@ class _Importer:
         label = str(node.target) if node.op == "call_module" else str(node.name)
         if op in _VIEWS or op.rstrip("_") in _VIEWS:
             self.views += 1
-            if tensors and tensors[0][0] in self.producer:
-                self.producer[node] = self.producer[tensors[0][0]]
+            if tensors:
+                self.view_of[node] = tensors[0][0]
+                if tensors[0][0] in self.producer:
+                    self.producer[node] = self.producer[tensors[0][0]]
             return
         try:
             layer = self.classify(node, op, module, out, tensors, label)
@@ -284,7 +357,7 @@ class _Importer:
             layer = NetworkLayer(name=label, op=op, kind=UNMODELLED, shape=_io_shape(tensors, out),
                                  reason=f"{op} with these shapes is not modelled: {err}")
         if layer is not None:
-            self.add(node, layer)
+            self.add(node, layer, tensors[0][0] if tensors else None)
 
     def classify(self, node: Any, op: str, module: Any, out: tuple[int, ...] | None,
                  tensors: list[tuple[Any, tuple[int, ...]]], label: str) -> NetworkLayer | None:
@@ -317,8 +390,15 @@ class _Importer:
             if len(operands) == 1:
                 index = self.fusable(operands[0][0])
                 if index is not None:
-                    self.fuse(node, index, math.prod(out or operands[0][1]), label)
+                    self.fuse(node, index, math.prod(out or operands[0][1]), label, relu=op in _ACTIVATIONS)
                     return None
+            if op in _RESIDUAL_ADDS and len(operands) == 2 and operands[0][1] == operands[1][1] == out:
+                for mine, other in (operands, operands[::-1]):  # the first operand a tensorcore layer produced
+                    index = self.fusable(mine[0], (TENSORCORE,))
+                    if index is not None:  # the add runs on that layer's output tile, the skip operand loaded
+                        self.fuse(node, index, math.prod(out), label, extra_read=math.prod(other[1]))
+                        self.skip[index] = other[0]
+                        return None
             return self.vector(label, op, tensors, out, sum(math.prod(s) for _, s in tensors), io)
         if op in _NORMS:
             return self.vector(label, op, tensors, out, _NORM_OPS_PER_ELEMENT * math.prod(tensors[0][1]), io)
@@ -396,7 +476,8 @@ def import_network(module: Any, input_shape: Sequence[int], name: str | None = N
     for node in gm.graph.nodes:
         importer.visit(node)
     return Network(name=name or type(module).__name__, input_shape=shape, layers=tuple(importer.layers),
-                   traced_with=how, ignored_views=importer.views)
+                   traced_with=how, ignored_views=importer.views,
+                   chains=tuple(importer.find_chains(CHAIN_MAX_LAYERS)))
 
 
 def layer_counts(network: Network) -> Mapping[str, int]:

@@ -25,7 +25,7 @@ import math
 from dataclasses import dataclass, field, replace
 from typing import Any, Sequence
 
-from dsasim.architect.network import TENSORCORE, UNMODELLED, VECTOR, Network, NetworkLayer
+from dsasim.architect.network import CHAIN, TENSORCORE, UNMODELLED, VECTOR, Network, NetworkChain, NetworkLayer
 from dsasim.architect.loopnest import Problem
 from dsasim.hardware import Accelerator
 from dsasim.util import ceil_div
@@ -82,6 +82,50 @@ def search_problem(problem: Problem, hardware: Accelerator, sizes: tuple[int, ..
             loaded_bytes=cand.loaded_bytes, stored_bytes=cand.stored_bytes, estimated_cycles=cand.estimated_cycles,
             tensorcore_cycles=cand.tensorcore_cycles, macs=cand.macs, peak_sram_bytes=cand.peak_sram_bytes,
             nest=cand.nest.to_json(), bound_bytes=bound.bytes, compulsory_bytes=bound.compulsory_bytes))
+    return out
+
+
+@dataclass(frozen=True)
+class ChainFigures:
+    """What the chain sweep found for one chain under one SRAM size: its best partition's totals."""
+
+    loaded_bytes: int
+    stored_bytes: int
+    cycles: int
+    macs: int
+    tensorcore_cycles: int
+    peak_sram_bytes: int
+    compulsory_bytes: int
+    partition: str  # e.g. "[1 2 3]" (all fused) or "[1] [2 3]"
+    parts: list[dict[str, Any]]  # per segment, as `dsasim search CHAIN --json` gives them
+
+
+def search_chain_task(chain: Any, hardware: Accelerator, sizes: tuple[int, ...]) -> list[ChainFigures | str]:
+    """Per SRAM size (bytes), the best partition of a ConvChain into fused segments and single layers
+    (`sweep_chain`, by traffic, estimated cycles), or a string saying why nothing fits (an executor's task)."""
+    from dsasim.architect.sweep import sweep_chain
+    from dsasim.util import numpy_hugepages_off
+
+    numpy_hugepages_off()
+    try:
+        sweep = sweep_chain(chain, hardware, list(sizes), force=True)
+    except ValueError as err:
+        return [f"{chain.spec()}: {err}"] * len(sizes)
+    by_size = {point.sram_bytes: point.result for point in sweep.points}
+    out: list[ChainFigures | str] = []
+    for cap in sizes:
+        result = by_size[cap]
+        best = result.best
+        if best is None:
+            out.append(f"no schedule of the chain {chain.spec()} fits in {cap:,} B of SRAM")
+            continue
+        totals = result.totals(best, result.fold(best))
+        parts = result.to_json("chain")["parts"]
+        out.append(ChainFigures(
+            loaded_bytes=totals["loaded_bytes"], stored_bytes=totals["stored_bytes"], cycles=totals["cycles"],
+            macs=totals["macs"], tensorcore_cycles=sum(p.tensorcore_cycles for p in best),
+            peak_sram_bytes=totals["peak_sram_bytes"], compulsory_bytes=result.compulsory_bytes,
+            partition=result.label(best), parts=parts))
     return out
 
 
@@ -203,23 +247,48 @@ def _tensorcore_outcome(layer: NetworkLayer, hardware: Accelerator, found: Probl
         return LayerOutcome(layer=layer, status="unplaceable", reason=found)
     c = layer.count
     epilogue = ceil_div(layer.epilogue_ops, hardware.vector_lanes)
+    extra = layer.extra_read_elements * hardware.word_bytes  # a fused residual add's other operand, loaded once
     padded = found.tensorcore_cycles * hardware.tensorcore_in_channels * hardware.tensorcore_out_channels
     return LayerOutcome(
-        layer=layer, status="ok", loaded_bytes=c * found.loaded_bytes, stored_bytes=c * found.stored_bytes,
-        cycles=max(c * found.estimated_cycles, epilogue), lower_bound_bytes=c * found.bound_bytes,
-        compulsory_bytes=c * found.compulsory_bytes, macs=c * found.macs,
+        layer=layer, status="ok", loaded_bytes=c * found.loaded_bytes + extra, stored_bytes=c * found.stored_bytes,
+        cycles=max(c * found.estimated_cycles, epilogue), lower_bound_bytes=c * found.bound_bytes + extra,
+        compulsory_bytes=c * found.compulsory_bytes + extra, macs=c * found.macs,
         tensorcore_utilization=found.macs / padded if padded else 0.0, peak_sram_bytes=found.peak_sram_bytes,
         # (one search serves every layer of this shape: the nest is labelled with this layer's name)
         schedule={**found.nest, "problem": {**found.nest["problem"], "name": layer.name}})
 
 
+def _chain_outcome(network: Network, nc: NetworkChain, hardware: Accelerator,
+                   found: ChainFigures | str) -> LayerOutcome:
+    """One entry for a chain of layers (its members named; its best partition in `schedule`)."""
+    members = [network.layers[i] for i in nc.members]
+    partition = "" if isinstance(found, str) else f" {found.partition}"  # [1 2 3]: all fused; [1] [2 3] ...
+    layer = NetworkLayer(name="+".join(m.name for m in members), op="chain" + partition, kind=CHAIN,
+                         shape=nc.chain.spec() + (" (+ identity residual)" if nc.chain.residual else ""),
+                         fused=tuple(f for m in members for f in (m.name,) + m.fused))
+    if isinstance(found, str):
+        return LayerOutcome(layer=layer, status="unplaceable", reason=found)
+    extra = nc.extra_read_elements * hardware.word_bytes  # a projection's output, added by the last layer
+    block = hardware.tensorcore_in_channels * hardware.tensorcore_out_channels
+    padded = found.tensorcore_cycles * block
+    return LayerOutcome(
+        layer=layer, status="ok", loaded_bytes=found.loaded_bytes + extra, stored_bytes=found.stored_bytes,
+        cycles=found.cycles, lower_bound_bytes=found.compulsory_bytes + extra,
+        compulsory_bytes=found.compulsory_bytes + extra, macs=found.macs,
+        tensorcore_utilization=found.macs / padded if padded else 0.0, peak_sram_bytes=found.peak_sram_bytes,
+        schedule={"partition": found.partition, "segments": found.parts})
+
+
 def evaluate_network(network: Network, hardwares: Sequence[Accelerator], sizes: Sequence[int],
                      executor: Any = None, progress: bool = False,
-                     objective: str = "traffic") -> list[list[NetworkResult]]:
+                     objective: str = "traffic", fusion: bool = True) -> list[list[NetworkResult]]:
     """Per hardware (outer) and SRAM size in bytes (inner), the network's NetworkResult.
 
     `executor` is an `dsasim.architect.executor.Executor` (default: in this process). Every distinct problem is
-    searched once per hardware (a cache by shape: ResNet-50's 53 convs are 20 to 23 searches)."""
+    searched once per hardware (a cache by shape: ResNet-50's 53 convs are 20 to 23 searches). With `fusion`, each
+    of the network's chains (`Network.chains`) gets its best partition into fused segments and single layers
+    (`sweep_chain`, by traffic) and is one entry; its layers are not searched on their own. Chains are ranked by
+    traffic whatever `objective` says (the chain search's only objective)."""
     from dsasim.architect.executor import InProcess
 
     if not sizes:
@@ -229,20 +298,29 @@ def evaluate_network(network: Network, hardwares: Sequence[Accelerator], sizes: 
     if objective not in ("traffic", "cycles"):
         raise ValueError(f"objective must be 'traffic' or 'cycles', got {objective!r}")
     caps = tuple(int(s) for s in sizes)
-    problems = network.distinct_problems()
-    tasks = [(p, hw, caps, objective) for hw in hardwares for p in problems]
+    chains = network.chains if fusion else ()
+    in_chain = {i: nc for nc in chains for i in nc.members}
+    problems = list(dict.fromkeys(layer.problem for i, layer in enumerate(network.layers)
+                                  if layer.problem is not None and i not in in_chain))
+    distinct_chains = list(dict.fromkeys(nc.chain for nc in chains))
+    tasks = [(search_problem, (p, hw, caps, objective)) for hw in hardwares for p in problems]
+    tasks += [(search_chain_task, (c, hw, caps)) for hw in hardwares for c in distinct_chains]
     runner = executor if executor is not None else InProcess()
-    found = runner.run(search_problem, tasks, label=f"{network.name}: layer searches", progress=progress)
+    found = runner.run(_call, tasks, label=f"{network.name}: searches", progress=progress)
     per_hw = {}
-    for (p, hw, _, _), figures in zip(tasks, found):
-        per_hw[(hw, p)] = figures
+    for (_, (key, hw, *_)), figures in zip(tasks, found):
+        per_hw[(hw, key)] = figures
     results: list[list[NetworkResult]] = []
     for hw in hardwares:
         row = []
         for i, cap in enumerate(caps):
             outcomes = []
-            for layer in network.layers:
-                if layer.kind == TENSORCORE:
+            for index, layer in enumerate(network.layers):
+                if index in in_chain:
+                    nc = in_chain[index]
+                    if index == nc.first:
+                        outcomes.append(_chain_outcome(network, nc, hw, per_hw[(hw, nc.chain)][i]))
+                elif layer.kind == TENSORCORE:
                     outcomes.append(_tensorcore_outcome(layer, hw, per_hw[(hw, layer.problem)][i]))
                 elif layer.kind == VECTOR:
                     outcomes.append(_vector_outcome(layer, hw))
@@ -252,6 +330,11 @@ def evaluate_network(network: Network, hardwares: Sequence[Accelerator], sizes: 
             row.append(NetworkResult(network=network, hardware=hw, sram_bytes=cap, layers=tuple(outcomes)))
         results.append(row)
     return results
+
+
+def _call(fn: Any, args: tuple) -> Any:
+    """fn(*args): one executor task (the task's function travels with it, by name)."""
+    return fn(*args)
 
 
 def smallest_within(results: Sequence[NetworkResult], fraction: float) -> NetworkResult | None:
@@ -345,10 +428,11 @@ class NetworkSweep:
 
 
 def sweep_network(network: Network, hardwares: Sequence[Accelerator], sizes: Sequence[int], executor: Any = None,
-                  progress: bool = False, within: float | None = None, objective: str = "traffic") -> NetworkSweep:
+                  progress: bool = False, within: float | None = None, objective: str = "traffic",
+                  fusion: bool = True) -> NetworkSweep:
     """`evaluate_network` over a hardware grid and SRAM sizes, as a NetworkSweep."""
     if within is not None and within < 0:
         raise ValueError(f"--within must be >= 0 %, got {within * 100:g} %")
-    rows = evaluate_network(network, hardwares, sizes, executor, progress, objective)
+    rows = evaluate_network(network, hardwares, sizes, executor, progress, objective, fusion)
     return NetworkSweep(network=network, hardwares=tuple(hardwares), sizes=tuple(int(s) for s in sizes),
                         results=tuple(tuple(r) for r in rows), within=within)

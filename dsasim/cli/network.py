@@ -28,10 +28,12 @@ __all__ = ["COMMAND", "format_network", "add_network_source"]
 
 
 def add_network_source(p: argparse.ArgumentParser) -> None:
-    """--input-shape, shared with `dsasim sweep-sram --network`."""
+    """--input-shape and --no-fusion, shared with `dsasim sweep-sram --network`."""
     p.add_argument("--input-shape", metavar="N,C,H,W",
                    help="the example input's shape (a MODULE:ATTR network needs it unless it defines "
                         "example_input_shape; a preset uses its own by default)")
+    p.add_argument("--no-fusion", action="store_true",
+                   help="(networks) every layer on its own: no chain of convs is fused (epilogues still are)")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -106,7 +108,7 @@ def run(args: argparse.Namespace) -> int:
     executor = open_executor("process", args.jobs)
     try:
         result = evaluate_network(network, [hardware], [sram], executor, progress=not args.quiet,
-                                  objective=args.objective)[0][0]
+                                  objective=args.objective, fusion=not args.no_fusion)[0][0]
     finally:
         executor.close()
     print(format_network(result, args.top))

@@ -104,7 +104,7 @@ def run(args: argparse.Namespace) -> int:
     if args.layer is None:
         raise CliError("give a LAYER (or CHAIN) to sweep, or --network NAME")
     for flag, value in (("--within", args.within), ("--input-shape", args.input_shape),
-                        ("--vary", args.vary or None)):
+                        ("--vary", args.vary or None), ("--no-fusion", args.no_fusion or None)):
         if value is not None:
             raise CliError(f"{flag} applies to --network sweeps only")
     chain = is_chain(args.layer)
@@ -207,7 +207,7 @@ def _run_network(args: argparse.Namespace) -> int:
         raise CliError(str(err)) from None
     try:
         sweep = sweep_network(network, hardwares, sizes, executor, progress=not args.quiet, within=within,
-                              objective=args.objective)
+                              objective=args.objective, fusion=not args.no_fusion)
     finally:
         executor.close()
     print(format_network_sweep(sweep))
