@@ -449,3 +449,15 @@ def test_sweep_network_command_answers_within_and_varies_hardware(tmp_path, caps
 
 def test_import_keeps_sys_path_clean():
     assert all("mynets" not in p for p in sys.path)
+
+
+def test_a_list_of_hardware_files_is_a_grid(tmp_path, capsys):
+    slow = tmp_path / "slow.toml"
+    slow.write_text('base = "blog"\nname = "slow-ddr"\ndram_bytes_per_cycle = 4.0\n')
+    js = tmp_path / "g.json"
+    assert main(["sweep-sram", "--network", "resnet18", "--input-shape", "1,3,32,32", "--sizes", "64KiB",
+                 "--hardware", f"blog,{slow}", "--json", str(js), "--quiet", "--jobs", "1"]) == 0
+    points = json.loads(js.read_text())["points"]
+    assert [p["hardware"] for p in points] == ["blog", "slow-ddr"]
+    assert points[0]["traffic_bytes"] == points[1]["traffic_bytes"]  # bandwidth does not change what moves...
+    assert points[1]["cycles"] > points[0]["cycles"]  # ...only how long it takes (8x less bandwidth)

@@ -1,13 +1,15 @@
 """`dsasim network NAME|MODULE:ATTR`: a whole network under one SRAM size, layer by layer.
 
     dsasim network NAME|MODULE:ATTR [--input-shape N,C,H,W] [--sram SIZE] [--hardware PRESET|FILE]
-                   [--objective traffic|cycles] [--jobs N] [--json PATH] [--plot PATH] [--top K] [--quiet]
+                   [--objective traffic|cycles] [--no-fusion] [--jobs N] [--json PATH] [--plot PATH] [--top K] [--quiet]
 
 NAME is a preset (resnet18, resnet50, resnet50-caffe, mobilenetv2, bert-base-layer[:seq=N]); MODULE:ATTR imports a
 user's nn.Module (an instance, or a class or function called with no arguments), e.g. mypkg.models:Net, with the
 example input from --input-shape (or an `example_input_shape` attribute). Per layer: the best schedule under the
 SRAM size (traffic and estimated cycles), its bound and compulsory traffic, TensorCore utilization and padding
-waste; network totals and the layers that dominate. torch and the search are imported by the run.
+waste; a run of convs that feed only each other (a chain) is one entry with its best fused partition
+(--no-fusion: every layer on its own); network totals and the layers that dominate. torch and the search are
+imported by the run.
 """
 
 from __future__ import annotations
