@@ -461,3 +461,18 @@ def test_a_list_of_hardware_files_is_a_grid(tmp_path, capsys):
     assert [p["hardware"] for p in points] == ["blog", "slow-ddr"]
     assert points[0]["traffic_bytes"] == points[1]["traffic_bytes"]  # bandwidth does not change what moves...
     assert points[1]["cycles"] > points[0]["cycles"]  # ...only how long it takes (8x less bandwidth)
+
+
+def test_bert_feed_forward_pair_is_a_gemm_chain_with_its_residual_loaded():
+    from dsasim.architect.fused_search import search_chain
+    from dsasim.architect.gemm_chain import GemmChain
+    net = load_network("bert-base-layer:seq=16")
+    (nc,) = net.chains  # q, k, v and the attention products share inputs or are batched: no other pair
+    assert [net.layers[i].name for i in nc.members] == ["ffn_in", "ffn_out"]
+    # C[16 x 3072] = gelu(A[16 x 768] @ W1[768 x 3072]), E[16 x 768] = C @ W2[3072 x 768]
+    assert nc.chain == GemmChain(m=16, n=768, k=768, l=3072, relu=True)
+    assert nc.extra_read_elements == 16 * 768  # the residual: the feed-forward input, added to E's tile
+    cap = 1 << 16
+    entry = next(x for x in evaluate_network(net, [BLOG], [cap])[0][0].layers if x.layer.kind == "chain")
+    ref = search_chain(nc.chain, BLOG, sram_bytes=cap)
+    assert entry.loaded_bytes == ref.totals(ref.best)["loaded_bytes"] + 16 * 768

@@ -103,12 +103,12 @@ class NetworkLayer:
 
 @dataclass(frozen=True)
 class NetworkChain:
-    """Consecutive conv layers (indices into Network.layers) where each feeds only the next: a `ConvChain` that
-    `search_chain` may fuse. An identity residual (the add of the chain's own input) is part of the chain; another
+    """Consecutive conv layers, or a pair of matmuls, (indices into Network.layers) where each feeds only the next:
+    a `ConvChain` or `GemmChain` that `search_chain` may fuse. An identity residual (the add of the chain's own input) is part of the chain; another
     skip operand (a projection's output) is loaded by the last layer (`extra_read_elements`)."""
 
     members: tuple[int, ...]
-    chain: Any  # dsasim.architect.chain.ConvChain
+    chain: Any  # dsasim.architect.chain.ConvChain or dsasim.architect.gemm_chain.GemmChain
     extra_read_elements: int = 0
 
     @property
@@ -283,18 +283,31 @@ class _Importer:
             node = self.view_of[node]
         return node
 
+    def _chain_kind(self, i: int) -> str | None:
+        """'conv' or 'gemm' when layer i may be part of a chain (a conv; a single, unbatched matmul), else None."""
+        layer = self.layers[i]
+        if layer.op == "conv2d":
+            return "conv"
+        if layer.kind == TENSORCORE and layer.count == 1 and isinstance(layer.problem, MatmulProblem):
+            return "gemm"
+        return None
+
     def find_chains(self, max_length: int) -> list[NetworkChain]:
-        """Runs of conv layers each of whose results feeds only the next conv (at most `max_length` per run; a
-        longer run is cut), as ConvChains; a run ends where the shapes do not connect or ConvChain refuses."""
+        """Runs of conv layers (at most `max_length`; a longer run is cut) or pairs of matmuls (a feed-forward
+        pair: x @ W1 -> activation -> @ W2) each of whose results feeds only the next, as a ConvChain or a
+        GemmChain; a run ends where the shapes do not connect or the chain's constructor refuses."""
         from dsasim.architect.chain import ConvChain
+        from dsasim.architect.gemm_chain import GemmChain
 
         runs: list[list[int]] = []
-        for i, layer in enumerate(self.layers):
-            if layer.op != "conv2d":
+        for i in range(len(self.layers)):
+            kind = self._chain_kind(i)
+            if kind is None:
                 continue
             prev = self.producer.get(self.source(self.input.get(i))) if i in self.input else None
-            joins = (runs and prev is not None and runs[-1][-1] == prev and prev not in self.skip
-                     and len(self.result[prev].users) == 1 and len(runs[-1]) < max_length)
+            limit = max_length if kind == "conv" else 2
+            joins = (runs and prev is not None and runs[-1][-1] == prev and self._chain_kind(prev) == kind
+                     and prev not in self.skip and len(self.result[prev].users) == 1 and len(runs[-1]) < limit)
             if joins:
                 runs[-1].append(i)
             else:
@@ -308,7 +321,14 @@ class _Importer:
             skip = self.skip.get(last)
             identity = skip is not None and self.source(skip) is self.source(self.input[run[0]])
             try:
-                chain = ConvChain(problems, relu=[self.layers[i].relu for i in run], residual=identity)
+                if self._chain_kind(run[0]) == "conv":
+                    chain = ConvChain(problems, relu=[self.layers[i].relu for i in run], residual=identity)
+                else:  # C[m x l] = A[m x k] @ B[k x l], E[m x n] = C @ D[l x n]; no residual in a GEMM chain
+                    first, second = problems
+                    if first.m != second.m or first.n != second.k:
+                        continue
+                    chain = GemmChain(m=first.m, n=second.n, k=first.k, l=first.n, relu=self.layers[run[0]].relu)
+                    identity = False
             except ValueError:  # the shapes do not connect, or an identity residual needs stride 1
                 continue
             extra = 0 if identity else self.layers[last].extra_read_elements
