@@ -402,8 +402,12 @@ def test_network_command_imports_a_users_module(tmp_path, monkeypatch, capsys):
     js = tmp_path / "u.json"
     assert main(["network", "mynets:Net", "--json", str(js), "--quiet", "--jobs", "1"]) == 0
     names = [(x["name"], x["shape"]) for x in json.loads(js.read_text())["layers"]]
+    # a -> relu -> b: a GEMM chain C = relu(x @ A) (1 x 24), E = C @ B (1 x 16)
+    assert names == [("a+b", "gemm-chain:m=1,n=16,k=8,l=24,relu=1")]
+    assert main(["network", "mynets:Net", "--json", str(js), "--quiet", "--jobs", "1", "--no-fusion"]) == 0
+    names = [(x["name"], x["shape"]) for x in json.loads(js.read_text())["layers"]]
     assert names == [("a", "gemm:m=1,n=24,k=8"), ("b", "gemm:m=1,n=16,k=24")]  # the relu fuses into a
-    assert main(["network", "mynets:Net", "--input-shape", "4,8", "--quiet", "--jobs", "1"]) == 0
+    assert main(["network", "mynets:Net", "--input-shape", "4,8", "--quiet", "--jobs", "1", "--no-fusion"]) == 0
     assert "gemm:m=4,n=24,k=8" in capsys.readouterr().out
 
 
