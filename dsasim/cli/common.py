@@ -195,3 +195,15 @@ def fused_runner() -> Callable[..., Any] | None:
 def warner(cmd: str) -> Callable[[str], None]:
     """Print a warning line on stderr (whatever --quiet says: it announces hours of work)."""
     return lambda message: print(f"dsasim {cmd}: warning: {message}", file=sys.stderr, flush=True)
+
+
+def parse_percent(text: str, flag: str) -> float:
+    """'10%' or '10' -> 0.10; ValueError naming `flag` otherwise."""
+    body = text.strip().rstrip("%").strip()
+    try:
+        value = float(body)
+    except ValueError:
+        raise ValueError(f"{flag} {text!r}: give a percentage such as 10%") from None
+    if not value >= 0 or value == float("inf"):
+        raise ValueError(f"{flag} {text!r}: give a percentage >= 0, such as 10%")
+    return value / 100

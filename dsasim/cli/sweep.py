@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from dsasim.atomic import write_text_atomic
 from dsasim.hardware import load_hardware
 from dsasim.cli.common import (PLOT_SUFFIXES, CliError, Command, fused_runner, int_at_least, loopnest_runner,
-                               output_file, warner)
+                               output_file, parse_percent, warner)
 from dsasim.cli.network import add_network_source
 from dsasim.cli.table import format_table
 
@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from dsasim.architect.network_eval import NetworkSweep
     from dsasim.architect.sweep import ChainSweepResult, SweepResult
 
-__all__ = ["COMMAND", "format_chain_sweep", "format_network_sweep", "format_sweep", "parse_percent"]
+__all__ = ["COMMAND", "format_chain_sweep", "format_network_sweep", "format_sweep"]
 
 
 def add_arguments(s: argparse.ArgumentParser) -> None:
@@ -149,18 +149,6 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def parse_percent(text: str) -> float:
-    """'10%' or '10' -> 0.10; ValueError otherwise."""
-    body = text.strip().rstrip("%").strip()
-    try:
-        value = float(body)
-    except ValueError:
-        raise ValueError(f"--within {text!r}: give a percentage such as 10%") from None
-    if not value >= 0 or value == float("inf"):
-        raise ValueError(f"--within {text!r}: give a percentage >= 0, such as 10%")
-    return value / 100
-
-
 def format_network_sweep(sweep: NetworkSweep) -> str:
     """One row per hardware and SRAM size: totals, the summed bounds and the layers left out."""
     from dsasim.architect.sweep import format_bytes
@@ -197,7 +185,7 @@ def _run_network(args: argparse.Namespace) -> int:
             raise ValueError(f"--sizes {args.sizes!r}: a size is too large to be a number of bytes") from None
         if any(s < hw.word_bytes for s in sizes for hw in hardwares):
             raise ValueError("every size must hold at least one word of every hardware")
-        within = parse_percent(args.within) if args.within is not None else None
+        within = parse_percent(args.within, "--within") if args.within is not None else None
         shape = parse_input_shape(args.input_shape) if args.input_shape else None
         json_path = output_file("--json", args.json) if args.json is not None else None
         plot_path = output_file("--plot", args.plot, PLOT_SUFFIXES) if args.plot is not None else None

@@ -279,5 +279,29 @@ def plot_network_sweep(sweep: Any, path: str | Path) -> Path:
     return _save(fig, path)
 
 
-__all__ = ["plot_all", "plot_bandwidth", "plot_gantt", "plot_network", "plot_network_sweep", "plot_sram",
-           "plot_sweep"]
+def plot_shapes(sweep: Any, path: str | Path) -> Path:
+    """A shape sweep (`ShapeSweep`): TensorCore utilization of each shape's best schedule (top), and estimated
+    cycles of the per-shape best, the dispatch table's schedule and the single generic schedule (bottom)."""
+    pts = [(i, p) for i, p in enumerate(sweep.points) if p.cycles is not None]
+    xs = [p.value for _, p in pts]
+    fig = _figure(8.0, 6.0)
+    top, bottom = fig.subplots(2, 1, sharex=True)
+    top.step(xs, [100 * p.tensorcore_utilization for _, p in pts], where="mid", color="tab:purple")
+    top.set_ylabel("TensorCore utilization (%)")
+    top.set_ylim(0, 105)
+    top.set_title(f"{sweep.problem.name} over {sweep.dim}, {sweep.hardware.name}, SRAM {sweep.sram_bytes // 1024} KiB")
+    bottom.plot(xs, [p.cycles for _, p in pts], "-", color="black", label="best per shape")
+    bottom.plot(xs, [sweep.cost[sweep.dispatched(i)][i] for i, _ in pts], "--", color="tab:blue",
+                label=f"dispatch table ({len(sweep.dispatch)} ranges, within {100 * sweep.max_loss:g}%)")
+    if sweep.single is not None:
+        bottom.plot(xs, [sweep.cost[sweep.single][i] for i, _ in pts], ":", color="tab:red",
+                    label="one generic schedule")
+    bottom.set_xlabel(sweep.dim)
+    bottom.set_ylabel("cycles (estimate)")
+    bottom.legend(fontsize=8)
+    bottom.grid(True, alpha=0.3)
+    return _save(fig, path)
+
+
+__all__ = ["plot_all", "plot_bandwidth", "plot_gantt", "plot_network", "plot_network_sweep", "plot_shapes",
+           "plot_sram", "plot_sweep"]

@@ -1,0 +1,293 @@
+"""Dynamic shapes: one layer over a range of one dimension, the best schedule per shape against a small family of
+shape-generic schedules and the dispatch table that picks among them (after DietCode).
+
+`sweep_shapes(problem, dim, values, hardware)` searches every shape on its own (`search`, objective cycles: the
+per-shape optimum a compiler with unlimited tuning time would ship) and reports per shape its estimated cycles,
+traffic, TensorCore utilization and padding waste (partial 16 x 24 blocks). It then builds **shape-generic
+schedules** the DietCode way: each per-shape best nest becomes a template whose loop order, staging and ways stay
+and whose tiles are fixed once for the whole range, the TensorCore's input- and output-channel tiles rounded up to
+whole blocks (multiples of 16 and 24: the micro-kernel shapes); on a smaller shape a tile is clamped to the extent.
+Every template is evaluated on every shape with the analytic model (a template that does not fit the SRAM, or is
+invalid for a shape, costs infinity there), and:
+
+- the **single generic schedule** is the template with the least worst-case loss over the range (one schedule for
+  every shape: no dispatch at all);
+- the **dispatch table** covers the range with as few contiguous shape ranges as possible, each served by one
+  template within `max_loss` of the per-shape optimum (greedy interval cover, which is optimal for contiguous
+  ranges); its `schedules` are the distinct templates it uses.
+
+Loss = template cycles / per-shape best cycles - 1 (estimated cycles of the analytic model for both).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+from dsasim.architect.loopnest import ConvProblem, LoopNest, MatmulProblem, Problem
+from dsasim.hardware import Accelerator
+
+__all__ = ["DispatchEntry", "ShapePoint", "ShapeSweep", "parse_vary", "sweep_shapes", "vary_problem"]
+
+_CONV_KEYS = ("n", "ic", "oc", "h", "w")
+_GEMM_KEYS = ("m", "n", "k")
+
+
+def parse_vary(text: str) -> tuple[str, list[int]]:
+    """'m=1:128' or 'm=1:128:8' (inclusive, step) or 'm=1,2,4' -> ('m', values) ('m+n=...' varies both);
+    ValueError otherwise."""
+    dim, sep, body = text.partition("=")
+    dim = dim.strip()
+    if not sep or not dim or not body.strip():
+        raise ValueError(f"--vary {text!r}: give DIM=LO:HI[:STEP] or DIM=A,B,C, e.g. m=1:128")
+    body = body.strip()
+    if re.fullmatch(r"\d+(,\d+)*", body):
+        values = [int(v) for v in body.split(",")]
+    else:
+        m = re.fullmatch(r"(\d+):(\d+)(?::(\d+))?", body)
+        if not m:
+            raise ValueError(f"--vary {text!r}: give DIM=LO:HI[:STEP] or DIM=A,B,C, e.g. m=1:128")
+        lo, hi, step = int(m.group(1)), int(m.group(2)), int(m.group(3) or 1)
+        if step < 1 or hi < lo:
+            raise ValueError(f"--vary {text!r}: need LO <= HI and STEP >= 1")
+        values = list(range(lo, hi + 1, step))
+    if any(v < 1 for v in values):
+        raise ValueError(f"--vary {text!r}: every value must be >= 1")
+    if len(set(values)) != len(values):
+        raise ValueError(f"--vary {text!r}: a value is given twice")
+    if len(values) > 4096:
+        raise ValueError(f"--vary {text!r}: {len(values)} shapes; at most 4096 (use a STEP)")
+    return dim, sorted(values)
+
+
+def vary_problem(problem: Problem, dim: str, value: int) -> Problem:
+    """`problem` with dimension `dim` set to `value` (conv: n, ic, oc, h, w or hw for both; matmul: m, n, k;
+    several joined by '+' move together, e.g. m+n for attention's scores over the sequence length)."""
+    from dsasim.architect.layers import parse_layer
+
+    if isinstance(problem, ConvProblem):
+        keys = _CONV_KEYS + ("hw",)
+    elif isinstance(problem, MatmulProblem):
+        keys = _GEMM_KEYS
+    else:  # pragma: no cover - the two problem kinds
+        raise ValueError(f"cannot vary a {type(problem).__name__}")
+    dims = dim.split("+")
+    unknown = [d for d in dims if d not in keys]
+    if unknown or len(set(dims)) != len(dims):
+        raise ValueError(f"--vary {dim}: {problem.kind} layers vary {', '.join(keys)} (several joined by +, "
+                         f"each once)")
+    kind, body = problem.spec().split(":", 1)
+    values = dict(part.split("=") for part in body.split(","))
+    if isinstance(problem, ConvProblem) and "w" not in values:
+        values["w"] = values["h"]
+    for d in dims:
+        for key in (("h", "w") if d == "hw" else (d,)):
+            values[key] = str(value)
+    return parse_layer(f"{kind}:" + ",".join(f"{k}={v}" for k, v in values.items()))
+
+
+@dataclass(frozen=True)
+class ShapePoint:
+    """One shape: the per-shape best schedule's figures (None fields: nothing fits)."""
+
+    value: int
+    problem: Problem
+    nest: dict[str, Any] | None  # the best LoopNest, as JSON
+    cycles: int | None
+    traffic_bytes: int | None
+    tensorcore_utilization: float | None
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class DispatchEntry:
+    """One row of the dispatch table: shapes lo..hi (inclusive values of the varied dim) use template `schedule`."""
+
+    lo: int
+    hi: int
+    schedule: int  # index into ShapeSweep.templates
+    max_loss: float
+
+
+@dataclass(frozen=True)
+class ShapeSweep:
+    """The outcome of `sweep_shapes` (see the module docstring)."""
+
+    problem: Problem
+    dim: str
+    hardware: Accelerator
+    sram_bytes: int
+    points: tuple[ShapePoint, ...]
+    templates: tuple[dict[str, Any], ...]  # order, tiles, stage, ways, slide; generic: False for a shape's exact
+    # optimum added because no shape-generic template served that shape within the bound
+    cost: tuple[tuple[float, ...], ...]  # [template][shape] estimated cycles (inf: does not fit / invalid)
+    single: int | None  # the template with the least worst-case loss
+    dispatch: tuple[DispatchEntry, ...]
+    max_loss: float
+
+    def loss(self, template: int, shape: int) -> float:
+        """Loss of a template on the shape at index `shape` (inf where it does not fit)."""
+        best = self.points[shape].cycles
+        return self.cost[template][shape] / best - 1 if best else math.inf
+
+    def dispatched(self, shape: int) -> int:
+        """The template the dispatch table gives the shape at index `shape`."""
+        v = self.points[shape].value
+        return next(e.schedule for e in self.dispatch if e.lo <= v <= e.hi)
+
+    @property
+    def distinct_schedules(self) -> list[int]:
+        return sorted({e.schedule for e in self.dispatch})
+
+    def to_json(self) -> dict[str, Any]:
+        """Per shape its best and its dispatched figures; the templates, the single schedule, the table."""
+        def num(x: float) -> float | None:
+            return None if math.isinf(x) else round(x, 6)
+
+        shapes = []
+        for i, p in enumerate(self.points):
+            row: dict[str, Any] = {self.dim: p.value, "shape": p.problem.spec(), "cycles": p.cycles,
+                                   "traffic_bytes": p.traffic_bytes,
+                                   "tensorcore_utilization": None if p.tensorcore_utilization is None else
+                                   round(p.tensorcore_utilization, 6),
+                                   "padding_waste": None if p.tensorcore_utilization is None else
+                                   round(1 - p.tensorcore_utilization, 6), "best": p.nest}
+            if p.cycles is not None and self.dispatch:
+                t = self.dispatched(i)
+                row.update(dispatched_schedule=t, dispatched_cycles=num(self.cost[t][i]),
+                           dispatched_loss=num(self.loss(t, i)))
+            if self.single is not None and p.cycles is not None:
+                row.update(single_cycles=num(self.cost[self.single][i]), single_loss=num(self.loss(self.single, i)))
+            if p.reason:
+                row["reason"] = p.reason
+            shapes.append(row)
+        return {"layer": self.problem.spec(), "dim": self.dim, "hardware": self.hardware.name,
+                "sram_bytes": self.sram_bytes, "max_loss": self.max_loss, "shapes": shapes,
+                "templates": list(self.templates), "single_schedule": self.single,
+                "dispatch": [{"lo": e.lo, "hi": e.hi, "schedule": e.schedule, "max_loss": round(e.max_loss, 6)}
+                             for e in self.dispatch]}
+
+
+def _best_of(problem: Problem, hardware: Accelerator) -> ShapePoint | str:
+    """The per-shape optimum (search by estimated cycles) as a partial ShapePoint, or why nothing fits (the task
+    an executor runs)."""
+    from dsasim.architect.search import search
+    from dsasim.util import numpy_hugepages_off
+
+    numpy_hugepages_off()
+    try:
+        result = search(problem, hardware, objective="cycles", force=True)
+    except ValueError as err:
+        return str(err)
+    best = result.best
+    if best is None:
+        return f"no tiling of {problem.spec()} fits in {hardware.sram_bytes:,} B of SRAM"
+    return ShapePoint(value=0, problem=problem, nest=best.nest.to_json(), cycles=best.estimated_cycles,
+                      traffic_bytes=best.traffic_bytes, tensorcore_utilization=best.tensorcore_utilization(hardware))
+
+
+def _template(nest: dict[str, Any], problem: Problem, hardware: Accelerator) -> dict[str, Any]:
+    """A per-shape best nest made shape-generic: TensorCore channel tiles rounded up to whole blocks."""
+    tiles = dict(nest["tiles"])
+    for dim, block in ((problem.tc_in_dim, hardware.tensorcore_in_channels),
+                       (problem.tc_out_dim, hardware.tensorcore_out_channels)):
+        tiles[dim] = -(-tiles[dim] // block) * block
+    return {"order": list(nest["order"]), "tiles": tiles, "stage": dict(nest["stage"]), "ways": dict(nest["ways"]),
+            "slide": list(nest.get("slide", ())), "generic": True}
+
+
+def _instantiate(template: dict[str, Any], problem: Problem) -> LoopNest | None:
+    """The template on one shape (tiles clamped to its extents); None where it is not a valid nest there."""
+    tiles = {d: min(t, problem.extents[d]) for d, t in template["tiles"].items()}
+    try:
+        return LoopNest(problem, template["order"], tiles, template["stage"], template["ways"],
+                        slide=template["slide"])
+    except ValueError:
+        return None
+
+
+def _cost(template: dict[str, Any], problem: Problem, hardware: Accelerator) -> float:
+    from dsasim.architect.analytic import analyze
+
+    nest = _instantiate(template, problem)
+    if nest is None:
+        return math.inf
+    a = analyze(nest, hardware)
+    return float(a.estimated_cycles) if a.peak_sram_bytes <= hardware.sram_bytes else math.inf
+
+
+def _cover(points: Sequence[ShapePoint], cost: Sequence[Sequence[float]], max_loss: float) -> list[DispatchEntry]:
+    """Fewest contiguous ranges of the (fitting) shapes, each served by one template within max_loss."""
+    ok = [i for i, p in enumerate(points) if p.cycles is not None]
+    within = [[cost[t][i] <= (1 + max_loss) * points[i].cycles * (1 + 1e-12) for i in range(len(points))]
+              for t in range(len(cost))]
+    entries: list[DispatchEntry] = []
+    k = 0
+    while k < len(ok):
+        best_t, best_reach = None, k - 1
+        for t in range(len(cost)):
+            reach = k
+            while reach < len(ok) and within[t][ok[reach]]:
+                reach += 1
+            if reach - 1 > best_reach:
+                best_t, best_reach = t, reach - 1
+        if best_t is None:  # no template within the bound here (sweep_shapes adds the exact optimum, so only if
+            # the model's estimate of that nest differed from the search's): the cheapest serves this shape alone
+            best_t, best_reach = min(range(len(cost)), key=lambda t: (cost[t][ok[k]], t)), k
+        span = ok[k:best_reach + 1]
+        worst = max(cost[best_t][i] / points[i].cycles - 1 for i in span)
+        entries.append(DispatchEntry(lo=points[span[0]].value, hi=points[span[-1]].value, schedule=best_t,
+                                     max_loss=worst))
+        k = best_reach + 1
+    return entries
+
+
+def sweep_shapes(problem: Problem, dim: str, values: Sequence[int], hardware: Accelerator,
+                 max_loss: float = 0.05, executor: Any = None, progress: bool = False) -> ShapeSweep:
+    """Per value of `dim` the best schedule, the single generic schedule and the dispatch table within `max_loss`
+    (0.05: 5 %); see the module docstring. `executor`: where the per-shape searches run (default: here)."""
+    from dsasim.architect.executor import InProcess
+
+    if not max_loss >= 0:
+        raise ValueError(f"--max-loss must be >= 0 %, got {max_loss!r}")
+    if not values:
+        raise ValueError("sweep_shapes needs at least one value")
+    problems = [vary_problem(problem, dim, v) for v in values]
+    runner = executor if executor is not None else InProcess()
+    found = runner.run(_best_of, [(p, hardware) for p in problems], label=f"{problem.name}: shapes",
+                       progress=progress)
+    points = []
+    for v, p, f in zip(values, problems, found):
+        if isinstance(f, str):
+            points.append(ShapePoint(value=v, problem=p, nest=None, cycles=None, traffic_bytes=None,
+                                     tensorcore_utilization=None, reason=f))
+        else:
+            points.append(ShapePoint(value=v, problem=p, nest=f.nest, cycles=f.cycles, traffic_bytes=f.traffic_bytes,
+                                     tensorcore_utilization=f.tensorcore_utilization))
+    templates: list[dict[str, Any]] = []
+    for p in points:
+        if p.nest is not None:
+            t = _template(p.nest, p.problem, hardware)
+            if t not in templates:
+                templates.append(t)
+    cost = [tuple(_cost(t, p.problem, hardware) for p in points) for t in templates]
+    # a rounded-up template may cost its own shape a little: the per-shape optimum stays the reference, and a shape
+    # no template serves within the bound gets its own optimum's exact nest as one more template
+    for i, p in enumerate(points):
+        if p.cycles is not None and not any(c[i] <= (1 + max_loss) * p.cycles * (1 + 1e-12) for c in cost):
+            exact = {"order": list(p.nest["order"]), "tiles": dict(p.nest["tiles"]), "stage": dict(p.nest["stage"]),
+                     "ways": dict(p.nest["ways"]), "slide": list(p.nest.get("slide", ())), "generic": False}
+            templates.append(exact)
+            cost.append(tuple(_cost(exact, q.problem, hardware) for q in points))
+    fitting = [i for i, p in enumerate(points) if p.cycles is not None]
+    single = None
+    if templates and fitting:
+        single = min(range(len(templates)),
+                     key=lambda t: (max(cost[t][i] / points[i].cycles for i in fitting),
+                                    sum(cost[t][i] for i in fitting), t))
+    dispatch = _cover(points, cost, max_loss) if templates else []
+    return ShapeSweep(problem=problem, dim=dim, hardware=hardware, sram_bytes=hardware.sram_bytes,
+                      points=tuple(points), templates=tuple(templates), cost=tuple(cost), single=single,
+                      dispatch=tuple(dispatch), max_loss=max_loss)

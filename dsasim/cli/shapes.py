@@ -1,0 +1,117 @@
+"""`dsasim shapes LAYER --vary DIM=LO:HI[:STEP]`: a layer over a range of one dimension (dynamic shapes).
+
+    dsasim shapes LAYER --vary DIM=LO:HI[:STEP] [--sram SIZE] [--hardware PRESET|FILE] [--max-loss 5%] [--jobs N]
+                  [--json PATH] [--plot PATH] [--quiet]
+
+LAYER as for `dsasim search` (blog-conv, resnet50.<name>, gemm-1024, conv:..., gemm:...). DIM: conv n, ic, oc, h, w
+or hw (both); matmul m, n, k; several joined by + move together (m+n). Per shape: the best schedule's estimated
+cycles, traffic, TensorCore utilization and padding waste; then the single shape-generic schedule and the dispatch
+table (shape ranges -> schedules) that keeps every shape within --max-loss of its own optimum (after DietCode).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import TYPE_CHECKING
+
+from dsasim.atomic import write_text_atomic
+from dsasim.cli.common import PLOT_SUFFIXES, CliError, Command, int_at_least, output_file, parse_percent
+from dsasim.cli.table import format_table
+from dsasim.hardware import load_hardware
+
+if TYPE_CHECKING:
+    from dsasim.architect.shapes import ShapeSweep
+
+__all__ = ["COMMAND", "format_shapes"]
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The arguments of `dsasim shapes`."""
+    p.add_argument("layer", help="a layer (as for dsasim search): blog-conv, resnet50.<name>, conv:..., gemm:...")
+    p.add_argument("--vary", required=True, metavar="DIM=LO:HI[:STEP]",
+                   help="the dimension to sweep and its values, e.g. m=1:128, n=1:16, hw=7:56:7, m+n=1:128:8")
+    p.add_argument("--sram", metavar="SIZE", help="SRAM size, e.g. 256KiB (default: the hardware's)")
+    p.add_argument("--hardware", metavar="PRESET|FILE", default="blog", help="hardware preset or TOML file")
+    p.add_argument("--max-loss", default="5%", metavar="PERCENT",
+                   help="the dispatch table keeps every shape within this much of its own best (default 5%%)")
+    p.add_argument("--jobs", type=int_at_least(1), default=2, help="worker processes for the per-shape searches")
+    p.add_argument("--json", metavar="PATH", help="write the sweep as JSON")
+    p.add_argument("--plot", metavar="PATH", help="write a PNG: utilization and cycles against the shape")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+
+
+def _tiles(template: dict) -> str:
+    return " ".join(f"{d}{t}" for d, t in template["tiles"].items())
+
+
+def format_shapes(sweep: ShapeSweep) -> str:
+    """Per shape: best and dispatched figures; then the single schedule, the dispatch table and the templates."""
+    header = (sweep.dim, "best cycles", "traffic B", "TC util", "padding waste", "best tiles", "dispatched",
+              "loss", "single-schedule loss")
+    rows = []
+    for i, p in enumerate(sweep.points):
+        if p.cycles is None:
+            rows.append((p.value, None, None, None, None, p.reason, None, None, None))
+            continue
+        t = sweep.dispatched(i)
+        rows.append((p.value, p.cycles, p.traffic_bytes, f"{100 * p.tensorcore_utilization:.0f}%",
+                     f"{100 * (1 - p.tensorcore_utilization):.0f}%", _tiles(p.nest), f"#{t}",
+                     f"{100 * sweep.loss(t, i):.1f}%",
+                     None if sweep.single is None else f"{100 * sweep.loss(sweep.single, i):.1f}%"))
+    lines = [format_table(header, rows), ""]
+    fitting = [i for i, p in enumerate(sweep.points) if p.cycles is not None]
+    if sweep.single is not None:
+        losses = [sweep.loss(sweep.single, i) for i in fitting]
+        lines.append(f"single shape-generic schedule #{sweep.single} ({_tiles(sweep.templates[sweep.single])}): "
+                     f"loss max {100 * max(losses):.1f}%, mean {100 * sum(losses) / len(losses):.1f}% over "
+                     f"{len(fitting)} shapes")
+    lines.append(f"dispatch table within {100 * sweep.max_loss:g}%: {len(sweep.dispatch)} ranges, "
+                 f"{len(sweep.distinct_schedules)} schedules (of {len(sweep.templates)} candidates)")
+    for e in sweep.dispatch:
+        lines.append(f"  {sweep.dim} {e.lo}..{e.hi} -> #{e.schedule} ({_tiles(sweep.templates[e.schedule])}), "
+                     f"loss at most {100 * e.max_loss:.1f}%")
+    return "\n".join(lines)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Handle `dsasim shapes`: 0, or 1 when some shape fits no schedule (the rest is reported)."""
+    import dataclasses
+
+    from dsasim.architect.executor import open_executor
+    from dsasim.architect.layers import parse_layer
+    from dsasim.architect.shapes import parse_vary, sweep_shapes, vary_problem
+    from dsasim.architect.sweep import parse_bytes
+
+    try:
+        problem = parse_layer(args.layer)
+        hardware = load_hardware(args.hardware)
+        if args.sram is not None:
+            hardware = dataclasses.replace(hardware, sram_bytes=parse_bytes(args.sram))
+        dim, values = parse_vary(args.vary)
+        vary_problem(problem, dim, values[0])  # a wrong DIM is a usage error before any search
+        max_loss = parse_percent(args.max_loss, "--max-loss")
+        json_path = output_file("--json", args.json) if args.json is not None else None
+        plot_path = output_file("--plot", args.plot, PLOT_SUFFIXES) if args.plot is not None else None
+    except ValueError as err:
+        raise CliError(str(err)) from None
+    executor = open_executor("process", args.jobs)
+    try:
+        sweep = sweep_shapes(problem, dim, values, hardware, max_loss, executor, progress=not args.quiet)
+    finally:
+        executor.close()
+    print(format_shapes(sweep))
+    if json_path is not None:
+        write_text_atomic(json_path, json.dumps(sweep.to_json(), indent=2) + "\n")
+    if plot_path is not None:
+        from dsasim.view.plot import plot_shapes  # matplotlib only when a plot is asked for
+        plot_shapes(sweep, plot_path)
+    return 0 if all(p.cycles is not None for p in sweep.points) else 1
+
+
+COMMAND = Command(
+    "shapes", "a layer over a range of one dimension: per-shape best vs shape-generic schedules (DietCode)",
+    "Searches the best schedule of every shape, builds shape-generic schedules (tiles fixed, TensorCore tiles in "
+    "whole 16 x 24 blocks), and prints the single generic schedule's loss and the dispatch table that keeps every "
+    "shape within --max-loss; JSON and a plot of utilization and cycles against the shape.",
+    add_arguments, run)
