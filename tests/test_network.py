@@ -253,6 +253,9 @@ def test_resnet50_caffe_preset_gives_the_papers_53_convs_and_v1_5_moves_the_stri
 def test_presets_import_whole_and_bert_takes_its_sequence_length():
     counts = {name: len(load_network(name).of_kind("tensorcore")) for name in ("resnet18", "mobilenetv2")}
     assert counts == {"resnet18": 21, "mobilenetv2": 53}  # 20 convs + fc; 52 convs + classifier
+    assert load_network("bert-base-layer", (2, 32, 768)).layer("query").problem == MatmulProblem(m=64, n=768, k=768)
+    with pytest.raises(ValueError, match=r"\(batch, sequence, 768\)"):
+        load_network("bert-base-layer", (1, 32, 512))
     bert = load_network("bert-base-layer:seq=384")
     mats = {x.name: (x.problem, x.count) for x in bert.of_kind("tensorcore")}
     assert mats["query"] == (MatmulProblem(m=384, n=768, k=768), 1)

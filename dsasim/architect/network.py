@@ -544,6 +544,11 @@ def load_network(spec: str, input_shape: Sequence[int] | None = None) -> Network
             return import_network(bert_layer(seq_len=seq), shape, f"bert-base-layer:seq={seq}")
         if tail:
             raise ValueError(f"{spec!r}: preset {head} takes no parameters (give --input-shape to change its input)")
+        if head == "bert-base-layer" and input_shape:  # the layer's reshapes hold its sequence length
+            if len(input_shape) != 3 or input_shape[2] != 768:
+                raise ValueError(f"bert-base-layer takes an input of (batch, sequence, 768), got {tuple(input_shape)}")
+            return import_network(bert_layer(seq_len=input_shape[1]), tuple(input_shape),
+                                  f"bert-base-layer:seq={input_shape[1]}")
         return import_network(preset.build(), tuple(input_shape) if input_shape else preset.input_shape, head)
     if not tail:
         raise ValueError(f"unknown network {spec!r}: use a preset ({', '.join(PRESETS)}) or MODULE:ATTR naming "
