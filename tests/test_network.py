@@ -483,3 +483,15 @@ def test_bert_feed_forward_pair_is_a_gemm_chain_with_its_residual_loaded():
     entry = next(x for x in evaluate_network(net, [BLOG], [cap])[0][0].layers if x.layer.kind == "chain")
     ref = search_chain(nc.chain, BLOG, sram_bytes=cap)
     assert entry.loaded_bytes == ref.totals(ref.best)["loaded_bytes"] + 16 * 768
+
+
+def test_objective_cycles_reaches_chains_too():
+    # Block at 1 KiB: the least-traffic partition [1] [2] moves 6,912 B; the fastest one trades traffic for time
+    net = import_network(Block(), (1, 8, 12, 12))
+    sizes = [1 << 10, 1 << 12]
+    by_traffic = evaluate_network(net, [BLOG], sizes)[0]
+    by_cycles = evaluate_network(net, [BLOG], sizes, objective="cycles")[0]
+    for t, c in zip(by_traffic, by_cycles):
+        (a,), (b,) = t.layers, c.layers
+        assert b.cycles <= a.cycles and b.traffic_bytes >= a.traffic_bytes
+    assert by_cycles[0].layers[0].cycles < by_traffic[0].layers[0].cycles

@@ -3,7 +3,7 @@
 `evaluate_network(network, hardwares, sizes, executor=...)` searches every distinct tensorcore problem of the
 network once per hardware (`search_front`: one enumeration serves every SRAM size), spreads those searches over an
 executor (`dsasim.architect.executor`: in process, a process pool, or a Dask cluster) and assembles, per hardware
-and SRAM size, a `NetworkResult`: per layer its best schedule by traffic (ties: estimated cycles), its estimated
+and SRAM size, a `NetworkResult`: per layer its best schedule by traffic (ties: estimated cycles; or by cycles), its estimated
 cycles, its lower bound and compulsory traffic, TensorCore utilization and padding waste; network totals.
 
 Per layer kind (see `dsasim.architect.network`):
@@ -55,20 +55,14 @@ def search_problem(problem: Problem, hardware: Accelerator, sizes: tuple[int, ..
     estimated cycles; 'cycles': least estimated cycles, ties traffic), or a string saying why nothing fits (the
     task an executor runs; module-level so that worker processes and Dask import it by name)."""
     from dsasim.architect.lower_bounds import lower_bound
-    from dsasim.architect.search import _candidate, run_search
+    from dsasim.architect.search import search_front
     from dsasim.util import numpy_hugepages_off
 
     numpy_hugepages_off()  # a Dask worker is a fresh process: the search's arrays are fresh memory there
     try:
-        st = run_search(problem, replace(hardware, sram_bytes=max(sizes)), list(sizes), objective)
+        st, best = search_front(problem, hardware, list(sizes), objective=objective)
     except ValueError as err:  # e.g. LayerTooLargeError: counts past exact integers
         return [f"{problem.spec()}: {err}"] * len(sizes)
-    front = st.cycles if objective == "cycles" else st.traffic
-    best = []
-    for cap in sizes:
-        i = front.best_at(cap)
-        best.append(None if i is None else
-                    _candidate(st.space, front.rows[i], cap if objective == "traffic" else None))
     smallest = int(st.traffic.peak.min()) if len(st.traffic.peak) else None
     out: list[ProblemFigures | str] = []
     for cap, cand in zip(sizes, best):
@@ -100,15 +94,16 @@ class ChainFigures:
     parts: list[dict[str, Any]]  # per segment, as `dsasim search CHAIN --json` gives them
 
 
-def search_chain_task(chain: Any, hardware: Accelerator, sizes: tuple[int, ...]) -> list[ChainFigures | str]:
-    """Per SRAM size (bytes), the best partition of a ConvChain into fused segments and single layers
-    (`sweep_chain`, by traffic, estimated cycles), or a string saying why nothing fits (an executor's task)."""
+def search_chain_task(chain: Any, hardware: Accelerator, sizes: tuple[int, ...],
+                      objective: str = "traffic") -> list[ChainFigures | str]:
+    """Per SRAM size (bytes), the best partition of a chain into fused segments and single layers (`sweep_chain`
+    by `objective`, estimated cycles), or a string saying why nothing fits (an executor's task)."""
     from dsasim.architect.sweep import sweep_chain
     from dsasim.util import numpy_hugepages_off
 
     numpy_hugepages_off()
     try:
-        sweep = sweep_chain(chain, hardware, list(sizes), force=True)
+        sweep = sweep_chain(chain, hardware, list(sizes), force=True, objective=objective)
     except ValueError as err:
         return [f"{chain.spec()}: {err}"] * len(sizes)
     by_size = {point.sram_bytes: point.result for point in sweep.points}
@@ -287,8 +282,7 @@ def evaluate_network(network: Network, hardwares: Sequence[Accelerator], sizes: 
     `executor` is an `dsasim.architect.executor.Executor` (default: in this process). Every distinct problem is
     searched once per hardware (a cache by shape: ResNet-50's 53 convs are 20 to 23 searches). With `fusion`, each
     of the network's chains (`Network.chains`) gets its best partition into fused segments and single layers
-    (`sweep_chain`, by traffic) and is one entry; its layers are not searched on their own. Chains are ranked by
-    traffic whatever `objective` says (the chain search's only objective)."""
+    (`sweep_chain`, by the same objective) and is one entry; its layers are not searched on their own."""
     from dsasim.architect.executor import InProcess
 
     if not sizes:
@@ -304,7 +298,7 @@ def evaluate_network(network: Network, hardwares: Sequence[Accelerator], sizes: 
                                   if layer.problem is not None and i not in in_chain))
     distinct_chains = list(dict.fromkeys(nc.chain for nc in chains))
     tasks = [(search_problem, (p, hw, caps, objective)) for hw in hardwares for p in problems]
-    tasks += [(search_chain_task, (c, hw, caps)) for hw in hardwares for c in distinct_chains]
+    tasks += [(search_chain_task, (c, hw, caps, objective)) for hw in hardwares for c in distinct_chains]
     runner = executor if executor is not None else InProcess()
     found = runner.run(_call, tasks, label=f"{network.name}: searches", progress=progress)
     per_hw = {}

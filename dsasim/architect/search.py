@@ -867,13 +867,16 @@ def search(problem: Problem, hardware: Accelerator, sram_bytes: int | None = Non
 
 def search_front(problem: Problem, hardware: Accelerator, caps: Sequence[int], refine: bool = True,
                  progress: Callable[[float], None] | None = None,
-                 slide: bool = True) -> tuple[SearchFront, list[Candidate | None]]:
-    """Best-by-traffic candidate (ties: estimated cycles) for each capacity in `caps`, from one enumeration,
-    with the buffering of the best estimated cycles within the capacity."""
-    st = run_search(problem, replace(hardware, sram_bytes=max(caps)), list(caps), "traffic", refine=refine,
+                 slide: bool = True, objective: str = "traffic") -> tuple[SearchFront, list[Candidate | None]]:
+    """For each capacity in `caps`, from one enumeration: the best-by-traffic candidate (ties: estimated cycles)
+    with the buffering of the best estimated cycles within the capacity, or with objective='cycles' the candidate
+    of least estimated cycles (ties: traffic)."""
+    st = run_search(problem, replace(hardware, sram_bytes=max(caps)), list(caps), objective, refine=refine,
                     progress=progress, slide=slide)
-    best = [st.traffic.best_at(cap) for cap in caps]
-    return st, [None if i is None else _candidate(st.space, st.traffic.rows[i], cap) for i, cap in zip(best, caps)]
+    front = st.cycles if objective == "cycles" else st.traffic
+    best = [front.best_at(cap) for cap in caps]
+    return st, [None if i is None else _candidate(st.space, front.rows[i], cap if objective == "traffic" else None)
+                for i, cap in zip(best, caps)]
 
 
 def evaluate_nests(nests: Sequence[LoopNest], hardware: Accelerator) -> Evaluation:

@@ -291,14 +291,17 @@ class ChainSweepResult:
 def sweep_chain(chain: Any, hardware: Accelerator, sizes: Sequence[int],
                 fused_runner: Callable[..., Any] | None = None, loopnest_runner: Callable[..., Any] | None = None,
                 simulate: bool = True, progress: bool = False, name: str | None = None, force: bool = False,
-                warn: Callable[[str], None] | None = None) -> ChainSweepResult:
-    """For every SRAM size, the best partition of `chain` by traffic (ties: cycles), as `search_chain` gives it,
-    from one evaluation of every fused space and one search front per distinct layer shape for all sizes. With
-    runners every chosen schedule is traced (checked against its model) and, when `simulate`, timed."""
+                warn: Callable[[str], None] | None = None, objective: str = "traffic") -> ChainSweepResult:
+    """For every SRAM size, the best partition of `chain` by `objective` ('traffic', ties cycles; or 'cycles',
+    estimated, ties traffic), as `search_chain` gives it, from one evaluation of every fused space and one search
+    front per distinct layer shape for all sizes. With runners every chosen schedule is traced (checked against
+    its model) and, when `simulate`, timed."""
     from dsasim.architect.fused_search import _fused_choice, _fused_spaces, _layer_segment, _partition
     sizes = sorted(set(int(s) for s in sizes))
     if not sizes:
         raise ValueError("sweep_chain needs at least one SRAM size")
+    if objective not in ("traffic", "cycles"):
+        raise ValueError(f"objective must be 'traffic' or 'cycles', got {objective!r}")
     if sizes[0] < hardware.word_bytes:
         raise ValueError(f"every size must hold at least one {hardware.word_bytes}-byte word")
     distinct = {layer.spec(): layer for layer in chain.layers}
@@ -318,7 +321,7 @@ def sweep_chain(chain: Any, hardware: Accelerator, sizes: Sequence[int],
     evaluations = sum(space.evaluations for space in spaces.values())
     fronts: dict[str, list[Candidate | None]] = {}
     for i, (spec, layer) in enumerate(distinct.items()):
-        st, fronts[spec] = search_front(layer, hardware, sizes)
+        st, fronts[spec] = search_front(layer, hardware, sizes, objective=objective)
         evaluations += st.evaluations
         bar.update(0.5 * (i + 1) / len(distinct), "searching")
     points = []
@@ -329,9 +332,9 @@ def sweep_chain(chain: Any, hardware: Accelerator, sizes: Sequence[int],
         for i, layer in enumerate(chain.layers):
             cand = fronts[layer.spec()][k]
             layers.append(_layer_segment(i, None if cand is None else confirm(cand, hw, loopnest_runner, simulate)))
-        fused = {seg: _fused_choice(space, *seg, hw, "traffic", fused_runner if simulate else None)
+        fused = {seg: _fused_choice(space, *seg, hw, objective, fused_runner if simulate else None)
                  for seg, space in spaces.items()}
-        points.append(ChainSweepPoint(size, _partition(chain, hw, "traffic", layers, spaces, fused, 0,
+        points.append(ChainSweepPoint(size, _partition(chain, hw, objective, layers, spaces, fused, 0,
                                                        time.perf_counter() - t0)))
         bar.update(0.5 + 0.5 * (k + 1) / len(sizes), format_bytes(size))
     bar.close()
