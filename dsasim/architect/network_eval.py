@@ -3,8 +3,8 @@
 `evaluate_network(network, hardwares, sizes, executor=...)` searches every distinct tensorcore problem of the
 network once per hardware (`search_front`: one enumeration serves every SRAM size), spreads those searches over an
 executor (`dsasim.architect.executor`: in process, a process pool, or a Dask cluster) and assembles, per hardware
-and SRAM size, a `NetworkResult`: per layer its best schedule by traffic (ties: estimated cycles; or by cycles), its estimated
-cycles, its lower bound and compulsory traffic, TensorCore utilization and padding waste; network totals.
+and SRAM size, a `NetworkResult`: per layer its best schedule by traffic (ties: estimated cycles; or by cycles),
+its estimated cycles, its lower bound and compulsory traffic, TensorCore utilization and padding waste; network totals.
 
 Per layer kind (see `dsasim.architect.network`):
 - tensorcore: the search's best nest by traffic under the SRAM size; cycles are the analytic model's estimate
