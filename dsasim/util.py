@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gc
 import math
+import os
 from contextlib import contextmanager
 from typing import Iterable, Iterator, Sequence
 
@@ -107,8 +108,6 @@ def numpy_hugepages_off() -> bool:
     On a VM whose kernel compacts memory for every huge-page fault (THP defrag "madvise"), numpy's default advice
     makes the first touch of a large array cost ~2 s per GiB instead of ~0.35 s (bench/bench_first_touch.py), and a
     timed demo1 touches ~2 GiB. The command line calls this once per process; a library user may call it too."""
-    import os
-
     if "NUMPY_MADVISE_HUGEPAGE" in os.environ:
         return False
     try:

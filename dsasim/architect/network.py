@@ -104,8 +104,9 @@ class NetworkLayer:
 @dataclass(frozen=True)
 class NetworkChain:
     """Consecutive conv layers, or a pair of matmuls, (indices into Network.layers) where each feeds only the next:
-    a `ConvChain` or `GemmChain` that `search_chain` may fuse. An identity residual (the add of the chain's own input) is part of the chain; another
-    skip operand (a projection's output) is loaded by the last layer (`extra_read_elements`)."""
+    a `ConvChain` or `GemmChain` that `search_chain` may fuse. An identity residual (the add of the chain's own
+    input) is part of the chain; another skip operand (a projection's output) is loaded by the last layer
+    (`extra_read_elements`)."""
 
     members: tuple[int, ...]
     chain: Any  # dsasim.architect.chain.ConvChain or dsasim.architect.gemm_chain.GemmChain
@@ -529,27 +530,24 @@ def load_network(spec: str, input_shape: Sequence[int] | None = None) -> Network
     an `example_input_shape` attribute of the object or its module) -> Network."""
     import importlib
 
-    from dsasim.architect.network_models import PRESETS, bert_layer
+    from dsasim.architect.network_models import PRESETS
 
     spec = spec.strip()
     head, _, tail = spec.partition(":")
     if head in PRESETS:
         preset = PRESETS[head]
-        if head == "bert-base-layer" and tail:
+        shape = tuple(input_shape) if input_shape else preset.input_shape
+        if tail:  # the one preset parameter: bert-base-layer's sequence length, a shorthand for its input shape
             key, _, value = tail.partition("=")
+            if head != "bert-base-layer":
+                raise ValueError(f"{spec!r}: preset {head} takes no parameters (give --input-shape to change its "
+                                 f"input)")
             if key.strip() not in ("seq", "seq_len") or not value.strip().isdigit() or int(value) < 1:
                 raise ValueError(f"{spec!r}: bert-base-layer takes a sequence length, e.g. bert-base-layer:seq=384")
-            seq = int(value)
-            shape = tuple(input_shape) if input_shape else (1, seq, 768)
-            return import_network(bert_layer(seq_len=seq), shape, f"bert-base-layer:seq={seq}")
-        if tail:
-            raise ValueError(f"{spec!r}: preset {head} takes no parameters (give --input-shape to change its input)")
-        if head == "bert-base-layer" and input_shape:  # the layer's reshapes hold its sequence length
-            if len(input_shape) != 3 or input_shape[2] != 768:
-                raise ValueError(f"bert-base-layer takes an input of (batch, sequence, 768), got {tuple(input_shape)}")
-            return import_network(bert_layer(seq_len=input_shape[1]), tuple(input_shape),
-                                  f"bert-base-layer:seq={input_shape[1]}")
-        return import_network(preset.build(), tuple(input_shape) if input_shape else preset.input_shape, head)
+            shape = tuple(input_shape) if input_shape else (1, int(value), 768)
+        module = preset.build_for(shape) if preset.build_for is not None else preset.build()
+        name = f"{head}:seq={shape[1]}" if preset.build_for is not None and shape != preset.input_shape else head
+        return import_network(module, shape, name)
     if not tail:
         raise ValueError(f"unknown network {spec!r}: use a preset ({', '.join(PRESETS)}) or MODULE:ATTR naming "
                          f"an nn.Module in an importable module, e.g. mypkg.models:Net")

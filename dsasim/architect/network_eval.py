@@ -28,6 +28,7 @@ from typing import Any, Sequence
 from dsasim.architect.network import CHAIN, TENSORCORE, UNMODELLED, VECTOR, Network, NetworkChain, NetworkLayer
 from dsasim.architect.loopnest import Problem
 from dsasim.hardware import Accelerator
+from dsasim.architect.search import tensorcore_utilization
 from dsasim.util import ceil_div
 
 __all__ = ["LayerOutcome", "NetworkResult", "NetworkSweep", "evaluate_network", "search_problem", "smallest_within",
@@ -176,33 +177,16 @@ class NetworkResult:
     def __post_init__(self) -> None:
         object.__setattr__(self, "_ok", tuple(x for x in self.layers if x.status == "ok"))
 
-    @property
-    def loaded_bytes(self) -> int:
-        return sum(x.loaded_bytes for x in self._ok)
+    def _total(self, key: str) -> int:
+        return sum(getattr(x, key) for x in self._ok)
 
-    @property
-    def stored_bytes(self) -> int:
-        return sum(x.stored_bytes for x in self._ok)
-
-    @property
-    def traffic_bytes(self) -> int:
-        return self.loaded_bytes + self.stored_bytes
-
-    @property
-    def cycles(self) -> int:
-        return sum(x.cycles for x in self._ok)
-
-    @property
-    def lower_bound_bytes(self) -> int:
-        return sum(x.lower_bound_bytes for x in self._ok)
-
-    @property
-    def compulsory_bytes(self) -> int:
-        return sum(x.compulsory_bytes for x in self._ok)
-
-    @property
-    def macs(self) -> int:
-        return sum(x.macs for x in self._ok)
+    loaded_bytes = property(lambda self: self._total("loaded_bytes"), doc="bytes loaded, placed layers summed")
+    stored_bytes = property(lambda self: self._total("stored_bytes"), doc="bytes stored, placed layers summed")
+    traffic_bytes = property(lambda self: self._total("traffic_bytes"), doc="loaded + stored bytes")
+    cycles = property(lambda self: self._total("cycles"), doc="estimated cycles, placed layers summed")
+    lower_bound_bytes = property(lambda self: self._total("lower_bound_bytes"), doc="the layers' bounds summed")
+    compulsory_bytes = property(lambda self: self._total("compulsory_bytes"), doc="compulsory bytes summed")
+    macs = property(lambda self: self._total("macs"), doc="MACs the placed layers' schedules run")
 
     @property
     def unmodelled(self) -> list[str]:
@@ -243,12 +227,12 @@ def _tensorcore_outcome(layer: NetworkLayer, hardware: Accelerator, found: Probl
     c = layer.count
     epilogue = ceil_div(layer.epilogue_ops, hardware.vector_lanes)
     extra = layer.extra_read_elements * hardware.word_bytes  # a fused residual add's other operand, loaded once
-    padded = found.tensorcore_cycles * hardware.tensorcore_in_channels * hardware.tensorcore_out_channels
     return LayerOutcome(
         layer=layer, status="ok", loaded_bytes=c * found.loaded_bytes + extra, stored_bytes=c * found.stored_bytes,
         cycles=max(c * found.estimated_cycles, epilogue), lower_bound_bytes=c * found.bound_bytes + extra,
         compulsory_bytes=c * found.compulsory_bytes + extra, macs=c * found.macs,
-        tensorcore_utilization=found.macs / padded if padded else 0.0, peak_sram_bytes=found.peak_sram_bytes,
+        tensorcore_utilization=tensorcore_utilization(found.macs, found.tensorcore_cycles, hardware),
+        peak_sram_bytes=found.peak_sram_bytes,
         # (one search serves every layer of this shape: the nest is labelled with this layer's name)
         schedule={**found.nest, "problem": {**found.nest["problem"], "name": layer.name}})
 
@@ -264,14 +248,12 @@ def _chain_outcome(network: Network, nc: NetworkChain, hardware: Accelerator,
     if isinstance(found, str):
         return LayerOutcome(layer=layer, status="unplaceable", reason=found)
     extra = nc.extra_read_elements * hardware.word_bytes  # a projection's output, added by the last layer
-    block = hardware.tensorcore_in_channels * hardware.tensorcore_out_channels
-    padded = found.tensorcore_cycles * block
     return LayerOutcome(
         layer=layer, status="ok", loaded_bytes=found.loaded_bytes + extra, stored_bytes=found.stored_bytes,
         cycles=found.cycles, lower_bound_bytes=found.compulsory_bytes + extra,
         compulsory_bytes=found.compulsory_bytes + extra, macs=found.macs,
-        tensorcore_utilization=found.macs / padded if padded else 0.0, peak_sram_bytes=found.peak_sram_bytes,
-        schedule={"partition": found.partition, "segments": found.parts})
+        tensorcore_utilization=tensorcore_utilization(found.macs, found.tensorcore_cycles, hardware),
+        peak_sram_bytes=found.peak_sram_bytes, schedule={"partition": found.partition, "segments": found.parts})
 
 
 def evaluate_network(network: Network, hardwares: Sequence[Accelerator], sizes: Sequence[int],

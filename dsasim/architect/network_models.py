@@ -329,6 +329,13 @@ def bert_layer(seq_len: int = 128, hidden: int = 768, heads: int = 12, intermedi
     return model.eval()
 
 
+def _bert_layer_for(shape: tuple[int, ...]) -> nn.Module:
+    """A BERT-base layer for inputs of `shape` = (batch, sequence, 768): its reshapes hold the sequence length."""
+    if len(shape) != 3 or shape[2] != 768:
+        raise ValueError(f"bert-base-layer takes an input of (batch, sequence, 768), got {tuple(shape)}")
+    return bert_layer(seq_len=shape[1])
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # Presets
 # ---------------------------------------------------------------------------------------------------------------
@@ -342,6 +349,8 @@ class NetworkPreset:
     build: Callable[[], nn.Module]
     input_shape: tuple[int, ...]
     description: str
+    # builds the module for another input shape where the module's shapes depend on it (None: `build` serves any)
+    build_for: Callable[[tuple[int, ...]], nn.Module] | None = None
 
 
 _IMAGE_INPUT = (1, 3, 224, 224)
@@ -359,6 +368,6 @@ PRESETS: dict[str, NetworkPreset] = {
                       "MobileNetV2 (Sandler et al. 2018), torchvision layout: width 1.0, 17 inverted residuals"),
         NetworkPreset("bert-base-layer", functools.partial(bert_layer, seq_len=128), (1, 128, 768),
                       "One BERT-base encoder layer (Devlin et al. 2019), post-LayerNorm: 768 hidden, 12 heads, "
-                      "3072 FFN, sequence 128"),
+                      "3072 FFN, sequence 128", build_for=_bert_layer_for),
     )
 }

@@ -454,10 +454,8 @@ class Candidate:
         return self.loaded_bytes + self.stored_bytes
 
     def tensorcore_utilization(self, hardware: Accelerator) -> float:
-        """Useful MACs / padded MACs (0..1): the share of the TensorCore's MAC lanes doing useful work while it
-        computes; the rest is the padding waste of partial 16 x 24 blocks (a depthwise conv: 1 / (16 x 24))."""
-        padded = self.tensorcore_cycles * hardware.tensorcore_in_channels * hardware.tensorcore_out_channels
-        return self.macs / padded if padded else 0.0
+        """Useful MACs / padded MACs (0..1): see the module function `tensorcore_utilization`."""
+        return tensorcore_utilization(self.macs, self.tensorcore_cycles, hardware)
 
     @property
     def cycles(self) -> int:
@@ -470,6 +468,13 @@ class Candidate:
                          stored_bytes=analysis.stored_bytes, rmw_bytes=analysis.rmw_bytes,
                          peak_sram_bytes=analysis.peak_sram_bytes, tensorcore_cycles=analysis.tensorcore_cycles,
                          estimated_cycles=analysis.estimated_cycles, macs=analysis.macs)
+
+
+def tensorcore_utilization(macs: int, tensorcore_cycles: int, hardware: Accelerator) -> float:
+    """Useful MACs / padded MACs (0..1): the share of the TensorCore's MAC lanes doing useful work while it
+    computes; the rest is the padding waste of partial 16 x 24 blocks (a depthwise conv: 1 / (16 x 24))."""
+    padded = tensorcore_cycles * hardware.tensorcore_in_channels * hardware.tensorcore_out_channels
+    return macs / padded if padded else 0.0
 
 
 @dataclass

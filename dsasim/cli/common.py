@@ -15,13 +15,14 @@ The error contract (`dsasim.cli.main` applies it):
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, NoReturn, Sequence
 
-from dsasim.atomic import probe_writable
+from dsasim.atomic import probe_writable, write_text_atomic
 
 if TYPE_CHECKING:
     from dsasim.traced.schedule import Schedule
@@ -86,6 +87,27 @@ def int_at_least(low: int, high: int | None = None) -> Callable[[str], int]:
             raise argparse.ArgumentTypeError(f"must be {allowed}, got {text}")
         return value
     return parse
+
+
+def json_and_plot_paths(args: Any) -> tuple[Path | None, Path | None]:
+    """The checked --json and --plot paths of a command (None where not asked for); CliError when one is not
+    writable or both name the same file."""
+    json_path = output_file("--json", args.json) if args.json is not None else None
+    plot_path = output_file("--plot", args.plot, PLOT_SUFFIXES) if args.plot is not None else None
+    if json_path is not None and plot_path is not None and json_path.resolve() == plot_path.resolve():
+        raise CliError(f"--json and --plot both name {json_path}; give two different files")
+    return json_path, plot_path
+
+
+def write_outputs(result: Any, json_path: Path | None, plot_path: Path | None, plot: str) -> None:
+    """`result.to_json()` to json_path and `dsasim.view.plot.<plot>(result, plot_path)`, each written atomically
+    when asked for (matplotlib is imported only for a plot)."""
+    if json_path is not None:
+        write_text_atomic(json_path, json.dumps(result.to_json(), indent=2) + "\n")
+    if plot_path is not None:
+        from dsasim.view import plot as plots
+
+        getattr(plots, plot)(result, plot_path)
 
 
 def output_file(flag: str, text: str, suffixes: tuple[str, ...] = ()) -> Path:

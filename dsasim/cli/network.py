@@ -15,11 +15,9 @@ imported by the run.
 from __future__ import annotations
 
 import argparse
-import json
 from typing import TYPE_CHECKING
 
-from dsasim.atomic import write_text_atomic
-from dsasim.cli.common import PLOT_SUFFIXES, CliError, Command, int_at_least, output_file
+from dsasim.cli.common import CliError, Command, int_at_least, json_and_plot_paths, write_outputs
 from dsasim.cli.table import format_table
 from dsasim.hardware import load_hardware
 
@@ -102,8 +100,7 @@ def run(args: argparse.Namespace) -> int:
         if sram < hardware.word_bytes:
             raise ValueError(f"--sram {args.sram}: must hold at least one {hardware.word_bytes}-byte word")
         shape = parse_input_shape(args.input_shape) if args.input_shape else None
-        json_path = output_file("--json", args.json) if args.json is not None else None
-        plot_path = output_file("--plot", args.plot, PLOT_SUFFIXES) if args.plot is not None else None
+        json_path, plot_path = json_and_plot_paths(args)
         network = load_network(args.network, shape)
     except (ValueError, NetworkImportError) as err:
         raise CliError(str(err)) from None
@@ -114,11 +111,7 @@ def run(args: argparse.Namespace) -> int:
     finally:
         executor.close()
     print(format_network(result, args.top))
-    if json_path is not None:
-        write_text_atomic(json_path, json.dumps(result.to_json(), indent=2) + "\n")
-    if plot_path is not None:
-        from dsasim.view.plot import plot_network  # matplotlib only when a plot is asked for
-        plot_network(result, plot_path)
+    write_outputs(result, json_path, plot_path, "plot_network")
     return 0 if not result.unplaceable and not result.unmodelled else 1
 
 

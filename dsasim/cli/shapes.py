@@ -12,11 +12,9 @@ table (shape ranges -> schedules) that keeps every shape within --max-loss of it
 from __future__ import annotations
 
 import argparse
-import json
 from typing import TYPE_CHECKING
 
-from dsasim.atomic import write_text_atomic
-from dsasim.cli.common import PLOT_SUFFIXES, CliError, Command, int_at_least, output_file, parse_percent
+from dsasim.cli.common import CliError, Command, int_at_least, json_and_plot_paths, parse_percent, write_outputs
 from dsasim.cli.table import format_table
 from dsasim.hardware import load_hardware
 
@@ -91,8 +89,7 @@ def run(args: argparse.Namespace) -> int:
         dim, values = parse_vary(args.vary)
         vary_problem(problem, dim, values[0])  # a wrong DIM is a usage error before any search
         max_loss = parse_percent(args.max_loss, "--max-loss")
-        json_path = output_file("--json", args.json) if args.json is not None else None
-        plot_path = output_file("--plot", args.plot, PLOT_SUFFIXES) if args.plot is not None else None
+        json_path, plot_path = json_and_plot_paths(args)
     except ValueError as err:
         raise CliError(str(err)) from None
     executor = open_executor("process", args.jobs)
@@ -101,11 +98,7 @@ def run(args: argparse.Namespace) -> int:
     finally:
         executor.close()
     print(format_shapes(sweep))
-    if json_path is not None:
-        write_text_atomic(json_path, json.dumps(sweep.to_json(), indent=2) + "\n")
-    if plot_path is not None:
-        from dsasim.view.plot import plot_shapes  # matplotlib only when a plot is asked for
-        plot_shapes(sweep, plot_path)
+    write_outputs(sweep, json_path, plot_path, "plot_shapes")
     return 0 if all(p.cycles is not None for p in sweep.points) else 1
 
 

@@ -13,19 +13,15 @@ a warning, even with --quiet. The search and matplotlib are imported by the run,
 from __future__ import annotations
 
 import argparse
-import json
 from typing import TYPE_CHECKING
 
-from dsasim.atomic import write_text_atomic
 from dsasim.hardware import load_hardware
-from dsasim.cli.common import (PLOT_SUFFIXES, CliError, Command, fused_runner, int_at_least, loopnest_runner,
-                               output_file, parse_percent, warner)
+from dsasim.cli.common import (CliError, Command, fused_runner, int_at_least, json_and_plot_paths, loopnest_runner,
+                               parse_percent, warner, write_outputs)
 from dsasim.cli.network import add_network_source
 from dsasim.cli.table import format_table
 
 if TYPE_CHECKING:
-    from pathlib import Path
-
     from dsasim.architect.network_eval import NetworkSweep
     from dsasim.architect.sweep import ChainSweepResult, SweepResult
 
@@ -119,10 +115,7 @@ def run(args: argparse.Namespace) -> int:
             raise ValueError(f"every size must hold at least one {hardware.word_bytes}-byte word")
     except ValueError as err:
         raise CliError(str(err)) from None
-    json_path = output_file("--json", args.json) if args.json is not None else None
-    plot_path = output_file("--plot", args.plot, PLOT_SUFFIXES) if args.plot is not None else None
-    if json_path is not None and plot_path is not None and json_path.resolve() == plot_path.resolve():
-        raise CliError(f"--json and --plot both name {json_path}; give two different files")
+    json_path, plot_path = json_and_plot_paths(args)
     if chain:
         simulate = not args.no_simulate
         try:
@@ -134,7 +127,7 @@ def run(args: argparse.Namespace) -> int:
         print(format_chain_sweep(chain_result))
         print(f"{len(sizes)} sizes, {chain_result.evaluations:,} candidates evaluated (fused nests and single-layer "
               f"nests), {chain_result.seconds:.2f} s; a bracket is one schedule: layers in one bracket are fused")
-        _write(chain_result, json_path, plot_path)
+        write_outputs(chain_result, json_path, plot_path, "plot_sweep")
         return 0
     runner = loopnest_runner()
     try:
@@ -145,7 +138,7 @@ def run(args: argparse.Namespace) -> int:
         raise CliError(str(err)) from None
     print(format_sweep(result))
     print(f"{len(sizes)} sizes, {result.evaluations:,} candidates evaluated, {result.seconds:.2f} s")
-    _write(result, json_path, plot_path)
+    write_outputs(result, json_path, plot_path, "plot_sweep")
     return 0
 
 
@@ -187,8 +180,7 @@ def _run_network(args: argparse.Namespace) -> int:
             raise ValueError("every size must hold at least one word of every hardware")
         within = parse_percent(args.within, "--within") if args.within is not None else None
         shape = parse_input_shape(args.input_shape) if args.input_shape else None
-        json_path = output_file("--json", args.json) if args.json is not None else None
-        plot_path = output_file("--plot", args.plot, PLOT_SUFFIXES) if args.plot is not None else None
+        json_path, plot_path = json_and_plot_paths(args)
         network = load_network(args.network, shape)
         executor = open_executor(args.executor, args.jobs)
     except (ValueError, NetworkImportError) as err:
@@ -199,22 +191,9 @@ def _run_network(args: argparse.Namespace) -> int:
     finally:
         executor.close()
     print(format_network_sweep(sweep))
-    if json_path is not None:
-        write_text_atomic(json_path, json.dumps(sweep.to_json(), indent=2) + "\n")
-    if plot_path is not None:
-        from dsasim.view.plot import plot_network_sweep  # matplotlib only when a plot is asked for
-        plot_network_sweep(sweep, plot_path)
+    write_outputs(sweep, json_path, plot_path, "plot_network_sweep")
     left_out = any(r.unplaceable or r.unmodelled for row in sweep.results for r in row)
     return 1 if left_out else 0
-
-
-def _write(result: SweepResult | ChainSweepResult, json_path: Path | None, plot_path: Path | None) -> None:
-    """The --json and --plot outputs of a sweep (each written atomically)."""
-    if json_path is not None:
-        write_text_atomic(json_path, json.dumps(result.to_json(), indent=2) + "\n")
-    if plot_path is not None:
-        from dsasim.view.plot import plot_sweep  # matplotlib only when a plot is asked for
-        plot_sweep(result, plot_path)
 
 
 COMMAND = Command(
