@@ -1,4 +1,10 @@
-"""The accelerator's hardware description: a frozen, validated dataclass, presets as data, TOML loading."""
+"""The accelerator's hardware description: a frozen, validated dataclass, presets as data, TOML loading.
+
+Memory levels: DDR, then the global SRAM (`sram_bytes`, fed at `dram_bytes_per_cycle`), then optional
+`inner_levels` (`MemoryLevel`): buffers next to the TensorCore, each fed from its parent level. The TensorCore
+reads an operand from the innermost level that holds the operand's role (input, weight, output); with no inner
+levels it reads the SRAM, as the blog's machine does.
+"""
 
 from __future__ import annotations
 
@@ -11,6 +17,56 @@ from dsasim.util import is_int
 
 KIB = 1024
 MIB = 1024 * 1024
+
+# The operand roles a memory level may hold: a conv's image, weight and output; a matmul's a, b and c.
+ROLES: tuple[str, ...] = ("input", "weight", "output")
+SRAM_LEVEL = "SRAM"  # the global level's name; DDR is above it
+_RESERVED_LEVEL_NAMES = {"DDR", SRAM_LEVEL}
+MAX_LEVEL_WAYS = 64  # as `dsasim simulate --ways`: more ways is a typo, not a design
+
+
+@dataclass(frozen=True)
+class MemoryLevel:
+    """An on-chip buffer level below the global SRAM: its capacity, the bandwidth of its port to its parent level
+    (bytes per cycle, loads and write-backs share it), a setup cost per transfer (cycles), which operand roles
+    it holds (`ROLES`), and the most buffering ways a scope in it may use."""
+
+    name: str
+    capacity_bytes: int
+    bytes_per_cycle: float
+    holds: tuple[str, ...] = ROLES
+    parent: str = SRAM_LEVEL
+    setup_cycles: int = 0
+    max_ways: int = 2
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name.strip():
+            raise ValueError(f"MemoryLevel: name must be a non-empty string, got {self.name!r}")
+        who = f"memory level {self.name!r}"
+        if self.name in _RESERVED_LEVEL_NAMES:
+            raise ValueError(f"{who}: the name is reserved for the level dsasim always has (DDR, and SRAM of "
+                             f"sram_bytes); name the buffer after what it is, e.g. 'L1w'")
+        if not is_int(self.capacity_bytes) or not 1 <= self.capacity_bytes <= 1 << 50:
+            raise ValueError(f"{who}: capacity_bytes must be a positive integer, got {self.capacity_bytes!r}")
+        bw = self.bytes_per_cycle
+        if isinstance(bw, bool) or not isinstance(bw, (int, float)) or not 1.0 / 1024 <= bw <= float(1 << 20):
+            raise ValueError(f"{who}: bytes_per_cycle must be a positive number from {1 / 1024:g} to {1 << 20} "
+                             f"(zero bandwidth would make every transfer into it infinite), got {bw!r}")
+        if not is_int(self.setup_cycles) or not 0 <= self.setup_cycles <= 10 ** 9:
+            raise ValueError(f"{who}: setup_cycles must be an integer >= 0, got {self.setup_cycles!r}")
+        if not is_int(self.max_ways) or not 1 <= self.max_ways <= MAX_LEVEL_WAYS:
+            raise ValueError(f"{who}: max_ways must be an integer from 1 to {MAX_LEVEL_WAYS}, got {self.max_ways!r}")
+        if isinstance(self.holds, str) or not isinstance(self.holds, (tuple, list)):
+            raise ValueError(f"{who}: holds must be a list of roles from {list(ROLES)}, got {self.holds!r}")
+        holds = tuple(self.holds)
+        unknown = [r for r in holds if r not in ROLES]
+        if unknown or not holds or len(set(holds)) != len(holds):
+            why = f"unknown role(s) {unknown}" if unknown else "it is empty" if not holds else "a role repeats"
+            raise ValueError(f"{who}: holds must list distinct roles from {list(ROLES)} ({why}), got {list(holds)}")
+        object.__setattr__(self, "holds", holds)
+        if not isinstance(self.parent, str) or not self.parent:
+            raise ValueError(f"{who}: parent must name a level above it ({SRAM_LEVEL!r} or an inner level), got "
+                             f"{self.parent!r}")
 
 
 # Allowed ranges of the numeric fields (inclusive). The upper limits keep every byte and cycle count an exact
@@ -50,6 +106,8 @@ class Accelerator:
     dma_setup_cycles: int = 64
     dma_load_channels: int = 1
     vector_lanes: int = 32
+    # Levels below the SRAM, parents before children (see the module docstring); () is the blog's one level.
+    inner_levels: tuple[MemoryLevel, ...] = ()
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
@@ -73,6 +131,82 @@ class Accelerator:
         if self.word_bytes > self.sram_bytes:
             raise ValueError(f"Accelerator {self.name!r}: word_bytes ({self.word_bytes}) exceeds sram_bytes "
                              f"({self.sram_bytes}); not even one element fits")
+        self._check_levels()
+
+    def _check_levels(self) -> None:
+        """ValueError for an inner-level stack that cannot work: a level larger than its parent, one whose parent
+        is unknown or comes later, a role its parent does not hold (it could never arrive), a role two sibling
+        levels both hold (the TensorCore's source would be ambiguous), a level smaller than one word."""
+        who = f"Accelerator {self.name!r}"
+        levels = self.inner_levels
+        if isinstance(levels, list):
+            levels = tuple(levels)
+            object.__setattr__(self, "inner_levels", levels)
+        if not isinstance(levels, tuple) or not all(isinstance(lv, MemoryLevel) for lv in levels):
+            raise ValueError(f"{who}: inner_levels must be a tuple of MemoryLevel, got {self.inner_levels!r}")
+        above: dict[str, MemoryLevel] = {SRAM_LEVEL: self.sram_level}
+        for lv in levels:
+            if lv.name in above:
+                raise ValueError(f"{who}: two memory levels are named {lv.name!r}; give each a distinct name")
+            parent = above.get(lv.parent)
+            if parent is None:
+                raise ValueError(f"{who}: memory level {lv.name!r} has parent {lv.parent!r}, which is not "
+                                 f"{SRAM_LEVEL!r} or a level listed before it ({list(above)})")
+            if lv.capacity_bytes > parent.capacity_bytes:
+                raise ValueError(f"{who}: memory level {lv.name!r} ({lv.capacity_bytes:,} bytes) is larger than "
+                                 f"its parent {parent.name!r} ({parent.capacity_bytes:,} bytes); a level below "
+                                 f"holds a subset of the one above, so it cannot be larger")
+            if lv.capacity_bytes < self.word_bytes:
+                raise ValueError(f"{who}: memory level {lv.name!r} ({lv.capacity_bytes} bytes) is smaller than "
+                                 f"one word ({self.word_bytes} bytes)")
+            stray = [r for r in lv.holds if r not in parent.holds]
+            if stray:
+                raise ValueError(f"{who}: memory level {lv.name!r} holds {stray}, but its parent {parent.name!r} "
+                                 f"does not, so that data could never reach it; add the role to {parent.name!r} "
+                                 f"or hang {lv.name!r} below a level that holds it")
+            for sibling in levels:
+                if sibling is lv or sibling.parent != lv.parent:
+                    continue
+                shared = [r for r in lv.holds if r in sibling.holds]
+                if shared:
+                    raise ValueError(f"{who}: memory levels {lv.name!r} and {sibling.name!r} both hang below "
+                                     f"{lv.parent!r} and both hold {shared}; the TensorCore would not know which "
+                                     f"one to read, so give each role to one of them")
+            above[lv.name] = lv
+
+    @property
+    def sram_level(self) -> MemoryLevel:
+        """The global SRAM as a level (capacity `sram_bytes`, fed from DDR at `dram_bytes_per_cycle`)."""
+        lv = object.__new__(MemoryLevel)  # the reserved name skips MemoryLevel's check, which refuses it
+        for key, value in (("name", SRAM_LEVEL), ("capacity_bytes", self.sram_bytes),
+                           ("bytes_per_cycle", self.dram_bytes_per_cycle), ("holds", ROLES), ("parent", "DDR"),
+                           ("setup_cycles", self.dma_setup_cycles), ("max_ways", MAX_LEVEL_WAYS)):
+            object.__setattr__(lv, key, value)
+        return lv
+
+    @property
+    def levels(self) -> tuple[MemoryLevel, ...]:
+        """Every on-chip level, outermost first: the SRAM, then `inner_levels`."""
+        return (self.sram_level, *self.inner_levels)
+
+    def level(self, name: str) -> MemoryLevel:
+        """The on-chip level called `name` (ValueError naming the levels there are)."""
+        for lv in self.levels:
+            if lv.name == name:
+                return lv
+        raise ValueError(f"hardware {self.name!r} has no memory level {name!r}; its levels are "
+                         f"{[lv.name for lv in self.levels]}")
+
+    def path(self, role: str) -> tuple[MemoryLevel, ...]:
+        """The levels an operand of `role` passes through, SRAM first, down to the one the TensorCore reads."""
+        if role not in ROLES:
+            raise ValueError(f"unknown operand role {role!r}; roles are {list(ROLES)}")
+        chain = [self.sram_level]
+        while True:
+            child = next((lv for lv in self.inner_levels if lv.parent == chain[-1].name and role in lv.holds), None)
+            if child is None:
+                return tuple(chain)
+            chain.append(child)
 
     @property
     def sram_words(self) -> int:
@@ -96,6 +230,14 @@ PRESETS: dict[str, Accelerator] = {
 }
 # The blog's machine with fp32 storage: the case where a conv's weights no longer fit on chip.
 PRESETS["blog-fp32"] = dataclasses.replace(PRESETS["blog"], name="blog-fp32", word_bytes=4)
+# The blog's machine with buffers next to the TensorCore (README, "Memory hierarchy": the sizes and bandwidths
+# and why). Per step the 16x24 TensorCore reads 16 input bytes and, unless a weight block stays put, 384 weight
+# bytes, and updates 24 accumulators.
+PRESETS["blog-l1"] = dataclasses.replace(PRESETS["blog"], name="blog-l1", inner_levels=(
+    MemoryLevel("L1w", capacity_bytes=64 * KIB, bytes_per_cycle=128.0, holds=("weight",), setup_cycles=4),
+    MemoryLevel("L1i", capacity_bytes=32 * KIB, bytes_per_cycle=64.0, holds=("input",), setup_cycles=4),
+    MemoryLevel("L1acc", capacity_bytes=16 * KIB, bytes_per_cycle=64.0, holds=("output",), setup_cycles=4),
+))
 
 _FIELDS = {f.name for f in dataclasses.fields(Accelerator)}
 
@@ -126,6 +268,8 @@ def from_toml(path: str | Path) -> Accelerator:
     if unknown:
         raise ValueError(f"hardware file {path}: unknown key(s) {unknown}; valid keys are 'base' and "
                          f"{sorted(_FIELDS)}")
+    if "inner_levels" in table:
+        table["inner_levels"] = _levels_from_toml(path, table["inner_levels"])
     name = table.pop("name", path.stem)
     if not isinstance(name, str) or not name:
         raise ValueError(f"hardware file {path}: name must be a non-empty string, got {name!r}")
@@ -140,6 +284,32 @@ def from_toml(path: str | Path) -> Accelerator:
         return Accelerator(name=name, **table)
     except ValueError as err:
         raise ValueError(f"hardware file {path}: {err}") from None
+
+
+_LEVEL_FIELDS = [f.name for f in dataclasses.fields(MemoryLevel)]
+
+
+def _levels_from_toml(path: Path, entries: object) -> tuple[MemoryLevel, ...]:
+    """`[[inner_levels]]` tables as MemoryLevels; ValueError naming the file, the level and the key."""
+    if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
+        raise ValueError(f"hardware file {path}: inner_levels must be an array of tables ([[inner_levels]] "
+                         f"sections with name, capacity_bytes, bytes_per_cycle, holds, ...), got {entries!r}")
+    levels = []
+    for i, entry in enumerate(entries):
+        label = entry.get("name", f"#{i + 1}")
+        unknown = sorted(set(entry) - set(_LEVEL_FIELDS))
+        if unknown:
+            raise ValueError(f"hardware file {path}: inner level {label!r}: unknown key(s) {unknown}; valid keys "
+                             f"are {_LEVEL_FIELDS}")
+        missing = [k for k in ("name", "capacity_bytes", "bytes_per_cycle") if k not in entry]
+        if missing:
+            raise ValueError(f"hardware file {path}: inner level {label!r}: missing {missing}")
+        try:
+            levels.append(MemoryLevel(**{**entry, "holds": tuple(entry["holds"]) if isinstance(
+                entry.get("holds"), list) else entry.get("holds", ROLES)}))
+        except ValueError as err:
+            raise ValueError(f"hardware file {path}: {err}") from None
+    return tuple(levels)
 
 
 def preset(name: str) -> Accelerator:

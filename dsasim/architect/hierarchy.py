@@ -1,0 +1,361 @@
+"""Loop nests over a memory hierarchy: one tiling level per memory level, the per-level model, the cost.
+
+A `LevelNest` is an outer `LoopNest` (DDR -> SRAM: its order, tiles, SRAM staging and ways, exactly as on a
+one-level machine) whose innermost point runs an inner tiling (`InnerTiling`) for the levels below the SRAM:
+its own loop order and tiles over the outer tile, and for every tensor whose operand role has an inner level
+(`Accelerator.path`), the depth in the inner loops where its buffer in that level is staged, and its ways.
+The TensorCore computes one inner tile at the innermost point, reading each operand from the innermost level
+that holds it.
+
+Semantics, level by level (the one-level rules of `dsasim.architect.loopnest`, applied at each level): a tensor
+staged in a level at depth k gets a scope there once per iteration of every loop above k (all outer loops, then
+the inner ones above k); on entry its box is moved from the parent level (an input's load; an output's box
+opens as zeros the first time and is loaded, a read-modify-write, on later visits); an output is written back
+to the parent when its scope exits. Every inner box lies inside the SRAM box of the same tensor (the SRAM is
+staged in the outer loops), so an inner level always loads from the SRAM, never from DDR.
+
+Why the model stays exact with no new formula. An inner tile must divide the outer tile of its dimension (or
+the outer loop runs once): then the inner tiles of a dimension, over all outer tiles, are exactly the regular
+tiling of the whole extent by the inner tile (the outer tiles start at multiples of the inner one). A tensor
+staged at inner depth k therefore sees, for every dimension d, a regular tiling of d's extent: by d's inner tile
+if d's inner loop is above k, else by its outer tile. Its counts at that level are those of a one-level nest
+with those tiles, every loop above it, staged innermost: `analytic.Evaluator` gives them in closed form. An
+output's reloads match too: a region's partial sums reach DDR only through its inner-level write-backs, so
+"stored before" means the same at every level.
+
+Cost (as Chimera's multi-level model): each level boundary moves its bytes at its own bandwidth, with a setup
+cost per transfer; the TensorCore computes the inner tiles; the run takes at least the slowest of these, and
+`LevelAnalysis.bottleneck` names it. Lower bounds per level: the SRAM's from `lower_bounds.lower_bound`; an
+inner level's is the compulsory traffic of the tensors it holds (every element moves in once, an output is
+written back once), valid for any schedule.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Iterable, Mapping, Sequence
+
+from dsasim.architect.analytic import Analysis, Batch, Evaluator, analyze
+from dsasim.architect.loopnest import LoopNest, Problem, tile_count
+from dsasim.architect.lower_bounds import compulsory_bytes, lower_bound, touched_elements
+from dsasim.hardware import ROLES, SRAM_LEVEL, Accelerator, MemoryLevel
+
+__all__ = ["InnerTiling", "LevelNest", "LevelTraffic", "LevelAnalysis", "Trigger", "tensor_role",
+           "analyze_levels", "COMPUTE"]
+
+COMPUTE = "TensorCore"  # the bottleneck's name when compute, not a level, bounds the run
+
+
+def tensor_role(problem: Problem, tensor: str) -> str:
+    """The operand role of a problem's tensor: 'input' (image, a), 'weight' (weight, b) or 'output'."""
+    names = problem.tensor_names
+    if tensor not in names:
+        raise ValueError(f"{problem.name}: no tensor {tensor!r}; tensors are {list(names)}")
+    if problem.tensor(tensor).output:
+        return "output"
+    return ROLES[names.index(tensor)]
+
+
+@dataclass(frozen=True, init=False)
+class InnerTiling:
+    """The loops below the SRAM: an order over the problem's dimensions (outermost first), a tile per dimension
+    (default: the outer tile, one inner trip), and per tensor that has an inner level its staging there (a
+    depth 0..len(order), a loop name, or 'top') and ways (default 1)."""
+
+    order: tuple[str, ...]
+    tiles: tuple[tuple[str, int], ...]
+    stage: tuple[tuple[str, int | str | None], ...]
+    ways: tuple[tuple[str, int], ...]
+
+    def __init__(self, order: Sequence[str], tiles: Mapping[str, int] | None = None,
+                 stage: Mapping[str, int | str | None] | None = None, ways: Mapping[str, int] | None = None) -> None:
+        object.__setattr__(self, "order", tuple(order))
+        object.__setattr__(self, "tiles", tuple(sorted((tiles or {}).items())))
+        object.__setattr__(self, "stage", tuple(sorted((stage or {}).items())))
+        object.__setattr__(self, "ways", tuple(sorted((ways or {}).items())))
+
+
+@dataclass(frozen=True)
+class Trigger:
+    """A control action the nest implies at one level (the polyhedral view's load / zero-fill / write-back),
+    derived from the nest: where it happens (the loop it sits in), how often and how many bytes in all."""
+
+    level: str
+    tensor: str
+    loop: str
+    action: str  # "load", "zero-fill", "load partial sums", "write back"
+    source: str  # the level the bytes come from or go to
+    count: int
+    bytes: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {"level": self.level, "tensor": self.tensor, "loop": self.loop, "action": self.action,
+                "source": self.source, "count": self.count, "bytes": self.bytes}
+
+
+class LevelNest:
+    """A loop nest with one tiling level per memory level: `outer` for DDR -> SRAM and `inner` for the levels
+    below the SRAM (see the module docstring). Invalid combinations raise ValueError saying which and why."""
+
+    def __init__(self, outer: LoopNest, inner: InnerTiling, hardware: Accelerator) -> None:
+        if not isinstance(outer, LoopNest):
+            raise TypeError(f"LevelNest: outer must be a LoopNest, got {type(outer).__name__}")
+        if not isinstance(inner, InnerTiling):
+            raise TypeError(f"LevelNest: inner must be an InnerTiling, got {type(inner).__name__}")
+        p = outer.problem
+        self.outer, self.inner, self.hardware, self.problem = outer, inner, hardware, p
+        deep = [lv.name for lv in hardware.inner_levels if lv.parent != SRAM_LEVEL]
+        if deep:
+            raise ValueError(f"LevelNest: hardware {hardware.name!r} has levels below an inner level ({deep}); the "
+                             f"nest tiles one level below the SRAM, so hang every inner level below {SRAM_LEVEL!r}")
+        order = inner.order
+        bad = sorted(set(order) - set(p.dims))
+        missing = [d for d in p.dims if d not in order]
+        if bad or missing or len(set(order)) != len(order):
+            raise ValueError(f"LevelNest inner order {list(order)}: give every dimension of {list(p.dims)} once "
+                             f"(unknown {bad}, missing {missing})")
+        tiles = dict(inner.tiles)
+        unknown = sorted(set(tiles) - set(p.dims))
+        if unknown:
+            raise ValueError(f"LevelNest inner tiles: unknown dimension(s) {unknown}; dimensions are {list(p.dims)}")
+        self.inner_tiles: dict[str, int] = {}
+        for d in p.dims:
+            outer_tile = outer.tile(d)
+            t = tiles.get(d, outer_tile)
+            if isinstance(t, bool) or not isinstance(t, int) or not 1 <= t <= outer_tile:
+                raise ValueError(f"LevelNest inner tile of {d} = {t!r}: it must be an integer from 1 to the outer "
+                                 f"tile {outer_tile}")
+            if outer.trips(d) > 1 and outer_tile % t:
+                raise ValueError(f"LevelNest inner tile of {d} = {t} does not divide the outer tile {outer_tile}; "
+                                 f"an inner tile must divide its outer tile (or the outer loop must run once) so "
+                                 f"that inner tiles never straddle two outer ones; try "
+                                 f"{max(v for v in range(1, t + 1) if outer_tile % v == 0)}")
+            self.inner_tiles[d] = t
+        self.levels: dict[str, MemoryLevel] = {}  # tensor -> its inner level (absent: the TensorCore reads SRAM)
+        for name in p.tensor_names:
+            path = hardware.path(tensor_role(p, name))
+            if len(path) > 1:
+                self.levels[name] = path[1]
+        stage, ways = dict(inner.stage), dict(inner.ways)
+        for label, given in (("stage", stage), ("ways", ways)):
+            stray = sorted(set(given) - set(self.levels))
+            if stray:
+                raise ValueError(f"LevelNest inner {label}: tensor(s) {stray} have no level below the SRAM on "
+                                 f"{hardware.name!r} (the TensorCore reads them from the SRAM); stage only "
+                                 f"{sorted(self.levels)}")
+        unstaged = sorted(set(self.levels) - set(stage))
+        if unstaged:
+            raise ValueError(f"LevelNest inner stage: tensor(s) {unstaged} have an inner level but no staging "
+                             f"depth; give a depth 0..{len(order)}, a loop of {list(order)} or 'top'")
+        self.inner_depth = {n: LoopNest._depth(n, stage[n], order) for n in self.levels}
+        self.inner_ways: dict[str, int] = {}
+        for n, lv in self.levels.items():
+            w = ways.get(n, 1)
+            if isinstance(w, bool) or not isinstance(w, int) or not 1 <= w <= lv.max_ways:
+                raise ValueError(f"LevelNest inner ways[{n!r}] = {w!r}: level {lv.name!r} allows 1 to "
+                                 f"{lv.max_ways} ways")
+            self.inner_ways[n] = w
+
+    # -- structure ---------------------------------------------------------------------------------------------
+    def inner_trips(self, dim: str) -> int:
+        """Inner trips of a dimension's loop within one full outer tile."""
+        return tile_count(self.outer.tile(dim), self.inner_tiles[dim])
+
+    def inner_above(self, tensor: str) -> tuple[str, ...]:
+        """The inner loops above a tensor's inner staging point, outermost first."""
+        return self.inner.order[:self.inner_depth[tensor]]
+
+    def seen_tiles(self, tensor: str) -> dict[str, int]:
+        """The tile of every dimension as a tensor staged in its inner level sees it: the inner tile where the
+        inner loop is above it, else the outer tile (module docstring: a regular tiling of the extent)."""
+        above = set(self.inner_above(tensor))
+        return {d: self.inner_tiles[d] if d in above else self.outer.tile(d) for d in self.problem.dims}
+
+    def inner_loop_of(self, tensor: str) -> str:
+        """The loop a tensor's inner scope sits in: an inner loop, or the outer nest's innermost loop ('top' of
+        the inner tiling)."""
+        k = self.inner_depth[tensor]
+        return f"inner {self.inner.order[k - 1]}" if k else "inner top"
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-ready dict (stable key order)."""
+        return {"outer": self.outer.to_json(),
+                "inner": {"order": list(self.inner.order), "tiles": dict(self.inner_tiles),
+                          "stage": {n: self.inner_loop_of(n).removeprefix("inner ") for n in self.levels},
+                          "ways": dict(self.inner_ways),
+                          "levels": {n: lv.name for n, lv in self.levels.items()}}}
+
+    def format(self) -> str:
+        """The nest as readable loops: the outer nest, then the inner loops with each level's staging."""
+        p = self.problem
+        lines = self.outer.format(self.hardware.word_bytes).splitlines()
+        compute = lines.pop()  # the outer innermost statement: the inner nest takes its place
+        indent = compute[:len(compute) - len(compute.lstrip())]
+        lines.append(f"{indent}# below the SRAM: inner tiles over the outer tile")
+        for k in range(len(self.inner.order) + 1):
+            for n, lv in self.levels.items():
+                if self.inner_depth[n] == k:
+                    verb = "accumulate" if p.tensor(n).output else "load"
+                    lines.append(f"{indent}stage {n} in {lv.name} ({verb} from SRAM, {self.inner_ways[n]}-way)")
+            if k == len(self.inner.order):
+                break
+            d = self.inner.order[k]
+            if self.inner_trips(d) > 1:
+                lines.append(f"{indent}for {d} in outer tile step {self.inner_tiles[d]}:   # "
+                             f"{self.inner_trips(d)} trips per full outer tile")
+                indent += "  "
+        lines.append(f"{indent}{p.compute_statement()}   # TensorCore")
+        return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class LevelTraffic:
+    """One memory level's figures: bytes moved in from its parent and written back to it, transfers, peak
+    occupancy against capacity, time at its bandwidth, and its lower bound."""
+
+    level: str
+    parent: str
+    holds: tuple[str, ...]  # the tensors of the problem it holds
+    capacity_bytes: int
+    peak_bytes: int
+    loaded_bytes: int
+    stored_bytes: int
+    rmw_bytes: int
+    transfers: int
+    cycles: float  # transfers x setup + bytes / bandwidth
+    bound_bytes: int
+
+    @property
+    def traffic_bytes(self) -> int:
+        return self.loaded_bytes + self.stored_bytes
+
+    @property
+    def fits(self) -> bool:
+        return self.peak_bytes <= self.capacity_bytes
+
+    def to_json(self) -> dict[str, Any]:
+        return {"level": self.level, "parent": self.parent, "holds": list(self.holds),
+                "capacity_bytes": self.capacity_bytes, "peak_bytes": self.peak_bytes,
+                "loaded_bytes": self.loaded_bytes, "stored_bytes": self.stored_bytes, "rmw_bytes": self.rmw_bytes,
+                "transfers": self.transfers, "cycles": round(self.cycles), "bound_bytes": self.bound_bytes,
+                "best_over_bound": round(self.traffic_bytes / self.bound_bytes, 4) if self.bound_bytes else None}
+
+
+@dataclass(frozen=True)
+class LevelAnalysis:
+    """The per-level model of a `LevelNest`: the SRAM level (DDR traffic, the outer nest's `Analysis`), each
+    inner level, the TensorCore's cycles over the inner tiles, the bottleneck and the cost."""
+
+    nest: LevelNest
+    outer: Analysis
+    levels: tuple[LevelTraffic, ...]  # SRAM first, then the inner levels in hardware order
+    triggers: tuple[Trigger, ...]
+    macs: int
+    tensorcore_cycles: int
+
+    @property
+    def cycles(self) -> float:
+        """The cost: the slowest of the TensorCore and every level's transfers (cycles)."""
+        return max([float(self.tensorcore_cycles)] + [lv.cycles for lv in self.levels])
+
+    @property
+    def bottleneck(self) -> str:
+        """What bounds the run: COMPUTE or the name of the level whose transfers take longest."""
+        slowest = max(self.levels, key=lambda lv: lv.cycles)
+        return COMPUTE if self.tensorcore_cycles >= slowest.cycles else slowest.level
+
+    @property
+    def fits(self) -> bool:
+        """Whether every level's peak is within its capacity."""
+        return all(lv.fits for lv in self.levels)
+
+    def level(self, name: str) -> LevelTraffic:
+        for lv in self.levels:
+            if lv.level == name:
+                return lv
+        raise KeyError(f"no level {name!r}; levels are {[lv.level for lv in self.levels]}")
+
+    def to_json(self) -> dict[str, Any]:
+        return {"nest": self.nest.to_json(), "levels": [lv.to_json() for lv in self.levels],
+                "tensorcore_cycles": self.tensorcore_cycles, "macs": self.macs, "cycles": round(self.cycles),
+                "bottleneck": self.bottleneck, "triggers": [t.to_json() for t in self.triggers]}
+
+
+def _seen_counts(problem: Problem, hardware: Accelerator, tiles: Mapping[str, int]) -> Any:
+    """The one-level model of a nest with `tiles`, every loop above every tensor, staged innermost."""
+    ev = Evaluator(problem, hardware, [[tiles[d]] for d in problem.dims], python_ints=True)
+    above = [[True] * ev.nd for _ in range(ev.nt)]
+    return ev.evaluate(Batch(tidx=[0] * ev.nd, above=above, ways=[1] * ev.nt, shape=()), estimate=False)
+
+
+def _level_cycles(level: MemoryLevel, transfers: int, loaded: int, stored: int, shared: bool = True) -> float:
+    """A level boundary's busy time: a setup per transfer plus bytes over its bandwidth (one shared port, or
+    loads and stores each on their own when not shared)."""
+    if shared:
+        return transfers * level.setup_cycles + (loaded + stored) / level.bytes_per_cycle
+    return transfers * level.setup_cycles + max(loaded, stored) / level.bytes_per_cycle
+
+
+def _inner_bound(problem: Problem, tensors: Iterable[str], word_bytes: int) -> int:
+    """Compulsory bytes of some tensors: each touched element moved in once, an output written back once."""
+    touched = touched_elements(problem)
+    return sum(touched[n] * word_bytes for n in tensors)
+
+
+def analyze_levels(nest: LevelNest) -> LevelAnalysis:
+    """The per-level counts, peaks, cycles and bottleneck of a `LevelNest` (module docstring); exact."""
+    hw, p = nest.hardware, nest.problem
+    word = hw.word_bytes
+    outer = analyze(nest.outer, hw)
+    sram = hw.sram_level
+    ddr_cycles = _level_cycles(sram, outer.loads + outer.stores, outer.loaded_bytes, outer.stored_bytes,
+                               hw.dram_shared_load_store)
+    levels = [LevelTraffic(level=SRAM_LEVEL, parent="DDR", holds=p.tensor_names, capacity_bytes=hw.sram_bytes,
+                           peak_bytes=outer.peak_sram_bytes, loaded_bytes=outer.loaded_bytes,
+                           stored_bytes=outer.stored_bytes, rmw_bytes=outer.rmw_bytes,
+                           transfers=outer.loads + outer.stores, cycles=ddr_cycles,
+                           bound_bytes=lower_bound(p, hw.sram_bytes, word).bytes)]
+    triggers = [Trigger(SRAM_LEVEL, t.name, t.loop, a, "DDR", c, b) for t in outer.tensors
+                for a, c, b in _actions(p.tensor(t.name).output, t.instances, t.loads, t.stores, t.loaded_bytes,
+                                        t.stored_bytes)]
+    counts = {n: _seen_counts(p, hw, nest.seen_tiles(n)).tensors[p.tensor_names.index(n)] for n in nest.levels}
+    for lv in hw.inner_levels:
+        held = [n for n in p.tensor_names if nest.levels.get(n) is lv]
+        loaded = sum(counts[n].loaded_bytes for n in held)
+        stored = sum(counts[n].stored_bytes for n in held)
+        transfers = sum(counts[n].loads + counts[n].stores for n in held)
+        rmw = sum(counts[n].loaded_bytes for n in held if p.tensor(n).output)
+        # the largest box of each tensor (one tensor per level: exact; several: an upper bound)
+        peak = sum(nest.inner_ways[n] * counts[n].box_bytes for n in held)
+        levels.append(LevelTraffic(level=lv.name, parent=lv.parent, holds=tuple(held), capacity_bytes=lv.capacity_bytes,
+                                   peak_bytes=peak, loaded_bytes=loaded, stored_bytes=stored, rmw_bytes=rmw,
+                                   transfers=transfers, cycles=_level_cycles(lv, transfers, loaded, stored),
+                                   bound_bytes=_inner_bound(p, held, word)))
+        for n in held:
+            c = counts[n]
+            triggers += [Trigger(lv.name, n, nest.inner_loop_of(n), a, lv.parent, k, b)
+                         for a, k, b in _actions(p.tensor(n).output, c.instances, c.loads, c.stores, c.loaded_bytes,
+                                                 c.stored_bytes)]
+    finest = _seen_counts(p, hw, nest.inner_tiles)
+    return LevelAnalysis(nest=nest, outer=outer, levels=tuple(levels), triggers=tuple(triggers),
+                         macs=int(finest.macs), tensorcore_cycles=int(finest.tensorcore_cycles))
+
+
+def _actions(output: bool, instances: int, loads: int, stores: int, loaded: int, stored: int) -> list[tuple]:
+    """A tensor's triggers at one level as (action, count, bytes): an input's loads; an output's zero-fills,
+    partial-sum loads and write-backs (actions that never happen are left out)."""
+    if not output:
+        return [("load", loads, loaded)] if loads else []
+    acts = [("zero-fill", instances - loads, 0), ("load partial sums", loads, loaded), ("write back", stores, stored)]
+    return [a for a in acts if a[1]]
+
+
+def compulsory_by_level(problem: Problem, hardware: Accelerator) -> dict[str, int]:
+    """Compulsory bytes per level (DDR traffic for the SRAM)."""
+    out = {SRAM_LEVEL: compulsory_bytes(problem, hardware.word_bytes)}
+    for lv in hardware.inner_levels:
+        held = [n for n in problem.tensor_names if lv.name in
+                [x.name for x in hardware.path(tensor_role(problem, n))]]
+        out[lv.name] = _inner_bound(problem, held, hardware.word_bytes)
+    return out
+

@@ -1,0 +1,289 @@
+"""Memory levels below the SRAM: the hardware's level stack, the per-level model of a LevelNest against an
+independent brute-force walk of the nest, hand-derived counts, triggers, and the cost's bottleneck."""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+import zlib
+
+import numpy as np
+import pytest
+
+from dsasim.architect.hierarchy import COMPUTE, InnerTiling, LevelNest, analyze_levels, tensor_role
+from dsasim.architect.loopnest import ConvProblem, LoopNest, MatmulProblem
+from dsasim.hardware import KIB, PRESETS, MemoryLevel, from_toml, load_hardware
+
+BLOG = PRESETS["blog"]
+L1 = PRESETS["blog-l1"]
+
+
+# ------------------------------------------------------------------------------------------------ hardware
+def test_blog_has_one_level_and_blog_l1_three_buffers_below_it():
+    assert [lv.name for lv in BLOG.levels] == ["SRAM"]
+    assert [lv.name for lv in L1.levels] == ["SRAM", "L1w", "L1i", "L1acc"]
+    assert [lv.name for lv in L1.path("weight")] == ["SRAM", "L1w"]
+    assert [lv.name for lv in L1.path("output")] == ["SRAM", "L1acc"]
+    assert L1.sram_level.capacity_bytes == L1.sram_bytes and L1.sram_level.bytes_per_cycle == 32.0
+    # blog-l1 changes nothing above the SRAM
+    assert dataclasses.replace(L1, name="blog", inner_levels=()) == BLOG
+
+
+@pytest.mark.parametrize("levels, words", [
+    ((MemoryLevel("L1", 2 << 20, 64.0),), "larger than its parent"),
+    ((MemoryLevel("L1", 1024, 64.0, parent="L2"),), "not 'SRAM' or a level listed before"),
+    ((MemoryLevel("L2", 4096, 64.0, holds=("weight",)), MemoryLevel("L1", 1024, 64.0, holds=("input",), parent="L2")),
+     "could never reach it"),
+    ((MemoryLevel("A", 1024, 64.0, holds=("weight", "input")), MemoryLevel("B", 1024, 64.0, holds=("input",))),
+     "would not know which"),
+    ((MemoryLevel("A", 1024, 64.0), MemoryLevel("A", 512, 64.0, parent="A")), "two memory levels are named 'A'"),
+])
+def test_nonsense_level_stacks_are_refused_with_the_reason(levels, words):
+    with pytest.raises(ValueError, match=words):
+        dataclasses.replace(BLOG, inner_levels=levels)
+
+
+@pytest.mark.parametrize("kwargs, words", [
+    (dict(bytes_per_cycle=0), "zero bandwidth"),
+    (dict(capacity_bytes=0), "capacity_bytes must be a positive integer"),
+    (dict(holds=("weights",)), "unknown role"),
+    (dict(holds=()), "it is empty"),
+    (dict(name="SRAM"), "reserved"),
+    (dict(max_ways=0), "max_ways"),
+])
+def test_a_level_checks_its_own_fields(kwargs, words):
+    base = dict(name="L1", capacity_bytes=1024, bytes_per_cycle=64.0)
+    with pytest.raises(ValueError, match=words):
+        MemoryLevel(**{**base, **kwargs})
+
+
+def test_levels_from_toml(tmp_path):
+    good = tmp_path / "two.toml"
+    good.write_text('base = "blog"\n[[inner_levels]]\nname = "L1"\ncapacity_bytes = 8192\nbytes_per_cycle = 64\n'
+                    'holds = ["weight", "output"]\n')
+    hw = load_hardware(good)
+    assert [lv.name for lv in hw.levels] == ["SRAM", "L1"] and hw.level("L1").holds == ("weight", "output")
+    assert [lv.name for lv in hw.path("input")] == ["SRAM"]  # the TensorCore reads the image from the SRAM
+    bad = tmp_path / "bad.toml"
+    bad.write_text('base = "blog"\n[[inner_levels]]\nname = "L1"\ncapacity_bytes = 8192\nbytes_per_cycle = 0\n')
+    with pytest.raises(ValueError, match=r"bad.toml.*zero bandwidth"):
+        from_toml(bad)
+    typo = tmp_path / "typo.toml"
+    typo.write_text('base = "blog"\n[[inner_levels]]\nname = "L1"\ncapacity = 8192\nbytes_per_cycle = 8\n')
+    with pytest.raises(ValueError, match=r"unknown key\(s\) \['capacity'\]"):
+        from_toml(typo)
+
+
+def test_tensor_roles():
+    conv, mm = ConvProblem(1, 4, 4, 5, 5, 3), MatmulProblem(4, 5, 6)
+    assert [tensor_role(conv, n) for n in conv.tensor_names] == ["input", "weight", "output"]
+    assert [tensor_role(mm, n) for n in mm.tensor_names] == ["input", "weight", "output"]
+
+
+# --------------------------------------------------------------------------------- an independent walk
+def _rows(lo: int, hi: int, t0: int, t1: int, axis) -> tuple[int, int]:
+    """The tight interval of real input rows that outputs lo..hi-1 and taps t0..t1-1 read, by enumeration."""
+    rows = [o * axis.stride + t * axis.dilation - axis.padding for o in range(lo, hi) for t in range(t0, t1)]
+    rows = [r for r in rows if 0 <= r < axis.size]
+    return (min(rows), max(rows) + 1) if rows else (0, 0)
+
+
+def _box(problem, tensor: str, ranges: dict) -> tuple:
+    box = []
+    for a in problem.tensor(tensor).axes:
+        box.append(_rows(*ranges[a.dim], *ranges[a.tap], a) if a.is_window else ranges[a.dim])
+    return tuple(box)
+
+
+def _size(box) -> int:
+    return int(np.prod([hi - lo for lo, hi in box]))
+
+
+def walk(nest: LevelNest) -> dict[str, dict[str, int]]:
+    """Execute the nest's loops one iteration at a time and count, per level: bytes loaded from the parent and
+    written back, transfers, and the largest live bytes. An inner output box is loaded when its partial sums
+    exist above it: written back from this level before, or brought into the SRAM from DDR."""
+    p, outer, hw = nest.problem, nest.outer, nest.hardware
+    word = hw.word_bytes
+    loops = [(d, outer.tile(d), 0) for d in outer.order] + [(d, nest.inner_tiles[d], 1) for d in nest.inner.order]
+    n_outer = len(outer.order)
+    stage = {}  # (tensor, level name) -> flat depth
+    for t in p.tensor_names:
+        stage[t, "SRAM"] = outer.depth(t)
+        if t in nest.levels:
+            stage[t, nest.levels[t].name] = n_outer + nest.inner_depth[t]
+    ways = {(t, "SRAM"): outer.ways_of(t) for t in p.tensor_names}
+    ways.update({(t, nest.levels[t].name): nest.inner_ways[t] for t in nest.levels})
+    names = ["SRAM"] + [lv.name for lv in hw.inner_levels]
+    count = {lv: dict(loaded=0, stored=0, transfers=0, peak=0) for lv in names}
+    out = p.output.name
+    written = {lv: np.zeros(p.shape(out), bool) for lv in names}  # elements written back from each level
+    from_ddr = np.zeros(p.shape(out), bool)  # output elements whose partial sums were loaded from DDR
+    live: dict = {}
+
+    def sl(box):
+        return tuple(slice(lo, hi) for lo, hi in box)
+
+    def enter(depth: int, ranges: dict) -> None:
+        for (t, lv), k in stage.items():
+            if k != depth:
+                continue
+            box = _box(p, t, ranges)
+            live[t, lv] = box
+            c = count[lv]
+            if p.tensor(t).output:
+                partial = written[lv][sl(box)].any() or (lv != "SRAM" and (
+                    from_ddr[sl(box)].any() or written["SRAM"][sl(box)].any()))
+                if partial:
+                    c["loaded"] += _size(box) * word
+                    c["transfers"] += 1
+                    if lv == "SRAM":
+                        from_ddr[sl(box)] = True
+            elif _size(box):
+                c["loaded"] += _size(box) * word
+                c["transfers"] += 1
+
+    def leave(depth: int) -> None:
+        for (t, lv), k in stage.items():
+            if k == depth and p.tensor(t).output:
+                box = live[t, lv]
+                count[lv]["stored"] += _size(box) * word
+                count[lv]["transfers"] += 1
+                written[lv][sl(box)] = True
+
+    def run(i: int, ranges: dict) -> None:
+        enter(i, ranges)
+        if i == len(loops):
+            for lv in names:
+                live_bytes = sum(ways[key] * _size(box) * word for key, box in live.items() if key[1] == lv)
+                count[lv]["peak"] = max(count[lv]["peak"], live_bytes)
+        else:
+            d, tile, _ = loops[i]
+            lo, hi = ranges[d]
+            for start in range(lo, hi, tile):
+                run(i + 1, {**ranges, d: (start, min(start + tile, hi))})
+        leave(i)
+
+    run(0, {d: (0, e) for d, e in p.extents.items()})
+    return count
+
+
+def random_level_nest(rng: random.Random, hw) -> LevelNest:
+    if rng.random() < 0.7:
+        k = rng.choice([1, 2, 3])
+        dilation = rng.choice([1, 1, 2]) if k > 1 else 1
+        reach = dilation * (k - 1) + 1
+        p = ConvProblem(rng.randint(1, 2), rng.randint(1, 20), rng.randint(1, 30), rng.randint(reach, 9),
+                        rng.randint(reach, 9), k, stride=rng.choice([1, 2]), padding=rng.randint(0, k - 1),
+                        dilation=dilation)
+    else:
+        p = MatmulProblem(rng.randint(1, 12), rng.randint(1, 30), rng.randint(1, 20))
+    order = list(p.dims)
+    rng.shuffle(order)
+    tiles = {d: rng.randint(1, e) for d, e in p.extents.items()}
+    stage = {t: rng.randint(0, len(order)) for t in p.tensor_names}
+    outer = LoopNest(p, order, tiles, stage, {t: rng.choice([1, 2]) for t in p.tensor_names})
+    inner_order = list(p.dims)
+    rng.shuffle(inner_order)
+    inner_tiles = {}
+    for d in p.dims:
+        t = outer.tile(d)
+        inner_tiles[d] = rng.choice([v for v in range(1, t + 1) if t % v == 0] if outer.trips(d) > 1
+                                    else list(range(1, t + 1)))
+    roles = {t: tensor_role(p, t) for t in p.tensor_names}
+    staged = [t for t in p.tensor_names if len(hw.path(roles[t])) > 1]
+    inner = InnerTiling(inner_order, inner_tiles, {t: rng.randint(0, len(order)) for t in staged},
+                        {t: rng.choice([1, 2]) for t in staged})
+    return LevelNest(outer, inner, hw)
+
+
+SHARED = dataclasses.replace(BLOG, name="shared-l1", inner_levels=(
+    MemoryLevel("L1", 64 * KIB, 48.0, holds=("input", "weight"), setup_cycles=3),
+    MemoryLevel("acc", 16 * KIB, 24.0, holds=("output",)),
+))
+WEIGHTS_ONLY = dataclasses.replace(BLOG, name="wb", inner_levels=(MemoryLevel("wb", 8 * KIB, 16.0, holds=("weight",)),))
+
+
+@pytest.mark.parametrize("hw", [L1, SHARED, WEIGHTS_ONLY], ids=lambda h: h.name)
+def test_the_model_equals_a_brute_force_walk_on_random_two_level_nests(hw):
+    rng = random.Random(zlib.crc32(hw.name.encode()))
+    for _ in range(40):
+        nest = random_level_nest(rng, hw)
+        model = analyze_levels(nest)
+        seen = walk(nest)
+        for lv in model.levels:
+            got = seen[lv.level]
+            assert (lv.loaded_bytes, lv.stored_bytes, lv.transfers) == (got["loaded"], got["stored"],
+                                                                        got["transfers"]), (lv.level, nest.format())
+            if len(lv.holds) == 1 or lv.level == "SRAM":  # exact for a level holding one tensor (and the SRAM)
+                assert lv.peak_bytes == got["peak"], (lv.level, nest.format())
+            else:  # several tensors: the sum of their largest boxes, never below the real peak
+                assert lv.peak_bytes >= got["peak"], (lv.level, nest.format())
+
+
+def test_blog_l1_counts_by_hand():
+    """res2a_branch2b (3x3, 64->64, pad 1, 56x56): weights resident in SRAM, 8-row image slabs; below the SRAM
+    24-channel weight blocks, 2-row output tiles, 16-channel image tiles."""
+    p = ConvProblem(1, 64, 64, 56, 56, 3, padding=1)
+    outer = LoopNest(p, ["n", "oc", "oh", "ow", "ic", "kh", "kw"], {"oh": 8},
+                     {"image": "oh", "weight": "top", "output": "oh"})
+    inner = InnerTiling(["n", "oc", "oh", "ic", "ow", "kh", "kw"], {"oh": 2, "oc": 24, "ic": 16},
+                        {"weight": "oc", "image": "ic", "output": "oh"})
+    a = analyze_levels(LevelNest(outer, inner, L1))
+    # SRAM: 7 slabs of 8 output rows read 10, 10, ..., 9 at the borders: (9 + 5 x 10 + 9) rows x 56 x 64 + weights
+    assert a.level("SRAM").loaded_bytes == (9 + 5 * 10 + 9) * 56 * 64 + 64 * 64 * 9
+    assert a.level("SRAM").stored_bytes == 64 * 56 * 56
+    # L1w: the whole weight (all ic, all taps) per 24-channel block, 3 blocks (24, 24, 16) per slab, 7 slabs
+    w = a.level("L1w")
+    assert (w.loaded_bytes, w.transfers) == (7 * 64 * 64 * 9, 7 * 3)
+    assert w.peak_bytes == 24 * 64 * 9
+    # L1i: per slab, block and 2-row tile, each 16-channel tile of the 4 (or 3 at a border) rows it reads
+    # (3 oc blocks x all 64 channels): an inner slab's 4 tiles read 4 rows each, 3 at the image border
+    first_last = 3 + 4 + 4 + 4
+    i = a.level("L1i")
+    assert i.loaded_bytes == 3 * 56 * 64 * (5 * 16 + 2 * first_last)
+    assert i.transfers == 7 * 3 * 4 * 4 and i.peak_bytes == 16 * 4 * 56
+    # L1acc: each (block, 2-row) output tile opens as zeros once (the ic loop is below it) and is written back once
+    acc = a.level("L1acc")
+    assert (acc.loaded_bytes, acc.stored_bytes, acc.transfers) == (0, 64 * 56 * 56, 7 * 3 * 4)
+    assert acc.peak_bytes == 24 * 2 * 56
+    # TensorCore: 64 / 16 input blocks x (24, 24, 16 -> 3 output blocks) per pixel and tap
+    assert a.tensorcore_cycles == 4 * 3 * 56 * 56 * 9
+    assert a.cycles == a.tensorcore_cycles and a.bottleneck == COMPUTE
+    acts = {(t.level, t.tensor, t.action): (t.count, t.bytes) for t in a.triggers}
+    assert acts["L1acc", "output", "zero-fill"] == (84, 0)
+    assert acts["L1acc", "output", "write back"] == (84, 64 * 56 * 56)
+    assert ("L1acc", "output", "load partial sums") not in acts
+
+
+def test_partial_sums_reload_below_the_sram_and_the_slowest_level_is_the_bottleneck():
+    """A matmul with k split below the SRAM and the accumulator staged above the k loop: every k tile after the
+    first reloads the partial sums from the SRAM; a narrow accumulator port makes it the bottleneck."""
+    p = MatmulProblem(48, 48, 64)
+    outer = LoopNest(p, ["m", "n", "k"], {}, {"a": "top", "b": "top", "c": "top"})
+    inner = InnerTiling(["m", "n", "k"], {"m": 16, "n": 24, "k": 16}, {"a": "k", "b": "k", "c": "k"})
+    slow = dataclasses.replace(L1, inner_levels=(*L1.inner_levels[:2],
+                                                 dataclasses.replace(L1.inner_levels[2], bytes_per_cycle=0.5)))
+    a = analyze_levels(LevelNest(outer, inner, slow))
+    acc = a.level("L1acc")
+    tiles = 3 * 2  # m tiles x n tiles
+    assert acc.loaded_bytes == tiles * 3 * 16 * 24  # k tiles 2..4 reload
+    assert acc.stored_bytes == tiles * 4 * 16 * 24
+    assert acc.transfers == tiles * (3 + 4)
+    assert acc.cycles == acc.transfers * 4 + (acc.loaded_bytes + acc.stored_bytes) / 0.5
+    assert a.bottleneck == "L1acc" and a.cycles == acc.cycles
+
+
+def test_bad_level_nests_say_why():
+    p = ConvProblem(1, 32, 48, 8, 8, 3, padding=1)
+    outer = LoopNest(p, list(p.dims), {"oc": 24}, {t: "top" for t in p.tensor_names})
+    with pytest.raises(ValueError, match="does not divide the outer tile 24"):
+        LevelNest(outer, InnerTiling(list(p.dims), {"oc": 16}, {t: "top" for t in p.tensor_names}), L1)
+    with pytest.raises(ValueError, match="no level below the SRAM"):
+        LevelNest(outer, InnerTiling(list(p.dims), {}, {"image": 0, "weight": 0}), WEIGHTS_ONLY)
+    with pytest.raises(ValueError, match="allows 1 to 2 ways"):
+        LevelNest(outer, InnerTiling(list(p.dims), {}, {t: 0 for t in p.tensor_names}, {"image": 3}), L1)
+    with pytest.raises(ValueError, match=r"missing \['kw'\]"):
+        LevelNest(outer, InnerTiling(list(p.dims)[:-1], {}, {t: 0 for t in p.tensor_names}), L1)
+    # the outer oh loop runs once, so its inner tile need not divide anything
+    LevelNest(outer, InnerTiling(list(p.dims), {"oh": 3}, {t: "top" for t in p.tensor_names}), L1)
