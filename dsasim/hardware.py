@@ -174,6 +174,16 @@ class Accelerator:
                                      f"one to read, so give each role to one of them")
             above[lv.name] = lv
 
+    def require_one_level(self, what: str) -> None:
+        """ValueError when this hardware has levels below the SRAM, which `what` does not model (its figures
+        would silently leave them out)."""
+        if self.inner_levels:
+            raise ValueError(f"{what} models one on-chip level (the SRAM), but hardware {self.name!r} has levels "
+                             f"below it ({', '.join(lv.name for lv in self.inner_levels)}), which its figures would "
+                             f"leave out; the loop-nest model of every level is `dsasim search LAYER --hardware "
+                             f"{self.name}` and `dsasim sweep-sram LAYER --hardware {self.name} --level NAME`, or use "
+                             f"a one-level hardware such as 'blog'")
+
     @property
     def sram_level(self) -> MemoryLevel:
         """The global SRAM as a level (capacity `sram_bytes`, fed from DDR at `dram_bytes_per_cycle`)."""

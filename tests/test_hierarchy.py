@@ -111,7 +111,8 @@ def walk(nest: LevelNest) -> dict[str, dict[str, int]]:
     for t in p.tensor_names:
         stage[t, "SRAM"] = outer.depth(t)
         if t in nest.levels:
-            stage[t, nest.levels[t].name] = n_outer + nest.inner_depth[t]
+            k = nest.inner_depth[t]
+            stage[t, nest.levels[t].name] = nest.outer_depth[t] if k is None else n_outer + k
     ways = {(t, "SRAM"): outer.ways_of(t) for t in p.tensor_names}
     ways.update({(t, nest.levels[t].name): nest.inner_ways[t] for t in nest.levels})
     names = ["SRAM"] + [lv.name for lv in hw.inner_levels]
@@ -192,7 +193,9 @@ def random_level_nest(rng: random.Random, hw) -> LevelNest:
                                     else list(range(1, t + 1)))
     roles = {t: tensor_role(p, t) for t in p.tensor_names}
     staged = [t for t in p.tensor_names if len(hw.path(roles[t])) > 1]
-    inner = InnerTiling(inner_order, inner_tiles, {t: rng.randint(0, len(order)) for t in staged},
+    inner_stage = {t: rng.randint(0, len(order)) if rng.random() < 0.7 else
+                   f"outer:{rng.choice(['top', *order][outer.depth(t):])}" for t in staged}
+    inner = InnerTiling(inner_order, inner_tiles, inner_stage,
                         {t: rng.choice([1, 2]) for t in staged})
     return LevelNest(outer, inner, hw)
 

@@ -418,6 +418,7 @@ def search_chain(chain: ConvChain | GemmChain, hardware: Accelerator, sram_bytes
     entry point) every chosen schedule is traced (checked equal to the model) and timed: cycles are simulated.
     `force` and `warn` go to each layer's `search` (work estimated far beyond the usual is refused unless forced)."""
     from dsasim.architect.search import with_capacity
+    hardware.require_one_level("the chain search")
     _, hw = with_capacity(hardware, sram_bytes, objective)
     start = time.perf_counter()
     counter = [0]

@@ -60,7 +60,9 @@ def tensor_role(problem: Problem, tensor: str) -> str:
 class InnerTiling:
     """The loops below the SRAM: an order over the problem's dimensions (outermost first), a tile per dimension
     (default: the outer tile, one inner trip), and per tensor that has an inner level its staging there (a
-    depth 0..len(order), a loop name, or 'top') and ways (default 1)."""
+    depth 0..len(order), a loop name, or 'top' of these inner loops; or 'outer:LOOP' / 'outer:top' to stage it in
+    the outer nest, at or below its SRAM staging, so that it stays in the level across the loops below) and ways
+    (default 1)."""
 
     order: tuple[str, ...]
     tiles: tuple[tuple[str, int], ...]
@@ -147,7 +149,19 @@ class LevelNest:
         if unstaged:
             raise ValueError(f"LevelNest inner stage: tensor(s) {unstaged} have an inner level but no staging "
                              f"depth; give a depth 0..{len(order)}, a loop of {list(order)} or 'top'")
-        self.inner_depth = {n: LoopNest._depth(n, stage[n], order) for n in self.levels}
+        self.inner_depth: dict[str, int | None] = {}  # None: staged in the outer nest (outer_depth)
+        self.outer_depth: dict[str, int] = {}
+        for n in self.levels:
+            where = stage[n]
+            if isinstance(where, str) and where.startswith("outer:"):
+                k = LoopNest._depth(n, where.removeprefix("outer:"), outer.order)
+                if k < outer.depth(n):
+                    raise ValueError(f"LevelNest inner stage[{n!r}] = {where!r} is above the tensor's SRAM staging "
+                                     f"(inside {outer.loop_of(n)!r}); a level below the SRAM holds part of the SRAM "
+                                     f"buffer, so stage it at or below that loop")
+                self.inner_depth[n], self.outer_depth[n] = None, k
+            else:
+                self.inner_depth[n] = LoopNest._depth(n, where, order)
         self.inner_ways: dict[str, int] = {}
         for n, lv in self.levels.items():
             w = ways.get(n, 1)
@@ -162,26 +176,36 @@ class LevelNest:
         return tile_count(self.outer.tile(dim), self.inner_tiles[dim])
 
     def inner_above(self, tensor: str) -> tuple[str, ...]:
-        """The inner loops above a tensor's inner staging point, outermost first."""
-        return self.inner.order[:self.inner_depth[tensor]]
+        """The inner loops above a tensor's inner staging point, outermost first (none when staged outside)."""
+        k = self.inner_depth[tensor]
+        return () if k is None else self.inner.order[:k]
 
-    def seen_tiles(self, tensor: str) -> dict[str, int]:
-        """The tile of every dimension as a tensor staged in its inner level sees it: the inner tile where the
-        inner loop is above it, else the outer tile (module docstring: a regular tiling of the extent)."""
+    def seen(self, tensor: str) -> tuple[dict[str, int], frozenset[str]]:
+        """(the tile of every dimension, the dimensions whose loops are above) as a tensor staged in its inner
+        level sees them (module docstring): staged among the inner loops, every loop is above and a dimension's
+        tile is its inner tile where the inner loop is above it, else its outer tile; staged in the outer nest,
+        the outer tiles and the outer loops above it."""
+        dims = self.problem.dims
+        if self.inner_depth[tensor] is None:
+            return {d: self.outer.tile(d) for d in dims}, frozenset(self.outer.order[:self.outer_depth[tensor]])
         above = set(self.inner_above(tensor))
-        return {d: self.inner_tiles[d] if d in above else self.outer.tile(d) for d in self.problem.dims}
+        return {d: self.inner_tiles[d] if d in above else self.outer.tile(d) for d in dims}, frozenset(dims)
 
     def inner_loop_of(self, tensor: str) -> str:
-        """The loop a tensor's inner scope sits in: an inner loop, or the outer nest's innermost loop ('top' of
-        the inner tiling)."""
+        """The loop a tensor's inner scope sits in: 'inner LOOP' / 'inner top' among the inner loops, 'outer LOOP'
+        / 'outer top' in the outer nest."""
         k = self.inner_depth[tensor]
+        if k is None:
+            k = self.outer_depth[tensor]
+            return f"outer {self.outer.order[k - 1]}" if k else "outer top"
         return f"inner {self.inner.order[k - 1]}" if k else "inner top"
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready dict (stable key order)."""
         return {"outer": self.outer.to_json(),
                 "inner": {"order": list(self.inner.order), "tiles": dict(self.inner_tiles),
-                          "stage": {n: self.inner_loop_of(n).removeprefix("inner ") for n in self.levels},
+                          "stage": {n: self.inner_loop_of(n).removeprefix("inner ").replace("outer ", "outer:")
+                                    for n in self.levels},
                           "ways": dict(self.inner_ways),
                           "levels": {n: lv.name for n, lv in self.levels.items()}}}
 
@@ -192,6 +216,10 @@ class LevelNest:
         compute = lines.pop()  # the outer innermost statement: the inner nest takes its place
         indent = compute[:len(compute) - len(compute.lstrip())]
         lines.append(f"{indent}# below the SRAM: inner tiles over the outer tile")
+        for n, k in self.outer_depth.items():
+            lines.append(f"{indent}(stage {n} in {self.levels[n].name} inside {self.inner_loop_of(n)}, held across the "
+                         f"loops below it: {'accumulate' if p.tensor(n).output else 'load'} from SRAM, "
+                         f"{self.inner_ways[n]}-way)")
         for k in range(len(self.inner.order) + 1):
             for n, lv in self.levels.items():
                 if self.inner_depth[n] == k:
@@ -281,10 +309,13 @@ class LevelAnalysis:
                 "bottleneck": self.bottleneck, "triggers": [t.to_json() for t in self.triggers]}
 
 
-def _seen_counts(problem: Problem, hardware: Accelerator, tiles: Mapping[str, int]) -> Any:
-    """The one-level model of a nest with `tiles`, every loop above every tensor, staged innermost."""
+def _seen_counts(problem: Problem, hardware: Accelerator, tiles: Mapping[str, int],
+                 above_dims: Iterable[str] | None = None) -> Any:
+    """The one-level model of a nest with `tiles` and the loops of `above_dims` (default: all) above every
+    tensor."""
     ev = Evaluator(problem, hardware, [[tiles[d]] for d in problem.dims], python_ints=True)
-    above = [[True] * ev.nd for _ in range(ev.nt)]
+    dims = set(problem.dims if above_dims is None else above_dims)
+    above = [[d in dims for d in ev.dims] for _ in range(ev.nt)]
     return ev.evaluate(Batch(tidx=[0] * ev.nd, above=above, ways=[1] * ev.nt, shape=()), estimate=False)
 
 
@@ -318,7 +349,7 @@ def analyze_levels(nest: LevelNest) -> LevelAnalysis:
     triggers = [Trigger(SRAM_LEVEL, t.name, t.loop, a, "DDR", c, b) for t in outer.tensors
                 for a, c, b in _actions(p.tensor(t.name).output, t.instances, t.loads, t.stores, t.loaded_bytes,
                                         t.stored_bytes)]
-    counts = {n: _seen_counts(p, hw, nest.seen_tiles(n)).tensors[p.tensor_names.index(n)] for n in nest.levels}
+    counts = {n: _seen_counts(p, hw, *nest.seen(n)).tensors[p.tensor_names.index(n)] for n in nest.levels}
     for lv in hw.inner_levels:
         held = [n for n in p.tensor_names if nest.levels.get(n) is lv]
         loaded = sum(counts[n].loaded_bytes for n in held)

@@ -267,6 +267,8 @@ def evaluate_network(network: Network, hardwares: Sequence[Accelerator], sizes: 
     (`sweep_chain`, by the same objective) and is one entry; its layers are not searched on their own."""
     from dsasim.architect.executor import InProcess
 
+    for hw in hardwares:
+        hw.require_one_level("the network evaluation")
     if not sizes:
         raise ValueError("evaluate_network needs at least one SRAM size")
     if not hardwares:

@@ -727,6 +727,7 @@ def run_search(problem: Problem, hardware: Accelerator, caps: Sequence[int], obj
     """Enumerate and evaluate; return the staircases for the capacities `caps` (bytes)."""
     if objective not in ("traffic", "cycles"):
         raise ValueError(f"objective must be 'traffic' or 'cycles', got {objective!r}")
+    hardware.require_one_level("this search")
     start = time.perf_counter()
     space = Space(problem, hardware, exhaustive=exhaustive, slide=slide)
     caps = sorted(set(int(c) for c in caps))

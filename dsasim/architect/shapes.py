@@ -250,6 +250,7 @@ def sweep_shapes(problem: Problem, dim: str, values: Sequence[int], hardware: Ac
     (0.05: 5 %); see the module docstring. `executor`: where the per-shape searches run (default: here)."""
     from dsasim.architect.executor import InProcess
 
+    hardware.require_one_level("the shape sweep")
     if not max_loss >= 0:
         raise ValueError(f"--max-loss must be >= 0 %, got {max_loss!r}")
     if not values:

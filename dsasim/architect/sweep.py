@@ -297,6 +297,7 @@ def sweep_chain(chain: Any, hardware: Accelerator, sizes: Sequence[int],
     front per distinct layer shape for all sizes. With runners every chosen schedule is traced (checked against
     its model) and, when `simulate`, timed."""
     from dsasim.architect.fused_search import _fused_choice, _fused_spaces, _layer_segment, _partition
+    hardware.require_one_level("the chain sweep")
     sizes = sorted(set(int(s) for s in sizes))
     if not sizes:
         raise ValueError("sweep_chain needs at least one SRAM size")

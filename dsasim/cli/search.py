@@ -185,6 +185,59 @@ def run_chain(args: argparse.Namespace) -> int:
     return 0
 
 
+def format_levels(a: Any) -> str:
+    """The per-level table of a `LevelAnalysis`: traffic into each level, its peak, time and bound."""
+    from dsasim.cli.table import format_table
+
+    header = ("level", "from", "holds", "capacity B", "peak B", "loaded B", "stored B", "transfers", "cycles",
+              "bound B", "best/bound")
+    rows = [(lv.level, lv.parent, ",".join(lv.holds), lv.capacity_bytes, lv.peak_bytes, lv.loaded_bytes,
+             lv.stored_bytes, lv.transfers, round(lv.cycles), lv.bound_bytes,
+             f"{lv.traffic_bytes / lv.bound_bytes:.3f}" if lv.bound_bytes else None) for lv in a.levels]
+    return format_table(header, rows)
+
+
+def run_levels(args: argparse.Namespace, problem: Any, hardware: Any, sram: int, json_path: Any) -> int:
+    """`dsasim search LAYER` on hardware with levels below the SRAM: the best nest with one tiling per level,
+    per-level traffic and the bottleneck (the analytic model of every level)."""
+    from dsasim.architect.level_search import search_levels
+    from dsasim.architect.search import tensorcore_utilization
+    from dsasim.architect.sweep import format_bytes
+    from dsasim.cli.table import format_table
+
+    t0 = time.perf_counter()
+    try:
+        result = search_levels(problem, hardware, sram, args.objective, force=args.force, warn=warner("search"))
+    except ValueError as err:
+        raise CliError(str(err)) from None
+    wall = time.perf_counter() - t0
+    a = result.best
+    if a is None:
+        print(f"dsasim search: no schedule of {args.layer} fits every level of {hardware.name} with "
+              f"{sram:,} B of SRAM", file=sys.stderr)
+        return EXIT_FAILED
+    print(a.nest.format())
+    print()
+    print(f"{args.layer} on {hardware.name} with {format_bytes(sram)} SRAM ({sram:,} B), objective "
+          f"{args.objective}; every level by the analytic model:")
+    print(format_levels(a))
+    util = tensorcore_utilization(a.macs, a.tensorcore_cycles, hardware)
+    print(f"  TensorCore   {a.tensorcore_cycles:>16,} cycles  (utilization {util:.2%})")
+    print(f"  cycles       {round(a.cycles):>16,}    (the slowest of the TensorCore and every level's transfers)")
+    print(f"  bottleneck   {a.bottleneck}")
+    print("  control triggers (per level: where, how often, bytes):")
+    print(format_table(("level", "tensor", "loop", "action", "from/to", "count", "bytes"),
+                       [(t.level, t.tensor, t.loop, t.action, t.source, t.count, t.bytes) for t in a.triggers]))
+    print(f"  searched     {result.evaluations:,} nests ({result.outer_considered} outer nests given an inner "
+          f"search) in {result.seconds:.2f} s ({result.evaluations_per_second:,.0f}/s); {wall:.2f} s in all")
+    print("  not traced: the traced memory model and the timing simulator have one on-chip level so far")
+    if json_path is not None:
+        data = {"layer": args.layer, "hardware": hardware.name, "word_bytes": hardware.word_bytes,
+                "objective": args.objective, "sram_bytes": sram, **a.to_json(), "evaluations": result.evaluations}
+        write_text_atomic(json_path, json.dumps(data, indent=2) + "\n")
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
     """Handle `dsasim search`: an exit status; a mistake in the command line raises CliError (exit 2)."""
     from dsasim.architect.chain import is_chain
@@ -195,6 +248,8 @@ def run(args: argparse.Namespace) -> int:
     if is_chain(args.layer):
         return run_chain(args)
     problem, hardware, sram, json_path = _arguments(args, parse_layer)
+    if hardware.inner_levels:
+        return run_levels(args, problem, hardware, sram, json_path)
     runner = loopnest_runner() if args.confirm > 0 else None
     t0 = time.perf_counter()
     try:

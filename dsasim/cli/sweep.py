@@ -46,12 +46,15 @@ def add_arguments(s: argparse.ArgumentParser) -> None:
                    help="(--network) a hardware grid: each value of a field (repeat for a product), e.g. "
                         "dram_bytes_per_cycle=16,32,64")
     s.add_argument("--objective", choices=("traffic", "cycles"), default="traffic",
-                   help="(--network) per layer, the best schedule by traffic (default) or estimated cycles")
+                   help="(--network, or --level) per layer, the best schedule by traffic (default) or estimated cycles")
     s.add_argument("--sizes", required=True, metavar="LO:HI[:POINTS]",
                    help="SRAM sizes, geometric from LO to HI, e.g. 64KiB:8MiB:20 (or a list A,B,C)")
     s.add_argument("--hardware", metavar="PRESET|FILE", default="blog",
                    help="hardware preset or TOML file (default: blog); its sram_bytes is replaced by each size; "
                         "with --network a comma-separated list gives a grid")
+    s.add_argument("--level", metavar="NAME", default=None,
+                   help="the memory level whose capacity --sizes sets (default SRAM); on hardware with levels below "
+                        "the SRAM (e.g. blog-l1) every size gets the best nest with one tiling per level")
     s.add_argument("--json", metavar="PATH", help="write the sweep as JSON")
     s.add_argument("--plot", metavar="PATH", help="write a PNG: traffic, bound, compulsory and cycles vs SRAM")
     s.add_argument("--no-slide", action="store_true", help="leave sliding-window reuse out of the search (every "
@@ -107,6 +110,13 @@ def run(args: argparse.Namespace) -> int:
     try:
         problem = parse_chain(args.layer) if chain else parse_layer(args.layer)
         hardware = load_hardware(args.hardware)
+        if args.level is not None:
+            hardware.level(args.level)  # no such level: say which there are
+        if not chain and hardware.inner_levels:
+            return _run_levels(args, problem, hardware)
+        if args.level not in (None, "SRAM"):
+            raise ValueError(f"--level {args.level}: chains are swept over the SRAM only")
+        hardware.require_one_level("the chain sweep" if chain else "this sweep")
         try:
             sizes = parse_sizes(args.sizes)
         except OverflowError:
@@ -142,6 +152,39 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _run_levels(args: argparse.Namespace, problem: object, hardware: object) -> int:
+    """`dsasim sweep-sram LAYER --level NAME` on hardware with levels below the SRAM: per size of that level the
+    best nest with one tiling per level (the analytic model), its per-level traffic, cycles and bottleneck."""
+    from dsasim.architect.level_search import sweep_levels, with_level_capacity
+    from dsasim.architect.sweep import format_bytes, parse_sizes
+
+    level = args.level or "SRAM"
+    try:
+        sizes = parse_sizes(args.sizes)
+    except OverflowError:
+        raise CliError(f"--sizes {args.sizes!r}: a size is too large to be a number of bytes") from None
+    except ValueError as err:
+        raise CliError(str(err)) from None
+    for size in sizes:
+        try:
+            with_level_capacity(hardware, level, size)
+        except ValueError as err:
+            raise CliError(f"--level {level} at {format_bytes(size)}: {err}") from None
+    json_path, plot_path = json_and_plot_paths(args)
+    sweep = sweep_levels(problem, hardware, level, sizes, args.objective, layer=args.layer)
+    names = [lv.name for lv in hardware.levels]
+    header = (level, *(f"{n} B" for n in names), "cycles", "bottleneck")
+    rows = [(format_bytes(size), *((a.level(n).traffic_bytes for n in names) if a else [None] * len(names)),
+             round(a.cycles) if a else None, a.bottleneck if a else "nothing fits")
+            for size, a in zip(sweep.sizes, sweep.best)]
+    print(f"{args.layer} on {hardware.name}: traffic into each level and cycles vs the size of {level} "
+          f"(objective {args.objective}; the analytic model of every level)")
+    print(format_table(header, rows))
+    print(f"{len(sizes)} sizes, {sweep.evaluations:,} nests evaluated, {sweep.seconds:.2f} s")
+    write_outputs(sweep, json_path, plot_path, "plot_level_sweep")
+    return 0
+
+
 def format_network_sweep(sweep: NetworkSweep) -> str:
     """One row per hardware and SRAM size: totals, the summed bounds and the layers left out."""
     from dsasim.architect.sweep import format_bytes
@@ -172,6 +215,8 @@ def _run_network(args: argparse.Namespace) -> int:
 
     try:
         hardwares = vary_hardware([load_hardware(h.strip()) for h in args.hardware.split(",")], args.vary)
+        for hw in hardwares:
+            hw.require_one_level("dsasim sweep-sram --network")
         try:
             sizes = parse_sizes(args.sizes)
         except OverflowError:

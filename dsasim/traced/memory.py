@@ -716,6 +716,7 @@ class Session(_core.SessionFields):
         if not isinstance(hardware, Accelerator):
             raise TypeError(f"Session needs an Accelerator, got {type(hardware).__name__}; pass e.g. "
                             f"preset(\"blog\") or load_hardware(path)")
+        hardware.require_one_level("the traced memory model (Session)")
         for flag, value in (("numeric", numeric), ("record_trace", record_trace),
                             ("enforce_capacity", enforce_capacity), ("blog_quirks", blog_quirks)):
             if not isinstance(value, (bool, np.bool_)):

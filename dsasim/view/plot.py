@@ -228,6 +228,29 @@ def plot_sweep(result: SweepResult | ChainSweepResult, path: str | Path) -> Path
     return _save(fig, path)
 
 
+def plot_level_sweep(sweep: Any, path: str | Path) -> Path:
+    """A sweep of one memory level's size (`LevelSweep`): traffic into every level and the cycles against it."""
+    xs = [s / 1024 for s in sweep.sizes]
+    fig = _figure(8.0, 4.8)
+    ax = fig.add_subplot()
+    for lv in sweep.hardware.levels:
+        ax.plot(xs, [a.level(lv.name).traffic_bytes if a else float("nan") for a in sweep.best], "o-",
+                label=f"into {lv.name} (from {lv.parent})")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel(f"{sweep.level} (KiB)")
+    ax.set_ylabel("traffic (bytes)")
+    ax2 = ax.twinx()
+    ax2.plot(xs, [a.cycles if a else float("nan") for a in sweep.best], "s--", color="black",
+             label="cycles (slowest level or TensorCore)")
+    ax2.set_ylabel("cycles")
+    lines, lines2 = ax.get_legend_handles_labels(), ax2.get_legend_handles_labels()
+    ax.legend(lines[0] + lines2[0], lines[1] + lines2[1], loc="upper right", fontsize=8)
+    ax.set_title(f"{sweep.layer} on {sweep.hardware.name}: sizing {sweep.level}")
+    ax.grid(True, which="both", alpha=0.3)
+    return _save(fig, path)
+
+
 def plot_network(result: Any, path: str | Path) -> Path:
     """A network under one SRAM size (`NetworkResult`): per layer, traffic bars with the lower bound marked,
     and estimated cycles bars below; unplaceable and unmodelled layers are left blank."""

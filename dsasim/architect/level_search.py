@@ -1,0 +1,345 @@
+"""Schedule search over a memory hierarchy: the outer (SRAM) level's nest, then the inner tiling given it.
+
+The decomposition. The SRAM level is searched as on a one-level machine (`search.search`: DDR traffic and the
+cycle estimate under the SRAM size); the few best outer nests (by cycles, by traffic and the Pareto front of peak
+SRAM vs traffic) are then each given the inner tiling that is best for them. An inner tile must divide its outer
+tile (`hierarchy` explains why), so the inner space of one outer nest is small: per dimension the divisors of the
+outer tile (every balanced or TensorCore-aligned size when the outer loop runs once), and per tensor the inner
+loops above its inner staging point. As in the outer search, only the set of loops above each tensor matters
+and the sets are prefixes of one order: chains of above-sets (`Space.structures`).
+
+Evaluation is vectorised: a tensor staged in an inner level counts as a one-level nest with the tiles it sees
+(`LevelNest.seen_tiles`), so one `Evaluator` batch over (tile combinations x structures) gives that tensor's
+counts for every candidate at once. A first pass covers up to COARSE_PER_DIM tiles per dimension; refinement
+then sweeps each dimension over all its tiles with the others fixed, until nothing improves.
+
+Objective 'cycles': the least cost (the slowest of the TensorCore and every level's transfers), ties broken by
+DDR traffic then inner traffic; 'traffic': the least DDR traffic, then inner traffic, then cycles. Every level's
+peak must fit its capacity. Inner buffering: 2 ways where the level allows and it fits (so that a level's
+transfers can overlap the computes, which the cost assumes), else 1.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from dataclasses import dataclass, replace
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from dsasim.architect.analytic import Batch, Evaluator, tensorcore_blocks
+from dsasim.architect.hierarchy import (InnerTiling, LevelAnalysis, LevelNest, analyze_levels, compulsory_by_level,
+                                        tensor_role)
+from dsasim.architect.loopnest import LoopNest, Problem
+from dsasim.architect.search import Space, search, tile_candidates
+from dsasim.hardware import SRAM_LEVEL, Accelerator
+
+__all__ = ["LevelSearchResult", "search_levels", "OUTER_CANDIDATES", "COARSE_PER_DIM"]
+
+OUTER_CANDIDATES = 6  # outer nests given an inner search each
+COARSE_PER_DIM = 4  # inner tile sizes per dimension in the first pass
+_REFINE_ROUNDS = 4
+
+
+@dataclass
+class LevelSearchResult:
+    """The outcome of `search_levels`: the best nest's per-level analysis (None: nothing fits), how many
+    two-level nests were evaluated and how long it took."""
+
+    problem: Problem
+    hardware: Accelerator
+    objective: str
+    best: LevelAnalysis | None
+    outer_considered: int
+    evaluations: int
+    seconds: float
+
+    @property
+    def evaluations_per_second(self) -> float:
+        return self.evaluations / self.seconds if self.seconds > 0 else float("inf")
+
+    def to_json(self) -> dict[str, Any]:
+        return {"problem": self.problem.to_json(), "hardware": self.hardware.name, "objective": self.objective,
+                "best": None if self.best is None else self.best.to_json(),
+                "outer_considered": self.outer_considered, "evaluations": self.evaluations}
+
+
+def _divisors(n: int) -> list[int]:
+    return [v for v in range(1, n + 1) if n % v == 0]
+
+
+class _InnerSpace:
+    """The inner tilings of one outer nest: candidate tiles per dimension, the model's tables over them, and the
+    vectorised evaluation of (tile combination x structure) batches."""
+
+    def __init__(self, outer: LoopNest, hardware: Accelerator, staged: Sequence[str]) -> None:
+        p = outer.problem
+        self.outer, self.hardware, self.problem = outer, hardware, p
+        align = tensorcore_blocks(p, hardware)
+        self.fine: list[list[int]] = []
+        for d in p.dims:
+            t = outer.tile(d)
+            if outer.trips(d) > 1:
+                vals = sorted(_divisors(t), reverse=True)
+            else:
+                vals = [v for v in tile_candidates(t, align.get(d, 0))]
+            self.fine.append(vals)
+        self.outer_idx = [f.index(outer.tile(d)) for f, d in zip(self.fine, p.dims)]
+        self.ev = Evaluator(p, hardware, self.fine)
+        # chains of above-sets come from the outer search's enumeration over the same problem
+        self.space = Space.__new__(Space)
+        self.space.__dict__.update(self.ev.__dict__)
+        self.space.exhaustive, self.space._structs = False, {}
+        self.staged = [p.tensor_names.index(n) for n in staged]
+        self.levels = {}
+        self.level_of = {}
+        for x in self.staged:
+            lv = hardware.path(tensor_role(p, p.tensor_names[x]))[1]
+            self.levels.setdefault(lv.name, (lv, []))[1].append(x)
+            self.level_of[x] = lv
+        self.outer_options = {x: self._outer_option(x) for x in self.staged}
+
+    def _outer_option(self, x: int) -> tuple[int, Any] | None:
+        """Tensor x staged in its level inside the outer nest (at or below its SRAM staging, held across the loops
+        below): the depth whose transfers take least time at the level's port among those whose box fits the
+        level alone, with its counts; None when no such box fits. It does not depend on the inner tiles."""
+        outer, lv = self.outer, self.level_of[x]
+        ev = Evaluator(self.problem, self.hardware, [[outer.tile(d)] for d in self.problem.dims], python_ints=True)
+        best = None
+        for k in range(outer.depth(self.problem.tensor_names[x]), len(outer.order) + 1):
+            above = set(outer.order[:k])
+            flags = [[d in above for d in ev.dims] for _ in range(ev.nt)]
+            c = ev.evaluate(Batch(tidx=[0] * ev.nd, above=flags, ways=[1] * ev.nt, shape=()), estimate=False).tensors[x]
+            if c.box_bytes > lv.capacity_bytes:
+                continue
+            # ties: the smaller box, then the shallower point (loops of one trip between change nothing)
+            key = ((c.loads + c.stores) * lv.setup_cycles + (c.loaded_bytes + c.stored_bytes) / lv.bytes_per_cycle,
+                   c.loaded_bytes + c.stored_bytes, c.box_bytes, k)
+            if best is None or key < best[0]:
+                best = (key, k, c)
+        return None if best is None else best[1:]
+
+    def coarse(self, d: int) -> list[int]:
+        """Up to COARSE_PER_DIM candidate positions of dim d, spread over its list (the outer tile included)."""
+        n = len(self.fine[d])
+        if n <= COARSE_PER_DIM:
+            return list(range(n))
+        picks = {round(i * (n - 1) / (COARSE_PER_DIM - 1)) for i in range(COARSE_PER_DIM)}
+        return sorted(picks | {self.outer_idx[d]})
+
+    def evaluate(self, combos: np.ndarray, ddr_cycles: float) -> dict[str, np.ndarray]:
+        """Cost, inner traffic, fit and ways of every (combo, structure) for combos (n, dims) of tile positions:
+        arrays (n, structures), plus the structures themselves (structures, tensors, dims)."""
+        ev, nd = self.ev, self.ev.nd
+        tiled = [d for d in range(nd) if len(set(combos[:, d].tolist()) - {self.outer_idx[d]}) > 0]
+        structs = self.space.structures(tiled)  # (s, nt, nd) bool
+        n, s = len(combos), len(structs)
+        everything = [[True] * nd for _ in range(ev.nt)]
+        finest = ev.evaluate(Batch(tidx=[combos[:, d][:, None] for d in range(nd)], above=everything,
+                                   ways=[1] * ev.nt, shape=(n, 1)), estimate=False)
+        counts = {}
+        use_outer = {}
+        for x in self.staged:
+            tidx = [np.where(structs[None, :, x, d], combos[:, d][:, None], self.outer_idx[d]) for d in range(nd)]
+            r = ev.evaluate(Batch(tidx=tidx, above=everything, ways=[1] * ev.nt, shape=(n, s)), estimate=False)
+            c = r.tensors[x]
+            option = self.outer_options[x]
+            if option is not None:  # staged outside the inner loops where that moves less (an empty above-set)
+                lv, o = self.level_of[x], option[1]
+                inner_time = (c.loads + c.stores) * lv.setup_cycles + (c.loaded_bytes + c.stored_bytes) / \
+                    lv.bytes_per_cycle
+                outer_time = (o.loads + o.stores) * lv.setup_cycles + (o.loaded_bytes + o.stored_bytes) / \
+                    lv.bytes_per_cycle
+                pick = np.broadcast_to(outer_time < inner_time, (n, s))
+                use_outer[x] = pick
+                c = c._replace(**{f: np.where(pick, getattr(o, f), np.broadcast_to(getattr(c, f), (n, s)))
+                                  for f in ("loaded_bytes", "stored_bytes", "loads", "stores", "box_bytes")})
+            counts[x] = c
+        cost = np.broadcast_to(np.asarray(finest.tensorcore_cycles, np.float64), (n, s)).copy()
+        np.maximum(cost, ddr_cycles, out=cost)
+        traffic = np.zeros((n, s), np.int64)
+        fits = np.ones((n, s), bool)
+        double = {}
+        for name, (lv, xs) in self.levels.items():
+            loaded = sum(np.broadcast_to(counts[x].loaded_bytes, (n, s)) for x in xs)
+            stored = sum(np.broadcast_to(counts[x].stored_bytes, (n, s)) for x in xs)
+            transfers = sum(np.broadcast_to(counts[x].loads + counts[x].stores, (n, s)) for x in xs)
+            box = sum(np.broadcast_to(counts[x].box_bytes, (n, s)) for x in xs)
+            traffic += loaded + stored
+            np.maximum(cost, transfers * lv.setup_cycles + (loaded + stored) / lv.bytes_per_cycle, out=cost)
+            fits &= box <= lv.capacity_bytes
+            double[name] = (lv.max_ways >= 2) & (2 * box <= lv.capacity_bytes)
+        return {"cost": cost, "traffic": traffic, "fits": fits, "double": double, "structs": structs,
+                "outer": use_outer}
+
+    def nest(self, combo: np.ndarray, struct: np.ndarray, double: dict[str, bool],
+             outer_staged: Sequence[int] = ()) -> LevelNest:
+        """The LevelNest of one candidate."""
+        p, ev = self.problem, self.ev
+        tiles = {d: self.fine[i][combo[i]] for i, d in enumerate(p.dims)}
+        inner_trips = {d: -(-self.outer.tile(d) // tiles[d]) for d in p.dims}
+        sets = {x: frozenset() if x in outer_staged else
+                frozenset(d for i, d in enumerate(p.dims) if struct[x, i] and inner_trips[d] > 1) for x in self.staged}
+        order: list[str] = []
+        stage = {}
+        for x in sorted(self.staged, key=lambda x: (len(sets[x]), x)):
+            order += [d for d in p.dims if d in sets[x] and d not in order]
+            stage[p.tensor_names[x]] = len(order)
+        order += [d for d in p.dims if d not in order]
+        for x in outer_staged:
+            k = self.outer_options[x][0]
+            stage[p.tensor_names[x]] = "outer:" + (self.outer.order[k - 1] if k else "top")
+        ways = {p.tensor_names[x]: 2 if double[name] else 1 for name, (_, xs) in self.levels.items() for x in xs}
+        del ev
+        return LevelNest(self.outer, InnerTiling(order, tiles, stage, ways), self.hardware)
+
+
+def _ranked(result: dict[str, np.ndarray], ddr_traffic: int, objective: str) -> tuple[tuple, tuple[int, int]] | None:
+    """(key, (combo row, structure)) of the best fitting candidate of an evaluation, None when none fits."""
+    cost, traffic, fits = result["cost"], result["traffic"], result["fits"]
+    if not fits.any():
+        return None
+    big = np.iinfo(np.int64).max
+    if objective == "cycles":
+        primary, secondary = np.where(fits, cost, np.inf), np.where(fits, traffic, big)
+    else:
+        primary, secondary = np.where(fits, traffic, big).astype(np.float64), np.where(fits, cost, np.inf)
+    order = np.lexsort((secondary.ravel(), primary.ravel()))
+    i, j = np.unravel_index(int(order[0]), cost.shape)
+    key = (float(cost[i, j]), ddr_traffic, int(traffic[i, j])) if objective == "cycles" else \
+        (ddr_traffic, int(traffic[i, j]), float(cost[i, j]))
+    return key, (int(i), int(j))
+
+
+def _choice(combo: np.ndarray, res: dict[str, Any], i: int, j: int) -> tuple:
+    """The arguments of `_InnerSpace.nest` for candidate (i, j) of an evaluation."""
+    return (combo.copy(), res["structs"][j], {k: bool(v[i, j]) for k, v in res["double"].items()},
+            [x for x, v in res["outer"].items() if v[i, j]])
+
+
+def _inner_search(outer: LoopNest, hardware: Accelerator, staged: Sequence[str], ddr_cycles: float,
+                  ddr_traffic: int, objective: str) -> tuple[tuple | None, LevelNest | None, int]:
+    """The best inner tiling of one outer nest: (its ranking key, its LevelNest, evaluations)."""
+    space = _InnerSpace(outer, hardware, staged)
+    nd = space.ev.nd
+    combos = np.array(list(itertools.product(*[space.coarse(d) for d in range(nd)])), np.int64)
+    res = space.evaluate(combos, ddr_cycles)
+    evaluations = res["cost"].size
+    found = _ranked(res, ddr_traffic, objective)
+    if found is None:
+        return None, None, evaluations
+    best_key, (i, j) = found
+    best = _choice(combos[i], res, i, j)
+    for _ in range(_REFINE_ROUNDS):
+        improved = False
+        for d in range(nd):
+            if len(space.fine[d]) < 2:
+                continue
+            trial = np.repeat(best[0][None, :], len(space.fine[d]), axis=0)
+            trial[:, d] = np.arange(len(space.fine[d]))
+            res = space.evaluate(trial, ddr_cycles)
+            evaluations += res["cost"].size
+            found = _ranked(res, ddr_traffic, objective)
+            if found is not None and found[0] < best_key:
+                best_key, (i, j) = found
+                best = _choice(trial[i], res, i, j)
+                improved = True
+        if not improved:
+            break
+    return best_key, space.nest(*best), evaluations
+
+
+def search_levels(problem: Problem, hardware: Accelerator, sram_bytes: int | None = None,
+                  objective: str = "cycles", outer_candidates: int = OUTER_CANDIDATES,
+                  progress: Callable[[float], None] | None = None, force: bool = False,
+                  warn: Callable[[str], None] | None = None) -> LevelSearchResult:
+    """The best `LevelNest` of `problem` on a hardware with inner levels (module docstring: the decomposition,
+    the objective). ValueError for hardware without inner levels or with levels below an inner level."""
+    if not hardware.inner_levels:
+        raise ValueError(f"hardware {hardware.name!r} has no level below the SRAM; `search` finds its schedules "
+                         f"(give a hardware with inner_levels, e.g. blog-l1)")
+    deep = [lv.name for lv in hardware.inner_levels if lv.parent != SRAM_LEVEL]
+    if deep:
+        raise ValueError(f"search_levels tiles one level below the SRAM; levels {deep} hang below inner levels")
+    start = time.perf_counter()
+    # the SRAM level alone is a one-level machine: the outer search sees it so
+    outer_result = search(problem, replace(hardware, inner_levels=()), sram_bytes, objective, force=force, warn=warn)
+    hw = replace(hardware, sram_bytes=outer_result.sram_bytes)
+    pool: list[LoopNest] = []
+    for c in [outer_result.best_cycles, outer_result.best_traffic,
+              *sorted(outer_result.pareto, key=lambda c: (c.estimated_cycles, c.traffic_bytes))]:
+        if c is not None and c.nest not in pool:
+            pool.append(c.nest)
+    pool = pool[:outer_candidates]
+    staged = [n for n in problem.tensor_names if len(hw.path(tensor_role(problem, n))) > 1]
+    evaluations = outer_result.evaluations
+    best_key, best_nest = None, None
+    for k, outer in enumerate(pool):
+        a = analyze_levels(LevelNest(outer, InnerTiling(outer.order, {}, {n: 0 for n in staged}), hw))
+        sram = a.level(SRAM_LEVEL)
+        key, nest, n = _inner_search(outer, hw, staged, sram.cycles, sram.traffic_bytes, objective)
+        evaluations += n
+        if key is not None and (best_key is None or key < best_key):
+            best_key, best_nest = key, nest
+        if progress is not None:
+            progress((k + 1) / len(pool))
+    best = None if best_nest is None else analyze_levels(best_nest)
+    return LevelSearchResult(problem=problem, hardware=hw, objective=objective, best=best,
+                             outer_considered=len(pool), evaluations=evaluations,
+                             seconds=time.perf_counter() - start)
+
+
+def with_level_capacity(hardware: Accelerator, level: str, capacity_bytes: int) -> Accelerator:
+    """The hardware with one level's capacity (bytes) changed (the SRAM's is `sram_bytes`); ValueError when
+    there is no such level or the result is not a valid hierarchy (the message says why)."""
+    if level == SRAM_LEVEL:
+        return replace(hardware, sram_bytes=capacity_bytes)
+    hardware.level(level)  # ValueError naming the levels when there is none
+    return replace(hardware, inner_levels=tuple(replace(lv, capacity_bytes=capacity_bytes) if lv.name == level
+                                                else lv for lv in hardware.inner_levels))
+
+
+@dataclass
+class LevelSweep:
+    """`sweep_levels`: per capacity of one level (bytes) the best nest's per-level analysis (None: nothing fits)."""
+
+    layer: str
+    hardware: Accelerator
+    level: str
+    objective: str
+    sizes: list[int]
+    best: list[LevelAnalysis | None]
+    evaluations: int
+    seconds: float
+
+    def to_json(self) -> dict[str, Any]:
+        return {"layer": self.layer, "hardware": self.hardware.name, "level": self.level,
+                "objective": self.objective,
+                "points": [{"capacity_bytes": size, "best": None if a is None else a.to_json()}
+                           for size, a in zip(self.sizes, self.best)]}
+
+
+def sweep_levels(problem: Problem, hardware: Accelerator, level: str, sizes: Sequence[int],
+                 objective: str = "cycles", layer: str | None = None,
+                 progress: Callable[[float], None] | None = None) -> LevelSweep:
+    """`search_levels` at every capacity in `sizes` (bytes) of `level`, the other levels as the hardware has
+    them. Every hardware variant is checked before any search (a level larger than its parent is a ValueError)."""
+    if not sizes:
+        raise ValueError("sweep_levels needs at least one size")
+    variants = [with_level_capacity(hardware, level, int(s)) for s in sizes]
+    start = time.perf_counter()
+    best: list[LevelAnalysis | None] = []
+    evaluations = 0
+    for k, hw in enumerate(variants):
+        r = search_levels(problem, hw, None, objective)
+        best.append(r.best)
+        evaluations += r.evaluations
+        if progress is not None:
+            progress((k + 1) / len(variants))
+    return LevelSweep(layer=layer or problem.name, hardware=hardware, level=level, objective=objective,
+                      sizes=[int(s) for s in sizes], best=best, evaluations=evaluations,
+                      seconds=time.perf_counter() - start)
+
+
+__all__ += ["with_level_capacity", "compulsory_by_level", "LevelSweep", "sweep_levels"]
