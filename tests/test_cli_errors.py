@@ -42,6 +42,9 @@ def no_work(monkeypatch):
     monkeypatch.setattr(dsasim.cli.simulate, "scope_names", _tripwire)
     monkeypatch.setattr(importlib.import_module("dsasim.architect.search"), "search", _tripwire)
     monkeypatch.setattr(importlib.import_module("dsasim.architect.sweep"), "sweep_sram", _tripwire)
+    levels = importlib.import_module("dsasim.architect.level_search")
+    monkeypatch.setattr(levels, "search_levels", _tripwire)
+    monkeypatch.setattr(levels, "sweep_levels", _tripwire)
 
 
 @pytest.fixture(scope="module")
@@ -168,7 +171,23 @@ NUMBERS = [
 ]
 
 # --- unknown names: schedules, layers, presets ---------------------------------------------------------------
+ONE_LEVEL = "models one on-chip level (the SRAM), but hardware 'blog-l1' has levels below it (L1w, L1i, L1acc)"
 NAMES = [
+    # memory levels: a level that is not there, a hierarchy made invalid, a one-level command on blog-l1
+    (["sweep-sram", "gemm-64", "--sizes", "1MiB", "--level", "L9"], "hardware 'blog' has no memory level 'L9'"),
+    (["sweep-sram", "gemm-64", "--sizes", "32KiB", "--hardware", "blog-l1"],
+     "--level SRAM at 32KiB: Accelerator 'blog-l1': memory level 'L1w' (65,536 bytes) is larger than its parent"),
+    (["sweep-sram", "gemm-64", "--sizes", "2MiB", "--hardware", "blog-l1", "--level", "L1i"],
+     "memory level 'L1i' (2,097,152 bytes) is larger than its parent 'SRAM'"),
+    (["search", "gemm-64", "--hardware", "blog-l1", "--sram", "32KiB"], "'L1w' (65,536 bytes) is larger than its"),
+    (["search", "resnet18.layer1.0", "--hardware", "blog-l1"], "the chain search " + ONE_LEVEL),
+    (["sweep-sram", "resnet18.layer1.0", "--sizes", "1MiB", "--hardware", "blog-l1"], "the chain sweep " + ONE_LEVEL),
+    (["sweep-sram", "--network", "resnet18", "--sizes", "1MiB", "--hardware", "blog-l1"],
+     "the network sweep " + ONE_LEVEL),
+    (["network", "resnet18", "--hardware", "blog-l1"], "the network evaluation " + ONE_LEVEL),
+    (["shapes", "gemm-64", "--vary", "m=1:4", "--hardware", "blog-l1"], "the shape sweep " + ONE_LEVEL),
+    (["demo", "--count-only", "--hardware", "blog-l1"], "the traced memory model " + ONE_LEVEL),
+    (["simulate", "demo6", "--hardware", "blog-l1"], "the traced memory model " + ONE_LEVEL),
     (["demo", "--only", "demo9"], "unknown schedule(s) ['demo9']; known: demo1"),
     (["demo", "--only", "demo2", "DEMO3-2"], "unknown schedule(s) ['DEMO3-2']"),
     (["demo", "--only", "demo2", "--per-tensor", "demo3-2"], "--per-tensor 'demo3-2' is not among the schedules"),
@@ -177,7 +196,7 @@ NAMES = [
     (["simulate", "demo9"], "unknown schedule 'demo9'; known: demo1"),
     (["simulate", ""], "unknown schedule ''"),
     (["simulate", "demo6 "], "unknown schedule 'demo6 '"),
-    (["demo", "--hardware", "tpu-v9"], "unknown hardware preset 'tpu-v9'; presets are ['blog', 'blog-fp32']"),
+    (["demo", "--hardware", "tpu-v9"], "unknown hardware preset 'tpu-v9'; presets are ['blog', 'blog-fp32', 'blog-l1']"),
     (["demo", "--hardware", ""], "hardware is empty; give a preset"),
     (["simulate", "demo6", "--hardware", "BLOG"], "unknown hardware preset 'BLOG'"),
     (["simulate", "demo6", "--hardware", " "], "hardware is empty"),
@@ -274,7 +293,7 @@ HARDWARE = [
     ("no-word.toml", "missing ['word_bytes']"),
     ("unknown-key.toml", "unknown key(s) ['sram_byte']; valid keys are 'base' and"),
     ("table.toml", "unknown key(s) ['tensorcore']"),
-    ("base-list.toml", "base must be a preset name in quotes (blog, blog-fp32), got ['blog']"),
+    ("base-list.toml", "base must be a preset name in quotes (blog, blog-fp32, blog-l1), got ['blog']"),
     ("base-number.toml", "base must be a preset name in quotes"),
     ("base-unknown.toml", "unknown hardware preset 'tpu-v9'"),
     ("name-list.toml", "name must be a non-empty string, got ['a', 'b']"),
@@ -314,7 +333,7 @@ HARDWARE_COMMANDS = {
 HARDWARE_CASES = [(["simulate", "demo6", "--hardware", "{h}/" + name], fragment) for name, fragment in HARDWARE]
 HARDWARE_CASES += [(HARDWARE_COMMANDS[cmd] + ["{h}/" + name], fragment)
                    for k, cmd in enumerate(HARDWARE_COMMANDS) for name, fragment in HARDWARE[k::4]]
-COMMANDS = {"demo", "simulate", "search", "sweep-sram"}
+COMMANDS = {"demo", "simulate", "search", "sweep-sram", "network", "shapes"}
 
 
 def _fill(items: list[str], files: Path, folder: Path) -> list[str]:
@@ -346,6 +365,8 @@ def test_a_bad_command_line_is_one_line_and_exit_2(argv, fragment, files, tmp_pa
     ["simulate", "demo6", "--plot", "{d}/out", "--perfetto", "{d}/out/t.json"],  # --plot makes the folder
     ["simulate", "demo6", "--json", "{d}/r.json", "--perfetto", "{d}/t.json", "--buffers", "64"],
     ["search", "gemm-64", "--sram", "64KiB", "--json", "{d}/r.json"],
+    ["search", "gemm-64", "--hardware", "blog-l1", "--json", "{d}/r.json"],
+    ["sweep-sram", "gemm-64", "--hardware", "blog-l1", "--level", "L1w", "--sizes", "1KiB:64KiB"],
     ["sweep-sram", "gemm-64", "--sizes", "1KiB:64KiB", "--plot", "{d}/s.svg", "--json", "{d}/s.json"],
 ])
 def test_good_command_lines_pass_the_checks(argv, files, tmp_path, monkeypatch, no_work):

@@ -109,7 +109,7 @@ def test_sram_words():
     ('base = "blog"\nvector_lanes = -32\n', r"vector_lanes must be a positive integer .*got -32"),
     ('base = "blog"\nword_bytes = "4"\n', r"word_bytes must be a positive integer .*got '4'"),
     ('base = "blog"\ndma_load_channels = [2]\n', r"dma_load_channels must be a positive integer .*got \[2\]"),
-    ('base = ["blog"]\n', r"base must be a preset name in quotes \(blog, blog-fp32\), got \['blog'\]"),
+    ('base = ["blog"]\n', r"base must be a preset name in quotes \(blog, blog-fp32, blog-l1\), got \['blog'\]"),
     ('base = "blog"\nname = ["x"]\n', r"name must be a non-empty string, got \['x'\]"),
     ('base = "blog"\n[extra]\nkey = 1\n', r"unknown key\(s\) \['extra'\]"),
 ])

@@ -96,7 +96,7 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         hardware = load_hardware(args.hardware)
-        hardware.require_one_level("dsasim network")
+        hardware.require_one_level("the network evaluation")
         sram = parse_bytes(args.sram) if args.sram is not None else hardware.sram_bytes
         if sram < hardware.word_bytes:
             raise ValueError(f"--sram {args.sram}: must hold at least one {hardware.word_bytes}-byte word")

@@ -84,7 +84,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         problem = parse_layer(args.layer)
         hardware = load_hardware(args.hardware)
-        hardware.require_one_level("dsasim shapes")
+        hardware.require_one_level("the shape sweep")
         if args.sram is not None:
             hardware = dataclasses.replace(hardware, sram_bytes=parse_bytes(args.sram))
         dim, values = parse_vary(args.vary)

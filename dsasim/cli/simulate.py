@@ -70,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         schedule = find_schedule(args.name)
         hardware = load_hardware(args.hardware) if args.hardware is not None else preset(schedule.hardware)
-        hardware.require_one_level("dsasim simulate (the traced memory model)")
+        hardware.require_one_level("the traced memory model")
     except ValueError as err:
         raise CliError(str(err)) from None
     ways = args.ways

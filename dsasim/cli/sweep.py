@@ -216,7 +216,7 @@ def _run_network(args: argparse.Namespace) -> int:
     try:
         hardwares = vary_hardware([load_hardware(h.strip()) for h in args.hardware.split(",")], args.vary)
         for hw in hardwares:
-            hw.require_one_level("dsasim sweep-sram --network")
+            hw.require_one_level("the network sweep")
         try:
             sizes = parse_sizes(args.sizes)
         except OverflowError:
