@@ -52,8 +52,16 @@ class LevelSearchResult:
     objective: str
     best: LevelAnalysis | None
     outer_considered: int
-    evaluations: int
+    evaluations: int  # outer (one-level) candidates and inner (two-level) nests
     seconds: float
+    outer_evaluations: int = 0
+    outer_seconds: float = 0.0
+
+    @property
+    def inner_rate(self) -> float:
+        """Two-level nests per second of the inner searches alone."""
+        inner = self.seconds - self.outer_seconds
+        return (self.evaluations - self.outer_evaluations) / inner if inner > 0 else float("inf")
 
     @property
     def evaluations_per_second(self) -> float:
@@ -266,6 +274,7 @@ def search_levels(problem: Problem, hardware: Accelerator, sram_bytes: int | Non
     # the SRAM level alone is a one-level machine: the outer search sees it so
     outer_result = search(problem, replace(hardware, inner_levels=()), sram_bytes, objective, force=force, warn=warn)
     hw = replace(hardware, sram_bytes=outer_result.sram_bytes)
+    outer_seconds = time.perf_counter() - start
     pool: list[LoopNest] = []
     for c in [outer_result.best_cycles, outer_result.best_traffic,
               *sorted(outer_result.pareto, key=lambda c: (c.estimated_cycles, c.traffic_bytes))]:
@@ -287,7 +296,8 @@ def search_levels(problem: Problem, hardware: Accelerator, sram_bytes: int | Non
     best = None if best_nest is None else analyze_levels(best_nest)
     return LevelSearchResult(problem=problem, hardware=hw, objective=objective, best=best,
                              outer_considered=len(pool), evaluations=evaluations,
-                             seconds=time.perf_counter() - start)
+                             seconds=time.perf_counter() - start, outer_evaluations=outer_result.evaluations,
+                             outer_seconds=outer_seconds)
 
 
 def with_level_capacity(hardware: Accelerator, level: str, capacity_bytes: int) -> Accelerator:
