@@ -78,6 +78,8 @@ _INT_RANGES: dict[str, tuple[int, int]] = {
     "tensorcore_out_channels": (1, 1 << 16),
     "dma_setup_cycles": (0, 10 ** 9),
     "dma_load_channels": (1, 1024),
+    "dma_burst_bytes": (1, 1 << 20),
+    "dma_run_cycles": (0, 10 ** 6),
     "vector_lanes": (1, 1 << 20),
 }
 _FLOAT_RANGES: dict[str, tuple[float, float]] = {
@@ -105,6 +107,10 @@ class Accelerator:
     dram_shared_load_store: bool = True
     dma_setup_cycles: int = 64
     dma_load_channels: int = 1
+    # A transfer moves each contiguous DDR run of its box (`dsasim.layout`) in whole bursts of dma_burst_bytes and
+    # pays dma_run_cycles per run (a descriptor) besides dma_setup_cycles; 1 and 0 leave layout out of the time.
+    dma_burst_bytes: int = 1
+    dma_run_cycles: int = 0
     vector_lanes: int = 32
     # Levels below the SRAM, parents before children (see the module docstring); () is the blog's one level.
     inner_levels: tuple[MemoryLevel, ...] = ()

@@ -175,6 +175,12 @@ ONE_LEVEL = "models one on-chip level (the SRAM), but hardware 'blog-l1' has lev
 NAMES = [
     # memory levels: a level that is not there, a hierarchy made invalid, a one-level command on blog-l1
     (["sweep-sram", "gemm-64", "--sizes", "1MiB", "--level", "L9"], "hardware 'blog' has no memory level 'L9'"),
+    # DDR layouts
+    (["simulate", "demo2", "--layout", "img=NHWC"], "demo2 has no tensor 'img'; its tensors are ['image', 'weight'"),
+    (["simulate", "demo2", "--layout", "image"], "--layout 'image': give TENSOR=LAYOUT, e.g. image=NHWC"),
+    (["simulate", "demo2", "--layout", "image=NWHC"], "unknown layout 'NWHC'; layouts are ['row-major', 'NHWC'"),
+    (["simulate", "demo2", "--layout", "image=NHWC", "--layout", "image=NCHW16c"],
+     "--layout gives 'image' two layouts (NHWC, NCHW16c); give one"),
     (["sweep-sram", "gemm-64", "--sizes", "32KiB", "--hardware", "blog-l1"],
      "--level SRAM at 32KiB: Accelerator 'blog-l1': memory level 'L1w' (65,536 bytes) is larger than its parent"),
     (["sweep-sram", "gemm-64", "--sizes", "2MiB", "--hardware", "blog-l1", "--level", "L1i"],
@@ -188,7 +194,8 @@ NAMES = [
     (["shapes", "gemm-64", "--vary", "m=1:4", "--hardware", "blog-l1"], "the shape sweep " + ONE_LEVEL),
     (["demo", "--count-only", "--hardware", "blog-l1"], "the traced memory model " + ONE_LEVEL),
     (["simulate", "demo6", "--hardware", "blog-l1"], "the traced memory model " + ONE_LEVEL),
-    (["demo", "--only", "demo9"], "unknown schedule(s) ['demo9']; known: demo1"),
+    (["demo", "--only", "demo9"],
+     "unknown schedule(s) ['demo9']; known: conv1-direct, conv1-im2col-chip, conv1-im2col-ddr, demo1"),
     (["demo", "--only", "demo2", "DEMO3-2"], "unknown schedule(s) ['DEMO3-2']"),
     (["demo", "--only", "demo2", "--per-tensor", "demo3-2"], "--per-tensor 'demo3-2' is not among the schedules"),
     (["demo", "--only", "demo2", "--by-scope", "demo6"], "--by-scope 'demo6' is not among the schedules run"),

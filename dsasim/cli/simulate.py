@@ -1,7 +1,7 @@
 """`dsasim simulate NAME`: trace a schedule count-only and time it.
 
-    dsasim simulate NAME [--ways N] [--hardware PRESET|FILE] [--json PATH] [--perfetto PATH] [--plot DIR]
-                         [--window CYCLES]
+    dsasim simulate NAME [--ways N] [--hardware PRESET|FILE] [--layout TENSOR=LAYOUT ...] [--json PATH]
+                         [--perfetto PATH] [--plot DIR] [--window CYCLES]
 
 NAME is looked up with `common.find_schedule`. `--ways N` (alias `--buffers N`, the blog's word) makes every scope of
 the schedule N-way buffered (the scope names are found by a first count-only pass). Prints a summary; --json writes
@@ -39,6 +39,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "--buffers is an alias)")
     p.add_argument("--hardware", metavar="PRESET|FILE", default=None,
                    help="hardware preset or TOML file (default: the preset the schedule was written for)")
+    p.add_argument("--layout", action="append", default=[], metavar="TENSOR=LAYOUT",
+                   help="a tensor's DDR layout: row-major (default), NHWC or NCHW16c (repeat for several tensors); it "
+                        "changes transfer cycles when the hardware sets dma_burst_bytes or dma_run_cycles")
     p.add_argument("--json", metavar="PATH", help="write the result summary as JSON")
     p.add_argument("--perfetto", metavar="PATH", help="write a Chrome/Perfetto trace (open in ui.perfetto.dev)")
     p.add_argument("--plot", metavar="DIR", help="write NAME-bandwidth.png, NAME-gantt.png, NAME-sram.png")
@@ -61,6 +64,31 @@ def scope_names(schedule: Schedule, hardware: Accelerator) -> list[str]:
     return sorted({scope.path[-1] for scope in session.trace.scopes})
 
 
+def parse_layouts(items: list[str], schedule: Schedule) -> dict[str, str]:
+    """`--layout TENSOR=LAYOUT` options as a mapping, checked against the schedule's tensors (ValueError)."""
+    from dsasim.layout import LAYOUTS
+
+    w = schedule.workload
+    tensors = {**w.inputs, **w.outputs, **w.intermediates}
+    layouts: dict[str, str] = {}
+    for item in items:
+        name, sep, layout = item.partition("=")
+        if not sep or not name or not layout:
+            raise ValueError(f"--layout {item!r}: give TENSOR=LAYOUT, e.g. image=NHWC")
+        if name not in tensors:
+            raise ValueError(f"--layout {item!r}: {schedule.name} has no tensor {name!r}; its tensors are "
+                             f"{list(tensors)}")
+        if layout not in LAYOUTS:
+            raise ValueError(f"--layout {item!r}: unknown layout {layout!r}; layouts are {list(LAYOUTS)}")
+        if layout != "row-major" and len(tensors[name]) != 4:
+            raise ValueError(f"--layout {item!r}: {layout} is for 4-d (N, C, H, W) tensors; {name} has shape "
+                             f"{tuple(tensors[name])}")
+        if name in layouts and layouts[name] != layout:
+            raise ValueError(f"--layout gives {name!r} two layouts ({layouts[name]}, {layout}); give one")
+        layouts[name] = layout
+    return layouts
+
+
 def run(args: argparse.Namespace) -> int:
     """Handle `dsasim simulate`: 0, or 1 when the schedule fails; a mistake in the command line raises CliError
     (`dsasim.cli.main` prints it and exits 2)."""
@@ -71,6 +99,7 @@ def run(args: argparse.Namespace) -> int:
         schedule = find_schedule(args.name)
         hardware = load_hardware(args.hardware) if args.hardware is not None else preset(schedule.hardware)
         hardware.require_one_level("the traced memory model")
+        layouts = parse_layouts(args.layout, schedule)
     except ValueError as err:
         raise CliError(str(err)) from None
     ways = args.ways
@@ -86,7 +115,8 @@ def run(args: argparse.Namespace) -> int:
     scope_ways = None
     if ways is not None:
         scope_ways = {name: ways for name in scope_names(schedule, hardware)}
-    run_result = run_schedule(schedule, hardware, numeric=False, record_trace=True, scope_ways=scope_ways)
+    run_result = run_schedule(schedule, hardware, numeric=False, record_trace=True, scope_ways=scope_ways,
+                              layouts=layouts)
     if run_result.status != "ok":
         print(f"dsasim simulate: {schedule.name} on {hardware.name} failed ({run_result.status}): "
               f"{run_result.message}", file=sys.stderr)

@@ -15,7 +15,10 @@ OPEN events (a zeroed region, no DMA) run on no engine and take 0 cycles, but st
 ALLOC, ENTER and EXIT events are not operations; a FREE event releases its buffer's slot (below).
 
 Durations, in cycles. A transfer (LOAD or STORE) of b bytes takes dma_setup_cycles + ceil(b / bandwidth), with
-bandwidth = dram_bytes_per_cycle, and holds its DDR port for all of it, setup included. A COMPUTE takes the
+bandwidth = dram_bytes_per_cycle, and holds its DDR port for all of it, setup included. With layout costs on
+(dma_burst_bytes > 1 or dma_run_cycles > 0) it takes dma_setup_cycles + runs x dma_run_cycles + ceil(b' /
+bandwidth): runs are the contiguous DDR runs of its region in its tensor's layout (one descriptor each), b' their
+bytes each rounded up to whole bursts (`dsasim.layout`, `_Lowering.transfer`). A COMPUTE takes the
 cycles recorded in its event (the TensorCore's cost model: ceil(ic/16) x ceil(oc/24) x pixels x taps; the
 vector unit's ceil(elements / lanes)).
 
@@ -55,6 +58,7 @@ from libc.stdint cimport int64_t
 from libc.string cimport memmove
 
 from dsasim.hardware import Accelerator
+from dsasim.layout import DEFAULT_LAYOUT, transfer_runs
 from dsasim.util import regions_overlap
 from dsasim.traced.trace import ALLOC, COMPUTE, FREE, LOAD, OPEN, SLIDE, STORE, Trace, format_region
 from dsasim.traced._events cimport EventLog, region_start, region_stop
@@ -323,7 +327,9 @@ cdef class _Lowering(TraceChecker):
     cdef int channels, e_store, e_tc, e_vec, p_load, p_store, n_eng
     cdef bint shared
     cdef list engine_names, engine_ports
-    cdef int64_t setup, bw_num, bw_den, n_loads
+    cdef int64_t setup, bw_num, bw_den, n_loads, burst, run_cycles
+    cdef bint layout_cost
+    cdef list layouts
     cdef Py_ssize_t n, cap, n_deps, dep_cap, n_final, final_cap, n_pool, pool_cap
     cdef object kind_a, engine_a, port_a, ddr_a, dur_a, op_bytes_a, tensor_a, buffer_a, event_a, prev_a, ptr_a, dep_a
     cdef object region_a
@@ -364,6 +370,9 @@ cdef class _Lowering(TraceChecker):
         if bw.numerator >= 1 << 31 or bw.denominator >= 1 << 31:
             bw = bw.limit_denominator(1 << 20)
         self.setup, self.bw_num, self.bw_den = hardware.dma_setup_cycles, bw.numerator, bw.denominator
+        self.burst, self.run_cycles = hardware.dma_burst_bytes, hardware.dma_run_cycles
+        self.layout_cost = self.burst > 1 or self.run_cycles > 0
+        self.layouts = [getattr(t, "layout", DEFAULT_LAYOUT) for t in trace.tensors]
         self.n = self.n_deps = self.n_final = self.n_pool = 0
         # a columnar trace says how many operations and buffers it has: columns sized once (FREE nodes, deps and
         # final users grow as needed); a trace of tuples starts small
@@ -451,6 +460,24 @@ cdef class _Lowering(TraceChecker):
         """A transfer's cycles: dma_setup_cycles + ceil(nb / dram_bytes_per_cycle), exactly."""
         return self.setup + (nb * self.bw_den + self.bw_num - 1) // self.bw_num
 
+    cdef int64_t transfer(self, int64_t nb, int64_t t, int64_t reg) except -1:
+        """A transfer of nb bytes of region `reg` of tensor t: `cycles(nb)`; with layout costs on (dma_burst_bytes
+        > 1 or dma_run_cycles > 0), dma_setup_cycles + runs x dma_run_cycles + ceil(bytes in whole bursts /
+        bandwidth), the runs and bursts of the region in its tensor's DDR layout (`dsasim.layout`). A SLIDE moves
+        only its new rows: its runs and burst bytes are the region's in proportion to the bytes it moves (exact
+        when the slide axis lies outside the contiguous runs, as rows do in every layout here)."""
+        if not self.layout_cost:
+            return self.cycles(nb)
+        region = TraceChecker.region(self, t, reg)
+        runs, moved = transfer_runs(self.shapes[t], self.layouts[t], region, self.word, self.burst)
+        full = self.word
+        for a, b in region:
+            full *= b - a
+        if nb != full and full > 0:
+            runs = -(-runs * nb // full)
+            moved = -(-moved * nb // full)
+        return self.setup + runs * self.run_cycles + (moved * self.bw_den + self.bw_num - 1) // self.bw_num
+
     cdef void slot_deps(self, Py_ssize_t row, int engine) except *:
         """A fill's slot dependencies: its first fill waits for the slot's previous occupants (`pending`), a
         reuse-flag fill for every earlier operation on the buffer; none on `engine`'s own ops (program order;
@@ -504,7 +531,7 @@ cdef class _Lowering(TraceChecker):
         self.n_loads += 1
         cdef Py_ssize_t row = self.b_row[b]
         self.slot_deps(row, ch)
-        cdef Py_ssize_t op = self.add_op(C_LOAD_OP, ch, self.cycles(nb), self.p_load, nb, t, b, reg, idx,
+        cdef Py_ssize_t op = self.add_op(C_LOAD_OP, ch, self.transfer(nb, t, reg), self.p_load, nb, t, b, reg, idx,
                                          self.writable[t])
         self.filled(b, row, op, ch, reg)
         self.loaded += nb
@@ -520,7 +547,8 @@ cdef class _Lowering(TraceChecker):
         cdef int ch = self.n_loads % self.channels
         self.n_loads += 1
         self.slot_deps(row, ch)
-        cdef Py_ssize_t op = self.add_op(C_LOAD_OP, ch, self.cycles(nb), self.p_load, nb, t, b, reg, idx, False)
+        cdef Py_ssize_t op = self.add_op(C_LOAD_OP, ch, self.transfer(nb, t, reg), self.p_load, nb, t, b, reg, idx,
+                                         False)
         self.filled(b, row, op, ch, reg)
         self.loaded += nb
         return nb
@@ -574,7 +602,7 @@ cdef class _Lowering(TraceChecker):
         nb = self.b_held[b]
         cdef Py_ssize_t row = self.b_row[b]
         self.dep(self.r_last[row] * 4 + C_DATA)  # validated: a fill or a compute wrote the buffer
-        cdef Py_ssize_t op = self.add_op(C_STORE_OP, self.e_store, self.cycles(nb), self.p_store, nb, t, b,
+        cdef Py_ssize_t op = self.add_op(C_STORE_OP, self.e_store, self.transfer(nb, t, reg), self.p_store, nb, t, b,
                                          self.b_region[b], idx, True)
         self.readers.set(row, self.e_store, op)
         self.users.set(row, self.e_store, op)

@@ -31,6 +31,7 @@ import numpy as np
 from dsasim.errors import (CoherenceError, ReadOnlyError, RegionError, ReuseError, SessionStateError,
                      SramOverflowError, StaleTileError, UnfinishedError)
 from dsasim.hardware import Accelerator
+from dsasim.layout import DEFAULT_LAYOUT, LAYOUTS, check_layout
 from dsasim.traced.segments import Segment
 from dsasim.traced.trace import NullLog, Region, ScopeInfo, TensorInfo, Trace, format_region
 from dsasim.util import (ceil_div, is_int, region_contains, region_elements, regions_overlap, shape_elements,
@@ -712,7 +713,8 @@ class Session(_core.SessionFields):
     def __init__(self, hardware: Accelerator, numeric: bool = True, record_trace: bool = True,
                  scope_ways: Mapping[str, int] | None = None, dtype: Any = np.float32,
                  enforce_capacity: bool = True, trace_event_limit: int | None = None,
-                 blog_quirks: bool = False, scope_buffers: Mapping[str, int] | None = None) -> None:
+                 blog_quirks: bool = False, scope_buffers: Mapping[str, int] | None = None,
+                 layouts: Mapping[str, str] | None = None) -> None:
         if not isinstance(hardware, Accelerator):
             raise TypeError(f"Session needs an Accelerator, got {type(hardware).__name__}; pass e.g. "
                             f"preset(\"blog\") or load_hardware(path)")
@@ -740,6 +742,13 @@ class Session(_core.SessionFields):
         if scope_ways is not None and not isinstance(scope_ways, Mapping):
             raise ValueError(f"Session {self._scope_ways_arg} must map scope names to buffering ways, e.g. "
                              f"{{\"tile\": 2}}, got {type(scope_ways).__name__}")
+        if layouts is not None and not isinstance(layouts, Mapping):
+            raise ValueError(f"Session layouts must map tensor names to layouts ({', '.join(LAYOUTS)}), e.g. "
+                             f"{{\"image\": \"NHWC\"}}, got {type(layouts).__name__}")
+        self.layouts = dict(layouts or {})
+        for name, layout in self.layouts.items():
+            if layout not in LAYOUTS:
+                raise ValueError(f"Session layouts[{name!r}] = {layout!r}: layouts are {list(LAYOUTS)}")
         self.blog_quirks = bool(blog_quirks)
         self.hardware = hardware
         self.numeric = numeric
@@ -773,8 +782,12 @@ class Session(_core.SessionFields):
         if name in self.tensors:
             raise ValueError(f"a tensor named {name!r} already exists in this session; names must be unique")
         shape = _check_shape(name, shape)
+        layout = check_layout(name, shape, self.layouts.get(name, DEFAULT_LAYOUT))
+        if scratch and layout != DEFAULT_LAYOUT:
+            raise ValueError(f"tensor {name!r} is on chip, never in DDR: a DDR layout ({layout!r}) means nothing "
+                             f"for it; leave it out of layouts")
         arr = TracedArray(self, len(self.trace.tensors), name, shape, writable, must_be_written, scratch, data)
-        self.trace.tensors.append(TensorInfo(name, shape, writable, scratch))
+        self.trace.tensors.append(TensorInfo(name, shape, writable, scratch, layout))
         self.trace.log.add_tensor(len(shape))
         self.counters.per_tensor[name] = arr.traffic
         self.tensors[name] = arr
@@ -1262,6 +1275,10 @@ class Session(_core.SessionFields):
         if unknown:
             raise ValueError(f"{self._scope_ways_arg} names scope(s) {unknown} that the schedule never entered; scopes "
                              f"it entered: {sorted(self._used_scopes)}")
+        stray = sorted(set(self.layouts) - set(self.tensors))
+        if stray:
+            raise ValueError(f"layouts names tensor(s) {stray} that the schedule never created; its tensors: "
+                             f"{sorted(self.tensors)}")
         self.finished = True
         return self.trace.freeze()
 

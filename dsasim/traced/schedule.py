@@ -243,17 +243,26 @@ def _torch_single_thread(numeric: bool) -> Iterator[None]:
 def run_schedule(schedule: Schedule, hardware: Accelerator, numeric: bool = True, seed: int = 0,
                  record_trace: bool = True, scope_ways: Mapping[str, int] | None = None,
                  enforce_capacity: bool = True, trace_event_limit: int | None = None,
-                 blog_quirks: bool = False, scope_buffers: Mapping[str, int] | None = None) -> RunResult:
+                 blog_quirks: bool = False, scope_buffers: Mapping[str, int] | None = None,
+                 layouts: Mapping[str, str] | None = None) -> RunResult:
     """Run a schedule; numeric mode checks it against torch. Failures become a status, not an exception.
 
     scope_ways (alias scope_buffers) maps scope names to buffering ways, as in `Session`. With record_trace, a
     trace longer than trace_event_limit events is dropped: the result's trace is None and its message says so.
     An output holding NaN or infinity where torch's does not fails the numeric check (status "error").
     blog_quirks=True reproduces the blog's printed "total loaded" in blog_loaded_elements (see `Session` and
-    `Schedule.blog_counter_follows`); traffic and every other number are unchanged."""
+    `Schedule.blog_counter_follows`); traffic and every other number are unchanged. layouts maps the workload's
+    tensor names to DDR layouts (`dsasim.layout`; they change transfer cycles only)."""
+    if layouts:
+        known = [*schedule.workload.inputs, *schedule.workload.outputs,
+                 *schedule.workload.intermediates]
+        unknown = sorted(set(layouts) - set(known))
+        if unknown:
+            raise ValueError(f"layouts name tensor(s) {unknown} that workload {schedule.workload.name!r} does not "
+                             f"have; its tensors are {known}")
     session = Session(hardware, numeric=numeric, record_trace=record_trace, scope_ways=scope_ways,
                       enforce_capacity=enforce_capacity, trace_event_limit=trace_event_limit,
-                      blog_quirks=blog_quirks, scope_buffers=scope_buffers)
+                      blog_quirks=blog_quirks, scope_buffers=scope_buffers, layouts=layouts)
     scope_ways = session.scope_ways  # validated, whichever name it came by
     inputs = schedule.workload.make_inputs(seed) if numeric else None
     tensors = bind_tensors(session, schedule.workload, inputs)

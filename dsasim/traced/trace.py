@@ -141,6 +141,7 @@ class TensorInfo:
     shape: tuple[int, ...]
     writable: bool  # outputs and intermediates; inputs are read-only
     on_chip: bool = False  # scratch and on-chip tensors: never in DDR, never loaded or stored
+    layout: str = "row-major"  # how it lies in DDR (`dsasim.layout`): what a transfer costs in runs and bursts
 
     @property
     def elements(self) -> int:

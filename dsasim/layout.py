@@ -1,0 +1,90 @@
+"""DDR layouts of a tensor, and what a DMA transfer of a box of it costs in contiguous runs and bursts.
+
+A tensor's elements are indexed in its logical order (NCHW for an image or output, OIHW for a conv weight); its
+layout says how they lie in DDR:
+
+* "row-major" (the default, any rank): the logical order itself (NCHW for a 4-d tensor).
+* "NHWC" (4-d): channels last: physical order (N, H, W, C).
+* "NCHW16c" (4-d; oneDNN's nChw16c): channels in blocks of 16, the block outermost after N and the 16 channels of
+  a block innermost: physical (N, ceil(C/16), H, W, 16); the last block is padded to 16 when C is not a multiple.
+
+A box (one range per logical axis) maps to contiguous runs of DDR: going from the innermost physical axis out,
+a run grows over every axis the box covers whole, and takes in the first axis it covers in part; the axes outside
+that multiply the number of runs. A DMA engine issues one descriptor per run and moves each in whole bursts of
+`dma_burst_bytes`: `transfer_runs` gives both figures, `Accelerator.transfer_cycles` the time.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+LAYOUTS: tuple[str, ...] = ("row-major", "NHWC", "NCHW16c")
+DEFAULT_LAYOUT = "row-major"
+CHANNEL_BLOCK = 16  # NCHW16c's block of channels
+
+
+def check_layout(name: str, shape: Sequence[int], layout: object) -> str:
+    """`layout` if it is valid for a tensor of `shape`, else ValueError naming the tensor and the choices."""
+    if layout not in LAYOUTS:
+        raise ValueError(f"tensor {name!r}: unknown layout {layout!r}; layouts are {list(LAYOUTS)}")
+    if layout != DEFAULT_LAYOUT and len(shape) != 4:
+        raise ValueError(f"tensor {name!r}: layout {layout!r} is for 4-d (N, C, H, W) tensors, and its shape is "
+                         f"{tuple(shape)}; use 'row-major'")
+    return layout  # type: ignore[return-value]
+
+
+def _runs(extents: Sequence[int], sizes: Sequence[int]) -> tuple[int, int]:
+    """(runs, elements per run) of a box with `extents` in an array of `sizes` (physical order, outermost
+    first), every run of the same length."""
+    k = len(sizes) - 1
+    run = extents[k]
+    while k > 0 and extents[k] == sizes[k]:
+        k -= 1
+        run *= extents[k]
+    return math.prod(extents[:k]), run
+
+
+def transfer_runs(shape: Sequence[int], layout: str, region: Sequence[tuple[int, int]], word_bytes: int,
+                  burst_bytes: int = 1) -> tuple[int, int]:
+    """(contiguous runs, bytes moved in whole bursts) of a DMA transfer of `region` (a box: one (start, stop) per
+    logical axis) of a tensor of `shape` in `layout`. With burst_bytes 1 the bytes are the box's own."""
+    ext = [b - a for a, b in region]
+    if min(ext, default=1) <= 0:
+        return 0, 0
+    pieces: list[tuple[list[int], list[int]]] = []
+    if layout == "row-major":
+        pieces.append((ext, list(shape)))
+    elif layout == "NHWC":
+        n, c, h, w = shape
+        pieces.append(([ext[0], ext[2], ext[3], ext[1]], [n, h, w, c]))
+    else:  # NCHW16c: split the channel range at block boundaries; the whole blocks between form one box
+        n, c, h, w = shape
+        blocks = -(-c // CHANNEL_BLOCK)
+        (c0, c1) = region[1]
+        first, last = c0 // CHANNEL_BLOCK, (c1 - 1) // CHANNEL_BLOCK
+        sizes = [n, blocks, h, w, CHANNEL_BLOCK]
+
+        def piece(lo: int, hi: int, count: int) -> None:
+            pieces.append(([ext[0], count, ext[2], ext[3], hi - lo], sizes))
+
+        if first == last:
+            piece(c0 - first * CHANNEL_BLOCK, c1 - first * CHANNEL_BLOCK, 1)
+        else:
+            head = c0 - first * CHANNEL_BLOCK
+            tail = c1 - last * CHANNEL_BLOCK
+            whole_first = head == 0
+            whole_last = tail == CHANNEL_BLOCK
+            middle = last - first - 1 + whole_first + whole_last
+            if not whole_first:
+                piece(head, CHANNEL_BLOCK, 1)
+            if middle:
+                piece(0, CHANNEL_BLOCK, middle)
+            if not whole_last:
+                piece(0, tail, 1)
+    runs = moved = 0
+    for extents, sizes in pieces:
+        count, length = _runs(extents, sizes)
+        runs += count
+        moved += count * (-(-length * word_bytes // burst_bytes) * burst_bytes)
+    return runs, moved
