@@ -47,6 +47,9 @@ TC_TESTS = ("tests/test_tensorcore.py", "tests/test_blog_demos.py")
 ANALYTIC_TESTS = ("tests/test_analytic.py", "tests/test_loopnest.py", "tests/test_lower_bounds.py",
                   "tests/test_search.py")
 SLIDE_TESTS = ("tests/test_slide.py",)
+CONV_MAPPING_TESTS = ("tests/test_conv_mapping.py", "tests/test_tensorcore.py")
+LEVEL_TESTS = ("tests/test_hierarchy.py",)
+LAYOUT_TESTS = ("tests/test_layout.py",)
 TIMING_TESTS = ("tests/test_timing.py", "tests/test_timing_rules.py", "tests/test_timing_columnar.py",
                 "tests/test_timing_result.py")
 
@@ -205,11 +208,12 @@ MUTANTS: list[Mutant] = [
            '                if e > best_end or pr < best_pr:',
            '                if e > best_end:', TIMING_TESTS),
     Mutant('compiled Infer: a window one row short', 'dsasim/traced/_core.pyx',
-           '    lo_h, hi_h = h0 * sh - ph, (h1 - 1) * sh + (kh - 1) * dh - ph',
-           '    lo_h, hi_h = h0 * sh - ph, (h1 - 1) * sh + (kh - 1) * dh - ph - 1', ("tests/test_bounds.py",)),
+           '    lo_h, hi_h = h0 * g.sh - g.ph, (h1 - 1) * g.sh + (g.kh - 1) * g.dh - g.ph  #',
+           '    lo_h, hi_h = h0 * g.sh - g.ph, (h1 - 1) * g.sh + (g.kh - 1) * g.dh - g.ph - 1  #',
+           ("tests/test_bounds.py",)),
     Mutant('compiled Infer: channels of one group only', 'dsasim/traced/_core.pyx',
-           '(c0 // ocpg * icpg, ((c1 - 1) // ocpg + 1) * icpg)',
-           '(c0 // ocpg * icpg, (c0 // ocpg + 1) * icpg)', ("tests/test_bounds.py",)),
+           '_new_segment(c0 // g.ocpg * g.icpg, ((c1 - 1) // g.ocpg + 1) * g.icpg)',
+           '_new_segment(c0 // g.ocpg * g.icpg, (c0 // g.ocpg + 1) * g.icpg)', ("tests/test_bounds.py",)),
     Mutant("drop WAR of a compute on other engines' readers", 'dsasim/timing/model.pyx',
            '                self.dep(self.readers.ops[base + k] * 4 + C_WAR)',
            '                pass', TIMING_TESTS),
@@ -347,8 +351,8 @@ MUTANTS: list[Mutant] = [
            'if traced_opens >= 0 and (tm.opens != traced_opens or open_diff):',
            'if traced_opens >= 0 and tm.opens != tm.opens:', ANALYTIC_TESTS),
     Mutant('2MNK form used for padded 1x1 convs', 'dsasim/architect/loopnest.py',
-           'if self.kh == 1 and self.kw == 1 and self.padding == (0, 0):',
-           'if self.kh == 1 and self.kw == 1:', ANALYTIC_TESTS),
+           'if self.kh == 1 and self.kw == 1 and self.padding == (0, 0) and self.groups == 1:',
+           'if self.kh == 1 and self.kw == 1 and self.groups == 1:', ANALYTIC_TESTS),
     Mutant('conv bound: sqrt(2) instead of 2 sqrt(2)', 'dsasim/architect/lower_bounds.py',
            'value = macs / (2 * math.sqrt(2) * math.sqrt(rr * s)) - s',
            'value = macs / (math.sqrt(2) * math.sqrt(rr * s)) - s', ANALYTIC_TESTS),
@@ -446,6 +450,62 @@ MUTANTS: list[Mutant] = [
     Mutant("kernel: the rotating buffer sized by the first box", "kernels/loopnest_kernel.py",
            "                    tensors[name].slide(region, capacity=capacity[name])",
            "                    tensors[name].slide(region)", SLIDE_TESTS),
+    # -- conv mapping variants (kernels/conv_mapping.py, VectorUnit.im2col) -----------------------------------------
+    Mutant("im2col-ddr: the GEMM reads the patch band still on chip (its DDR re-read dropped)",
+           "kernels/conv_mapping.py",
+           "        for band in all_bands:\n            with GlobalHierarchy(s, \"im2col\", ways=ways):\n"
+           "                gather(vector, image, patches, band)  # stored to DDR when the scope exits\n"
+           "        with GlobalHierarchy(s, \"weights\"):\n            w = weight[:, :]\n            for band in all_bands:\n"
+           "                with GlobalHierarchy(s, \"gemm\", ways=ways):\n",
+           "        with GlobalHierarchy(s, \"weights\"):\n            w = weight[:, :]\n            for band in all_bands:\n"
+           "                with GlobalHierarchy(s, \"gemm\", ways=ways):\n"
+           "                    gather(vector, image, patches, band)\n", CONV_MAPPING_TESTS),
+    Mutant("im2col: the window's row offset ignores dilation", "dsasim/traced/tensorcore.py",
+           "                rows = xp[:, :, i * dh:i * dh + (oh - 1) * sh + 1:sh]",
+           "                rows = xp[:, :, i:i + (oh - 1) * sh + 1:sh]", CONV_MAPPING_TESTS),
+    Mutant("im2col: the columns step by 1, not by the stride", "dsasim/traced/tensorcore.py",
+           "                    window = rows[:, :, :, j * dw:j * dw + (ow - 1) * sw + 1:sw]  # (n, c, oh, ow)",
+           "                    window = rows[:, :, :, j * dw:j * dw + ow]  # (n, c, oh, ow)", CONV_MAPPING_TESTS),
+    Mutant("im2col: patch columns in (kh, kw, c) order", "dsasim/traced/tensorcore.py",
+           "            return patches.reshape(out_shape)",
+           "            return patches.transpose(0, 1, 2, 4, 5, 3).reshape(out_shape)",
+           CONV_MAPPING_TESTS),
+    Mutant("im2col: cycles count the input tile, not the patch matrix", "dsasim/traced/tensorcore.py",
+           "                       ceil_div(shape_elements(out_shape), self.lanes), 0, gather)",
+           "                       ceil_div(shape_elements(x.shape), self.lanes), 0, gather)", CONV_MAPPING_TESTS),
+    Mutant("conv mapping: the band footprint counts one way", "kernels/conv_mapping.py",
+           "        peak = weight + ways * max(b.input_elements + b.pixel_count * (k + oc) for b in all_bands)",
+           "        peak = weight + max(b.input_elements + b.pixel_count * (k + oc) for b in all_bands)",
+           CONV_MAPPING_TESTS),
+    Mutant("rule: the GEMM's reduction padded per tap, like the direct conv", "kernels/conv_mapping.py",
+           "    tc = math.ceil(k / icb) * math.ceil(oc / ocb) * pixels(problem)",
+           "    tc = math.ceil(problem.ic / icb) * problem.kh * problem.kw * math.ceil(oc / ocb) * pixels(problem)",
+           CONV_MAPPING_TESTS),
+    Mutant("rule: the gather left out of im2col on chip", "kernels/conv_mapping.py",
+           "        cycles = _pipeline_cycles(hardware, [tc, vec - gathers[0]], [weight, *image], out,",
+           "        cycles = _pipeline_cycles(hardware, [tc], [weight, *image], out,", CONV_MAPPING_TESTS),
+    Mutant("workload: the GEMM weight read without its transpose", "kernels/conv_mapping.py",
+           "        nchw = F.conv2d(image, weight.T.reshape(torch_weight), stride=stride, padding=padding, dilation=dilation)",
+           "        nchw = F.conv2d(image, weight.reshape(torch_weight), stride=stride, padding=padding, dilation=dilation)",
+           CONV_MAPPING_TESTS),
+    # memory levels below the SRAM (dsasim/architect/hierarchy.py, level_search.py) and DDR layouts
+    Mutant('levels: an inner level sees the inner tiles even where its loop is below it',
+           'dsasim/architect/hierarchy.py',
+           'return {d: self.inner_tiles[d] if d in above else self.outer.tile(d) for d in dims}, frozenset(dims)',
+           'return {d: self.inner_tiles[d] for d in dims}, frozenset(dims)', LEVEL_TESTS),
+    Mutant('levels: ways left out of an inner level\'s peak', 'dsasim/architect/hierarchy.py',
+           'peak = sum(nest.inner_ways[n] * counts[n].box_bytes for n in held)',
+           'peak = sum(counts[n].box_bytes for n in held)', LEVEL_TESTS),
+    Mutant('level search: setup cycles left out of a level\'s time', 'dsasim/architect/level_search.py',
+           'np.maximum(cost, transfers * lv.setup_cycles + (loaded + stored) / lv.bytes_per_cycle, out=cost)',
+           'np.maximum(cost, (loaded + stored) / lv.bytes_per_cycle, out=cost)', LEVEL_TESTS),
+    Mutant('level search: no staging in the outer nest', 'dsasim/architect/level_search.py',
+           'if option is not None:  # staged outside the inner loops', 'if False:  # staged outside the inner loops',
+           LEVEL_TESTS),
+    Mutant('layout: runs never grow past the innermost axis', 'dsasim/layout.py',
+           '    while k > 0 and extents[k] == sizes[k]:', '    while False:', LAYOUT_TESTS),
+    Mutant('layout: descriptor cycles left out of a transfer', 'dsasim/timing/model.pyx',
+           'return self.setup + runs * self.run_cycles + (moved', 'return self.setup + (moved', LAYOUT_TESTS),
 ]
 
 

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from dsasim import Conv2dBoundsInfer, GlobalHierarchy, Schedule, Segment, Segments, Session, TensorCore, TracedArray, \
     Workload
+from kernels.conv_mapping import SCHEDULES as CONV_MAPPING_SCHEDULES
 
 if TYPE_CHECKING:
     import torch
@@ -67,4 +68,7 @@ RES2A = conv3x3_workload("resnet50-res2a-branch2b", RES2A_INPUT, RES2A_OUT_CHANN
 SCHEDULES = [
     Schedule("res2a-branch2b", RES2A, row_slab_conv(rows=4, ways=2),
              "ResNet-50 res2a_branch2b (3x3, 64->64, pad 1, 56x56): weights resident, 4-row slabs, 2-way"),
+    # conv1 in the three conv mappings and res2a_branch2b as im2col in DDR and on chip (its direct mapping is the
+    # schedule above): kernels/conv_mapping.py
+    *CONV_MAPPING_SCHEDULES,
 ]

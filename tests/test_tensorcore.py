@@ -169,3 +169,57 @@ def test_units_refuse_tiles_of_another_session():
         with pytest.raises(CrossSessionError, match="operand 1"):
             TensorCore(s1).matmul(a1[:, :], b2[:, :])
     assert s1.counters.tensorcore_cycles == s2.counters.tensorcore_cycles == 0
+
+
+@pytest.mark.parametrize("compiled", [True, False], ids=["compiled core", "python reference"])
+def test_vector_im2col_is_torch_unfold_transposed(compiled):
+    """A (2, 5, 9, 8) tile, 3x3 kernel, stride 2, dilation 2, padding (top 1, bottom 2, left 3, right 0):
+    OH = (9 + 3 - 5) // 2 + 1 = 4, OW = (8 + 3 - 5) // 2 + 1 = 4, so 2 x 16 = 32 patch rows of 5 x 9 = 45 columns:
+    1,440 elements, ceil(1,440 / 32) = 45 vector cycles, no MACs. Both paths of `Product.apply`."""
+    from dsasim.traced import tensorcore
+    tensorcore._bind_core(compiled)
+    try:
+        s = _session()
+        x_data = np.random.default_rng(4).standard_normal((2, 5, 9, 8), dtype=np.float32)
+        x = s.input("x", x_data)
+        p = s.output("p", (32, 45))
+        with GlobalHierarchy(s, "all"):
+            out = p[:, :]
+            out.assign(VectorUnit(s).im2col(x[:, :, :, :], 3, stride=2, dilation=2, padding=(1, 2, 3, 0)))
+        s.finish()
+    finally:
+        tensorcore._bind_core(True)
+    assert (s.counters.vector_cycles, s.counters.macs, s.counters.tensorcore_cycles) == (45, 0, 0)
+    unfolded = F.unfold(F.pad(torch.from_numpy(x_data), (3, 0, 1, 2)), 3, dilation=2, stride=2)  # (N, C*9, L)
+    np.testing.assert_array_equal(p.data, unfolded.transpose(1, 2).reshape(32, 45).numpy())
+
+
+def test_vector_im2col_then_matmul_is_the_conv_and_crops_like_conv2d():
+    """The patch matrix times the weight reshaped to (C*KH*KW, OC) is the conv, laid out (pixels, OC); a negative
+    padding crops the tile on chip, as in `TensorCore.conv2d`."""
+    s = _session()
+    rng = np.random.default_rng(5)
+    x_data = rng.standard_normal((1, 3, 7, 6), dtype=np.float32)
+    w_data = rng.standard_normal((4, 3, 2, 3), dtype=np.float32)
+    x, w = s.input("x", x_data), s.input("w", w_data.reshape(4, 18).T.copy())
+    # rows 1..6 (top row cropped), one zero column on the left: a 6 x 7 input, 2x3 kernel -> 5 x 5 output
+    patches = s.on_chip("patches", (25, 18))
+    y = s.output("y", (25, 4))
+    vec, tc = VectorUnit(s), TensorCore(s)
+    with GlobalHierarchy(s, "all"):
+        pt = patches[:, :]
+        pt.assign(vec.im2col(x[:, :, :, :], (2, 3), padding=(-1, 0, 1, 0)))
+        out = y[:, :]
+        out += tc.matmul(pt, w[:, :])
+        with pytest.raises(ValueError, match=r"vector.im2col needs a 4-d input tile"):
+            vec.im2col(w[:, :], 1)
+        with pytest.raises(ValueError, match=r"smaller than the 3x3 kernel"):
+            vec.im2col(x[:, :, 0:2, :], 3)
+        with pytest.raises(ValueError, match=r"padding must be 4 integers"):
+            vec.im2col(x[:, :, :, :], 3, padding=1)
+    s.finish()
+    cropped = np.pad(x_data[:, :, 1:, :], ((0, 0), (0, 0), (0, 0), (1, 0)))
+    expected = F.conv2d(torch.from_numpy(cropped).double(), torch.from_numpy(w_data).double())  # (1, 4, 5, 5)
+    np.testing.assert_allclose(y.data, expected.permute(0, 2, 3, 1).reshape(25, 4).numpy(), atol=1e-5)
+    # ceil(18/16) x ceil(4/24) x 25 TensorCore cycles; ceil(25 x 18 / 32) = 15 vector cycles
+    assert (s.counters.tensorcore_cycles, s.counters.vector_cycles) == (2 * 1 * 25, 15)

@@ -32,7 +32,8 @@ from dsasim.architect.analytic import Batch, Evaluator, tensorcore_blocks
 from dsasim.architect.hierarchy import (InnerTiling, LevelAnalysis, LevelNest, analyze_levels, compulsory_by_level,
                                         tensor_role)
 from dsasim.architect.loopnest import LoopNest, Problem
-from dsasim.architect.search import Space, search, tile_candidates
+from dsasim.architect import search as one_level
+from dsasim.architect.search import Space, tile_candidates
 from dsasim.hardware import SRAM_LEVEL, Accelerator
 
 __all__ = ["LevelSearchResult", "search_levels", "OUTER_CANDIDATES", "COARSE_PER_DIM"]
@@ -272,7 +273,8 @@ def search_levels(problem: Problem, hardware: Accelerator, sram_bytes: int | Non
         raise ValueError(f"search_levels tiles one level below the SRAM; levels {deep} hang below inner levels")
     start = time.perf_counter()
     # the SRAM level alone is a one-level machine: the outer search sees it so
-    outer_result = search(problem, replace(hardware, inner_levels=()), sram_bytes, objective, force=force, warn=warn)
+    outer_result = one_level.search(problem, replace(hardware, inner_levels=()), sram_bytes, objective, force=force,
+                                    warn=warn)
     hw = replace(hardware, sram_bytes=outer_result.sram_bytes)
     outer_seconds = time.perf_counter() - start
     pool: list[LoopNest] = []

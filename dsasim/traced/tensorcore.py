@@ -11,7 +11,8 @@ Cost model (cycles at the accelerator clock):
   16 * 24, so the waste of partial blocks is padded_macs - macs. Each group is its own pass over the array
   (channels of different groups never share a step): a depthwise conv (ic_g = oc_g = 1) uses 1 of 16 x 24
   MAC lanes per step.
-  vector ops: ceil(elements / lanes) cycles; a dot product counts one MAC per element.
+  vector ops: ceil(elements / lanes) cycles; a dot product counts one MAC per element; `im2col` counts the
+  elements of the patch matrix it writes (one lane per element copied or zero-filled).
 """
 
 from __future__ import annotations
@@ -35,6 +36,15 @@ def _pair(value: int | tuple[int, int], what: str, minimum: int = 1) -> tuple[in
     if min(pair) < minimum:
         raise ValueError(f"{what} must be >= {minimum}, got {value!r}")
     return pair
+
+
+def _padding4(padding: object, op: str) -> tuple[int, int, int, int]:
+    """(top, bottom, left, right) in elements as Python ints (negative: crop), or ValueError naming `op`."""
+    if not isinstance(padding, (tuple, list)) or len(padding) != 4 or not all(is_int(p, numpy=True) for p in padding):
+        raise ValueError(f"{op}: padding must be 4 integers (top, bottom, left, right) in elements, got "
+                         f"{padding!r}; e.g. padding=(1, 1, 1, 1)")
+    top, bottom, left, right = (int(p) for p in padding)
+    return top, bottom, left, right
 
 
 def _check_session(session: object, unit: str) -> Session:
@@ -144,10 +154,7 @@ class TensorCore:
             raise ValueError(f"conv2d: groups must be an integer >= 1, got {groups!r}")
         groups = int(groups)
         # a negative amount crops the tile instead (loop-nest kernels load whole tiles and crop on chip)
-        if not isinstance(padding, (tuple, list)) or len(padding) != 4 or not all(is_int(p, numpy=True) for p in padding):
-            raise ValueError(f"conv2d: padding must be 4 integers (top, bottom, left, right) in elements, got "
-                             f"{padding!r}; e.g. padding=(1, 1, 1, 1)")
-        top, bottom, left, right = (int(p) for p in padding)
+        top, bottom, left, right = _padding4(padding, "conv2d")
         n, c, h, wd = xs
         oc, icg, kh, kw = ws
         if c != icg * groups or oc % groups:
@@ -224,6 +231,13 @@ def _flat_dot(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.dot(a.reshape(-1), b.reshape(-1))
 
 
+def _pad_or_crop(x: np.ndarray, top: int, bottom: int, left: int, right: int) -> np.ndarray:
+    """An (N, C, H, W) array with zero rows/columns added (positive amounts) or cut off (negative), in elements."""
+    h, w = x.shape[2], x.shape[3]
+    cropped = x[:, :, max(-top, 0):h - max(-bottom, 0), max(-left, 0):w - max(-right, 0)]
+    return np.pad(cropped, ((0, 0), (0, 0), (max(top, 0), max(bottom, 0)), (max(left, 0), max(right, 0))))
+
+
 def _relu(a: np.ndarray) -> np.ndarray:
     """max(a, 0) elementwise."""
     return np.maximum(a, 0)
@@ -261,6 +275,41 @@ class VectorUnit:
     def copy(self, a: Tile) -> Product:
         """Elementwise copy; ceil(elements / lanes) cycles."""
         return self._elementwise("copy", (a,), np.copy)
+
+    def im2col(self, x: Tile, kernel_size: int | tuple[int, int], stride: int | tuple[int, int] = 1,
+               dilation: int | tuple[int, int] = 1, padding: tuple[int, int, int, int] = (0, 0, 0, 0)) -> Product:
+        """Gather the conv windows of an input tile (N, C, H, W) into a patch matrix (N*OH*OW, C*KH*KW), in
+        elements: row n*OH*OW + oh*OW + ow, column c*KH*KW + kh*KW + kw (torch's `unfold` order, transposed), so
+        `tc.matmul(patches, w)` with w = weight.reshape(OC, C*KH*KW).T is the conv. Padding (top, bottom, left,
+        right) is zeros made on chip (negative: crops), as in `TensorCore.conv2d`. ceil(N*OH*OW*C*KH*KW / lanes)
+        cycles: one lane per patch element written, zeros of the padding included."""
+        _check_tiles(self.session, "vector.im2col", (x,))
+        if len(x.shape) != 4:
+            raise ValueError(f"vector.im2col needs a 4-d input tile (N, C, H, W), got shape {x.shape}")
+        kh, kw = _pair(kernel_size, "kernel_size")
+        sh, sw = _pair(stride, "stride")
+        dh, dw = _pair(dilation, "dilation")
+        top, bottom, left, right = _padding4(padding, "vector.im2col")
+        n, c, h, wd = x.shape
+        oh = (h + top + bottom - dh * (kh - 1) - 1) // sh + 1
+        ow = (wd + left + right - dw * (kw - 1) - 1) // sw + 1
+        if oh < 1 or ow < 1:
+            raise ValueError(f"vector.im2col: input tile {x.shape} with padding {tuple(padding)} is smaller than the "
+                             f"{kh}x{kw} kernel (dilation {(dh, dw)})")
+        out_shape = (n * oh * ow, c * kh * kw)
+
+        def gather(x_data: np.ndarray) -> np.ndarray:
+            xp = _pad_or_crop(x_data, top, bottom, left, right)
+            patches = np.empty((n, oh, ow, c, kh, kw), x_data.dtype)
+            for i in range(kh):
+                rows = xp[:, :, i * dh:i * dh + (oh - 1) * sh + 1:sh]
+                for j in range(kw):
+                    window = rows[:, :, :, j * dw:j * dw + (ow - 1) * sw + 1:sw]  # (n, c, oh, ow)
+                    patches[:, :, :, :, i, j] = window.transpose(0, 2, 3, 1)
+            return patches.reshape(out_shape)
+
+        return Product(self.session, "vector", "im2col", (x,), out_shape, 0,
+                       ceil_div(shape_elements(out_shape), self.lanes), 0, gather)
 
     def _dot_py(self, a: Tile, b: Tile) -> Product:
         """sum(a * b) over all elements into a 1-element tile; ceil(elements / lanes) cycles, one MAC each
