@@ -366,3 +366,34 @@ def test_one_level_paths_refuse_inner_levels():
         Session(L1)
     with pytest.raises(ValueError, match="this search models one on-chip level"):
         search(MatmulProblem(8, 8, 8), L1)
+
+
+def test_the_command_line_on_blog_l1(tmp_path, capsys):
+    """`dsasim search` and `dsasim sweep-sram --level` on blog-l1: per-level figures printed, JSON byte-identical
+    run to run, its nest reloadable and equal to its figures, each swept size the level's capacity."""
+    import json
+
+    from dsasim.architect.level_search import with_level_capacity
+    from dsasim.cli import main
+
+    layer = "gemm:m=64,n=48,k=64"
+    paths = [tmp_path / "a.json", tmp_path / "b.json"]
+    for path in paths:
+        assert main(["search", layer, "--hardware", "blog-l1", "--objective", "cycles", "--json", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "bottleneck" in out and "control triggers" in out and "L1acc" in out
+    assert paths[0].read_bytes() == paths[1].read_bytes()
+    data = json.loads(paths[0].read_text())
+    assert [lv["level"] for lv in data["levels"]] == ["SRAM", "L1w", "L1i", "L1acc"]
+    again = analyze_levels(LevelNest.from_json(data, L1)).to_json()
+    assert again["levels"] == data["levels"] and again["triggers"] == data["triggers"]
+    sweep, png = tmp_path / "s.json", tmp_path / "s.png"
+    assert main(["sweep-sram", layer, "--hardware", "blog-l1", "--level", "L1w", "--sizes", "1KiB,4KiB",
+                 "--json", str(sweep), "--plot", str(png), "--quiet"]) == 0
+    points = json.loads(sweep.read_text())["points"]
+    assert [p["capacity_bytes"] for p in points] == [1024, 4096] and png.stat().st_size > 0
+    for p in points:
+        l1w = next(lv for lv in p["best"]["levels"] if lv["level"] == "L1w")
+        assert l1w["capacity_bytes"] == p["capacity_bytes"] and l1w["peak_bytes"] <= p["capacity_bytes"]
+        hw = with_level_capacity(L1, "L1w", p["capacity_bytes"])
+        assert analyze_levels(LevelNest.from_json(p["best"], hw)).to_json()["levels"] == p["best"]["levels"]

@@ -209,6 +209,15 @@ class LevelNest:
                           "ways": dict(self.inner_ways),
                           "levels": {n: lv.name for n, lv in self.levels.items()}}}
 
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any], hardware: Accelerator) -> "LevelNest":
+        """Rebuild a nest from `to_json()` (also accepts `dsasim search --json` output, with its `nest` key)."""
+        if "nest" in data and "outer" not in data:
+            data = data["nest"]
+        inner = data["inner"]
+        return cls(LoopNest.from_json(data["outer"]),
+                   InnerTiling(inner["order"], inner["tiles"], inner["stage"], inner["ways"]), hardware)
+
     def format(self) -> str:
         """The nest as readable loops: the outer nest, then the inner loops with each level's staging."""
         p = self.problem

@@ -262,9 +262,10 @@ def _inner_search(outer: LoopNest, hardware: Accelerator, staged: Sequence[str],
 def search_levels(problem: Problem, hardware: Accelerator, sram_bytes: int | None = None,
                   objective: str = "cycles", outer_candidates: int = OUTER_CANDIDATES,
                   progress: Callable[[float], None] | None = None, force: bool = False,
-                  warn: Callable[[str], None] | None = None) -> LevelSearchResult:
+                  warn: Callable[[str], None] | None = None, slide: bool = True) -> LevelSearchResult:
     """The best `LevelNest` of `problem` on a hardware with inner levels (module docstring: the decomposition,
-    the objective). ValueError for hardware without inner levels or with levels below an inner level."""
+    the objective). ValueError for hardware without inner levels or with levels below an inner level. `force`,
+    `warn` and `slide` go to the outer search."""
     if not hardware.inner_levels:
         raise ValueError(f"hardware {hardware.name!r} has no level below the SRAM; `search` finds its schedules "
                          f"(give a hardware with inner_levels, e.g. blog-l1)")
@@ -274,7 +275,7 @@ def search_levels(problem: Problem, hardware: Accelerator, sram_bytes: int | Non
     start = time.perf_counter()
     # the SRAM level alone is a one-level machine: the outer search sees it so
     outer_result = one_level.search(problem, replace(hardware, inner_levels=()), sram_bytes, objective, force=force,
-                                    warn=warn)
+                                    warn=warn, slide=slide)
     hw = replace(hardware, sram_bytes=outer_result.sram_bytes)
     outer_seconds = time.perf_counter() - start
     pool: list[LoopNest] = []
@@ -334,7 +335,8 @@ class LevelSweep:
 
 def sweep_levels(problem: Problem, hardware: Accelerator, level: str, sizes: Sequence[int],
                  objective: str = "cycles", layer: str | None = None,
-                 progress: Callable[[float], None] | None = None) -> LevelSweep:
+                 progress: Callable[[float], None] | None = None, force: bool = False,
+                 warn: Callable[[str], None] | None = None, slide: bool = True) -> LevelSweep:
     """`search_levels` at every capacity in `sizes` (bytes) of `level`, the other levels as the hardware has
     them. Every hardware variant is checked before any search (a level larger than its parent is a ValueError)."""
     if not sizes:
@@ -344,7 +346,7 @@ def sweep_levels(problem: Problem, hardware: Accelerator, level: str, sizes: Seq
     best: list[LevelAnalysis | None] = []
     evaluations = 0
     for k, hw in enumerate(variants):
-        r = search_levels(problem, hw, None, objective)
+        r = search_levels(problem, hw, None, objective, force=force, warn=warn, slide=slide)
         best.append(r.best)
         evaluations += r.evaluations
         if progress is not None:

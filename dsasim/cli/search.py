@@ -207,7 +207,8 @@ def run_levels(args: argparse.Namespace, problem: Any, hardware: Any, sram: int,
 
     t0 = time.perf_counter()
     try:
-        result = search_levels(problem, hardware, sram, args.objective, force=args.force, warn=warner("search"))
+        result = search_levels(problem, hardware, sram, args.objective, force=args.force, warn=warner("search"),
+                               slide=not args.no_slide)
     except ValueError as err:
         raise CliError(str(err)) from None
     wall = time.perf_counter() - t0

@@ -171,7 +171,11 @@ def _run_levels(args: argparse.Namespace, problem: object, hardware: object) -> 
         except ValueError as err:
             raise CliError(f"--level {level} at {format_bytes(size)}: {err}") from None
     json_path, plot_path = json_and_plot_paths(args)
-    sweep = sweep_levels(problem, hardware, level, sizes, args.objective, layer=args.layer)
+    try:
+        sweep = sweep_levels(problem, hardware, level, sizes, args.objective, layer=args.layer, force=args.force,
+                             warn=warner("sweep-sram"), slide=not args.no_slide)
+    except ValueError as err:
+        raise CliError(str(err)) from None
     names = [lv.name for lv in hardware.levels]
     header = (level, *(f"{n} B" for n in names), "cycles", "bottleneck")
     rows = [(format_bytes(size), *((a.level(n).traffic_bytes for n in names) if a else [None] * len(names)),

@@ -195,6 +195,15 @@ def plot_all(result: SimResult, directory: str | Path, prefix: str = "") -> list
             plot_sram(result, directory / f"{prefix}sram.png")]
 
 
+def _save_twin(fig: Any, ax: Any, ax2: Any, title: str, path: str | Path, fontsize: int = 8) -> Path:
+    """Finish a figure whose axes `ax` and `ax2` share x: one legend for both, the title, a grid; save it."""
+    lines, lines2 = ax.get_legend_handles_labels(), ax2.get_legend_handles_labels()
+    ax.legend(lines[0] + lines2[0], lines[1] + lines2[1], loc="upper right", fontsize=fontsize)
+    ax.set_title(title)
+    ax.grid(True, which="both", alpha=0.3)
+    return _save(fig, path)
+
+
 def plot_sweep(result: SweepResult | ChainSweepResult, path: str | Path) -> Path:
     """An SRAM sweep: traffic (best found, lower bound, compulsory; for a chain also all fused and layer by layer)
     and cycles against SRAM size, log-log."""
@@ -220,12 +229,7 @@ def plot_sweep(result: SweepResult | ChainSweepResult, path: str | Path) -> Path
     sim = all(p.cycles_source == "simulated" for p in pts if p.cycles is not None)
     ax2.plot(xs, cycles, "s-", color="tab:green", label="best schedule: cycles" + ("" if sim else " (estimate)"))
     ax2.set_ylabel("cycles")
-    lines = ax.get_legend_handles_labels()
-    lines2 = ax2.get_legend_handles_labels()
-    ax.legend(lines[0] + lines2[0], lines[1] + lines2[1], loc="upper right", fontsize=8)
-    ax.set_title(f"{result.layer} on {result.hardware.name}: SRAM sizing")
-    ax.grid(True, which="both", alpha=0.3)
-    return _save(fig, path)
+    return _save_twin(fig, ax, ax2, f"{result.layer} on {result.hardware.name}: SRAM sizing", path)
 
 
 def plot_level_sweep(sweep: Any, path: str | Path) -> Path:
@@ -244,11 +248,7 @@ def plot_level_sweep(sweep: Any, path: str | Path) -> Path:
     ax2.plot(xs, [a.cycles if a else float("nan") for a in sweep.best], "s--", color="black",
              label="cycles (slowest level or TensorCore)")
     ax2.set_ylabel("cycles")
-    lines, lines2 = ax.get_legend_handles_labels(), ax2.get_legend_handles_labels()
-    ax.legend(lines[0] + lines2[0], lines[1] + lines2[1], loc="upper right", fontsize=8)
-    ax.set_title(f"{sweep.layer} on {sweep.hardware.name}: sizing {sweep.level}")
-    ax.grid(True, which="both", alpha=0.3)
-    return _save(fig, path)
+    return _save_twin(fig, ax, ax2, f"{sweep.layer} on {sweep.hardware.name}: sizing {sweep.level}", path)
 
 
 def plot_network(result: Any, path: str | Path) -> Path:
@@ -295,11 +295,7 @@ def plot_network_sweep(sweep: Any, path: str | Path) -> Path:
     ax.set_xlabel("SRAM (KiB)")
     ax.set_ylabel("DDR traffic (bytes)")
     ax2.set_ylabel("cycles")
-    lines, lines2 = ax.get_legend_handles_labels(), ax2.get_legend_handles_labels()
-    ax.legend(lines[0] + lines2[0], lines[1] + lines2[1], loc="upper right", fontsize=7)
-    ax.set_title(f"{sweep.network.name}: SRAM sizing")
-    ax.grid(True, which="both", alpha=0.3)
-    return _save(fig, path)
+    return _save_twin(fig, ax, ax2, f"{sweep.network.name}: SRAM sizing", path, fontsize=7)
 
 
 def plot_shapes(sweep: Any, path: str | Path) -> Path:
