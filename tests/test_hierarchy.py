@@ -257,6 +257,10 @@ def test_blog_l1_counts_by_hand():
     assert acts["L1acc", "output", "zero-fill"] == (84, 0)
     assert acts["L1acc", "output", "write back"] == (84, 64 * 56 * 56)
     assert ("L1acc", "output", "load partial sums") not in acts
+    # DDR -> SRAM: 7 image slabs, the weights once, 7 output slabs opened as zeros and written back
+    assert acts["SRAM", "image", "load"] == (7, (9 + 5 * 10 + 9) * 56 * 64)
+    assert acts["SRAM", "weight", "load"] == (1, 64 * 64 * 9)
+    assert acts["SRAM", "output", "zero-fill"] == (7, 0) and acts["SRAM", "output", "write back"] == (7, 64 * 56 * 56)
 
 
 def test_partial_sums_reload_below_the_sram_and_the_slowest_level_is_the_bottleneck():

@@ -129,6 +129,10 @@ def test_search_command_prints_loops_and_writes_deterministic_json(tmp_path, cap
         assert key in data
     assert data["sram_bytes"] == 16384 and data["peak_sram_bytes"] <= 16384
     assert data["loaded_bytes"] + data["stored_bytes"] >= data["lower_bound_bytes"] >= data["compulsory_bytes"]
+    # the control triggers add up to the traffic: loads (partial sums included) and write-backs
+    moved = sum(t["bytes"] for t in data["triggers"] if t["action"] != "write back")
+    assert moved == data["loaded_bytes"]
+    assert sum(t["bytes"] for t in data["triggers"] if t["action"] == "write back") == data["stored_bytes"]
     nest = load_nest(first)  # the generic kernel runs the JSON as is
     assert isinstance(nest, LoopNest)
     c = count_loopnest(nest, Accelerator("x", sram_bytes=16384, word_bytes=1))

@@ -41,7 +41,7 @@ from dsasim.architect.lower_bounds import compulsory_bytes, lower_bound, touched
 from dsasim.hardware import ROLES, SRAM_LEVEL, Accelerator, MemoryLevel
 
 __all__ = ["InnerTiling", "LevelNest", "LevelTraffic", "LevelAnalysis", "Trigger", "tensor_role",
-           "analyze_levels", "COMPUTE"]
+           "analyze_levels", "sram_triggers", "COMPUTE"]
 
 COMPUTE = "TensorCore"  # the bottleneck's name when compute, not a level, bounds the run
 
@@ -355,9 +355,7 @@ def analyze_levels(nest: LevelNest) -> LevelAnalysis:
                            stored_bytes=outer.stored_bytes, rmw_bytes=outer.rmw_bytes,
                            transfers=outer.loads + outer.stores, cycles=ddr_cycles,
                            bound_bytes=lower_bound(p, hw.sram_bytes, word).bytes)]
-    triggers = [Trigger(SRAM_LEVEL, t.name, t.loop, a, "DDR", c, b) for t in outer.tensors
-                for a, c, b in _actions(p.tensor(t.name).output, t.instances, t.loads, t.stores, t.loaded_bytes,
-                                        t.stored_bytes)]
+    triggers = list(sram_triggers(outer))
     counts = {n: _seen_counts(p, hw, *nest.seen(n)).tensors[p.tensor_names.index(n)] for n in nest.levels}
     for lv in hw.inner_levels:
         held = [n for n in p.tensor_names if nest.levels.get(n) is lv]
@@ -379,6 +377,15 @@ def analyze_levels(nest: LevelNest) -> LevelAnalysis:
     finest = _seen_counts(p, hw, nest.inner_tiles)
     return LevelAnalysis(nest=nest, outer=outer, levels=tuple(levels), triggers=tuple(triggers),
                          macs=int(finest.macs), tensorcore_cycles=int(finest.tensorcore_cycles))
+
+
+def sram_triggers(analysis: Analysis) -> tuple[Trigger, ...]:
+    """The DDR <-> SRAM triggers of a one-level nest's analysis: per tensor, where its loads, zero-fills,
+    partial-sum loads and write-backs happen, how often and how many bytes."""
+    p = analysis.nest.problem
+    return tuple(Trigger(SRAM_LEVEL, t.name, t.loop, a, "DDR", c, b) for t in analysis.tensors
+                 for a, c, b in _actions(p.tensor(t.name).output, t.instances, t.loads, t.stores, t.loaded_bytes,
+                                         t.stored_bytes))
 
 
 def _actions(output: bool, instances: int, loads: int, stores: int, loaded: int, stored: int) -> list[tuple]:

@@ -58,6 +58,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def search_json(result: SearchResult, layer: str) -> dict[str, Any]:
     """The JSON object of `dsasim search --json` (stable key order, no wall times)."""
+    from dsasim.architect.analytic import analyze
+    from dsasim.architect.hierarchy import sram_triggers
+
     best = result.best
     hw = result.hardware
     return {
@@ -84,6 +87,7 @@ def search_json(result: SearchResult, layer: str) -> dict[str, Any]:
         "pareto": [{"peak_sram_bytes": c.peak_sram_bytes, "traffic_bytes": c.traffic_bytes}
                    for c in result.pareto],
         "loop_nest": best.nest.to_json(),
+        "triggers": [t.to_json() for t in sram_triggers(analyze(best.nest, hw))],
     }
 
 
