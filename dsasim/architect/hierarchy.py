@@ -37,7 +37,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from dsasim.architect.analytic import Analysis, Batch, Evaluator, analyze
 from dsasim.architect.loopnest import LoopNest, Problem, tile_count
-from dsasim.architect.lower_bounds import compulsory_bytes, lower_bound, touched_elements
+from dsasim.architect.lower_bounds import lower_bound, touched_elements
 from dsasim.hardware import ROLES, SRAM_LEVEL, Accelerator, MemoryLevel
 
 __all__ = ["InnerTiling", "LevelNest", "LevelTraffic", "LevelAnalysis", "Trigger", "tensor_role",
@@ -395,14 +395,3 @@ def _actions(output: bool, instances: int, loads: int, stores: int, loaded: int,
         return [("load", loads, loaded)] if loads else []
     acts = [("zero-fill", instances - loads, 0), ("load partial sums", loads, loaded), ("write back", stores, stored)]
     return [a for a in acts if a[1]]
-
-
-def compulsory_by_level(problem: Problem, hardware: Accelerator) -> dict[str, int]:
-    """Compulsory bytes per level (DDR traffic for the SRAM)."""
-    out = {SRAM_LEVEL: compulsory_bytes(problem, hardware.word_bytes)}
-    for lv in hardware.inner_levels:
-        held = [n for n in problem.tensor_names if lv.name in
-                [x.name for x in hardware.path(tensor_role(problem, n))]]
-        out[lv.name] = _inner_bound(problem, held, hardware.word_bytes)
-    return out
-

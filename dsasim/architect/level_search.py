@@ -6,7 +6,7 @@ SRAM vs traffic) are then each given the inner tiling that is best for them. An 
 tile (`hierarchy` explains why), so the inner space of one outer nest is small: per dimension the divisors of the
 outer tile (every balanced or TensorCore-aligned size when the outer loop runs once), and per tensor the inner
 loops above its inner staging point. As in the outer search, only the set of loops above each tensor matters
-and the sets are prefixes of one order: chains of above-sets (`Space.structures`).
+and the sets are prefixes of one order: chains of above-sets (`search.chain_structures`).
 
 Evaluation is vectorised: a tensor staged in an inner level counts as a one-level nest with the tiles it sees
 (`LevelNest.seen_tiles`), so one `Evaluator` batch over (tile combinations x structures) gives that tensor's
@@ -29,11 +29,10 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from dsasim.architect.analytic import Batch, Evaluator, tensorcore_blocks
-from dsasim.architect.hierarchy import (InnerTiling, LevelAnalysis, LevelNest, analyze_levels, compulsory_by_level,
-                                        tensor_role)
+from dsasim.architect.hierarchy import InnerTiling, LevelAnalysis, LevelNest, analyze_levels, tensor_role
 from dsasim.architect.loopnest import LoopNest, Problem
 from dsasim.architect import search as one_level
-from dsasim.architect.search import Space, tile_candidates
+from dsasim.architect.search import chain_structures, tile_candidates
 from dsasim.hardware import SRAM_LEVEL, Accelerator
 
 __all__ = ["LevelSearchResult", "search_levels", "OUTER_CANDIDATES", "COARSE_PER_DIM"]
@@ -96,10 +95,7 @@ class _InnerSpace:
             self.fine.append(vals)
         self.outer_idx = [f.index(outer.tile(d)) for f, d in zip(self.fine, p.dims)]
         self.ev = Evaluator(p, hardware, self.fine)
-        # chains of above-sets come from the outer search's enumeration over the same problem
-        self.space = Space.__new__(Space)
-        self.space.__dict__.update(self.ev.__dict__)
-        self.space.exhaustive, self.space._structs = False, {}
+        self._structs: dict[tuple[int, ...], np.ndarray] = {}
         self.staged = [p.tensor_names.index(n) for n in staged]
         self.levels = {}
         self.level_of = {}
@@ -142,7 +138,10 @@ class _InnerSpace:
         arrays (n, structures), plus the structures themselves (structures, tensors, dims)."""
         ev, nd = self.ev, self.ev.nd
         tiled = [d for d in range(nd) if len(set(combos[:, d].tolist()) - {self.outer_idx[d]}) > 0]
-        structs = self.space.structures(tiled)  # (s, nt, nd) bool
+        key = tuple(tiled)
+        if key not in self._structs:  # chains of above-sets, enumerated as the outer search does
+            self._structs[key] = chain_structures(self.ev.idx, nd, tiled)
+        structs = self._structs[key]  # (s, nt, nd) bool
         n, s = len(combos), len(structs)
         everything = [[True] * nd for _ in range(ev.nt)]
         finest = ev.evaluate(Batch(tidx=[combos[:, d][:, None] for d in range(nd)], above=everything,
@@ -185,7 +184,7 @@ class _InnerSpace:
     def nest(self, combo: np.ndarray, struct: np.ndarray, double: dict[str, bool],
              outer_staged: Sequence[int] = ()) -> LevelNest:
         """The LevelNest of one candidate."""
-        p, ev = self.problem, self.ev
+        p = self.problem
         tiles = {d: self.fine[i][combo[i]] for i, d in enumerate(p.dims)}
         inner_trips = {d: -(-self.outer.tile(d) // tiles[d]) for d in p.dims}
         sets = {x: frozenset() if x in outer_staged else
@@ -200,7 +199,6 @@ class _InnerSpace:
             k = self.outer_options[x][0]
             stage[p.tensor_names[x]] = "outer:" + (self.outer.order[k - 1] if k else "top")
         ways = {p.tensor_names[x]: 2 if double[name] else 1 for name, (_, xs) in self.levels.items() for x in xs}
-        del ev
         return LevelNest(self.outer, InnerTiling(order, tiles, stage, ways), self.hardware)
 
 
@@ -356,4 +354,4 @@ def sweep_levels(problem: Problem, hardware: Accelerator, level: str, sizes: Seq
                       seconds=time.perf_counter() - start)
 
 
-__all__ += ["with_level_capacity", "compulsory_by_level", "LevelSweep", "sweep_levels"]
+__all__ += ["with_level_capacity", "LevelSweep", "sweep_levels"]

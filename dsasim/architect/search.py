@@ -45,7 +45,7 @@ from dsasim.util import ceil_div
 from dsasim.architect.loopnest import LoopNest, Problem, tile_count
 from dsasim.architect.lower_bounds import Bound, lower_bound
 
-__all__ = ["Space", "Candidate", "SearchResult", "search", "search_front", "evaluate_nests",
+__all__ = ["Space", "chain_structures", "Candidate", "SearchResult", "search", "search_front", "evaluate_nests",
            "tile_candidates", "SearchFront", "LayerTooLargeError", "count_bound_bytes", "EXACT_COUNT_LIMIT",
            "WorkTooLargeError", "WorkEstimate", "estimate_search_work", "estimate_trace_work", "check_work",
            "WORK_LIMIT_SECONDS", "SECONDS_PER_TRACED_SCHEDULE"]
@@ -219,6 +219,29 @@ def tile_candidates(extent: int, align: int = 0, coarse: bool = False, exhaustiv
 
 
 # ----------------------------------------------------------------------------------------------- the space
+def chain_structures(indexing: Sequence[Sequence[int]], nd: int, tiled: Sequence[int],
+                     exhaustive: bool = False) -> np.ndarray:
+    """Unique chains of above-sets over the `tiled` dims: bool array (n, tensors, nd); `indexing[x]` lists the
+    dims that index tensor x.
+
+    Each tiled dim sits above the staging of some tensors: for a permutation pi of the tensors (outermost staged
+    first), level l puts it above pi[l], pi[l+1], ... . Pruned (not exhaustive): a dim at level l must index
+    pi[l] (otherwise pi[l] could be staged above it, re-fetching less with the same box)."""
+    nt = len(indexing)
+    seen = {}
+    tensor_dims = [set(ix) for ix in indexing]
+    for pi in itertools.permutations(range(nt)):
+        opts = [[lv for lv in range(nt) if exhaustive or d in tensor_dims[pi[lv]]] for d in tiled]
+        for levels in itertools.product(*opts):
+            mat = np.zeros((nt, nd), bool)
+            for k, x in enumerate(pi):
+                for d, lv in zip(tiled, levels):
+                    if lv <= k:
+                        mat[x, d] = True
+            seen.setdefault(mat.tobytes(), mat)
+    return np.stack(list(seen.values())) if seen else np.zeros((1, nt, nd), bool)
+
+
 class Space(Evaluator):
     """A problem's search tables: candidate tile sizes per dimension (`tile_candidates`), the first pass's
     subset of them, and the model's tables over them (`analytic.Evaluator`).
@@ -262,26 +285,10 @@ class Space(Evaluator):
         return np.stack(steps + [half[d][pos], double[d][pos]], axis=1)
 
     def structures(self, tiled: Sequence[int]) -> np.ndarray:
-        """Unique chains of above-sets for the tiled dims: bool array (n, tensors, dims), memoised.
-
-        Each tiled dim sits above the staging of some tensors: for a permutation pi of the tensors (outermost
-        staged first), level l puts it above pi[l], pi[l+1], ... . Pruned (not exhaustive): a dim at level l
-        must index pi[l] (otherwise pi[l] could be staged above it, re-fetching less with the same box)."""
+        """`chain_structures` of this problem's tensors over the tiled dims, memoised."""
         key = tuple(tiled)
-        if key in self._structs:
-            return self._structs[key]
-        seen = {}
-        tensor_dims = [set(ix) for ix in self.idx]
-        for pi in itertools.permutations(range(self.nt)):
-            opts = [[lv for lv in range(self.nt) if self.exhaustive or d in tensor_dims[pi[lv]]] for d in tiled]
-            for levels in itertools.product(*opts):
-                mat = np.zeros((self.nt, self.nd), bool)
-                for k, x in enumerate(pi):
-                    for d, lv in zip(tiled, levels):
-                        if lv <= k:
-                            mat[x, d] = True
-                seen.setdefault(mat.tobytes(), mat)
-        self._structs[key] = np.stack(list(seen.values())) if seen else np.zeros((1, self.nt, self.nd), bool)
+        if key not in self._structs:
+            self._structs[key] = chain_structures(self.idx, self.nd, tiled, self.exhaustive)
         return self._structs[key]
 
     # -- candidate rows ---------------------------------------------------------------------------------------
