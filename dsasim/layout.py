@@ -82,9 +82,39 @@ def transfer_runs(shape: Sequence[int], layout: str, region: Sequence[tuple[int,
                 piece(0, CHANNEL_BLOCK, middle)
             if not whole_last:
                 piece(0, tail, 1)
+    if len(pieces) > 1 and ext[2] == shape[2] and ext[3] == shape[3]:
+        # whole image planes: the last pixel of one block's channels runs on into the next block's first pixel,
+        # so each piece's last run joins the next piece's first (never across images: a partial block is there)
+        groups = [(1, count * CHANNEL_BLOCK * shape[2] * shape[3]) if extents[4] == CHANNEL_BLOCK
+                  else (shape[2] * shape[3], extents[4]) for extents, _ in pieces for count in [extents[1]]]
+        lengths = _joined(groups)
+        per_image = [(mult, length) for mult, length in lengths]
+        runs = ext[0] * sum(m for m, _ in per_image)
+        moved = ext[0] * sum(m * (-(-length * word_bytes // burst_bytes) * burst_bytes) for m, length in per_image)
+        return runs, moved
     runs = moved = 0
     for extents, sizes in pieces:
         count, length = _runs(extents, sizes)
         runs += count
         moved += count * (-(-length * word_bytes // burst_bytes) * burst_bytes)
     return runs, moved
+
+
+def _joined(groups: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Runs as (how many, elements each) after joining the last run of each group to the first of the next."""
+    out: list[tuple[int, int]] = []
+    open_run = 0
+    for k, (mult, length) in enumerate(groups):
+        if k == 0:
+            if mult > 1:
+                out.append((mult - 1, length))
+            open_run = length
+        elif mult == 1:
+            open_run += length
+        else:
+            out.append((1, open_run + length))
+            if mult > 2:
+                out.append((mult - 2, length))
+            open_run = length
+    out.append((1, open_run))
+    return out

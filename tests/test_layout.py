@@ -40,10 +40,17 @@ def test_runs_of_a_box_by_hand(layout, region, runs, run_bytes):
 
 
 def test_a_channel_range_straddling_blocks():
-    # channels 8..24: the top half of block 0 and the bottom half of block 1, each 8 channels per pixel
-    assert transfer_runs(SHAPE, "NCHW16c", ((0, 1), (8, 24), (0, 4), (0, 5)), 1) == (40, 40 * 8)
-    # channels 0..20 of 20 (one padded block of 16 + 4): the whole first block, then 4 channels per pixel
-    assert transfer_runs((1, 20, 4, 5), "NCHW16c", ((0, 1), (0, 20), (0, 4), (0, 5)), 1) == (1 + 20, 320 + 80)
+    # channels 8..24 of every pixel: the top half of block 0 and the bottom half of block 1, 8 channels per
+    # pixel each; block 0's last pixel (channels 8..15) runs straight on into block 1's first pixel (0..7), so 20
+    # + 20 runs of 8 become 19 + 1 (of 16) + 19
+    assert transfer_runs(SHAPE, "NCHW16c", ((0, 1), (8, 24), (0, 4), (0, 5)), 1) == (39, 40 * 8)
+    # with the last row cut off (3 x 5 = 15 pixels) the two blocks no longer meet: 15 + 15 runs of 8
+    assert transfer_runs(SHAPE, "NCHW16c", ((0, 1), (8, 24), (0, 3), (0, 5)), 1) == (30, 30 * 8)
+    # channels 0..20 of 20 (a whole block of 16, then 4 in a block padded to 16): block 0 is one run of 320
+    # that joins the first pixel's 4 channels of block 1; 19 runs of 4 follow
+    assert transfer_runs((1, 20, 4, 5), "NCHW16c", ((0, 1), (0, 20), (0, 4), (0, 5)), 1) == (20, 320 + 80)
+    # 64-byte bursts: 324 -> 384, and 19 x (4 -> 64)
+    assert transfer_runs((1, 20, 4, 5), "NCHW16c", ((0, 1), (0, 20), (0, 4), (0, 5)), 1, 64) == (20, 384 + 19 * 64)
 
 
 def _one_load(hw, layout: str):
@@ -108,3 +115,41 @@ def test_a_layout_for_the_wrong_rank_is_refused():
 def test_hardware_checks_the_new_fields(field, value):
     with pytest.raises(ValueError, match=field):
         dataclasses.replace(PRESETS["blog"], **{field: value})
+
+
+def _address(layout: str, shape, n: int, c: int, h: int, w: int) -> int:
+    """An element's DDR offset (elements) in a layout, written out per layout."""
+    N, C, H, W = shape
+    if layout == "row-major":
+        return ((n * C + c) * H + h) * W + w
+    if layout == "NHWC":
+        return ((n * H + h) * W + w) * C + c
+    blocks = -(-C // 16)  # NCHW16c: the last block padded to 16 channels
+    return (((n * blocks + c // 16) * H + h) * W + w) * 16 + c % 16
+
+
+def test_runs_equal_a_brute_force_count_of_contiguous_addresses():
+    """Random boxes of random 4-d tensors: sort the box's element addresses, count the maximal contiguous
+    segments, round each to bursts; `transfer_runs` must agree."""
+    import itertools
+    import random
+
+    rng = random.Random(7)
+    for _ in range(300):
+        shape = (rng.randint(1, 2), rng.randint(1, 40), rng.randint(1, 5), rng.randint(1, 5))
+        region = []
+        for extent in shape:
+            a = rng.randint(0, extent - 1)
+            region.append((a, rng.randint(a + 1, extent)))
+        layout = rng.choice(["row-major", "NHWC", "NCHW16c"])
+        word, burst = rng.choice([1, 2, 4]), rng.choice([1, 8, 64])
+        addresses = sorted(_address(layout, shape, *idx) for idx in itertools.product(*(range(a, b) for a, b in region)))
+        segments = []
+        for x in addresses:
+            if segments and segments[-1][1] == x:
+                segments[-1][1] = x + 1
+            else:
+                segments.append([x, x + 1])
+        moved = sum(-(-(b - a) * word // burst) * burst for a, b in segments)
+        assert transfer_runs(shape, layout, tuple(region), word, burst) == (len(segments), moved), (shape, region,
+                                                                                                     layout)
