@@ -24,11 +24,12 @@ DEFAULT_LAYOUT = "row-major"
 CHANNEL_BLOCK = 16  # NCHW16c's block of channels
 
 
-def check_layout(name: str, shape: Sequence[int], layout: object) -> str:
-    """`layout` if it is valid for a tensor of `shape`, else ValueError naming the tensor and the choices."""
+def check_layout(name: str, shape: Sequence[int] | None, layout: object) -> str:
+    """`layout` if it is valid for a tensor of `shape` (None: any rank), else ValueError naming the tensor and
+    the choices."""
     if layout not in LAYOUTS:
         raise ValueError(f"tensor {name!r}: unknown layout {layout!r}; layouts are {list(LAYOUTS)}")
-    if layout != DEFAULT_LAYOUT and len(shape) != 4:
+    if shape is not None and layout != DEFAULT_LAYOUT and len(shape) != 4:
         raise ValueError(f"tensor {name!r}: layout {layout!r} is for 4-d (N, C, H, W) tensors, and its shape is "
                          f"{tuple(shape)}; use 'row-major'")
     return layout  # type: ignore[return-value]
@@ -85,10 +86,9 @@ def transfer_runs(shape: Sequence[int], layout: str, region: Sequence[tuple[int,
     if len(pieces) > 1 and ext[2] == shape[2] and ext[3] == shape[3]:
         # whole image planes: the last pixel of one block's channels runs on into the next block's first pixel,
         # so each piece's last run joins the next piece's first (never across images: a partial block is there)
-        groups = [(1, count * CHANNEL_BLOCK * shape[2] * shape[3]) if extents[4] == CHANNEL_BLOCK
-                  else (shape[2] * shape[3], extents[4]) for extents, _ in pieces for count in [extents[1]]]
-        lengths = _joined(groups)
-        per_image = [(mult, length) for mult, length in lengths]
+        plane = shape[2] * shape[3]
+        per_image = _joined([(1, extents[1] * CHANNEL_BLOCK * plane) if extents[4] == CHANNEL_BLOCK
+                             else (plane, extents[4]) for extents, _ in pieces])
         runs = ext[0] * sum(m for m, _ in per_image)
         moved = ext[0] * sum(m * (-(-length * word_bytes // burst_bytes) * burst_bytes) for m, length in per_image)
         return runs, moved

@@ -176,7 +176,9 @@ NAMES = [
     # memory levels: a level that is not there, a hierarchy made invalid, a one-level command on blog-l1
     (["sweep-sram", "gemm-64", "--sizes", "1MiB", "--level", "L9"], "hardware 'blog' has no memory level 'L9'"),
     # DDR layouts
-    (["simulate", "demo2", "--layout", "img=NHWC"], "demo2 has no tensor 'img'; its tensors are ['image', 'weight'"),
+    (["simulate", "demo2", "--layout", "img=NHWC"], "--layout: demo2: layouts name tensor(s) ['img'] that workload"),
+    (["simulate", "demo2", "--layout", "image=NHWC", "--layout", "weight=NCHW16c", "--layout", "output=NHWC",
+      "--layout", "missing=NHWC"], "its tensors are ['image', 'weight', 'output']"),
     (["simulate", "demo2", "--layout", "image"], "--layout 'image': give TENSOR=LAYOUT, e.g. image=NHWC"),
     (["simulate", "demo2", "--layout", "image=NWHC"], "unknown layout 'NWHC'; layouts are ['row-major', 'NHWC'"),
     (["simulate", "demo2", "--layout", "image=NHWC", "--layout", "image=NCHW16c"],
@@ -203,7 +205,8 @@ NAMES = [
     (["simulate", "demo9"], "unknown schedule 'demo9'; known: demo1"),
     (["simulate", ""], "unknown schedule ''"),
     (["simulate", "demo6 "], "unknown schedule 'demo6 '"),
-    (["demo", "--hardware", "tpu-v9"], "unknown hardware preset 'tpu-v9'; presets are ['blog', 'blog-fp32', 'blog-l1']"),
+    (["demo", "--hardware", "tpu-v9"],
+     "unknown hardware preset 'tpu-v9'; presets are ['blog', 'blog-fp32', 'blog-l1']"),
     (["demo", "--hardware", ""], "hardware is empty; give a preset"),
     (["simulate", "demo6", "--hardware", "BLOG"], "unknown hardware preset 'BLOG'"),
     (["simulate", "demo6", "--hardware", " "], "hardware is empty"),

@@ -143,7 +143,8 @@ def test_runs_equal_a_brute_force_count_of_contiguous_addresses():
             region.append((a, rng.randint(a + 1, extent)))
         layout = rng.choice(["row-major", "NHWC", "NCHW16c"])
         word, burst = rng.choice([1, 2, 4]), rng.choice([1, 8, 64])
-        addresses = sorted(_address(layout, shape, *idx) for idx in itertools.product(*(range(a, b) for a, b in region)))
+        box = itertools.product(*(range(a, b) for a, b in region))
+        addresses = sorted(_address(layout, shape, *idx) for idx in box)
         segments = []
         for x in addresses:
             if segments and segments[-1][1] == x:

@@ -41,7 +41,7 @@ from dsasim.architect.lower_bounds import lower_bound, touched_elements
 from dsasim.hardware import ROLES, SRAM_LEVEL, Accelerator, MemoryLevel
 
 __all__ = ["InnerTiling", "LevelNest", "LevelTraffic", "LevelAnalysis", "Trigger", "tensor_role",
-           "analyze_levels", "sram_triggers", "COMPUTE"]
+           "analyze_levels", "sram_triggers", "level_cycles", "COMPUTE"]
 
 COMPUTE = "TensorCore"  # the bottleneck's name when compute, not a level, bounds the run
 
@@ -328,9 +328,9 @@ def _seen_counts(problem: Problem, hardware: Accelerator, tiles: Mapping[str, in
     return ev.evaluate(Batch(tidx=[0] * ev.nd, above=above, ways=[1] * ev.nt, shape=()), estimate=False)
 
 
-def _level_cycles(level: MemoryLevel, transfers: int, loaded: int, stored: int, shared: bool = True) -> float:
-    """A level boundary's busy time: a setup per transfer plus bytes over its bandwidth (one shared port, or
-    loads and stores each on their own when not shared)."""
+def level_cycles(level: MemoryLevel, transfers: Any, loaded: Any, stored: Any, shared: bool = True) -> Any:
+    """A level boundary's busy time in cycles: a setup per transfer plus bytes over its bandwidth (one shared
+    port, or loads and stores each on their own when not shared; numpy arrays of candidates too, shared)."""
     if shared:
         return transfers * level.setup_cycles + (loaded + stored) / level.bytes_per_cycle
     return transfers * level.setup_cycles + max(loaded, stored) / level.bytes_per_cycle
@@ -348,7 +348,7 @@ def analyze_levels(nest: LevelNest) -> LevelAnalysis:
     word = hw.word_bytes
     outer = analyze(nest.outer, hw)
     sram = hw.sram_level
-    ddr_cycles = _level_cycles(sram, outer.loads + outer.stores, outer.loaded_bytes, outer.stored_bytes,
+    ddr_cycles = level_cycles(sram, outer.loads + outer.stores, outer.loaded_bytes, outer.stored_bytes,
                                hw.dram_shared_load_store)
     levels = [LevelTraffic(level=SRAM_LEVEL, parent="DDR", holds=p.tensor_names, capacity_bytes=hw.sram_bytes,
                            peak_bytes=outer.peak_sram_bytes, loaded_bytes=outer.loaded_bytes,
@@ -367,7 +367,7 @@ def analyze_levels(nest: LevelNest) -> LevelAnalysis:
         peak = sum(nest.inner_ways[n] * counts[n].box_bytes for n in held)
         levels.append(LevelTraffic(level=lv.name, parent=lv.parent, holds=tuple(held), capacity_bytes=lv.capacity_bytes,
                                    peak_bytes=peak, loaded_bytes=loaded, stored_bytes=stored, rmw_bytes=rmw,
-                                   transfers=transfers, cycles=_level_cycles(lv, transfers, loaded, stored),
+                                   transfers=transfers, cycles=level_cycles(lv, transfers, loaded, stored),
                                    bound_bytes=_inner_bound(p, held, word)))
         for n in held:
             c = counts[n]

@@ -29,7 +29,8 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from dsasim.architect.analytic import Batch, Evaluator, tensorcore_blocks
-from dsasim.architect.hierarchy import InnerTiling, LevelAnalysis, LevelNest, analyze_levels, tensor_role
+from dsasim.architect.hierarchy import (InnerTiling, LevelAnalysis, LevelNest, analyze_levels, level_cycles,
+                                        tensor_role)
 from dsasim.architect.loopnest import LoopNest, Problem
 from dsasim.architect import search as one_level
 from dsasim.architect.search import chain_structures, tile_candidates
@@ -119,7 +120,7 @@ class _InnerSpace:
             if c.box_bytes > lv.capacity_bytes:
                 continue
             # ties: the smaller box, then the shallower point (loops of one trip between change nothing)
-            key = ((c.loads + c.stores) * lv.setup_cycles + (c.loaded_bytes + c.stored_bytes) / lv.bytes_per_cycle,
+            key = (level_cycles(lv, c.loads + c.stores, c.loaded_bytes, c.stored_bytes),
                    c.loaded_bytes + c.stored_bytes, c.box_bytes, k)
             if best is None or key < best[0]:
                 best = (key, k, c)
@@ -155,11 +156,9 @@ class _InnerSpace:
             option = self.outer_options[x]
             if option is not None:  # staged outside the inner loops where that moves less (an empty above-set)
                 lv, o = self.level_of[x], option[1]
-                inner_time = (c.loads + c.stores) * lv.setup_cycles + (c.loaded_bytes + c.stored_bytes) / \
-                    lv.bytes_per_cycle
-                outer_time = (o.loads + o.stores) * lv.setup_cycles + (o.loaded_bytes + o.stored_bytes) / \
-                    lv.bytes_per_cycle
-                pick = np.broadcast_to(outer_time < inner_time, (n, s))
+                outer_time = level_cycles(lv, o.loads + o.stores, o.loaded_bytes, o.stored_bytes)
+                pick = np.broadcast_to(outer_time < level_cycles(lv, c.loads + c.stores, c.loaded_bytes,
+                                                                 c.stored_bytes), (n, s))
                 use_outer[x] = pick
                 c = c._replace(**{f: np.where(pick, getattr(o, f), np.broadcast_to(getattr(c, f), (n, s)))
                                   for f in ("loaded_bytes", "stored_bytes", "loads", "stores", "box_bytes")})
@@ -175,7 +174,7 @@ class _InnerSpace:
             transfers = sum(np.broadcast_to(counts[x].loads + counts[x].stores, (n, s)) for x in xs)
             box = sum(np.broadcast_to(counts[x].box_bytes, (n, s)) for x in xs)
             traffic += loaded + stored
-            np.maximum(cost, transfers * lv.setup_cycles + (loaded + stored) / lv.bytes_per_cycle, out=cost)
+            np.maximum(cost, level_cycles(lv, transfers, loaded, stored), out=cost)
             fits &= box <= lv.capacity_bytes
             double[name] = (lv.max_ways >= 2) & (2 * box <= lv.capacity_bytes)
         return {"cost": cost, "traffic": traffic, "fits": fits, "double": double, "structs": structs,

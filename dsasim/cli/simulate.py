@@ -66,26 +66,20 @@ def scope_names(schedule: Schedule, hardware: Accelerator) -> list[str]:
 
 def parse_layouts(items: list[str], schedule: Schedule) -> dict[str, str]:
     """`--layout TENSOR=LAYOUT` options as a mapping, checked against the schedule's tensors (ValueError)."""
-    from dsasim.layout import LAYOUTS
+    from dsasim.traced.schedule import check_layouts
 
-    w = schedule.workload
-    tensors = {**w.inputs, **w.outputs, **w.intermediates}
     layouts: dict[str, str] = {}
     for item in items:
         name, sep, layout = item.partition("=")
         if not sep or not name or not layout:
             raise ValueError(f"--layout {item!r}: give TENSOR=LAYOUT, e.g. image=NHWC")
-        if name not in tensors:
-            raise ValueError(f"--layout {item!r}: {schedule.name} has no tensor {name!r}; its tensors are "
-                             f"{list(tensors)}")
-        if layout not in LAYOUTS:
-            raise ValueError(f"--layout {item!r}: unknown layout {layout!r}; layouts are {list(LAYOUTS)}")
-        if layout != "row-major" and len(tensors[name]) != 4:
-            raise ValueError(f"--layout {item!r}: {layout} is for 4-d (N, C, H, W) tensors; {name} has shape "
-                             f"{tuple(tensors[name])}")
         if name in layouts and layouts[name] != layout:
             raise ValueError(f"--layout gives {name!r} two layouts ({layouts[name]}, {layout}); give one")
         layouts[name] = layout
+    try:
+        check_layouts(schedule.workload, layouts)
+    except ValueError as err:
+        raise ValueError(f"--layout: {schedule.name}: {err}") from None
     return layouts
 
 

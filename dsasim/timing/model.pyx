@@ -460,7 +460,7 @@ cdef class _Lowering(TraceChecker):
         """A transfer's cycles: dma_setup_cycles + ceil(nb / dram_bytes_per_cycle), exactly."""
         return self.setup + (nb * self.bw_den + self.bw_num - 1) // self.bw_num
 
-    cdef int64_t transfer(self, int64_t nb, int64_t t, int64_t reg) except -1:
+    cdef int64_t transfer(self, Py_ssize_t idx, int64_t nb, int64_t t, int64_t reg) except -1:
         """A transfer of nb bytes of region `reg` of tensor t: `cycles(nb)`; with layout costs on (dma_burst_bytes
         > 1 or dma_run_cycles > 0), dma_setup_cycles + runs x dma_run_cycles + ceil(bytes in whole bursts /
         bandwidth), the runs and bursts of the region in its tensor's DDR layout (`dsasim.layout`). A SLIDE moves
@@ -468,12 +468,10 @@ cdef class _Lowering(TraceChecker):
         when the slide axis lies outside the contiguous runs, as rows do in every layout here)."""
         if not self.layout_cost:
             return self.cycles(nb)
-        region = TraceChecker.region(self, t, reg)
-        runs, moved = transfer_runs(self.shapes[t], self.layouts[t], region, self.word, self.burst)
-        full = self.word
-        for a, b in region:
-            full *= b - a
-        if nb != full and full > 0:
+        runs, moved = transfer_runs(self.shapes[t], self.layouts[t], TraceChecker.region(self, t, reg), self.word,
+                                    self.burst)
+        full = self.region_bytes(idx, t, reg)
+        if nb != full:
             runs = -(-runs * nb // full)
             moved = -(-moved * nb // full)
         return self.setup + runs * self.run_cycles + (moved * self.bw_den + self.bw_num - 1) // self.bw_num
@@ -531,7 +529,7 @@ cdef class _Lowering(TraceChecker):
         self.n_loads += 1
         cdef Py_ssize_t row = self.b_row[b]
         self.slot_deps(row, ch)
-        cdef Py_ssize_t op = self.add_op(C_LOAD_OP, ch, self.transfer(nb, t, reg), self.p_load, nb, t, b, reg, idx,
+        cdef Py_ssize_t op = self.add_op(C_LOAD_OP, ch, self.transfer(idx, nb, t, reg), self.p_load, nb, t, b, reg, idx,
                                          self.writable[t])
         self.filled(b, row, op, ch, reg)
         self.loaded += nb
@@ -547,7 +545,7 @@ cdef class _Lowering(TraceChecker):
         cdef int ch = self.n_loads % self.channels
         self.n_loads += 1
         self.slot_deps(row, ch)
-        cdef Py_ssize_t op = self.add_op(C_LOAD_OP, ch, self.transfer(nb, t, reg), self.p_load, nb, t, b, reg, idx,
+        cdef Py_ssize_t op = self.add_op(C_LOAD_OP, ch, self.transfer(idx, nb, t, reg), self.p_load, nb, t, b, reg, idx,
                                          False)
         self.filled(b, row, op, ch, reg)
         self.loaded += nb
@@ -602,8 +600,9 @@ cdef class _Lowering(TraceChecker):
         nb = self.b_held[b]
         cdef Py_ssize_t row = self.b_row[b]
         self.dep(self.r_last[row] * 4 + C_DATA)  # validated: a fill or a compute wrote the buffer
-        cdef Py_ssize_t op = self.add_op(C_STORE_OP, self.e_store, self.transfer(nb, t, reg), self.p_store, nb, t, b,
-                                         self.b_region[b], idx, True)
+        cdef int64_t dur = self.transfer(idx, nb, t, reg)
+        cdef Py_ssize_t op = self.add_op(C_STORE_OP, self.e_store, dur, self.p_store, nb, t, b, self.b_region[b], idx,
+                                         True)
         self.readers.set(row, self.e_store, op)
         self.users.set(row, self.e_store, op)
         self.stored += nb

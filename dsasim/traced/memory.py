@@ -747,8 +747,7 @@ class Session(_core.SessionFields):
                              f"{{\"image\": \"NHWC\"}}, got {type(layouts).__name__}")
         self.layouts = dict(layouts or {})
         for name, layout in self.layouts.items():
-            if layout not in LAYOUTS:
-                raise ValueError(f"Session layouts[{name!r}] = {layout!r}: layouts are {list(LAYOUTS)}")
+            check_layout(name, None, layout)  # the rank is checked when the tensor is made
         self.blog_quirks = bool(blog_quirks)
         self.hardware = hardware
         self.numeric = numeric

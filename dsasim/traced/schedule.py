@@ -17,6 +17,7 @@ import numpy as np
 
 from dsasim.errors import ScheduleError, SramOverflowError
 from dsasim.hardware import Accelerator
+from dsasim.layout import check_layout
 from dsasim.traced.memory import Counters, Session, TracedArray
 from dsasim.traced.trace import Trace
 from dsasim.util import gc_paused
@@ -240,6 +241,17 @@ def _torch_single_thread(numeric: bool) -> Iterator[None]:
         torch.set_num_threads(threads)
 
 
+def check_layouts(workload: Workload, layouts: Mapping[str, str]) -> None:
+    """ValueError for a layout of a tensor the workload does not have, or one that does not suit its tensor."""
+    tensors = {**workload.inputs, **workload.outputs, **workload.intermediates}
+    unknown = sorted(set(layouts) - set(tensors))
+    if unknown:
+        raise ValueError(f"layouts name tensor(s) {unknown} that workload {workload.name!r} does not have; its "
+                         f"tensors are {list(tensors)}")
+    for name, layout in layouts.items():
+        check_layout(name, tensors[name], layout)
+
+
 def run_schedule(schedule: Schedule, hardware: Accelerator, numeric: bool = True, seed: int = 0,
                  record_trace: bool = True, scope_ways: Mapping[str, int] | None = None,
                  enforce_capacity: bool = True, trace_event_limit: int | None = None,
@@ -254,12 +266,7 @@ def run_schedule(schedule: Schedule, hardware: Accelerator, numeric: bool = True
     `Schedule.blog_counter_follows`); traffic and every other number are unchanged. layouts maps the workload's
     tensor names to DDR layouts (`dsasim.layout`; they change transfer cycles only)."""
     if layouts:
-        known = [*schedule.workload.inputs, *schedule.workload.outputs,
-                 *schedule.workload.intermediates]
-        unknown = sorted(set(layouts) - set(known))
-        if unknown:
-            raise ValueError(f"layouts name tensor(s) {unknown} that workload {schedule.workload.name!r} does not "
-                             f"have; its tensors are {known}")
+        check_layouts(schedule.workload, layouts)
     session = Session(hardware, numeric=numeric, record_trace=record_trace, scope_ways=scope_ways,
                       enforce_capacity=enforce_capacity, trace_event_limit=trace_event_limit,
                       blog_quirks=blog_quirks, scope_buffers=scope_buffers, layouts=layouts)
