@@ -383,7 +383,7 @@ BAD_TRACES = {
     "negative macs": (edit(5, (COMPUTE, "vector", "add", 1, (0,), -1, 8, 0)), 5, "macs and padded_macs must be"),
     "padded below useful": (edit(5, (COMPUTE, "tensorcore", "conv2d", 1, (0,), 8, 8, 4)), 5,
                             "padded_macs (4) < macs (8)"),
-    "unknown kind": (edit(5, (12, 1)), 5, "unknown event kind 12"),
+    "unknown kind": (edit(5, (14, 1)), 5, "unknown event kind 14"),
     "kind as a name": (edit(2, ("LOAD", 0, 0, R8, 8, False)), 2, "unknown event kind 'LOAD'"),
     "not a tuple": (edit(2, 42), 2, "not an event tuple"),
     "empty event": (edit(2, ()), 2, "not an event tuple"),

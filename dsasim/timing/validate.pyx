@@ -101,6 +101,10 @@ cdef class TraceChecker:
         if trace.word_bytes != hardware.word_bytes:
             raise TraceError(f"the trace was recorded with {trace.word_bytes}-byte words but {hardware.name!r} has "
                              f"{hardware.word_bytes}-byte words; trace the schedule on the hardware you time it on")
+        if trace.multi_level():
+            raise TraceError("the trace uses memory levels below the SRAM (inner-level scopes, STAGE and WRITEBACK "
+                             "events), which the timing model does not time yet; its traffic per level is in the "
+                             "run's counters (`counters.levels`)")
         self.scopes = list(trace.scopes)
         self.shapes = [tuple(t.shape) for t in trace.tensors]
         self.names = [t.name for t in trace.tensors]

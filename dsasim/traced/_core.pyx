@@ -88,10 +88,12 @@ def bind_compute(product_type, flat_dot):
 
 
 cdef class Buffer:
-    """An SRAM buffer: holds one region of one tensor (or scratch data) until its scope exits."""
+    """An on-chip buffer: holds one region of one tensor (or scratch data) until its scope exits. `level` is
+    None in the SRAM, else the inner memory level's name; an inner buffer's `source` is the parent-level buffer it
+    was staged from (and writes back into), as it was at `source_generation`."""
 
-    cdef public long long id, nbytes, charged_bytes, load_bytes, generation
-    cdef public object tensor, region, data
+    cdef public long long id, nbytes, charged_bytes, load_bytes, generation, source_generation
+    cdef public object tensor, region, data, level, source
     cdef public bint dirty, loaded_from_ddr, stale, freed
 
     def __init__(self, long long buffer_id, tensor, region, long long nbytes, long long charged_bytes):
@@ -116,6 +118,7 @@ cdef class ScopeInstance:
     cdef public list buffers
     cdef public dict held  # tensor id -> newest buffer of that tensor in this scope
     cdef public object path
+    cdef public object level  # None: the SRAM; else an inner memory level's name
 
     def __init__(self, long long scope_id, long long instance, long long ways, path):
         self.scope_id = scope_id
@@ -146,12 +149,13 @@ cdef class SessionFields:
     cdef public object blog_quirks, numeric, dtype, trace, pending_products, _log, _trace_event_limit
     cdef public object _stack, _scope_ids, _scope_instances, _next_buffer, _live_bytes, _word_bytes, _sram_bytes
     cdef public object _broken
+    cdef public object _levels  # None on one-level hardware; else the inner levels' state (`levels.LevelState`)
 
 
 cdef class ScopeFields:
     """The fields of a `GlobalHierarchy` (memory.py adds its methods; see its `_init_py`)."""
 
-    cdef public object session, name, ways, _instance
+    cdef public object session, name, ways, _instance, level
 
 
 cdef class ArrayFields:
@@ -387,20 +391,22 @@ def getitem(ArrayFields arr, key):
         k = tuple(<list>key)
     else:
         return arr._getitem_py(key)
-    if not k or type(k[len(k) - 1]) is bool or session._broken is not None:
+    if not k or type(k[len(k) - 1]) is bool or session._broken is not None or session._levels is not None:
         return arr._getitem_py(key)
     return access(session, arr, k, False)
 
 
-def scope_init(ScopeFields scope, session, name=None, ways=None, buffers=None):
-    """`GlobalHierarchy.__init__` for a named scope with no ways (anything else: `_init_py`, which checks)."""
-    if type(name) is not str or not name or ways is not None or buffers is not None or type(session) is not _Session:
-        scope._init_py(session, name, ways, buffers)
+def scope_init(ScopeFields scope, session, name=None, ways=None, buffers=None, level=None):
+    """`GlobalHierarchy.__init__` for a named SRAM scope with no ways (anything else: `_init_py`, which checks)."""
+    if type(name) is not str or not name or ways is not None or buffers is not None or level is not None \
+            or type(session) is not _Session:
+        scope._init_py(session, name, ways, buffers, level)
         return
     scope.session = session
     scope.name = name
     scope.ways = None
     scope._instance = None
+    scope.level = None
 
 
 def scope_enter(ScopeFields scope):
@@ -408,6 +414,8 @@ def scope_enter(ScopeFields scope):
     cdef SessionFields session = <SessionFields?>scope.session
     if session._broken is not None:
         scope._instance = session._enter_scope(scope.name, scope.ways)
+    elif session._levels is not None:
+        scope._instance = session._enter_scope_py(scope.name, scope.ways, scope.level)
     else:
         scope._instance = enter_scope(session, scope.name, scope.ways)
     return scope
@@ -416,7 +424,7 @@ def scope_enter(ScopeFields scope):
 def scope_exit(ScopeFields scope, exc_type, exc, tb):
     """`GlobalHierarchy.__exit__`."""
     cdef SessionFields session = <SessionFields?>scope.session
-    if session._broken is not None:
+    if session._broken is not None or session._levels is not None:
         session._exit_scope(scope._instance, exc)
     else:
         exit_scope(session, scope._instance, exc)
@@ -425,6 +433,8 @@ def scope_exit(ScopeFields scope, exc_type, exc, tb):
 cpdef access(SessionFields session, array, tuple key, reuse):
     """`Session.access` (see there): a hit, or a load / zero-open into a new buffer of the current scope."""
     cdef long long elements = 0
+    if session._levels is not None:
+        return session._access_levels(array, key, reuse)
     if reuse is not False or session.blog_quirks or not isinstance(array, ArrayFields):
         return session._access_py(array, key, reuse)
     cdef ArrayFields arr = <ArrayFields>array
@@ -676,7 +686,7 @@ def product_apply(product, out, accumulate):
     """`Product.apply`: check the operands live, mark the output written, compute (numeric mode), trace it."""
     cdef ProductFields p = <ProductFields?>product
     cdef SessionFields session = <SessionFields?>p.session
-    if type(out) is not _Tile or session._broken is not None:
+    if type(out) is not _Tile or session._broken is not None or session._levels is not None:
         return product._apply_py(out, accumulate)
     cdef Buffer ob = <Buffer?>out.buffer
     cdef ArrayFields arr = <ArrayFields?>ob.tensor

@@ -11,6 +11,9 @@ cdef enum:
     ALLOC_KIND = 2  # EventKind.ALLOC, .COMPUTE and .SLIDE (_events.pyx checks them against trace.py at import):
     COMPUTE_KIND = 6  # the kinds whose events take other than 2 words
     SLIDE_KIND = 9
+    STAGE_KIND = 10  # STAGE and WRITEBACK: 3 words (the other buffer in the third)
+    WRITEBACK_KIND = 11
+    ALLOC_IN_KIND = 12  # 5 words: ALLOC's four and the scope id
 
 
 cdef inline int64_t region_start(int64_t* r, int64_t dim):
@@ -59,6 +62,7 @@ cdef class EventLog:
     cdef int c_scope(self, int64_t kind, int64_t scope_id, int64_t instance) except -1
     cdef int c_alloc(self, int64_t buffer, int64_t tensor, tuple region, int64_t address,
                      int64_t charged_bytes) except -1
+    cdef int c_link(self, int64_t kind, int64_t buffer, int64_t tensor, tuple region, int64_t other) except -1
     cdef int c_free(self, int64_t buffer, int64_t charged_bytes) except -1
     cdef int c_slide(self, int64_t buffer, int64_t tensor, tuple region, int64_t nbytes) except -1
     cdef int64_t* c_compute(self, str unit, str op, int64_t out_buffer, Py_ssize_t n_inputs, int64_t macs,
@@ -72,8 +76,10 @@ cdef inline int64_t event_words(int64_t* w):
         return 4
     if kind == COMPUTE_KIND:
         return 2 + (w[1] >> 40)
-    if kind == SLIDE_KIND:
+    if kind == SLIDE_KIND or kind == STAGE_KIND or kind == WRITEBACK_KIND:
         return 3
+    if kind == ALLOC_IN_KIND:
+        return 5
     return 2
 
 

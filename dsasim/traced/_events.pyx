@@ -12,6 +12,8 @@ kind | reuse << 4 | id << 8, id being the buffer (the out buffer of a COMPUTE, t
   LOAD/OPEN/HIT/STORE  tensor | region << 24
   FREE          charged_bytes
   SLIDE         tensor | region << 24, nbytes (the bytes it loaded: not the region's)
+  STAGE/WRITEBACK  tensor | region << 24, the other buffer (source / target)
+  ALLOC_IN      tensor | region << 24, address, charged_bytes, scope_id
   COMPUTE       compute | len(in_buffers) << 40, then one word per input buffer
 `region` is an offset into the region table (a word per dimension, start | stop << 32), shared by the events of
 one buffer; `compute` indexes a table of (unit, op, macs, cycles, padded_macs). The nbytes of ALLOC, LOAD and
@@ -30,7 +32,9 @@ cdef int64_t BOUND_LIMIT = 1 << 31
 
 cdef int64_t ENTER = trace.ENTER, EXIT = trace.EXIT, ALLOC = trace.ALLOC, LOAD = trace.LOAD, OPEN = trace.OPEN
 cdef int64_t HIT = trace.HIT, COMPUTE = trace.COMPUTE, STORE = trace.STORE, FREE = trace.FREE, SLIDE = trace.SLIDE
-assert ALLOC_KIND == ALLOC and COMPUTE_KIND == COMPUTE and SLIDE_KIND == SLIDE, \
+cdef int64_t STAGE = trace.STAGE, WRITEBACK = trace.WRITEBACK, ALLOC_IN = trace.ALLOC_IN
+assert ALLOC_KIND == ALLOC and COMPUTE_KIND == COMPUTE and SLIDE_KIND == SLIDE and STAGE_KIND == STAGE \
+    and WRITEBACK_KIND == WRITEBACK and ALLOC_IN_KIND == ALLOC_IN, \
     "_events.pxd's kinds differ from trace.EventKind"
 
 
@@ -195,6 +199,24 @@ cdef class EventLog:
     def slide(self, int64_t buffer, int64_t tensor, tuple region, int64_t nbytes):
         self.c_slide(buffer, tensor, region, nbytes)
 
+    def stage(self, int64_t buffer, int64_t tensor, tuple region, int64_t nbytes, int64_t source):
+        self.c_link(STAGE, buffer, tensor, region, source)
+
+    def writeback(self, int64_t buffer, int64_t tensor, tuple region, int64_t nbytes, int64_t target):
+        self.c_link(WRITEBACK, buffer, tensor, region, target)
+
+    def alloc_in(self, int64_t buffer, int64_t tensor, tuple region, int64_t nbytes, int64_t address,
+                 int64_t charged_bytes, int64_t scope_id):
+        cdef int64_t off = self._region(tensor, region)
+        cdef int64_t* p = self.words.room(5)
+        p[0] = ALLOC_IN | buffer << 8
+        p[1] = tensor | off << 24
+        p[2] = address
+        p[3] = charged_bytes
+        p[4] = scope_id
+        self.count += 1
+        self.kinds[ALLOC_IN] += 1
+
     def compute(self, str unit, str op, int64_t out_buffer, tuple in_buffers, int64_t macs, int64_t cycles,
                 int64_t padded_macs):
         cdef Py_ssize_t n = len(in_buffers), i
@@ -232,6 +254,17 @@ cdef class EventLog:
         p[1] = tensor | off << 24
         self.count += 1
         self.kinds[kind] += 1
+
+    cdef int c_link(self, int64_t kind, int64_t buffer, int64_t tensor, tuple region, int64_t other) except -1:
+        """A STAGE or WRITEBACK: `other` is the parent-level buffer (source or target)."""
+        cdef int64_t off = self._region(tensor, region)
+        cdef int64_t* p = self.words.room(3)
+        p[0] = kind | buffer << 8
+        p[1] = tensor | off << 24
+        p[2] = other
+        self.count += 1
+        self.kinds[kind] += 1
+        return 0
 
     cdef int c_free(self, int64_t buffer, int64_t charged_bytes) except -1:
         cdef int64_t* p = self.words.room(2)
@@ -303,11 +336,15 @@ cdef class EventLog:
             return (STORE, ident, tensor, region, elements * self.word_bytes)
         if kind == SLIDE:
             return (SLIDE, ident, tensor, region, w[2])
+        if kind == STAGE or kind == WRITEBACK:
+            return (kind, ident, tensor, region, elements * self.word_bytes, w[2])
+        if kind == ALLOC_IN:
+            return (ALLOC_IN, ident, tensor, region, elements * self.word_bytes, w[2], w[3], w[4])
         return (kind, ident, tensor, region, bool(head & 16))
 
     def kind_counts(self):
         """How many events of each kind (a list indexed by EventKind), counted as they were appended."""
-        return [self.kinds[k] for k in range(SLIDE + 1)]
+        return [self.kinds[k] for k in range(ALLOC_IN + 1)]
 
     cdef void count_kinds(self):
         """Recount `kinds` from the words (a log restored from its pickled state)."""

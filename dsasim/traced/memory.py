@@ -30,8 +30,9 @@ import numpy as np
 
 from dsasim.errors import (CoherenceError, ReadOnlyError, RegionError, ReuseError, SessionStateError,
                      SramOverflowError, StaleTileError, UnfinishedError)
-from dsasim.hardware import Accelerator
+from dsasim.hardware import SRAM_LEVEL, Accelerator
 from dsasim.layout import DEFAULT_LAYOUT, LAYOUTS, check_layout
+from dsasim.traced.levels import LevelState, LevelTraffic, check_role
 from dsasim.traced.segments import Segment
 from dsasim.traced.trace import NullLog, Region, ScopeInfo, TensorInfo, Trace, format_region
 from dsasim.util import (ceil_div, is_int, region_contains, region_elements, regions_overlap, shape_elements,
@@ -86,6 +87,7 @@ class Counters(TensorTraffic, _core.CounterFields):
     def __init__(self, per_tensor: dict[str, TensorTraffic] | None = None, **values: int) -> None:
         super().__init__(**values)
         self.per_tensor: dict[str, TensorTraffic] = {} if per_tensor is None else per_tensor
+        self.levels: dict[str, LevelTraffic] = {}  # each inner memory level's traffic with its parent, by name
 
 
 def _restore_counters(kind: type, values: dict[str, int], extra: dict) -> TensorTraffic:
@@ -647,6 +649,8 @@ _ScopeInstance = _core.ScopeInstance  # one execution of a scope (a C class: the
 class GlobalHierarchy(_core.ScopeFields):
     """An SRAM scope (the blog's name): `with GlobalHierarchy(session):` frees its buffers on exit.
 
+    `level="L1w"` opens it in a memory level below the SRAM instead, on hardware that has one (`dsasim.traced.levels`).
+
     `ways=N` makes it N-way buffered: each buffer's SRAM block holds N copies that successive instances use in
     turn, so the next instance's loads can overlap this one's compute; the capacity check counts N x its buffers.
     `buffers=N` is an alias of `ways=N` (the blog-style spelling; pass one of them). `name` identifies the scope
@@ -656,7 +660,7 @@ class GlobalHierarchy(_core.ScopeFields):
     __slots__ = ()  # the fields (session, name, ways, _instance) are C fields of _core.ScopeFields
 
     def _init_py(self, session: "Session", name: str | None = None, ways: int | None = None,
-                 buffers: int | None = None) -> None:
+                 buffers: int | None = None, level: str | None = None) -> None:
         """Check and keep the arguments (the reference; see `_bind_core`)."""
         if not isinstance(session, Session):
             raise TypeError(f"GlobalHierarchy needs the Session to trace into as its first argument, got "
@@ -673,14 +677,26 @@ class GlobalHierarchy(_core.ScopeFields):
             name = f"{os.path.basename(caller.f_code.co_filename)}:{caller.f_lineno}"
         elif type(name) is not str or not name:
             raise ValueError(f"GlobalHierarchy name must be a non-empty string, got {name!r}")
+        if level is not None:
+            names = [lv.name for lv in session.hardware.levels]
+            if level not in names:
+                raise ValueError(f"GlobalHierarchy {name!r}: level {level!r} is not a memory level of hardware "
+                                 f"{session.hardware.name!r}; its levels: {names}")
+            if level == SRAM_LEVEL:
+                level = None
         self.session = session
         self.name = name
         self.ways = ways
+        self.level = level
         self._instance: _ScopeInstance | None = None
 
     def _enter_py(self) -> "GlobalHierarchy":
         """Open an instance of this scope (the reference; see `_bind_core`)."""
-        self._instance = self.session._enter_scope(self.name, self.ways)
+        session = self.session
+        if session._levels is not None and session._broken is None:
+            self._instance = session._enter_scope_py(self.name, self.ways, self.level)
+        else:
+            self._instance = session._enter_scope(self.name, self.ways)
         return self
 
     def _exit_py(self, exc_type: Any, exc: Any, tb: Any) -> None:
@@ -718,7 +734,6 @@ class Session(_core.SessionFields):
         if not isinstance(hardware, Accelerator):
             raise TypeError(f"Session needs an Accelerator, got {type(hardware).__name__}; pass e.g. "
                             f"preset(\"blog\") or load_hardware(path)")
-        hardware.require_one_level("the traced memory model (Session)")
         for flag, value in (("numeric", numeric), ("record_trace", record_trace),
                             ("enforce_capacity", enforce_capacity), ("blog_quirks", blog_quirks)):
             if not isinstance(value, (bool, np.bool_)):
@@ -774,10 +789,15 @@ class Session(_core.SessionFields):
         self.pending_products: dict[int, Any] = {}  # computes created but not yet written into a tile
         self.finished = False
         self._broken: str | None = None  # why the session refuses further use (see _abandon)
+        self._levels = LevelState(hardware, enforce_capacity) if hardware.inner_levels else None
+        if self._levels is not None:  # the pure-Python path: the compiled core models one level
+            self.counters.levels = self._levels.traffic
+            self.access = self._access_levels  # type: ignore[method-assign]
+            self._exit_scope = self._exit_scope_py  # type: ignore[method-assign]
 
     # -- tensors -------------------------------------------------------------------------------------------
     def _new_tensor(self, name: str, shape: tuple[int, ...], data: np.ndarray | None, writable: bool,
-                    must_be_written: bool, scratch: bool) -> TracedArray:
+                    must_be_written: bool, scratch: bool, role: str | None = None) -> TracedArray:
         if name in self.tensors:
             raise ValueError(f"a tensor named {name!r} already exists in this session; names must be unique")
         shape = _check_shape(name, shape)
@@ -790,11 +810,16 @@ class Session(_core.SessionFields):
         self.trace.log.add_tensor(len(shape))
         self.counters.per_tensor[name] = arr.traffic
         self.tensors[name] = arr
+        if self._levels is not None:
+            self._levels.roles[arr.id] = None if scratch else "output" if writable else role
         return arr
 
-    def input(self, name: str, data: np.ndarray | tuple[int, ...]) -> TracedArray:
-        """A read-only DDR tensor: numpy data in numeric mode, or just a shape (data is then ignored/absent)."""
+    def input(self, name: str, data: np.ndarray | tuple[int, ...], role: str = "input") -> TracedArray:
+        """A read-only DDR tensor: numpy data in numeric mode, or just a shape (data is then ignored/absent).
+        `role` ("input" or "weight") is the TensorCore operand it feeds: on hardware with memory levels below
+        the SRAM it decides which of them hold it."""
         _check_name(name)
+        check_role(name, role)
         if isinstance(data, np.ndarray):
             shape = _check_shape(name, data.shape)
             if self.numeric and not (np.issubdtype(data.dtype, np.number) or data.dtype == bool) \
@@ -808,7 +833,7 @@ class Session(_core.SessionFields):
                                  f"{type(data).__name__}; pass an array or use Session(numeric=False) with a shape")
             shape = _check_shape(name, data)
             values = None
-        return self._new_tensor(name, shape, values, writable=False, must_be_written=False, scratch=False)
+        return self._new_tensor(name, shape, values, writable=False, must_be_written=False, scratch=False, role=role)
 
     def output(self, name: str, shape: tuple[int, ...]) -> TracedArray:
         """A writable DDR tensor, zero-initialised, every element of which the schedule must store."""
@@ -877,23 +902,30 @@ class Session(_core.SessionFields):
             name = f"{os.path.basename(caller.f_code.co_filename)}:{caller.f_lineno}"
         return GlobalHierarchy(self, name, ways, buffers)
 
-    def _enter_scope_py(self, name: str, declared_ways: int | None) -> _ScopeInstance:
-        """Open a scope instance (the reference; see `_bind_core`)."""
+    def _enter_scope_py(self, name: str, declared_ways: int | None, level: str | None = None) -> _ScopeInstance:
+        """Open a scope instance (the reference; see `_bind_core`), in the SRAM or (level) an inner level."""
         parent = self._stack[-1] if self._stack else None
         static_key = (parent.scope_id if parent is not None else -1, name)
         scope_id = self._scope_ids.get(static_key)
         if scope_id is None:
             path = (parent.path if parent is not None else ()) + (name,)
             ways = self.scope_ways.get(name, declared_ways if declared_ways is not None else 1)
+            if self._levels is not None:
+                self._levels.check_scope(self, path, level, ways)
             scope_id = len(self.trace.scopes)
             self._scope_ids[static_key] = scope_id
-            self.trace.scopes.append(ScopeInfo(path, ways))
+            self.trace.scopes.append(ScopeInfo(path, ways, level or SRAM_LEVEL))
             self._scope_instances.append(0)
             self._used_scopes.add(name)
+        elif self._levels is not None and self.trace.scopes[scope_id].level != (level or SRAM_LEVEL):
+            raise ValueError(f"scope {self.trace.scopes[scope_id].name} was entered at level "
+                             f"{self.trace.scopes[scope_id].level} before and now at {level or SRAM_LEVEL}; a scope "
+                             f"site keeps its level (give the other one another name)")
         instance = self._scope_instances[scope_id]
         self._scope_instances[scope_id] = instance + 1
         info = self.trace.scopes[scope_id]
         inst = _ScopeInstance(scope_id, instance, info.ways, info.path)
+        inst.level = level
         self._stack.append(inst)
         self._log.enter(scope_id, instance)
         return inst
@@ -911,10 +943,12 @@ class Session(_core.SessionFields):
         try:
             for buf in reversed(inst.buffers):
                 if buf.dirty:
-                    self._store(buf)
+                    if buf.level is None:
+                        self._store(buf)
+                    else:
+                        self._levels.write_back(self, buf)
                 buf.freed = True
-                buf.tensor.live.remove(buf)
-                self._live_bytes -= buf.charged_bytes
+                self._release(buf)
                 log.free(buf.id, buf.charged_bytes)
         except BaseException as err:  # e.g. a CoherenceError from a store: the rest of the scope is uncertain
             self._abandon(inst, err)
@@ -960,11 +994,18 @@ class Session(_core.SessionFields):
             if not buf.freed:
                 buf.freed = True
                 buf.dirty = False
-                buf.tensor.live.remove(buf)
-                self._live_bytes -= buf.charged_bytes
+                self._release(buf)
                 log.free(buf.id, buf.charged_bytes)
         self._stack.pop()
         log.exit(inst.scope_id, inst.instance)
+
+    def _release(self, buf: Buffer) -> None:
+        """A freed buffer leaves its tensor's live buffers and its level's footprint."""
+        if buf.level is None:
+            buf.tensor.live.remove(buf)
+            self._live_bytes -= buf.charged_bytes
+        else:
+            self._levels.release(buf)
 
     def _drop_trace(self) -> None:
         """Stop recording and free the events (the trace outgrew `trace_event_limit`)."""
@@ -978,6 +1019,13 @@ class Session(_core.SessionFields):
             raise RegionError(f"{arr.name}{format_region(region)} accessed outside any GlobalHierarchy scope; "
                               f"wrap the access in `with GlobalHierarchy(session):` so its SRAM buffer has a "
                               f"lifetime")
+        if self._levels is not None:  # on-chip and sliding buffers live in the SRAM
+            for inst in reversed(self._stack):
+                if inst.level is None:
+                    return inst
+            raise RegionError(f"{arr.name}{format_region(region)} needs an SRAM buffer but is accessed only inside "
+                              f"scopes of levels below the SRAM; open an SRAM scope (`with GlobalHierarchy(s):`) "
+                              f"around them")
         return self._stack[-1]
 
     # -- buffers -------------------------------------------------------------------------------------------
@@ -999,7 +1047,10 @@ class Session(_core.SessionFields):
         inst.buffers.append(buf)
         inst.held[arr.id] = buf
         arr.live.add(buf)
-        self._log.alloc(buf.id, arr.id, region, nbytes, address, charged)
+        if self._levels is None:
+            self._log.alloc(buf.id, arr.id, region, nbytes, address, charged)
+        else:  # the scope need not be the innermost one: the event names it
+            self._log.alloc_in(buf.id, arr.id, region, nbytes, address, charged, inst.scope_id)
         return buf
 
     def _overflow(self, arr: TracedArray, region: Region, charged: int, inst: _ScopeInstance) -> None:
@@ -1104,12 +1155,37 @@ class Session(_core.SessionFields):
             elements *= b - a
         if type(elements) is not int:  # a hand-built Segment of floats or numpy ints passed the fast path
             region, elements = _integral_region(arr.name, region)
-        traffic = arr.traffic
-        counters = self.counters
         if not reuse:
             blog = _requested_elements(arr.shape, key) if self.blog_quirks else elements
-            traffic.blog_loaded_elements += blog
-            counters.blog_loaded_elements += blog
+            arr.traffic.blog_loaded_elements += blog
+            self.counters.blog_loaded_elements += blog
+        return self._access_in(arr, region, elements, reuse, None)
+
+    def _access_levels(self, arr: TracedArray, key: tuple, reuse: bool) -> Tile:
+        """`access` on hardware with inner levels: resolved in the innermost scope whose level holds the tensor
+        (`dsasim.traced.levels`, rule 2)."""
+        region = _normalize(arr.name, arr.shape, key)
+        elements = region_elements(region)
+        if type(elements) is not int:
+            region, elements = _integral_region(arr.name, region)
+        if not reuse:
+            blog = _requested_elements(arr.shape, key) if self.blog_quirks else elements
+            arr.traffic.blog_loaded_elements += blog
+            self.counters.blog_loaded_elements += blog
+        levels = self._levels
+        idx = levels.target(self, arr, region)
+        inst = self._stack[idx]
+        if inst.level is not None:
+            return levels.stage(self, arr, region, elements, reuse, idx)
+        levels.check_no_dirty_copy(arr, region)
+        return self._access_in(arr, region, elements, reuse, inst)
+
+    def _access_in(self, arr: TracedArray, region: Region, elements: int, reuse: bool,
+                   inst: _ScopeInstance | None) -> Tile:
+        """An SRAM access of a normalised region: a hit, else a load or zero-open into a new buffer of `inst`
+        (None: the innermost scope), or a reuse load into the buffer `inst` holds."""
+        traffic = arr.traffic
+        counters = self.counters
         live = arr.live
         if live.by_id:
             buf = live.containing(region)
@@ -1119,7 +1195,8 @@ class Session(_core.SessionFields):
                 self._log.hit(buf.id, arr.id, region, reuse)
                 return Tile(buf, region)
             if arr.writable:
-                held = self._stack[-1].held.get(arr.id) if reuse and self._stack else None
+                holder = inst if inst is not None else self._stack[-1] if self._stack else None
+                held = holder.held.get(arr.id) if reuse and holder is not None else None
                 for buf in live.overlapping(region):
                     # the buffer a reuse load replaces is stored first, so it is no hazard
                     if buf.dirty and buf is not held:
@@ -1127,10 +1204,11 @@ class Session(_core.SessionFields):
                             f"{arr.name}{format_region(region)} must be read from DDR but buffer {buf.id} holds "
                             f"modified data for {format_region(buf.region)} that overlaps it and is not stored "
                             f"yet; access a region inside that buffer, or let its scope end first")
-        stack = self._stack
-        if not stack:
-            self._current_scope(arr, region)
-        inst = stack[-1]
+        if inst is None:
+            stack = self._stack
+            if not stack:
+                self._current_scope(arr, region)
+            inst = stack[-1]
         nbytes = elements * self._word_bytes
         buf = inst.held.get(arr.id) if reuse else None
         if buf is None:
@@ -1232,8 +1310,13 @@ class Session(_core.SessionFields):
             buf.dirty = True
             if buf.loaded_from_ddr:
                 buf.loaded_from_ddr = False  # count the read-modify-write once per load
-                self.counters.rmw_bytes += buf.load_bytes
-                arr.traffic.rmw_bytes += buf.load_bytes
+                if buf.level is not None:
+                    self._levels.count_rmw(buf)
+                else:
+                    self.counters.rmw_bytes += buf.load_bytes
+                    arr.traffic.rmw_bytes += buf.load_bytes
+        if self._levels is not None:
+            self._levels.wrote(buf, tile.region)
         return buf
 
     def emit_compute(self, unit: str, op: str, out_buffer: int, in_buffers: tuple[int, ...], macs: int,

@@ -103,6 +103,8 @@ class Product(_core.ProductFields, PendingCompute):
                              f"{out.buffer.tensor.name}{format_region(out.region)} has shape {out_shape}")
         session.pending_products.pop(id(self), None)
         in_buffers = tuple([t.check_live().id for t in self.inputs])
+        if session._levels is not None and self.unit == "tensorcore":
+            session._levels.check_operands(self, out)
         out_buffer = session.mark_written(out)
         if session.numeric:
             result = self.compute()

@@ -21,6 +21,20 @@ builds each tuple as it is read. Field layouts (after the kind):
   SLIDE   buffer, tensor, region, nbytes         a rotating (line) buffer moves along one axis to hold `region`:
                                                  only the rows it did not hold before come by DMA (nbytes)
 
+Memory levels below the SRAM (`Accelerator.inner_levels`; a scope's level is `ScopeInfo.level`). A session on
+such hardware records every allocation as ALLOC_IN (it names the scope, whose level says which memory holds the
+buffer: allocations there need not be in the innermost scope, as a level's accesses resolve to the innermost
+scope *at a level that holds the tensor*), and moves data between levels with two more kinds:
+  ALLOC_IN buffer, tensor, region, nbytes, address, charged_bytes, scope_id
+                                                 ALLOC in the open instance of scope `scope_id`; `address` and
+                                                 `charged_bytes` are in that scope's level
+  STAGE   buffer, tensor, region, nbytes, source  parent level -> inner level: `source` (a buffer of the
+                                                 parent level holding region) fills `buffer`
+  WRITEBACK buffer, tensor, region, nbytes, target  inner level -> parent level: the modified `buffer` is
+                                                 written into `target`, the parent buffer it was staged from
+LOAD and STORE stay DDR transfers (of SRAM buffers); OPEN and HIT of an inner buffer are a zero-fill and a hit
+in its level; a COMPUTE names the buffers it reads wherever they are.
+
 `tensor` indexes `Trace.tensors`, `scope_id` indexes `Trace.scopes`; a region is a tuple of (start, stop)
 pairs, one per tensor dimension, in elements. Buffers are numbered from 0 in allocation order.
 """
@@ -45,9 +59,13 @@ class EventKind(IntEnum):
     STORE = 7
     FREE = 8
     SLIDE = 9
+    STAGE = 10
+    WRITEBACK = 11
+    ALLOC_IN = 12
 
 
-ENTER, EXIT, ALLOC, LOAD, OPEN, HIT, COMPUTE, STORE, FREE, SLIDE = (int(k) for k in EventKind)
+ENTER, EXIT, ALLOC, LOAD, OPEN, HIT, COMPUTE, STORE, FREE, SLIDE, STAGE, WRITEBACK, ALLOC_IN = (
+    int(k) for k in EventKind)
 
 
 class Enter(NamedTuple):
@@ -130,7 +148,36 @@ class Slide(NamedTuple):
     nbytes: int  # the bytes of `region` it did not hold before: the DMA
 
 
-EVENT_TYPES = (Enter, Exit, Alloc, Load, Open, Hit, Compute, Store, Free, Slide)
+class Stage(NamedTuple):
+    kind: int
+    buffer: int  # the inner-level buffer filled
+    tensor: int
+    region: Region
+    nbytes: int
+    source: int  # the parent-level buffer the bytes come from
+
+
+class WriteBack(NamedTuple):
+    kind: int
+    buffer: int  # the modified inner-level buffer
+    tensor: int
+    region: Region
+    nbytes: int
+    target: int  # the parent-level buffer written
+
+
+class AllocIn(NamedTuple):
+    kind: int
+    buffer: int
+    tensor: int
+    region: Region
+    nbytes: int
+    address: int  # in the level of scope `scope_id`
+    charged_bytes: int
+    scope_id: int
+
+
+EVENT_TYPES = (Enter, Exit, Alloc, Load, Open, Hit, Compute, Store, Free, Slide, Stage, WriteBack, AllocIn)
 
 
 @dataclass(frozen=True)
@@ -151,11 +198,13 @@ class TensorInfo:
 
 @dataclass(frozen=True)
 class ScopeInfo:
-    """A static SRAM scope (a `GlobalHierarchy` site): its path of names and its buffering ways (N-way: each of
-    its buffers' SRAM blocks holds N copies, used by successive instances in turn)."""
+    """A static scope (a `GlobalHierarchy` site): its path of names, its buffering ways (N-way: each of its
+    buffers' blocks holds N copies, used by successive instances in turn) and the memory level its buffers
+    live in ("SRAM", or an inner level of the hardware)."""
 
     path: tuple[str, ...]
     ways: int
+    level: str = "SRAM"
 
     @property
     def name(self) -> str:
@@ -211,6 +260,16 @@ class ListLog:
                 padded_macs: int) -> None:
         self.items.append((COMPUTE, unit, op, out_buffer, in_buffers, macs, cycles, padded_macs))
 
+    def stage(self, buffer: int, tensor: int, region: Region, nbytes: int, source: int) -> None:
+        self.items.append((STAGE, buffer, tensor, region, nbytes, source))
+
+    def writeback(self, buffer: int, tensor: int, region: Region, nbytes: int, target: int) -> None:
+        self.items.append((WRITEBACK, buffer, tensor, region, nbytes, target))
+
+    def alloc_in(self, buffer: int, tensor: int, region: Region, nbytes: int, address: int, charged_bytes: int,
+                 scope_id: int) -> None:
+        self.items.append((ALLOC_IN, buffer, tensor, region, nbytes, address, charged_bytes, scope_id))
+
     def clear(self) -> None:
         """Drop every event."""
         self.items.clear()
@@ -231,6 +290,7 @@ class NullLog:
         pass
 
     enter = exit = alloc = load = open = hit = store = free = slide = compute = add_tensor = _skip
+    stage = writeback = alloc_in = _skip
 
 
 COLUMNAR = True  # the compiled EventLog (_events.pyx); tests switch it off to compare with the reference ListLog
@@ -302,6 +362,17 @@ class Trace:
         types = EVENT_TYPES
         for event in self.events:
             yield types[event[0]]._make(event)
+
+    def multi_level(self) -> bool:
+        """True when the trace uses memory levels below the SRAM (inner-level scopes, ALLOC_IN, STAGE or
+        WRITEBACK events): readers that know only DDR and one SRAM must refuse it rather than miscount it."""
+        if any(scope.level != "SRAM" for scope in self.scopes):
+            return True
+        if self._events is None and hasattr(self.log, "kind_counts"):
+            counts = self.log.kind_counts()
+            return any(counts[k] for k in (STAGE, WRITEBACK, ALLOC_IN))
+        return any(isinstance(event, tuple) and event and event[0] in (STAGE, WRITEBACK, ALLOC_IN)
+                   for event in self.events)  # (a malformed event is the checker's to report)
 
     def tensor_name(self, tensor_id: int) -> str:
         """Name of a tensor by its trace index."""

@@ -1,0 +1,364 @@
+"""Memory levels below the SRAM in the traced memory model: staging, write-back, capacity and traffic per level.
+
+On hardware with inner levels (`Accelerator.inner_levels`, e.g. the `blog-l1` preset's TensorCore weight buffer,
+input buffer and accumulator) a schedule opens scopes at a level, in the blog's style:
+`with GlobalHierarchy(s, "tile", level="L1w"):`. The rules (the README's "Memory hierarchy" section):
+  1. Every tensor has an operand role: an input's is given by `Session.input(..., role=)` ("input" by
+     default, "weight" for weights), outputs and intermediates are "output"; on-chip tensors have none and live in
+     the SRAM only. A level holds the roles its `holds` lists; the SRAM holds every role.
+  2. `arr[region]` resolves in the innermost enclosing scope whose level holds arr's role. In the SRAM it is
+     the one-level rule (a hit, else a DDR load or zero-open). In an inner level: a live buffer of that level
+     holding region is a hit; otherwise region is staged from the parent level, where it resolves the same way
+     in the innermost parent-level scope outside this one (a hit, or a load that itself comes from DDR), into a
+     new buffer of this scope: a STAGE of its bytes, or a zero-fill (OPEN, no transfer) for a writable region no
+     compute and no write-back has written yet.
+  3. A modified inner buffer is written back (WRITEBACK) into the parent buffer it was staged from, exactly
+     once per modification: when its scope exits or a reuse load replaces it. That parent buffer becomes
+     modified in turn (stored to DDR at its own scope's exit, as in one level).
+  4. Scopes nest with the levels: a scope may not open inside a scope of a level below its own (an SRAM scope
+     inside an L1 scope), so each level's buffers form a stack and its live footprint (bytes x ways) never
+     exceeds the level's `capacity_bytes` (SramOverflowError naming the level and its live buffers).
+  5. The TensorCore reads its operands from the innermost level of their role's path (`Accelerator.path`):
+     a weight tile in the SRAM on `blog-l1` is an error that says which level to stage it in.
+Coherence as in one level: two modified copies of an element, a read of the SRAM under a modified inner copy,
+or a write-back into a parent buffer reloaded meanwhile, is a CoherenceError; a write into one copy makes the
+other inner copies of those elements stale.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from dsasim.errors import CoherenceError, RegionError, ReuseError, SramOverflowError
+from dsasim.hardware import ROLES, SRAM_LEVEL, Accelerator, MemoryLevel
+from dsasim.traced.trace import format_region
+from dsasim.util import region_elements
+
+if TYPE_CHECKING:
+    from dsasim.traced.memory import Buffer, Session, Tile, TracedArray, _ScopeInstance
+
+__all__ = ["LevelTraffic", "LevelState", "check_role"]
+
+
+def check_role(name: str, role: Any) -> str:
+    """An input's operand role, or ValueError naming the roles."""
+    if role not in ROLES or role == "output":
+        raise ValueError(f"input {name!r}: role must be \"input\" or \"weight\" (the TensorCore operand it feeds), "
+                         f"got {role!r}; outputs and intermediates are \"output\"")
+    return role
+
+
+@dataclass
+class LevelTraffic:
+    """One inner level's traffic with its parent level, in bytes and counts, and its peak footprint in bytes."""
+
+    level: str
+    parent: str
+    loaded_bytes: int = 0  # staged in from the parent (STAGE)
+    stored_bytes: int = 0  # written back to the parent (WRITEBACK)
+    rmw_bytes: int = 0  # staged bytes of partial results that were then modified again
+    loads: int = 0
+    stores: int = 0
+    hits: int = 0
+    opens: int = 0  # zero-fills: a writable region nothing wrote yet, no transfer
+    peak_bytes: int = 0
+    per_tensor: dict[str, dict[str, int]] = field(default_factory=dict)
+
+    COUNTS = ("loaded_bytes", "stored_bytes", "rmw_bytes", "loads", "stores", "hits", "opens")
+
+    def add(self, tensor: str, name: str, amount: int) -> None:
+        """Add `amount` to counter `name`, in all and for `tensor`."""
+        setattr(self, name, getattr(self, name) + amount)
+        counts = self.per_tensor.get(tensor)
+        if counts is None:
+            counts = self.per_tensor[tensor] = dict.fromkeys(self.COUNTS, 0)
+        counts[name] += amount
+
+    def to_json(self) -> dict[str, Any]:
+        """The counters as plain JSON (tensors sorted by name)."""
+        out: dict[str, Any] = {"level": self.level, "parent": self.parent}
+        out.update({name: getattr(self, name) for name in self.COUNTS + ("peak_bytes",)})
+        out["per_tensor"] = {name: dict(self.per_tensor[name]) for name in sorted(self.per_tensor)}
+        return out
+
+
+class LevelState:
+    """The inner levels' side of a Session: roles, live buffers, footprints, write-back marks and counters."""
+
+    def __init__(self, hardware: Accelerator, enforce_capacity: bool) -> None:
+        self.hardware = hardware
+        self.levels: dict[str, MemoryLevel] = {lv.name: lv for lv in hardware.inner_levels}
+        self.capacity = {name: (lv.capacity_bytes if enforce_capacity else float("inf"))
+                         for name, lv in self.levels.items()}
+        self.live_bytes = dict.fromkeys(self.levels, 0)
+        self.live: dict[tuple[str, int], Any] = {}  # (level, tensor id) -> _LiveBuffers of that level
+        self.roles: dict[int, str | None] = {}  # tensor id -> its role (None: on chip, SRAM only)
+        self.written: dict[int, Any] = {}  # tensor id -> _StoredElements: elements a compute or write-back wrote
+        self.traffic = {name: LevelTraffic(name, lv.parent) for name, lv in self.levels.items()}
+        # the levels below each level (a scope may not open inside a scope of one of them)
+        self.below: dict[str | None, set[str]] = {None: set(self.levels)}
+        for name in self.levels:
+            self.below[name] = {other for other in self.levels if name in self._ancestors(other)}
+
+    def _ancestors(self, name: str) -> list[str]:
+        chain = []
+        parent = self.levels[name].parent
+        while parent != SRAM_LEVEL:
+            chain.append(parent)
+            parent = self.levels[parent].parent
+        return chain
+
+    # -- scopes ------------------------------------------------------------------------------------------------
+    def check_scope(self, session: "Session", path: tuple[str, ...], level: str | None, ways: int) -> None:
+        """A scope at `level` (None: SRAM) may open here: not inside a scope of a level below it; ways allowed."""
+        for inst in session._stack:
+            if inst.level in self.below[level]:
+                raise ValueError(
+                    f"scope {'/'.join(path)} at level {level or SRAM_LEVEL} opens inside scope "
+                    f"{'/'.join(inst.path)} at level {inst.level}, which is below it: data flows "
+                    f"{level or SRAM_LEVEL} -> {inst.level}, so scopes of {level or SRAM_LEVEL} must enclose "
+                    f"those of {inst.level}; open it outside")
+        if level is not None and ways > self.levels[level].max_ways:
+            raise ValueError(f"scope {'/'.join(path)}: {ways} ways at level {level}, which allows at most "
+                             f"{self.levels[level].max_ways} (its max_ways)")
+
+    # -- resolution --------------------------------------------------------------------------------------------
+    def target(self, session: "Session", arr: "TracedArray", region: tuple) -> int:
+        """Index in the scope stack of the innermost scope whose level holds arr's role (rule 2)."""
+        role = self.roles.get(arr.id)
+        stack = session._stack
+        for idx in range(len(stack) - 1, -1, -1):
+            level = stack[idx].level
+            if level is None or role in self.levels[level].holds:
+                return idx
+        if not stack:
+            session._current_scope(arr, region)  # the one-level error: outside any scope
+        levels = sorted({inst.level for inst in stack})
+        raise RegionError(f"{arr.name}{format_region(region)} (role {role}) is accessed only inside scopes at "
+                          f"levels {levels}, none of which holds {role}s; open an SRAM scope "
+                          f"(`with GlobalHierarchy(s):`) around them for it")
+
+    def live_of(self, level: str, arr: "TracedArray") -> Any:
+        """arr's live buffers in `level` (created empty on first use)."""
+        key = (level, arr.id)
+        live = self.live.get(key)
+        if live is None:
+            from dsasim.traced.memory import _LiveBuffers
+
+            live = self.live[key] = _LiveBuffers(arr.shape)
+        return live
+
+    def check_no_dirty_copy(self, arr: "TracedArray", region: tuple, spare: "Buffer | None" = None) -> None:
+        """CoherenceError if a modified inner copy of an element of `region` exists (other than `spare`, which
+        the caller writes back first): the copy it is about to read would miss that change."""
+        if not arr.writable:
+            return
+        for level in self.levels:
+            live = self.live.get((level, arr.id))
+            if not live:
+                continue
+            for buf in live.overlapping(region):
+                if buf.dirty and buf is not spare:
+                    raise CoherenceError(
+                        f"{arr.name}{format_region(region)} is read while buffer {buf.id} in {level} holds "
+                        f"modified data for {format_region(buf.region)} that overlaps it and is not written back "
+                        f"yet; access a region inside that buffer, or let its scope end first")
+
+    def stage(self, session: "Session", arr: "TracedArray", region: tuple, elements: int, reuse: bool,
+              idx: int) -> "Tile":
+        """Resolve region in the inner-level scope at stack index `idx` (rule 2): a hit, a STAGE or a zero-fill."""
+        from dsasim.traced.memory import Tile
+
+        inst = session._stack[idx]
+        level = inst.level
+        live = self.live_of(level, arr)
+        traffic = self.traffic[level]
+        buf = live.containing(region) if live.by_id else None
+        if buf is not None:
+            traffic.add(arr.name, "hits", 1)
+            session._log.hit(buf.id, arr.id, region, reuse)
+            return Tile(buf, region)
+        held = inst.held.get(arr.id) if reuse else None
+        self.check_no_dirty_copy(arr, region, held)
+        source = self._parent_copy(session, arr, region, elements, idx, level)
+        nbytes = elements * session._word_bytes
+        if held is None:
+            buf = self._allocate(session, arr, region, nbytes, inst, live)
+        else:
+            buf = held
+            if nbytes > buf.nbytes:
+                raise ReuseError(
+                    f"{arr.name}{format_region(region)} ({nbytes} B) does not fit the {level} buffer it reuses "
+                    f"(buffer {buf.id}, {buf.nbytes} B, allocated for {format_region(buf.region)}); access the "
+                    f"largest tile first or drop the reuse flag")
+            if buf.dirty:
+                self.write_back(session, buf)
+            buf.generation += 1
+            buf.stale = False
+            live.move(buf, region)
+        buf.source = source
+        buf.source_generation = source.generation
+        written = self.written.get(arr.id)
+        if arr.writable and (written is None or not written.any_in(region)):
+            buf.loaded_from_ddr = False
+            buf.load_bytes = 0
+            if session.numeric:
+                import numpy as np
+
+                buf.data = np.zeros(tuple(b - a for a, b in region), session.dtype)
+            traffic.add(arr.name, "opens", 1)
+            session._log.open(buf.id, arr.id, region, reuse)
+            return Tile(buf, region)
+        buf.loaded_from_ddr = True  # (from its parent level: a later write is a read-modify-write there)
+        buf.load_bytes = nbytes
+        if session.numeric:
+            view = source.data[_within(region, source.region)]
+            buf.data = view.copy() if arr.writable else view
+        traffic.add(arr.name, "loaded_bytes", nbytes)
+        traffic.add(arr.name, "loads", 1)
+        session._log.stage(buf.id, arr.id, region, nbytes, source.id)
+        return Tile(buf, region)
+
+    def _parent_copy(self, session: "Session", arr: "TracedArray", region: tuple, elements: int, idx: int,
+                     level: str) -> "Buffer":
+        """The parent level's buffer holding region, resolved in the innermost parent-level scope outside idx."""
+        parent = self.levels[level].parent
+        want = None if parent == SRAM_LEVEL else parent
+        stack = session._stack
+        for j in range(idx - 1, -1, -1):
+            if stack[j].level == want:
+                if want is None:
+                    return session._access_in(arr, region, elements, False, stack[j]).buffer
+                return self.stage(session, arr, region, elements, False, j).buffer
+        raise RegionError(f"{arr.name}{format_region(region)} is staged into {level} in scope "
+                          f"{'/'.join(stack[idx].path)}, but no scope of its parent level {parent} encloses it: the "
+                          f"data comes through {parent}, so open a {parent} scope around it (e.g. "
+                          f"`with GlobalHierarchy(s{'' if want is None else ', level=' + repr(parent)}):`)")
+
+    def _allocate(self, session: "Session", arr: "TracedArray", region: tuple, nbytes: int,
+                  inst: "_ScopeInstance", live: Any) -> "Buffer":
+        """A new buffer of `inst`'s level (its own stack of bytes, like the SRAM's)."""
+        from dsasim.traced.memory import Buffer
+
+        level = inst.level
+        charged = nbytes * inst.ways
+        used = self.live_bytes[level] + charged
+        if used > self.capacity[level]:
+            self._overflow(session, arr, region, charged, inst)
+        self.live_bytes[level] = used
+        traffic = self.traffic[level]
+        if used > traffic.peak_bytes:
+            traffic.peak_bytes = used
+        address = used - charged + (inst.instance % inst.ways) * nbytes
+        buf = Buffer(session._next_buffer, arr, region, nbytes, charged)
+        buf.level = level
+        session._next_buffer += 1
+        inst.buffers.append(buf)
+        inst.held[arr.id] = buf
+        live.add(buf)
+        session._log.alloc_in(buf.id, arr.id, region, nbytes, address, charged, inst.scope_id)
+        return buf
+
+    def _overflow(self, session: "Session", arr: "TracedArray", region: tuple, charged: int,
+                  inst: "_ScopeInstance") -> None:
+        level = inst.level
+        live = [(buf.tensor.name, format_region(buf.region), buf.charged_bytes, "/".join(scope.path))
+                for scope in session._stack for buf in scope.buffers if buf.level == level]
+        lines = "".join(f"\n  {t}{r}: {b} B in scope {s}" for t, r, b, s in live) or " none"
+        ways = f" ({inst.ways}-way buffered)" if inst.ways > 1 else ""
+        raise SramOverflowError(
+            f"{level} overflow: allocating {charged} B for {arr.name}{format_region(region)}{ways} in scope "
+            f"{'/'.join(inst.path)} would make {level}'s live footprint {self.live_bytes[level] + charged} B > "
+            f"its capacity {self.capacity[level]} B. Live {level} buffers ({self.live_bytes[level]} B):{lines}\n"
+            f"Use smaller tiles in {level}, or tighter {level} scopes.", self.capacity[level], charged, live)
+
+    # -- writes ------------------------------------------------------------------------------------------------
+    def wrote(self, buf: "Buffer", region: tuple) -> None:
+        """A compute or a write-back wrote `region` into `buf`: other inner copies of it are stale (rule 5)."""
+        arr = buf.tensor
+        if arr.scratch:
+            return
+        for level in self.levels:
+            live = self.live.get((level, arr.id))
+            if not live:
+                continue
+            for other in live.overlapping(region):
+                if other is buf or other is buf.source:
+                    continue
+                if other.dirty:
+                    raise CoherenceError(
+                        f"two live modified copies of {arr.name} overlap: {format_region(region)} (buffer "
+                        f"{buf.id}, {buf.level or SRAM_LEVEL}) and {format_region(other.region)} (buffer "
+                        f"{other.id}, {level}); writing one back would overwrite the other's results. Give each "
+                        f"output element one modified copy at a time.")
+                other.stale = True
+        if buf.level is None:  # a compute into the SRAM: the data there is no longer what DDR or zeros held
+            self._mark(arr, region)
+
+    def _mark(self, arr: "TracedArray", region: tuple) -> None:
+        written = self.written.get(arr.id)
+        if written is None:
+            from dsasim.traced.memory import _StoredElements
+
+            written = self.written[arr.id] = _StoredElements(arr.shape)
+        written.add(region)
+
+    def write_back(self, session: "Session", buf: "Buffer") -> None:
+        """WRITEBACK a modified inner buffer into the parent buffer it was staged from (rule 3)."""
+        from dsasim.traced.memory import Tile
+
+        arr, region, target = buf.tensor, buf.region, buf.source
+        if target.freed or target.generation != buf.source_generation:
+            why = ("was freed when its scope exited" if target.freed else
+                   "was reloaded with another region (reuse flag)")
+            raise CoherenceError(
+                f"{arr.name}{format_region(region)}: modified buffer {buf.id} in {buf.level} must be written back "
+                f"into {target.level or SRAM_LEVEL} buffer {target.id}, which {why} meanwhile; keep the buffer it "
+                f"was staged from live (its scope enclosing) until this one's scope ends")
+        nbytes = region_elements(region) * session._word_bytes
+        buf.dirty = False  # (before the parent is marked written: this copy is no rival of it)
+        session.mark_written(Tile(target, region))
+        if target.data is not None:
+            target.data[_within(region, target.region)] = buf.data
+        self._mark(arr, region)
+        traffic = self.traffic[buf.level]
+        traffic.add(arr.name, "stored_bytes", nbytes)
+        traffic.add(arr.name, "stores", 1)
+        session._log.writeback(buf.id, arr.id, region, nbytes, target.id)
+
+    def count_rmw(self, buf: "Buffer") -> None:
+        """A staged buffer of partial results is modified: its staged bytes were a read-modify-write."""
+        self.traffic[buf.level].add(buf.tensor.name, "rmw_bytes", buf.load_bytes)
+
+    def release(self, buf: "Buffer") -> None:
+        """A freed inner buffer leaves its level."""
+        self.live[(buf.level, buf.tensor.id)].remove(buf)
+        self.live_bytes[buf.level] -= buf.charged_bytes
+
+    # -- the TensorCore ----------------------------------------------------------------------------------------
+    def check_operands(self, product: Any, out: "Tile") -> None:
+        """The TensorCore reads each operand from the innermost level of its role's path (rule 5)."""
+        hw = self.hardware
+        for tile, role in ((product.inputs[0], "input"), (product.inputs[1], "weight"), (out, "output")):
+            buf = tile.buffer
+            arr = buf.tensor
+            declared = self.roles.get(arr.id)
+            if declared is None:
+                continue  # an on-chip tensor: the SRAM is its only level
+            if declared != role:
+                raise ValueError(f"tensorcore.{product.op}: {arr.name} is its {role} operand, but its role is "
+                                 f"{declared!r}; declare it with s.input({arr.name!r}, data, role={role!r}) so that "
+                                 f"it goes through the {role}s' levels")
+            deepest = hw.path(role)[-1].name
+            where = buf.level or SRAM_LEVEL
+            if where != deepest:
+                raise ValueError(
+                    f"tensorcore.{product.op}: operand {arr.name}{format_region(tile.region)} is in {where}, but on "
+                    f"{hw.name} the TensorCore reads {role}s from {deepest} only; take the tile inside "
+                    f"`with GlobalHierarchy(s, name, level={deepest!r}):`")
+
+
+def _within(region: tuple, outer: tuple) -> tuple[slice, ...]:
+    """Slices selecting `region` inside an array that holds `outer`."""
+    return tuple(slice(a - o, b - o) for (a, b), (o, _) in zip(region, outer))
