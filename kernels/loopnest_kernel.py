@@ -18,10 +18,11 @@ import json
 import math
 from operator import itemgetter
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping, Sequence
 
 from dsasim import (Accelerator, Counters, GlobalHierarchy, RunResult, Schedule, Segment, Session, TensorCore,
                     TracedArray, Workload, bind_tensors, run_schedule)
+from dsasim.architect.hierarchy import LevelNest, tensor_role
 from dsasim.architect.loopnest import Axis, ConvProblem, LoopNest, MatmulProblem, Problem
 from dsasim.geometry import window_rows
 from dsasim.util import Region
@@ -31,7 +32,7 @@ def loopnest_workload(problem: Problem) -> Workload:
     """The `Workload` (tensor shapes and torch reference) that runs a LoopNest of `problem`."""
     ins = {t.name: problem.shape(t.name) for t in problem.tensors[:-1]}
     return Workload(problem.name, inputs=ins, outputs={problem.output.name: problem.shape(problem.output.name)},
-                    reference=problem.reference)
+                    reference=problem.reference, roles={name: tensor_role(problem, name) for name in ins})
 
 
 def _region(axes: tuple[Axis, ...], cur: dict[str, Segment]) -> Region:
@@ -51,9 +52,14 @@ def _largest_box(axes: tuple[Axis, ...], cur: dict[str, Segment], loop: str, ext
     return best
 
 
-def execute(nest: LoopNest, s: Session, tensors: Mapping[str, TracedArray]) -> None:
-    """Run `nest` in session `s` over its traced tensors (by name)."""
+def execute(nest: LoopNest, s: Session, tensors: Mapping[str, TracedArray],
+            level_scopes: Mapping[int, Sequence[tuple[str, str, int]]] | None = None,
+            innermost: Callable[[dict[str, Segment]], None] | None = None) -> None:
+    """Run `nest` in session `s` over its traced tensors (by name). For a `LevelNest`'s outer nest:
+    `level_scopes[k]` lists (tensor, level, ways) staged in a level below the SRAM at depth k (after the SRAM
+    scopes there), and `innermost(tiles)` runs at the innermost point instead of the compute."""
     problem, order = nest.problem, nest.order
+    level_scopes = level_scopes or {}
     staged: list[list[str]] = [[] for _ in range(len(order) + 1)]  # tensors whose scope opens at each depth
     sliding: dict[str, list[str]] = {}  # loop -> the tensors that slide along it
     for name in sorted(problem.tensor_names, key=nest.slides):  # a sliding tensor's scope innermost at its depth:
@@ -74,6 +80,9 @@ def execute(nest: LoopNest, s: Session, tensors: Mapping[str, TracedArray]) -> N
 
     def compute() -> None:
         """The innermost point: the problem's tile product on the TensorCore, accumulated into the output tile."""
+        if innermost is not None:
+            innermost(cur)
+            return
         out = held[out_name] if out_name in inner else tensors[out_name][out_key(cur)]
         product = problem.tile_product(tc, operand, cur)
         if product is None:  # the window reads only padding: nothing to add, the tile still counts as written
@@ -87,7 +96,7 @@ def execute(nest: LoopNest, s: Session, tensors: Mapping[str, TracedArray]) -> N
     def open_scopes(k: int, i: int = 0) -> None:
         """Open the scopes staged at depth k from the i-th on, each accessing its box, then run depth k."""
         if i == len(staged[k]):
-            run(k)
+            open_levels(k)
             return
         name = staged[k][i]
         scope, ways, axes = plans[name]
@@ -101,6 +110,19 @@ def execute(nest: LoopNest, s: Session, tensors: Mapping[str, TracedArray]) -> N
                     if k == len(order):
                         held[name] = tile
             open_scopes(k, i + 1)
+
+    def open_levels(k: int, i: int = 0) -> None:
+        """Open the level scopes staged at depth k from the i-th on, each accessing its box, then run depth k."""
+        below = level_scopes.get(k, ())
+        if i == len(below):
+            run(k)
+            return
+        name, level, ways = below[i]
+        with GlobalHierarchy(s, f"{name}@{level}", ways=ways, level=level):
+            region = _region(problem.tensor(name).axes, cur)
+            if all(a < b for a, b in region):
+                tensors[name][region]
+            open_levels(k, i + 1)
 
     def run(k: int) -> None:
         """Depth k: the compute at the innermost point, else the loop order[k] over its tiles."""
@@ -116,13 +138,75 @@ def execute(nest: LoopNest, s: Session, tensors: Mapping[str, TracedArray]) -> N
                 region = _region(plans[name][2], cur)
                 if all(a < b for a, b in region):  # an all-padding box is skipped: the buffer keeps its rows
                     tensors[name].slide(region, capacity=capacity[name])
-            if staged[k + 1]:
+            if staged[k + 1] or k + 1 in level_scopes:
                 open_scopes(k + 1)
             else:
                 run(k + 1)
         cur[d] = Segment(0, ext)
 
     open_scopes(0)
+
+
+def execute_levels(nest: LevelNest, s: Session, tensors: Mapping[str, TracedArray]) -> None:
+    """Run a `LevelNest` in session `s` (on its hardware, with levels below the SRAM): the outer nest as
+    `execute`, and at its innermost point the inner loops over the outer tile, each tensor with an inner level
+    staged in a `GlobalHierarchy(level=...)` scope at its inner depth; the TensorCore then reads every operand
+    from its innermost level (hits)."""
+    problem, order = nest.problem, nest.inner.order
+    staged: list[list[str]] = [[] for _ in range(len(order) + 1)]
+    outer_levels: dict[int, list[tuple[str, str, int]]] = {}
+    for name in problem.tensor_names:
+        if name not in nest.levels:
+            continue
+        k = nest.inner_depth[name]
+        if k is None:
+            outer_levels.setdefault(nest.outer_depth[name], []).append(
+                (name, nest.levels[name].name, nest.inner_ways[name]))
+        else:
+            staged[k].append(name)
+    tc, out_name = TensorCore(s), problem.output.name
+    out_key = itemgetter(*(a.dim for a in problem.output.axes))
+    local: dict[str, Segment] = {}
+
+    def operand(name: str, region: Region) -> TracedArray:
+        return tensors[name][region]  # resolves in the operand's innermost level: a hit there
+
+    def compute() -> None:
+        out = tensors[out_name][out_key(local)]
+        product = problem.tile_product(tc, operand, local)
+        if product is None:
+            s.mark_written(out)
+        else:
+            out += product
+
+    def open_scopes(outer: dict[str, Segment], k: int, i: int = 0) -> None:
+        if i == len(staged[k]):
+            run(outer, k)
+            return
+        name = staged[k][i]
+        level = nest.levels[name].name
+        with GlobalHierarchy(s, f"{name}@{level}", ways=nest.inner_ways[name], level=level):
+            region = _region(problem.tensor(name).axes, local)
+            if all(a < b for a, b in region):
+                tensors[name][region]
+            open_scopes(outer, k, i + 1)
+
+    def run(outer: dict[str, Segment], k: int) -> None:
+        if k == len(order):
+            compute()
+            return
+        d = order[k]
+        seg, t = outer[d], nest.inner_tiles[d]
+        for start in range(seg[0], seg[1], t):
+            local[d] = Segment(start, min(start + t, seg[1]))
+            open_scopes(outer, k + 1)
+        local[d] = seg
+
+    def innermost(outer: dict[str, Segment]) -> None:
+        local.update(outer)
+        open_scopes(outer, 0)
+
+    execute(nest.outer, s, tensors, outer_levels, innermost)
 
 
 def loopnest_body(nest: LoopNest):
@@ -146,6 +230,23 @@ def run_loopnest(nest: LoopNest, hardware: Accelerator, numeric: bool = False, r
     """Run `nest` on `hardware` (count-only by default) and return the `RunResult` (trace included)."""
     return run_schedule(loopnest_schedule(nest), hardware, numeric=numeric, seed=seed, record_trace=record_trace,
                         enforce_capacity=enforce_capacity)
+
+
+def levelnest_schedule(nest: LevelNest, name: str | None = None, description: str = "") -> Schedule:
+    """A `LevelNest` as a `Schedule` (for `run_schedule` on its hardware, which has levels below the SRAM)."""
+
+    def body(s: Session, **tensors: TracedArray) -> None:
+        execute_levels(nest, s, tensors)
+
+    return Schedule(name or "levelnest", loopnest_workload(nest.problem), body,
+                    description or f"{nest.problem.name} on {nest.hardware.name}", nest.hardware.name)
+
+
+def run_levelnest(nest: LevelNest, numeric: bool = False, record_trace: bool = True,
+                  enforce_capacity: bool = True, seed: int = 0) -> RunResult:
+    """Run a `LevelNest` on its hardware (count-only by default) and return the `RunResult`."""
+    return run_schedule(levelnest_schedule(nest), nest.hardware, numeric=numeric, seed=seed,
+                        record_trace=record_trace, enforce_capacity=enforce_capacity)
 
 
 def count_loopnest(nest: LoopNest, hardware: Accelerator, enforce_capacity: bool = True) -> Counters:

@@ -35,6 +35,13 @@ cdef class TraceChecker:
     cdef int[::1] b_tensor, b_scope
     cdef int64_t[::1] b_nbytes, b_charged, b_region, b_held
     cdef signed char[::1] b_state
+    # memory levels (index 0: the SRAM, then `hardware.inner_levels`): per level its parent's index (-1 for the
+    # SRAM), capacity and live charged bytes; per scope its level; per buffer its level
+    cdef list level_names
+    cdef Py_ssize_t n_levels
+    cdef object level_parent_a, level_capacity_a, level_live_a, scope_level_a, b_level_a
+    cdef int64_t[::1] level_parent, level_capacity, level_live
+    cdef int[::1] scope_level, b_level
     # the event being checked, for messages: a tuple, or (cur_word != NULL) its first word in the columnar log
     cdef object cur_event, bad
     cdef int64_t* cur_word
@@ -67,6 +74,17 @@ cdef class TraceChecker:
     cdef int store(self, Py_ssize_t idx, int64_t b, int64_t t, int64_t reg, int64_t nb, bint has_nb) except -1
     cdef int alloc(self, Py_ssize_t idx, int64_t b, int64_t t, int64_t reg, int64_t nb, bint has_nb,
                    int64_t address, int64_t charged) except -1
+    cdef int alloc_in(self, Py_ssize_t idx, int64_t b, int64_t t, int64_t reg, int64_t nb, bint has_nb,
+                      int64_t address, int64_t charged, int64_t scope_id) except -1
+    cdef int new_buffer(self, Py_ssize_t idx, int64_t b, int64_t t, int64_t reg, int64_t nb, bint has_nb,
+                        int64_t address, int64_t charged, Py_ssize_t depth, int level) except -1
+    cdef int stage(self, Py_ssize_t idx, int64_t b, int64_t t, int64_t reg, int64_t nb, bint has_nb,
+                   int64_t source) except -1
+    cdef int writeback(self, Py_ssize_t idx, int64_t b, int64_t t, int64_t reg, int64_t nb, bint has_nb,
+                       int64_t target) except -1
+    cdef int in_sram(self, Py_ssize_t idx, int64_t b, str what) except -1
+    cdef int parent_buffer(self, Py_ssize_t idx, int64_t b, int64_t t, int64_t reg, int64_t other,
+                           str role) except -1
     cdef int free(self, Py_ssize_t idx, int64_t b, int64_t charged) except -1
     cdef int64_t slide(self, Py_ssize_t idx, int64_t b, int64_t t, int64_t reg, int64_t nb) except -1
     cdef int enter(self, Py_ssize_t idx, int64_t scope_id, int64_t instance) except -1

@@ -21,6 +21,20 @@ instead of a wrong cycle count or a traceback from deep inside the scheduler. Th
   * ENTER/EXIT nest (an EXIT closes the innermost open scope instance, instances count from 0 per scope), a
     scope's buffers are freed before its EXIT, FREE gives back the bytes its ALLOC charged, and at the end every
     scope is closed and every buffer freed.
+Memory levels below the SRAM (`hardware.inner_levels`; a scope's level is `ScopeInfo.level`, which the hardware
+must have):
+  * ALLOC_IN allocates a buffer (numbered with the ALLOC buffers, in allocation order) in the open instance of
+    scope `scope_id` (not necessarily the innermost), in that scope's level; it is freed before that instance's
+    EXIT. ALLOC allocates an SRAM buffer in the innermost open scope. The live charged bytes of each inner level
+    never exceed its `capacity_bytes` (the SRAM is not checked here, as before: the result warns when its timed
+    occupancy exceeds `sram_bytes`);
+  * LOAD, STORE and SLIDE move data between DDR and SRAM buffers only;
+  * STAGE fills an inner buffer from `source`: a live, filled buffer of the parent level of the buffer's level,
+    of the same tensor, whose region contains the staged region (which fits the buffer; nbytes = its bytes); like
+    a LOAD it never overwrites modified contents that were not written back;
+  * WRITEBACK writes the filled inner buffer's region (exactly the region it holds) into `target`: a live, filled
+    buffer of the parent level, of the same tensor, whose region contains it; an input is never written back.
+    The target is then modified (to be STOREd or written back in turn), the inner buffer clean.
 One check per event kind (`TraceChecker.load`, `.compute`, ...), on the event's fields as C integers: the
 lowering's handlers (model.pyx) run them first; `validate_trace` runs them alone. A trace recorded by a Session
 is read straight from its columnar log (`walk`: no tuple per event; regions are offsets in the log's region
@@ -34,16 +48,18 @@ import numpy as np
 
 from dsasim.hardware import Accelerator
 from dsasim.traced._events cimport TENSOR_MASK, Cursor, EventLog, next_event, region_start, region_stop
-from dsasim.traced.trace import (ALLOC, COMPUTE, ENTER, EVENT_TYPES, EXIT, FREE, HIT, LOAD, OPEN, SLIDE, STORE,
-                                 EventKind, Trace, format_region)
+from dsasim.hardware import SRAM_LEVEL
+from dsasim.traced.trace import (ALLOC, ALLOC_IN, COMPUTE, ENTER, EVENT_TYPES, EXIT, FREE, HIT, LOAD, OPEN, SLIDE,
+                                 STAGE, STORE, WRITEBACK, EventKind, Trace, format_region)
 from dsasim.timing.errors import TraceError
 
 UNITS = ("tensorcore", "vector")
 _FIELD_COUNTS = tuple(len(t._fields) for t in EVENT_TYPES)
 _KIND_LIST = ", ".join(f"{e.name}={e.value}" for e in EventKind)
-_ID_FIELDS = frozenset({"buffer", "tensor", "out_buffer", "scope_id", "instance"})
+_ID_FIELDS = frozenset({"buffer", "tensor", "out_buffer", "scope_id", "instance", "source", "target"})
 cdef int K_LOAD = LOAD, K_COMPUTE = COMPUTE, K_HIT = HIT, K_ALLOC = ALLOC, K_FREE = FREE, K_STORE = STORE
 cdef int K_OPEN = OPEN, K_ENTER = ENTER, K_EXIT = EXIT, K_SLIDE = SLIDE
+cdef int K_STAGE = STAGE, K_WRITEBACK = WRITEBACK, K_ALLOC_IN = ALLOC_IN
 cdef int64_t BAD = INT64_MIN  # a value field of a tuple event that is not an int64 (the value: TraceChecker.bad)
 
 
@@ -101,11 +117,25 @@ cdef class TraceChecker:
         if trace.word_bytes != hardware.word_bytes:
             raise TraceError(f"the trace was recorded with {trace.word_bytes}-byte words but {hardware.name!r} has "
                              f"{hardware.word_bytes}-byte words; trace the schedule on the hardware you time it on")
-        if trace.multi_level():
-            raise TraceError("the trace uses memory levels below the SRAM (inner-level scopes, STAGE and WRITEBACK "
-                             "events), which the timing model does not time yet; its traffic per level is in the "
-                             "run's counters (`counters.levels`)")
         self.scopes = list(trace.scopes)
+        levels = hardware.levels  # the SRAM first, then the inner levels, parents before children
+        self.level_names = [lv.name for lv in levels]
+        self.n_levels = len(levels)
+        self.level_parent_a = np.array([-1] + [self.level_names.index(lv.parent) for lv in levels[1:]], np.int64)
+        self.level_capacity_a = np.array([lv.capacity_bytes for lv in levels], np.int64)
+        self.level_live_a = np.zeros(self.n_levels, np.int64)
+        self.level_parent, self.level_capacity, self.level_live = (self.level_parent_a, self.level_capacity_a,
+                                                                   self.level_live_a)
+        scope_levels = []
+        for scope in self.scopes:
+            name = getattr(scope, "level", SRAM_LEVEL)
+            if name not in self.level_names:
+                raise TraceError(f"trace scope {scope.name!r} lives in memory level {name!r}, but hardware "
+                                 f"{hardware.name!r} has the levels {self.level_names}; trace the schedule on the "
+                                 f"hardware you time it on")
+            scope_levels.append(self.level_names.index(name))
+        self.scope_level_a = np.array(scope_levels or [0], np.intc)
+        self.scope_level = self.scope_level_a
         self.shapes = [tuple(t.shape) for t in trace.tensors]
         self.names = [t.name for t in trace.tensors]
         self.n_tensors, self.n_scopes = len(self.shapes), len(self.scopes)
@@ -125,7 +155,8 @@ cdef class TraceChecker:
         self.interned = [{} for _ in self.shapes]  # per tensor: region tuple -> its offset in our table
         self.kinds = {int(kind): int(kind) for kind in EventKind}
         self.n_buf = 0
-        self.grow_buffers(max(16, self.log.kind_counts()[K_ALLOC]) if columnar else 256)  # (exact: no regrowth)
+        self.grow_buffers(max(16, self.log.kind_counts()[K_ALLOC] + self.log.kind_counts()[K_ALLOC_IN])
+                          if columnar else 256)  # (exact: no regrowth)
         self.n_open = 0
         self.open_a = np.zeros((64, 3), np.int64)  # the open scopes, innermost last: (scope id, instance, live)
         self.open_stack = self.open_a
@@ -136,11 +167,13 @@ cdef class TraceChecker:
 
     cdef void grow_buffers(self, Py_ssize_t cap) except *:
         self.buf_cap = cap
-        self.b_tensor_a, self.b_scope_a = [_grown(a, cap, np.intc) for a in (self.b_tensor_a, self.b_scope_a)]
+        self.b_tensor_a, self.b_scope_a, self.b_level_a = [_grown(a, cap, np.intc) for a in (
+            self.b_tensor_a, self.b_scope_a, self.b_level_a)]
         self.b_nbytes_a, self.b_charged_a, self.b_region_a, self.b_held_a = [_grown(a, cap, np.int64) for a in (
             self.b_nbytes_a, self.b_charged_a, self.b_region_a, self.b_held_a)]
         self.b_state_a = _grown(self.b_state_a, cap, np.int8)
-        self.b_tensor, self.b_scope, self.b_state = self.b_tensor_a, self.b_scope_a, self.b_state_a
+        self.b_tensor, self.b_scope, self.b_state, self.b_level = (self.b_tensor_a, self.b_scope_a, self.b_state_a,
+                                                                   self.b_level_a)
         self.b_nbytes, self.b_charged, self.b_region, self.b_held = (self.b_nbytes_a, self.b_charged_a,
                                                                      self.b_region_a, self.b_held_a)
 
@@ -198,6 +231,12 @@ cdef class TraceChecker:
                 self.enter(idx, ident, second)
             elif kind == K_SLIDE:
                 self.slide(idx, ident, second & TENSOR_MASK, second >> 24, w[2])
+            elif kind == K_STAGE:
+                self.stage(idx, ident, second & TENSOR_MASK, second >> 24, 0, False, w[2])
+            elif kind == K_WRITEBACK:
+                self.writeback(idx, ident, second & TENSOR_MASK, second >> 24, 0, False, w[2])
+            elif kind == K_ALLOC_IN:
+                self.alloc_in(idx, ident, second & TENSOR_MASK, second >> 24, 0, False, w[2], w[3], w[4])
             else:
                 self.exit(idx, ident, second)
             idx += 1
@@ -213,17 +252,18 @@ cdef class TraceChecker:
         self.cur_event, self.bad = event, None
         try:
             kind = event[0]
-            if type(kind) is not int or not 0 <= kind <= K_SLIDE:
+            if type(kind) is not int or not 0 <= kind <= K_ALLOC_IN:
                 kind = self.kinds.get(kind)  # a dict: 3.0 or True find LOAD or EXIT, as == would
                 if kind is None:
                     raise self.fail(idx, f"unknown event kind {event[0]!r}; kinds are {_KIND_LIST}")
             k = kind
             if len(event) != _FIELD_COUNTS[k]:
                 raise ValueError("field count")
-            if k == K_LOAD or k == K_OPEN or k == K_HIT or k == K_STORE or k == K_ALLOC or k == K_SLIDE:
+            if k == K_LOAD or k == K_OPEN or k == K_HIT or k == K_STORE or k == K_ALLOC or k == K_SLIDE or \
+                    k == K_STAGE or k == K_WRITEBACK or k == K_ALLOC_IN:
                 b, t_obj, reg = _int_id(event[1]), _int_id(event[2]), event[3]
                 t = t_obj
-                if k == K_ALLOC and not 0 <= t < self.n_tensors:
+                if (k == K_ALLOC or k == K_ALLOC_IN) and not 0 <= t < self.n_tensors:
                     raise self.fail(idx, f"tensor id {t} is not one of the trace's {self.n_tensors} tensors")
                 r = self.region_id(idx, t, reg, k == K_HIT) if 0 <= t < self.n_tensors else NO_REGION
                 if k == K_LOAD:
@@ -236,6 +276,13 @@ cdef class TraceChecker:
                     self.store(idx, b, t, r, self.value(event[4]), True)
                 elif k == K_SLIDE:
                     self.slide(idx, b, t, r, self.value(event[4]))
+                elif k == K_STAGE:
+                    self.stage(idx, b, t, r, self.value(event[4]), True, _int_id(event[5]))
+                elif k == K_WRITEBACK:
+                    self.writeback(idx, b, t, r, self.value(event[4]), True, _int_id(event[5]))
+                elif k == K_ALLOC_IN:
+                    self.alloc_in(idx, b, t, r, self.value(event[4]), True, self.value(event[5]),
+                                  self.value(event[6]), _int_id(event[7]))
                 else:
                     self.alloc(idx, b, t, r, self.value(event[4]), True, self.value(event[5]),
                                self.value(event[6]))
@@ -383,6 +430,7 @@ cdef class TraceChecker:
     cdef int load(self, Py_ssize_t idx, int64_t b, int64_t t, int64_t reg, int64_t nb, bint has_nb,
                   int reuse) except -1:
         self.access(idx, b, t)
+        self.in_sram(idx, b, "LOAD into")
         cdef int64_t need = self.fill_bytes(idx, b, t, reg)
         if has_nb:
             self.nbytes(idx, nb, need)
@@ -446,6 +494,7 @@ cdef class TraceChecker:
 
     cdef int store(self, Py_ssize_t idx, int64_t b, int64_t t, int64_t reg, int64_t nb, bint has_nb) except -1:
         self.access(idx, b, t)
+        self.in_sram(idx, b, "STORE of")
         if not self.writable[t]:
             raise self.fail(idx, f"{self.names[t]!r} is an input (read-only): nothing may be stored to it")
         cdef int64_t held = self.b_region[b]
@@ -463,6 +512,26 @@ cdef class TraceChecker:
 
     cdef int alloc(self, Py_ssize_t idx, int64_t b, int64_t t, int64_t reg, int64_t nb, bint has_nb,
                    int64_t address, int64_t charged) except -1:
+        """ALLOC: an SRAM buffer of the innermost open scope (-1: none)."""
+        self.new_buffer(idx, b, t, reg, nb, has_nb, address, charged, self.n_open - 1, 0)
+
+    cdef int alloc_in(self, Py_ssize_t idx, int64_t b, int64_t t, int64_t reg, int64_t nb, bint has_nb,
+                      int64_t address, int64_t charged, int64_t scope_id) except -1:
+        """ALLOC_IN: a buffer of the open instance of scope `scope_id`, in that scope's level."""
+        cdef Py_ssize_t depth = self.n_open - 1
+        while depth >= 0 and self.open_stack[depth, 0] != scope_id:
+            depth -= 1
+        if depth < 0:
+            if not 0 <= scope_id < self.n_scopes:
+                raise self.fail(idx, f"scope id {scope_id} is not one of the trace's {self.n_scopes} scopes")
+            raise self.fail(idx, f"ALLOC_IN into scope {scope_id} ({self.scopes[scope_id].name!r}), which is not open "
+                                 f"(no ENTER of it, or its EXIT came already); a buffer belongs to an open scope "
+                                 f"instance")
+        self.new_buffer(idx, b, t, reg, nb, has_nb, address, charged, depth, self.scope_level[scope_id])
+
+    cdef int new_buffer(self, Py_ssize_t idx, int64_t b, int64_t t, int64_t reg, int64_t nb, bint has_nb,
+                        int64_t address, int64_t charged, Py_ssize_t depth, int level) except -1:
+        """An ALLOC or ALLOC_IN of buffer b in memory level `level`, owned by the scope at `depth` in the stack."""
         if b != self.n_buf:
             raise self.fail(idx, f"ALLOC of buffer {b}, expected buffer {self.n_buf} (buffers are numbered in "
                                  f"allocation order)")
@@ -472,20 +541,90 @@ cdef class TraceChecker:
         if has_nb:
             self.nbytes(idx, nb, need)
         if address < 0:
-            raise self.fail(idx, f"address must be an integer >= 0 (a byte offset in SRAM), got "
-                                 f"{self.shown(address)}")
+            raise self.fail(idx, f"address must be an integer >= 0 (a byte offset in "
+                                 f"{self.level_names[level]}), got {self.shown(address)}")
         if charged < need or charged % need:
             raise self.fail(idx, f"charged_bytes must be nbytes x ways (a positive multiple of {need}), got "
                                  f"{self.shown(charged)}")
+        if level > 0 and self.level_live[level] + charged > self.level_capacity[level]:
+            raise self.fail(idx, f"{self.level_names[level]} overflows: {self.level_live[level]} B live + {charged} "
+                                 f"B charged here > its capacity {self.level_capacity[level]} B; use smaller tiles "
+                                 f"or tighter scopes in {self.level_names[level]}")
         if b == self.buf_cap:
             self.grow_buffers(2 * self.buf_cap)
         self.b_tensor[b], self.b_nbytes[b], self.b_charged[b] = t, need, charged
         self.b_region[b], self.b_held[b], self.b_state[b] = reg, need, UNFILLED
-        cdef Py_ssize_t depth = self.n_open - 1  # its scope's place in the stack (-1: none); freed before its EXIT
-        if depth >= 0:
+        self.b_level[b] = level
+        self.level_live[level] += charged
+        if depth >= 0:  # its scope's place in the stack (-1: none); freed before its EXIT
             self.open_stack[depth, 2] += 1
         self.b_scope[b] = depth
         self.n_buf = b + 1
+
+    cdef int in_sram(self, Py_ssize_t idx, int64_t b, str what) except -1:
+        """LOAD, STORE, SLIDE: DDR transfers, of SRAM buffers only."""
+        cdef int level = self.b_level[b]
+        if level:
+            raise self.fail(idx, f"{what} buffer {b}, which lives in {self.level_names[level]}: LOAD, STORE and SLIDE "
+                                 f"move data between DDR and the SRAM; an inner level is filled by STAGE from its "
+                                 f"parent level and written back by WRITEBACK")
+
+    cdef int parent_buffer(self, Py_ssize_t idx, int64_t b, int64_t t, int64_t reg, int64_t other,
+                           str role) except -1:
+        """STAGE, WRITEBACK: inner buffer b and `other`, a live, filled buffer of the same tensor in the parent level
+        of b's level, whose region contains `reg`."""
+        cdef int level = self.b_level[b]
+        if not level:
+            raise self.fail(idx, f"buffer {b} is an SRAM buffer: STAGE and WRITEBACK move data between an inner level "
+                                 f"and its parent; the SRAM is filled by LOAD and written back by STORE")
+        self.live(idx, other, role + " buffer")
+        cdef int64_t parent = self.level_parent[level], ot = self.b_tensor[other], i
+        if self.b_level[other] != parent:
+            raise self.fail(idx, f"{role} buffer {other} lives in {self.level_names[self.b_level[other]]}, but buffer "
+                                 f"{b} lives in {self.level_names[level]}, whose parent level is "
+                                 f"{self.level_names[parent]}: data moves between a level and its parent only")
+        if ot != t:
+            raise self.fail(idx, f"{role} buffer {other} holds {self.names[ot]!r}, not {self.names[t]!r}: a STAGE or "
+                                 f"WRITEBACK moves a tensor's region between two buffers of that tensor")
+        if self.b_state[other] == UNFILLED:
+            raise self.fail(idx, f"{role} buffer {other} ({self.names[t]}) was never filled")
+        cdef int64_t held = self.b_region[other]
+        cdef int64_t* r = self.log.regions.at(reg)
+        cdef int64_t* h = self.log.regions.at(held)
+        if reg != held:
+            for i in range(self.ndim[t]):
+                if not region_start(h, i) <= region_start(r, i) < region_stop(r, i) <= region_stop(h, i):
+                    raise self.fail(idx, f"the region {format_region(self.region(t, reg))} is not inside the region "
+                                         f"{format_region(self.region(t, held))} that {role} buffer {other} holds")
+
+    cdef int stage(self, Py_ssize_t idx, int64_t b, int64_t t, int64_t reg, int64_t nb, bint has_nb,
+                   int64_t source) except -1:
+        self.access(idx, b, t)
+        self.parent_buffer(idx, b, t, reg, source, "source")
+        cdef int64_t need = self.fill_bytes(idx, b, t, reg)
+        if has_nb:
+            self.nbytes(idx, nb, need)
+        if self.b_state[b] == MODIFIED:
+            raise self.fail(idx, f"STAGE into buffer {b}, whose modified contents were never written back: a "
+                                 f"WRITEBACK must come first, or the results are lost")
+        self.b_region[b], self.b_held[b], self.b_state[b] = reg, need, CLEAN
+
+    cdef int writeback(self, Py_ssize_t idx, int64_t b, int64_t t, int64_t reg, int64_t nb, bint has_nb,
+                       int64_t target) except -1:
+        self.access(idx, b, t)
+        if not self.writable[t]:
+            raise self.fail(idx, f"{self.names[t]!r} is an input (read-only): nothing is written back to it")
+        cdef int64_t held = self.b_region[b]
+        if not self.same_region(t, reg, held):
+            raise self.fail(idx, f"a WRITEBACK writes back the region its buffer holds, "
+                                 f"{format_region(self.region(t, held))}, not {format_region(self.region(t, reg))}")
+        if has_nb:
+            self.nbytes(idx, nb, self.b_held[b])
+        if self.b_state[b] == UNFILLED:
+            raise self.fail(idx, f"WRITEBACK of buffer {b}, which nothing filled or computed since it was allocated")
+        self.parent_buffer(idx, b, t, reg, target, "target")
+        self.b_state[b] = CLEAN
+        self.b_state[target] = MODIFIED
 
     cdef int free(self, Py_ssize_t idx, int64_t b, int64_t charged) except -1:
         self.live(idx, b)
@@ -493,6 +632,7 @@ cdef class TraceChecker:
             raise self.fail(idx, f"charged_bytes {self.shown(charged)} differs from the {self.b_charged[b]} B its "
                                  f"ALLOC charged")
         self.b_state[b] = FREED
+        self.level_live[self.b_level[b]] -= charged
         cdef int depth = self.b_scope[b]
         if depth >= 0:
             self.open_stack[depth, 2] -= 1
@@ -500,6 +640,7 @@ cdef class TraceChecker:
     cdef int64_t slide(self, Py_ssize_t idx, int64_t b, int64_t t, int64_t reg, int64_t nb) except -1:
         """SLIDE; the bytes it moves."""
         self.access(idx, b, t)
+        self.in_sram(idx, b, "SLIDE of")
         if self.writable[t] and not self.on_chip[t]:
             raise self.fail(idx, f"{self.names[t]!r} is written by the schedule to DDR: only the buffer of an input or "
                                  f"of an on-chip tensor slides (the rows it keeps must equal DDR's)")

@@ -6,18 +6,20 @@ input buffer and accumulator) a schedule opens scopes at a level, in the blog's 
   1. Every tensor has an operand role: an input's is given by `Session.input(..., role=)` ("input" by
      default, "weight" for weights), outputs and intermediates are "output"; on-chip tensors have none and live in
      the SRAM only. A level holds the roles its `holds` lists; the SRAM holds every role.
-  2. `arr[region]` resolves in the innermost enclosing scope whose level holds arr's role. In the SRAM it is
-     the one-level rule (a hit, else a DDR load or zero-open). In an inner level: a live buffer of that level
-     holding region is a hit; otherwise region is staged from the parent level, where it resolves the same way
-     in the innermost parent-level scope outside this one (a hit, or a load that itself comes from DDR), into a
-     new buffer of this scope: a STAGE of its bytes, or a zero-fill (OPEN, no transfer) for a writable region no
-     compute and no write-back has written yet.
+  2. `arr[region]` targets the innermost open scope whose level holds arr's role. A live copy of region in
+     that level or in a level below it on arr's path (`Accelerator.path`) is a hit, the deepest first (so a
+     weight tile held in L1w is read there even from inside a later SRAM scope). Otherwise: in the SRAM, the
+     one-level rule (a DDR load or a zero-open); in an inner level, region is staged from the parent level,
+     where it resolves in the parent level's innermost open scope (a hit, or a load that itself comes from
+     DDR), into a new buffer of the target scope: a STAGE of its bytes, or a zero-fill (OPEN, no transfer) for
+     a writable region no compute and no write-back has written yet.
   3. A modified inner buffer is written back (WRITEBACK) into the parent buffer it was staged from, exactly
      once per modification: when its scope exits or a reuse load replaces it. That parent buffer becomes
      modified in turn (stored to DDR at its own scope's exit, as in one level).
-  4. Scopes nest with the levels: a scope may not open inside a scope of a level below its own (an SRAM scope
-     inside an L1 scope), so each level's buffers form a stack and its live footprint (bytes x ways) never
-     exceeds the level's `capacity_bytes` (SramOverflowError naming the level and its live buffers).
+  4. A buffer always goes to its level's innermost open scope, so each level's buffers form a stack of their
+     own (scopes of different levels interleave freely: a weight held in L1w across loops whose SRAM scopes
+     come and go), and its live footprint (bytes x ways) never exceeds the level's `capacity_bytes`
+     (SramOverflowError naming the level and its live buffers).
   5. The TensorCore reads its operands from the innermost level of their role's path (`Accelerator.path`):
      a weight tile in the SRAM on `blog-l1` is an error that says which level to stage it in.
 Coherence as in one level: two modified copies of an element, a read of the SRAM under a modified inner copy,
@@ -96,29 +98,16 @@ class LevelState:
         self.roles: dict[int, str | None] = {}  # tensor id -> its role (None: on chip, SRAM only)
         self.written: dict[int, Any] = {}  # tensor id -> _StoredElements: elements a compute or write-back wrote
         self.traffic = {name: LevelTraffic(name, lv.parent) for name, lv in self.levels.items()}
-        # the levels below each level (a scope may not open inside a scope of one of them)
-        self.below: dict[str | None, set[str]] = {None: set(self.levels)}
-        for name in self.levels:
-            self.below[name] = {other for other in self.levels if name in self._ancestors(other)}
-
-    def _ancestors(self, name: str) -> list[str]:
-        chain = []
-        parent = self.levels[name].parent
-        while parent != SRAM_LEVEL:
-            chain.append(parent)
-            parent = self.levels[parent].parent
-        return chain
+        # per role, the levels of its path by depth (None: the SRAM, depth 0); an on-chip tensor (role None)
+        # has the SRAM only
+        self.rank: dict[str | None, dict[str | None, int]] = {None: {None: 0}}
+        for role in ROLES:
+            self.rank[role] = {(None if lv.name == SRAM_LEVEL else lv.name): depth
+                               for depth, lv in enumerate(hardware.path(role))}
 
     # -- scopes ------------------------------------------------------------------------------------------------
-    def check_scope(self, session: "Session", path: tuple[str, ...], level: str | None, ways: int) -> None:
-        """A scope at `level` (None: SRAM) may open here: not inside a scope of a level below it; ways allowed."""
-        for inst in session._stack:
-            if inst.level in self.below[level]:
-                raise ValueError(
-                    f"scope {'/'.join(path)} at level {level or SRAM_LEVEL} opens inside scope "
-                    f"{'/'.join(inst.path)} at level {inst.level}, which is below it: data flows "
-                    f"{level or SRAM_LEVEL} -> {inst.level}, so scopes of {level or SRAM_LEVEL} must enclose "
-                    f"those of {inst.level}; open it outside")
+    def check_scope(self, path: tuple[str, ...], level: str | None, ways: int) -> None:
+        """The ways a scope at `level` (None: SRAM) asks for are within the level's max_ways."""
         if level is not None and ways > self.levels[level].max_ways:
             raise ValueError(f"scope {'/'.join(path)}: {ways} ways at level {level}, which allows at most "
                              f"{self.levels[level].max_ways} (its max_ways)")
@@ -126,18 +115,36 @@ class LevelState:
     # -- resolution --------------------------------------------------------------------------------------------
     def target(self, session: "Session", arr: "TracedArray", region: tuple) -> int:
         """Index in the scope stack of the innermost scope whose level holds arr's role (rule 2)."""
-        role = self.roles.get(arr.id)
+        rank = self.rank[self.roles.get(arr.id)]
         stack = session._stack
         for idx in range(len(stack) - 1, -1, -1):
-            level = stack[idx].level
-            if level is None or role in self.levels[level].holds:
+            if stack[idx].level in rank:
                 return idx
         if not stack:
             session._current_scope(arr, region)  # the one-level error: outside any scope
+        role = self.roles.get(arr.id)
         levels = sorted({inst.level for inst in stack})
         raise RegionError(f"{arr.name}{format_region(region)} (role {role}) is accessed only inside scopes at "
                           f"levels {levels}, none of which holds {role}s; open an SRAM scope "
                           f"(`with GlobalHierarchy(s):`) around them for it")
+
+    def hit_below(self, session: "Session", arr: "TracedArray", region: tuple, level: str | None,
+                  reuse: bool) -> "Tile | None":
+        """A hit on a live copy of region in an inner level at or below `level` on arr's path, the deepest
+        first (rule 2), or None."""
+        from dsasim.traced.memory import Tile
+
+        rank = self.rank[self.roles.get(arr.id)]
+        floor = rank[level]
+        for name in sorted((lv for lv, r in rank.items() if lv is not None and r >= floor), key=rank.get,
+                           reverse=True):
+            live = self.live.get((name, arr.id))
+            buf = live.containing(region) if live else None
+            if buf is not None:
+                self.traffic[name].add(arr.name, "hits", 1)
+                session._log.hit(buf.id, arr.id, region, reuse)
+                return Tile(buf, region)
+        return None
 
     def live_of(self, level: str, arr: "TracedArray") -> Any:
         """arr's live buffers in `level` (created empty on first use)."""
@@ -222,17 +229,17 @@ class LevelState:
 
     def _parent_copy(self, session: "Session", arr: "TracedArray", region: tuple, elements: int, idx: int,
                      level: str) -> "Buffer":
-        """The parent level's buffer holding region, resolved in the innermost parent-level scope outside idx."""
+        """The parent level's buffer holding region, resolved in the parent level's innermost open scope."""
         parent = self.levels[level].parent
         want = None if parent == SRAM_LEVEL else parent
         stack = session._stack
-        for j in range(idx - 1, -1, -1):
+        for j in range(len(stack) - 1, -1, -1):
             if stack[j].level == want:
                 if want is None:
                     return session._access_in(arr, region, elements, False, stack[j]).buffer
                 return self.stage(session, arr, region, elements, False, j).buffer
         raise RegionError(f"{arr.name}{format_region(region)} is staged into {level} in scope "
-                          f"{'/'.join(stack[idx].path)}, but no scope of its parent level {parent} encloses it: the "
+                          f"{'/'.join(stack[idx].path)}, but no scope of its parent level {parent} is open: the "
                           f"data comes through {parent}, so open a {parent} scope around it (e.g. "
                           f"`with GlobalHierarchy(s{'' if want is None else ', level=' + repr(parent)}):`)")
 

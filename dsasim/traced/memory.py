@@ -911,7 +911,7 @@ class Session(_core.SessionFields):
             path = (parent.path if parent is not None else ()) + (name,)
             ways = self.scope_ways.get(name, declared_ways if declared_ways is not None else 1)
             if self._levels is not None:
-                self._levels.check_scope(self, path, level, ways)
+                self._levels.check_scope(path, level, ways)
             scope_id = len(self.trace.scopes)
             self._scope_ids[static_key] = scope_id
             self.trace.scopes.append(ScopeInfo(path, ways, level or SRAM_LEVEL))
@@ -1175,6 +1175,9 @@ class Session(_core.SessionFields):
         levels = self._levels
         idx = levels.target(self, arr, region)
         inst = self._stack[idx]
+        hit = levels.hit_below(self, arr, region, inst.level, reuse)
+        if hit is not None:
+            return hit
         if inst.level is not None:
             return levels.stage(self, arr, region, elements, reuse, idx)
         levels.check_no_dirty_copy(arr, region)

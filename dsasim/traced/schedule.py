@@ -37,11 +37,16 @@ class Workload:
     outputs: Mapping[str, Shape]
     reference: Callable[..., Mapping[str, torch.Tensor]]
     intermediates: Mapping[str, Shape] = field(default_factory=dict)
+    roles: Mapping[str, str] = field(default_factory=dict)  # input -> "input" (the default) or "weight"
 
     def __post_init__(self) -> None:
         names = [*self.inputs, *self.outputs, *self.intermediates]
         if len(set(names)) != len(names):
             raise ValueError(f"workload {self.name!r}: tensor names must be unique, got {names}")
+        stray = sorted(set(self.roles) - set(self.inputs))
+        if stray:
+            raise ValueError(f"workload {self.name!r}: roles name {stray}, which are not inputs; inputs: "
+                             f"{list(self.inputs)} (outputs and intermediates are always \"output\")")
         if not self.outputs:
             raise ValueError(f"workload {self.name!r}: declare at least one output")
 
@@ -171,7 +176,8 @@ def bind_tensors(session: Session, workload: Workload,
     """Create the workload's traced tensors in `session` (inputs from `inputs` in numeric mode)."""
     tensors: dict[str, TracedArray] = {}
     for name, shape in workload.inputs.items():
-        tensors[name] = session.input(name, inputs[name] if inputs is not None else shape)
+        tensors[name] = session.input(name, inputs[name] if inputs is not None else shape,
+                                      role=workload.roles.get(name, "input"))
     for name, shape in workload.intermediates.items():
         tensors[name] = session.intermediate(name, shape)
     for name, shape in workload.outputs.items():
