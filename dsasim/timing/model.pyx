@@ -11,6 +11,9 @@ Engines. Each engine runs its own operations one at a time, in program (trace) o
     the channels round-robin in program order (load j goes to channel j mod channels).
   * `dma-store`: STORE events.
   * `tensorcore`: COMPUTE events whose unit is "tensorcore"; `vector`: every other COMPUTE event.
+  * `dma-<level>` (e.g. `dma-L1w`), one per memory level below the SRAM (`hardware.inner_levels`): the STAGE
+    and WRITEBACK events of that level's buffers, on the level's own port to its parent (no DDR port: nothing
+    else shares it, so its operations run back to back in program order as soon as they are ready).
 OPEN events (a zeroed region, no DMA) run on no engine and take 0 cycles, but still wait for their slot; HIT,
 ALLOC, ENTER and EXIT events are not operations; a FREE event releases its buffer's slot (below).
 
@@ -18,7 +21,8 @@ Durations, in cycles. A transfer (LOAD or STORE) of b bytes takes dma_setup_cycl
 bandwidth = dram_bytes_per_cycle, and holds its DDR port for all of it, setup included. With layout costs on
 (dma_burst_bytes > 1 or dma_run_cycles > 0) it takes dma_setup_cycles + runs x dma_run_cycles + ceil(b' /
 bandwidth): runs are the contiguous DDR runs of its region in its tensor's layout (one descriptor each), b' their
-bytes each rounded up to whole bursts (`dsasim.layout`, `_Lowering.transfer`). A COMPUTE takes the
+bytes each rounded up to whole bursts (`dsasim.layout`, `_Lowering.transfer`). A STAGE or WRITEBACK of b bytes
+takes level.setup_cycles + ceil(b / level.bytes_per_cycle) of the inner level it fills or empties. A COMPUTE takes the
 cycles recorded in its event (the TensorCore's cost model: ceil(ic/16) x ceil(oc/24) x pixels x taps; the
 vector unit's ceil(elements / lanes)).
 
@@ -26,22 +30,30 @@ Dependencies (an operation starts only after all of these have finished):
   * data (RAW): a COMPUTE waits for the last write of each buffer it reads and of the buffer it writes (the LOAD
     or OPEN that filled it, or the last COMPUTE that wrote it). A HIT adds nothing: the compute that reads the
     buffer already waits for whatever last wrote it. A STORE waits for the last write of its buffer.
+  * levels: a STAGE is a fill of its inner buffer (slot rules below, in that level's own address space) and a
+    read of its source buffer: it waits for the source's last write (the LOAD, OPEN or STAGE that filled it, or
+    the last COMPUTE or WRITEBACK that wrote it). A WRITEBACK reads its inner buffer (it waits for the buffer's
+    last write) and writes its target: like a COMPUTE writing it, it waits for the target's last write and for
+    every operation that read the target's current contents (WAR), and later readers of the target (a STORE, a
+    STAGE, a COMPUTE) wait for it. An OPEN of an inner buffer is a zero-fill as in the SRAM.
   * write-after-read (WAR) inside a buffer: a COMPUTE that writes a buffer waits for every operation that read
-    the buffer's current contents (computes on other engines, a STORE).
-  * slot (WAR on SRAM space): the first fill (LOAD or OPEN) of a newly allocated buffer waits until every
-    operation on the previous occupants of its bytes (the buffers that last held any byte of [address,
-    address + nbytes), per the ALLOC events; an N-way scope's block holds N copies used in turn, so consecutive
+    the buffer's current contents (computes on other engines, a STORE, a STAGE from it).
+  * slot (WAR on SRAM space, and on each inner level's own space): the first fill (LOAD, OPEN or STAGE) of a
+    newly allocated buffer waits until every operation on the previous occupants of its bytes (the buffers of its
+    level that last held any byte of [address, address + nbytes), per the ALLOC and ALLOC_IN events; an N-way
+    scope's block holds N copies used in turn, so consecutive
     instances do not wait for each other) has finished, their final STOREs included. A reuse-flag
     fill (a LOAD or OPEN into a buffer that already exists, no new ALLOC) likewise waits for every earlier
     operation on that buffer, its pending STORE included; so does a SLIDE (its new rows overwrite the rows the
     earlier computes read).
   * DDR (RAW/WAR through memory): a LOAD of a region of a writable tensor waits for every earlier (in program
     order) STORE to an overlapping region of that tensor; a STORE waits for every earlier LOAD of an
-    overlapping region of its tensor. (Two stores are ordered by the single in-order store engine.)
+    overlapping region of its tensor. (Two stores are ordered by the single in-order store engine.) STAGE and
+    WRITEBACK do not touch DDR: these rules do not apply to them.
 Dependencies on an earlier operation of the same engine are implied by program order and dropped.
 
-FREE: a buffer's bytes become reusable when all operations on the buffer (its final STORE included) have
-finished. A new buffer allocated over the bytes of a still-live buffer waits for that occupant's FREE (a valid
+FREE: a buffer's bytes (in its level) become reusable when all operations on the buffer (its final STORE or
+WRITEBACK included) have finished. A new buffer allocated over the bytes of a still-live buffer waits for that occupant's FREE (a valid
 trace frees every buffer: `validate.pyx`); a wait that closes a cycle (e.g. the occupant is used later by an
 operation queued behind the waiting load) is reported by the scheduler (`engine.build_timeline`) as a
 `DeadlockError` naming the stuck operations.
@@ -60,24 +72,26 @@ from libc.string cimport memmove
 from dsasim.hardware import Accelerator
 from dsasim.layout import DEFAULT_LAYOUT, transfer_runs
 from dsasim.util import regions_overlap
-from dsasim.traced.trace import ALLOC, COMPUTE, FREE, LOAD, OPEN, SLIDE, STORE, Trace, format_region
+from dsasim.traced.trace import (ALLOC, ALLOC_IN, COMPUTE, FREE, LOAD, OPEN, SLIDE, STAGE, STORE, WRITEBACK, Trace,
+                                 format_region)
 from dsasim.traced._events cimport EventLog, region_start, region_stop
 from dsasim.timing.validate cimport FREED, TraceChecker
 from dsasim.timing.validate import _grown
 
 # operation kinds
-LOAD_OP, STORE_OP, TC_OP, VEC_OP, OPEN_OP, FREE_OP = range(6)
-KIND_NAMES = ("load", "store", "tensorcore", "vector", "open", "free")
+LOAD_OP, STORE_OP, TC_OP, VEC_OP, OPEN_OP, FREE_OP, STAGE_OP, WRITEBACK_OP = range(8)
+KIND_NAMES = ("load", "store", "tensorcore", "vector", "open", "free", "stage", "writeback")
 # dependency reasons, stored in the low two bits of an encoded dependency (op * 4 + reason)
 DATA, SLOT, WAR = 0, 1, 2
 REASON_NAMES = ("data", "slot", "war")
 cdef int C_LOAD_OP = LOAD_OP, C_STORE_OP = STORE_OP, C_TC_OP = TC_OP, C_VEC_OP = VEC_OP, C_OPEN_OP = OPEN_OP
-cdef int C_FREE_OP = FREE_OP
+cdef int C_FREE_OP = FREE_OP, C_STAGE_OP = STAGE_OP, C_WRITEBACK_OP = WRITEBACK_OP
 cdef int64_t C_DATA = DATA, C_SLOT = SLOT, C_WAR = WAR
 
 
 cdef class _Occupancy:
-    """Which buffer last occupied each SRAM byte: disjoint [start, stop) runs sorted by start, in C arrays."""
+    """Which buffer last occupied each byte of one memory level: disjoint [start, stop) runs sorted by start, in C
+    arrays."""
 
     cdef Py_ssize_t n, cap
     cdef object runs_a, prev_a
@@ -233,13 +247,18 @@ class OpGraph:
     buffer_final_ptr: np.ndarray  # the operations whose end releases the slot (set by its FREE) are
     buffer_final_n: np.ndarray  # buffer_final_ops[ptr[b]:ptr[b] + n[b]]
     buffer_final_ops: np.ndarray
-    reserved_sram_bytes: int  # peak of the trace's charged bytes (N-way scopes charge N x)
+    reserved_sram_bytes: int  # peak of the trace's charged SRAM bytes (N-way scopes charge N x)
     macs: int  # all MACs of the trace (vector dot products included)
     tensorcore_macs: int  # useful MACs of TensorCore operations
     padded_macs: int
     loaded_bytes: int
     stored_bytes: int
     tensor_names: list[str]
+    # memory levels, the SRAM first (index 0), then `hardware.inner_levels`
+    level_names: list[str]
+    level_engines: list[int]  # per level, the engine of its STAGEs and WRITEBACKs (-1 for the SRAM)
+    reserved_level_bytes: list[int]  # per level, the peak of the trace's charged bytes ([0]: reserved_sram_bytes)
+    buffer_level: np.ndarray  # int32 per buffer: the index of its level
 
     def deps_of(self, op: int) -> list[int]:
         """The encoded dependencies (op * 4 + reason) of an operation."""
@@ -263,7 +282,8 @@ class OpGraph:
         eng = self.engine[op]
         on = f" on {self.engine_names[eng]}" if eng >= 0 else ""
         verb = {LOAD_OP: "load of", STORE_OP: "store of", TC_OP: "tensorcore compute into",
-                VEC_OP: "vector compute into", OPEN_OP: "open of"}[kind]
+                VEC_OP: "vector compute into", OPEN_OP: "open of", STAGE_OP: "stage of",
+                WRITEBACK_OP: "write-back of"}[kind]
         return f"{verb} {what} (buffer {self.buffer[op]}, trace event {self.event[op]}){on}"
 
 
@@ -353,23 +373,40 @@ cdef class _Lowering(TraceChecker):
     cdef int64_t[::1] free_rows  # a stack of the rows not in use
     cdef _EngineMap readers, users
     cdef dict forward_waiters
-    cdef _Occupancy occupancy
-    cdef int64_t live_charged, peak_charged, macs, tc_macs, padded_macs, loaded, stored
+    cdef list occupancies  # per level, an _Occupancy of its own address space
+    # per level: the engine of its STAGEs and WRITEBACKs (-1 for the SRAM), its transfer time's setup cycles and
+    # bytes per cycle as an exact fraction num / den, the peak of its charged bytes
+    cdef object lv_engine_a, lv_setup_a, lv_num_a, lv_den_a, lv_peak_a
+    cdef int[::1] lv_engine
+    cdef int64_t[::1] lv_setup, lv_num, lv_den, lv_peak
+    cdef int64_t macs, tc_macs, padded_macs, loaded, stored
 
     def __init__(self, trace: Trace, hardware: Accelerator) -> None:
         super().__init__(trace, hardware)
         channels = self.channels = hardware.dma_load_channels
         self.e_store, self.e_tc, self.e_vec = channels, channels + 1, channels + 2
         names = ["dma-load"] if channels == 1 else [f"dma-load{k}" for k in range(channels)]
-        self.engine_names = names + ["dma-store", "tensorcore", "vector"]
-        self.n_eng = len(self.engine_names)
         self.shared = hardware.dram_shared_load_store
         self.p_load, self.p_store = 0, (0 if self.shared else 1)
         self.engine_ports = [self.p_load] * channels + [self.p_store, -1, -1]
-        bw = Fraction(repr(float(hardware.dram_bytes_per_cycle)))  # exact integer arithmetic for the cycles
-        if bw.numerator >= 1 << 31 or bw.denominator >= 1 << 31:
-            bw = bw.limit_denominator(1 << 20)
+        self.engine_names = names + ["dma-store", "tensorcore", "vector"]
+        bw = _exact(hardware.dram_bytes_per_cycle)
         self.setup, self.bw_num, self.bw_den = hardware.dma_setup_cycles, bw.numerator, bw.denominator
+        levels = hardware.levels
+        self.lv_engine_a = np.full(len(levels), -1, np.intc)
+        self.lv_setup_a, self.lv_num_a, self.lv_den_a = [np.ones(len(levels), np.int64) for _ in range(3)]
+        self.lv_peak_a = np.zeros(len(levels), np.int64)
+        for i in range(1, len(levels)):  # a level's engine has its own port: no DDR port (-1), like a compute unit
+            self.lv_engine_a[i] = len(self.engine_names)
+            self.engine_names.append(f"dma-{levels[i].name}")
+            self.engine_ports.append(-1)
+            lbw = _exact(levels[i].bytes_per_cycle)
+            self.lv_setup_a[i], self.lv_num_a[i], self.lv_den_a[i] = levels[i].setup_cycles, lbw.numerator, \
+                lbw.denominator
+        self.lv_engine, self.lv_setup, self.lv_num, self.lv_den = (self.lv_engine_a, self.lv_setup_a, self.lv_num_a,
+                                                                   self.lv_den_a)
+        self.lv_peak = self.lv_peak_a
+        self.n_eng = len(self.engine_names)
         self.burst, self.run_cycles = hardware.dma_burst_bytes, hardware.dma_run_cycles
         self.layout_cost = self.burst > 1 or self.run_cycles > 0
         self.layouts = [getattr(t, "layout", DEFAULT_LAYOUT) for t in trace.tensors]
@@ -379,8 +416,8 @@ cdef class _Lowering(TraceChecker):
         ops, buffers = 1024, 256
         if trace._events is None and trace.log is self.log:
             counts = self.log.kind_counts()
-            ops = 16 + sum(counts[k] for k in (LOAD, STORE, COMPUTE, OPEN, SLIDE))
-            buffers = 16 + counts[ALLOC]
+            ops = 16 + sum(counts[k] for k in (LOAD, STORE, COMPUTE, OPEN, SLIDE, STAGE, WRITEBACK))
+            buffers = 16 + counts[ALLOC] + counts[ALLOC_IN]
         self.grow_ops(ops)
         self.grow_deps(2 * ops)
         self.lb_cap = 0
@@ -397,8 +434,7 @@ cdef class _Lowering(TraceChecker):
         self.free_rows, self.n_free_rows = self.free_rows_a, 16
         self.readers, self.users = _EngineMap(self.n_eng + 1), _EngineMap(self.n_eng + 1)
         self.forward_waiters = {}  # live occupant -> buffers allocated over its bytes
-        self.occupancy = _Occupancy()  # which buffer last held each SRAM byte
-        self.live_charged = self.peak_charged = 0
+        self.occupancies = [_Occupancy() for _ in levels]  # per level, which buffer last held each byte
         self.macs = self.tc_macs = self.padded_macs = self.loaded = self.stored = 0
         self.n_loads = 0
 
@@ -459,6 +495,10 @@ cdef class _Lowering(TraceChecker):
     cdef inline int64_t cycles(self, int64_t nb):
         """A transfer's cycles: dma_setup_cycles + ceil(nb / dram_bytes_per_cycle), exactly."""
         return self.setup + (nb * self.bw_den + self.bw_num - 1) // self.bw_num
+
+    cdef inline int64_t level_cycles(self, int level, int64_t nb):
+        """A STAGE's or WRITEBACK's cycles: the level's setup_cycles + ceil(nb / its bytes_per_cycle), exactly."""
+        return self.lv_setup[level] + (nb * self.lv_den[level] + self.lv_num[level] - 1) // self.lv_num[level]
 
     cdef int64_t transfer(self, Py_ssize_t idx, int64_t nb, int64_t t, int64_t reg) except -1:
         """A transfer of nb bytes of region `reg` of tensor t: `cycles(nb)`; with layout costs on (dma_burst_bytes
@@ -610,13 +650,27 @@ cdef class _Lowering(TraceChecker):
 
     cdef int alloc(self, Py_ssize_t idx, int64_t b, int64_t t, int64_t reg, int64_t nb, bint has_nb,
                    int64_t address, int64_t charged) except -1:
-        """ALLOC: a new buffer whose first fill waits for the previous occupants of its bytes."""
+        """ALLOC: a new SRAM buffer whose first fill waits for the previous occupants of its bytes."""
         TraceChecker.alloc(self, idx, b, t, reg, nb, has_nb, address, charged)
-        nb = self.b_nbytes[b]
+        return self.place(b, reg, address)
+
+    cdef int alloc_in(self, Py_ssize_t idx, int64_t b, int64_t t, int64_t reg, int64_t nb, bint has_nb,
+                      int64_t address, int64_t charged, int64_t scope_id) except -1:
+        """ALLOC_IN: a new buffer of its scope's level, whose first fill waits for the previous occupants of its
+        bytes in that level."""
+        TraceChecker.alloc_in(self, idx, b, t, reg, nb, has_nb, address, charged, scope_id)
+        return self.place(b, reg, address)
+
+    cdef int place(self, int64_t b, int64_t reg, int64_t address) except -1:
+        """A checked new buffer b at `address` of its level: its live row and the slot dependencies of its first
+        fill (the buffers of its level that last held its bytes)."""
+        cdef int level = self.b_level[b]
+        cdef int64_t nb = self.b_nbytes[b]
+        cdef _Occupancy occupancy = self.occupancies[level]
         cdef Py_ssize_t row, p, k, count, at, freed = 0, n_pending = 0, pptr = 0
-        count = self.occupancy.take(address, address + nb, b)
+        count = occupancy.take(address, address + nb, b)
         for k in range(count):
-            p = self.occupancy.prev[k]
+            p = occupancy.prev[k]
             if self.b_state[p] == FREED:
                 freed += 1
                 n_pending += self.b_fn[p]
@@ -626,7 +680,7 @@ cdef class _Lowering(TraceChecker):
         if freed > 1:  # several: their final users copied one after another into the pool
             pptr = at = self.pooled(n_pending)
             for k in range(count):
-                p = self.occupancy.prev[k]
+                p = occupancy.prev[k]
                 if self.b_state[p] == FREED:
                     self.pool[at:at + self.b_fn[p]] = self.final[self.b_fptr[p]:self.b_fptr[p] + self.b_fn[p]]
                     at += self.b_fn[p]
@@ -643,9 +697,54 @@ cdef class _Lowering(TraceChecker):
         self.r_pptr[row], self.r_pn[row] = pptr, n_pending
         self.readers.reset(row, -2, 0)
         self.users.reset(row, -2, 0)
-        self.live_charged += charged
-        if self.live_charged > self.peak_charged:
-            self.peak_charged = self.live_charged
+        if self.level_live[level] > self.lv_peak[level]:  # (the checker counted its charge)
+            self.lv_peak[level] = self.level_live[level]
+        return 0
+
+    cdef int stage(self, Py_ssize_t idx, int64_t b, int64_t t, int64_t reg, int64_t nb, bint has_nb,
+                   int64_t source) except -1:
+        """STAGE: a transfer on its level's engine; a fill of its buffer (slot dependencies) and a read of `source`
+        (after its last write)."""
+        TraceChecker.stage(self, idx, b, t, reg, nb, has_nb, source)
+        nb = self.b_held[b]
+        cdef int level = self.b_level[b]
+        cdef int eng = self.lv_engine[level]
+        cdef Py_ssize_t row = self.b_row[b], src = self.b_row[source], op
+        self.slot_deps(row, eng)
+        cdef int64_t lw = self.r_last[src]  # validated: the source was filled
+        if self.engine[lw] != eng:
+            self.dep(lw * 4 + C_DATA)
+        op = self.add_op(C_STAGE_OP, eng, self.level_cycles(level, nb), -1, nb, t, b, reg, idx, False)
+        self.readers.set(src, eng, op)
+        self.users.set(src, eng, op)
+        self.filled(b, row, op, eng, reg)
+        return 0
+
+    cdef int writeback(self, Py_ssize_t idx, int64_t b, int64_t t, int64_t reg, int64_t nb, bint has_nb,
+                       int64_t target) except -1:
+        """WRITEBACK: a transfer on its level's engine after the last write of its buffer; a write of `target`
+        (after its last write and every reader of its current contents), as a COMPUTE writing it."""
+        TraceChecker.writeback(self, idx, b, t, reg, nb, has_nb, target)
+        nb = self.b_held[b]
+        cdef int level = self.b_level[b]
+        cdef int eng = self.lv_engine[level]
+        cdef Py_ssize_t row = self.b_row[b], trow = self.b_row[target], op, k, base
+        cdef int64_t lw = self.r_last[row]
+        if self.engine[lw] != eng:
+            self.dep(lw * 4 + C_DATA)
+        lw = self.r_last[trow]
+        if self.engine[lw] != eng:
+            self.dep(lw * 4 + C_DATA)
+        base = trow * self.readers.width
+        for k in range(self.readers.n[trow]):
+            if self.readers.keys[base + k] != eng:
+                self.dep(self.readers.ops[base + k] * 4 + C_WAR)
+        op = self.add_op(C_WRITEBACK_OP, eng, self.level_cycles(level, nb), -1, nb, t, b, reg, idx, False)
+        self.readers.set(row, eng, op)
+        self.users.set(row, eng, op)
+        self.r_last[trow] = op
+        self.readers.reset(trow, -2, 0)
+        self.users.set(trow, eng, op)
         return 0
 
     cdef void grow_rows(self) except *:
@@ -675,7 +774,6 @@ cdef class _Lowering(TraceChecker):
         self.n_final += n_users
         self.free_rows[self.n_free_rows] = row
         self.n_free_rows += 1
-        self.live_charged -= charged
         waiters = self.forward_waiters.pop(b, None) if self.forward_waiters else None
         if waiters:
             for k in range(n_users):
@@ -723,9 +821,19 @@ cdef class _Lowering(TraceChecker):
             stores_by_tensor=stores, loads_by_tensor=loads, buffer_tensor=self.b_tensor_a[:nb],
             buffer_nbytes=self.b_nbytes_a[:nb], buffer_first_op=self.b_first_a[:nb],
             buffer_final_ptr=fptr, buffer_final_n=fn, buffer_final_ops=self.final_a[:self.n_final],
-            reserved_sram_bytes=self.peak_charged, macs=self.macs, tensorcore_macs=self.tc_macs,
+            reserved_sram_bytes=int(self.lv_peak[0]), macs=self.macs, tensorcore_macs=self.tc_macs,
             padded_macs=self.padded_macs, loaded_bytes=self.loaded, stored_bytes=self.stored,
-            tensor_names=[t.name for t in trace.tensors])
+            tensor_names=[t.name for t in trace.tensors], level_names=list(self.level_names),
+            level_engines=self.lv_engine_a.tolist(), reserved_level_bytes=self.lv_peak_a.tolist(),
+            buffer_level=self.b_level_a[:nb])
+
+
+def _exact(bytes_per_cycle: float) -> Fraction:
+    """A bandwidth as an exact fraction (integer arithmetic for the cycles), its terms below 2**31."""
+    bw = Fraction(repr(float(bytes_per_cycle)))
+    if bw.numerator >= 1 << 31 or bw.denominator >= 1 << 31:
+        bw = bw.limit_denominator(1 << 20)
+    return bw
 
 
 def _with_extra(ptr: np.ndarray, deps: np.ndarray, extra: list) -> tuple[np.ndarray, np.ndarray]:

@@ -1,0 +1,325 @@
+"""Memory levels below the SRAM in the traced memory model (`dsasim.traced.levels`): staging, write-back,
+per-level counters, capacity and errors; the `LevelNest` kernel against the per-level analytic model."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import random
+import zlib
+
+import numpy as np
+import pytest
+
+from dsasim import (CoherenceError, GlobalHierarchy, RegionError, Session, SramOverflowError, TensorCore, Workload,
+                    bind_tensors, preset)
+from dsasim.architect.hierarchy import analyze_levels
+from dsasim.hardware import MemoryLevel
+from dsasim.traced import trace as trace_module
+from dsasim.traced.schedule import Schedule
+from kernels.loopnest_kernel import execute_levels, levelnest_schedule, loopnest_workload
+from tests.helpers import assert_schedule_matches_torch
+from tests.test_hierarchy import L1, SHARED, WEIGHTS_ONLY, random_level_nest
+
+KIB = 1024
+M, K, N = 32, 40, 48
+
+
+def matmul_workload() -> Workload:
+    import torch
+
+    return Workload("mm", inputs={"a": (M, K), "b": (K, N)}, outputs={"c": (M, N)},
+                    reference=lambda a, b: {"c": torch.matmul(a, b)}, roles={"b": "weight"})
+
+
+def matmul_body(k_chunk: int = K, reuse_acc: bool = False):
+    """c = a @ b on blog-l1: a, b and c whole in SRAM; per 24 columns the weights in L1w; per 8 rows the
+    inputs in L1i and the outputs in L1acc, for each chunk of k (a second chunk reloads the partial sums).
+    reuse_acc: one L1acc scope per column tile, its buffer reused (reuse flag) for each row tile."""
+
+    def body(s: Session, a, b, c) -> None:
+        tc = TensorCore(s)
+        with GlobalHierarchy(s, "sram"):
+            a[0:M, 0:K]
+            b[0:K, 0:N]
+            c[0:M, 0:N]
+            for n0 in range(0, N, 24):
+                for k0 in range(0, K, k_chunk):
+                    with GlobalHierarchy(s, "w", level="L1w"):
+                        w = b[k0:k0 + k_chunk, n0:n0 + 24]
+                        if reuse_acc:
+                            with GlobalHierarchy(s, "acc", level="L1acc"):
+                                for m0 in range(0, M, 8):
+                                    with GlobalHierarchy(s, "i", level="L1i"):
+                                        x = a[m0:m0 + 8, k0:k0 + k_chunk]
+                                        o = c[m0:m0 + 8, n0:n0 + 24, True]
+                                        o += tc.matmul(x, w)
+                            continue
+                        for m0 in range(0, M, 8):
+                            with GlobalHierarchy(s, "i", level="L1i"):
+                                x = a[m0:m0 + 8, k0:k0 + k_chunk]
+                                with GlobalHierarchy(s, "acc", level="L1acc"):
+                                    o = c[m0:m0 + 8, n0:n0 + 24]
+                                    o += tc.matmul(x, w)
+
+    return body
+
+
+def run_matmul(numeric: bool = False, **kwargs) -> Session:
+    s = Session(L1, numeric=numeric)
+    tensors = bind_tensors(s, matmul_workload(), matmul_workload().make_inputs(0) if numeric else None)
+    matmul_body(**kwargs)(s, **tensors)
+    s.finish()
+    return s
+
+
+def level_figures(s: Session, level: str) -> tuple[int, ...]:
+    t = s.counters.levels[level]
+    return t.loaded_bytes, t.stored_bytes, t.rmw_bytes, t.loads, t.stores, t.hits, t.opens, t.peak_bytes
+
+
+def test_blog_l1_matmul_by_hand():
+    """One byte per element. SRAM: a (32x40) and b (40x48) loaded once, c (32x48) opened and stored once.
+    L1w: 2 column tiles x 40x24 = 2 x 960 B. L1i: 2 x 4 tiles of 8x40 = 8 x 320 B. L1acc: 8 tiles of 8x24 =
+    192 B, each zero-filled (nothing wrote them yet) and written back once: 8 x 192 B."""
+    s = run_matmul()
+    c = s.counters
+    assert (c.loaded_bytes, c.loads, c.stored_bytes, c.stores, c.opens) == (1280 + 1920, 2, 1536, 1, 1)
+    assert c.peak_sram_bytes == 1280 + 1920 + 1536
+    assert level_figures(s, "L1w") == (1920, 0, 0, 2, 0, 0, 0, 960)
+    assert level_figures(s, "L1i") == (2560, 0, 0, 8, 0, 0, 0, 320)
+    assert level_figures(s, "L1acc") == (0, 1536, 0, 0, 8, 0, 8, 192)
+    assert s.counters.levels["L1acc"].per_tensor["c"]["stored_bytes"] == 1536
+
+
+def test_partial_sums_are_staged_back_and_counted_as_read_modify_writes():
+    """k in two chunks of 20: each 8x24 output tile is zero-filled in L1acc for the first chunk and staged back
+    (its partial sums, 192 B, a read-modify-write) for the second; written back after each: 16 x 192 B. The
+    SRAM sees none of it: c is still opened once and stored once, no RMW at the SRAM."""
+    s = run_matmul(k_chunk=20)
+    assert level_figures(s, "L1acc") == (8 * 192, 16 * 192, 8 * 192, 8, 16, 0, 8, 192)
+    assert level_figures(s, "L1w")[:4] == (4 * 480, 0, 0, 4)
+    assert level_figures(s, "L1i")[:4] == (16 * 160, 0, 0, 16)
+    c = s.counters
+    assert (c.stored_bytes, c.rmw_bytes, c.opens) == (1536, 0, 1)
+
+
+def test_a_reused_accumulator_writes_back_before_it_is_reloaded():
+    """One L1acc buffer per column tile, reused for each row tile: written back at each reuse and at the exit
+    (4 per column tile, 192 B each), so the same bytes as one buffer per tile; one buffer at a time (192 B)."""
+    s = run_matmul(reuse_acc=True)
+    assert level_figures(s, "L1acc") == (0, 1536, 0, 0, 8, 0, 8, 192)
+    allocs = [e for e in s.trace.events if e[0] == trace_module.ALLOC_IN
+              and s.trace.scopes[e[7]].level == "L1acc"]
+    assert len(allocs) == 2
+
+
+@pytest.mark.parametrize("k_chunk, reuse_acc", [(K, False), (20, False), (K, True)])
+def test_staged_schedules_match_torch(k_chunk, reuse_acc):
+    schedule = Schedule("mm-l1", matmul_workload(), matmul_body(k_chunk, reuse_acc), hardware="blog-l1")
+    assert_schedule_matches_torch(schedule, L1, reduction=K)
+
+
+def test_the_trace_names_each_level_transfer():
+    """STAGE names the SRAM buffer it copies, WRITEBACK the SRAM buffer it writes; every allocation is an
+    ALLOC_IN naming its scope; the columnar log gives the same events as the reference list."""
+    s = run_matmul()
+    tr = s.trace
+    events = list(tr.events)
+    assert tr.multi_level() and not any(e[0] == trace_module.ALLOC for e in events)
+    owner = {e[1]: tr.scopes[e[7]].level for e in events if e[0] == trace_module.ALLOC_IN}
+    tensor_of = {e[1]: e[2] for e in events if e[0] == trace_module.ALLOC_IN}
+    stages = [e for e in events if e[0] == trace_module.STAGE]
+    backs = [e for e in events if e[0] == trace_module.WRITEBACK]
+    assert len(stages) == 10 and len(backs) == 8
+    for e in stages + backs:
+        assert owner[e[1]] != "SRAM" and owner[e[5]] == "SRAM" and tensor_of[e[5]] == e[2]
+    assert sum(e[4] for e in stages) == 1920 + 2560 and sum(e[4] for e in backs) == 1536
+    assert [s.path[-1] + ":" + s.level for s in tr.scopes] == ["sram:SRAM", "w:L1w", "i:L1i", "acc:L1acc"]
+
+
+def test_the_columnar_log_equals_the_reference_list_on_a_leveled_run(monkeypatch):
+    columnar = list(run_matmul(k_chunk=20).trace.events)
+    monkeypatch.setattr(trace_module, "COLUMNAR", False)
+    assert list(run_matmul(k_chunk=20).trace.events) == columnar
+
+
+def test_one_level_traces_are_not_multi_level():
+    s = Session(preset("blog"), numeric=False)
+    x = s.input("x", (4, 4))
+    with GlobalHierarchy(s, "t"):
+        x[0:4, 0:4]
+    assert not s.finish().multi_level()
+
+
+@pytest.mark.parametrize("hw", [L1, SHARED, WEIGHTS_ONLY], ids=lambda h: h.name)
+def test_the_level_kernel_equals_the_per_level_model_on_random_nests(hw):
+    """The traced run of a random `LevelNest` moves, per level, the bytes `analyze_levels` gives in closed form
+    (loads, write-backs, transfers, read-modify-writes; the SRAM's DDR traffic too), and its peak equals the
+    model's for a level holding one tensor (the model's is an upper bound for a shared level)."""
+    rng = random.Random(zlib.crc32(hw.name.encode()))
+    for _ in range(40):
+        nest = random_level_nest(rng, hw)
+        model = analyze_levels(nest)
+        s = Session(hw, numeric=False, enforce_capacity=False)
+        execute_levels(nest, s, bind_tensors(s, loopnest_workload(nest.problem), None))
+        s.finish()
+        c = s.counters
+        for lv in model.levels:
+            if lv.level == "SRAM":
+                got = (c.loaded_bytes, c.stored_bytes, c.loads + c.stores, c.rmw_bytes, c.peak_sram_bytes)
+            else:
+                t = c.levels[lv.level]
+                got = (t.loaded_bytes, t.stored_bytes, t.loads + t.stores, t.rmw_bytes, t.peak_bytes)
+            want = (lv.loaded_bytes, lv.stored_bytes, lv.transfers, lv.rmw_bytes, lv.peak_bytes)
+            assert got[:4] == want[:4], (lv.level, nest.format())
+            if len(lv.holds) == 1 or lv.level == "SRAM":
+                assert got[4] == want[4], (lv.level, nest.format())
+            else:
+                assert got[4] <= want[4], (lv.level, nest.format())
+
+
+@pytest.mark.parametrize("hw", [L1, SHARED, WEIGHTS_ONLY], ids=lambda h: h.name)
+def test_random_level_nests_match_torch(hw):
+    rng = random.Random(1 + zlib.crc32(hw.name.encode()))
+    for _ in range(4):
+        nest = random_level_nest(rng, hw)
+        p = nest.problem
+        reduction = math.prod(p.extents[d] for d in p.dims if d not in {a.dim for a in p.output.axes})
+        assert_schedule_matches_torch(levelnest_schedule(nest), hw, reduction=reduction, enforce_capacity=False)
+
+
+DEEP = dataclasses.replace(preset("blog"), name="deep", inner_levels=(
+    MemoryLevel("L1", 64 * KIB, 64.0, holds=("input", "weight", "output")),
+    MemoryLevel("L0", 4 * KIB, 128.0, holds=("weight",), parent="L1"),
+))
+
+
+def test_a_level_below_an_inner_level_stages_through_it():
+    """On SRAM -> L1 -> L0 (weights): a weight tile taken in an L0 scope is staged into L1 first (in L1's
+    innermost scope), then into L0; a second L0 tile inside the same L1 box hits L1."""
+    s = Session(DEEP, numeric=True)
+    rng = np.random.default_rng(0)
+    a, b = rng.standard_normal((8, 16), dtype=np.float32), rng.standard_normal((16, 48), dtype=np.float32)
+    A, B, C = s.input("a", a), s.input("b", b, role="weight"), s.output("c", (8, 48))
+    tc = TensorCore(s)
+    with GlobalHierarchy(s, "sram"):
+        with GlobalHierarchy(s, "l1", level="L1"):
+            B[0:16, 0:48]  # L1 holds all of b: staged once from the SRAM (itself loaded from DDR)
+            x = A[0:8, 0:16]
+            for n0 in (0, 24):
+                with GlobalHierarchy(s, "l0", level="L0"):
+                    w = B[0:16, n0:n0 + 24]
+                    o = C[0:8, n0:n0 + 24]
+                    o += tc.matmul(x, w)
+    s.finish()
+    assert np.allclose(s.tensors["c"].data, a @ b, atol=1e-5)
+    assert level_figures(s, "L0")[:4] == (2 * 16 * 24, 0, 0, 2)
+    l1 = s.counters.levels["L1"]
+    assert (l1.per_tensor["b"]["loaded_bytes"], l1.per_tensor["b"]["hits"]) == (16 * 48, 2)
+    assert (l1.per_tensor["c"]["stored_bytes"], l1.per_tensor["c"]["opens"]) == (2 * 8 * 24, 2)
+    assert s.counters.per_tensor["b"].loaded_bytes == 16 * 48
+
+
+# -- errors ----------------------------------------------------------------------------------------------------
+def staged_session(**kwargs):
+    s = Session(L1, numeric=False, **kwargs)
+    return s, s.input("a", (M, K)), s.input("b", (K, N), role="weight"), s.output("c", (M, N))
+
+
+def test_unknown_levels_and_too_many_ways_are_refused():
+    s, *_ = staged_session()
+    with pytest.raises(ValueError, match=r"level 'L9' is not a memory level of hardware 'blog-l1'.*'L1w'"):
+        GlobalHierarchy(s, "x", level="L9")
+    blog = Session(preset("blog"), numeric=False)
+    with pytest.raises(ValueError, match=r"level 'L1w' is not a memory level of hardware 'blog'; its levels: "
+                                         r"\['SRAM'\]"):
+        GlobalHierarchy(blog, "x", level="L1w")
+    with pytest.raises(ValueError, match="3 ways at level L1w, which allows at most 2"):
+        with GlobalHierarchy(s, "x", level="L1w", ways=3):
+            pass
+
+
+def test_roles_are_checked():
+    s = Session(L1, numeric=False)
+    with pytest.raises(ValueError, match="role must be \"input\" or \"weight\""):
+        s.input("w", (4, 4), role="output")
+    with pytest.raises(ValueError, match=r"roles name \['c'\], which are not inputs"):
+        Workload("w", inputs={"a": (1,)}, outputs={"c": (1,)}, reference=lambda a: {}, roles={"c": "weight"})
+
+
+def test_the_tensorcore_reads_the_innermost_level_only():
+    s, a, b, c = staged_session()
+    tc = TensorCore(s)
+    with GlobalHierarchy(s, "sram"):
+        w = b[0:16, 0:24]
+        with GlobalHierarchy(s, "i", level="L1i"):
+            x = a[0:8, 0:16]
+            with GlobalHierarchy(s, "acc", level="L1acc"):
+                o = c[0:8, 0:24]
+                with pytest.raises(ValueError, match=r"operand b\[0:16, 0:24\] is in SRAM, but on blog-l1 the "
+                                                     r"TensorCore reads weights from L1w only"):
+                    o += tc.matmul(x, w)
+
+
+def test_a_weight_declared_as_an_input_is_named():
+    s = Session(L1, numeric=False)
+    a, b, c = s.input("a", (8, 16)), s.input("b", (16, 24)), s.output("c", (8, 24))
+    tc = TensorCore(s)
+    with GlobalHierarchy(s, "sram"):
+        with GlobalHierarchy(s, "i", level="L1i"):
+            x, w = a[0:8, 0:16], b[0:16, 0:24]
+            with GlobalHierarchy(s, "acc", level="L1acc"):
+                o = c[0:8, 0:24]
+                with pytest.raises(ValueError, match=r"b is its weight operand, but its role is 'input'; declare "
+                                                     r"it with s.input\('b', data, role='weight'\)"):
+                    o += tc.matmul(x, w)
+
+
+def test_a_level_overflow_names_the_level_and_its_buffers():
+    """L1acc holds 16 KiB: 2 ways x 8 x 48 B (768 B) live, then 2 x 192 x 48 B (18,432 B) more do not fit."""
+    s = Session(L1, numeric=False)
+    c = s.output("c", (200, 48))
+    with GlobalHierarchy(s, "sram"):
+        c[0:200, 0:48]
+        with GlobalHierarchy(s, "acc", level="L1acc", ways=2):
+            c[0:8, 0:48]
+            with pytest.raises(SramOverflowError, match=r"(?s)L1acc overflow: allocating 18432 B for c\[8:200, "
+                                                        r"0:48\] \(2-way buffered\).*19200 B > its capacity 16384 B"
+                                                        r".*c\[0:8, 0:48\]: 768 B in scope sram/acc"):
+                c[8:200, 0:48]
+
+
+def test_staging_needs_an_open_parent_scope():
+    s, a, b, c = staged_session()
+    with pytest.raises(RegionError, match=r"b\[0:16, 0:24\] is staged into L1w in scope w, but no scope of its "
+                                          r"parent level SRAM is open"):
+        with GlobalHierarchy(s, "w", level="L1w"):
+            b[0:16, 0:24]
+
+
+def test_reading_around_a_modified_inner_copy_is_a_coherence_error():
+    s, a, b, c = staged_session()
+    tc = TensorCore(s)
+    with GlobalHierarchy(s, "sram"):
+        with GlobalHierarchy(s, "w", level="L1w"):
+            w = b[0:16, 0:24]
+            with GlobalHierarchy(s, "i", level="L1i"):
+                x = a[0:8, 0:16]
+                with GlobalHierarchy(s, "acc", level="L1acc"):
+                    o = c[0:8, 0:24]
+                    o += tc.matmul(x, w)
+                    with GlobalHierarchy(s, "inner-sram"):
+                        assert c[0:4, 0:24].buffer is o.buffer  # inside the modified copy: a hit there
+                        with pytest.raises(CoherenceError, match=r"c\[0:16, 0:24\] is read while buffer \d+ in "
+                                                                 r"L1acc holds modified data"):
+                            c[0:16, 0:24]
+
+
+def test_a_scope_site_keeps_its_level():
+    s, a, b, c = staged_session()
+    with GlobalHierarchy(s, "sram"):
+        with pytest.raises(ValueError, match="entered at level L1w before and now at L1i"):
+            for level in ("L1w", "L1i"):
+                with GlobalHierarchy(s, "t", level=level):
+                    pass
