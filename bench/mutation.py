@@ -50,6 +50,7 @@ SLIDE_TESTS = ("tests/test_slide.py",)
 CONV_MAPPING_TESTS = ("tests/test_conv_mapping.py", "tests/test_tensorcore.py")
 LEVEL_TESTS = ("tests/test_hierarchy.py",)
 LAYOUT_TESTS = ("tests/test_layout.py",)
+TRACED_LEVEL_TESTS = ("tests/test_levels.py",)
 TIMING_TESTS = ("tests/test_timing.py", "tests/test_timing_rules.py", "tests/test_timing_columnar.py",
                 "tests/test_timing_result.py")
 
@@ -502,6 +503,19 @@ MUTANTS: list[Mutant] = [
     Mutant('level search: no staging in the outer nest', 'dsasim/architect/level_search.py',
            'if option is not None:  # staged outside the inner loops', 'if False:  # staged outside the inner loops',
            LEVEL_TESTS),
+    Mutant('traced levels: an output region written back before opens as zeros again', 'dsasim/traced/levels.py',
+           'if arr.writable and (written is None or not written.any_in(region)):', 'if arr.writable:',
+           TRACED_LEVEL_TESTS),
+    Mutant('traced levels: a hit only in the target level, not below it', 'dsasim/traced/levels.py',
+           'lv is not None and r >= floor', 'lv is not None and r == floor', TRACED_LEVEL_TESTS),
+    Mutant('traced levels: ways left out of a level\'s footprint', 'dsasim/traced/levels.py',
+           '        charged = nbytes * inst.ways\n        used = self.live_bytes[level] + charged',
+           '        charged = nbytes\n        used = self.live_bytes[level] + charged', TRACED_LEVEL_TESTS),
+    Mutant('traced levels: a staged partial sum modified again is no read-modify-write', 'dsasim/traced/levels.py',
+           'self.traffic[buf.level].add(buf.tensor.name, "rmw_bytes", buf.load_bytes)', 'pass', TRACED_LEVEL_TESTS),
+    Mutant('traced levels: the write-back does not reach the SRAM copy', 'dsasim/traced/levels.py',
+           '            target.data[_within(region, target.region)] = buf.data', '            pass',
+           TRACED_LEVEL_TESTS),
     Mutant('layout: runs never grow past the innermost axis', 'dsasim/layout.py',
            '    while k > 0 and extents[k] == sizes[k]:', '    while False:', LAYOUT_TESTS),
     Mutant('layout: descriptor cycles left out of a transfer', 'dsasim/timing/model.pyx',
