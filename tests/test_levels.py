@@ -323,3 +323,15 @@ def test_a_scope_site_keeps_its_level():
             for level in ("L1w", "L1i"):
                 with GlobalHierarchy(s, "t", level=level):
                     pass
+
+
+def test_traffic_by_scope_names_each_level():
+    """Staged and written-back bytes land in the scope that moved them, with its level."""
+    from dsasim.view.report import traffic_by_scope
+
+    rows = {(r.scope, r.tensor, r.level): r for r in traffic_by_scope(run_matmul().trace)}
+    assert (rows["sram", "a", "SRAM"].loaded_bytes, rows["sram", "c", "SRAM"].stored_bytes) == (1280, 1536)
+    assert rows["sram/w", "b", "L1w"].loaded_bytes == 1920 and rows["sram/w", "b", "L1w"].instances == 2
+    assert rows["sram/w/i", "a", "L1i"].loaded_bytes == 2560
+    acc = rows["sram/w/i/acc", "c", "L1acc"]
+    assert (acc.stored_bytes, acc.stores, acc.loaded_bytes) == (1536, 8, 0)

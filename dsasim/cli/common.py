@@ -207,6 +207,14 @@ def loopnest_runner() -> Callable[..., Any] | None:
     return found[0].load() if found else None
 
 
+def levelnest_runner() -> Callable[..., Any] | None:
+    """The `LevelNest` kernel (`kernels.loopnest_kernel.run_levelnest`), through the `dsasim.levelnest_runner`
+    entry point; None when none is registered."""
+    from importlib.metadata import entry_points
+    found = sorted(entry_points(group="dsasim.levelnest_runner"), key=lambda e: e.name)
+    return found[0].load() if found else None
+
+
 def fused_runner() -> Callable[..., Any] | None:
     """The fused-chain kernel (`kernels.fused_kernel.run_fused`), through the `dsasim.fused_runner` entry point."""
     from importlib.metadata import entry_points

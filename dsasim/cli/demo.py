@@ -63,14 +63,32 @@ def format_tensors(result: RunResult) -> str:
     header = ("tensor", "size B", "loaded B", "stored B", "rmw B", "hits", "re-fetch", "blog count")
     rows = [(t.name, t.tensor_bytes, t.loaded_bytes, t.stored_bytes, t.rmw_bytes, t.hits,
              f"{t.refetch_factor:.2f}x", t.blog_loaded_elements) for t in result.tensors]
-    return f"{result.name} on {result.hardware}: per-tensor traffic\n" + format_table(header, rows)
+    text = f"{result.name} on {result.hardware}: per-tensor traffic\n" + format_table(header, rows)
+    if result.levels:
+        header = ("level", "tensor", "staged B", "written back B", "rmw B", "stages", "write-backs", "hits",
+                  "zero-fills")
+        rows = []
+        for lv in result.levels:
+            for tensor, t in lv["per_tensor"].items():
+                rows.append((lv["level"], tensor, t["loaded_bytes"], t["stored_bytes"], t["rmw_bytes"], t["loads"],
+                             t["stores"], t["hits"], t["opens"]))
+            rows.append((lv["level"], f"(all; peak {lv['peak_bytes']:,} of {lv['capacity_bytes']:,} B)",
+                         lv["loaded_bytes"], lv["stored_bytes"], lv["rmw_bytes"], lv["loads"], lv["stores"],
+                         lv["hits"], lv["opens"]))
+        text += (f"\n\n{result.name} on {result.hardware}: traffic between each level below the SRAM and its "
+                 f"parent\n" + format_table(header, rows, left=(0, 1)))
+    return text
 
 
 def format_traffic_by_scope(rows: Sequence[ScopeTraffic]) -> str:
     """A table of `dsasim.view.report.traffic_by_scope` rows."""
     header = ("scope", "runs", "tensor", "loaded B", "stored B", "loads", "stores", "hits")
-    return format_table(header, [(r.scope, r.instances, r.tensor, r.loaded_bytes, r.stored_bytes, r.loads,
-                                  r.stores, r.hits) for r in rows], left=(0, 2))
+    table = [(r.scope, r.instances, r.tensor, r.loaded_bytes, r.stored_bytes, r.loads, r.stores, r.hits)
+             for r in rows]
+    if any(r.level != "SRAM" for r in rows):  # below the SRAM: which level's port moved the bytes
+        header += ("level",)
+        table = [row + (r.level,) for row, r in zip(table, rows)]
+    return format_table(header, table, left=(0, 2, 8))
 
 
 def _demo_one(name: str, hardware: Accelerator, numeric: bool, seed: int, by_scope: bool, timing: bool,

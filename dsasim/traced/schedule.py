@@ -128,6 +128,8 @@ class RunResult:
     tensorcore_cycles: int | None = None
     max_abs_err: float | None = None
     tensors: tuple[TensorReport, ...] = ()
+    # each memory level below the SRAM: `LevelTraffic.to_json()` plus its capacity_bytes (empty on one level)
+    levels: tuple[Mapping[str, Any], ...] = ()
     # filled in by timing the trace (dsasim.timing.simulate); None when not timed or the run failed
     cycles: int | None = None
     roofline_cycles: int | None = None
@@ -168,6 +170,7 @@ class RunResult:
             "tensors": [{"name": t.name, "tensor_bytes": t.tensor_bytes, "loaded_bytes": t.loaded_bytes,
                          "stored_bytes": t.stored_bytes, "rmw_bytes": t.rmw_bytes, "hits": t.hits,
                          "refetch_factor": round(t.refetch_factor, 6)} for t in self.tensors],
+            **({"levels": [dict(lv) for lv in self.levels]} if self.levels else {}),
         }
 
 
@@ -322,6 +325,8 @@ def run_schedule(schedule: Schedule, hardware: Accelerator, numeric: bool = True
                      peak_sram_bytes=c.peak_sram_bytes, blog_loaded_elements=blog_count, macs=c.macs,
                      tensorcore_cycles=c.tensorcore_cycles, max_abs_err=err_value,
                      tensors=_tensor_reports(c, session),
+                     levels=tuple({**lv.to_json(), "capacity_bytes": hardware.level(name).capacity_bytes}
+                                  for name, lv in c.levels.items()),
                      trace=trace if record_trace and not session.trace_dropped else None, outputs=outputs,
                      **blog_extra)
 
