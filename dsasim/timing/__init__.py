@@ -1,7 +1,8 @@
 """Timing simulation of a trace: engines, DDR ports, dependencies, stalls, timelines.
 
 `simulate(trace, hardware)` lowers the trace into an operation graph (`model.pyx`: engines, durations,
-dependencies; each event checked first by `validate.pyx`), times it exactly into a `Timeline` (`engine.pyx`, a
+dependencies; each event checked first by `validate.pyx`; memory levels below the SRAM get a DMA engine each,
+`dma-<level>`, for their STAGE and WRITEBACK events), times it exactly into a `Timeline` (`engine.pyx`, a
 fast discrete-event list scheduler; `reference=True` uses `reference.build_timeline_simpy`, the simpy reference
 scheduler, which implements the same rules and is tested equal), and derives a `SimResult` (`result.py`). The trace
 is the only input. The .pyx modules are compiled by Cython at `pip install -e .` (setup.py) and are the only
@@ -17,10 +18,10 @@ from dsasim.traced.trace import Trace
 from dsasim.timing.engine import Timeline, build_timeline
 from dsasim.timing.errors import DeadlockError, TimingError, TraceError
 from dsasim.timing.model import OpGraph, lower
-from dsasim.timing.result import OpRecord, SimResult, build_result
+from dsasim.timing.result import LevelFigures, OpRecord, SimResult, build_result
 from dsasim.timing.validate import validate_trace
 
-__all__ = ["DeadlockError", "OpGraph", "OpRecord", "SimResult", "Timeline", "TimingError", "TraceError",
+__all__ = ["DeadlockError", "LevelFigures", "OpGraph", "OpRecord", "SimResult", "Timeline", "TimingError", "TraceError",
            "build_timeline", "lower", "simulate", "validate_trace"]
 
 

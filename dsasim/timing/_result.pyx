@@ -9,7 +9,7 @@ from libc.stdint cimport int8_t, int16_t, int64_t
 
 import numpy as np
 
-from dsasim.timing.model import LOAD_OP, REASON_NAMES, STORE_OP, TC_OP, VEC_OP
+from dsasim.timing.model import LOAD_OP, REASON_NAMES, STAGE_OP, STORE_OP, TC_OP, VEC_OP, WRITEBACK_OP
 
 
 def engine_figures(const int16_t[:] engine, const int64_t[:] starts, const int64_t[:] ends,
@@ -174,7 +174,7 @@ cdef class CriticalChain:
     cdef const int8_t[:] ddr_check, port, kind
     cdef list port_order  # per port: its transfers in the order it carried them (int64 arrays)
     cdef Py_ssize_t n
-    cdef dict labels  # (kind, tensor) -> stall label
+    cdef dict labels  # (kind, tensor) -> stall label; for a STAGE or WRITEBACK (kind, engine) -> label
 
     def __init__(self, g, timeline) -> None:
         self.g = g
@@ -245,6 +245,13 @@ cdef class CriticalChain:
             text = self.labels.get(key)
             if text is None:
                 text = f"{'load' if k == LOAD_OP else 'store'}:{self.g.tensor_names[key[1]]}"
+                self.labels[key] = text
+            return text
+        if k == STAGE_OP or k == WRITEBACK_OP:  # named by the level: its engine is "dma-<level>"
+            key = (k, int(self.g.engine[op]))
+            text = self.labels.get(key)
+            if text is None:
+                text = f"{'stage' if k == STAGE_OP else 'writeback'}:{self.g.engine_names[key[1]][4:]}"
                 self.labels[key] = text
             return text
         if k == VEC_OP:

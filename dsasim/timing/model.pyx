@@ -232,7 +232,7 @@ class OpGraph:
     ddr_check: np.ndarray  # bool: transfers of writable tensors, whose DDR dependencies the scheduler resolves
     queues: list[np.ndarray]  # per engine, its operations in program order
     engine_names: list[str]
-    engine_ports: list[int]  # per engine, its DDR port (-1 for compute engines)
+    engine_ports: list[int]  # per engine, its DDR port (-1 for compute engines and the inner levels' dma-<level>)
     n_ports: int
     load_engines: tuple[int, ...]
     store_engine: int
@@ -335,7 +335,7 @@ cdef class _EngineMap:
 
 cdef class _Lowering(TraceChecker):
     """The state of `lower` while it walks the trace, and one handler per event kind (`load`, `compute`, `open`,
-    `alloc`, `free`, `store`) that checks the event (the TraceChecker's check of that kind, so a bad event is a
+    `alloc`, `alloc_in`, `stage`, `writeback`, `free`, `store`, `slide`) that checks the event (the TraceChecker's check of that kind, so a bad event is a
     TraceError before it is lowered) and applies that kind's rules.
 
     Operations are columns of growable numpy arrays (index = op id), their dependencies one flat array (op * 4 +

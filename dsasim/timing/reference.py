@@ -1,8 +1,9 @@
 """The simpy reference scheduler: the same rules as `engine.pyx`, written the obvious way.
 
 One simpy process per engine walks its operations in program order: it waits for each operation's dependencies
-(their `done` events), asks the operation's DDR port for a grant if it is a transfer, holds the engine (and the
-port) for the operation's duration, then triggers `done`. Engine-less nodes (OPEN, FREE) get a process each.
+(their `done` events), asks the operation's DDR port for a grant if it is a DDR transfer (a STAGE or WRITEBACK
+has no DDR port: its level's port is its engine's alone), holds the engine (and the port) for the operation's
+duration, then triggers `done`. Engine-less nodes (OPEN, FREE) get a process each.
 DDR dependencies are found by scanning every earlier transfer of the tensor (no pruning).
 
 A port grants at most one transfer at a time. Its decision at time t runs after everything else that happens at

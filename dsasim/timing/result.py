@@ -24,6 +24,11 @@ Definitions (cycles at the accelerator clock):
     fill until the end of the last operation on it (its release); per window, the time-averaged bytes per
     tensor. peak_sram_bytes is the exact peak of that; reserved_sram_bytes is the trace's capacity charge
     (bytes x ways of N-way scopes), which the schedule was checked against.
+  * memory levels below the SRAM (`levels`, one `LevelFigures` each, empty on one-level hardware): per inner
+    level, the bytes its STAGEs moved in and its WRITEBACKs moved out, its engine's busy cycles and utilization,
+    its occupancy over time and exact peak (as the SRAM's, over that level's buffers) and its reserved bytes
+    (the peak of the trace's charges there, from ALLOC_IN and FREE). The SRAM figures above count SRAM buffers
+    only; a level's port time, ceil((staged + written back bytes) / bytes_per_cycle), is a roofline term.
 """
 
 from __future__ import annotations
@@ -39,10 +44,10 @@ from dsasim.hardware import Accelerator
 from dsasim.traced.trace import Region, format_region
 from dsasim.timing._result import CriticalChain, buffer_ends, engine_figures, peak_bytes, spread_integrals
 from dsasim.timing.engine import Timeline
-from dsasim.timing.model import FREE_OP, KIND_NAMES, LOAD_OP, STORE_OP, OpGraph
+from dsasim.timing.model import FREE_OP, KIND_NAMES, LOAD_OP, STAGE_OP, STORE_OP, WRITEBACK_OP, OpGraph
 
-# operation kinds as they appear in records
-KINDS = KIND_NAMES[:5]
+# operation kinds as they appear in records (FREE nodes never do)
+KINDS = KIND_NAMES
 
 
 class OpRecord(NamedTuple):
@@ -114,6 +119,43 @@ class OpRegions(Sequence):
 
 
 @dataclass(frozen=True, eq=False)
+class LevelFigures:
+    """One memory level below the SRAM in a timed run: its traffic with its parent, its engine, its occupancy."""
+
+    name: str
+    parent: str
+    engine: str  # the engine of its STAGEs and WRITEBACKs, "dma-<name>"
+    capacity_bytes: int
+    bytes_per_cycle: float
+    setup_cycles: int
+    staged_bytes: int  # moved in from the parent (STAGE)
+    written_back_bytes: int  # moved out to the parent (WRITEBACK)
+    stages: int
+    writebacks: int
+    busy_cycles: int  # of its engine
+    utilization: float  # busy_cycles / cycles, 0..1
+    peak_bytes: int  # exact peak of its occupancy over time (one copy per buffer, as the SRAM's)
+    reserved_bytes: int  # peak of the trace's charges in it (bytes x ways)
+    tensors: tuple[str, ...]
+    occupancy: np.ndarray  # (len(tensors), windows): time-averaged bytes per window
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-ready summary with a fixed key order."""
+        return {"parent": self.parent, "engine": self.engine, "capacity_bytes": self.capacity_bytes,
+                "staged_bytes": self.staged_bytes, "written_back_bytes": self.written_back_bytes,
+                "stages": self.stages, "writebacks": self.writebacks, "busy_cycles": self.busy_cycles,
+                "utilization": round(self.utilization, 6), "peak_bytes": self.peak_bytes,
+                "reserved_bytes": self.reserved_bytes,
+                "occupancy_bytes_per_window": [round(float(v), 3) for v in self.occupancy.sum(axis=0)]}
+
+    def summary(self) -> str:
+        """One readable line."""
+        return (f"{self.name} (from {self.parent}): staged {self.staged_bytes} B in {self.stages} ops, written back "
+                f"{self.written_back_bytes} B in {self.writebacks}; {self.engine} {self.utilization:.1%} busy; peak "
+                f"{self.peak_bytes} B occupied, {self.reserved_bytes} B reserved of {self.capacity_bytes} B")
+
+
+@dataclass(frozen=True, eq=False)
 class SimResult:
     """The timed run of one trace on one accelerator (immutable; arrays are read-only)."""
 
@@ -156,6 +198,8 @@ class SimResult:
     buffer_bytes: np.ndarray
     buffer_start: np.ndarray
     buffer_end: np.ndarray
+    buffer_level: np.ndarray | None = None  # per buffer: its level's index (0: the SRAM, then `levels`' order)
+    levels: tuple[LevelFigures, ...] = ()  # the memory levels below the SRAM, parents first
 
     # -- derived figures -----------------------------------------------------------------------------------
     @property
@@ -241,6 +285,7 @@ class SimResult:
             "window_cycles": self.window_cycles,
             "ddr_load_bytes_per_window": [round(float(v), 3) for v in self.ddr_load_bytes],
             "ddr_store_bytes_per_window": [round(float(v), 3) for v in self.ddr_store_bytes],
+            **({"levels": {lv.name: lv.to_json() for lv in self.levels}} if self.levels else {}),
         }
 
     def summary(self) -> str:
@@ -256,6 +301,7 @@ class SimResult:
             "engines: " + ", ".join(f"{e} {self.utilization(e):.1%} ({self.engine_operations[e]} ops)"
                                     for e in self.engines),
         ]
+        lines += [lv.summary() for lv in self.levels]
         if self.peak_sram_bytes > self.sram_bytes:
             lines.append(f"warning: buffers overlap in time beyond the SRAM capacity ({self.peak_sram_bytes} B > "
                          f"{self.sram_bytes} B): the trace's ALLOC addresses place buffers beyond the SRAM")
@@ -327,7 +373,11 @@ def _roofline_terms(g: OpGraph, hardware: Accelerator, busy: Mapping[str, int]) 
         ddr = math.ceil((g.loaded_bytes + g.stored_bytes) / bw)
     else:
         ddr = math.ceil(max(g.loaded_bytes, g.stored_bytes) / bw)
-    return {"tensorcore": busy["tensorcore"], "vector": busy["vector"], "ddr": ddr}
+    terms = {"tensorcore": busy["tensorcore"], "vector": busy["vector"], "ddr": ddr}
+    for i, lv in enumerate(hardware.levels[1:], start=1):  # a level's port carries its transfers one at a time
+        moved = int(g.nbytes[np.isin(g.kind, (STAGE_OP, WRITEBACK_OP)) & (g.engine == g.level_engines[i])].sum())
+        terms[lv.name] = math.ceil(moved / float(lv.bytes_per_cycle))
+    return terms
 
 
 def _ddr_per_window(ops: _OpArrays, setup_cycles: int, edges: np.ndarray) -> list[np.ndarray]:
@@ -339,7 +389,7 @@ def _ddr_per_window(ops: _OpArrays, setup_cycles: int, edges: np.ndarray) -> lis
 
 
 def _buffer_intervals(g: OpGraph, timeline: Timeline) -> tuple[np.ndarray, ...]:
-    """(tensor, bytes, start, end) of every filled buffer: occupied from its first fill to its release."""
+    """(tensor, bytes, start, end, level) of every filled buffer: occupied from its first fill to its release."""
     first = np.asarray(g.buffer_first_op, dtype=np.int64)
     keep = first >= 0
     # the end of the last of its final users (never freed: occupied until the end)
@@ -347,12 +397,14 @@ def _buffer_intervals(g: OpGraph, timeline: Timeline) -> tuple[np.ndarray, ...]:
                         np.asarray(g.buffer_final_ops, dtype=np.int64), timeline.ends, timeline.cycles)
     b_tensor = np.asarray(g.buffer_tensor, dtype=np.int32)[keep]
     b_bytes = np.asarray(g.buffer_nbytes, dtype=np.int64)[keep]
-    return b_tensor, b_bytes, timeline.starts[first[keep]], b_end[keep]
+    b_level = np.asarray(g.buffer_level, dtype=np.int32)[keep]
+    return b_tensor, b_bytes, timeline.starts[first[keep]], b_end[keep], b_level
 
 
 def _sram_occupancy(g: OpGraph, b_tensor: np.ndarray, b_bytes: np.ndarray, b_start: np.ndarray, b_end: np.ndarray,
                     edges: np.ndarray, w: int) -> tuple[tuple[str, ...], np.ndarray]:
-    """The tensors present in SRAM and their time-averaged bytes per window, one row each."""
+    """The tensors present in the buffers given (one level's) and their time-averaged bytes per window, one row
+    each."""
     by_tensor = np.argsort(b_tensor, kind="stable").astype(np.int64, copy=False)  # each tensor's buffers, in
     in_order = b_tensor[by_tensor]  # buffer order, as one run
     bounds = [0] + (np.flatnonzero(np.diff(in_order)) + 1).tolist() + [len(by_tensor)] if len(by_tensor) else [0]
@@ -383,9 +435,13 @@ def build_result(g: OpGraph, timeline: Timeline, hardware: Accelerator, window_c
         raise ValueError(f"window_cycles must be >= 1, got {w}")
     edges = np.arange(max(1, math.ceil(cycles / w)) + 1, dtype=np.float64) * w
     ddr_bytes = _ddr_per_window(ops, hardware.dma_setup_cycles, edges)
-    b_tensor, b_bytes, b_start, b_end = _buffer_intervals(g, timeline)
-    sram_names, occupancy = _sram_occupancy(g, b_tensor, b_bytes, b_start, b_end, edges, w)
+    b_tensor, b_bytes, b_start, b_end, b_level = _buffer_intervals(g, timeline)
+    in_sram = b_level == 0
+    sram = (b_tensor, b_bytes, b_start, b_end) if in_sram.all() else tuple(
+        a[in_sram] for a in (b_tensor, b_bytes, b_start, b_end))
+    sram_names, occupancy = _sram_occupancy(g, *sram, edges, w)
     stalls = _attribute_stalls(g, timeline, cycles)
+    levels = _level_figures(g, hardware, ops, busy, cycles, (b_tensor, b_bytes, b_start, b_end, b_level), edges, w)
     return SimResult(
         hardware=hardware.name, clock_hz=hardware.clock_hz, dram_bytes_per_cycle=float(hardware.dram_bytes_per_cycle),
         dram_shared_load_store=hardware.dram_shared_load_store, dma_setup_cycles=hardware.dma_setup_cycles,
@@ -395,11 +451,34 @@ def build_result(g: OpGraph, timeline: Timeline, hardware: Accelerator, window_c
         loaded_bytes=g.loaded_bytes, stored_bytes=g.stored_bytes, macs=g.macs,
         tensorcore_macs=g.tensorcore_macs, padded_macs=g.padded_macs,
         roofline_cycles=max(terms.values()), roofline_terms=MappingProxyType(terms),
-        stall_cycles=MappingProxyType(stalls), peak_sram_bytes=_peak_bytes(b_bytes, b_start, b_end),
+        stall_cycles=MappingProxyType(stalls), peak_sram_bytes=_peak_bytes(*sram[1:]),
         reserved_sram_bytes=g.reserved_sram_bytes, window_cycles=w,
         ddr_load_bytes=_frozen(ddr_bytes[0]), ddr_store_bytes=_frozen(ddr_bytes[1]), sram_tensors=sram_names,
         sram_occupancy=_frozen(occupancy), tensors=tuple(g.tensor_names), op_engine=_frozen(ops.engine),
         op_kind=_frozen(ops.kind), op_start=_frozen(ops.starts), op_end=_frozen(ops.ends),
         op_bytes=_frozen(ops.nbytes), op_tensor=_frozen(ops.tensor), op_buffer=_frozen(ops.buffer),
         op_regions=ops.regions, buffer_tensor=_frozen(b_tensor), buffer_bytes=_frozen(b_bytes),
-        buffer_start=_frozen(b_start), buffer_end=_frozen(b_end))
+        buffer_start=_frozen(b_start), buffer_end=_frozen(b_end), buffer_level=_frozen(b_level), levels=levels)
+
+
+def _level_figures(g: OpGraph, hardware: Accelerator, ops: _OpArrays, busy: Mapping[str, int], cycles: int,
+                   buffers: tuple[np.ndarray, ...], edges: np.ndarray, w: int) -> tuple[LevelFigures, ...]:
+    """The figures of each memory level below the SRAM (none on one-level hardware)."""
+    b_tensor, b_bytes, b_start, b_end, b_level = buffers
+    figures = []
+    for i, lv in enumerate(hardware.levels[1:], start=1):
+        engine = g.level_engines[i]
+        name = g.engine_names[engine]
+        mine = ops.engine == engine
+        staged, back = mine & (ops.kind == STAGE_OP), mine & (ops.kind == WRITEBACK_OP)
+        held = b_level == i
+        tensors, occupancy = _sram_occupancy(g, b_tensor[held], b_bytes[held], b_start[held], b_end[held], edges, w)
+        figures.append(LevelFigures(
+            name=lv.name, parent=lv.parent, engine=name, capacity_bytes=lv.capacity_bytes,
+            bytes_per_cycle=float(lv.bytes_per_cycle), setup_cycles=lv.setup_cycles,
+            staged_bytes=int(ops.nbytes[staged].sum()), written_back_bytes=int(ops.nbytes[back].sum()),
+            stages=int(staged.sum()), writebacks=int(back.sum()), busy_cycles=busy[name],
+            utilization=busy[name] / cycles if cycles else 0.0,
+            peak_bytes=_peak_bytes(b_bytes[held], b_start[held], b_end[held]),
+            reserved_bytes=int(g.reserved_level_bytes[i]), tensors=tensors, occupancy=_frozen(occupancy)))
+    return tuple(figures)

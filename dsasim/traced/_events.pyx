@@ -256,7 +256,7 @@ cdef class EventLog:
         self.kinds[kind] += 1
 
     cdef int c_link(self, int64_t kind, int64_t buffer, int64_t tensor, tuple region, int64_t other) except -1:
-        """A STAGE or WRITEBACK: `other` is the parent-level buffer (source or target)."""
+        """A STAGE or WRITEBACK (`other`: the parent-level buffer, source or target), or a SLIDE (its nbytes)."""
         cdef int64_t off = self._region(tensor, region)
         cdef int64_t* p = self.words.room(3)
         p[0] = kind | buffer << 8
@@ -275,14 +275,7 @@ cdef class EventLog:
         return 0
 
     cdef int c_slide(self, int64_t buffer, int64_t tensor, tuple region, int64_t nbytes) except -1:
-        cdef int64_t off = self._region(tensor, region)
-        cdef int64_t* p = self.words.room(3)
-        p[0] = SLIDE | buffer << 8
-        p[1] = tensor | off << 24
-        p[2] = nbytes
-        self.count += 1
-        self.kinds[SLIDE] += 1
-        return 0
+        return self.c_link(SLIDE, buffer, tensor, region, nbytes)  # (the same three words, nbytes third)
 
     cdef int64_t* c_compute(self, str unit, str op, int64_t out_buffer, Py_ssize_t n_inputs, int64_t macs,
                             int64_t cycles, int64_t padded_macs) except NULL:

@@ -1,11 +1,12 @@
 """Export a timing simulation as a Chrome / Perfetto trace (JSON), to open in https://ui.perfetto.dev.
 
-Layout: one process ("dsasim <hardware>"); one thread track per engine (dma-load, dma-store, tensorcore, vector)
-holding a complete ("X") slice per operation, named by kind, tensor and region (e.g.
-"load image[0:1, 0:16, 0:2, 0:56]"), with bytes, buffer and cycles as args; two counter ("C") tracks:
-"DDR bandwidth (B/cycle)" with a "load" and a "store" series (averaged over the result's windows) and
-"SRAM occupancy (B)" with one series per tensor (exact: a value at every change). OPEN operations take no time
-on any engine and are left out. Timestamps are microseconds at the accelerator clock, sorted ascending.
+Layout: one process ("dsasim <hardware>"); one thread track per engine (dma-load, dma-store, tensorcore, vector,
+and dma-<level> per memory level below the SRAM) holding a complete ("X") slice per operation, named by kind,
+tensor and region (e.g. "load image[0:1, 0:16, 0:2, 0:56]", "stage w[0:40, 0:24]"), with bytes, buffer and
+cycles as args; counter ("C") tracks: "DDR bandwidth (B/cycle)" with a "load" and a "store" series (averaged over
+the result's windows), "SRAM occupancy (B)" with one series per tensor (exact: a value at every change), and
+"<level> occupancy (B)" likewise for each level below the SRAM. OPEN operations take no time on any engine and
+are left out. Timestamps are microseconds at the accelerator clock, sorted ascending.
 """
 
 from __future__ import annotations
@@ -71,23 +72,33 @@ def perfetto_events(result: SimResult, name: str | None = None) -> list[dict[str
               "args": {"load": 0.0, "store": 0.0}}
         timed.append((ev["ts"], 0, seq, ev))
         seq += 1
-    for ts, values in _sram_steps(result):
-        ev = {"ph": "C", "pid": PID, "name": "SRAM occupancy (B)", "ts": _us(ts, clock), "args": values}
-        timed.append((ev["ts"], 0, seq, ev))
-        seq += 1
+    for level, track in [(0, "SRAM occupancy (B)")] + [(i, f"{lv.name} occupancy (B)")
+                                                        for i, lv in enumerate(result.levels, start=1)]:
+        for ts, values in _sram_steps(result, level):
+            ev = {"ph": "C", "pid": PID, "name": track, "ts": _us(ts, clock), "args": values}
+            timed.append((ev["ts"], 0, seq, ev))
+            seq += 1
     timed.sort(key=lambda x: (x[0], x[1], x[2]))
     return meta + [ev for _, _, _, ev in timed]
 
 
-def _sram_steps(result: SimResult) -> list[tuple[int, dict[str, int]]]:
-    """(cycle, bytes per tensor) at every change of the SRAM occupancy."""
-    if not len(result.buffer_start):
+def _sram_steps(result: SimResult, level: int = 0) -> list[tuple[int, dict[str, int]]]:
+    """(cycle, bytes per tensor) at every change of the occupancy of a memory level (0: the SRAM, i: the i-th
+    level below it)."""
+    tensor, nbytes = result.buffer_tensor, result.buffer_bytes
+    start, end = result.buffer_start, result.buffer_end
+    if result.buffer_level is not None and (result.buffer_level != level).any():
+        mine = result.buffer_level == level
+        tensor, nbytes, start, end = tensor[mine], nbytes[mine], start[mine], end[mine]
+    elif level:  # (no level information: every buffer is an SRAM buffer)
         return []
-    names = [result.tensors[t] for t in result.buffer_tensor.tolist()]
+    if not len(start):
+        return []
+    names = [result.tensors[t] for t in tensor.tolist()]
     order_names = sorted(set(names))
     col = {n: k for k, n in enumerate(order_names)}
-    times = np.concatenate([result.buffer_start, result.buffer_end])
-    deltas = np.concatenate([result.buffer_bytes, -result.buffer_bytes])
+    times = np.concatenate([start, end])
+    deltas = np.concatenate([nbytes, -nbytes])
     cols = np.array([col[n] for n in names] * 2, dtype=np.int64)
     order = np.lexsort((deltas, times))
     current = [0] * len(order_names)

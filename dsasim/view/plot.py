@@ -5,7 +5,7 @@
   An engine with more than 300 operations is aggregated into a busy-fraction profile (400 bins over the run,
   stacked by tensor; a full row is 100% busy), so a 10k-operation run stays readable.
 * `plot_sram`: SRAM occupancy over time, stacked by tensor (time-averaged per window), with the peak and the
-  capacity.
+  capacity; on hardware with memory levels below the SRAM, one more panel per level, drawn the same way.
 * `plot_sweep`: an SRAM sweep's best traffic, lower bound, compulsory traffic and cycles against SRAM size.
 Each returns the path it wrote (the format follows the suffix, e.g. .png or .svg).
 """
@@ -153,25 +153,44 @@ def plot_gantt(result: SimResult, path: str | Path, title: str | None = None) ->
 
 
 def plot_sram(result: SimResult, path: str | Path, title: str | None = None) -> Path:
-    """SRAM occupancy over time, stacked by tensor, with the exact peak and the capacity."""
+    """SRAM occupancy over time, stacked by tensor, with the exact peak and the capacity; a panel per memory level
+    below the SRAM, if any."""
     scale, xlabel = _time_axis(result)
     w = result.window_cycles
-    occ = result.sram_occupancy
+    fig = _figure(10.0, 4.0 + 2.2 * len(result.levels))
+    axes = [fig.add_subplot()] if not result.levels else list(fig.subplots(1 + len(result.levels), 1, sharex=True))
+    names = list(result.sram_tensors)  # a tensor keeps its color in every panel
+    names += [t for lv in result.levels for t in lv.tensors if t not in names]
+    colors = _colors(list(dict.fromkeys(names)))
+    _occupancy_panel(axes[0], result.sram_tensors, result.sram_occupancy, result.peak_sram_bytes,
+                     result.reserved_sram_bytes, result.sram_bytes, "SRAM", w * scale, colors)
+    axes[0].set_title(title or f"SRAM occupancy on {result.hardware} (window {w} cycles; reserved by the trace, "
+                               f"x ways: {result.reserved_sram_bytes / 1024:.1f} KiB)")
+    for ax, lv in zip(axes[1:], result.levels):
+        _occupancy_panel(ax, lv.tensors, lv.occupancy, lv.peak_bytes, lv.reserved_bytes, lv.capacity_bytes, lv.name,
+                         w * scale, colors)
+        ax.set_title(f"{lv.name} occupancy (fed from {lv.parent} by {lv.engine}: {lv.staged_bytes} B staged, "
+                     f"{lv.written_back_bytes} B written back; reserved {lv.reserved_bytes / 1024:.1f} KiB)",
+                     fontsize=9)
+    axes[-1].set_xlabel(xlabel)
+    return _save(fig, path)
+
+
+def _occupancy_panel(ax: Any, tensors: tuple[str, ...], occ: np.ndarray, peak: int, reserved: int, capacity_bytes: int,
+                     level: str, window: float, colors: dict[str, tuple]) -> None:
+    """One level's occupancy (bytes per window, one row per tensor) stacked by tensor, with its peak and its
+    capacity (when on a comparable scale); window: a window's width in x-axis units."""
     n = occ.shape[1] if occ.ndim == 2 else 0
-    edges = np.arange(n + 1) * w * scale
-    fig = _figure()
-    ax = fig.add_subplot()
-    colors = _colors(list(result.sram_tensors))
+    edges = np.arange(n + 1) * window
     base = np.zeros(n)
     kib = 1 / 1024
-    for k, name in enumerate(result.sram_tensors):
+    for k, name in enumerate(tensors):
         ax.stairs((base + occ[k]) * kib, edges, baseline=base * kib, fill=True, color=colors[name], alpha=0.85,
                   label=name)
         base = base + occ[k]
-    ax.axhline(result.peak_sram_bytes * kib, color="black", linestyle="--", linewidth=1,
-               label=f"peak {result.peak_sram_bytes * kib:.1f} KiB")
-    top = max(result.peak_sram_bytes, result.reserved_sram_bytes, 1) * kib * 1.3
-    capacity = result.sram_bytes * kib
+    ax.axhline(peak * kib, color="black", linestyle="--", linewidth=1, label=f"peak {peak * kib:.1f} KiB")
+    top = max(peak, reserved, 1) * kib * 1.3
+    capacity = capacity_bytes * kib
     if capacity <= top * 1.5:  # show the capacity line when it is on a comparable scale
         top = max(top, capacity * 1.1)
         ax.axhline(capacity, color="red", linestyle=":", linewidth=1, label=f"capacity {capacity:.0f} KiB")
@@ -179,12 +198,8 @@ def plot_sram(result: SimResult, path: str | Path, title: str | None = None) -> 
         ax.plot([], [], " ", label=f"capacity {capacity:.0f} KiB (off scale)")
     ax.set_xlim(0, max(edges[-1] if n else 0, 1e-12))
     ax.set_ylim(0, top)
-    ax.set_xlabel(xlabel)
-    ax.set_ylabel("SRAM KiB (average per window)")
-    ax.set_title(title or f"SRAM occupancy on {result.hardware} (window {w} cycles; reserved by the trace, "
-                          f"x ways: {result.reserved_sram_bytes * kib:.1f} KiB)")
+    ax.set_ylabel(f"{level} KiB (average per window)")
     ax.legend(loc="upper right", fontsize=8)
-    return _save(fig, path)
 
 
 def plot_all(result: SimResult, directory: str | Path, prefix: str = "") -> list[Path]:
