@@ -5,8 +5,8 @@ against torch, honest DDR traffic, and a trace for timing and analysis.
 """
 
 from dsasim.traced.bounds import Conv2dBoundsInfer
-from dsasim.errors import (CoherenceError, CrossSessionError, ReadOnlyError, RegionError, ReuseError, ScheduleError,
-                     SessionStateError, SramOverflowError, StaleTileError, UnfinishedError)
+from dsasim.errors import (CoherenceError, CrossSessionError, LevelError, ReadOnlyError, RegionError, ReuseError,
+                           ScheduleError, SessionStateError, SramOverflowError, StaleTileError, UnfinishedError)
 from dsasim.architect.analytic import analyze
 from dsasim.hardware import PRESETS, Accelerator, load_hardware, preset
 from dsasim.architect.loopnest import ConvProblem, LoopNest, MatmulProblem
@@ -20,7 +20,7 @@ from dsasim.traced.trace import EventKind, Trace
 
 __all__ = [
     "Accelerator", "CoherenceError", "Conv2dBoundsInfer", "ConvProblem", "Counters", "CrossSessionError",
-    "EventKind", "GlobalHierarchy", "LoopNest", "MatmulProblem", "PRESETS", "ReadOnlyError", "RegionError",
+    "EventKind", "GlobalHierarchy", "LevelError", "LoopNest", "MatmulProblem", "PRESETS", "ReadOnlyError", "RegionError",
     "ReuseError", "RunResult", "Schedule", "ScheduleError", "Segment", "Segments", "Session", "SessionStateError",
     "SramOverflowError", "StaleTileError", "Status", "TensorCore", "TensorReport", "TensorTraffic", "Tile", "Trace",
     "TracedArray", "UnfinishedError", "VectorUnit", "Workload", "analyze", "bind_tensors", "load_hardware",

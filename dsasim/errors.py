@@ -49,3 +49,8 @@ class SessionStateError(ScheduleError):
 
 class CrossSessionError(ScheduleError, ValueError):
     """A tile or unit of one Session was combined with a tile or unit of another Session."""
+
+
+class LevelError(ScheduleError, ValueError):
+    """A memory level below the SRAM misused: a TensorCore operand not in the level its role is read from, a
+    weight declared as an input, a scope site entered at two levels, more ways than its level allows."""

@@ -318,3 +318,28 @@ def gemm_nest(m: int = 64, n: int = 48, k: int = 32) -> LoopNest:
     p = MatmulProblem(m, n, k)
     return LoopNest(p, ("m", "n", "k"), {"m": min(16, m), "n": min(24, n), "k": min(16, k)},
                     {"a": "k", "b": "k", "c": "n"})
+
+
+# ------------------------------------------------------------------------------------- nests below the SRAM
+def res2a_l1_nest() -> LevelNest:
+    """res2a_branch2b on `blog-l1` as `dsasim search resnet50.res2a_branch2b --hardware blog-l1` finds it: the
+    image whole in SRAM, 22-channel weight tiles held in L1w, 2-row slabs of image (with halo) in L1i and of
+    output in L1acc, all 2-way; the TensorCore steps one output row at a time (the search's inner tiles are
+    one pixel: the same traffic at every level, 56x the steps to trace)."""
+    from dsasim.architect.hierarchy import InnerTiling
+    from dsasim.hardware import preset
+
+    p = ConvProblem(1, 64, 64, 56, 56, 3, padding=1, name="resnet50.res2a_branch2b")
+    outer = LoopNest(p, ("oc", "oh", "n", "ow", "ic", "kh", "kw"), {"oc": 22, "oh": 2},
+                     {"image": "top", "weight": "oc", "output": "oh"}, {"image": 1, "weight": 2, "output": 2})
+    inner = InnerTiling(("n", "oc", "oh", "ow", "ic", "kh", "kw"), {"oh": 1},
+                        {"image": "outer:oh", "weight": "outer:oc", "output": "outer:oh"},
+                        {"image": 2, "weight": 2, "output": 2})
+    return LevelNest(outer, inner, preset("blog-l1"))
+
+
+LEVEL_SCHEDULES = [
+    levelnest_schedule(res2a_l1_nest(), "res2a-branch2b-l1",
+                       "ResNet-50 res2a_branch2b on blog-l1: weights held in L1w per 22 output channels, 2-row "
+                       "image and output slabs in L1i and L1acc (the best nest of `dsasim search`)"),
+]

@@ -194,8 +194,6 @@ NAMES = [
      "the network sweep " + ONE_LEVEL),
     (["network", "resnet18", "--hardware", "blog-l1"], "the network evaluation " + ONE_LEVEL),
     (["shapes", "gemm-64", "--vary", "m=1:4", "--hardware", "blog-l1"], "the shape sweep " + ONE_LEVEL),
-    (["demo", "--count-only", "--hardware", "blog-l1"], "the traced memory model " + ONE_LEVEL),
-    (["simulate", "demo6", "--hardware", "blog-l1"], "the traced memory model " + ONE_LEVEL),
     (["demo", "--only", "demo9"],
      "unknown schedule(s) ['demo9']; known: conv1-direct, conv1-im2col-chip, conv1-im2col-ddr, demo1"),
     (["demo", "--only", "demo2", "DEMO3-2"], "unknown schedule(s) ['DEMO3-2']"),

@@ -335,3 +335,26 @@ def test_traffic_by_scope_names_each_level():
     assert rows["sram/w/i", "a", "L1i"].loaded_bytes == 2560
     acc = rows["sram/w/i/acc", "c", "L1acc"]
     assert (acc.stored_bytes, acc.stores, acc.loaded_bytes) == (1536, 8, 0)
+
+
+# -- the command line ----------------------------------------------------------------------------------------
+def test_the_command_line_times_a_leveled_schedule(capsys):
+    """`dsasim simulate` times the registered res2a-branch2b-l1 with a DMA engine per level; `dsasim demo
+    --per-tensor` prints the per-level table, whose bytes are the per-level model's; a one-level schedule on
+    blog-l1 fails (exit 1) saying where the TensorCore reads its operands."""
+    from dsasim.cli import main
+    from kernels.loopnest_kernel import res2a_l1_nest
+
+    model = {lv.level: lv for lv in analyze_levels(res2a_l1_nest()).levels}
+    assert main(["simulate", "res2a-branch2b-l1"]) == 0
+    out = capsys.readouterr().out
+    assert "dma-L1i" in out and "dma-L1acc" in out
+    assert f"L1i (from SRAM): staged {model['L1i'].loaded_bytes} B in {model['L1i'].transfers} ops" in out
+    assert main(["demo", "--only", "res2a-branch2b-l1", "--per-tensor", "res2a-branch2b-l1", "--count-only",
+                 "--jobs", "1", "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert f"L1w    weight                             {model['L1w'].loaded_bytes:,}" in out
+    assert f"written back" in out and f"{model['L1acc'].stored_bytes:,}" in out
+    assert main(["simulate", "demo6", "--hardware", "blog-l1"]) == 1
+    err = capsys.readouterr().err
+    assert "LevelError: tensorcore.conv2d: operand image" in err and "reads inputs from L1i only" in err

@@ -137,8 +137,6 @@ def run(args: argparse.Namespace) -> int:
             raise CliError(f"{flag} {name!r} is not among the schedules run; add it to --only")
     try:
         override = load_hardware(args.hardware) if args.hardware is not None else None
-        if override is not None:
-            override.require_one_level("the traced memory model")
     except ValueError as err:
         raise CliError(str(err)) from None
     json_path = output_file("--json", args.json) if args.json is not None else None

@@ -92,7 +92,6 @@ def run(args: argparse.Namespace) -> int:
     try:
         schedule = find_schedule(args.name)
         hardware = load_hardware(args.hardware) if args.hardware is not None else preset(schedule.hardware)
-        hardware.require_one_level("the traced memory model")
         layouts = parse_layouts(args.layout, schedule)
     except ValueError as err:
         raise CliError(str(err)) from None

@@ -32,7 +32,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from dsasim.errors import CoherenceError, RegionError, ReuseError, SramOverflowError
+from dsasim.errors import CoherenceError, LevelError, RegionError, ReuseError, SramOverflowError
 from dsasim.hardware import ROLES, SRAM_LEVEL, Accelerator, MemoryLevel
 from dsasim.traced.trace import format_region
 from dsasim.util import region_elements
@@ -109,7 +109,7 @@ class LevelState:
     def check_scope(self, path: tuple[str, ...], level: str | None, ways: int) -> None:
         """The ways a scope at `level` (None: SRAM) asks for are within the level's max_ways."""
         if level is not None and ways > self.levels[level].max_ways:
-            raise ValueError(f"scope {'/'.join(path)}: {ways} ways at level {level}, which allows at most "
+            raise LevelError(f"scope {'/'.join(path)}: {ways} ways at level {level}, which allows at most "
                              f"{self.levels[level].max_ways} (its max_ways)")
 
     # -- resolution --------------------------------------------------------------------------------------------
@@ -354,13 +354,13 @@ class LevelState:
             if declared is None:
                 continue  # an on-chip tensor: the SRAM is its only level
             if declared != role:
-                raise ValueError(f"tensorcore.{product.op}: {arr.name} is its {role} operand, but its role is "
+                raise LevelError(f"tensorcore.{product.op}: {arr.name} is its {role} operand, but its role is "
                                  f"{declared!r}; declare it with s.input({arr.name!r}, data, role={role!r}) so that "
                                  f"it goes through the {role}s' levels")
             deepest = hw.path(role)[-1].name
             where = buf.level or SRAM_LEVEL
             if where != deepest:
-                raise ValueError(
+                raise LevelError(
                     f"tensorcore.{product.op}: operand {arr.name}{format_region(tile.region)} is in {where}, but on "
                     f"{hw.name} the TensorCore reads {role}s from {deepest} only; take the tile inside "
                     f"`with GlobalHierarchy(s, name, level={deepest!r}):`")

@@ -28,7 +28,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from dsasim.errors import (CoherenceError, ReadOnlyError, RegionError, ReuseError, SessionStateError,
+from dsasim.errors import (CoherenceError, LevelError, ReadOnlyError, RegionError, ReuseError, SessionStateError,
                      SramOverflowError, StaleTileError, UnfinishedError)
 from dsasim.hardware import SRAM_LEVEL, Accelerator
 from dsasim.layout import DEFAULT_LAYOUT, LAYOUTS, check_layout
@@ -918,7 +918,7 @@ class Session(_core.SessionFields):
             self._scope_instances.append(0)
             self._used_scopes.add(name)
         elif self._levels is not None and self.trace.scopes[scope_id].level != (level or SRAM_LEVEL):
-            raise ValueError(f"scope {self.trace.scopes[scope_id].name} was entered at level "
+            raise LevelError(f"scope {self.trace.scopes[scope_id].name} was entered at level "
                              f"{self.trace.scopes[scope_id].level} before and now at {level or SRAM_LEVEL}; a scope "
                              f"site keeps its level (give the other one another name)")
         instance = self._scope_instances[scope_id]
