@@ -29,7 +29,8 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from dsasim.architect.analytic import Batch, Evaluator, tensorcore_blocks
-from dsasim.architect.hierarchy import (InnerTiling, LevelAnalysis, LevelNest, analyze_levels, level_cycles,
+from dsasim.architect.hierarchy import (InnerTiling, LevelAnalysis, LevelNest, analyze_levels, exposed_cycles,
+                                        level_cycles,
                                         tensor_role)
 from dsasim.architect.loopnest import LoopNest, Problem
 from dsasim.architect import search as one_level
@@ -161,10 +162,11 @@ class _InnerSpace:
                                                                  c.stored_bytes), (n, s))
                 use_outer[x] = pick
                 c = c._replace(**{f: np.where(pick, getattr(o, f), np.broadcast_to(getattr(c, f), (n, s)))
-                                  for f in ("loaded_bytes", "stored_bytes", "loads", "stores", "box_bytes")})
+                                  for f in ("loaded_bytes", "stored_bytes", "loads", "stores", "instances",
+                                            "box_bytes")})
             counts[x] = c
-        cost = np.broadcast_to(np.asarray(finest.tensorcore_cycles, np.float64), (n, s)).copy()
-        np.maximum(cost, ddr_cycles, out=cost)
+        cost = np.full((n, s), float(ddr_cycles))
+        critical = np.broadcast_to(np.asarray(finest.tensorcore_cycles, np.float64), (n, s)).copy()
         traffic = np.zeros((n, s), np.int64)
         fits = np.ones((n, s), bool)
         double = {}
@@ -177,6 +179,11 @@ class _InnerSpace:
             np.maximum(cost, level_cycles(lv, transfers, loaded, stored), out=cost)
             fits &= box <= lv.capacity_bytes
             double[name] = (lv.max_ways >= 2) & (2 * box <= lv.capacity_bytes)
+            for x in xs:  # a 1-way buffer's transfers wait for (and hold up) the computes on it: on the path
+                c = counts[x]
+                critical += np.where(double[name], 0.0, exposed_cycles(lv, c.loads, c.stores, c.loaded_bytes,
+                                                                        c.stored_bytes, c.instances))
+        np.maximum(cost, critical, out=cost)
         return {"cost": cost, "traffic": traffic, "fits": fits, "double": double, "structs": structs,
                 "outer": use_outer}
 

@@ -255,7 +255,12 @@ def run_levels(args: argparse.Namespace, problem: Any, hardware: Any, sram: int,
     print(format_levels(a))
     util = tensorcore_utilization(a.macs, a.tensorcore_cycles, hardware)
     print(f"  TensorCore   {a.tensorcore_cycles:>16,} cycles  (utilization {util:.2%})")
-    print(f"  cycles       {round(a.cycles):>16,}    (the slowest of the TensorCore and every level's transfers)")
+    exposed = sum(c for _, c in a.exposed_cycles)
+    if exposed:
+        print(f"  exposed      {round(exposed):>16,} cycles of 1-way buffers' transfers the TensorCore waits for ("
+              + ", ".join(f"{name} {round(c):,}" for name, c in a.exposed_cycles if c) + ")")
+    print(f"  cycles       {round(a.cycles):>16,}    (the slowest of the TensorCore's path, exposed transfers "
+          f"included, and every level's transfers)")
     print(f"  bottleneck   {a.bottleneck}")
     print("  control triggers (per level: where, how often, bytes):")
     print(format_table(("level", "tensor", "loop", "action", "from/to", "count", "bytes"),
