@@ -238,6 +238,9 @@ def test_unknown_levels_and_too_many_ways_are_refused():
     with pytest.raises(ValueError, match="3 ways at level L1w, which allows at most 2"):
         with GlobalHierarchy(s, "x", level="L1w", ways=3):
             pass
+    with pytest.raises(ValueError, match="level 'L9' is not a memory level"):
+        s.scope("y", level="L9")
+    assert s.scope("z", level="L1i").level == "L1i" and s.scope("z", level="SRAM").level is None
 
 
 def test_roles_are_checked():

@@ -895,12 +895,13 @@ class Session(_core.SessionFields):
 
     # -- scopes ----------------------------------------------------------------------------------------------
     def scope(self, name: str | None = None, ways: int | None = None,
-              buffers: int | None = None) -> GlobalHierarchy:
-        """A new SRAM scope in this session (same as GlobalHierarchy(session, ...); `buffers` aliases `ways`)."""
+              buffers: int | None = None, level: str | None = None) -> GlobalHierarchy:
+        """A new scope in this session (same as GlobalHierarchy(session, ...); `buffers` aliases `ways`; `level`
+        names a memory level below the SRAM, on hardware that has one)."""
         if name is None:
             caller = sys._getframe(1)
             name = f"{os.path.basename(caller.f_code.co_filename)}:{caller.f_lineno}"
-        return GlobalHierarchy(self, name, ways, buffers)
+        return GlobalHierarchy(self, name, ways, buffers, level)
 
     def _enter_scope_py(self, name: str, declared_ways: int | None, level: str | None = None) -> _ScopeInstance:
         """Open a scope instance (the reference; see `_bind_core`), in the SRAM or (level) an inner level."""
