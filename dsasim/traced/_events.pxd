@@ -62,6 +62,8 @@ cdef class EventLog:
     cdef int c_scope(self, int64_t kind, int64_t scope_id, int64_t instance) except -1
     cdef int c_alloc(self, int64_t buffer, int64_t tensor, tuple region, int64_t address,
                      int64_t charged_bytes) except -1
+    cdef int64_t* _place(self, int64_t kind, int64_t n_words, int64_t buffer, int64_t tensor, tuple region,
+                         int64_t address, int64_t charged_bytes) except NULL
     cdef int c_link(self, int64_t kind, int64_t buffer, int64_t tensor, tuple region, int64_t other) except -1
     cdef int c_free(self, int64_t buffer, int64_t charged_bytes) except -1
     cdef int c_slide(self, int64_t buffer, int64_t tensor, tuple region, int64_t nbytes) except -1

@@ -207,15 +207,7 @@ cdef class EventLog:
 
     def alloc_in(self, int64_t buffer, int64_t tensor, tuple region, int64_t nbytes, int64_t address,
                  int64_t charged_bytes, int64_t scope_id):
-        cdef int64_t off = self._region(tensor, region)
-        cdef int64_t* p = self.words.room(5)
-        p[0] = ALLOC_IN | buffer << 8
-        p[1] = tensor | off << 24
-        p[2] = address
-        p[3] = charged_bytes
-        p[4] = scope_id
-        self.count += 1
-        self.kinds[ALLOC_IN] += 1
+        self._place(ALLOC_IN, 5, buffer, tensor, region, address, charged_bytes)[4] = scope_id
 
     def compute(self, str unit, str op, int64_t out_buffer, tuple in_buffers, int64_t macs, int64_t cycles,
                 int64_t padded_macs):
@@ -236,15 +228,21 @@ cdef class EventLog:
 
     cdef int c_alloc(self, int64_t buffer, int64_t tensor, tuple region, int64_t address,
                      int64_t charged_bytes) except -1:
+        self._place(ALLOC, 4, buffer, tensor, region, address, charged_bytes)
+        return 0
+
+    cdef int64_t* _place(self, int64_t kind, int64_t n_words, int64_t buffer, int64_t tensor, tuple region,
+                         int64_t address, int64_t charged_bytes) except NULL:
+        """An ALLOC (4 words) or ALLOC_IN (5: the caller writes the scope id in the last): the words."""
         cdef int64_t off = self._region(tensor, region)
-        cdef int64_t* p = self.words.room(4)
-        p[0] = ALLOC | buffer << 8
+        cdef int64_t* p = self.words.room(n_words)
+        p[0] = kind | buffer << 8
         p[1] = tensor | off << 24
         p[2] = address
         p[3] = charged_bytes
         self.count += 1
-        self.kinds[ALLOC] += 1
-        return 0
+        self.kinds[kind] += 1
+        return p
 
     cdef void _access(self, int64_t kind, int64_t buffer, int64_t tensor, tuple region, bint reuse) except *:
         """A LOAD, OPEN, HIT or STORE."""
