@@ -20,9 +20,9 @@ from dsasim.traced.trace import EventKind, Trace
 
 __all__ = [
     "Accelerator", "CoherenceError", "Conv2dBoundsInfer", "ConvProblem", "Counters", "CrossSessionError",
-    "EventKind", "GlobalHierarchy", "LevelError", "LoopNest", "MatmulProblem", "PRESETS", "ReadOnlyError", "RegionError",
-    "ReuseError", "RunResult", "Schedule", "ScheduleError", "Segment", "Segments", "Session", "SessionStateError",
-    "SramOverflowError", "StaleTileError", "Status", "TensorCore", "TensorReport", "TensorTraffic", "Tile", "Trace",
-    "TracedArray", "UnfinishedError", "VectorUnit", "Workload", "analyze", "bind_tensors", "load_hardware",
-    "lower_bound", "preset", "run_schedule", "search",
+    "EventKind", "GlobalHierarchy", "LevelError", "LoopNest", "MatmulProblem", "PRESETS", "ReadOnlyError",
+    "RegionError", "ReuseError", "RunResult", "Schedule", "ScheduleError", "Segment", "Segments", "Session",
+    "SessionStateError", "SramOverflowError", "StaleTileError", "Status", "TensorCore", "TensorReport",
+    "TensorTraffic", "Tile", "Trace", "TracedArray", "UnfinishedError", "VectorUnit", "Workload", "analyze",
+    "bind_tensors", "load_hardware", "lower_bound", "preset", "run_schedule", "search",
 ]

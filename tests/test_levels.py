@@ -357,7 +357,7 @@ def test_the_command_line_times_a_leveled_schedule(capsys):
                  "--jobs", "1", "--quiet"]) == 0
     out = capsys.readouterr().out
     assert f"L1w    weight                             {model['L1w'].loaded_bytes:,}" in out
-    assert f"written back" in out and f"{model['L1acc'].stored_bytes:,}" in out
+    assert "written back" in out and f"{model['L1acc'].stored_bytes:,}" in out
     assert main(["simulate", "demo6", "--hardware", "blog-l1"]) == 1
     err = capsys.readouterr().err
     assert "LevelError: tensorcore.conv2d: operand image" in err and "reads inputs from L1i only" in err

@@ -27,11 +27,11 @@ Cost (as Chimera's multi-level model): each level boundary moves its bytes at it
 cost per transfer; the TensorCore computes the inner tiles; the run takes at least the slowest of these, and
 `LevelAnalysis.bottleneck` names it. One refinement Chimera's model lacks, which the timing simulator showed
 was needed: a 1-way inner buffer cannot load its next tile while the TensorCore computes on its one slot, so
-the transfers of all but its first instance lie on the TensorCore's path (`exposed_cycles`, the same rule as
-the one-level estimate's for a 1-way scope); the blog conv's best traffic nest streams 64 KiB weight tiles
-through a 1-way L1w, and times at 1.42x the TensorCore alone, as this cost now says. Lower bounds per level: the SRAM's from `lower_bounds.lower_bound`; an
-inner level's is the compulsory traffic of the tensors it holds (every element moves in once, an output is
-written back once), valid for any schedule.
+the transfers of all but its first instance lie on the TensorCore's path (`exposed_cycles`, the one-level
+estimate's rule for a 1-way scope). Without it the search picked, for the blog conv, 64 KiB weight tiles in a
+1-way L1w that timed at 1.42x the cost it claimed. Lower bounds per level: the SRAM's from
+`lower_bounds.lower_bound`; an inner level's is the compulsory traffic of the tensors it holds (every element
+moves in once, an output is written back once), valid for any schedule.
 """
 
 from __future__ import annotations

@@ -12,7 +12,8 @@ Rules of time (the simpy reference in `reference.py` implements the same rules a
 
 How it is computed. Compute engines, the engines of memory levels below the SRAM (`dma-<level>`: each has its own
 port to its parent, which nothing else uses, so it has no DDR port here) and OPEN nodes have no contention besides
-their own program order, so their start times follow directly from the end times of what they wait for. Ports are decided in global time order:
+their own program order, so their start times follow directly from the end times of what they wait for. Ports
+are decided in global time order:
 the next decision is the port whose earliest possible start D = max(port free, earliest ready transfer) is
 smallest, and it takes the ready transfer with the smallest (ready time, program index). This is exact because
 every transfer whose ready time is still unknown waits (directly or through computes) for a transfer not yet

@@ -53,8 +53,8 @@ Dependencies (an operation starts only after all of these have finished):
 Dependencies on an earlier operation of the same engine are implied by program order and dropped.
 
 FREE: a buffer's bytes (in its level) become reusable when all operations on the buffer (its final STORE or
-WRITEBACK included) have finished. A new buffer allocated over the bytes of a still-live buffer waits for that occupant's FREE (a valid
-trace frees every buffer: `validate.pyx`); a wait that closes a cycle (e.g. the occupant is used later by an
+WRITEBACK included) have finished. A new buffer allocated over the bytes of a still-live buffer waits for that
+occupant's FREE (a valid trace frees every buffer: `validate.pyx`); a wait that closes a cycle (e.g. the occupant is used later by an
 operation queued behind the waiting load) is reported by the scheduler (`engine.build_timeline`) as a
 `DeadlockError` naming the stuck operations.
 """

@@ -16,8 +16,8 @@ Definitions (cycles at the accelerator clock):
     slot or buffer: the previous occupant's compute and store), "store:T" (a store of T that a load of the same
     DDR region had to wait for), "vector" (a vector operation producing the TensorCore's input), "stage:L" and
     "writeback:L" (a STAGE into, or a WRITEBACK out of, memory level L below the SRAM, running or queued on its
-    engine dma-L), "other" (never expected). The first matching rule, walking back from the TensorCore, wins. The idle time after the last
-    TensorCore operation is "drain". The stall cycles sum to cycles - TensorCore busy.
+    engine dma-L), "other" (never expected). The first matching rule, walking back from the TensorCore, wins.
+    The idle time after the last TensorCore operation is "drain". The stall cycles sum to cycles - TensorCore busy.
   * DDR bandwidth over time: bytes per window of `window_cycles`, a transfer's bytes spread evenly over its data
     phase (after its setup cycles).
   * SRAM occupancy over time: a buffer occupies its bytes (one copy, as allocated) from the start of its first
