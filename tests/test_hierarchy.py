@@ -300,7 +300,18 @@ def test_bad_level_nests_say_why():
 
 
 # ---------------------------------------------------------------------------------------------- the search
-def test_the_inner_search_finds_the_cheapest_inner_tiling_of_a_small_space():
+SMALL_LEVELS = {  # a fast DDR port, so that the inner levels decide the cost
+    "one tensor per level": (MemoryLevel("L1w", 16, 8.0, holds=("weight",), setup_cycles=2),
+                             MemoryLevel("L1i", 8, 4.0, holds=("input",), setup_cycles=1),
+                             MemoryLevel("L1acc", 16, 2.0, holds=("output",), setup_cycles=3)),
+    # inputs and weights share a level too small to double both: which one to double is the search's choice
+    "a shared level": (MemoryLevel("L1", 40, 4.0, holds=("input", "weight"), setup_cycles=2),
+                       MemoryLevel("L1acc", 16, 2.0, holds=("output",), setup_cycles=3)),
+}
+
+
+@pytest.mark.parametrize("levels", list(SMALL_LEVELS), ids=list(SMALL_LEVELS))
+def test_the_inner_search_finds_the_cheapest_inner_tiling_of_a_small_space(levels):
     """Every inner tiling of one outer nest (tiles from the divisors of the outer tile, every order, every
     staging among the inner loops or in the outer nest below the SRAM staging, 1 or 2 ways per tensor), each
     analysed on its own: the search's inner tiling costs the least among those that fit every level."""
@@ -308,11 +319,7 @@ def test_the_inner_search_finds_the_cheapest_inner_tiling_of_a_small_space():
 
     from dsasim.architect.level_search import _inner_search
 
-    # a fast DDR port, so that the inner levels decide the cost
-    hw = dataclasses.replace(L1, dram_bytes_per_cycle=1024.0, dma_setup_cycles=0, inner_levels=(
-        MemoryLevel("L1w", 16, 8.0, holds=("weight",), setup_cycles=2),
-        MemoryLevel("L1i", 8, 4.0, holds=("input",), setup_cycles=1),
-        MemoryLevel("L1acc", 16, 2.0, holds=("output",), setup_cycles=3)))
+    hw = dataclasses.replace(L1, dram_bytes_per_cycle=1024.0, dma_setup_cycles=0, inner_levels=SMALL_LEVELS[levels])
     p = MatmulProblem(8, 8, 8)
     outer = LoopNest(p, ["m", "n", "k"], {"m": 4, "n": 4, "k": 4}, {"a": 2, "b": 2, "c": 2})
     sram = analyze_levels(LevelNest(outer, InnerTiling(["m", "n", "k"], {}, {n: 0 for n in p.tensor_names}), hw))

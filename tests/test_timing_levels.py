@@ -94,12 +94,14 @@ def test_hand_derived_cycles_of_a_leveled_matmul():
     assert timed(leveled_trace(LEVELED)) == [
         ("dma-load", "load", 0, 72), ("dma-load", "load", 72, 160), ("sram", "open", 0, 0),
         ("dma-L1w", "stage", 160, 170), ("dma-L1i", "stage", 72, 80), ("sram", "open", 0, 0),
-        ("tensorcore", "tensorcore", 170, 186), ("dma-L1acc", "writeback", 186, 193),
+        ("tensorcore", "tensorcore", 170, 186), ("dma-L1acc-wb", "writeback", 186, 193),
         ("dma-store", "store", 193, 263)]
     assert r.cycles == 263
-    assert r.engines == ("dma-load", "dma-store", "tensorcore", "vector", "dma-L1w", "dma-L1i", "dma-L1acc")
+    assert r.engines == ("dma-load", "dma-store", "tensorcore", "vector", "dma-L1w", "dma-L1w-wb", "dma-L1i",
+                         "dma-L1i-wb", "dma-L1acc", "dma-L1acc-wb")
     assert dict(r.engine_busy_cycles) == {"dma-load": 160, "dma-store": 70, "tensorcore": 16, "vector": 0,
-                                          "dma-L1w": 10, "dma-L1i": 8, "dma-L1acc": 7}
+                                          "dma-L1w": 10, "dma-L1w-wb": 0, "dma-L1i": 8, "dma-L1i-wb": 0,
+                                          "dma-L1acc": 0, "dma-L1acc-wb": 7}
     # TensorCore idle [0, 170]: walking back from the compute, the STAGE of w [160, 170] it waited for, then the
     # LOAD of w [72, 160] that stage waited for, then the load of a [0, 72] ahead of it on dma-load; the drain
     # after the compute is [186, 263]. 10 + 88 + 72 + 77 = 247 = 263 - 16.
@@ -397,7 +399,7 @@ def test_perfetto_and_plots_show_each_level(tmp_path):
     r = simulate(example(), L1)
     events = perfetto_events(r, "example")
     threads = [e["args"]["name"] for e in events if e.get("name") == "thread_name"]
-    assert threads[-3:] == ["dma-L1w", "dma-L1i", "dma-L1acc"]
+    assert threads[-6:] == ["dma-L1w", "dma-L1w-wb", "dma-L1i", "dma-L1i-wb", "dma-L1acc", "dma-L1acc-wb"]
     counters = {e["name"] for e in events if e["ph"] == "C"}
     assert {"SRAM occupancy (B)", "L1w occupancy (B)", "L1i occupancy (B)", "L1acc occupancy (B)"} <= counters
     peaks = {name: max(sum(e["args"].values()) for e in events if e.get("name") == name)

@@ -135,9 +135,10 @@ class _InnerSpace:
         picks = {round(i * (n - 1) / (COARSE_PER_DIM - 1)) for i in range(COARSE_PER_DIM)}
         return sorted(picks | {self.outer_idx[d]})
 
-    def evaluate(self, combos: np.ndarray, ddr_cycles: float) -> dict[str, np.ndarray]:
-        """Cost, inner traffic, fit and ways of every (combo, structure) for combos (n, dims) of tile positions:
-        arrays (n, structures), plus the structures themselves (structures, tensors, dims)."""
+    def evaluate(self, combos: np.ndarray, ddr_cycles: float, objective: str) -> dict[str, np.ndarray]:
+        """Cost, inner traffic, fit, ways and outer staging of every (combo, structure) for combos (n, dims) of
+        tile positions, each with its best options for `objective` (`_choose`): arrays (n, structures), plus the
+        structures themselves (structures, tensors, dims)."""
         ev, nd = self.ev, self.ev.nd
         tiled = [d for d in range(nd) if len(set(combos[:, d].tolist()) - {self.outer_idx[d]}) > 0]
         key = tuple(tiled)
@@ -148,46 +149,75 @@ class _InnerSpace:
         everything = [[True] * nd for _ in range(ev.nt)]
         finest = ev.evaluate(Batch(tidx=[combos[:, d][:, None] for d in range(nd)], above=everything,
                                    ways=[1] * ev.nt, shape=(n, 1)), estimate=False)
-        counts = {}
-        use_outer = {}
+        inner = {}
         for x in self.staged:
             tidx = [np.where(structs[None, :, x, d], combos[:, d][:, None], self.outer_idx[d]) for d in range(nd)]
             r = ev.evaluate(Batch(tidx=tidx, above=everything, ways=[1] * ev.nt, shape=(n, s)), estimate=False)
-            c = r.tensors[x]
-            option = self.outer_options[x]
-            if option is not None:  # staged outside the inner loops where that moves less (an empty above-set)
-                lv, o = self.level_of[x], option[1]
-                outer_time = level_cycles(lv, o.loads + o.stores, o.loaded_bytes, o.stored_bytes)
-                pick = np.broadcast_to(outer_time < level_cycles(lv, c.loads + c.stores, c.loaded_bytes,
-                                                                 c.stored_bytes), (n, s))
-                use_outer[x] = pick
-                c = c._replace(**{f: np.where(pick, getattr(o, f), np.broadcast_to(getattr(c, f), (n, s)))
-                                  for f in ("loaded_bytes", "stored_bytes", "loads", "stores", "instances",
-                                            "box_bytes")})
-            counts[x] = c
-        cost = np.full((n, s), float(ddr_cycles))
-        critical = np.broadcast_to(np.asarray(finest.tensorcore_cycles, np.float64), (n, s)).copy()
-        traffic = np.zeros((n, s), np.int64)
-        fits = np.ones((n, s), bool)
-        double = {}
-        for name, (lv, xs) in self.levels.items():
-            loaded = sum(np.broadcast_to(counts[x].loaded_bytes, (n, s)) for x in xs)
-            stored = sum(np.broadcast_to(counts[x].stored_bytes, (n, s)) for x in xs)
-            transfers = sum(np.broadcast_to(counts[x].loads + counts[x].stores, (n, s)) for x in xs)
-            box = sum(np.broadcast_to(counts[x].box_bytes, (n, s)) for x in xs)
-            traffic += loaded + stored
-            np.maximum(cost, level_cycles(lv, transfers, loaded, stored), out=cost)
-            fits &= box <= lv.capacity_bytes
-            double[name] = (lv.max_ways >= 2) & (2 * box <= lv.capacity_bytes)
-            for x in xs:  # a 1-way buffer's transfers wait for (and hold up) the computes on it: on the path
-                c = counts[x]
-                critical += np.where(double[name], 0.0, exposed_cycles(lv, c.loads, c.stores, c.loaded_bytes,
-                                                                        c.stored_bytes, c.instances))
-        np.maximum(cost, critical, out=cost)
-        return {"cost": cost, "traffic": traffic, "fits": fits, "double": double, "structs": structs,
-                "outer": use_outer}
+            inner[x] = r.tensors[x]
+        return self._choose(inner, finest.tensorcore_cycles, float(ddr_cycles), objective, structs, n, s)
 
-    def nest(self, combo: np.ndarray, struct: np.ndarray, double: dict[str, bool],
+    def _choose(self, inner: dict[int, Any], tensorcore: Any, ddr_cycles: float, objective: str,
+                structs: np.ndarray, n: int, s: int) -> dict[str, Any]:
+        """Per candidate, every staged tensor's options decided jointly and exactly: staged among the inner loops
+        or, where it has one, at its outer option (`_outer_option`), and 1 or 2 ways. They interact: tensors of
+        one level share its capacity, and a 1-way buffer's transfers (all but its first instance's) lie on the
+        TensorCore's path, which every level's exposed transfers lengthen together. Of the combinations that fit
+        every level, the best by the objective (cycles then traffic, or traffic then cycles; then the least busy
+        level ports in all, which leaves the most slack; then the first, inner staging and 2 ways before the
+        others). Cost = max(DDR, each level's transfers, TensorCore + the exposed transfers)."""
+        choices = {}  # tensor -> its (outside, ways) options
+        for x in self.staged:
+            lv = self.level_of[x]
+            places = (False, True) if self.outer_options[x] is not None else (False,)
+            choices[x] = [(out, w) for out in places for w in ((2, 1) if lv.max_ways >= 2 else (1,))]
+        shape = (n, s)
+        tc = np.broadcast_to(np.asarray(tensorcore, np.float64), shape)
+        best = None  # (primary, secondary, busy, fits, cost, traffic, option index) arrays
+        combos = list(itertools.product(*(choices[x] for x in self.staged)))
+        for index, combo in enumerate(combos):
+            pick = dict(zip(self.staged, combo))
+            cost = np.full(shape, ddr_cycles)
+            critical = tc.copy()
+            traffic = np.zeros(shape, np.int64)
+            busy = np.zeros(shape)
+            fits = np.ones(shape, bool)
+            for lv, xs in self.levels.values():
+                cs = {x: self.outer_options[x][1] if pick[x][0] else inner[x] for x in xs}
+                loaded = sum(np.broadcast_to(cs[x].loaded_bytes, shape) for x in xs)
+                stored = sum(np.broadcast_to(cs[x].stored_bytes, shape) for x in xs)
+                transfers = sum(np.broadcast_to(cs[x].loads + cs[x].stores, shape) for x in xs)
+                traffic += loaded + stored
+                port = level_cycles(lv, transfers, loaded, stored)
+                busy += port
+                np.maximum(cost, port, out=cost)
+                fits &= sum(pick[x][1] * np.broadcast_to(cs[x].box_bytes, shape) for x in xs) <= lv.capacity_bytes
+                for x in xs:
+                    if pick[x][1] == 1:
+                        c = cs[x]
+                        critical += exposed_cycles(lv, c.loads, c.stores, c.loaded_bytes, c.stored_bytes, c.instances)
+            np.maximum(cost, critical, out=cost)
+            primary, secondary = (cost, traffic.astype(np.float64)) if objective == "cycles" else \
+                (traffic.astype(np.float64), cost)
+            if best is None:
+                best = [primary, secondary, busy, fits, cost, traffic, np.zeros(shape, np.int64)]
+                continue
+            b_primary, b_secondary, b_busy, b_fits = best[:4]
+            same = primary == b_primary
+            better = fits & (~b_fits | (primary < b_primary) | (same & (secondary < b_secondary))
+                             | (same & (secondary == b_secondary) & (busy < b_busy)))
+            for k, value in enumerate((primary, secondary, busy, fits, cost, traffic)):
+                best[k] = np.where(better, value, best[k])
+            best[6] = np.where(better, index, best[6])
+        chosen = best[6]
+        counts_outer, double = {}, {}
+        for position, x in enumerate(self.staged):
+            outside = np.array([combo[position][0] for combo in combos])[chosen]
+            counts_outer[x] = outside
+            double[x] = np.array([combo[position][1] == 2 for combo in combos])[chosen]
+        return {"cost": best[4], "traffic": best[5], "fits": best[3], "double": double, "structs": structs,
+                "outer": {x: v for x, v in counts_outer.items() if self.outer_options[x] is not None}}
+
+    def nest(self, combo: np.ndarray, struct: np.ndarray, double: dict[int, bool],
              outer_staged: Sequence[int] = ()) -> LevelNest:
         """The LevelNest of one candidate."""
         p = self.problem
@@ -204,7 +234,7 @@ class _InnerSpace:
         for x in outer_staged:
             k = self.outer_options[x][0]
             stage[p.tensor_names[x]] = "outer:" + (self.outer.order[k - 1] if k else "top")
-        ways = {p.tensor_names[x]: 2 if double[name] else 1 for name, (_, xs) in self.levels.items() for x in xs}
+        ways = {p.tensor_names[x]: 2 if double[x] else 1 for x in self.staged}
         return LevelNest(self.outer, InnerTiling(order, tiles, stage, ways), self.hardware)
 
 
@@ -237,7 +267,7 @@ def _inner_search(outer: LoopNest, hardware: Accelerator, staged: Sequence[str],
     space = _InnerSpace(outer, hardware, staged)
     nd = space.ev.nd
     combos = np.array(list(itertools.product(*[space.coarse(d) for d in range(nd)])), np.int64)
-    res = space.evaluate(combos, ddr_cycles)
+    res = space.evaluate(combos, ddr_cycles, objective)
     evaluations = res["cost"].size
     found = _ranked(res, ddr_traffic, objective)
     if found is None:
@@ -251,7 +281,7 @@ def _inner_search(outer: LoopNest, hardware: Accelerator, staged: Sequence[str],
                 continue
             trial = np.repeat(best[0][None, :], len(space.fine[d]), axis=0)
             trial[:, d] = np.arange(len(space.fine[d]))
-            res = space.evaluate(trial, ddr_cycles)
+            res = space.evaluate(trial, ddr_cycles, objective)
             evaluations += res["cost"].size
             found = _ranked(res, ddr_traffic, objective)
             if found is not None and found[0] < best_key:

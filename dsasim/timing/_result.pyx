@@ -247,11 +247,11 @@ cdef class CriticalChain:
                 text = f"{'load' if k == LOAD_OP else 'store'}:{self.g.tensor_names[key[1]]}"
                 self.labels[key] = text
             return text
-        if k == STAGE_OP or k == WRITEBACK_OP:  # named by the level: its engine is "dma-<level>"
+        if k == STAGE_OP or k == WRITEBACK_OP:  # named by the level: its engines are "dma-<level>[-wb]"
             key = (k, int(self.g.engine[op]))
             text = self.labels.get(key)
             if text is None:
-                text = f"{'stage' if k == STAGE_OP else 'writeback'}:{self.g.engine_names[key[1]][4:]}"
+                text = f"{'stage' if k == STAGE_OP else 'writeback'}:{self.g.engine_names[key[1]][4:].removesuffix('-wb')}"
                 self.labels[key] = text
             return text
         if k == VEC_OP:

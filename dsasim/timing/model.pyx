@@ -11,9 +11,11 @@ Engines. Each engine runs its own operations one at a time, in program (trace) o
     the channels round-robin in program order (load j goes to channel j mod channels).
   * `dma-store`: STORE events.
   * `tensorcore`: COMPUTE events whose unit is "tensorcore"; `vector`: every other COMPUTE event.
-  * `dma-<level>` (e.g. `dma-L1w`), one per memory level below the SRAM (`hardware.inner_levels`): the STAGE
-    and WRITEBACK events of that level's buffers, on the level's own port to its parent (no DDR port: nothing
-    else shares it, so its operations run back to back in program order as soon as they are ready).
+  * `dma-<level>` and `dma-<level>-wb` (e.g. `dma-L1acc`, `dma-L1acc-wb`), per memory level below the SRAM
+    (`hardware.inner_levels`): the STAGE and the WRITEBACK events of that level's buffers, two in-order queues
+    that share the level's own port to its parent (as DDR's load and store engines share a port): the port
+    carries one transfer at a time, and a stage into the next slot of an N-way buffer need not wait behind the
+    write-back of the current slot.
 OPEN events (a zeroed region, no DMA) run on no engine and take 0 cycles, but still wait for their slot; HIT,
 ALLOC, ENTER and EXIT events are not operations; a FREE event releases its buffer's slot (below).
 
@@ -32,7 +34,9 @@ Dependencies (an operation starts only after all of these have finished):
     buffer already waits for whatever last wrote it. A STORE waits for the last write of its buffer.
   * levels: a STAGE is a fill of its inner buffer (slot rules below, in that level's own address space) and a
     read of its source buffer: it waits for the source's last write (the LOAD, OPEN or STAGE that filled it, or
-    the last COMPUTE or WRITEBACK that wrote it). A WRITEBACK reads its inner buffer (it waits for the buffer's
+    the last COMPUTE or WRITEBACK that wrote it); when the source's latest writes are WRITEBACKs of regions of it
+    (an accumulator's tiles coming home into one SRAM buffer), only for those whose regions meet its own, and
+    the write before them: a partial sum is staged back once its own tile is home, not every other tile. A WRITEBACK reads its inner buffer (it waits for the buffer's
     last write) and writes its target: like a COMPUTE writing it, it waits for the target's last write and for
     every operation that read the target's current contents (WAR), and later readers of the target (a STORE, a
     STAGE, a COMPUTE) wait for it. An OPEN of an inner buffer is a zero-fill as in the SRAM.
@@ -256,7 +260,8 @@ class OpGraph:
     tensor_names: list[str]
     # memory levels, the SRAM first (index 0), then `hardware.inner_levels`
     level_names: list[str]
-    level_engines: list[int]  # per level, the engine of its STAGEs and WRITEBACKs (-1 for the SRAM)
+    level_engines: list[int]  # per level, the engine of its STAGEs (-1 for the SRAM)
+    level_writeback_engines: list[int]  # per level, the engine of its WRITEBACKs, on the same port (-1: SRAM)
     reserved_level_bytes: list[int]  # per level, the peak of the trace's charged bytes ([0]: reserved_sram_bytes)
     buffer_level: np.ndarray  # int32 per buffer: the index of its level
 
@@ -373,11 +378,13 @@ cdef class _Lowering(TraceChecker):
     cdef int64_t[::1] free_rows  # a stack of the rows not in use
     cdef _EngineMap readers, users
     cdef dict forward_waiters
+    cdef dict partial  # row -> [the write before, {region offset: WRITEBACK op}]: its writes since, all write-backs
     cdef list occupancies  # per level, an _Occupancy of its own address space
     # per level: the engine of its STAGEs and WRITEBACKs (-1 for the SRAM), its transfer time's setup cycles and
     # bytes per cycle as an exact fraction num / den, the peak of its charged bytes
-    cdef object lv_engine_a, lv_setup_a, lv_num_a, lv_den_a, lv_peak_a
-    cdef int[::1] lv_engine
+    cdef object lv_engine_a, lv_wb_engine_a, lv_port_a, lv_setup_a, lv_num_a, lv_den_a, lv_peak_a
+    cdef int[::1] lv_engine, lv_wb_engine, lv_port
+    cdef int n_ports
     cdef int64_t[::1] lv_setup, lv_num, lv_den, lv_peak
     cdef int64_t macs, tc_macs, padded_macs, loaded, stored
 
@@ -393,18 +400,24 @@ cdef class _Lowering(TraceChecker):
         bw = _exact(hardware.dram_bytes_per_cycle)
         self.setup, self.bw_num, self.bw_den = hardware.dma_setup_cycles, bw.numerator, bw.denominator
         levels = hardware.levels
-        self.lv_engine_a = np.full(len(levels), -1, np.intc)
+        self.lv_engine_a, self.lv_wb_engine_a, self.lv_port_a = [np.full(len(levels), -1, np.intc) for _ in range(3)]
         self.lv_setup_a, self.lv_num_a, self.lv_den_a = [np.ones(len(levels), np.int64) for _ in range(3)]
         self.lv_peak_a = np.zeros(len(levels), np.int64)
-        for i in range(1, len(levels)):  # a level's engine has its own port: no DDR port (-1), like a compute unit
-            self.lv_engine_a[i] = len(self.engine_names)
-            self.engine_names.append(f"dma-{levels[i].name}")
-            self.engine_ports.append(-1)
+        self.n_ports = 1 if self.shared else 2
+        for i in range(1, len(levels)):
+            # two in-order queues, stages and write-backs, on the level's one port (as DDR's loads and stores): a
+            # stage into the next slot of an N-way buffer need not wait behind the write-back of the current one
+            self.lv_port_a[i] = self.n_ports
+            self.n_ports += 1
+            for target, suffix in ((self.lv_engine_a, ""), (self.lv_wb_engine_a, "-wb")):
+                target[i] = len(self.engine_names)
+                self.engine_names.append(f"dma-{levels[i].name}{suffix}")
+                self.engine_ports.append(self.lv_port_a[i])
             lbw = _exact(levels[i].bytes_per_cycle)
             self.lv_setup_a[i], self.lv_num_a[i], self.lv_den_a[i] = levels[i].setup_cycles, lbw.numerator, \
                 lbw.denominator
-        self.lv_engine, self.lv_setup, self.lv_num, self.lv_den = (self.lv_engine_a, self.lv_setup_a, self.lv_num_a,
-                                                                   self.lv_den_a)
+        self.lv_engine, self.lv_wb_engine, self.lv_port = self.lv_engine_a, self.lv_wb_engine_a, self.lv_port_a
+        self.lv_setup, self.lv_num, self.lv_den = self.lv_setup_a, self.lv_num_a, self.lv_den_a
         self.lv_peak = self.lv_peak_a
         self.n_eng = len(self.engine_names)
         self.burst, self.run_cycles = hardware.dma_burst_bytes, hardware.dma_run_cycles
@@ -434,6 +447,7 @@ cdef class _Lowering(TraceChecker):
         self.free_rows, self.n_free_rows = self.free_rows_a, 16
         self.readers, self.users = _EngineMap(self.n_eng + 1), _EngineMap(self.n_eng + 1)
         self.forward_waiters = {}  # live occupant -> buffers allocated over its bytes
+        self.partial = {}
         self.occupancies = [_Occupancy() for _ in levels]  # per level, which buffer last held each byte
         self.macs = self.tc_macs = self.padded_macs = self.loaded = self.stored = 0
         self.n_loads = 0
@@ -712,9 +726,17 @@ cdef class _Lowering(TraceChecker):
         cdef Py_ssize_t row = self.b_row[b], src = self.b_row[source], op
         self.slot_deps(row, eng)
         cdef int64_t lw = self.r_last[src]  # validated: the source was filled
-        if self.engine[lw] != eng:
+        written = self.partial.get(src)
+        if written is not None and written[2] == lw:  # its last writes were write-backs: the overlapping ones
+            if written[0] >= 0 and self.engine[written[0]] != eng:
+                self.dep(written[0] * 4 + C_DATA)
+            for wreg, wop in (<dict>written[1]).items():
+                if self.regions_meet(t, wreg, reg):
+                    self.dep(wop * 4 + C_DATA)
+        elif self.engine[lw] != eng:
             self.dep(lw * 4 + C_DATA)
-        op = self.add_op(C_STAGE_OP, eng, self.level_cycles(level, nb), -1, nb, t, b, reg, idx, False)
+        op = self.add_op(C_STAGE_OP, eng, self.level_cycles(level, nb), self.lv_port[level], nb, t, b, reg, idx,
+                         False)
         self.readers.set(src, eng, op)
         self.users.set(src, eng, op)
         self.filled(b, row, op, eng, reg)
@@ -727,7 +749,7 @@ cdef class _Lowering(TraceChecker):
         TraceChecker.writeback(self, idx, b, t, reg, nb, has_nb, target)
         nb = self.b_held[b]
         cdef int level = self.b_level[b]
-        cdef int eng = self.lv_engine[level]
+        cdef int eng = self.lv_wb_engine[level]
         cdef Py_ssize_t row = self.b_row[b], trow = self.b_row[target], op, k, base
         cdef int64_t lw = self.r_last[row]
         if self.engine[lw] != eng:
@@ -739,13 +761,31 @@ cdef class _Lowering(TraceChecker):
         for k in range(self.readers.n[trow]):
             if self.readers.keys[base + k] != eng:
                 self.dep(self.readers.ops[base + k] * 4 + C_WAR)
-        op = self.add_op(C_WRITEBACK_OP, eng, self.level_cycles(level, nb), -1, nb, t, b, reg, idx, False)
+        op = self.add_op(C_WRITEBACK_OP, eng, self.level_cycles(level, nb), self.lv_port[level], nb, t, b, reg, idx,
+                         False)
         self.readers.set(row, eng, op)
         self.users.set(row, eng, op)
+        written = self.partial.get(trow)
+        if written is None or written[2] != self.r_last[trow]:  # a new run of write-backs into the target
+            written = self.partial[trow] = [self.r_last[trow], {}, -1]
+        (<dict>written[1])[reg] = op  # (a later write-back of the same region supersedes: same engine, in order)
+        written[2] = op
         self.r_last[trow] = op
         self.readers.reset(trow, -2, 0)
         self.users.set(trow, eng, op)
         return 0
+
+    cdef bint regions_meet(self, int64_t t, int64_t a, int64_t b):
+        """Whether the regions at offsets a and b of tensor t share an element."""
+        if a == b:
+            return True
+        cdef int64_t* ra = self.log.regions.at(a)
+        cdef int64_t* rb = self.log.regions.at(b)
+        cdef int64_t i
+        for i in range(self.ndim[t]):
+            if region_start(ra, i) >= region_stop(rb, i) or region_start(rb, i) >= region_stop(ra, i):
+                return False
+        return True
 
     cdef void grow_rows(self) except *:
         cdef Py_ssize_t rows = len(self.r_last_a)
@@ -816,7 +856,7 @@ cdef class _Lowering(TraceChecker):
             region=RegionColumn(self.log, self.region_a[:n], tensor, np.asarray(self.ndim)),
             event=self.event_a[:n], prev_on_engine=self.prev_a[:n], ddr_check=ddr,
             queues=[np.flatnonzero(engine == e) for e in range(self.n_eng)], engine_names=self.engine_names,
-            engine_ports=self.engine_ports, n_ports=1 if self.shared else 2, load_engines=tuple(range(self.channels)),
+            engine_ports=self.engine_ports, n_ports=self.n_ports, load_engines=tuple(range(self.channels)),
             store_engine=self.e_store, tensorcore_engine=self.e_tc, vector_engine=self.e_vec,
             stores_by_tensor=stores, loads_by_tensor=loads, buffer_tensor=self.b_tensor_a[:nb],
             buffer_nbytes=self.b_nbytes_a[:nb], buffer_first_op=self.b_first_a[:nb],
@@ -824,7 +864,7 @@ cdef class _Lowering(TraceChecker):
             reserved_sram_bytes=int(self.lv_peak[0]), macs=self.macs, tensorcore_macs=self.tc_macs,
             padded_macs=self.padded_macs, loaded_bytes=self.loaded, stored_bytes=self.stored,
             tensor_names=[t.name for t in trace.tensors], level_names=list(self.level_names),
-            level_engines=self.lv_engine_a.tolist(), reserved_level_bytes=self.lv_peak_a.tolist(),
+            level_engines=self.lv_engine_a.tolist(), level_writeback_engines=self.lv_wb_engine_a.tolist(), reserved_level_bytes=self.lv_peak_a.tolist(),
             buffer_level=self.b_level_a[:nb])
 
 

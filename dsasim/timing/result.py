@@ -124,7 +124,7 @@ class LevelFigures:
 
     name: str
     parent: str
-    engine: str  # the engine of its STAGEs and WRITEBACKs, "dma-<name>"
+    engine: str  # the engine of its STAGEs, "dma-<name>" (its WRITEBACKs: "dma-<name>-wb", on the same port)
     capacity_bytes: int
     bytes_per_cycle: float
     setup_cycles: int
@@ -151,7 +151,7 @@ class LevelFigures:
     def summary(self) -> str:
         """One readable line."""
         return (f"{self.name} (from {self.parent}): staged {self.staged_bytes} B in {self.stages} ops, written back "
-                f"{self.written_back_bytes} B in {self.writebacks}; {self.engine} {self.utilization:.1%} busy; peak "
+                f"{self.written_back_bytes} B in {self.writebacks}; its port {self.utilization:.1%} busy; peak "
                 f"{self.peak_bytes} B occupied, {self.reserved_bytes} B reserved of {self.capacity_bytes} B")
 
 
@@ -375,7 +375,8 @@ def _roofline_terms(g: OpGraph, hardware: Accelerator, busy: Mapping[str, int]) 
         ddr = math.ceil(max(g.loaded_bytes, g.stored_bytes) / bw)
     terms = {"tensorcore": busy["tensorcore"], "vector": busy["vector"], "ddr": ddr}
     for i, lv in enumerate(hardware.levels[1:], start=1):  # a level's port carries its transfers one at a time
-        moved = int(g.nbytes[np.isin(g.kind, (STAGE_OP, WRITEBACK_OP)) & (g.engine == g.level_engines[i])].sum())
+        mine = np.isin(g.engine, (g.level_engines[i], g.level_writeback_engines[i]))
+        moved = int(g.nbytes[np.isin(g.kind, (STAGE_OP, WRITEBACK_OP)) & mine].sum())
         terms[lv.name] = math.ceil(moved / float(lv.bytes_per_cycle))
     return terms
 
@@ -467,18 +468,18 @@ def _level_figures(g: OpGraph, hardware: Accelerator, ops: _OpArrays, busy: Mapp
     b_tensor, b_bytes, b_start, b_end, b_level = buffers
     figures = []
     for i, lv in enumerate(hardware.levels[1:], start=1):
-        engine = g.level_engines[i]
-        name = g.engine_names[engine]
-        mine = ops.engine == engine
+        name, wb_name = g.engine_names[g.level_engines[i]], g.engine_names[g.level_writeback_engines[i]]
+        mine = np.isin(ops.engine, (g.level_engines[i], g.level_writeback_engines[i]))
         staged, back = mine & (ops.kind == STAGE_OP), mine & (ops.kind == WRITEBACK_OP)
+        port_busy = busy[name] + busy[wb_name]  # (the two queues share the level's port: never both at once)
         held = b_level == i
         tensors, occupancy = _sram_occupancy(g, b_tensor[held], b_bytes[held], b_start[held], b_end[held], edges, w)
         figures.append(LevelFigures(
             name=lv.name, parent=lv.parent, engine=name, capacity_bytes=lv.capacity_bytes,
             bytes_per_cycle=float(lv.bytes_per_cycle), setup_cycles=lv.setup_cycles,
             staged_bytes=int(ops.nbytes[staged].sum()), written_back_bytes=int(ops.nbytes[back].sum()),
-            stages=int(staged.sum()), writebacks=int(back.sum()), busy_cycles=busy[name],
-            utilization=busy[name] / cycles if cycles else 0.0,
+            stages=int(staged.sum()), writebacks=int(back.sum()), busy_cycles=port_busy,
+            utilization=port_busy / cycles if cycles else 0.0,
             peak_bytes=_peak_bytes(b_bytes[held], b_start[held], b_end[held]),
             reserved_bytes=int(g.reserved_level_bytes[i]), tensors=tensors, occupancy=_frozen(occupancy)))
     return tuple(figures)
