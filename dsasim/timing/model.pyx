@@ -203,13 +203,17 @@ cdef class RegionColumn:
 
     cpdef bint overlaps(self, Py_ssize_t a, Py_ssize_t b):
         """Whether the regions of operations a and b (of one tensor) share an element."""
-        cdef int64_t* ra = self.log.regions.at(self.offsets[a])
-        cdef int64_t* rb = self.log.regions.at(self.offsets[b])
-        cdef int64_t i
-        for i in range(self.ndim[self.tensors[a]]):
-            if region_start(ra, i) >= region_stop(rb, i) or region_start(rb, i) >= region_stop(ra, i):
-                return False
-        return True
+        return _meet(self.log.regions.at(self.offsets[a]), self.log.regions.at(self.offsets[b]),
+                     self.ndim[self.tensors[a]])
+
+
+cdef inline bint _meet(int64_t* ra, int64_t* rb, int64_t ndim):
+    """Whether two regions of the log's region table (of one tensor, `ndim` dimensions) share an element."""
+    cdef int64_t i
+    for i in range(ndim):
+        if region_start(ra, i) >= region_stop(rb, i) or region_start(rb, i) >= region_stop(ra, i):
+            return False
+    return True
 
 
 @dataclass
@@ -777,15 +781,7 @@ cdef class _Lowering(TraceChecker):
 
     cdef bint regions_meet(self, int64_t t, int64_t a, int64_t b):
         """Whether the regions at offsets a and b of tensor t share an element."""
-        if a == b:
-            return True
-        cdef int64_t* ra = self.log.regions.at(a)
-        cdef int64_t* rb = self.log.regions.at(b)
-        cdef int64_t i
-        for i in range(self.ndim[t]):
-            if region_start(ra, i) >= region_stop(rb, i) or region_start(rb, i) >= region_stop(ra, i):
-                return False
-        return True
+        return a == b or _meet(self.log.regions.at(a), self.log.regions.at(b), self.ndim[t])
 
     cdef void grow_rows(self) except *:
         cdef Py_ssize_t rows = len(self.r_last_a)
