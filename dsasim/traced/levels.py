@@ -32,6 +32,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
+import dsasim.traced.memory as memory  # (a cycle: memory imports this module; its names are read at call time)
 from dsasim.errors import CoherenceError, LevelError, RegionError, ReuseError, SramOverflowError
 from dsasim.hardware import ROLES, SRAM_LEVEL, Accelerator, MemoryLevel
 from dsasim.traced.trace import format_region
@@ -106,7 +109,7 @@ class LevelState:
                                for depth, lv in enumerate(hardware.path(role))}
 
     # -- scopes ------------------------------------------------------------------------------------------------
-    def check_scope(self, path: tuple[str, ...], level: str | None, ways: int) -> None:
+    def check_ways(self, path: tuple[str, ...], level: str | None, ways: int) -> None:
         """The ways a scope at `level` (None: SRAM) asks for are within the level's max_ways."""
         if level is not None and ways > self.levels[level].max_ways:
             raise LevelError(f"scope {'/'.join(path)}: {ways} ways at level {level}, which allows at most "
@@ -132,8 +135,6 @@ class LevelState:
                   reuse: bool) -> "Tile | None":
         """A hit on a live copy of region in an inner level at or below `level` on arr's path, the deepest
         first (rule 2), or None."""
-        from dsasim.traced.memory import Tile
-
         rank = self.rank[self.roles.get(arr.id)]
         floor = rank[level]
         for name in sorted((lv for lv, r in rank.items() if lv is not None and r >= floor), key=rank.get,
@@ -143,7 +144,7 @@ class LevelState:
             if buf is not None:
                 self.traffic[name].add(arr.name, "hits", 1)
                 session._log.hit(buf.id, arr.id, region, reuse)
-                return Tile(buf, region)
+                return memory.Tile(buf, region)
         return None
 
     def live_of(self, level: str, arr: "TracedArray") -> Any:
@@ -151,9 +152,7 @@ class LevelState:
         key = (level, arr.id)
         live = self.live.get(key)
         if live is None:
-            from dsasim.traced.memory import _LiveBuffers
-
-            live = self.live[key] = _LiveBuffers(arr.shape)
+            live = self.live[key] = memory._LiveBuffers(arr.shape)
         return live
 
     def check_no_dirty_copy(self, arr: "TracedArray", region: tuple, spare: "Buffer | None" = None) -> None:
@@ -165,18 +164,12 @@ class LevelState:
             live = self.live.get((level, arr.id))
             if not live:
                 continue
-            for buf in live.overlapping(region):
-                if buf.dirty and buf is not spare:
-                    raise CoherenceError(
-                        f"{arr.name}{format_region(region)} is read while buffer {buf.id} in {level} holds "
-                        f"modified data for {format_region(buf.region)} that overlaps it and is not written back "
-                        f"yet; access a region inside that buffer, or let its scope end first")
+            memory.refuse_modified_overlap(arr, region, live.overlapping(region), spare, "is read while",
+                                           "written back", f" in {level}")
 
     def stage(self, session: "Session", arr: "TracedArray", region: tuple, elements: int, reuse: bool,
               idx: int) -> "Tile":
         """Resolve region in the inner-level scope at stack index `idx` (rule 2): a hit, a STAGE or a zero-fill."""
-        from dsasim.traced.memory import Tile
-
         inst = session._stack[idx]
         level = inst.level
         live = self.live_of(level, arr)
@@ -185,7 +178,7 @@ class LevelState:
         if buf is not None:
             traffic.add(arr.name, "hits", 1)
             session._log.hit(buf.id, arr.id, region, reuse)
-            return Tile(buf, region)
+            return memory.Tile(buf, region)
         held = inst.held.get(arr.id) if reuse else None
         self.check_no_dirty_copy(arr, region, held)
         source = self._parent_copy(session, arr, region, elements, idx, level)
@@ -211,12 +204,10 @@ class LevelState:
             buf.loaded_from_ddr = False
             buf.load_bytes = 0
             if session.numeric:
-                import numpy as np
-
                 buf.data = np.zeros(tuple(b - a for a, b in region), session.dtype)
             traffic.add(arr.name, "opens", 1)
             session._log.open(buf.id, arr.id, region, reuse)
-            return Tile(buf, region)
+            return memory.Tile(buf, region)
         buf.loaded_from_ddr = True  # (from its parent level: a later write is a read-modify-write there)
         buf.load_bytes = nbytes
         if session.numeric:
@@ -225,7 +216,7 @@ class LevelState:
         traffic.add(arr.name, "loaded_bytes", nbytes)
         traffic.add(arr.name, "loads", 1)
         session._log.stage(buf.id, arr.id, region, nbytes, source.id)
-        return Tile(buf, region)
+        return memory.Tile(buf, region)
 
     def _parent_copy(self, session: "Session", arr: "TracedArray", region: tuple, elements: int, idx: int,
                      level: str) -> "Buffer":
@@ -246,8 +237,6 @@ class LevelState:
     def _allocate(self, session: "Session", arr: "TracedArray", region: tuple, nbytes: int,
                   inst: "_ScopeInstance", live: Any) -> "Buffer":
         """A new buffer of `inst`'s level (its own stack of bytes, like the SRAM's)."""
-        from dsasim.traced.memory import Buffer
-
         level = inst.level
         charged = nbytes * inst.ways
         used = self.live_bytes[level] + charged
@@ -258,7 +247,7 @@ class LevelState:
         if used > traffic.peak_bytes:
             traffic.peak_bytes = used
         address = used - charged + (inst.instance % inst.ways) * nbytes
-        buf = Buffer(session._next_buffer, arr, region, nbytes, charged)
+        buf = memory.Buffer(session._next_buffer, arr, region, nbytes, charged)
         buf.level = level
         session._next_buffer += 1
         inst.buffers.append(buf)
@@ -306,15 +295,11 @@ class LevelState:
     def _mark(self, arr: "TracedArray", region: tuple) -> None:
         written = self.written.get(arr.id)
         if written is None:
-            from dsasim.traced.memory import _StoredElements
-
-            written = self.written[arr.id] = _StoredElements(arr.shape)
+            written = self.written[arr.id] = memory._StoredElements(arr.shape)
         written.add(region)
 
     def write_back(self, session: "Session", buf: "Buffer") -> None:
         """WRITEBACK a modified inner buffer into the parent buffer it was staged from (rule 3)."""
-        from dsasim.traced.memory import Tile
-
         arr, region, target = buf.tensor, buf.region, buf.source
         if target.freed or target.generation != buf.source_generation:
             why = ("was freed when its scope exited" if target.freed else
@@ -325,7 +310,7 @@ class LevelState:
                 f"was staged from live (its scope enclosing) until this one's scope ends")
         nbytes = region_elements(region) * session._word_bytes
         buf.dirty = False  # (before the parent is marked written: this copy is no rival of it)
-        session.mark_written(Tile(target, region))
+        session.mark_written(memory.Tile(target, region))
         if target.data is not None:
             target.data[_within(region, target.region)] = buf.data
         self._mark(arr, region)

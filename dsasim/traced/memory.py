@@ -113,6 +113,18 @@ class PendingCompute:
         raise NotImplementedError
 
 
+def refuse_modified_overlap(arr: "TracedArray", region: Region, candidates: Any, spare: Any, what: str,
+                            pending: str, where: str = "") -> None:
+    """CoherenceError if a buffer among `candidates` (buffers overlapping region; `spare` excepted) holds modified
+    data not `pending` yet (stored, written back): the copy about to be read would miss that change."""
+    for buf in candidates:
+        if buf.dirty and buf is not spare:
+            raise CoherenceError(
+                f"{arr.name}{format_region(region)} {what} buffer {buf.id}{where} holds modified data for "
+                f"{format_region(buf.region)} that overlaps it and is not {pending} yet; access a region inside "
+                f"that buffer, or let its scope end first")
+
+
 def _check_product(tile: "Tile", value: Any, how: str) -> None:
     if not isinstance(value, PendingCompute):
         raise TypeError(f"{how} {tile!r} needs a compute unit's result (e.g. tc.conv2d(x, w) or "
@@ -912,7 +924,7 @@ class Session(_core.SessionFields):
             path = (parent.path if parent is not None else ()) + (name,)
             ways = self.scope_ways.get(name, declared_ways if declared_ways is not None else 1)
             if self._levels is not None:
-                self._levels.check_scope(path, level, ways)
+                self._levels.check_ways(path, level, ways)
             scope_id = len(self.trace.scopes)
             self._scope_ids[static_key] = scope_id
             self.trace.scopes.append(ScopeInfo(path, ways, level or SRAM_LEVEL))
@@ -1149,7 +1161,11 @@ class Session(_core.SessionFields):
     # -- the hot path ----------------------------------------------------------------------------------------
     def _access_py(self, arr: TracedArray, key: tuple, reuse: bool) -> Tile:
         """Resolve `arr[key]` (reuse flag as given): a hit, a load into a new buffer, or a reuse load."""
-        # The hottest path of the simulator (millions of calls): helpers are inlined on purpose.
+        region, elements = self._requested(arr, key, reuse)
+        return self._access_in(arr, region, elements, reuse, None)
+
+    def _requested(self, arr: TracedArray, key: tuple, reuse: bool) -> tuple[Region, int]:
+        """The region `key` names in arr and its elements; counted by the blog's counter unless reuse."""
         region = _normalize(arr.name, arr.shape, key)
         elements = 1
         for a, b in region:
@@ -1160,19 +1176,12 @@ class Session(_core.SessionFields):
             blog = _requested_elements(arr.shape, key) if self.blog_quirks else elements
             arr.traffic.blog_loaded_elements += blog
             self.counters.blog_loaded_elements += blog
-        return self._access_in(arr, region, elements, reuse, None)
+        return region, elements
 
     def _access_levels(self, arr: TracedArray, key: tuple, reuse: bool) -> Tile:
         """`access` on hardware with inner levels: resolved in the innermost scope whose level holds the tensor
         (`dsasim.traced.levels`, rule 2)."""
-        region = _normalize(arr.name, arr.shape, key)
-        elements = region_elements(region)
-        if type(elements) is not int:
-            region, elements = _integral_region(arr.name, region)
-        if not reuse:
-            blog = _requested_elements(arr.shape, key) if self.blog_quirks else elements
-            arr.traffic.blog_loaded_elements += blog
-            self.counters.blog_loaded_elements += blog
+        region, elements = self._requested(arr, key, reuse)
         levels = self._levels
         idx = levels.target(self, arr, region)
         inst = self._stack[idx]
@@ -1201,13 +1210,9 @@ class Session(_core.SessionFields):
             if arr.writable:
                 holder = inst if inst is not None else self._stack[-1] if self._stack else None
                 held = holder.held.get(arr.id) if reuse and holder is not None else None
-                for buf in live.overlapping(region):
-                    # the buffer a reuse load replaces is stored first, so it is no hazard
-                    if buf.dirty and buf is not held:
-                        raise CoherenceError(
-                            f"{arr.name}{format_region(region)} must be read from DDR but buffer {buf.id} holds "
-                            f"modified data for {format_region(buf.region)} that overlaps it and is not stored "
-                            f"yet; access a region inside that buffer, or let its scope end first")
+                # (the buffer a reuse load replaces is stored first, so it is no hazard)
+                refuse_modified_overlap(arr, region, live.overlapping(region), held, "must be read from DDR but",
+                                        "stored")
         if inst is None:
             stack = self._stack
             if not stack:
