@@ -385,3 +385,15 @@ def test_the_level_models_cycles_track_the_timing_simulator():
         assert abs(timed / model.cycles - 1) < 0.05, (one_way, timed, model.cycles)
         if "output" in one_way:
             assert timed > 1.4 * max([model.tensorcore_cycles] + [lv.cycles for lv in model.levels])
+
+
+def test_search_on_levels_does_not_start_a_trace_of_hours(capsys):
+    """A 20,000^3 matmul's best two-level nest has 1.6 G TensorCore steps (20,000^3 / (m x n x k inner tile)):
+    at ~50 us a step its trace would take ~22 hours, so `dsasim search` says so instead of starting it."""
+    from dsasim.architect.level_search import LEVEL_TRACE_SECONDS_PER_STEP
+    from dsasim.cli import main
+
+    assert main(["search", "gemm:m=20000,n=20000,k=20000", "--hardware", "blog-l1"]) == 0
+    line = next(x for x in capsys.readouterr().out.splitlines() if x.strip().startswith("traced"))
+    steps = int(line.split(" nest of ")[1].split(" TensorCore")[0].replace(",", ""))
+    assert steps * LEVEL_TRACE_SECONDS_PER_STEP > 600 and "skipped" in line and "--force traces it" in line

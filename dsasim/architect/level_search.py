@@ -22,6 +22,7 @@ transfers can overlap the computes, which the cost assumes), else 1.
 from __future__ import annotations
 
 import itertools
+import math
 import time
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Sequence
@@ -30,9 +31,8 @@ import numpy as np
 
 from dsasim.architect.analytic import Batch, Evaluator, tensorcore_blocks
 from dsasim.architect.hierarchy import (InnerTiling, LevelAnalysis, LevelNest, analyze_levels, exposed_cycles,
-                                        level_cycles,
-                                        tensor_role)
-from dsasim.architect.loopnest import LoopNest, Problem
+                                        level_cycles, tensor_role)
+from dsasim.architect.loopnest import LoopNest, Problem, tile_count
 from dsasim.architect import search as one_level
 from dsasim.architect.search import chain_structures, tile_candidates
 from dsasim.hardware import SRAM_LEVEL, Accelerator
@@ -40,6 +40,9 @@ from dsasim.hardware import SRAM_LEVEL, Accelerator
 __all__ = ["LevelSearchResult", "search_levels", "OUTER_CANDIDATES", "COARSE_PER_DIM"]
 
 OUTER_CANDIDATES = 6  # outer nests given an inner search each
+# tracing a LevelNest runs the memory model's pure-Python path: about 50 us per TensorCore step with its accesses
+# and scopes (res2a_branch2b's best nest on blog-l1: 84,672 steps traced in 4.2 s; 2026-11-25)
+LEVEL_TRACE_SECONDS_PER_STEP = 50e-6
 COARSE_PER_DIM = 4  # inner tile sizes per dimension in the first pass
 _REFINE_ROUNDS = 4
 
@@ -390,4 +393,15 @@ def sweep_levels(problem: Problem, hardware: Accelerator, level: str, sizes: Seq
                       seconds=time.perf_counter() - start)
 
 
-__all__ += ["with_level_capacity", "LevelSweep", "sweep_levels"]
+__all__ += ["with_level_capacity", "LevelSweep", "sweep_levels", "estimate_level_trace_work",
+            "LEVEL_TRACE_SECONDS_PER_STEP"]
+
+
+def estimate_level_trace_work(nest: LevelNest) -> one_level.WorkEstimate:
+    """The work of tracing (and timing) a LevelNest: its TensorCore steps (one per inner tile of the whole
+    problem) at LEVEL_TRACE_SECONDS_PER_STEP."""
+    p = nest.problem
+    steps = math.prod(tile_count(p.extents[d], nest.inner_tiles[d]) for d in p.dims)
+    return one_level.WorkEstimate(what=f"tracing a {p.name} nest of {steps:,} TensorCore steps below the SRAM",
+                                  evaluations=0, traced_operations=steps,
+                                  seconds=steps * LEVEL_TRACE_SECONDS_PER_STEP)

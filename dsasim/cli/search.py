@@ -202,13 +202,20 @@ def format_levels(a: Any) -> str:
     return format_table(header, rows)
 
 
-def _trace_levels(a: Any) -> str | None:
+def _trace_levels(a: Any, force: bool) -> str | None:
     """Run the best `LevelNest` through the traced memory model (count-only) and compare every level's bytes
-    with the model's: a line saying they agree; CliError when they differ (a bug, never a finding); None when
-    no LevelNest kernel is registered."""
+    with the model's: a line saying they agree, or that tracing would take too long (unless `force`); CliError
+    when they differ (a bug, never a finding); None when no LevelNest kernel is registered."""
+    from dsasim.architect.level_search import estimate_level_trace_work
+    from dsasim.architect.search import WORK_LIMIT_SECONDS
+
     runner = levelnest_runner()
     if runner is None:
         return None
+    work = estimate_level_trace_work(a.nest)
+    if work.seconds > WORK_LIMIT_SECONDS and not force:
+        return (f"skipped: {work.describe()} is beyond the usual (the limit without --force is "
+                f"{WORK_LIMIT_SECONDS:.0f} s); --force traces it, --confirm 0 leaves this out")
     from dsasim.timing import simulate
 
     t0 = time.perf_counter()
@@ -267,7 +274,7 @@ def run_levels(args: argparse.Namespace, problem: Any, hardware: Any, sram: int,
                        [(t.level, t.tensor, t.loop, t.action, t.source, t.count, t.bytes) for t in a.triggers]))
     print(f"  searched     {result.evaluations:,} nests ({result.outer_considered} outer nests given an inner "
           f"search) in {result.seconds:.2f} s ({result.evaluations_per_second:,.0f}/s); {wall:.2f} s in all")
-    traced = _trace_levels(a) if args.confirm > 0 else None
+    traced = _trace_levels(a, args.force) if args.confirm > 0 else None
     if traced is not None:
         print(f"  traced       {traced}")
     if json_path is not None:
