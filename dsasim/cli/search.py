@@ -23,7 +23,8 @@ import dataclasses
 import json
 import sys
 import time
-from typing import TYPE_CHECKING, Any
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, Iterator
 
 from dsasim.atomic import write_text_atomic
 from dsasim.hardware import PRESETS, load_hardware
@@ -202,6 +203,19 @@ def format_levels(a: Any) -> str:
     return format_table(header, rows)
 
 
+@contextmanager
+def _as_cli_errors(layer: str) -> Iterator[None]:
+    """A search's refusals as one-line CLI errors: a ValueError's message, or a count past int64 in the model
+    (refused rather than printed wrapped)."""
+    try:
+        yield
+    except ValueError as err:
+        raise CliError(str(err)) from None
+    except OverflowError:
+        raise CliError(f"layer {layer!r} is too large for exact counts (a byte count exceeds 2**63); try a smaller "
+                       f"layer") from None
+
+
 def _trace_levels(a: Any, force: bool) -> str | None:
     """Run the best `LevelNest` through the traced memory model (count-only) and compare every level's bytes
     with the model's: a line saying they agree, or that tracing would take too long (unless `force`); CliError
@@ -244,11 +258,9 @@ def run_levels(args: argparse.Namespace, problem: Any, hardware: Any, sram: int,
     from dsasim.cli.table import format_table
 
     t0 = time.perf_counter()
-    try:
+    with _as_cli_errors(args.layer):
         result = search_levels(problem, hardware, sram, args.objective, force=args.force, warn=warner("search"),
                                slide=not args.no_slide)
-    except ValueError as err:
-        raise CliError(str(err)) from None
     wall = time.perf_counter() - t0
     a = result.best
     if a is None:
@@ -298,15 +310,10 @@ def run(args: argparse.Namespace) -> int:
         return run_levels(args, problem, hardware, sram, json_path)
     runner = loopnest_runner() if args.confirm > 0 else None
     t0 = time.perf_counter()
-    try:
+    with _as_cli_errors(args.layer):
         result = search(problem, hardware, sram, args.objective, runner=runner, confirm_top=max(args.confirm, 1),
                         simulate=not args.no_simulate, force=args.force, warn=warner("search"),
                         slide=not args.no_slide)
-    except ValueError as err:
-        raise CliError(str(err)) from None
-    except OverflowError:  # a count past int64 inside the model: refuse rather than print a wrapped number
-        raise CliError(f"layer {args.layer!r} is too large for exact counts (a byte count exceeds 2**63); "
-                       f"try a smaller layer") from None
     wall = time.perf_counter() - t0
     best = result.best
     if best is None:
