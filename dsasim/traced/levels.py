@@ -107,6 +107,10 @@ class LevelState:
         for role in ROLES:
             self.rank[role] = {(None if lv.name == SRAM_LEVEL else lv.name): depth
                                for depth, lv in enumerate(hardware.path(role))}
+        # per role and level of its path, the inner levels at or below it on the path, the deepest first
+        self.at_or_below = {role: {level: [lv for lv in sorted(rank, key=rank.get, reverse=True)
+                                           if lv is not None and rank[lv] >= depth]
+                                   for level, depth in rank.items()} for role, rank in self.rank.items()}
 
     # -- scopes ------------------------------------------------------------------------------------------------
     def check_ways(self, path: tuple[str, ...], level: str | None, ways: int) -> None:
@@ -135,10 +139,7 @@ class LevelState:
                   reuse: bool) -> "Tile | None":
         """A hit on a live copy of region in an inner level at or below `level` on arr's path, the deepest
         first (rule 2), or None."""
-        rank = self.rank[self.roles.get(arr.id)]
-        floor = rank[level]
-        for name in sorted((lv for lv, r in rank.items() if lv is not None and r >= floor), key=rank.get,
-                           reverse=True):
+        for name in self.at_or_below[self.roles.get(arr.id)][level]:
             live = self.live.get((name, arr.id))
             buf = live.containing(region) if live else None
             if buf is not None:
