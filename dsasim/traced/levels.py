@@ -30,18 +30,18 @@ other inner copies of those elements stale.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
-import dsasim.traced.memory as memory  # (a cycle: memory imports this module; its names are read at call time)
 from dsasim.errors import CoherenceError, LevelError, RegionError, ReuseError, SramOverflowError
 from dsasim.hardware import ROLES, SRAM_LEVEL, Accelerator, MemoryLevel
+from dsasim.traced._core import Buffer
 from dsasim.traced.trace import format_region
 from dsasim.util import region_elements
 
 if TYPE_CHECKING:
-    from dsasim.traced.memory import Buffer, Session, Tile, TracedArray, _ScopeInstance
+    from dsasim.traced.memory import Session, Tile, TracedArray, _ScopeInstance
 
 __all__ = ["LevelTraffic", "LevelState", "check_role"]
 
@@ -91,7 +91,11 @@ class LevelTraffic:
 class LevelState:
     """The inner levels' side of a Session: roles, live buffers, footprints, write-back marks and counters."""
 
-    def __init__(self, hardware: Accelerator, enforce_capacity: bool) -> None:
+    def __init__(self, hardware: Accelerator, enforce_capacity: bool, live_buffers: Callable[[tuple], Any],
+                 element_set: Callable[[tuple], Any]) -> None:
+        """`live_buffers(shape)` and `element_set(shape)` make the memory model's per-tensor index of live buffers
+        and set of elements (`memory._LiveBuffers`, `memory._StoredElements`), which this level state reuses."""
+        self.live_buffers, self.element_set = live_buffers, element_set
         self.hardware = hardware
         self.levels: dict[str, MemoryLevel] = {lv.name: lv for lv in hardware.inner_levels}
         self.capacity = {name: (lv.capacity_bytes if enforce_capacity else float("inf"))
@@ -136,7 +140,7 @@ class LevelState:
                           f"(`with GlobalHierarchy(s):`) around them for it")
 
     def hit_below(self, session: "Session", arr: "TracedArray", region: tuple, level: str | None,
-                  reuse: bool) -> "Tile | None":
+                  reuse: bool) -> Buffer | None:
         """A hit on a live copy of region in an inner level at or below `level` on arr's path, the deepest
         first (rule 2), or None."""
         for name in self.at_or_below[self.roles.get(arr.id)][level]:
@@ -145,7 +149,7 @@ class LevelState:
             if buf is not None:
                 self.traffic[name].add(arr.name, "hits", 1)
                 session._log.hit(buf.id, arr.id, region, reuse)
-                return memory.Tile(buf, region)
+                return buf
         return None
 
     def live_of(self, level: str, arr: "TracedArray") -> Any:
@@ -153,7 +157,7 @@ class LevelState:
         key = (level, arr.id)
         live = self.live.get(key)
         if live is None:
-            live = self.live[key] = memory._LiveBuffers(arr.shape)
+            live = self.live[key] = self.live_buffers(arr.shape)
         return live
 
     def check_no_dirty_copy(self, arr: "TracedArray", region: tuple, spare: "Buffer | None" = None) -> None:
@@ -165,11 +169,11 @@ class LevelState:
             live = self.live.get((level, arr.id))
             if not live:
                 continue
-            memory.refuse_modified_overlap(arr, region, live.overlapping(region), spare, "is read while",
+            refuse_modified_overlap(arr, region, live.overlapping(region), spare, "is read while",
                                            "written back", f" in {level}")
 
     def stage(self, session: "Session", arr: "TracedArray", region: tuple, elements: int, reuse: bool,
-              idx: int) -> "Tile":
+              idx: int) -> Buffer:
         """Resolve region in the inner-level scope at stack index `idx` (rule 2): a hit, a STAGE or a zero-fill."""
         inst = session._stack[idx]
         level = inst.level
@@ -179,7 +183,7 @@ class LevelState:
         if buf is not None:
             traffic.add(arr.name, "hits", 1)
             session._log.hit(buf.id, arr.id, region, reuse)
-            return memory.Tile(buf, region)
+            return buf
         held = inst.held.get(arr.id) if reuse else None
         self.check_no_dirty_copy(arr, region, held)
         source = self._parent_copy(session, arr, region, elements, idx, level)
@@ -208,7 +212,7 @@ class LevelState:
                 buf.data = np.zeros(tuple(b - a for a, b in region), session.dtype)
             traffic.add(arr.name, "opens", 1)
             session._log.open(buf.id, arr.id, region, reuse)
-            return memory.Tile(buf, region)
+            return buf
         buf.loaded_from_ddr = True  # (from its parent level: a later write is a read-modify-write there)
         buf.load_bytes = nbytes
         if session.numeric:
@@ -217,7 +221,7 @@ class LevelState:
         traffic.add(arr.name, "loaded_bytes", nbytes)
         traffic.add(arr.name, "loads", 1)
         session._log.stage(buf.id, arr.id, region, nbytes, source.id)
-        return memory.Tile(buf, region)
+        return buf
 
     def _parent_copy(self, session: "Session", arr: "TracedArray", region: tuple, elements: int, idx: int,
                      level: str) -> "Buffer":
@@ -229,7 +233,7 @@ class LevelState:
             if stack[j].level == want:
                 if want is None:
                     return session._access_in(arr, region, elements, False, stack[j]).buffer
-                return self.stage(session, arr, region, elements, False, j).buffer
+                return self.stage(session, arr, region, elements, False, j)
         raise RegionError(f"{arr.name}{format_region(region)} is staged into {level} in scope "
                           f"{'/'.join(stack[idx].path)}, but no scope of its parent level {parent} is open: the "
                           f"data comes through {parent}, so open a {parent} scope around it (e.g. "
@@ -248,7 +252,7 @@ class LevelState:
         if used > traffic.peak_bytes:
             traffic.peak_bytes = used
         address = used - charged + (inst.instance % inst.ways) * nbytes
-        buf = memory.Buffer(session._next_buffer, arr, region, nbytes, charged)
+        buf = Buffer(session._next_buffer, arr, region, nbytes, charged)
         buf.level = level
         session._next_buffer += 1
         inst.buffers.append(buf)
@@ -296,7 +300,7 @@ class LevelState:
     def _mark(self, arr: "TracedArray", region: tuple) -> None:
         written = self.written.get(arr.id)
         if written is None:
-            written = self.written[arr.id] = memory._StoredElements(arr.shape)
+            written = self.written[arr.id] = self.element_set(arr.shape)
         written.add(region)
 
     def write_back(self, session: "Session", buf: "Buffer") -> None:
@@ -311,7 +315,7 @@ class LevelState:
                 f"was staged from live (its scope enclosing) until this one's scope ends")
         nbytes = region_elements(region) * session._word_bytes
         buf.dirty = False  # (before the parent is marked written: this copy is no rival of it)
-        session.mark_written(memory.Tile(target, region))
+        session._mark_region_written(target, region)
         if target.data is not None:
             target.data[_within(region, target.region)] = buf.data
         self._mark(arr, region)
@@ -350,6 +354,18 @@ class LevelState:
                     f"tensorcore.{product.op}: operand {arr.name}{format_region(tile.region)} is in {where}, but on "
                     f"{hw.name} the TensorCore reads {role}s from {deepest} only; take the tile inside "
                     f"`with GlobalHierarchy(s, name, level={deepest!r}):`")
+
+
+def refuse_modified_overlap(arr: "TracedArray", region: tuple, candidates: Any, spare: Any, what: str,
+                            pending: str, where: str = "") -> None:
+    """CoherenceError if a buffer among `candidates` (buffers overlapping region; `spare` excepted) holds modified
+    data not `pending` yet (stored, written back): the copy about to be read would miss that change."""
+    for buf in candidates:
+        if buf.dirty and buf is not spare:
+            raise CoherenceError(
+                f"{arr.name}{format_region(region)} {what} buffer {buf.id}{where} holds modified data for "
+                f"{format_region(buf.region)} that overlaps it and is not {pending} yet; access a region inside "
+                f"that buffer, or let its scope end first")
 
 
 def _within(region: tuple, outer: tuple) -> tuple[slice, ...]:

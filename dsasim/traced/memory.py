@@ -32,7 +32,7 @@ from dsasim.errors import (CoherenceError, LevelError, ReadOnlyError, RegionErro
                      SramOverflowError, StaleTileError, UnfinishedError)
 from dsasim.hardware import SRAM_LEVEL, Accelerator
 from dsasim.layout import DEFAULT_LAYOUT, LAYOUTS, check_layout
-from dsasim.traced.levels import LevelState, LevelTraffic, check_role
+from dsasim.traced.levels import LevelState, LevelTraffic, check_role, refuse_modified_overlap
 from dsasim.traced.segments import Segment
 from dsasim.traced.trace import NullLog, Region, ScopeInfo, TensorInfo, Trace, format_region
 from dsasim.util import (ceil_div, is_int, region_contains, region_elements, regions_overlap, shape_elements,
@@ -111,18 +111,6 @@ class PendingCompute:
     def apply(self, out: "Tile", accumulate: bool) -> None:
         """Write (or accumulate) the result into `out`."""
         raise NotImplementedError
-
-
-def refuse_modified_overlap(arr: "TracedArray", region: Region, candidates: Any, spare: Any, what: str,
-                            pending: str, where: str = "") -> None:
-    """CoherenceError if a buffer among `candidates` (buffers overlapping region; `spare` excepted) holds modified
-    data not `pending` yet (stored, written back): the copy about to be read would miss that change."""
-    for buf in candidates:
-        if buf.dirty and buf is not spare:
-            raise CoherenceError(
-                f"{arr.name}{format_region(region)} {what} buffer {buf.id}{where} holds modified data for "
-                f"{format_region(buf.region)} that overlaps it and is not {pending} yet; access a region inside "
-                f"that buffer, or let its scope end first")
 
 
 def _check_product(tile: "Tile", value: Any, how: str) -> None:
@@ -801,7 +789,8 @@ class Session(_core.SessionFields):
         self.pending_products: dict[int, Any] = {}  # computes created but not yet written into a tile
         self.finished = False
         self._broken: str | None = None  # why the session refuses further use (see _abandon)
-        self._levels = LevelState(hardware, enforce_capacity) if hardware.inner_levels else None
+        self._levels = (LevelState(hardware, enforce_capacity, _LiveBuffers, _StoredElements)
+                        if hardware.inner_levels else None)
         if self._levels is not None:  # the pure-Python path: the compiled core models one level
             self.counters.levels = self._levels.traffic
             self.access = self._access_levels  # type: ignore[method-assign]
@@ -1185,11 +1174,11 @@ class Session(_core.SessionFields):
         levels = self._levels
         idx = levels.target(self, arr, region)
         inst = self._stack[idx]
-        hit = levels.hit_below(self, arr, region, inst.level, reuse)
-        if hit is not None:
-            return hit
-        if inst.level is not None:
-            return levels.stage(self, arr, region, elements, reuse, idx)
+        buf = levels.hit_below(self, arr, region, inst.level, reuse)
+        if buf is None and inst.level is not None:
+            buf = levels.stage(self, arr, region, elements, reuse, idx)
+        if buf is not None:
+            return Tile(buf, region)
         levels.check_no_dirty_copy(arr, region)
         return self._access_in(arr, region, elements, reuse, inst)
 
@@ -1307,6 +1296,10 @@ class Session(_core.SessionFields):
             buf.load_bytes = nbytes
         self._log.slide(buf.id, arr.id, region, nbytes)
         return Tile(buf, region)
+
+    def _mark_region_written(self, buf: Buffer, region: Region) -> None:
+        """`mark_written` of region of buf (an inner level's write-back into its parent buffer)."""
+        self.mark_written(Tile(buf, region))
 
     def mark_written(self, tile: Tile) -> Buffer:
         """Record that a compute wrote `tile`: its buffer becomes modified (stored on free/reuse)."""
