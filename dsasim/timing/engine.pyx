@@ -1,3 +1,4 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, initializedcheck=False
 """The timing model's second half, fast: an exact discrete-event list scheduler over the operation graph.
 
 Rules of time (the simpy reference in `reference.py` implements the same rules and is tested equal):
@@ -124,7 +125,7 @@ cdef class _ListScheduler:
         cdef long long x
         stack = [op]
         while stack:
-            top = stack[-1]
+            top = stack[len(stack) - 1]
             x = self.scan(top, 0)
             if x == -1 or (x < -1 and len(stack) > self.n):  # (the second: a cycle, only in a malformed graph)
                 return -1
@@ -280,7 +281,7 @@ def _raise_deadlock(g: OpGraph, ends: list[int], heads: list[int], resolve, firs
     seen = {first: 0}
     cycle = False
     while True:
-        nxt = _waits_for(g, chain[-1], ends, heads, resolve)
+        nxt = _waits_for(g, chain[len(chain) - 1], ends, heads, resolve)
         if nxt is None:
             break
         if nxt in seen:

@@ -1,3 +1,4 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, initializedcheck=False
 """The timing model's first half: lowering a trace into an operation graph (engines, durations, dependencies).
 
 The trace is the only input. Every rule of the model that does not involve time lives here; the schedulers
