@@ -147,7 +147,10 @@ cdef class SessionFields:
 
     cdef public CounterFields counters
     cdef public object blog_quirks, numeric, dtype, trace, pending_products, _log, _trace_event_limit
-    cdef public object _stack, _scope_ids, _scope_instances, _next_buffer, _live_bytes, _word_bytes, _sram_bytes
+    cdef public object _stack, _scope_ids, _scope_instances
+    # C integers: the core adds to them on every access without creating Python integers. `_sram_limit`: the SRAM's
+    # capacity in bytes, or 2**63 - 1 when the Session does not enforce it
+    cdef public long long _next_buffer, _live_bytes, _word_bytes, _sram_limit
     cdef public object _broken
     cdef public object _levels  # None on one-level hardware; else the inner levels' state (`levels.LevelState`)
 
@@ -190,7 +193,8 @@ cdef class ProductFields:
     operand tiles, the result's shape, its MACs, cycles and padded MACs, and the kernel computing its values
     from the operands' arrays. Registered in the session's pending products until written into a tile."""
 
-    cdef public object session, unit, op, inputs, out_shape, macs, cycles, padded_macs, kernel
+    cdef public object session, unit, op, inputs, out_shape, kernel
+    cdef public long long macs, cycles, padded_macs
 
     def __init__(self, session, unit, op, inputs, out_shape, macs, cycles, padded_macs, kernel):
         self.session = session
@@ -202,7 +206,7 @@ cdef class ProductFields:
         self.cycles = cycles
         self.padded_macs = padded_macs
         self.kernel = kernel
-        session.pending_products[id(self)] = self  # Session.finish reports products never written anywhere
+        session.pending_products[self] = self  # Session.finish reports products never written anywhere
 
 
 cdef inline object _new_tile(Buffer buffer, tuple region):
@@ -475,10 +479,10 @@ cpdef access(SessionFields session, array, tuple key, reuse):
     cdef ScopeInstance inst = <ScopeInstance?>stack[-1]
     cdef long long nbytes = elements * <long long>session._word_bytes
     # (Session._allocate, inlined)
-    ways = inst.ways
-    charged = nbytes * ways
-    live_bytes = session._live_bytes + charged
-    if live_bytes > session._sram_bytes:
+    cdef long long ways = inst.ways
+    cdef long long charged = nbytes * ways
+    cdef long long live_bytes = session._live_bytes + charged
+    if live_bytes > session._sram_limit:
         session._overflow(arr, region, charged, inst)
     session._live_bytes = live_bytes
     if live_bytes > counters.peak_sram_bytes:
@@ -590,7 +594,7 @@ cpdef exit_scope(SessionFields session, inst, exc):
     if log is not _NULL_LOG:
         _log_scope(log, _EXIT, (<ScopeInstance>inst).scope_id, (<ScopeInstance>inst).instance)
     limit = session._trace_event_limit
-    if limit is not None and len(log) > limit:
+    if limit is not None and <long long>len(log) > <long long>limit:  # (C integers: no int object per scope)
         session._drop_trace()
 
 
@@ -678,7 +682,7 @@ cdef _new_product(session, unit, op, tuple inputs, tuple out_shape, long long ma
     p.cycles = cycles
     p.padded_macs = padded_macs
     p.kernel = kernel
-    session.pending_products[id(p)] = p
+    session.pending_products[p] = p
     return p
 
 
@@ -714,7 +718,7 @@ def product_apply(product, out, accumulate):
         if tb.generation != <long long>t.generation or tb.freed or tb.stale:
             return product._apply_py(out, accumulate)
         ids.append(tb.id)
-    session.pending_products.pop(id(product), None)
+    session.pending_products.pop(product, None)
     cdef CounterFields counters = session.counters
     if not ob.dirty:  # (Session.mark_written)
         ob.dirty = True
@@ -740,7 +744,7 @@ def product_apply(product, out, accumulate):
             else:
                 view[...] = result
     unit = p.unit
-    macs, cycles, padded = p.macs, p.cycles, p.padded_macs
+    cdef long long macs = p.macs, cycles = p.cycles, padded = p.padded_macs
     counters.macs += macs  # (Session.emit_compute)
     counters.padded_macs += padded
     if unit == "tensorcore":

@@ -774,7 +774,9 @@ class Session(_core.SessionFields):
                 raise ValueError(f"{self._scope_ways_arg}[{name!r}] must be an integer >= 1, got {ways!r}")
         self.trace = Trace(hardware.word_bytes)
         self._log = self.trace.log if record_trace else _NULL_LOG  # where events go (see trace.py)
-        self._trace_event_limit = trace_event_limit if record_trace else None
+        # (an int the core compares as a C integer: a limit past 2**63 - 1 events is no limit)
+        self._trace_event_limit = min(int(trace_event_limit), _NO_LIMIT) if record_trace and \
+            trace_event_limit is not None else None
         self.trace_dropped = False
         self.counters = Counters()
         self.tensors: dict[str, TracedArray] = {}
@@ -784,9 +786,10 @@ class Session(_core.SessionFields):
         self._next_buffer = 0
         self._live_bytes = 0
         self._word_bytes = hardware.word_bytes
-        self._sram_bytes = hardware.sram_bytes if enforce_capacity else float("inf")
+        self._sram_limit = hardware.sram_bytes if enforce_capacity else _NO_LIMIT
         self._used_scopes: set[str] = set()
-        self.pending_products: dict[int, Any] = {}  # computes created but not yet written into a tile
+        # computes created but not yet written into a tile, keyed by themselves (identity: no id() integer each)
+        self.pending_products: dict[Any, Any] = {}
         self.finished = False
         self._broken: str | None = None  # why the session refuses further use (see _abandon)
         self._levels = (LevelState(hardware, enforce_capacity, _LiveBuffers, _StoredElements)
@@ -1034,7 +1037,7 @@ class Session(_core.SessionFields):
     def _allocate(self, arr: TracedArray, region: Region, nbytes: int, inst: _ScopeInstance) -> Buffer:
         charged = nbytes * inst.ways
         live = self._live_bytes + charged
-        if live > self._sram_bytes:
+        if live > self._sram_limit:
             self._overflow(arr, region, charged, inst)
         self._live_bytes = live
         counters = self.counters
@@ -1078,9 +1081,9 @@ class Session(_core.SessionFields):
         raise SramOverflowError(
             f"SRAM overflow: allocating {charged} B for {arr.name}{format_region(region)}{ways} in scope "
             f"{'/'.join(inst.path)} would make the live footprint {self._live_bytes + charged} B > capacity "
-            f"{self._sram_bytes} B. Live buffers ({self._live_bytes} B):{listing}\n"
+            f"{self._sram_limit} B. Live buffers ({self._live_bytes} B):{listing}\n"
             f"Use smaller tiles, free buffers earlier (tighter scopes), or the reuse flag.",
-            self._sram_bytes, charged, live)
+            self._sram_limit, charged, live)
 
     def _store(self, buf: Buffer) -> None:
         arr = buf.tensor
@@ -1377,6 +1380,7 @@ class Session(_core.SessionFields):
 
 
 _NULL_LOG = NullLog()
+_NO_LIMIT = 2 ** 63 - 1  # `Session._sram_limit` with capacity not enforced
 
 _core.bind(Tile, Session, _NULL_LOG, PendingCompute)
 

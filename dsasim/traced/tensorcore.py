@@ -101,7 +101,7 @@ class Product(_core.ProductFields, PendingCompute):
         if out_shape != self.out_shape and not (self.out_shape == (1,) and region_elements(out.region) == 1):
             raise ValueError(f"{self.unit}.{self.op} produces shape {self.out_shape} but the output tile "
                              f"{out.buffer.tensor.name}{format_region(out.region)} has shape {out_shape}")
-        session.pending_products.pop(id(self), None)
+        session.pending_products.pop(self, None)
         in_buffers = tuple([t.check_live().id for t in self.inputs])
         if session._levels is not None and self.unit == "tensorcore":
             session._levels.check_operands(self, out)
