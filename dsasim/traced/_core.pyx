@@ -251,6 +251,8 @@ cdef inline bint _overlap(tuple x, tuple y):
 
 cdef extern from "Python.h":
     ctypedef struct PyObject
+    PyObject** PySequence_Fast_ITEMS(object)
+    Py_ssize_t PySequence_Fast_GET_SIZE(object)
     ctypedef struct _TypeObject "PyTypeObject":
         PyObject* (*tp_alloc)(_TypeObject*, Py_ssize_t) except NULL
     void _PyTuple_SET_ITEM "PyTuple_SET_ITEM"(object, Py_ssize_t, object)
@@ -263,9 +265,10 @@ cdef inline void _set_item(object t, Py_ssize_t i, object item):
     _PyTuple_SET_ITEM(t, i, item)
 
 
-cdef tuple _plain_region(tuple shape, tuple key, long long* elements):
-    """The region of a plain key (see the module docstring), or None for anything else."""
-    cdef Py_ssize_t nd = len(shape), nk = len(key), i
+cdef tuple _plain_region(tuple shape, key, long long* elements):
+    """The region of a plain key (a tuple or a list; see the module docstring), or None for anything else."""
+    cdef PyObject** items = PySequence_Fast_ITEMS(key)  # (no Python code runs below: the key cannot change)
+    cdef Py_ssize_t nd = len(shape), nk = PySequence_Fast_GET_SIZE(key), i
     cdef long long extent, start, stop, n = 1
     if nk > nd:
         return None
@@ -276,7 +279,7 @@ cdef tuple _plain_region(tuple shape, tuple key, long long* elements):
             _set_item(region, i, (0, extent))
             n *= extent
             continue
-        k = key[i]
+        k = <object>items[i]
         kind = type(k)
         if kind is Segment:
             a = (<tuple>k)[0]
@@ -388,16 +391,12 @@ def getitem(ArrayFields arr, key):
     """`TracedArray.__getitem__` for a tuple key without a reuse flag (anything else: `_getitem_py`)."""
     cdef SessionFields session = <SessionFields?>arr.session
     kind = type(key)
-    cdef tuple k
-    if kind is tuple:
-        k = <tuple>key
-    elif kind is list:  # (the blog's Infer returns lists)
-        k = tuple(<list>key)
-    else:
+    if kind is not tuple and kind is not list:  # (a list: the blog's Infer returns lists)
         return arr._getitem_py(key)
-    if not k or type(k[len(k) - 1]) is bool or session._broken is not None or session._levels is not None:
+    cdef Py_ssize_t n = len(key)
+    if not n or type(key[n - 1]) is bool or session._broken is not None or session._levels is not None:
         return arr._getitem_py(key)
-    return access(session, arr, k, False)
+    return _access(session, arr, key, False)
 
 
 def scope_init(ScopeFields scope, session, name=None, ways=None, buffers=None, level=None):
@@ -436,18 +435,28 @@ def scope_exit(ScopeFields scope, exc_type, exc, tb):
 
 cpdef access(SessionFields session, array, tuple key, reuse):
     """`Session.access` (see there): a hit, or a load / zero-open into a new buffer of the current scope."""
+    return _access(session, array, key, reuse)
+
+
+cdef inline tuple _as_tuple(key):
+    return <tuple>key if type(key) is tuple else tuple(key)
+
+
+cdef _access(SessionFields session, array, key, reuse):
+    """`access` for a key that is a tuple or a list (`getitem` passes the blog's Infer lists as they are, the
+    Python paths get a tuple)."""
     cdef long long elements = 0
     if session._levels is not None:
-        return session._access_levels(array, key, reuse)
+        return session._access_levels(array, _as_tuple(key), reuse)
     if reuse is not False or session.blog_quirks or not isinstance(array, ArrayFields):
-        return session._access_py(array, key, reuse)
+        return session._access_py(array, _as_tuple(key), reuse)
     cdef ArrayFields arr = <ArrayFields>array
     cdef list stack = session._stack
     if not stack:
-        return session._access_py(arr, key, reuse)
+        return session._access_py(arr, _as_tuple(key), reuse)
     cdef tuple region = _plain_region(arr.shape, key, &elements)
     if region is None:
-        return session._access_py(arr, key, reuse)
+        return session._access_py(arr, _as_tuple(key), reuse)
     cdef LiveFields live = <LiveFields?>arr.live
     cdef dict by_id = live.by_id
     hit = None
@@ -465,7 +474,7 @@ cpdef access(SessionFields session, array, tuple key, reuse):
             for obj in (by_id.values() if live.buckets is None else live.overlapping(region)):
                 b = <Buffer>obj
                 if b.dirty and _overlap(b.region, region):
-                    return session._access_py(arr, key, reuse)  # the rule's CoherenceError
+                    return session._access_py(arr, _as_tuple(key), reuse)  # the rule's CoherenceError
     cdef TrafficFields traffic = arr.traffic
     cdef CounterFields counters = session.counters
     traffic.blog_loaded_elements += elements
