@@ -701,12 +701,13 @@ def product_apply(product, out, accumulate):
     cdef SessionFields session = <SessionFields?>p.session
     if type(out) is not _Tile or session._broken is not None or session._levels is not None:
         return product._apply_py(out, accumulate)
-    cdef Buffer ob = <Buffer?>out.buffer
+    cdef TileFields out_tile = <TileFields>out  # (a Tile: its fields are C fields)
+    cdef Buffer ob = <Buffer?>out_tile.buffer
     cdef ArrayFields arr = <ArrayFields?>ob.tensor
-    if arr.session is not session or not arr.writable or ob.generation != <long long>out.generation \
+    if arr.session is not session or not arr.writable or ob.generation != out_tile.generation \
             or ob.freed or ob.stale:
         return product._apply_py(out, accumulate)  # the rule's error
-    cdef tuple region = out.region
+    cdef tuple region = out_tile.region
     cdef tuple shape = p.out_shape
     cdef Py_ssize_t nd = len(region), i
     cdef long long elements = 1, extent
@@ -719,14 +720,16 @@ def product_apply(product, out, accumulate):
             same = False
     if not same and not (shape == (1,) and elements == 1):
         return product._apply_py(out, accumulate)
-    cdef list ids = []
+    cdef list ids = []  # the input buffers (their ids are C integers: no int object each)
     cdef Buffer tb
     cdef tuple inputs = p.inputs
     for t in inputs:
-        tb = <Buffer?>t.buffer
-        if tb.generation != <long long>t.generation or tb.freed or tb.stale:
+        if type(t) is not _Tile:
             return product._apply_py(out, accumulate)
-        ids.append(tb.id)
+        tb = <Buffer?>(<TileFields>t).buffer
+        if tb.generation != (<TileFields>t).generation or tb.freed or tb.stale:
+            return product._apply_py(out, accumulate)
+        ids.append(tb)
     session.pending_products.pop(product, None)
     cdef CounterFields counters = session.counters
     if not ob.dirty:  # (Session.mark_written)
@@ -767,9 +770,9 @@ def product_apply(product, out, accumulate):
         if type(log) is EventLog and type(unit) is str and type(op) is str:
             words = (<EventLog>log).c_compute(unit, op, ob.id, len(ids), macs, cycles, padded)
             for i in range(len(ids)):
-                words[i] = ids[i]
+                words[i] = (<Buffer>ids[i]).id
         else:
-            log.compute(unit, op, ob.id, tuple(ids), macs, cycles, padded)
+            log.compute(unit, op, ob.id, tuple([(<Buffer>b).id for b in ids]), macs, cycles, padded)
 
 
 # -- the blog's Infer (bounds.py): the common case of get_input_segment / get_w_segment --------------------------
