@@ -34,16 +34,17 @@ def buffer_ends(const int64_t[:] ptr, const int64_t[:] n_users, const int64_t[:]
     out_arr = np.empty(nb, dtype=np.int64)
     cdef int64_t[:] out = out_arr
     cdef int64_t best, v
-    for b in range(nb):
-        if n_users[b] == 0:
-            out[b] = cycles
-            continue
-        best = 0
-        for k in range(ptr[b], ptr[b] + n_users[b]):
-            v = ends[users[k]]
-            if v > best:
-                best = v
-        out[b] = best
+    with nogil:  # (C arrays only: another thread may build another part of the result meanwhile)
+        for b in range(nb):
+            if n_users[b] == 0:
+                out[b] = cycles
+                continue
+            best = 0
+            for k in range(ptr[b], ptr[b] + n_users[b]):
+                v = ends[users[k]]
+                if v > best:
+                    best = v
+            out[b] = best
     return out_arr
 
 
@@ -82,50 +83,51 @@ cdef object _integrals(const int64_t[:] s, const int64_t[:] e, const int64_t[:] 
     cdef int64_t span
     cdef bint is_start
     cdef double t, d, t_prev = 0.0, g = 0.0, g_prev = 0.0, r = 0.0, x, slope
-    for k in range(2 * n):
-        is_start = i < n and (j >= n or s[sel[os[i]]] + setup <= e[sel[oe[j]]])
-        if is_start:
-            a = os[i]
-            t = <double>(s[sel[a]] + setup)
-            i += 1
-        else:
-            a = oe[j]
-            t = <double>e[sel[a]]
-            j += 1
-        if by_weight:
-            d = <double>weight[sel[a]]
-            if spread:
-                span = e[sel[a]] - s[sel[a]] - setup
-                d = d / <double>(span if span > 1 else 1)
-        else:
-            d = rate[a]
-        if not is_start:
-            d = -d
-        if k == 0:
-            while m < n_edges and edges[m] < t:  # left of the first step: 0
-                ge[m] = 0.0
-                m += 1
-            r = d
-        else:
-            g_prev = g
-            if k == 1:
-                g = r * (t - t_prev)
+    with nogil:  # (C arrays only)
+        for k in range(2 * n):
+            is_start = i < n and (j >= n or s[sel[os[i]]] + setup <= e[sel[oe[j]]])
+            if is_start:
+                a = os[i]
+                t = <double>(s[sel[a]] + setup)
+                i += 1
             else:
-                g = g + r * (t - t_prev)
-            r = r + d
-            # edges in [t_prev, t): interpolate between the previous step and this one, as np.interp does
-            while m < n_edges and edges[m] < t:
-                x = edges[m]
-                if x == t_prev:
-                    ge[m] = g_prev
+                a = oe[j]
+                t = <double>e[sel[a]]
+                j += 1
+            if by_weight:
+                d = <double>weight[sel[a]]
+                if spread:
+                    span = e[sel[a]] - s[sel[a]] - setup
+                    d = d / <double>(span if span > 1 else 1)
+            else:
+                d = rate[a]
+            if not is_start:
+                d = -d
+            if k == 0:
+                while m < n_edges and edges[m] < t:  # left of the first step: 0
+                    ge[m] = 0.0
+                    m += 1
+                r = d
+            else:
+                g_prev = g
+                if k == 1:
+                    g = r * (t - t_prev)
                 else:
-                    slope = (g - g_prev) / (t - t_prev)
-                    ge[m] = slope * (x - t_prev) + g_prev
-                m += 1
-        t_prev = t
-    while m < n_edges:  # at or right of the last step
-        ge[m] = g
-        m += 1
+                    g = g + r * (t - t_prev)
+                r = r + d
+                # edges in [t_prev, t): interpolate between the previous step and this one, as np.interp does
+                while m < n_edges and edges[m] < t:
+                    x = edges[m]
+                    if x == t_prev:
+                        ge[m] = g_prev
+                    else:
+                        slope = (g - g_prev) / (t - t_prev)
+                        ge[m] = slope * (x - t_prev) + g_prev
+                    m += 1
+            t_prev = t
+        while m < n_edges:  # at or right of the last step
+            ge[m] = g
+            m += 1
     return np.diff(ge_arr)
 
 
@@ -140,19 +142,20 @@ def peak_bytes(const int64_t[:] nbytes, const int64_t[:] start, const int64_t[:]
     cdef const int64_t[:] oe = np.argsort(np.asarray(end), kind="stable")
     cdef Py_ssize_t i = 0, j = 0
     cdef int64_t t, held = 0, peak = 0
-    while i < n or j < n:
-        if j >= n or (i < n and start[os[i]] < end[oe[j]]):
-            t = start[os[i]]
-        else:
-            t = end[oe[j]]
-        while j < n and end[oe[j]] == t:
-            held -= nbytes[oe[j]]
-            j += 1
-        while i < n and start[os[i]] == t:
-            held += nbytes[os[i]]
-            i += 1
-        if held > peak:
-            peak = held
+    with nogil:  # (C arrays only)
+        while i < n or j < n:
+            if j >= n or (i < n and start[os[i]] < end[oe[j]]):
+                t = start[os[i]]
+            else:
+                t = end[oe[j]]
+            while j < n and end[oe[j]] == t:
+                held -= nbytes[oe[j]]
+                j += 1
+            while i < n and start[os[i]] == t:
+                held += nbytes[os[i]]
+                i += 1
+            if held > peak:
+                peak = held
     return peak
 
 

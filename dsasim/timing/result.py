@@ -34,6 +34,7 @@ Definitions (cycles at the accelerator clock):
 from __future__ import annotations
 
 import math
+import threading
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Iterator, Mapping, NamedTuple, Sequence
@@ -396,10 +397,11 @@ def _buffer_intervals(g: OpGraph, timeline: Timeline) -> tuple[np.ndarray, ...]:
     # the end of the last of its final users (never freed: occupied until the end)
     b_end = buffer_ends(np.asarray(g.buffer_final_ptr, dtype=np.int64), np.asarray(g.buffer_final_n, dtype=np.int64),
                         np.asarray(g.buffer_final_ops, dtype=np.int64), timeline.ends, timeline.cycles)
-    b_tensor = np.asarray(g.buffer_tensor, dtype=np.int32)[keep]
-    b_bytes = np.asarray(g.buffer_nbytes, dtype=np.int64)[keep]
-    b_level = np.asarray(g.buffer_level, dtype=np.int32)[keep]
-    return b_tensor, b_bytes, timeline.starts[first[keep]], b_end[keep], b_level
+    columns = (np.asarray(g.buffer_tensor, dtype=np.int32), np.asarray(g.buffer_nbytes, dtype=np.int64),
+               timeline.starts[first[keep]], b_end, np.asarray(g.buffer_level, dtype=np.int32))
+    if keep.all():  # (the usual case: no copies of the columns)
+        return columns
+    return columns[0][keep], columns[1][keep], columns[2], columns[3][keep], columns[4][keep]
 
 
 def _sram_occupancy(g: OpGraph, b_tensor: np.ndarray, b_bytes: np.ndarray, b_start: np.ndarray, b_end: np.ndarray,
@@ -435,14 +437,18 @@ def build_result(g: OpGraph, timeline: Timeline, hardware: Accelerator, window_c
     if w < 1:
         raise ValueError(f"window_cycles must be >= 1, got {w}")
     edges = np.arange(max(1, math.ceil(cycles / w)) + 1, dtype=np.float64) * w
-    ddr_bytes = _ddr_per_window(ops, hardware.dma_setup_cycles, edges)
+    # the DDR windows do not depend on the buffers' figures: on a long trace another core builds them meanwhile
+    # (their C loop and numpy's sorts release the GIL); the arrays are the same either way
+    ddr_job = _Background(_ddr_per_window, ops, hardware.dma_setup_cycles, edges, threaded=g.n >= _THREAD_MIN_OPS)
     b_tensor, b_bytes, b_start, b_end, b_level = _buffer_intervals(g, timeline)
     in_sram = b_level == 0
     sram = (b_tensor, b_bytes, b_start, b_end) if in_sram.all() else tuple(
         a[in_sram] for a in (b_tensor, b_bytes, b_start, b_end))
     sram_names, occupancy = _sram_occupancy(g, *sram, edges, w)
+    peak_sram_bytes = _peak_bytes(*sram[1:])
     stalls = _attribute_stalls(g, timeline, cycles)
     levels = _level_figures(g, hardware, ops, busy, cycles, (b_tensor, b_bytes, b_start, b_end, b_level), edges, w)
+    ddr_bytes = ddr_job.result()
     return SimResult(
         hardware=hardware.name, clock_hz=hardware.clock_hz, dram_bytes_per_cycle=float(hardware.dram_bytes_per_cycle),
         dram_shared_load_store=hardware.dram_shared_load_store, dma_setup_cycles=hardware.dma_setup_cycles,
@@ -452,7 +458,7 @@ def build_result(g: OpGraph, timeline: Timeline, hardware: Accelerator, window_c
         loaded_bytes=g.loaded_bytes, stored_bytes=g.stored_bytes, macs=g.macs,
         tensorcore_macs=g.tensorcore_macs, padded_macs=g.padded_macs,
         roofline_cycles=max(terms.values()), roofline_terms=MappingProxyType(terms),
-        stall_cycles=MappingProxyType(stalls), peak_sram_bytes=_peak_bytes(*sram[1:]),
+        stall_cycles=MappingProxyType(stalls), peak_sram_bytes=peak_sram_bytes,
         reserved_sram_bytes=g.reserved_sram_bytes, window_cycles=w,
         ddr_load_bytes=_frozen(ddr_bytes[0]), ddr_store_bytes=_frozen(ddr_bytes[1]), sram_tensors=sram_names,
         sram_occupancy=_frozen(occupancy), tensors=tuple(g.tensor_names), op_engine=_frozen(ops.engine),
@@ -460,6 +466,37 @@ def build_result(g: OpGraph, timeline: Timeline, hardware: Accelerator, window_c
         op_bytes=_frozen(ops.nbytes), op_tensor=_frozen(ops.tensor), op_buffer=_frozen(ops.buffer),
         op_regions=ops.regions, buffer_tensor=_frozen(b_tensor), buffer_bytes=_frozen(b_bytes),
         buffer_start=_frozen(b_start), buffer_end=_frozen(b_end), buffer_level=_frozen(b_level), levels=levels)
+
+
+_THREAD_MIN_OPS = 1 << 16  # below this many operations a second thread costs more than it saves
+
+
+class _Background:
+    """`fn(*args)` in a thread of its own (or at once, with threaded=False); `result()` waits for it and returns its
+    value or raises its exception."""
+
+    def __init__(self, fn: Any, *args: Any, threaded: bool) -> None:
+        self._value: Any = None
+        self._error: BaseException | None = None
+        self._thread: threading.Thread | None = None
+        if threaded:
+            self._thread = threading.Thread(target=self._run, args=(fn, args), daemon=True)
+            self._thread.start()
+        else:
+            self._run(fn, args)
+
+    def _run(self, fn: Any, args: tuple) -> None:
+        try:
+            self._value = fn(*args)
+        except BaseException as err:  # (re-raised in the caller's thread by result())
+            self._error = err
+
+    def result(self) -> Any:
+        if self._thread is not None:
+            self._thread.join()
+        if self._error is not None:
+            raise self._error
+        return self._value
 
 
 def _level_figures(g: OpGraph, hardware: Accelerator, ops: _OpArrays, busy: Mapping[str, int], cycles: int,
