@@ -11,7 +11,7 @@ import gc
 import math
 import os
 from contextlib import contextmanager
-from typing import Iterable, Iterator, Sequence
+from typing import Any, Iterable, Iterator, Sequence
 
 import numpy as np
 
@@ -101,21 +101,52 @@ def gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def numpy_hugepages_off() -> bool:
-    """Stop numpy advising transparent huge pages for its new arrays, unless NUMPY_MADVISE_HUGEPAGE is set (the
-    user's choice wins); True when this call turned it off.
-
-    On a VM whose kernel compacts memory for every huge-page fault (THP defrag "madvise"), numpy's default advice
-    makes the first touch of a large array cost ~2 s per GiB instead of ~0.35 s (bench/bench_first_touch.py), and a
-    timed demo1 touches ~2 GiB. The command line calls this once per process; a library user may call it too."""
+def _hugepage_switch() -> Any:
+    """numpy's switch of its huge-page advice (`_set_madvise_hugepage`: sets it, returns the previous setting), or
+    None where this numpy has none or the user chose with NUMPY_MADVISE_HUGEPAGE (the user's choice wins)."""
     if "NUMPY_MADVISE_HUGEPAGE" in os.environ:
-        return False
+        return None
     try:
         from numpy._core.multiarray import _set_madvise_hugepage  # numpy >= 2
     except ImportError:  # pragma: no cover - numpy 1.x, or a numpy without the switch
         try:
             from numpy.core.multiarray import _set_madvise_hugepage  # type: ignore[no-redef]
         except ImportError:
-            return False
-    _set_madvise_hugepage(False)
+            return None
+    return _set_madvise_hugepage
+
+
+def numpy_hugepages_off() -> bool:
+    """Stop numpy advising transparent huge pages for its new arrays, unless NUMPY_MADVISE_HUGEPAGE is set (the
+    user's choice wins); True when this call turned it off.
+
+    On a VM whose kernel compacts memory for every huge-page fault (THP defrag "madvise"), numpy's default advice
+    makes the first touch of a large array cost ~2 s per GiB instead of ~0.35 s (bench/bench_first_touch.py), and a
+    timed demo1 touches ~2 GiB. The command line calls this once per process; a library user may call it too.
+    Tensor data is the exception (`numpy_hugepages_for_tensor_data`)."""
+    switch = _hugepage_switch()
+    if switch is None:
+        return False
+    switch(False)
     return True
+
+
+@contextmanager
+def numpy_hugepages_for_tensor_data() -> Iterator[None]:
+    """numpy's huge-page advice on for the arrays made in the block (restored after), unless the user chose with
+    NUMPY_MADVISE_HUGEPAGE.
+
+    A schedule's tensor data lives for the whole run and its tiles are strided views: a 1x1 conv's image column
+    reads one float from each of 2,048 pages of 4 KiB, so without huge pages demo1's dots spend a third of their
+    time on TLB misses (bench/bench_first_touch.py --tile-dot: ~10 us per pixel against ~7.5 us). The first touch
+    of these few large arrays costs little more with the advice; it is the timing model's gigabytes of fresh,
+    short-lived columns that `numpy_hugepages_off` is for."""
+    switch = _hugepage_switch()
+    if switch is None:
+        yield
+        return
+    was = switch(True)
+    try:
+        yield
+    finally:
+        switch(was)

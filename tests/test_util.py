@@ -79,6 +79,40 @@ def test_numpy_hugepages_off_turns_the_advice_off_unless_the_user_chose(monkeypa
         _set_madvise_hugepage(before)
 
 
+def test_tensor_data_is_made_with_the_huge_page_advice_on_and_the_setting_comes_back(monkeypatch):
+    from numpy._core.multiarray import _set_madvise_hugepage
+    from dsasim import Session, preset
+    from dsasim.util import numpy_hugepages_for_tensor_data
+    seen = []
+    real_zeros = np.zeros
+
+    def zeros_seeing_the_advice(*args, **kwargs):  # the advice in force when the tensor's array is made
+        setting = _set_madvise_hugepage(False)
+        _set_madvise_hugepage(setting)
+        array = real_zeros(*args, **kwargs)
+        seen.append((array.dtype, setting))
+        return array
+
+    monkeypatch.delenv("NUMPY_MADVISE_HUGEPAGE", raising=False)
+    before = _set_madvise_hugepage(False)
+    try:
+        with numpy_hugepages_for_tensor_data():
+            assert _set_madvise_hugepage(True) is True                 # on inside
+        assert _set_madvise_hugepage(False) is False                   # off again after
+        with pytest.raises(RuntimeError), numpy_hugepages_for_tensor_data():
+            raise RuntimeError                                         # restored on an exception too
+        assert _set_madvise_hugepage(False) is False
+        monkeypatch.setattr(np, "zeros", zeros_seeing_the_advice)     # a Session's output data is made with it on
+        Session(preset("blog"), numeric=True).output("y", (1, 4, 2, 2))
+        assert (np.dtype(np.float32), True) in seen and _set_madvise_hugepage(False) is False
+        assert (np.dtype(np.float32), False) not in seen
+        monkeypatch.setenv("NUMPY_MADVISE_HUGEPAGE", "0")               # the user's choice stands
+        with numpy_hugepages_for_tensor_data():
+            assert _set_madvise_hugepage(False) is False
+    finally:
+        _set_madvise_hugepage(before)
+
+
 def test_the_command_line_turns_the_huge_page_advice_off(monkeypatch):
     from numpy._core.multiarray import _set_madvise_hugepage
     from dsasim.cli import main

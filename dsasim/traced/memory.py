@@ -35,8 +35,8 @@ from dsasim.layout import DEFAULT_LAYOUT, LAYOUTS, check_layout
 from dsasim.traced.levels import LevelState, LevelTraffic, check_role, refuse_modified_overlap
 from dsasim.traced.segments import Segment
 from dsasim.traced.trace import NullLog, Region, ScopeInfo, TensorInfo, Trace, format_region
-from dsasim.util import (ceil_div, is_int, region_contains, region_elements, regions_overlap, shape_elements,
-                   whole_region)
+from dsasim.util import (ceil_div, is_int, numpy_hugepages_for_tensor_data, region_contains, region_elements,
+                          regions_overlap, shape_elements, whole_region)
 
 try:
     from dsasim.traced import _core
@@ -830,7 +830,8 @@ class Session(_core.SessionFields):
                     or np.issubdtype(data.dtype, np.complexfloating):
                 raise ValueError(f"input {name!r}: data of dtype {data.dtype} cannot be converted to "
                                  f"{np.dtype(self.dtype).name} without losing values; pass real numbers")
-            values = np.ascontiguousarray(data, dtype=self.dtype) if self.numeric else None
+            with numpy_hugepages_for_tensor_data():  # (a copy only when the data is not already ours to use)
+                values = np.ascontiguousarray(data, dtype=self.dtype) if self.numeric else None
         else:
             if self.numeric:
                 raise ValueError(f"input {name!r}: numeric mode needs data (a numpy array), got "
@@ -843,14 +844,16 @@ class Session(_core.SessionFields):
         """A writable DDR tensor, zero-initialised, every element of which the schedule must store."""
         _check_name(name)
         shape = _check_shape(name, shape)
-        data = np.zeros(shape, self.dtype) if self.numeric else None
+        with numpy_hugepages_for_tensor_data():
+            data = np.zeros(shape, self.dtype) if self.numeric else None
         return self._new_tensor(name, shape, data, writable=True, must_be_written=True, scratch=False)
 
     def intermediate(self, name: str, shape: tuple[int, ...]) -> TracedArray:
         """A writable DDR tensor passed between stages; unlike an output it need not be fully written."""
         _check_name(name)
         shape = _check_shape(name, shape)
-        data = np.zeros(shape, self.dtype) if self.numeric else None
+        with numpy_hugepages_for_tensor_data():
+            data = np.zeros(shape, self.dtype) if self.numeric else None
         return self._new_tensor(name, shape, data, writable=True, must_be_written=False, scratch=False)
 
     def on_chip(self, name: str, shape: tuple[int, ...]) -> TracedArray:

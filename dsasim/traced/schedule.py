@@ -20,7 +20,7 @@ from dsasim.hardware import Accelerator
 from dsasim.layout import check_layout
 from dsasim.traced.memory import Counters, Session, TracedArray
 from dsasim.traced.trace import Trace
-from dsasim.util import gc_paused
+from dsasim.util import gc_paused, numpy_hugepages_for_tensor_data
 
 if TYPE_CHECKING:
     import torch
@@ -53,7 +53,8 @@ class Workload:
     def make_inputs(self, seed: int) -> dict[str, np.ndarray]:
         """Deterministic standard-normal float32 inputs."""
         rng = np.random.default_rng(seed)
-        return {name: rng.standard_normal(shape, dtype=np.float32) for name, shape in self.inputs.items()}
+        with numpy_hugepages_for_tensor_data():
+            return {name: rng.standard_normal(shape, dtype=np.float32) for name, shape in self.inputs.items()}
 
 
 @dataclass(frozen=True)
