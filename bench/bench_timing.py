@@ -34,7 +34,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 sys.path.insert(0, str(ROOT))  # kernels/, and dsasim unless --case runs with another (BENCH_DSASIM)
 sys.path.insert(0, os.environ.get("BENCH_DSASIM", str(ROOT)))
 
-from timing_utils import best_of  # noqa: E402
+from timing_utils import best_of, export_revision  # noqa: E402
 from dsasim import GlobalHierarchy, Session, TensorCore, preset, run_schedule  # noqa: E402
 from dsasim.traced.segments import Segment  # noqa: E402
 from dsasim.timing import simulate  # noqa: E402
@@ -107,14 +107,7 @@ def _in_subprocess(label: str, repeat: int, path: Path, reference: bool = False)
 
 def _export(rev: str, into: Path) -> Path:
     """dsasim of git revision `rev`, exported into `into` and built in place if it has Cython modules."""
-    import subprocess
-    archive = subprocess.run(["git", "-C", str(ROOT), "archive", rev, "dsasim", "setup.py", "pyproject.toml"],
-                             check=True, capture_output=True).stdout
-    subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True)
-    if list((into / "dsasim").rglob("*.pyx")):
-        subprocess.run([sys.executable, "setup.py", "build_ext", "--inplace", "-q"], cwd=into, check=True,
-                       capture_output=True)
-    return into
+    return export_revision(rev, into)
 
 
 def bench_ops(repeat: int, before: str | None = None, full: bool = False) -> list[dict]:

@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import time
+from pathlib import Path
 from typing import Any, Callable
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def best_of(repeat: int, fn: Callable[[], Any]) -> tuple[float, Any]:
@@ -14,3 +19,13 @@ def best_of(repeat: int, fn: Callable[[], Any]) -> tuple[float, Any]:
         value = fn()
         best = min(best, time.perf_counter() - start)
     return best, value
+
+
+def export_revision(rev: str, into: Path, paths: tuple[str, ...] = ("dsasim", "setup.py", "pyproject.toml")) -> Path:
+    """`paths` of git revision `rev` exported into `into`, dsasim built in place if it has Cython modules."""
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", rev, *paths], check=True, capture_output=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True)
+    if list((into / "dsasim").rglob("*.pyx")):
+        subprocess.run([sys.executable, "setup.py", "build_ext", "--inplace", "-q"], cwd=into, check=True,
+                       capture_output=True)
+    return into

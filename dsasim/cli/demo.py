@@ -208,7 +208,7 @@ def add_arguments(demo: argparse.ArgumentParser) -> None:
                       help="skip the timing simulation (no cycles columns; saves the trace's memory)")
     demo.add_argument("--timing-event-limit", type=int_at_least(0), default=50_000_000, metavar="EVENTS",
                       help="time only schedules whose trace has at most this many events (default 50,000,000, "
-                           "every demo: demo1's 21 M events take ~2 GB and ~6 s to time); a longer trace is "
+                           "every demo: demo1's 21 M events take ~2 GB and ~2 s to time); a longer trace is "
                            "dropped and its cycles columns stay empty")
 
 
