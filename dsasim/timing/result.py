@@ -397,9 +397,10 @@ def _buffer_intervals(g: OpGraph, timeline: Timeline) -> tuple[np.ndarray, ...]:
     # the end of the last of its final users (never freed: occupied until the end)
     b_end = buffer_ends(np.asarray(g.buffer_final_ptr, dtype=np.int64), np.asarray(g.buffer_final_n, dtype=np.int64),
                         np.asarray(g.buffer_final_ops, dtype=np.int64), timeline.ends, timeline.cycles)
+    every = bool(keep.all())  # (the usual case: the graph's columns as they are, no masked copies)
     columns = (np.asarray(g.buffer_tensor, dtype=np.int32), np.asarray(g.buffer_nbytes, dtype=np.int64),
-               timeline.starts[first[keep]], b_end, np.asarray(g.buffer_level, dtype=np.int32))
-    if keep.all():  # (the usual case: no copies of the columns)
+               timeline.starts[first if every else first[keep]], b_end, np.asarray(g.buffer_level, dtype=np.int32))
+    if every:
         return columns
     return columns[0][keep], columns[1][keep], columns[2], columns[3][keep], columns[4][keep]
 

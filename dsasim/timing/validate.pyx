@@ -109,6 +109,11 @@ def validate_trace(trace: Trace, hardware: Accelerator) -> None:
     TraceChecker(trace, hardware).check(trace)
 
 
+# every id a per-event check indexes with is checked first (or comes from a checked event), so its C arrays are
+# read without Cython's bounds and wraparound checks; `run` keeps them: it indexes a tuple event as it came
+@cython.boundscheck(False)
+@cython.wraparound(False)
+@cython.initializedcheck(False)
 cdef class TraceChecker:
     """The state of validation while it walks a trace, and one check per event kind (`load`, `compute`, `hit`,
     `alloc`, `free`, `store`, `open`, `enter`, `exit`); `check(trace)` checks a whole trace, `run(idx, event)` one
@@ -190,9 +195,6 @@ cdef class TraceChecker:
                 idx += 1
         self.finish()
 
-    @cython.boundscheck(False)
-    @cython.wraparound(False)
-    @cython.initializedcheck(False)
     cdef int walk(self, EventLog log) except -1:
         """Check every event of a columnar log, reading its words (fields are int64 by construction; a COMPUTE's
         unit and costs are Python objects in the log's table: they are checked once per distinct COMPUTE)."""
@@ -248,6 +250,8 @@ cdef class TraceChecker:
         self.cur_word = NULL
         return 0
 
+    @cython.boundscheck(True)
+    @cython.wraparound(True)
     cpdef int run(self, Py_ssize_t idx, object event) except -1:
         """Check one event tuple (the idx-th of the trace): its fields' types, then its kind's check; its kind."""
         cdef int k
@@ -370,9 +374,6 @@ cdef class TraceChecker:
                                  f"ends")
 
     # -- checks shared by several kinds --------------------------------------------------------------------------
-    @cython.boundscheck(False)
-    @cython.wraparound(False)
-    @cython.initializedcheck(False)
     cdef int live(self, Py_ssize_t idx, int64_t b, str role = "buffer") except -1:
         """`b` is an allocated buffer not yet freed."""
         if 0 <= b < self.n_buf and self.b_state[b] != FREED:
@@ -382,9 +383,6 @@ cdef class TraceChecker:
                                  f"their ALLOC events; {self.n_buf} so far)")
         raise self.fail(idx, f"{role} {b} ({self.names[self.b_tensor[b]]}) is used after its FREE")
 
-    @cython.boundscheck(False)
-    @cython.wraparound(False)
-    @cython.initializedcheck(False)
     cdef int access(self, Py_ssize_t idx, int64_t b, int64_t t) except -1:
         """LOAD, OPEN, HIT, STORE: a live buffer, named with the tensor it was allocated for."""
         self.live(idx, b)
@@ -394,9 +392,6 @@ cdef class TraceChecker:
             raise self.fail(idx, f"tensor {t} ({shown}) is not the tensor of buffer {b} ({self.names[bt]!r}, "
                                  f"tensor {bt}); an access names the tensor its buffer was allocated for")
 
-    @cython.boundscheck(False)
-    @cython.wraparound(False)
-    @cython.initializedcheck(False)
     cdef int64_t region_bytes(self, Py_ssize_t idx, int64_t t, int64_t reg) except -1:
         """The bytes of the region at offset `reg`, which must be a region of tensor t."""
         cdef int64_t* r = self.log.regions.at(reg)
@@ -409,9 +404,6 @@ cdef class TraceChecker:
             n *= region_stop(r, i) - region_start(r, i)
         return n
 
-    @cython.boundscheck(False)
-    @cython.wraparound(False)
-    @cython.initializedcheck(False)
     cdef bint same_region(self, int64_t t, int64_t a, int64_t b):
         """Whether the regions at offsets a and b of tensor t are equal."""
         if a == b:
@@ -424,9 +416,6 @@ cdef class TraceChecker:
                 return False
         return True
 
-    @cython.boundscheck(False)
-    @cython.wraparound(False)
-    @cython.initializedcheck(False)
     cdef int64_t fill_bytes(self, Py_ssize_t idx, int64_t b, int64_t t, int64_t reg) except -1:
         """LOAD, OPEN: the bytes of the filled region, which must fit the buffer."""
         if reg == self.b_region[b]:
@@ -446,9 +435,6 @@ cdef class TraceChecker:
                                  f"elements x {self.word}-byte words)")
 
     # -- one check per event kind --------------------------------------------------------------------------------
-    @cython.boundscheck(False)
-    @cython.wraparound(False)
-    @cython.initializedcheck(False)
     cdef int load(self, Py_ssize_t idx, int64_t b, int64_t t, int64_t reg, int64_t nb, bint has_nb,
                   int reuse) except -1:
         self.access(idx, b, t)
@@ -462,9 +448,6 @@ cdef class TraceChecker:
         self.reuse_flag(idx, reuse)
         self.b_region[b], self.b_held[b], self.b_state[b] = reg, need, CLEAN
 
-    @cython.boundscheck(False)
-    @cython.wraparound(False)
-    @cython.initializedcheck(False)
     cdef int open(self, Py_ssize_t idx, int64_t b, int64_t t, int64_t reg, int reuse) except -1:
         self.access(idx, b, t)
         if not self.writable[t]:
@@ -474,9 +457,6 @@ cdef class TraceChecker:
         self.reuse_flag(idx, reuse)
         self.b_region[b], self.b_held[b], self.b_state[b] = reg, need, CLEAN
 
-    @cython.boundscheck(False)
-    @cython.wraparound(False)
-    @cython.initializedcheck(False)
     cdef int hit(self, Py_ssize_t idx, int64_t b, int64_t t, int64_t reg, int reuse) except -1:
         self.access(idx, b, t)
         if self.b_state[b] == UNFILLED:
@@ -493,9 +473,6 @@ cdef class TraceChecker:
                                          f"{format_region(self.region(t, held))}")
         self.reuse_flag(idx, reuse)
 
-    @cython.boundscheck(False)
-    @cython.wraparound(False)
-    @cython.initializedcheck(False)
     cdef int compute(self, Py_ssize_t idx, int unit, int64_t out, int64_t* ins, Py_ssize_t n_in, int64_t macs,
                      int64_t cycles, int64_t padded) except -1:
         cdef Py_ssize_t i
@@ -523,9 +500,6 @@ cdef class TraceChecker:
             raise self.fail(idx, f"writes buffer {out} ({self.names[t]}) before it was filled (LOAD or OPEN)")
         self.b_state[out] = MODIFIED
 
-    @cython.boundscheck(False)
-    @cython.wraparound(False)
-    @cython.initializedcheck(False)
     cdef int store(self, Py_ssize_t idx, int64_t b, int64_t t, int64_t reg, int64_t nb, bint has_nb) except -1:
         self.access(idx, b, t)
         self.in_sram(idx, b, "STORE of")
@@ -544,17 +518,11 @@ cdef class TraceChecker:
                                  f"only filled, written buffers are written back")
         self.b_state[b] = CLEAN
 
-    @cython.boundscheck(False)
-    @cython.wraparound(False)
-    @cython.initializedcheck(False)
     cdef int alloc(self, Py_ssize_t idx, int64_t b, int64_t t, int64_t reg, int64_t nb, bint has_nb,
                    int64_t address, int64_t charged) except -1:
         """ALLOC: an SRAM buffer of the innermost open scope (-1: none)."""
         self.new_buffer(idx, b, t, reg, nb, has_nb, address, charged, self.n_open - 1, 0)
 
-    @cython.boundscheck(False)
-    @cython.wraparound(False)
-    @cython.initializedcheck(False)
     cdef int alloc_in(self, Py_ssize_t idx, int64_t b, int64_t t, int64_t reg, int64_t nb, bint has_nb,
                       int64_t address, int64_t charged, int64_t scope_id) except -1:
         """ALLOC_IN: a buffer of the open instance of scope `scope_id`, in that scope's level."""
@@ -569,9 +537,6 @@ cdef class TraceChecker:
                                  f"instance")
         self.new_buffer(idx, b, t, reg, nb, has_nb, address, charged, depth, self.scope_level[scope_id])
 
-    @cython.boundscheck(False)
-    @cython.wraparound(False)
-    @cython.initializedcheck(False)
     cdef int new_buffer(self, Py_ssize_t idx, int64_t b, int64_t t, int64_t reg, int64_t nb, bint has_nb,
                         int64_t address, int64_t charged, Py_ssize_t depth, int level) except -1:
         """An ALLOC or ALLOC_IN of buffer b in memory level `level`, owned by the scope at `depth` in the stack."""
@@ -604,9 +569,6 @@ cdef class TraceChecker:
         self.b_scope[b] = depth
         self.n_buf = b + 1
 
-    @cython.boundscheck(False)
-    @cython.wraparound(False)
-    @cython.initializedcheck(False)
     cdef int in_sram(self, Py_ssize_t idx, int64_t b, str what) except -1:
         """LOAD, STORE, SLIDE: DDR transfers, of SRAM buffers only."""
         cdef int level = self.b_level[b]
@@ -615,9 +577,6 @@ cdef class TraceChecker:
                                  f"move data between DDR and the SRAM; an inner level is filled by STAGE from its "
                                  f"parent level and written back by WRITEBACK")
 
-    @cython.boundscheck(False)
-    @cython.wraparound(False)
-    @cython.initializedcheck(False)
     cdef int parent_buffer(self, Py_ssize_t idx, int64_t b, int64_t t, int64_t reg, int64_t other,
                            str role) except -1:
         """STAGE, WRITEBACK: inner buffer b and `other`, a live, filled buffer of the same tensor in the parent level
@@ -646,9 +605,6 @@ cdef class TraceChecker:
                     raise self.fail(idx, f"the region {format_region(self.region(t, reg))} is not inside the region "
                                          f"{format_region(self.region(t, held))} that {role} buffer {other} holds")
 
-    @cython.boundscheck(False)
-    @cython.wraparound(False)
-    @cython.initializedcheck(False)
     cdef int stage(self, Py_ssize_t idx, int64_t b, int64_t t, int64_t reg, int64_t nb, bint has_nb,
                    int64_t source) except -1:
         self.access(idx, b, t)
@@ -661,9 +617,6 @@ cdef class TraceChecker:
                                  f"WRITEBACK must come first, or the results are lost")
         self.b_region[b], self.b_held[b], self.b_state[b] = reg, need, CLEAN
 
-    @cython.boundscheck(False)
-    @cython.wraparound(False)
-    @cython.initializedcheck(False)
     cdef int writeback(self, Py_ssize_t idx, int64_t b, int64_t t, int64_t reg, int64_t nb, bint has_nb,
                        int64_t target) except -1:
         self.access(idx, b, t)
@@ -681,9 +634,6 @@ cdef class TraceChecker:
         self.b_state[b] = CLEAN
         self.b_state[target] = MODIFIED
 
-    @cython.boundscheck(False)
-    @cython.wraparound(False)
-    @cython.initializedcheck(False)
     cdef int free(self, Py_ssize_t idx, int64_t b, int64_t charged) except -1:
         self.live(idx, b)
         if charged != self.b_charged[b]:
@@ -695,9 +645,6 @@ cdef class TraceChecker:
         if depth >= 0:
             self.open_stack[depth, 2] -= 1
 
-    @cython.boundscheck(False)
-    @cython.wraparound(False)
-    @cython.initializedcheck(False)
     cdef int64_t slide(self, Py_ssize_t idx, int64_t b, int64_t t, int64_t reg, int64_t nb) except -1:
         """SLIDE; the bytes it moves."""
         self.access(idx, b, t)
@@ -729,9 +676,6 @@ cdef class TraceChecker:
         self.b_region[b], self.b_held[b] = reg, need
         return new
 
-    @cython.boundscheck(False)
-    @cython.wraparound(False)
-    @cython.initializedcheck(False)
     cdef int enter(self, Py_ssize_t idx, int64_t scope_id, int64_t instance) except -1:
         if not 0 <= scope_id < self.n_scopes:
             raise self.fail(idx, f"scope id {scope_id} is not one of the trace's {self.n_scopes} scopes")
@@ -746,9 +690,6 @@ cdef class TraceChecker:
         self.open_stack[self.n_open, 2] = 0
         self.n_open += 1
 
-    @cython.boundscheck(False)
-    @cython.wraparound(False)
-    @cython.initializedcheck(False)
     cdef int exit(self, Py_ssize_t idx, int64_t scope_id, int64_t instance) except -1:
         if not self.n_open:
             raise self.fail(idx, "EXIT with no scope open (no matching ENTER)")

@@ -388,7 +388,7 @@ cdef unsigned char* _dense_mask(ArrayFields arr) except? NULL:
 
 
 def getitem(ArrayFields arr, key):
-    """`TracedArray.__getitem__` for a tuple key without a reuse flag (anything else: `_getitem_py`)."""
+    """`TracedArray.__getitem__` for a tuple or list key without a reuse flag (anything else: `_getitem_py`)."""
     cdef SessionFields session = <SessionFields?>arr.session
     kind = type(key)
     if kind is not tuple and kind is not list:  # (a list: the blog's Infer returns lists)
