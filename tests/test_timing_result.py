@@ -173,3 +173,29 @@ def test_a_stall_behind_a_slot_wait_is_blamed_on_the_slot_when_ends_tie():
             ("load", 0, 8), ("tensorcore", 8, 16), ("store", 16, 24), ("load", 8, 24), ("load", 24, 32),
             ("tensorcore", 32, 40), ("store", 40, 48)]
         assert dict(r.stall_cycles) == {"load:x": 16, "slot": 8, "drain": 8}
+
+
+def test_ddr_windows_built_in_a_second_thread_equal_the_inline_ones_and_errors_reach_the_caller(monkeypatch):
+    # a long trace builds the DDR windows in a thread of their own (result._THREAD_MIN_OPS); forcing each path on a
+    # small trace must give the same result, and an error raised in the thread must surface in build_result
+    import dsasim.timing.result as result_module
+    from dsasim import run_schedule
+    from kernels.blog_demos import SCHEDULES
+    demo2 = next(s for s in SCHEDULES if s.name == "demo2")
+    hardware = preset("blog")
+    trace = run_schedule(demo2, hardware, numeric=False, record_trace=True).trace
+    monkeypatch.setattr(result_module, "_THREAD_MIN_OPS", 1 << 62)
+    inline = simulate(trace, hardware)
+    monkeypatch.setattr(result_module, "_THREAD_MIN_OPS", 0)
+    threaded = simulate(trace, hardware)
+    assert inline.ddr_load_bytes.sum() == inline.loaded_bytes  # (the windows hold every loaded byte)
+    for field in ("ddr_load_bytes", "ddr_store_bytes", "sram_occupancy", "buffer_start", "buffer_end"):
+        assert np.array_equal(getattr(inline, field), getattr(threaded, field)), field
+    assert (inline.cycles, inline.peak_sram_bytes) == (threaded.cycles, threaded.peak_sram_bytes)
+
+    def broken(*args):
+        raise RuntimeError("planted failure in the DDR windows")
+
+    monkeypatch.setattr(result_module, "_ddr_per_window", broken)
+    with pytest.raises(RuntimeError, match="planted failure"):
+        simulate(trace, hardware)
