@@ -630,12 +630,16 @@ cdef _store(SessionFields session, Buffer buf):
         return session._store(buf)
     _mask_walk(arr.shape, region, mask, True)
     arr.stored_any = True
-    if buf.data is not None:
-        arr.data[_slices(region)] = buf.data
-    buf.dirty = False
     cdef long long elements = 1
     for pair in region:
         elements *= <long long>pair[1] - <long long>pair[0]
+    data = buf.data
+    if data is not None:
+        if elements == 1 and len(region) <= MAX_DIMS:  # one element (demo1's): a scalar store, no slice objects
+            arr.data[tuple([(<tuple>pair)[0] for pair in region])] = data[_ZERO_INDEX[len(region)]]
+        else:
+            arr.data[_slices(region)] = data
+    buf.dirty = False
     cdef long long nbytes = elements * <long long>session._word_bytes
     cdef CounterFields counters = session.counters
     counters.stored_bytes += nbytes
