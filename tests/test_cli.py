@@ -1,5 +1,6 @@
 """`dsasim demo`: the table, the JSON keys, determinism, and clear errors for bad arguments."""
 
+import dataclasses
 import json
 
 import pytest
@@ -80,6 +81,38 @@ def test_parallel_jobs_give_the_same_json(tmp_path):
     assert main(["demo", "--count-only", "--quiet", "--only", *FAST, "--jobs", "1", "--json", str(one)]) == 0
     assert main(["demo", "--count-only", "--quiet", "--only", *FAST, "--jobs", "2", "--json", str(two)]) == 0
     assert one.read_bytes() == two.read_bytes()
+
+
+def test_numeric_demo_on_two_workers_times_a_count_only_run_beside_it_and_prints_the_same(tmp_path, capsys):
+    # with --jobs 2 a numeric schedule's timing comes from a count-only run on the other worker; the report (JSON and
+    # printed tables, the by-scope table included) must be the one --jobs 1 gives, which times the numeric trace
+    names = ["demo6", "demo4", "res2a-branch2b"]
+    printed = []
+    for jobs in ("1", "2"):
+        out = tmp_path / f"{jobs}.json"
+        assert main(["demo", "--quiet", "--only", *names, "--jobs", jobs, "--json", str(out),
+                     "--by-scope", "demo6"]) == 0
+        printed.append(capsys.readouterr().out)
+    assert (tmp_path / "1.json").read_bytes() == (tmp_path / "2.json").read_bytes()
+    assert printed[0] == printed[1] and "traffic by scope" in printed[0]
+    rows = json.loads((tmp_path / "2.json").read_text())
+    assert {r["name"]: (r["status"], r["cycles"] is not None, r["max_abs_err"] is not None) for r in rows} == {
+        "demo6": ("ok", True, True), "demo4": ("overflow", False, False), "res2a-branch2b": ("ok", True, True)}
+
+
+def test_a_numeric_run_and_its_timed_count_only_run_that_differ_are_an_error_row():
+    from dsasim.cli.demo import _with_timing
+    from dsasim.traced.schedule import RunResult, Status
+    numbers = RunResult(name="s", hardware="blog", status=Status.OK, loaded_bytes=64, stored_bytes=8, hits=0,
+                        max_abs_err=1e-6)
+    timed = dataclasses.replace(numbers, max_abs_err=None, cycles=100, roofline_cycles=90,
+                                tensorcore_utilization=0.5)
+    merged = _with_timing(numbers, timed)
+    assert (merged.status, merged.cycles, merged.roofline_cycles, merged.max_abs_err) == (Status.OK, 100, 90, 1e-6)
+    bad = _with_timing(numbers, dataclasses.replace(timed, loaded_bytes=96))
+    assert bad.status == Status.ERROR and "loaded_bytes 64 vs 96" in bad.message and bad.cycles is None
+    overflowed = _with_timing(numbers, dataclasses.replace(timed, status=Status.OVERFLOW, message="SRAM overflow"))
+    assert overflowed.status == Status.ERROR and "status ok vs overflow (SRAM overflow)" in overflowed.message
 
 
 def test_parallel_jobs_run_every_registered_schedule_kind(tmp_path):

@@ -117,10 +117,33 @@ def _demo_one(name: str, hardware: Accelerator, numeric: bool, seed: int, by_sco
     return result, table, time.perf_counter() - start
 
 
-def _demo_task(item: tuple[int, tuple]) -> tuple[int, tuple[RunResult, str, float]]:
-    """One task of the worker pool: (index, `_demo_one` arguments) -> (index, its result)."""
-    index, task = item
-    return index, _demo_one(*task)
+def _demo_task(item: tuple[int, str, tuple]) -> tuple[int, str, tuple[RunResult, str, float]]:
+    """One task of the worker pool: (index, part, `_demo_one` arguments) -> (index, part, its result)."""
+    index, part, task = item
+    return index, part, _demo_one(*task)
+
+
+# what a schedule's numeric run and its count-only run must agree on (the trace, hence the timing, is the same
+# in both: traffic never depends on the data)
+_SAME_IN_BOTH = ("loaded_bytes", "stored_bytes", "rmw_bytes", "hits", "peak_sram_bytes", "macs", "tensorcore_cycles",
+                 "blog_loaded_elements", "tensors", "levels")
+
+
+def _with_timing(numbers: RunResult, timed: RunResult) -> RunResult:
+    """The numeric run's result with the cycles of the count-only run timed beside it, after checking that the two
+    runs moved the same bytes (an error row, naming the difference, if they did not)."""
+    from dsasim.traced.schedule import Status
+
+    differ = [f for f in _SAME_IN_BOTH if getattr(numbers, f) != getattr(timed, f)]
+    if (numbers.status == Status.OVERFLOW) != (timed.status == Status.OVERFLOW) or differ:
+        what = ", ".join(f"{f} {getattr(numbers, f)!r} vs {getattr(timed, f)!r}" for f in differ[:2]) or \
+            f"status {numbers.status} vs {timed.status} ({timed.message})"
+        return dataclasses.replace(numbers, status=Status.ERROR, message=(
+            f"the numeric run and the count-only run timed beside it differ ({what}): a schedule's traffic must not "
+            f"depend on its data (a count-only run has none)"))
+    return dataclasses.replace(numbers, cycles=timed.cycles, roofline_cycles=timed.roofline_cycles,
+                               tensorcore_utilization=timed.tensorcore_utilization,
+                               message=numbers.message or timed.message)
 
 
 def _ignore_sigint() -> None:
@@ -141,30 +164,49 @@ def run(args: argparse.Namespace) -> int:
         raise CliError(str(err)) from None
     json_path = output_file("--json", args.json) if args.json is not None else None
     jobs = max(1, min(args.jobs, len(schedules)))
-    tasks = [(schedule.name, override or load_hardware(schedule.hardware), not args.count_only, args.seed,
-              schedule.name == args.by_scope, not args.no_timing, args.timing_event_limit, args.blog_quirks)
-             for schedule in schedules]
-    results: list[RunResult | None] = [None] * len(tasks)
-    scope_tables: list[str] = [""] * len(tasks)
+    numeric, timing = not args.count_only, not args.no_timing
+    # With several workers a numeric, timed schedule is two tasks: its numeric run (data, torch check, no trace)
+    # and a count-only run that records the same trace and times it, on whichever worker is free. demo1's timing
+    # then runs beside its numeric trace instead of after it. Numeric runs are queued first, the longest pole.
+    split = numeric and timing and jobs > 1
+    tasks: list[tuple[int, str, tuple]] = []
+    for part in (("numbers", "timing") if split else ("whole",)):
+        for index, schedule in enumerate(schedules):
+            hardware = override or load_hardware(schedule.hardware)
+            by_scope = schedule.name == args.by_scope and part != "numbers"
+            tasks.append((index, part, (schedule.name, hardware, numeric and part != "timing", args.seed, by_scope,
+                                        timing and part != "numbers", args.timing_event_limit, args.blog_quirks)))
+    results: list[RunResult | None] = [None] * len(schedules)
+    scope_tables: list[str] = [""] * len(schedules)
+    parts: list[dict[str, tuple[RunResult, float]]] = [{} for _ in schedules]
 
-    def done(index: int, result: RunResult, table: str, seconds: float) -> None:
-        results[index], scope_tables[index] = result, table
+    def done(index: int, part: str, result: RunResult, table: str, seconds: float) -> None:
+        scope_tables[index] = scope_tables[index] or table
+        parts[index][part] = (result, seconds)
+        if part == "whole":
+            results[index] = result
+        elif len(parts[index]) == 2:
+            results[index] = _with_timing(parts[index]["numbers"][0], parts[index]["timing"][0])
+        else:
+            return
         if not args.quiet:
-            print(f"{result.name} on {result.hardware}: {result.status} ({seconds:.1f} s)", file=sys.stderr,
-                  flush=True)
+            took = ", ".join(f"{p} {parts[index][p][1]:.1f} s" if p != "whole" else f"{parts[index][p][1]:.1f} s"
+                             for p in ("whole", "numbers", "timing") if p in parts[index])
+            r = results[index]
+            print(f"{r.name} on {r.hardware}: {r.status} ({took})", file=sys.stderr, flush=True)
 
     if jobs == 1:
-        for index, task in enumerate(tasks):
-            done(index, *_demo_one(*task))
+        for index, part, task in tasks:
+            done(index, part, *_demo_one(*task))
     else:
         import multiprocessing
 
-        # fork: the children inherit the imported schedules; each runs whole schedules, results come back as they
+        # fork: the children inherit the imported schedules; each runs whole tasks, results come back as they
         # finish. Leaving the block (Ctrl-C included) terminates the workers at once.
         context = multiprocessing.get_context("fork")
         with context.Pool(jobs, initializer=_ignore_sigint) as pool:
-            for index, outcome in pool.imap_unordered(_demo_task, enumerate(tasks)):
-                done(index, *outcome)
+            for index, part, outcome in pool.imap_unordered(_demo_task, tasks):
+                done(index, part, *outcome)
     scope_table = next((t for t in scope_tables if t), "")
     print(format_results(results))
     for r in results:
