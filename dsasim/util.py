@@ -11,7 +11,7 @@ import gc
 import math
 import os
 from contextlib import contextmanager
-from typing import Any, Iterable, Iterator, Sequence
+from typing import Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 
@@ -101,7 +101,7 @@ def gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def _hugepage_switch() -> Any:
+def _hugepage_switch() -> Callable[[bool], bool] | None:
     """numpy's switch of its huge-page advice (`_set_madvise_hugepage`: sets it, returns the previous setting), or
     None where this numpy has none or the user chose with NUMPY_MADVISE_HUGEPAGE (the user's choice wins)."""
     if "NUMPY_MADVISE_HUGEPAGE" in os.environ:
