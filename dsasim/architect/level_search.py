@@ -212,13 +212,13 @@ class _InnerSpace:
                 best[k] = np.where(better, value, best[k])
             best[6] = np.where(better, index, best[6])
         chosen = best[6]
-        counts_outer, double = {}, {}
+        outside, double = {}, {}  # per staged tensor and candidate: staged in the outer nest, 2 ways
         for position, x in enumerate(self.staged):
-            outside = np.array([combo[position][0] for combo in combos])[chosen]
-            counts_outer[x] = outside
+            if self.outer_options[x] is not None:
+                outside[x] = np.array([combo[position][0] for combo in combos])[chosen]
             double[x] = np.array([combo[position][1] == 2 for combo in combos])[chosen]
         return {"cost": best[4], "traffic": best[5], "fits": best[3], "double": double, "structs": structs,
-                "outer": {x: v for x, v in counts_outer.items() if self.outer_options[x] is not None}}
+                "outer": outside}
 
     def nest(self, combo: np.ndarray, struct: np.ndarray, double: dict[int, bool],
              outer_staged: Sequence[int] = ()) -> LevelNest:

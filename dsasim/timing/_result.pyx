@@ -254,7 +254,8 @@ cdef class CriticalChain:
             key = (k, int(self.g.engine[op]))
             text = self.labels.get(key)
             if text is None:
-                text = f"{'stage' if k == STAGE_OP else 'writeback'}:{self.g.engine_names[key[1]][4:].removesuffix('-wb')}"
+                level = self.g.engine_names[key[1]][4:].removesuffix("-wb")
+                text = f"{'stage' if k == STAGE_OP else 'writeback'}:{level}"
                 self.labels[key] = text
             return text
         if k == VEC_OP:

@@ -37,8 +37,9 @@ Dependencies (an operation starts only after all of these have finished):
     read of its source buffer: it waits for the source's last write (the LOAD, OPEN or STAGE that filled it, or
     the last COMPUTE or WRITEBACK that wrote it); when the source's latest writes are WRITEBACKs of regions of it
     (an accumulator's tiles coming home into one SRAM buffer), only for those whose regions meet its own, and
-    the write before them: a partial sum is staged back once its own tile is home, not every other tile. A WRITEBACK reads its inner buffer (it waits for the buffer's
-    last write) and writes its target: like a COMPUTE writing it, it waits for the target's last write and for
+    the write before them: a partial sum is staged back once its own tile is home, not every other tile. A
+    WRITEBACK reads its inner buffer (it waits for the buffer's last write) and writes its target: like a
+    COMPUTE writing it, it waits for the target's last write and for
     every operation that read the target's current contents (WAR), and later readers of the target (a STORE, a
     STAGE, a COMPUTE) wait for it. An OPEN of an inner buffer is a zero-fill as in the SRAM.
   * write-after-read (WAR) inside a buffer: a COMPUTE that writes a buffer waits for every operation that read
@@ -59,8 +60,8 @@ Dependencies on an earlier operation of the same engine are implied by program o
 
 FREE: a buffer's bytes (in its level) become reusable when all operations on the buffer (its final STORE or
 WRITEBACK included) have finished. A new buffer allocated over the bytes of a still-live buffer waits for that
-occupant's FREE (a valid trace frees every buffer: `validate.pyx`); a wait that closes a cycle (e.g. the occupant is used later by an
-operation queued behind the waiting load) is reported by the scheduler (`engine.build_timeline`) as a
+occupant's FREE (a valid trace frees every buffer: `validate.pyx`); a wait that closes a cycle (e.g. the occupant
+is used later by an operation queued behind the waiting load) is reported by the scheduler (`engine.build_timeline`) as a
 `DeadlockError` naming the stuck operations.
 """
 
@@ -861,7 +862,8 @@ cdef class _Lowering(TraceChecker):
             reserved_sram_bytes=int(self.lv_peak[0]), macs=self.macs, tensorcore_macs=self.tc_macs,
             padded_macs=self.padded_macs, loaded_bytes=self.loaded, stored_bytes=self.stored,
             tensor_names=[t.name for t in trace.tensors], level_names=list(self.level_names),
-            level_engines=self.lv_engine_a.tolist(), level_writeback_engines=self.lv_wb_engine_a.tolist(), reserved_level_bytes=self.lv_peak_a.tolist(),
+            level_engines=self.lv_engine_a.tolist(), level_writeback_engines=self.lv_wb_engine_a.tolist(),
+            reserved_level_bytes=self.lv_peak_a.tolist(),
             buffer_level=self.b_level_a[:nb])
 
 

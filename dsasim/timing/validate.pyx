@@ -427,7 +427,8 @@ cdef class TraceChecker:
 
     cdef int reuse_flag(self, Py_ssize_t idx, int reuse) except -1:
         if reuse < 0:
-            raise self.fail(idx, f"the reuse flag must be True or False, got {self.cur_event[len(self.cur_event) - 1]!r}")
+            flag = self.cur_event[len(self.cur_event) - 1]
+            raise self.fail(idx, f"the reuse flag must be True or False, got {flag!r}")
 
     cdef int nbytes(self, Py_ssize_t idx, int64_t nb, int64_t need) except -1:
         if nb != need:

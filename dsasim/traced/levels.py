@@ -169,8 +169,8 @@ class LevelState:
             live = self.live.get((level, arr.id))
             if not live:
                 continue
-            refuse_modified_overlap(arr, region, live.overlapping(region), spare, "is read while",
-                                           "written back", f" in {level}")
+            refuse_modified_overlap(arr, region, live.overlapping(region), spare, "is read while", "written back",
+                                    f" in {level}")
 
     def stage(self, session: "Session", arr: "TracedArray", region: tuple, elements: int, reuse: bool,
               idx: int) -> Buffer:

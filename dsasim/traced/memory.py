@@ -38,6 +38,8 @@ from dsasim.traced.trace import NullLog, Region, ScopeInfo, TensorInfo, Trace, f
 from dsasim.util import (ceil_div, is_int, numpy_hugepages_for_tensor_data, region_contains, region_elements,
                           regions_overlap, shape_elements, whole_region)
 
+_NO_LIMIT = 2 ** 63 - 1  # the C-integer limits' "none": `Session._sram_limit` when capacity is not enforced
+
 try:
     from dsasim.traced import _core
 except ImportError as err:  # a source tree used without `pip install -e .`
@@ -1383,7 +1385,6 @@ class Session(_core.SessionFields):
 
 
 _NULL_LOG = NullLog()
-_NO_LIMIT = 2 ** 63 - 1  # `Session._sram_limit` with capacity not enforced
 
 _core.bind(Tile, Session, _NULL_LOG, PendingCompute)
 
