@@ -532,6 +532,10 @@ MUTANTS: list[Mutant] = [
            '    while k > 0 and extents[k] == sizes[k]:', '    while False:', LAYOUT_TESTS),
     Mutant('layout: descriptor cycles left out of a transfer', 'dsasim/timing/model.pyx',
            'return self.setup + runs * self.run_cycles + (moved', 'return self.setup + (moved', LAYOUT_TESTS),
+    # -- trust round two: strided -----------------------------------------------------------------------------
+    Mutant("strided: the chain sweep takes its layers from the shared fronts again", "dsasim/architect/sweep.py",
+           "                layer_fronts: bool = False) -> ChainSweepResult:",
+           "                layer_fronts: bool = True) -> ChainSweepResult:", ("tests/test_trust_strided_chain.py",)),
 ]
 
 

@@ -363,10 +363,12 @@ def _fused_choice(space: FusedSpace | GemmChainSpace, first: int, stop: int, hw:
 
 def _layer_choice(chain: ConvChain | GemmChain, i: int, hw: Accelerator, objective: str,
                   runner: Callable[..., Any] | None, counter: list[int], force: bool,
-                  warn: Callable[[str], None] | None) -> SegmentChoice | None:
+                  warn: Callable[[str], None] | None, simulate: bool = True) -> SegmentChoice | None:
+    """Layer i's best single-layer schedule under hw.sram_bytes (`search`; traced, and timed when `simulate`, with
+    a runner); counter[0] gains its evaluations."""
     from dsasim.architect.search import search
     result = search(chain.layers[i], hw, hw.sram_bytes, objective, runner=runner, confirm_top=1,
-                    simulate=runner is not None, force=force, warn=warn)
+                    simulate=simulate and runner is not None, force=force, warn=warn)
     counter[0] += result.evaluations
     return _layer_segment(i, result.best)
 

@@ -104,7 +104,8 @@ def search_chain_task(chain: Any, hardware: Accelerator, sizes: tuple[int, ...],
 
     numpy_hugepages_off()
     try:
-        sweep = sweep_chain(chain, hardware, list(sizes), force=True, objective=objective)
+        sweep = sweep_chain(chain, hardware, list(sizes), force=True, objective=objective,
+                            layer_fronts=True)
     except ValueError as err:
         return [f"{chain.spec()}: {err}"] * len(sizes)
     by_size = {point.sram_bytes: point.result for point in sweep.points}

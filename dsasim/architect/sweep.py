@@ -291,12 +291,17 @@ class ChainSweepResult:
 def sweep_chain(chain: Any, hardware: Accelerator, sizes: Sequence[int],
                 fused_runner: Callable[..., Any] | None = None, loopnest_runner: Callable[..., Any] | None = None,
                 simulate: bool = True, progress: bool = False, name: str | None = None, force: bool = False,
-                warn: Callable[[str], None] | None = None, objective: str = "traffic") -> ChainSweepResult:
+                warn: Callable[[str], None] | None = None, objective: str = "traffic",
+                layer_fronts: bool = False) -> ChainSweepResult:
     """For every SRAM size, the best partition of `chain` by `objective` ('traffic', ties cycles; or 'cycles',
-    estimated, ties traffic), as `search_chain` gives it, from one evaluation of every fused space and one search
-    front per distinct layer shape for all sizes. With runners every chosen schedule is traced (checked against
-    its model) and, when `simulate`, timed."""
-    from dsasim.architect.fused_search import _fused_choice, _fused_spaces, _layer_segment, _partition
+    estimated, ties traffic), from one evaluation of every fused space for all sizes. Each layer alone is searched
+    at each size as `search_chain` searches it, so every point equals `search_chain` at that size, cycles
+    included. layer_fronts=True instead takes each layer from one search front per distinct layer shape for all
+    sizes (`search_front`, several times faster; the network evaluation's choice): its traffic is the same
+    objective, but where nests tie in traffic the front may keep another than the one-size search (the two
+    enumerations rank 2-way buffering and refine around different seeds), so its cycles can differ. With runners
+    every chosen schedule is traced (checked against its model) and, when `simulate`, timed."""
+    from dsasim.architect.fused_search import _fused_choice, _fused_spaces, _layer_choice, _layer_segment, _partition
     hardware.require_one_level("the chain sweep")
     sizes = sorted(set(int(s) for s in sizes))
     if not sizes:
@@ -306,7 +311,10 @@ def sweep_chain(chain: Any, hardware: Accelerator, sizes: Sequence[int],
     if sizes[0] < hardware.word_bytes:
         raise ValueError(f"every size must hold at least one {hardware.word_bytes}-byte word")
     distinct = {layer.spec(): layer for layer in chain.layers}
-    estimates = [estimate_search_work(layer, hardware, len(sizes)) for layer in distinct.values()]
+    if layer_fronts:
+        estimates = [estimate_search_work(layer, hardware, len(sizes)) for layer in distinct.values()]
+    else:  # one search per layer and size
+        estimates = [estimate_search_work(layer, hardware, 1) for layer in chain.layers] * len(sizes)
     work = estimates[0]
     for more in estimates[1:]:
         work = work + more
@@ -321,7 +329,7 @@ def sweep_chain(chain: Any, hardware: Accelerator, sizes: Sequence[int],
     spaces = _fused_spaces(chain, hardware)
     evaluations = sum(space.evaluations for space in spaces.values())
     fronts: dict[str, list[Candidate | None]] = {}
-    for i, (spec, layer) in enumerate(distinct.items()):
+    for i, (spec, layer) in enumerate(distinct.items() if layer_fronts else ()):
         st, fronts[spec] = search_front(layer, hardware, sizes, objective=objective)
         evaluations += st.evaluations
         bar.update(0.5 * (i + 1) / len(distinct), "searching")
@@ -329,13 +337,20 @@ def sweep_chain(chain: Any, hardware: Accelerator, sizes: Sequence[int],
     for k, size in enumerate(sizes):
         hw = dataclasses.replace(hardware, sram_bytes=size)
         t0 = time.perf_counter()
+        counter = [0]  # this size's single-layer evaluations
         layers = []
         for i, layer in enumerate(chain.layers):
+            if not layer_fronts:  # as `search_chain` does: the points equal its results
+                layers.append(_layer_choice(chain, i, hw, objective, loopnest_runner, counter, True, None, simulate))
+                continue
             cand = fronts[layer.spec()][k]
             layers.append(_layer_segment(i, None if cand is None else confirm(cand, hw, loopnest_runner, simulate)))
+        evaluations += counter[0]
         fused = {seg: _fused_choice(space, *seg, hw, objective, fused_runner if simulate else None)
                  for seg, space in spaces.items()}
-        points.append(ChainSweepPoint(size, _partition(chain, hw, objective, layers, spaces, fused, 0,
+        size_evaluations = counter[0] + sum(space.evaluations for space in spaces.values()) if not layer_fronts \
+            else 0
+        points.append(ChainSweepPoint(size, _partition(chain, hw, objective, layers, spaces, fused, size_evaluations,
                                                        time.perf_counter() - t0)))
         bar.update(0.5 + 0.5 * (k + 1) / len(sizes), format_bytes(size))
     bar.close()
