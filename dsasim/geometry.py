@@ -10,12 +10,14 @@ Both the traced model (`Conv2dBoundsInfer`) and the architects' problems (`ConvP
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from dsasim.util import int_pair, is_int
 
-__all__ = ["Conv2dShape", "Window", "window", "window_rows", "tap_outputs", "conv_output_size"]
+__all__ = ["Conv2dShape", "Window", "window", "window_rows", "window_step", "stepped_rows", "tap_outputs",
+           "conv_output_size"]
 
 
 def tap_outputs(o0: int, o1: int, offset: int, stride: int, size: int) -> tuple[int, int]:
@@ -46,6 +48,28 @@ def window_rows(o0: int, o1: int, t0: int, t1: int, stride: int, dilation: int, 
         first = min(max(lo, 0), size)
         return first, first
     return first, last + 1
+
+
+def window_step(o_len: int, t_len: int, stride: int, dilation: int) -> int:
+    """The spacing, in rows, of the input rows that o_len consecutive output positions with t_len consecutive taps
+    read: each is o0*stride + t0*dilation - padding plus a multiple of it (1 for a single row).
+
+    Row (o0 + i)*stride + (t0 + j)*dilation - padding differs from the first by i*stride + j*dilation, so the
+    rows share the spacing gcd(stride, dilation) when both ranges move, stride (1x1 stride 2: every other row)
+    or dilation when one does. Above 1 only when the kernel's taps cannot fill the stride's gaps."""
+    return math.gcd(stride if o_len > 1 else 0, dilation if t_len > 1 else 0) or 1
+
+
+def stepped_rows(o0: int, o1: int, t0: int, t1: int, stride: int, dilation: int, padding: int,
+                 size: int) -> range:
+    """The smallest stepped range of real input rows holding every row that output positions [o0, o1) with taps
+    [t0, t1) read: `window_rows`' [first, stop) with `window_step`'s step (what a strided DMA box loads).
+
+    Every row it holds is read when the rows form one arithmetic progression (a single tap or output position,
+    or taps spaced like the stride, e.g. 1x1 stride 2); otherwise (3 taps of dilation 2 at stride 6: rows
+    0, 2, 6, 8) it also holds the unread rows between (4). Empty when the window reads only padding."""
+    first, stop = window_rows(o0, o1, t0, t1, stride, dilation, padding, size)
+    return range(first, stop, window_step(o1 - o0, t1 - t0, stride, dilation))
 
 
 class Window(NamedTuple):
