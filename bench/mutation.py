@@ -536,6 +536,17 @@ MUTANTS: list[Mutant] = [
     Mutant("strided: the chain sweep takes its layers from the shared fronts again", "dsasim/architect/sweep.py",
            "                layer_fronts: bool = False) -> ChainSweepResult:",
            "                layer_fronts: bool = True) -> ChainSweepResult:", ("tests/test_trust_strided_chain.py",)),
+    Mutant("strided: a window's step ignores which ranges move", "dsasim/geometry.py",
+           "return math.gcd(stride if o_len > 1 else 0, dilation if t_len > 1 else 0) or 1",
+           "return math.gcd(stride, dilation)", ("tests/test_trust_strided_geometry.py",)),
+    Mutant("strided: a stepped innermost axis joins into one run", "dsasim/layout.py",
+           "    if steps[k] > 1 and extents[k] > 1:  # a stepped innermost axis", "    if False:  # a stepped innermost axis",
+           ("tests/test_trust_strided_layout.py",)),
+    Mutant("strided: a run takes in a stepped axis", "dsasim/layout.py",
+           "extents[k] == sizes[k] and (steps[k - 1] == 1 or extents[k - 1] == 1):",
+           "extents[k] == sizes[k]:", ("tests/test_trust_strided_layout.py",)),
+    Mutant("strided: a strided box counts its dense extent", "dsasim/layout.py",
+           "ext = [len(range(a, b, st)) if b > a else b - a for", "ext = [b - a for", ("tests/test_trust_strided_layout.py",)),
 ]
 
 

@@ -10,7 +10,11 @@ layout says how they lie in DDR:
 
 A box (one range per logical axis) maps to contiguous runs of DDR: going from the innermost physical axis out,
 a run grows over every axis the box covers whole, and takes in the first axis it covers in part; the axes outside
-that multiply the number of runs. A DMA engine issues one descriptor per run and moves each in whole bursts of
+that multiply the number of runs. A strided box (a step per axis, e.g. every other row and column of a 1x1
+stride-2 conv's input) holds only every step-th index of a stepped axis: a run never takes one in (its elements
+are not adjacent), so that axis and those outside it multiply the runs, and a stepped innermost axis makes every
+element its own run (even where a row's last index meets the next row's first in DDR: the box's rows are
+separate descriptors). A DMA engine issues one descriptor per run and moves each in whole bursts of
 `dma_burst_bytes`: `transfer_runs` gives both figures, `Accelerator.transfer_cycles` the time.
 """
 
@@ -35,31 +39,46 @@ def check_layout(name: str, shape: Sequence[int] | None, layout: object) -> str:
     return layout  # type: ignore[return-value]
 
 
-def _runs(extents: Sequence[int], sizes: Sequence[int]) -> tuple[int, int]:
-    """(runs, elements per run) of a box with `extents` in an array of `sizes` (physical order, outermost
-    first), every run of the same length."""
+def _runs(extents: Sequence[int], sizes: Sequence[int], steps: Sequence[int]) -> tuple[int, int]:
+    """(runs, elements per run) of a box with `extents` (elements per axis) and `steps` in an array of `sizes`
+    (physical order, outermost first), every run of the same length."""
     k = len(sizes) - 1
+    if steps[k] > 1 and extents[k] > 1:  # a stepped innermost axis: no two elements adjacent
+        return math.prod(extents), 1
     run = extents[k]
-    while k > 0 and extents[k] == sizes[k]:
+    while k > 0 and extents[k] == sizes[k] and (steps[k - 1] == 1 or extents[k - 1] == 1):
         k -= 1
         run *= extents[k]
     return math.prod(extents[:k]), run
 
 
 def transfer_runs(shape: Sequence[int], layout: str, region: Sequence[tuple[int, int]], word_bytes: int,
-                  burst_bytes: int = 1) -> tuple[int, int]:
+                  burst_bytes: int = 1, steps: Sequence[int] | None = None) -> tuple[int, int]:
     """(contiguous runs, bytes moved in whole bursts) of a DMA transfer of `region` (a box: one (start, stop) per
-    logical axis) of a tensor of `shape` in `layout`. With burst_bytes 1 the bytes are the box's own."""
-    ext = [b - a for a, b in region]
+    logical axis) of a tensor of `shape` in `layout`; `steps` (per logical axis, default all 1) makes it the
+    strided box of every step-th index from start (a stepped channel range is refused in NCHW16c). With
+    burst_bytes 1 the bytes are the box's own."""
+    if steps is None:  # (the timing model's every transfer: kept cheap)
+        steps = [1] * len(region)
+        ext = [b - a for a, b in region]
+    else:
+        steps = list(steps)
+        if len(steps) != len(region) or not all(type(v) is int and v >= 1 for v in steps):
+            raise ValueError(f"transfer_runs: steps {steps} must give a positive int step for each of the "
+                             f"{len(region)} axes of the region")
+        ext = [len(range(a, b, st)) if b > a else b - a for (a, b), st in zip(region, steps)]
     if min(ext, default=1) <= 0:
         return 0, 0
-    pieces: list[tuple[list[int], list[int]]] = []
+    pieces: list[tuple[list[int], list[int], list[int]]] = []  # (extents, sizes, steps) in physical order
     if layout == "row-major":
-        pieces.append((ext, list(shape)))
+        pieces.append((ext, list(shape), steps))
     elif layout == "NHWC":
         n, c, h, w = shape
-        pieces.append(([ext[0], ext[2], ext[3], ext[1]], [n, h, w, c]))
+        pieces.append(([ext[0], ext[2], ext[3], ext[1]], [n, h, w, c], [steps[0], steps[2], steps[3], steps[1]]))
     else:  # NCHW16c: split the channel range at block boundaries; the whole blocks between form one box
+        if steps[1] != 1 and ext[1] > 1:
+            raise ValueError(f"transfer_runs: a stepped channel range (step {steps[1]}) is not supported in the "
+                             f"NCHW16c layout; step the rows and columns only")
         n, c, h, w = shape
         blocks = -(-c // CHANNEL_BLOCK)
         (c0, c1) = region[1]
@@ -67,7 +86,7 @@ def transfer_runs(shape: Sequence[int], layout: str, region: Sequence[tuple[int,
         sizes = [n, blocks, h, w, CHANNEL_BLOCK]
 
         def piece(lo: int, hi: int, count: int) -> None:
-            pieces.append(([ext[0], count, ext[2], ext[3], hi - lo], sizes))
+            pieces.append(([ext[0], count, ext[2], ext[3], hi - lo], sizes, [steps[0], 1, steps[2], steps[3], 1]))
 
         if first == last:
             piece(c0 - first * CHANNEL_BLOCK, c1 - first * CHANNEL_BLOCK, 1)
@@ -88,13 +107,13 @@ def transfer_runs(shape: Sequence[int], layout: str, region: Sequence[tuple[int,
         # so each piece's last run joins the next piece's first (never across images: a partial block is there)
         plane = shape[2] * shape[3]
         per_image = _joined([(1, extents[1] * CHANNEL_BLOCK * plane) if extents[4] == CHANNEL_BLOCK
-                             else (plane, extents[4]) for extents, _ in pieces])
+                             else (plane, extents[4]) for extents, _, _ in pieces])
         runs = ext[0] * sum(m for m, _ in per_image)
         moved = ext[0] * sum(m * (-(-length * word_bytes // burst_bytes) * burst_bytes) for m, length in per_image)
         return runs, moved
     runs = moved = 0
-    for extents, sizes in pieces:
-        count, length = _runs(extents, sizes)
+    for extents, sizes, axis_steps in pieces:
+        count, length = _runs(extents, sizes, axis_steps)
         runs += count
         moved += count * (-(-length * word_bytes // burst_bytes) * burst_bytes)
     return runs, moved
