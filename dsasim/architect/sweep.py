@@ -313,8 +313,14 @@ def sweep_chain(chain: Any, hardware: Accelerator, sizes: Sequence[int],
     distinct = {layer.spec(): layer for layer in chain.layers}
     if layer_fronts:
         estimates = [estimate_search_work(layer, hardware, len(sizes)) for layer in distinct.values()]
-    else:  # one search per layer and size
-        estimates = [estimate_search_work(layer, hardware, 1) for layer in chain.layers] * len(sizes)
+    else:  # one search per layer and size: each distinct layer's one-size estimate, times its searches
+        count = {spec: sum(layer.spec() == spec for layer in chain.layers) * len(sizes) for spec in distinct}
+        estimates = []
+        for spec, layer in distinct.items():
+            one = estimate_search_work(layer, hardware, 1)
+            estimates.append(WorkEstimate(what=f"{count[spec]:,} single-layer searches of {spec} (one per size)",
+                                          evaluations=one.evaluations * count[spec], traced_operations=0,
+                                          seconds=one.seconds * count[spec]))
     work = estimates[0]
     for more in estimates[1:]:
         work = work + more
