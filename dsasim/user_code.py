@@ -65,13 +65,12 @@ def _run_module(head: str, what: str, spec: str) -> ModuleType:
         if not path.is_file():
             raise UserCodeError(f"{label} does not exist or is not a file")
         name = f"dsasim_user_{zlib.crc32(str(path.resolve()).encode()):08x}_{path.stem.replace('-', '_')}"
-        if name in sys.modules:  # the same file named twice in one run: load it once
-            return sys.modules[name]
         module_spec = importlib.util.spec_from_file_location(name, path)
         if module_spec is None or module_spec.loader is None:
             raise UserCodeError(f"{label} cannot be loaded as Python source; give a .py file")
         module = importlib.util.module_from_spec(module_spec)
-        sys.modules[name] = module  # (dataclasses and pickling look the module up by name)
+        # (dataclasses and pickling look the module up by name; run again, it reflects the file as it is now)
+        sys.modules[name] = module
         loader = module_spec.loader.exec_module
         argument: Any = module
     else:

@@ -130,11 +130,11 @@ def check_distinct_files(outputs: Sequence[FileUse], inputs: Sequence[FileUse] =
         key = _file_identity(path)
         if key in seen:
             other, other_path = seen[key]
-            same = f"'{path}'" if str(path) == other_path else f"'{path}' (the same file as '{other_path}')"
+            same = f"{path}" if str(path) == other_path else f"{path} (the same file as {other_path})"
             if key in read:
                 raise CliError(f"{label} {same} is {other}, which this command reads: writing it would destroy "
                                f"that input; give another output path")
-            raise CliError(f"{other} and {label} both write {same}; give each output its own file")
+            raise CliError(f"{other} and {label} both name {same}; give each output its own file")
         seen[key] = (label, str(path))
 
 
@@ -264,7 +264,8 @@ def load_user_schedules(spec: str) -> list[Schedule]:
     if not schedules or not all(isinstance(s, Schedule) for s in schedules):
         kind = type(found).__name__ if not isinstance(found, (list, tuple)) else \
             f"{type(found).__name__} of {', '.join(sorted({type(s).__name__ for s in found})) or 'nothing'}"
-        raise ValueError(f"schedule {spec!r} is a {kind}, not a dsasim.traced.schedule.Schedule (or a list of them)")
+        raise ValueError(f"schedule {spec!r} names an object of type {kind}, not a dsasim.traced.schedule.Schedule "
+                         f"(or a list of them)")
     registered = {s.name for s in all_schedules()}
     for schedule in schedules:
         if schedule.name in registered:
@@ -286,6 +287,7 @@ def find_schedule(name: str) -> Schedule:
     if name in _USER_SCHEDULES:
         return _USER_SCHEDULES[name]
     if is_user_spec(name):
+        _USER_SCHEDULES.clear()  # a new run (schedules of an earlier `main()` in this process are forgotten)
         found = load_user_schedules(name)
         if len(found) != 1:
             raise ValueError(f"schedule {name!r} holds {len(found)} schedules ({', '.join(s.name for s in found)}); "
@@ -304,6 +306,7 @@ def find_schedules(names: Sequence[str] | None) -> list[Schedule]:
     known ones, or saying why a user's module could not be loaded."""
     from dsasim.user_code import is_user_spec
 
+    _USER_SCHEDULES.clear()  # a new run (schedules of an earlier `main()` in this process are forgotten)
     schedules = all_schedules()
     if names:
         specs = [n for n in names if is_user_spec(n)]
