@@ -295,8 +295,8 @@ def find_schedule(name: str) -> Schedule:
         return found[0]
     schedules = {s.name: s for s in all_schedules()}
     if name not in schedules:
-        raise ValueError(f"unknown schedule {name!r}; known: {', '.join(schedules)} (`dsasim demo` lists them), or "
-                         f"MODULE:NAME / FILE.py:NAME for a Schedule of yours")
+        raise ValueError(f"unknown schedule {name!r}; known: {', '.join(schedules)} (`dsasim demo` lists them; or "
+                         f"MODULE:NAME / FILE.py:NAME for a Schedule of yours)")
     return schedules[name]
 
 
@@ -314,8 +314,8 @@ def find_schedules(names: Sequence[str] | None) -> list[Schedule]:
         known = {s.name for s in schedules}
         unknown = [n for n in plain if n not in known]
         if unknown:
-            raise CliError(f"unknown schedule(s) {unknown}; known: {', '.join(sorted(known))}, or MODULE:NAME / "
-                           f"FILE.py:NAME for a Schedule of yours")
+            raise CliError(f"unknown schedule(s) {unknown}; known: {', '.join(sorted(known))} (or MODULE:NAME / "
+                           f"FILE.py:NAME for a Schedule of yours)")
         schedules = [s for s in schedules if s.name in plain]
         for spec in dict.fromkeys(specs):
             try:
