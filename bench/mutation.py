@@ -51,6 +51,7 @@ CONV_MAPPING_TESTS = ("tests/test_conv_mapping.py", "tests/test_tensorcore.py")
 LEVEL_TESTS = ("tests/test_hierarchy.py",)
 LAYOUT_TESTS = ("tests/test_layout.py",)
 TRACED_LEVEL_TESTS = ("tests/test_levels.py",)
+TRUST_OUTPUTS = "tests/test_trust_outputs.py"
 TIMING_TESTS = ("tests/test_timing.py", "tests/test_timing_rules.py", "tests/test_timing_columnar.py",
                 "tests/test_timing_result.py")
 
@@ -532,6 +533,53 @@ MUTANTS: list[Mutant] = [
            '    while k > 0 and extents[k] == sizes[k]:', '    while False:', LAYOUT_TESTS),
     Mutant('layout: descriptor cycles left out of a transfer', 'dsasim/timing/model.pyx',
            'return self.setup + runs * self.run_cycles + (moved', 'return self.setup + (moved', LAYOUT_TESTS),
+    # -- trust round two: outputs --
+    Mutant("trust outputs: a finished session keeps tracing", "dsasim/traced/memory.py",
+           "        self._refuse_further_use(SessionFinishedError)\n        return self.trace.freeze()",
+           "        return self.trace.freeze()",
+           (f"{TRUST_OUTPUTS}::test_a_finished_session_refuses_every_further_use_and_its_trace_stays",)),
+    Mutant("trust outputs: a finished session still accepts accesses", "dsasim/traced/memory.py",
+           '_REFUSED_WHEN_BROKEN = ("access", "slide",', '_REFUSED_WHEN_BROKEN = ("slide",',
+           (f"{TRUST_OUTPUTS}::test_a_finished_session_refuses_every_further_use_and_its_trace_stays",)),
+    Mutant("trust outputs: a unit computes for a finished session", "dsasim/traced/tensorcore.py",
+           "    if session._broken is not None:\n        raise session.refusal()",
+           "    if False:\n        raise session.refusal()",
+           (f"{TRUST_OUTPUTS}::test_a_unit_refuses_to_compute_for_a_finished_session",)),
+    Mutant("trust outputs: a NaN output passes where torch's is NaN too", "dsasim/traced/schedule.py",
+           "        if bad is not None or not math.isfinite(err_value):", "        if not math.isfinite(err_value):",
+           (f"{TRUST_OUTPUTS}::test_a_non_finite_output_fails_even_where_torch_agrees",)),
+    Mutant("trust outputs: an unknown level= is a plain ValueError (a traceback under demo)",
+           "dsasim/traced/memory.py",
+           '                raise LevelError(f"GlobalHierarchy {name!r}: level',
+           '                raise ValueError(f"GlobalHierarchy {name!r}: level',
+           (f"{TRUST_OUTPUTS}::test_an_unknown_level_is_a_level_error",
+            f"{TRUST_OUTPUTS}::test_simulate_on_hardware_without_the_level_is_one_line_exit_1")),
+    Mutant("trust outputs: two outputs may be one file", "dsasim/cli/common.py",
+           "        if key in seen:\n            other, other_path", "        if key in read:\n            other, other_path",
+           (f"{TRUST_OUTPUTS}::test_simulate_json_that_the_plot_folder_would_overwrite_is_refused_before_any_work",)),
+    Mutant("trust outputs: output paths compared without resolving links", "dsasim/cli/common.py",
+           "    real = os.path.realpath(path)", "    real = os.path.abspath(path)",
+           (f"{TRUST_OUTPUTS}::test_the_plot_folder_is_compared_through_a_link",)),
+    Mutant("trust outputs: the --hardware file is not an input", "dsasim/cli/common.py",
+           "for part in parts if part and part not in PRESETS]", "for part in parts if False]",
+           (f"{TRUST_OUTPUTS}::test_an_output_naming_the_hardware_file_is_refused_and_the_file_kept",)),
+    Mutant("trust outputs: simulate leaves the --plot folder's figures out of the check", "dsasim/cli/simulate.py",
+           '                         *plot_dir_outputs("--plot", args.plot, plot_names)], schedule_inputs',
+           "                         ], schedule_inputs",
+           (f"{TRUST_OUTPUTS}::test_simulate_json_that_the_plot_folder_would_overwrite_is_refused_before_any_work",)),
+    Mutant("trust outputs: --json and --plot of network/shapes/sweep-sram not checked", "dsasim/cli/common.py",
+           '    check_outputs(args, [("--json", args.json), ("--plot", args.plot)])', "    check_outputs(args, [])",
+           (f"{TRUST_OUTPUTS}::test_json_and_plot_naming_one_file_are_refused",)),
+    Mutant("trust outputs: demo's user schedule source not checked against --json", "dsasim/cli/demo.py",
+           '    check_outputs(args, [("--json", args.json)], schedule_inputs(args.only))',
+           '    check_outputs(args, [("--json", args.json)])',
+           (f"{TRUST_OUTPUTS}::test_an_output_naming_a_user_schedule_source_is_refused",)),
+    Mutant("trust outputs: a user module's sys.exit escapes the loader", "dsasim/user_code.py",
+           "    except BaseException as err:  # noqa", "    except Exception as err:  # noqa",
+           (f"{TRUST_OUTPUTS}::test_a_broken_user_module_is_one_line_exit_2",)),
+    Mutant("trust outputs: simulate takes registered names only", "dsasim/cli/common.py",
+           "    if is_user_spec(name):\n        _USER_SCHEDULES.clear()", "    if False:\n        _USER_SCHEDULES.clear()",
+           (f"{TRUST_OUTPUTS}::test_simulate_runs_a_schedule_from_a_file",)),
 ]
 
 
