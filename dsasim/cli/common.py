@@ -284,8 +284,6 @@ def find_schedule(name: str) -> Schedule:
     loaded so already); ValueError naming the known ones if there is none."""
     from dsasim.user_code import is_user_spec
 
-    if name in _USER_SCHEDULES:
-        return _USER_SCHEDULES[name]
     if is_user_spec(name):
         _USER_SCHEDULES.clear()  # a new run (schedules of an earlier `main()` in this process are forgotten)
         found = load_user_schedules(name)
@@ -294,6 +292,8 @@ def find_schedule(name: str) -> Schedule:
                              f"name one Schedule")
         return found[0]
     schedules = {s.name: s for s in all_schedules()}
+    if name not in schedules and name in _USER_SCHEDULES:  # (a worker process of `demo --jobs N`)
+        return _USER_SCHEDULES[name]
     if name not in schedules:
         raise ValueError(f"unknown schedule {name!r}; known: {', '.join(schedules)} (`dsasim demo` lists them; or "
                          f"MODULE:NAME / FILE.py:NAME for a Schedule of yours)")
