@@ -554,7 +554,8 @@ MUTANTS: list[Mutant] = [
            '                raise ValueError(f"GlobalHierarchy {name!r}: level',
            TRUST_OUTPUTS_TESTS),
     Mutant("trust outputs: two outputs may be one file", "dsasim/cli/common.py",
-           "        if key in seen:\n            other, other_path", "        if key in read:\n            other, other_path",
+           "        if key in seen:\n            other, other_path",
+           "        if key in read:\n            other, other_path",
            TRUST_OUTPUTS_TESTS),
     Mutant("trust outputs: output paths compared without resolving links", "dsasim/cli/common.py",
            "    real = os.path.realpath(path)", "    real = os.path.abspath(path)",
@@ -577,7 +578,8 @@ MUTANTS: list[Mutant] = [
            "    except BaseException as err:  # noqa", "    except Exception as err:  # noqa",
            TRUST_OUTPUTS_TESTS),
     Mutant("trust outputs: simulate takes registered names only", "dsasim/cli/common.py",
-           "    if is_user_spec(name):\n        _USER_SCHEDULES.clear()", "    if False:\n        _USER_SCHEDULES.clear()",
+           "    if is_user_spec(name):\n        _USER_SCHEDULES.clear()",
+           "    if False:\n        _USER_SCHEDULES.clear()",
            TRUST_OUTPUTS_TESTS),
 ]
 

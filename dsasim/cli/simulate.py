@@ -1,7 +1,7 @@
 """`dsasim simulate NAME`: trace a schedule count-only and time it.
 
-    dsasim simulate NAME|MODULE:NAME|FILE.py:NAME [--ways N] [--hardware PRESET|FILE] [--layout TENSOR=LAYOUT ...] [--json PATH]
-                         [--perfetto PATH] [--plot DIR] [--window CYCLES]
+    dsasim simulate NAME|MODULE:NAME|FILE.py:NAME [--ways N] [--hardware PRESET|FILE] [--layout TENSOR=LAYOUT ...]
+                         [--json PATH] [--perfetto PATH] [--plot DIR] [--window CYCLES]
 
 NAME is looked up with `common.find_schedule` (a registered name, or MODULE:NAME / FILE.py:NAME). `--ways N` (alias `--buffers N`, the blog's word) makes every scope of
 the schedule N-way buffered (the scope names are found by a first count-only pass). Prints a summary; --json writes
