@@ -51,6 +51,7 @@ CONV_MAPPING_TESTS = ("tests/test_conv_mapping.py", "tests/test_tensorcore.py")
 LEVEL_TESTS = ("tests/test_hierarchy.py",)
 LAYOUT_TESTS = ("tests/test_layout.py",)
 TRACED_LEVEL_TESTS = ("tests/test_levels.py",)
+TRUST_OUTPUTS_TESTS = ("tests/test_trust_outputs.py",)
 TIMING_TESTS = ("tests/test_timing.py", "tests/test_timing_rules.py", "tests/test_timing_columnar.py",
                 "tests/test_timing_result.py")
 
@@ -547,6 +548,54 @@ MUTANTS: list[Mutant] = [
            "extents[k] == sizes[k]:", ("tests/test_trust_strided_layout.py",)),
     Mutant("strided: a strided box counts its dense extent", "dsasim/layout.py",
            "ext = [len(range(a, b, st)) if b > a else b - a for", "ext = [b - a for", ("tests/test_trust_strided_layout.py",)),
+    # -- trust round two: outputs --
+    Mutant("trust outputs: a finished session keeps tracing", "dsasim/traced/memory.py",
+           "        self._refuse_further_use(SessionFinishedError)\n        return self.trace.freeze()",
+           "        return self.trace.freeze()",
+           TRUST_OUTPUTS_TESTS),
+    Mutant("trust outputs: a finished session still accepts accesses", "dsasim/traced/memory.py",
+           '_REFUSED_WHEN_BROKEN = ("access", "slide",', '_REFUSED_WHEN_BROKEN = ("slide",',
+           TRUST_OUTPUTS_TESTS),
+    Mutant("trust outputs: a unit computes for a finished session", "dsasim/traced/tensorcore.py",
+           "    if session._broken is not None:\n        raise session.refusal()",
+           "    if False:\n        raise session.refusal()",
+           TRUST_OUTPUTS_TESTS),
+    Mutant("trust outputs: a NaN output passes where torch's is NaN too", "dsasim/traced/schedule.py",
+           "        if bad is not None or not math.isfinite(err_value):", "        if not math.isfinite(err_value):",
+           TRUST_OUTPUTS_TESTS),
+    Mutant("trust outputs: an unknown level= is a plain ValueError (a traceback under demo)",
+           "dsasim/traced/memory.py",
+           '                raise LevelError(f"GlobalHierarchy {name!r}: level',
+           '                raise ValueError(f"GlobalHierarchy {name!r}: level',
+           TRUST_OUTPUTS_TESTS),
+    Mutant("trust outputs: two outputs may be one file", "dsasim/cli/common.py",
+           "        if key in seen:\n            other, other_path",
+           "        if key in read:\n            other, other_path",
+           TRUST_OUTPUTS_TESTS),
+    Mutant("trust outputs: output paths compared without resolving links", "dsasim/cli/common.py",
+           "    real = os.path.realpath(path)", "    real = os.path.abspath(path)",
+           TRUST_OUTPUTS_TESTS),
+    Mutant("trust outputs: the --hardware file is not an input", "dsasim/cli/common.py",
+           "for part in parts if part and part not in PRESETS]", "for part in parts if False]",
+           TRUST_OUTPUTS_TESTS),
+    Mutant("trust outputs: simulate leaves the --plot folder's figures out of the check", "dsasim/cli/simulate.py",
+           '                         *plot_dir_outputs("--plot", args.plot, plot_names)], schedule_inputs',
+           "                         ], schedule_inputs",
+           TRUST_OUTPUTS_TESTS),
+    Mutant("trust outputs: --json and --plot of network/shapes/sweep-sram not checked", "dsasim/cli/common.py",
+           '    check_outputs(args, [("--json", args.json), ("--plot", args.plot)])', "    check_outputs(args, [])",
+           TRUST_OUTPUTS_TESTS),
+    Mutant("trust outputs: demo's user schedule source not checked against --json", "dsasim/cli/demo.py",
+           '    check_outputs(args, [("--json", args.json)], schedule_inputs(args.only))',
+           '    check_outputs(args, [("--json", args.json)])',
+           TRUST_OUTPUTS_TESTS),
+    Mutant("trust outputs: a user module's sys.exit escapes the loader", "dsasim/user_code.py",
+           "    except BaseException as err:  # noqa", "    except Exception as err:  # noqa",
+           TRUST_OUTPUTS_TESTS),
+    Mutant("trust outputs: simulate takes registered names only", "dsasim/cli/common.py",
+           "    if is_user_spec(name):\n        _USER_SCHEDULES.clear()",
+           "    if False:\n        _USER_SCHEDULES.clear()",
+           TRUST_OUTPUTS_TESTS),
 ]
 
 

@@ -47,10 +47,15 @@ class SessionStateError(ScheduleError):
     """The Session can no longer be trusted: an exception left a scope before its buffers were stored."""
 
 
+class SessionFinishedError(SessionStateError):
+    """The Session has finished: `finish()` returned its Trace, so it traces, counts and makes tensors no more."""
+
+
 class CrossSessionError(ScheduleError, ValueError):
     """A tile or unit of one Session was combined with a tile or unit of another Session."""
 
 
 class LevelError(ScheduleError, ValueError):
-    """A memory level below the SRAM misused: a TensorCore operand not in the level its role is read from, a
-    weight declared as an input, a scope site entered at two levels, more ways than its level allows."""
+    """A memory level misused or missing: a scope at a level the hardware does not have (a schedule written for
+    other hardware), a TensorCore operand not in the level its role is read from, a weight declared as an input,
+    a scope site entered at two levels, more ways than its level allows."""

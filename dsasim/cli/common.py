@@ -8,7 +8,8 @@ The error contract (`dsasim.cli.main` applies it):
   `CliError`; `main` prints one line `dsasim COMMAND: what is wrong (how to fix it)` on stderr and exits 2.
   argparse's own errors take the same one-line form (`DsasimArgumentParser.error`).
 * Output paths are checked by `output_file` / `output_dir` before any expensive work, and written atomically
-  (`dsasim.atomic`).
+  (`dsasim.atomic`). Every command passes all its outputs (a `--plot DIR`: each file it will write) and its
+  inputs (`--hardware FILE`, user modules) to `check_outputs` first: no output may be another or an input.
 * Ctrl-C exits 130 with `dsasim COMMAND: interrupted`.
 """
 
@@ -27,8 +28,9 @@ from dsasim.atomic import probe_writable, write_text_atomic
 if TYPE_CHECKING:
     from dsasim.traced.schedule import Schedule
 
-__all__ = ["Command", "CliError", "DsasimArgumentParser", "all_schedules", "find_schedule", "find_schedules",
-           "int_at_least", "loopnest_runner", "output_dir", "output_file", "PLOT_SUFFIXES", "warner"]
+__all__ = ["Command", "CliError", "DsasimArgumentParser", "all_schedules", "check_distinct_files", "check_outputs",
+           "find_schedule", "find_schedules", "int_at_least", "loopnest_runner", "output_dir", "output_file",
+           "plot_dir_outputs", "PLOT_SUFFIXES", "warner"]
 
 EXIT_FAILED = 1  # the command ran, but what it ran failed (a schedule error, an overflow under simulate, no fit)
 EXIT_USAGE = 2  # a mistake in the command line: nothing was run, or nothing was written
@@ -91,12 +93,79 @@ def int_at_least(low: int, high: int | None = None) -> Callable[[str], int]:
 
 def json_and_plot_paths(args: Any) -> tuple[Path | None, Path | None]:
     """The checked --json and --plot paths of a command (None where not asked for); CliError when one is not
-    writable or both name the same file."""
+    writable, both name the same file, or one names an input (`check_outputs`)."""
+    check_outputs(args, [("--json", args.json), ("--plot", args.plot)])
     json_path = output_file("--json", args.json) if args.json is not None else None
     plot_path = output_file("--plot", args.plot, PLOT_SUFFIXES) if args.plot is not None else None
-    if json_path is not None and plot_path is not None and json_path.resolve() == plot_path.resolve():
-        raise CliError(f"--json and --plot both name {json_path}; give two different files")
     return json_path, plot_path
+
+
+FileUse = tuple[str, "str | Path | None"]  # (what names the file, for messages: "--json"; its path, None: not given)
+
+
+def _file_identity(path: str | Path) -> tuple:
+    """What makes two paths the same file: device and inode for a file that exists (links, hard links), else its
+    resolved absolute path (`./x` and `x`, a link to a folder on the way)."""
+    real = os.path.realpath(path)
+    try:
+        st = os.stat(real)
+    except OSError:
+        return ("path", os.path.normcase(real))
+    return ("inode", st.st_dev, st.st_ino)
+
+
+def check_distinct_files(outputs: Sequence[FileUse], inputs: Sequence[FileUse] = ()) -> None:
+    """CliError, before any work, when two outputs are the same file or an output is one of the inputs.
+
+    Each entry is (what names it, its path); a None path is skipped. A `--plot DIR` contributes one entry per file
+    it will write (see `plot_dir_outputs`)."""
+    seen: dict[tuple, tuple[str, str]] = {}
+    for label, path in inputs:
+        if path is not None:
+            seen.setdefault(_file_identity(path), (label, str(path)))
+    read = set(seen)
+    for label, path in outputs:
+        if path is None:
+            continue
+        key = _file_identity(path)
+        if key in seen:
+            other, other_path = seen[key]
+            same = f"{path}" if str(path) == other_path else f"{path} (the same file as {other_path})"
+            if key in read:
+                raise CliError(f"{label} {same} is {other}, which this command reads: writing it would destroy "
+                               f"that input; give another output path")
+            raise CliError(f"{other} and {label} both name {same}; give each output its own file")
+        seen[key] = (label, str(path))
+
+
+def plot_dir_outputs(flag: str, folder: str | None, names: Sequence[str]) -> list[FileUse]:
+    """The files a `--plot DIR` will write (`names` inside `folder`), labelled for `check_distinct_files`."""
+    if folder is None:
+        return []
+    return [(f"{flag} {folder} (its {name})", Path(folder) / name) for name in names]
+
+
+def command_inputs(args: Any) -> list[FileUse]:
+    """The files a command reads that its options name: a `--hardware` TOML file (each of a comma-separated
+    list), a `MODULE:ATTR` / `FILE.py:ATTR` network's source file."""
+    from dsasim.hardware import PRESETS
+    from dsasim.user_code import is_user_spec, module_file
+
+    found: list[FileUse] = []
+    hardware = getattr(args, "hardware", None)
+    if isinstance(hardware, str) and hardware.strip():
+        parts = [hardware] if os.path.exists(hardware) else [h.strip() for h in hardware.split(",")]
+        found += [("the --hardware file", part) for part in parts if part and part not in PRESETS]
+    spec = getattr(args, "network", None)
+    if isinstance(spec, str) and is_user_spec(spec):
+        found.append((f"the source of network {spec}", module_file(spec)))
+    return found
+
+
+def check_outputs(args: Any, outputs: Sequence[FileUse], inputs: Sequence[FileUse] = ()) -> None:
+    """The shared collision check of every command: `check_distinct_files` of its outputs against each other
+    and against its inputs (those `command_inputs` finds in `args`, and `inputs`). Call it before any work."""
+    check_distinct_files(outputs, [*command_inputs(args), *inputs])
 
 
 def write_outputs(result: Any, json_path: Path | None, plot_path: Path | None, plot: str) -> None:
@@ -178,25 +247,89 @@ def all_schedules() -> list[Schedule]:
     return found
 
 
+# user schedules loaded from MODULE:NAME / FILE.py:NAME in this run, by schedule name (worker processes forked
+# after loading find them here)
+_USER_SCHEDULES: dict[str, Schedule] = {}
+
+
+def load_user_schedules(spec: str) -> list[Schedule]:
+    """The schedule(s) a user's `MODULE:NAME` or `FILE.py:NAME` names: a Schedule, or a list or tuple of them (as
+    an entry point of the `dsasim.schedules` group holds). ValueError (one line) for anything else, for a module
+    that fails to import, or for a name a registered schedule already has."""
+    from dsasim.traced.schedule import Schedule
+    from dsasim.user_code import load_attribute
+
+    found = load_attribute(spec, "schedule")
+    schedules = list(found) if isinstance(found, (list, tuple)) else [found]
+    if not schedules or not all(isinstance(s, Schedule) for s in schedules):
+        kind = type(found).__name__ if not isinstance(found, (list, tuple)) else \
+            f"{type(found).__name__} of {', '.join(sorted({type(s).__name__ for s in found})) or 'nothing'}"
+        raise ValueError(f"schedule {spec!r} names an object of type {kind}, not a dsasim.traced.schedule.Schedule "
+                         f"(or a list of them)")
+    registered = {s.name for s in all_schedules()}
+    for schedule in schedules:
+        if schedule.name in registered:
+            raise ValueError(f"schedule {spec!r}: its name {schedule.name!r} is a registered schedule's; give it "
+                             f"another name")
+        earlier = _USER_SCHEDULES.get(schedule.name)
+        if earlier is not None and earlier is not schedule:
+            raise ValueError(f"schedule {spec!r}: another user schedule is named {schedule.name!r} too; give each "
+                             f"its own name")
+        _USER_SCHEDULES[schedule.name] = schedule
+    return schedules
+
+
 def find_schedule(name: str) -> Schedule:
-    """The registered schedule called `name`; ValueError naming the known ones if there is none."""
+    """The registered schedule called `name`, or the one a user's `MODULE:NAME` / `FILE.py:NAME` names (or one
+    loaded so already); ValueError naming the known ones if there is none."""
+    from dsasim.user_code import is_user_spec
+
+    if is_user_spec(name):
+        _USER_SCHEDULES.clear()  # a new run (schedules of an earlier `main()` in this process are forgotten)
+        found = load_user_schedules(name)
+        if len(found) != 1:
+            raise ValueError(f"schedule {name!r} holds {len(found)} schedules ({', '.join(s.name for s in found)}); "
+                             f"name one Schedule")
+        return found[0]
     schedules = {s.name: s for s in all_schedules()}
+    if name not in schedules and name in _USER_SCHEDULES:  # (a worker process of `demo --jobs N`)
+        return _USER_SCHEDULES[name]
     if name not in schedules:
-        raise ValueError(f"unknown schedule {name!r}; known: {', '.join(schedules)} (`dsasim demo` lists them)")
+        raise ValueError(f"unknown schedule {name!r}; known: {', '.join(schedules)} (`dsasim demo` lists them; or "
+                         f"MODULE:NAME / FILE.py:NAME for a Schedule of yours)")
     return schedules[name]
 
 
 def find_schedules(names: Sequence[str] | None) -> list[Schedule]:
-    """The registered schedules called `names`, in registration order (all of them for None); CliError naming
-    the unknown and the known ones."""
+    """The registered schedules called `names`, in registration order (all of them for None), then those of the
+    user's `MODULE:NAME` / `FILE.py:NAME` among `names`, in the order given; CliError naming the unknown and the
+    known ones, or saying why a user's module could not be loaded."""
+    from dsasim.user_code import is_user_spec
+
+    _USER_SCHEDULES.clear()  # a new run (schedules of an earlier `main()` in this process are forgotten)
     schedules = all_schedules()
     if names:
+        specs = [n for n in names if is_user_spec(n)]
+        plain = [n for n in names if n not in specs]
         known = {s.name for s in schedules}
-        unknown = [n for n in names if n not in known]
+        unknown = [n for n in plain if n not in known]
         if unknown:
-            raise CliError(f"unknown schedule(s) {unknown}; known: {', '.join(sorted(known))}")
-        schedules = [s for s in schedules if s.name in names]
+            raise CliError(f"unknown schedule(s) {unknown}; known: {', '.join(sorted(known))} (or MODULE:NAME / "
+                           f"FILE.py:NAME for a Schedule of yours)")
+        schedules = [s for s in schedules if s.name in plain]
+        for spec in dict.fromkeys(specs):
+            try:
+                schedules += load_user_schedules(spec)
+            except ValueError as err:
+                raise CliError(str(err)) from None
     return schedules
+
+
+def schedule_inputs(names: Sequence[str] | None) -> list[FileUse]:
+    """The source files of the user schedules among `names` (for `check_outputs`)."""
+    from dsasim.user_code import is_user_spec, module_file
+
+    return [(f"the source of schedule {n}", module_file(n)) for n in names or () if is_user_spec(n)]
 
 
 def loopnest_runner() -> Callable[..., Any] | None:

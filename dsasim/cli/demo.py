@@ -21,7 +21,8 @@ from typing import TYPE_CHECKING, Sequence
 
 from dsasim.atomic import write_text_atomic
 from dsasim.hardware import PRESETS, Accelerator, load_hardware
-from dsasim.cli.common import EXIT_FAILED, CliError, Command, find_schedule, find_schedules, int_at_least, output_file
+from dsasim.cli.common import (EXIT_FAILED, CliError, Command, check_outputs, find_schedule, find_schedules,
+                               int_at_least, output_file, schedule_inputs)
 from dsasim.cli.table import format_table
 
 if TYPE_CHECKING:
@@ -162,6 +163,7 @@ def run(args: argparse.Namespace) -> int:
         override = load_hardware(args.hardware) if args.hardware is not None else None
     except ValueError as err:
         raise CliError(str(err)) from None
+    check_outputs(args, [("--json", args.json)], schedule_inputs(args.only))
     json_path = output_file("--json", args.json) if args.json is not None else None
     jobs = max(1, min(args.jobs, len(schedules)))
     numeric, timing = not args.count_only, not args.no_timing
@@ -169,10 +171,14 @@ def run(args: argparse.Namespace) -> int:
     # and a count-only run that records the same trace and times it, on whichever worker is free. demo1's timing
     # then runs beside its numeric trace instead of after it. Numeric runs are queued first, the longest pole.
     split = numeric and timing and jobs > 1
+    try:  # (a user's schedule may name a preset that does not exist)
+        hardwares = [override or load_hardware(schedule.hardware) for schedule in schedules]
+    except ValueError as err:
+        raise CliError(str(err)) from None
     tasks: list[tuple[int, str, tuple]] = []
     for part in (("numbers", "timing") if split else ("whole",)):
         for index, schedule in enumerate(schedules):
-            hardware = override or load_hardware(schedule.hardware)
+            hardware = hardwares[index]
             by_scope = schedule.name == args.by_scope and part != "numbers"
             tasks.append((index, part, (schedule.name, hardware, numeric and part != "timing", args.seed, by_scope,
                                         timing and part != "numbers", args.timing_event_limit, args.blog_quirks)))
@@ -228,7 +234,9 @@ def run(args: argparse.Namespace) -> int:
 
 def add_arguments(demo: argparse.ArgumentParser) -> None:
     """The arguments of `dsasim demo`."""
-    demo.add_argument("--only", nargs="+", metavar="NAME", help="run only these schedules")
+    demo.add_argument("--only", nargs="+", metavar="NAME",
+                      help="run only these schedules: registered names, or MODULE:NAME / FILE.py:NAME naming a "
+                           "Schedule (or a list of them) of yours")
     demo.add_argument("--count-only", action="store_true", help="no data, no torch check: counts only (fast)")
     demo.add_argument("--hardware", metavar="PRESET|FILE",
                       help=f"run every schedule on this hardware (presets: {', '.join(PRESETS)}; or a .toml "

@@ -28,8 +28,8 @@ from typing import TYPE_CHECKING, Any, Iterator
 
 from dsasim.atomic import write_text_atomic
 from dsasim.hardware import PRESETS, load_hardware
-from dsasim.cli.common import (EXIT_FAILED, CliError, Command, int_at_least, levelnest_runner, loopnest_runner,
-                               output_file, warner)
+from dsasim.cli.common import (EXIT_FAILED, CliError, Command, check_outputs, int_at_least, levelnest_runner,
+                               loopnest_runner, output_file, warner)
 
 if TYPE_CHECKING:
     from dsasim.architect.search import SearchResult
@@ -114,6 +114,7 @@ def _arguments(args: argparse.Namespace, parse: Any) -> tuple[Any, Any, int, Any
         dataclasses.replace(hardware, sram_bytes=sram)  # the hardware's own range check, before the search
     except ValueError as err:
         raise CliError(str(err)) from None
+    check_outputs(args, [("--json", args.json)])
     json_path = output_file("--json", args.json) if args.json is not None else None
     return what, hardware, sram, json_path
 

@@ -1,9 +1,9 @@
 """`dsasim simulate NAME`: trace a schedule count-only and time it.
 
-    dsasim simulate NAME [--ways N] [--hardware PRESET|FILE] [--layout TENSOR=LAYOUT ...] [--json PATH]
-                         [--perfetto PATH] [--plot DIR] [--window CYCLES]
+    dsasim simulate NAME|MODULE:NAME|FILE.py:NAME [--ways N] [--hardware PRESET|FILE] [--layout TENSOR=LAYOUT ...]
+                         [--json PATH] [--perfetto PATH] [--plot DIR] [--window CYCLES]
 
-NAME is looked up with `common.find_schedule`. `--ways N` (alias `--buffers N`, the blog's word) makes every scope of
+NAME is looked up with `common.find_schedule` (a registered name, or MODULE:NAME / FILE.py:NAME). `--ways N` (alias `--buffers N`, the blog's word) makes every scope of
 the schedule N-way buffered (the scope names are found by a first count-only pass). Prints a summary; --json writes
 `SimResult.to_json` (fixed key order, byte-identical for the same input), --perfetto a Chrome/Perfetto trace,
 --plot the bandwidth, Gantt and SRAM figures as PNGs. The model (torch via `dsasim.traced.schedule`, the timing
@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING
 
 from dsasim.atomic import write_text_atomic
 from dsasim.hardware import load_hardware, preset
-from dsasim.cli.common import EXIT_FAILED, CliError, Command, find_schedule, int_at_least, output_dir, output_file
+from dsasim.cli.common import (EXIT_FAILED, CliError, Command, check_outputs, find_schedule, int_at_least, output_dir,
+                               output_file, plot_dir_outputs, schedule_inputs)
 
 if TYPE_CHECKING:
     from dsasim.hardware import Accelerator
@@ -33,7 +34,8 @@ MAX_WINDOW_CYCLES = 10 ** 15  # keeps window arithmetic exact in int64
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """The arguments of `dsasim simulate`."""
-    p.add_argument("name", help="a registered schedule, e.g. demo2 (as listed by `dsasim demo`)")
+    p.add_argument("name", help="a registered schedule, e.g. demo2 (as listed by `dsasim demo`), or a Schedule of "
+                                "yours as MODULE:NAME or FILE.py:NAME")
     p.add_argument("--ways", "--buffers", dest="ways", type=int_at_least(1, MAX_WAYS), metavar="N", default=None,
                    help="make every scope of the schedule N-way buffered (default: as the schedule declares; "
                         "--buffers is an alias)")
@@ -96,15 +98,19 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as err:
         raise CliError(str(err)) from None
     ways = args.ways
-    # every output is checked before the (possibly long) run; --plot first: it creates its folder, which the
-    # other outputs may name (--plot out --perfetto out/t.json)
+    # every output is checked before the (possibly long) run: none may be another (the --plot folder's figures
+    # included) or an input; then --plot first: it creates its folder, which the other outputs may name
+    # (--plot out --perfetto out/t.json)
+    plot_names: list[str] = []
     if args.plot is not None:
-        from dsasim.view.plot import plot_all  # matplotlib loads only when a plot is asked for
+        from dsasim.view.plot import plot_all, plot_all_names  # matplotlib loads only when a plot is asked for
+        plot_names = plot_all_names(prefix=f"{schedule.name}-")
+    check_outputs(args, [("--json", args.json), ("--perfetto", args.perfetto),
+                         *plot_dir_outputs("--plot", args.plot, plot_names)], schedule_inputs([args.name]))
+    if args.plot is not None:
         plot_dir = output_dir("--plot", args.plot)
     json_path = output_file("--json", args.json) if args.json is not None else None
     perfetto_path = output_file("--perfetto", args.perfetto) if args.perfetto is not None else None
-    if json_path is not None and perfetto_path is not None and json_path.resolve() == perfetto_path.resolve():
-        raise CliError(f"--json and --perfetto both name {json_path}; give two different files")
     scope_ways = None
     if ways is not None:
         scope_ways = {name: ways for name in scope_names(schedule, hardware)}

@@ -28,8 +28,8 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from dsasim.errors import (CoherenceError, LevelError, ReadOnlyError, RegionError, ReuseError, SessionStateError,
-                     SramOverflowError, StaleTileError, UnfinishedError)
+from dsasim.errors import (CoherenceError, LevelError, ReadOnlyError, RegionError, ReuseError, SessionFinishedError,
+                           SessionStateError, SramOverflowError, StaleTileError, UnfinishedError)
 from dsasim.hardware import SRAM_LEVEL, Accelerator
 from dsasim.layout import DEFAULT_LAYOUT, LAYOUTS, check_layout
 from dsasim.traced.levels import LevelState, LevelTraffic, check_role, refuse_modified_overlap
@@ -140,9 +140,9 @@ class Tile(_core.TileFields):
         """Return the buffer, raising StaleTileError if the tile no longer refers to its data."""
         buf = self.buffer
         if buf.generation != self.generation or buf.freed or buf.stale:
-            broken = buf.tensor.session._broken
-            if broken is not None:
-                raise SessionStateError(broken)
+            session = buf.tensor.session
+            if session._broken is not None and not session.finished:  # (after finish a freed tile is just stale)
+                raise SessionStateError(session._broken)
             why = ("its buffer was freed when its scope exited" if buf.freed else
                    "its buffer was reloaded with another region (reuse flag)" if buf.generation != self.generation
                    else "DDR was overwritten by another buffer's store after it was loaded")
@@ -682,7 +682,8 @@ class GlobalHierarchy(_core.ScopeFields):
         if level is not None:
             names = [lv.name for lv in session.hardware.levels]
             if level not in names:
-                raise ValueError(f"GlobalHierarchy {name!r}: level {level!r} is not a memory level of hardware "
+                # (a LevelError: a schedule written for other hardware fails like any schedule, as a status)
+                raise LevelError(f"GlobalHierarchy {name!r}: level {level!r} is not a memory level of hardware "
                                  f"{session.hardware.name!r}; its levels: {names}")
             if level == SRAM_LEVEL:
                 level = None
@@ -989,15 +990,7 @@ class Session(_core.SessionFields):
                             f"{': ' + first if first else ''} was raised inside scope {'/'.join(inst.path)}, "
                             f"whose unstored results were dropped. Counting on would give wrong numbers; "
                             f"start a new Session to run the schedule again")
-            message = self._broken
-
-            def refuse(*_args: Any, **_kwargs: Any) -> Any:
-                raise SessionStateError(message)
-
-            # Instance attributes shadow the methods: the refusal costs the hot path nothing.
-            for method in ("access", "scratch", "_enter_scope", "_new_tensor", "mark_written", "emit_compute",
-                           "finish"):
-                setattr(self, method, refuse)
+            self._refuse_further_use(SessionStateError)
             self._exit_scope = self._exit_poisoned  # type: ignore[method-assign]
         log = self._log
         for buf in reversed(inst.buffers):
@@ -1008,6 +1001,23 @@ class Session(_core.SessionFields):
                 log.free(buf.id, buf.charged_bytes)
         self._stack.pop()
         log.exit(inst.scope_id, inst.instance)
+
+    def refusal(self) -> SessionStateError:
+        """The error a finished or poisoned session raises on further use (call only when `_broken` is set)."""
+        return (SessionFinishedError if self.finished else SessionStateError)(self._broken)
+
+    def _refuse_further_use(self, error: type[SessionStateError]) -> None:
+        """Make every method that would trace, count or add a tensor raise `error(self._broken)`.
+
+        Instance attributes shadow the methods: the refusal costs the hot path nothing (the compiled core takes
+        its Python path whenever `_broken` is set, and that path calls these)."""
+        message = self._broken
+
+        def refuse(*_args: Any, **_kwargs: Any) -> Any:
+            raise error(message)
+
+        for method in _REFUSED_WHEN_BROKEN:
+            setattr(self, method, refuse)
 
     def _release(self, buf: Buffer) -> None:
         """A freed buffer leaves its tensor's live buffers and its level's footprint."""
@@ -1372,6 +1382,10 @@ class Session(_core.SessionFields):
             raise ValueError(f"layouts names tensor(s) {stray} that the schedule never created; its tensors: "
                              f"{sorted(self.tensors)}")
         self.finished = True
+        # the returned Trace is the record of this run: nothing may be appended to it after this
+        self._broken = ("this Session has finished: finish() returned its Trace, which must not change; start a "
+                        "new Session to trace more")
+        self._refuse_further_use(SessionFinishedError)
         return self.trace.freeze()
 
     @property
@@ -1385,6 +1399,9 @@ class Session(_core.SessionFields):
 
 
 _NULL_LOG = NullLog()
+# the Session methods a poisoned or finished session refuses: every way to trace, count or add a tensor
+_REFUSED_WHEN_BROKEN = ("access", "slide", "scratch", "_enter_scope", "_new_tensor", "mark_written", "emit_compute",
+                        "finish")
 
 _core.bind(Tile, Session, _NULL_LOG, PendingCompute)
 

@@ -211,15 +211,15 @@ def max_abs_error(outputs: Mapping[str, np.ndarray], reference: Mapping[str, tor
     return worst
 
 
-def _first_bad_output(outputs: Mapping[str, np.ndarray]) -> str:
-    """Where the first NaN or infinity of the outputs is, for an error message."""
+def _first_bad_output(outputs: Mapping[str, np.ndarray]) -> str | None:
+    """Where the first NaN or infinity of the outputs is, for an error message; None when all are finite."""
     for name, values in outputs.items():
         bad = ~np.isfinite(values)
         if bad.any():
             index = np.unravel_index(int(np.argmax(bad)), values.shape)
             return (f"output {name} holds {int(np.count_nonzero(bad))} NaN/inf value(s), first at index "
                     f"{tuple(int(i) for i in index)}")
-    return "the outputs differ from torch by NaN"
+    return None
 
 
 def _tensor_reports(counters: Counters, session: Session) -> tuple[TensorReport, ...]:
@@ -271,7 +271,8 @@ def run_schedule(schedule: Schedule, hardware: Accelerator, numeric: bool = True
 
     scope_ways (alias scope_buffers) maps scope names to buffering ways, as in `Session`. With record_trace, a
     trace longer than trace_event_limit events is dropped: the result's trace is None and its message says so.
-    An output holding NaN or infinity where torch's does not fails the numeric check (status "error").
+    An output holding NaN or infinity fails the numeric check (status "error", naming the tensor and the first
+    index), even where torch's reference holds the same value.
     blog_quirks=True reproduces the blog's printed "total loaded" in blog_loaded_elements (see `Session` and
     `Schedule.blog_counter_follows`); traffic and every other number are unchanged. layouts maps the workload's
     tensor names to DDR layouts (`dsasim.layout`; they change transfer cycles only)."""
@@ -316,8 +317,10 @@ def run_schedule(schedule: Schedule, hardware: Accelerator, numeric: bool = True
             reference = schedule.workload.reference(
                 **{k: torch.from_numpy(v).to(torch.float64) for k, v in inputs.items()})
         err_value = max_abs_error(outputs, reference)
-        if not math.isfinite(err_value):
-            status, message = Status.ERROR, f"numeric check failed: {_first_bad_output(outputs)}"
+        bad = _first_bad_output(outputs)
+        # a non-finite output is an error even where torch's is non-finite too: agreeing on NaN checks nothing
+        if bad is not None or not math.isfinite(err_value):
+            status, message = Status.ERROR, f"numeric check failed: {bad or 'the outputs differ from torch by NaN'}"
     if session.trace_dropped:
         message = (f"trace not kept: longer than {trace_event_limit:,} events (raise the limit to time it; "
                    f"it costs about 26 B of memory per event)")

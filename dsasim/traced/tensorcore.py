@@ -55,7 +55,10 @@ def _check_session(session: object, unit: str) -> Session:
 
 
 def _check_tiles(session: Session, op: str, tiles: tuple[object, ...]) -> None:
-    """Operands must be Tiles of the unit's own Session (a tile of another session is a foreign buffer)."""
+    """Operands must be Tiles of the unit's own Session (a tile of another session is a foreign buffer), and the
+    Session must still be tracing (not finished, not poisoned)."""
+    if session._broken is not None:
+        raise session.refusal()
     for t in tiles:  # one pass of cheap checks: every unit call comes here
         if type(t) is not Tile or t.buffer.tensor.session is not session:
             _bad_operand(session, op, tiles)

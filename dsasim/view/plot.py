@@ -202,12 +202,16 @@ def _occupancy_panel(ax: Any, tensors: tuple[str, ...], occ: np.ndarray, peak: i
     ax.legend(loc="upper right", fontsize=8)
 
 
+def plot_all_names(prefix: str = "") -> list[str]:
+    """The file names `plot_all` writes in its folder (for the CLI's check that no other output is one)."""
+    return [f"{prefix}{figure}.png" for figure in ("bandwidth", "gantt", "sram")]
+
+
 def plot_all(result: SimResult, directory: str | Path, prefix: str = "") -> list[Path]:
     """The three figures as PNGs in `directory` (bandwidth, gantt, sram)."""
     directory = Path(directory)
-    return [plot_bandwidth(result, directory / f"{prefix}bandwidth.png"),
-            plot_gantt(result, directory / f"{prefix}gantt.png"),
-            plot_sram(result, directory / f"{prefix}sram.png")]
+    paths = [directory / name for name in plot_all_names(prefix)]
+    return [plot(result, path) for plot, path in zip((plot_bandwidth, plot_gantt, plot_sram), paths)]
 
 
 def _save_twin(fig: Any, ax: Any, ax2: Any, title: str, path: str | Path, fontsize: int = 8) -> Path:
