@@ -157,7 +157,7 @@ def _trace(module: Any, input_shape: tuple[int, ...]) -> tuple[Any, str]:
 
     # the example lives where the module's weights do (meta for the presets): fake tensors read no data
     device = next(iter(module.parameters()), next(iter(module.buffers()), torch.empty(0))).device
-    fx_error: Exception | None = None
+    fx_error: BaseException | None = None
     try:
         gm = torch.fx.symbolic_trace(module)
         mode = FakeTensorMode(allow_non_fake_inputs=True)
@@ -165,16 +165,30 @@ def _trace(module: Any, input_shape: tuple[int, ...]) -> tuple[Any, str]:
             example = torch.empty(input_shape, device=device)
         ShapeProp(gm, fake_mode=mode).propagate(example)
         return gm, "torch.fx"
-    except Exception as err:  # fx cannot trace data-dependent control flow and the like: try torch.export
+    except (Exception, SystemExit) as err:  # fx cannot trace data-dependent control flow: try torch.export
         fx_error = err
     try:
         example = torch.empty(input_shape, device=device)
         exported = torch.export.export(module, (example,))
         return exported.graph_module, "torch.export"
-    except Exception as err:
-        raise NetworkImportError(
-            f"cannot trace the module: torch.fx said {type(fx_error).__name__}: {_first_line(fx_error)}; "
-            f"torch.export said {type(err).__name__}: {_first_line(err)}") from None
+    except (Exception, SystemExit) as err:  # user code's sys.exit included: it never decides dsasim's exit
+        fx_said, export_said = _said(fx_error), _said(err)
+        said = (f"torch.fx and torch.export both said {fx_said}" if fx_said == export_said else
+                f"torch.fx said {fx_said}; torch.export said {export_said}")
+        raise NetworkImportError(f"cannot trace the module with input shape {tuple(input_shape)}: {said}") from None
+
+
+_SAID_CHARS = 200  # an error's first line, cut here: a one-line report, not torch's graph dump
+
+
+def _said(err: BaseException | None) -> str:
+    """'TypeName: first line' of the innermost cause of `err` (ShapeProp wraps the op's own error), cut short."""
+    while err is not None and err.__cause__ is not None:
+        err = err.__cause__
+    if err is None:
+        return "nothing"
+    text = f"sys.exit({err.code!r})" if isinstance(err, SystemExit) else f"{type(err).__name__}: {_first_line(err)}"
+    return text if len(text) <= _SAID_CHARS else text[:_SAID_CHARS - 3] + "..."
 
 
 def _first_line(err: BaseException | None) -> str:
@@ -528,8 +542,6 @@ def load_network(spec: str, input_shape: Sequence[int] | None = None) -> Network
     """A preset by name (bert-base-layer takes a sequence length: bert-base-layer:seq=384) or a user's module
     `MODULE:ATTR` (an nn.Module instance, class or factory; its example input shape from `input_shape`, else from
     an `example_input_shape` attribute of the object or its module) -> Network."""
-    import importlib
-
     from dsasim.architect.network_models import PRESETS
 
     spec = spec.strip()
@@ -551,26 +563,89 @@ def load_network(spec: str, input_shape: Sequence[int] | None = None) -> Network
     if not tail:
         raise ValueError(f"unknown network {spec!r}: use a preset ({', '.join(PRESETS)}) or MODULE:ATTR naming "
                          f"an nn.Module in an importable module, e.g. mypkg.models:Net")
-    try:
-        mod = importlib.import_module(head)
-    except ImportError as err:
-        raise ValueError(f"network {spec!r}: cannot import module {head!r} ({err}); is it on PYTHONPATH?") from None
+    mod = _import_user_module(spec, head)
     if not hasattr(mod, tail):
-        raise ValueError(f"network {spec!r}: module {head!r} has no attribute {tail!r}")
+        raise NetworkImportError(f"network {spec!r}: module {head!r} has no attribute {tail!r}")
     obj = getattr(mod, tail)
-    shape = input_shape or getattr(obj, "example_input_shape", None) or getattr(mod, "example_input_shape", None)
-    if not shape:
-        raise ValueError(f"network {spec!r}: give the example input shape with --input-shape N,C,H,W (or define "
-                         f"example_input_shape in {head})")
+    module = _make_user_module(spec, tail, obj)
+    shape: tuple[int, ...] | None = tuple(input_shape) if input_shape else None
+    if shape is None:
+        for owner, where in ((obj, f"{head}:{tail}"), (module, f"{head}:{tail}()"), (mod, head)):
+            value = getattr(owner, "example_input_shape", None)
+            if value is not None:
+                shape = _checked_example_shape(spec, where, value)
+                break
+    if shape is None:
+        raise NetworkImportError(f"network {spec!r}: give the example input shape with --input-shape N,C,H,W "
+                                 f"(or define example_input_shape in {head})")
+    return import_network(module, shape, spec)
+
+
+def _what_raised(err: BaseException) -> str:
+    """'TypeName: first line of the message' (a SystemExit: 'sys.exit(CODE)'), for a one-line report."""
+    if isinstance(err, SystemExit):
+        return f"sys.exit({err.code!r})"
+    line = _first_line(err)
+    return f"{type(err).__name__}: {line}" if line else type(err).__name__
+
+
+def _import_user_module(spec: str, head: str) -> Any:
+    """Import the user's module `head`; NetworkImportError naming it and what it raised (a missing module, a
+    syntax error, an exception or sys.exit at import: user code never decides how dsasim exits)."""
+    import importlib
+
+    try:
+        return importlib.import_module(head)
+    except ModuleNotFoundError as err:
+        if err.name is not None and (head == err.name or head.startswith(err.name + ".")):
+            raise NetworkImportError(f"network {spec!r}: cannot import module {head!r} (no module named "
+                                     f"{err.name!r}); is it on PYTHONPATH?") from None
+        raise NetworkImportError(f"network {spec!r}: importing module {head!r} raised "
+                                 f"{_what_raised(err)}") from None
+    except SyntaxError as err:
+        raise NetworkImportError(f"network {spec!r}: module {head!r} has a syntax error: {err.msg} "
+                                 f"({err.filename}, line {err.lineno})") from None
+    except (Exception, SystemExit) as err:  # not KeyboardInterrupt: Ctrl-C stays Ctrl-C
+        raise NetworkImportError(f"network {spec!r}: importing module {head!r} raised {_what_raised(err)}; "
+                                 f"a network's module must import cleanly") from None
+
+
+def _make_user_module(spec: str, attr: str, obj: Any) -> Any:
+    """`obj` itself when it is an nn.Module, else what calling it with no arguments returns (an nn.Module);
+    NetworkImportError saying when it needs arguments, what it raised, or what it returned instead."""
+    import inspect
+
     import torch
 
-    if not isinstance(obj, torch.nn.Module):
-        if not callable(obj):
-            raise ValueError(f"network {spec!r}: {tail} is a {type(obj).__name__}, not an nn.Module or a class "
-                             f"or function that makes one")
-        try:
-            obj = obj()
-        except TypeError as err:
-            raise ValueError(f"network {spec!r}: {tail}() needs arguments ({err}); point at a function that "
-                             f"takes none, or at a module instance") from None
-    return import_network(obj, tuple(shape), spec)
+    if isinstance(obj, torch.nn.Module):
+        return obj
+    if not callable(obj):
+        raise NetworkImportError(f"network {spec!r}: {attr} is a {type(obj).__name__}, not an nn.Module or a "
+                                 f"class or function that makes one")
+    try:
+        inspect.signature(obj).bind()
+    except TypeError as err:  # decided before the call: a TypeError raised inside it is the callee's own error
+        raise NetworkImportError(f"network {spec!r}: {attr}() needs arguments ({err}); point at a function that "
+                                 f"takes none, or at a module instance") from None
+    except ValueError:  # no signature to read (some builtins): the call decides
+        pass
+    try:
+        made = obj()
+    except (Exception, SystemExit) as err:  # sys.exit in user code never decides dsasim's exit status
+        raise NetworkImportError(f"network {spec!r}: {attr}() raised {_what_raised(err)}; it must return an "
+                                 f"nn.Module") from None
+    if not isinstance(made, torch.nn.Module):
+        raise NetworkImportError(f"network {spec!r}: {attr}() returned a {type(made).__name__}, not an "
+                                 f"nn.Module; point at an nn.Module, or a class or function that makes one")
+    return made
+
+
+def _checked_example_shape(spec: str, where: str, value: Any) -> tuple[int, ...]:
+    """A user's `example_input_shape`: a tuple or list of positive integers; NetworkImportError otherwise."""
+    ok = isinstance(value, (tuple, list)) and len(value) > 0 and all(
+        isinstance(d, int) and not isinstance(d, bool) and d >= 1 for d in value)
+    if not ok:
+        raise NetworkImportError(f"network {spec!r}: example_input_shape of {where} is {value!r} (a "
+                                 f"{type(value).__name__}); make it a tuple of positive integers, e.g. "
+                                 f"(1, 3, 224, 224), or give --input-shape")
+    return tuple(value)
