@@ -54,6 +54,7 @@ _MATMULS = {"matmul", "bmm", "mm", "linear", "addmm"}
 _ACTIVATIONS = {"relu", "relu6", "hardtanh", "gelu", "silu", "hardswish", "leaky_relu", "elu", "relu_", "hardtanh_",
                 "sigmoid", "tanh", "clamp", "clamp_min"}
 _RESIDUAL_ADDS = {"add", "iadd", "add_"}
+_INFERENCE_BATCH_NORMS = {"batch_norm", "_native_batch_norm_legit_no_training"}  # the module is traced in eval()
 CHAIN_MAX_LAYERS = 3  # a ResNet bottleneck or a MobileNetV2 block; longer runs are cut (the fused space grows fast)
 _NORM_OPS_PER_ELEMENT = 3  # statistics (mean/max), then variance/sum of exps, then normalise
 
@@ -85,6 +86,7 @@ class NetworkLayer:
     vector_ops: int = 0  # vector layers: lane operations
     epilogue_ops: int = 0  # tensorcore layers: lane operations of the fused nodes, on the output tile
     extra_read_elements: int = 0  # tensorcore layers: a fused residual add's other operand, loaded from DDR
+    bias_elements: int = 0  # tensorcore layers: the bias (a folded batch norm's shift), loaded once, added on chip
     relu: bool = False  # an activation is fused into this layer (a chain applies it on chip)
     fused: tuple[str, ...] = ()  # the nodes folded or fused into this layer
     reason: str = ""  # unmodelled layers: what dsasim does not model
@@ -96,6 +98,8 @@ class NetworkLayer:
             out["count"] = self.count
         if self.fused:
             out["fused"] = list(self.fused)
+        if self.bias_elements:
+            out["bias_elements"] = self.bias_elements
         if self.reason:
             out["reason"] = self.reason
         return out
@@ -105,8 +109,8 @@ class NetworkLayer:
 class NetworkChain:
     """Consecutive conv layers, or a pair of matmuls, (indices into Network.layers) where each feeds only the next:
     a `ConvChain` or `GemmChain` that `search_chain` may fuse. An identity residual (the add of the chain's own
-    input) is part of the chain; another skip operand (a projection's output) is loaded by the last layer
-    (`extra_read_elements`)."""
+    input) is part of the chain; another skip operand (a projection's output) is loaded by the last layer, and
+    every member's bias is loaded once (both in `extra_read_elements`)."""
 
     members: tuple[int, ...]
     chain: Any  # dsasim.architect.chain.ConvChain or dsasim.architect.gemm_chain.GemmChain
@@ -283,6 +287,9 @@ class _Importer:
         self.input: dict[int, Any] = {}  # layer index -> the node of its (first) input
         self.result: dict[int, Any] = {}  # layer index -> the last node fused into it (its result)
         self.skip: dict[int, Any] = {}  # layer index -> the other operand of a residual add fused into it
+        # conv layers whose result is still the conv's own output (or that of batch norms folded into it): an
+        # inference batch norm folds into the weights only there, not after a relu or an add
+        self.foldable: set[int] = set()
 
     def add(self, node: Any, layer: NetworkLayer, first_input: Any = None) -> None:
         index = len(self.layers)
@@ -291,6 +298,8 @@ class _Importer:
         if first_input is not None:
             self.input[index] = first_input
         self.layers.append(layer)
+        if layer.op == "conv2d" and layer.kind == TENSORCORE:
+            self.foldable.add(index)
 
     def source(self, node: Any) -> Any:
         """The node whose tensor `node` is, looking through views (a view moves no data)."""
@@ -346,7 +355,8 @@ class _Importer:
                     identity = False
             except ValueError:  # the shapes do not connect, or an identity residual needs stride 1
                 continue
-            extra = 0 if identity else self.layers[last].extra_read_elements
+            extra = (0 if identity else self.layers[last].extra_read_elements) + sum(
+                self.layers[i].bias_elements for i in run)  # the chain's search knows no bias: loaded beside it
             chains.append(NetworkChain(members=tuple(run), chain=chain, extra_read_elements=extra))
         return chains
 
@@ -368,6 +378,21 @@ class _Importer:
         else:
             layer = replace(layer, vector_ops=layer.vector_ops + ops, fused=layer.fused + (label,))
         self.layers[index] = layer
+        self.producer[node] = index
+        self.result[index] = node
+        self.foldable.discard(index)  # its result is no longer the conv's own output
+
+    def fold_batch_norm(self, node: Any, index: int, label: str) -> None:
+        """An inference batch norm on conv layer `index`'s own output: its scale folds into the weights (no work),
+        its shift into the bias (one per output channel: loaded, and added on the output tile, unless the conv
+        has a bias already)."""
+        layer = self.layers[index]
+        problem = layer.problem
+        assert isinstance(problem, ConvProblem)
+        add_bias = layer.bias_elements == 0
+        self.layers[index] = replace(
+            layer, fused=layer.fused + (label,), bias_elements=layer.bias_elements or problem.oc,
+            epilogue_ops=layer.epilogue_ops + (_conv_output_elements(problem) if add_bias else 0))
         self.producer[node] = index
         self.result[index] = node
 
@@ -404,22 +429,32 @@ class _Importer:
                     return _unmodelled(label, op, io, f"padding_mode={module.padding_mode!r} (only zero padding)")
                 prob = _conv_problem(label, tensors[0][1], tuple(module.weight.shape), module.stride,
                                      module.padding, module.dilation, module.groups)
+                bias = prob.oc if module.bias is not None else 0
             else:
                 if op == "convolution" and (_arg(node, 6, "transposed", False) or len(tensors[0][1]) != 4):
                     return _unmodelled(label, op, io, "a transposed or non-2-d convolution")
                 prob = _conv_problem(label, tensors[0][1], tensors[1][1], _arg(node, 3, "stride", 1),
                                      _arg(node, 4, "padding", 0), _arg(node, 5, "dilation", 1),
                                      _arg(node, 8 if op == "convolution" else 6, "groups", 1))
+                bias = math.prod(tensors[2][1]) if len(tensors) > 2 else 0  # (input, weight, bias)
             if len(tensors[0][1]) != 4:
                 return _unmodelled(label, op, io, "a conv2d whose input is not (N, C, H, W)")
-            return NetworkLayer(name=label, op="conv2d", kind=TENSORCORE, shape=prob.spec(), problem=prob)
+            return NetworkLayer(name=label, op="conv2d", kind=TENSORCORE, shape=prob.spec(), problem=prob,
+                                bias_elements=bias, epilogue_ops=_conv_output_elements(prob) if bias else 0)
         if op in _MATMULS:
             return self.matmul(node, op, module, out, tensors, label, io)
-        if op in ("batch_norm", "_native_batch_norm_legit_no_training") and tensors:
+        if op in _INFERENCE_BATCH_NORMS and tensors:
             index = self.fusable(tensors[0][0], (TENSORCORE,))
-            if index is not None and self.layers[index].op == "conv2d":
-                self.fuse(node, index, 0, label)  # inference: scale and shift fold into the conv's weights
+            if index is not None and index in self.foldable:
+                self.fold_batch_norm(node, index, label)
                 return None
+            # elsewhere (after a relu, an add, a pool) it is y = x * scale + shift per channel: a vector layer
+            # reading x and the channels' scales and shifts, two lane operations per element
+            x = tensors[0][1]
+            channels = x[1] if len(x) > 1 else x[0]
+            return NetworkLayer(name=label, op="batch_norm", kind=VECTOR, shape=io,
+                                read_elements=math.prod(x) + 2 * channels,
+                                write_elements=math.prod(out or x), vector_ops=2 * math.prod(x))
         if op in _ELEMENTWISE:
             operands = [t for t in tensors if math.prod(t[1]) > 1 or len(tensors) == 1]
             if len(operands) == 1:
@@ -453,16 +488,21 @@ class _Importer:
 
     def matmul(self, node: Any, op: str, module: Any, out: tuple[int, ...] | None,
                tensors: list[tuple[Any, tuple[int, ...]]], label: str, io: str) -> NetworkLayer:
+        bias = 0  # elements of the bias, loaded once and added to the output tile (m * n lane operations)
         if op == "linear" or module is not None:
             x = tensors[0][1]
             if module is not None:
                 n, k = module.out_features, module.in_features
+                bias = n if module.bias is not None else 0
             else:
                 n, k = tensors[1][1]
+                bias = math.prod(tensors[2][1]) if len(tensors) > 2 else 0  # F.linear(x, weight, bias)
             m = math.prod(x[:-1])
             prob = MatmulProblem(m=m, n=n, k=k, name=label)
-            return NetworkLayer(name=label, op="linear", kind=TENSORCORE, shape=prob.spec(), problem=prob)
+            return NetworkLayer(name=label, op="linear", kind=TENSORCORE, shape=prob.spec(), problem=prob,
+                                bias_elements=bias, epilogue_ops=m * n if bias else 0)
         if op == "addmm":  # (bias, a, b): torch.export's linear
+            bias = math.prod(tensors[0][1])
             tensors = tensors[1:]
         a, b = tensors[0][1], tensors[1][1]
         if len(a) < 2 or len(b) < 2:
@@ -473,7 +513,8 @@ class _Importer:
             return _unmodelled(label, op, io, f"inner dimensions differ ({k} and {k2})")
         if len(b) == 2:  # a shared 2-d right operand (a weight): the batch folds into m
             prob = MatmulProblem(m=m * math.prod(a[:-2]), n=n, k=k, name=label)
-            return NetworkLayer(name=label, op="matmul", kind=TENSORCORE, shape=prob.spec(), problem=prob)
+            return NetworkLayer(name=label, op="matmul", kind=TENSORCORE, shape=prob.spec(), problem=prob,
+                                bias_elements=bias, epilogue_ops=prob.m * n if bias else 0)
         batch = math.prod(out[:-2]) if out is not None else max(math.prod(a[:-2]), math.prod(b[:-2]))
         prob = MatmulProblem(m=m, n=n, k=k, name=label)
         shape = prob.spec() + (f" x {batch}" if batch > 1 else "")
@@ -484,6 +525,11 @@ class _Importer:
         read = sum(math.prod(s) for _, s in tensors)
         return NetworkLayer(name=label, op=op, kind=VECTOR, shape=io, read_elements=read,
                             write_elements=math.prod(out) if out is not None else 0, vector_ops=int(ops))
+
+
+def _conv_output_elements(problem: ConvProblem) -> int:
+    """Elements of a conv's output: n x oc x oh x ow."""
+    return problem.n * problem.oc * problem.oh * problem.ow
 
 
 def _io_shape(tensors: Sequence[tuple[Any, tuple[int, ...]]], out: tuple[int, ...] | None) -> str:

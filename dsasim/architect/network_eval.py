@@ -238,7 +238,9 @@ def _tensorcore_outcome(layer: NetworkLayer, hardware: Accelerator, found: Probl
         return LayerOutcome(layer=layer, status="unplaceable", reason=found)
     c = layer.count
     epilogue = ceil_div(layer.epilogue_ops, hardware.vector_lanes)
-    extra = layer.extra_read_elements * hardware.word_bytes  # a fused residual add's other operand, loaded once
+    # a fused residual add's other operand and the bias: loaded once for the layer (a batched layer's operand is
+    # already its whole batch; a bias is never batched)
+    extra = (layer.extra_read_elements + layer.bias_elements) * hardware.word_bytes
     return LayerOutcome(
         layer=layer, status="ok", loaded_bytes=c * found.loaded_bytes + extra, stored_bytes=c * found.stored_bytes,
         cycles=max(c * found.estimated_cycles, epilogue), lower_bound_bytes=c * found.bound_bytes + extra,
@@ -259,7 +261,7 @@ def _chain_outcome(network: Network, nc: NetworkChain, hardware: Accelerator,
                          fused=tuple(f for m in members for f in (m.name,) + m.fused))
     if isinstance(found, str):
         return LayerOutcome(layer=layer, status="unplaceable", reason=found)
-    extra = nc.extra_read_elements * hardware.word_bytes  # a projection's output, added by the last layer
+    extra = nc.extra_read_elements * hardware.word_bytes  # a projection's output and the members' biases
     return LayerOutcome(
         layer=layer, status="ok", loaded_bytes=found.loaded_bytes + extra, stored_bytes=found.stored_bytes,
         cycles=found.cycles, lower_bound_bytes=found.compulsory_bytes + extra,

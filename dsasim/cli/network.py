@@ -176,9 +176,10 @@ def format_network(result: NetworkResult, top: int = 5, wide: bool = False) -> s
             row.append(None if x.tensorcore_utilization is None else _pct(1 - x.tensorcore_utilization))
         rows.append(row)
     lines = [format_table(header, rows, left=(0, 1, 2, 3) if wide else (0, 1, 2)), ""]
-    partial = "PARTIAL " if result.partial else ""
+    counted = (f"PARTIAL totals ({len(result.layers) - len(result.left_out)} of {len(result.layers)} layers "
+               f"counted)" if result.partial else f"totals ({len(result.layers)} layers)")
     lines.append(f"{result.network.name} on {result.hardware.name}, SRAM {format_bytes(result.sram_bytes)}, "
-                 f"{partial}totals of {len(result.layers) - len(result.left_out)} of {len(result.layers)} layers:")
+                 f"{counted}:")
     lines.append(f"  traffic {result.traffic_bytes:,} B (loaded {result.loaded_bytes:,}, stored "
                  f"{result.stored_bytes:,}), lower bound {result.lower_bound_bytes:,} B, compulsory "
                  f"{result.compulsory_bytes:,} B")
