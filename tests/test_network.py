@@ -48,7 +48,9 @@ def test_conv_bn_relu_fuse_and_the_residual_add_runs_on_the_conv_output_tile():
                                                       ("pool", "vector")]
     conv = net.layers[0]
     assert conv.problem == ConvProblem(n=1, ic=4, oc=8, h=10, w=10, kh=3, padding=1)
-    assert conv.fused == ("bn", "act") and conv.epilogue_ops == 8 * 10 * 10 and conv.relu  # relu on 1x8x10x10
+    # the folded bn's shift (a bias of 8) and the relu each add one lane operation per element of 1x8x10x10
+    assert conv.fused == ("bn", "act") and conv.epilogue_ops == 2 * 8 * 10 * 10 and conv.relu
+    assert conv.bias_elements == 8
     conv2 = net.layers[1]
     assert conv2.problem == ConvProblem(n=1, ic=8, oc=8, h=10, w=10, kh=1)
     # the add takes conv2's tile and loads y (800 elements); the relu after it runs on the same tile
@@ -431,7 +433,7 @@ def test_network_command_errors(argv, message, capsys):
     code = main(argv + ["--quiet"] if argv[0] == "sweep-sram" or "--sram" in argv else argv)
     err = capsys.readouterr()
     if message is None:
-        assert code == 1 and "unplaceable (left out of the totals): conv1: no tiling" in err.out
+        assert code == 1 and "unplaceable, left out of the totals:\n  conv1: no tiling" in err.out
     else:
         assert code == 2 and message in err.err and "Traceback" not in err.err
 

@@ -624,7 +624,10 @@ def load_network(spec: str, input_shape: Sequence[int] | None = None) -> Network
     if shape is None:
         raise NetworkImportError(f"network {spec!r}: give the example input shape with --input-shape N,C,H,W "
                                  f"(or define example_input_shape in {head})")
-    return import_network(module, shape, spec)
+    try:
+        return import_network(module, shape, spec)
+    except NetworkImportError as err:  # (its forward raised while traced): say which network
+        raise NetworkImportError(f"network {spec!r}: {err}") from None
 
 
 def _what_raised(err: BaseException) -> str:

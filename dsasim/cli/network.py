@@ -33,7 +33,8 @@ if TYPE_CHECKING:
     from dsasim.architect.network import Network
     from dsasim.architect.network_eval import LayerOutcome, NetworkResult
 
-__all__ = ["COMMAND", "add_network_source", "format_network", "load_network_quietly", "warn_partial"]
+__all__ = ["COMMAND", "add_network_source", "format_network", "load_network_quietly", "short_layer_name", "short_op",
+           "warn_partial"]
 
 VERBOSE_ENV = "DSASIM_VERBOSE"  # set (to anything but "" or "0"): torch's own messages are shown, as --verbose
 
@@ -130,16 +131,20 @@ def warn_partial(command: str, what: str, results: list[NetworkResult]) -> None:
         warner(command)(f"{what} partial: {len(names)} layer(s) left out of the totals: {listed}")
 
 
-_SHORT_OPS = {"module ": ""}  # an unmodelled module's op is "module NAME": the table shows NAME
+NAME_CELL_CHARS, OP_CELL_CHARS = 34, 20  # the table's name and op cells: with the numbers, 120 columns at most
 
 
-def _short_op(x: LayerOutcome) -> str:
+def _cut(text: str, chars: int) -> str:
+    """`text` cut in the middle to at most `chars` characters ('...' marks the cut): its start and end stay."""
+    if len(text) <= chars:
+        return text
+    tail = (chars - 3) // 2
+    return text[:chars - 3 - tail] + "..." + text[len(text) - tail:]
+
+
+def short_op(x: LayerOutcome) -> str:
     """The op as the table shows it: 'conv2d', 'chain [1 2] [3]', an unmodelled module's class name."""
-    op = x.layer.op
-    for prefix, short in _SHORT_OPS.items():
-        if op.startswith(prefix):
-            op = short + op[len(prefix):]
-    return op
+    return x.layer.op.removeprefix("module ")  # an unmodelled module's op is "module NAME"
 
 
 def short_layer_name(name: str) -> str:
@@ -156,26 +161,29 @@ def short_layer_name(name: str) -> str:
 
 
 def format_network(result: NetworkResult, top: int = 5, wide: bool = False) -> str:
-    """The per-layer table (with `wide`: shapes and padding waste), the totals and the dominant layers; the
-    totals say 'partial' and name the layers left out when any is."""
+    """The per-layer table, the totals and the dominant layers, within 120 columns (long names and ops cut in the
+    middle; a layer left out reads 'unmodelled' or 'unplaceable' in its traffic cell); `wide`: full names, each
+    layer's shape, status and padding waste. The totals say 'PARTIAL' and name the layers left out when any is."""
     from dsasim.architect.sweep import format_bytes
 
-    header = ["layer", "op", "status", "traffic B", "lower bound B", "compulsory B", "cycles (est)", "TC util"]
+    header = ["layer", "op", "traffic B", "bound B", "compulsory B", "cycles (est)", "TC util"]
     if wide:
-        header[2:2] = ["shape"]
+        header[2:2] = ["shape", "status"]
         header.append("padding waste")
     rows = []
     for x in result.layers:
         ok = x.status == "ok"
-        row: list[int | str | None] = [short_layer_name(x.layer.name), _short_op(x), x.status,
-                                       x.traffic_bytes if ok else None, x.lower_bound_bytes if ok else None,
-                                       x.compulsory_bytes if ok else None, x.cycles if ok else None,
-                                       _pct(x.tensorcore_utilization)]
+        name, op = short_layer_name(x.layer.name), short_op(x)
+        row: list[int | str | None] = [name, op, x.traffic_bytes if ok else x.status,
+                                       x.lower_bound_bytes if ok else None, x.compulsory_bytes if ok else None,
+                                       x.cycles if ok else None, _pct(x.tensorcore_utilization)]
         if wide:
-            row[2:2] = [x.layer.shape]
+            row[2:2] = [x.layer.shape, x.status]
             row.append(None if x.tensorcore_utilization is None else _pct(1 - x.tensorcore_utilization))
+        else:
+            row[:2] = [_cut(name, NAME_CELL_CHARS), _cut(op, OP_CELL_CHARS)]
         rows.append(row)
-    lines = [format_table(header, rows, left=(0, 1, 2, 3) if wide else (0, 1, 2)), ""]
+    lines = [format_table(header, rows, left=(0, 1, 2, 3) if wide else (0, 1)), ""]
     counted = (f"PARTIAL totals ({len(result.layers) - len(result.left_out)} of {len(result.layers)} layers "
                f"counted)" if result.partial else f"totals ({len(result.layers)} layers)")
     lines.append(f"{result.network.name} on {result.hardware.name}, SRAM {format_bytes(result.sram_bytes)}, "
@@ -188,8 +196,8 @@ def format_network(result: NetworkResult, top: int = 5, wide: bool = False) -> s
         lines.append(f"  best / bound {result.traffic_bytes / result.lower_bound_bytes:.3f}"
                      + (" (of the layers counted)" if result.partial else ""))
     lines.append("dominant layers (share of cycles, of traffic):")
-    lines.extend(f"  {short_layer_name(x.layer.name)} {100 * c:.1f}%, {100 * t:.1f}%"
-                 for x, c, t in result.dominant(top))
+    lines.extend(f"  {_cut(short_layer_name(x.layer.name), 10**6 if wide else 3 * NAME_CELL_CHARS)} "
+                 f"{100 * c:.1f}%, {100 * t:.1f}%" for x, c, t in result.dominant(top))
     for label, names in (("unmodelled", result.unmodelled), ("unplaceable", result.unplaceable)):
         if names:
             reasons = {x.layer.name: x.reason for x in result.layers}
