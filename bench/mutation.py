@@ -51,6 +51,7 @@ CONV_MAPPING_TESTS = ("tests/test_conv_mapping.py", "tests/test_tensorcore.py")
 LEVEL_TESTS = ("tests/test_hierarchy.py",)
 LAYOUT_TESTS = ("tests/test_layout.py",)
 TRACED_LEVEL_TESTS = ("tests/test_levels.py",)
+NETWORK_TRUST_TESTS = ("tests/test_trust_network.py",)
 TIMING_TESTS = ("tests/test_timing.py", "tests/test_timing_rules.py", "tests/test_timing_columnar.py",
                 "tests/test_timing_result.py")
 
@@ -532,6 +533,69 @@ MUTANTS: list[Mutant] = [
            '    while k > 0 and extents[k] == sizes[k]:', '    while False:', LAYOUT_TESTS),
     Mutant('layout: descriptor cycles left out of a transfer', 'dsasim/timing/model.pyx',
            'return self.setup + runs * self.run_cycles + (moved', 'return self.setup + (moved', LAYOUT_TESTS),
+    # -- trust round two: network ------------------------------------------------------------------------------
+    Mutant('network: sys.exit at a user module\'s import decides dsasim\'s exit', 'dsasim/architect/network.py',
+           '    except (Exception, SystemExit) as err:  # not KeyboardInterrupt: Ctrl-C stays Ctrl-C',
+           '    except Exception as err:  # not KeyboardInterrupt: Ctrl-C stays Ctrl-C', NETWORK_TRUST_TESTS),
+    Mutant('network: a factory\'s own exception escapes as a traceback', 'dsasim/architect/network.py',
+           "    except (Exception, SystemExit) as err:  # sys.exit in user code never decides dsasim's exit status",
+           "    except SystemExit as err:  # sys.exit in user code never decides dsasim's exit status",
+           NETWORK_TRUST_TESTS),
+    Mutant('network: a TypeError inside a factory reported as "needs arguments"', 'dsasim/architect/network.py',
+           '        inspect.signature(obj).bind()\n', '        obj()\n', NETWORK_TRUST_TESTS),
+    Mutant('network: a user\'s example_input_shape not checked', 'dsasim/architect/network.py',
+           '    if not ok:\n', '    if False:\n', NETWORK_TRUST_TESTS),
+    Mutant('network: torch\'s messages reach stderr', 'dsasim/cli/network.py',
+           '                for fd in saved:\n                    os.dup2(held.fileno(), fd)\n'
+           '                with contextlib.redirect_stdout(text), contextlib.redirect_stderr(text):\n'
+           '                    yield\n', '                yield\n', NETWORK_TRUST_TESTS),
+    Mutant('network: --verbose does not show torch\'s messages', 'dsasim/cli/network.py',
+           '                if verbose:\n                    held.seek(0)', '                if False:\n'
+           '                    held.seek(0)', NETWORK_TRUST_TESTS),
+    Mutant('network: a Linear\'s bias not counted', 'dsasim/architect/network.py',
+           '                bias = n if module.bias is not None else 0', '                bias = 0',
+           NETWORK_TRUST_TESTS),
+    Mutant('network: a bias left out of its layer\'s loads', 'dsasim/architect/network_eval.py',
+           '    extra = (layer.extra_read_elements + layer.bias_elements) * hardware.word_bytes',
+           '    extra = layer.extra_read_elements * hardware.word_bytes', NETWORK_TRUST_TESTS),
+    Mutant('network: a chain\'s biases dropped', 'dsasim/architect/network.py',
+           '+ sum(\n                self.layers[i].bias_elements for i in run)',
+           '+ 0 * sum(\n                self.layers[i].bias_elements for i in run)', NETWORK_TRUST_TESTS),
+    Mutant('network: a batch norm after a relu folded into the conv', 'dsasim/architect/network.py',
+           '            if index is not None and index in self.foldable:',
+           '            if index is not None and self.layers[index].op == "conv2d":', NETWORK_TRUST_TESTS),
+    Mutant('network: a folded batch norm\'s shift costs nothing', 'dsasim/architect/network.py',
+           'bias_elements=layer.bias_elements or problem.oc,', 'bias_elements=layer.bias_elements,',
+           NETWORK_TRUST_TESTS),
+    Mutant('network: a batched layer\'s loads counted once', 'dsasim/architect/network_eval.py',
+           'loaded_bytes=c * found.loaded_bytes + extra', 'loaded_bytes=found.loaded_bytes + extra',
+           NETWORK_TRUST_TESTS),
+    Mutant('network: a batched layer\'s compulsory bytes counted once', 'dsasim/architect/network_eval.py',
+           'compulsory_bytes=c * found.compulsory_bytes + extra', 'compulsory_bytes=found.compulsory_bytes + extra',
+           NETWORK_TRUST_TESTS),
+    Mutant('network: a batched layer\'s cycles counted once', 'dsasim/architect/network_eval.py',
+           'cycles=max(c * found.estimated_cycles, epilogue)', 'cycles=max(found.estimated_cycles, epilogue)',
+           NETWORK_TRUST_TESTS),
+    Mutant('network: a batched layer\'s cycles counted twice', 'dsasim/architect/network_eval.py',
+           'cycles=max(c * found.estimated_cycles, epilogue)', 'cycles=max(c * c * found.estimated_cycles, epilogue)',
+           NETWORK_TRUST_TESTS),
+    Mutant('network: a fused residual operand loaded once per repeat', 'dsasim/architect/network_eval.py',
+           '    extra = (layer.extra_read_elements + layer.bias_elements) * hardware.word_bytes',
+           '    extra = c * (layer.extra_read_elements + layer.bias_elements) * hardware.word_bytes',
+           NETWORK_TRUST_TESTS),
+    Mutant('network: exits 0 with unmodelled layers', 'dsasim/cli/network.py',
+           '    return EXIT_FAILED if result.partial else 0', '    return 0', NETWORK_TRUST_TESTS),
+    Mutant('network: sweep-sram --network exits 0 with unmodelled layers', 'dsasim/cli/sweep.py',
+           '    return EXIT_FAILED if any(r.partial for r in results) else 0', '    return 0', NETWORK_TRUST_TESTS),
+    Mutant('network: the JSON never says partial', 'dsasim/architect/network_eval.py',
+           '"partial": self.partial,', '"partial": False,', NETWORK_TRUST_TESTS),
+    Mutant('network: the smallest SRAM within X % not labelled partial', 'dsasim/cli/sweep.py',
+           'if best is not None and best.partial else "")', 'if False else "")', NETWORK_TRUST_TESTS),
+    Mutant('network: no warning names the layers left out', 'dsasim/cli/network.py',
+           '    if names:\n        listed =', '    if False:\n        listed =', NETWORK_TRUST_TESTS),
+    Mutant('network: the table shows full names (wider than 120 columns)', 'dsasim/cli/network.py',
+           '            row[:2] = [_cut(name, NAME_CELL_CHARS), _cut(op, OP_CELL_CHARS)]',
+           '            row[:2] = [x.layer.name, op]', NETWORK_TRUST_TESTS),
 ]
 
 

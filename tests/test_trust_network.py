@@ -228,10 +228,12 @@ def test_an_unmodelled_layer_makes_the_network_partial(tmp_path, monkeypatch, ca
     assert data["within"]["partial"] == {"blog": True} and all(p["partial"] for p in data["points"])
 
 
-def test_a_whole_network_is_not_partial(tmp_path, capfd):
+def test_a_whole_network_is_not_partial(tmp_path, monkeypatch, capfd):
+    (tmp_path / "trust_nw_whole.py").write_text(WRONG_SHAPE)
+    monkeypatch.syspath_prepend(str(tmp_path))
     js = tmp_path / "w.json"
-    module_free = ["network", "bert-base-layer:seq=8", "--quiet", "--jobs", "1", "--json", str(js)]
-    assert main(module_free) == 0
+    assert main(["network", "trust_nw_whole:Net", "--input-shape", "4,64", "--quiet", "--jobs", "1",
+                 "--json", str(js)]) == 0
     out, err = capfd.readouterr()
     assert "warning" not in err and "PARTIAL" not in out and json.loads(js.read_text())["partial"] is False
 
