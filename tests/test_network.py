@@ -149,8 +149,10 @@ def test_resnet18_blocks_are_chains_with_identity_or_projection_skips():
     for nc, (s, b) in zip(net.chains, [(s, b) for s in range(1, 5) for b in range(2)]):
         projection = b == 0 and s > 1  # the first block of stages 2-4 adds a 1x1 stride-2 projection
         assert nc.chain.residual == (not projection)
-        # the projection's output (64 * 2**(s-1) channels at 56 / 2**(s-1)) is loaded by the last conv
-        assert nc.extra_read_elements == (64 * 2 ** (s - 1) * (56 // 2 ** (s - 1)) ** 2 if projection else 0)
+        # the projection's output (64 * 2**(s-1) channels at 56 / 2**(s-1)) is loaded by the last conv; each of
+        # the two convs' folded batch norms adds a shift per output channel (64 * 2**(s-1)), loaded beside them
+        biases = 2 * 64 * 2 ** (s - 1)
+        assert nc.extra_read_elements == (64 * 2 ** (s - 1) * (56 // 2 ** (s - 1)) ** 2 if projection else 0) + biases
 
 
 class Attention(nn.Module):
