@@ -11,8 +11,10 @@ computed) and turns every node into at most one `NetworkLayer`:
   pooling, normalisation, softmax, reductions, concatenation. Each reads its tensor operands from DDR and writes its
   result (compulsory traffic: nothing to reuse), and costs `vector_ops` lane operations: one per element read
   (pooling: one per window tap), three per element for normalisation and softmax (statistics, then normalise).
-- **fused** nodes, not layers of their own: an inference batch norm right after a conv is folded into the conv's
-  weights (no work), and an activation or a scalar op (relu, gelu, x / 8, ...) whose only input is a tensorcore
+- a layer's **bias** (Linear, conv, F.linear, addmm) is loaded once (`bias_elements`) and added on its output tile.
+- **fused** nodes, not layers of their own: an inference batch norm on a conv's own output is folded into the conv
+  (its scale into the weights, its shift into the bias; elsewhere, e.g. after a relu, it is a vector layer), and
+  an activation or a scalar op (relu, gelu, x / 8, ...) whose only input is a tensorcore
   layer's result used nowhere else is applied to that layer's output tile on chip before it is stored (its lane
   operations are the layer's `epilogue_ops`; no DDR traffic); the same for a vector layer's result (the relu
   after a residual add adds to the add's `vector_ops`). The layer lists them in `fused`.
