@@ -567,6 +567,8 @@ MUTANTS: list[Mutant] = [
     Mutant('network: a folded batch norm\'s shift costs nothing', 'dsasim/architect/network.py',
            'bias_elements=layer.bias_elements or problem.oc,', 'bias_elements=layer.bias_elements,',
            NETWORK_TRUST_TESTS),
+    Mutant('network: a norm module\'s weight and bias not read', 'dsasim/architect/network.py',
+           'layer = replace(layer, read_elements=layer.read_elements + own)', 'pass', NETWORK_TRUST_TESTS),
     Mutant('network: a batched layer\'s loads counted once', 'dsasim/architect/network_eval.py',
            'loaded_bytes=c * found.loaded_bytes + extra', 'loaded_bytes=found.loaded_bytes + extra',
            NETWORK_TRUST_TESTS),

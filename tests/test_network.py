@@ -414,7 +414,8 @@ def test_network_command_imports_a_users_module(tmp_path, monkeypatch, capsys):
     assert main(["network", "mynets:Net", "--json", str(js), "--quiet", "--jobs", "1", "--no-fusion"]) == 0
     names = [(x["name"], x["shape"]) for x in json.loads(js.read_text())["layers"]]
     assert names == [("a", "gemm:m=1,n=24,k=8"), ("b", "gemm:m=1,n=16,k=24")]  # the relu fuses into a
-    assert main(["network", "mynets:Net", "--input-shape", "4,8", "--quiet", "--jobs", "1", "--no-fusion"]) == 0
+    assert main(["network", "mynets:Net", "--input-shape", "4,8", "--quiet", "--jobs", "1", "--no-fusion",
+                 "--wide"]) == 0  # shapes: --wide
     assert "gemm:m=4,n=24,k=8" in capsys.readouterr().out
 
 

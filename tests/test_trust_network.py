@@ -166,6 +166,12 @@ def test_a_batch_norm_folds_into_a_conv_only_on_its_own_output():
     assert after.layers[1].layer.vector_ops == 2 * 512  # scale and shift per element
 
 
+def test_a_norm_modules_weight_and_bias_are_read():
+    # LayerNorm(16) on (2, 4, 16): reads 128 elements and its 16 weights + 16 biases, writes 128 -> 288 B
+    (norm,) = _only(nn.LayerNorm(16), (2, 4, 16)).layers
+    assert (norm.loaded_bytes, norm.stored_bytes) == (128 + 32, 128)
+
+
 # ------------------------------------------------------------------------------ batched layers
 class Heads(nn.Module):
     """x @ x^T per head (attention's q.k^T): `heads` independent 16x8 @ 8x16 products; with `residual`, a

@@ -473,7 +473,11 @@ class _Importer:
                         return None
             return self.vector(label, op, tensors, out, sum(math.prod(s) for _, s in tensors), io)
         if op in _NORMS:
-            return self.vector(label, op, tensors, out, _NORM_OPS_PER_ELEMENT * math.prod(tensors[0][1]), io)
+            layer = self.vector(label, op, tensors, out, _NORM_OPS_PER_ELEMENT * math.prod(tensors[0][1]), io)
+            if module is not None:  # a norm module's own weight and bias are read too (aten's take them as operands)
+                own = sum(p.numel() for p in module.parameters(recurse=False))
+                layer = replace(layer, read_elements=layer.read_elements + own)
+            return layer
         if op in _POOLS:
             window = 1
             if module is not None and hasattr(module, "kernel_size"):
