@@ -481,11 +481,13 @@ def test_bert_feed_forward_pair_is_a_gemm_chain_with_its_residual_loaded():
     assert [net.layers[i].name for i in nc.members] == ["ffn_in", "ffn_out"]
     # C[16 x 3072] = gelu(A[16 x 768] @ W1[768 x 3072]), E[16 x 768] = C @ W2[3072 x 768]
     assert nc.chain == GemmChain(m=16, n=768, k=768, l=3072, relu=True)
-    assert nc.extra_read_elements == 16 * 768  # the residual: the feed-forward input, added to E's tile
+    # the residual (the feed-forward input, added to E's tile) and the two biases (3072 and 768), loaded beside
+    extra = 16 * 768 + 3072 + 768
+    assert nc.extra_read_elements == extra
     cap = 1 << 16
     entry = next(x for x in evaluate_network(net, [BLOG], [cap])[0][0].layers if x.layer.kind == "chain")
     ref = search_chain(nc.chain, BLOG, sram_bytes=cap)
-    assert entry.loaded_bytes == ref.totals(ref.best)["loaded_bytes"] + 16 * 768
+    assert entry.loaded_bytes == ref.totals(ref.best)["loaded_bytes"] + extra
 
 
 def test_objective_cycles_reaches_chains_too():
