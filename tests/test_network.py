@@ -48,7 +48,9 @@ def test_conv_bn_relu_fuse_and_the_residual_add_runs_on_the_conv_output_tile():
                                                       ("pool", "vector")]
     conv = net.layers[0]
     assert conv.problem == ConvProblem(n=1, ic=4, oc=8, h=10, w=10, kh=3, padding=1)
-    assert conv.fused == ("bn", "act") and conv.epilogue_ops == 8 * 10 * 10 and conv.relu  # relu on 1x8x10x10
+    # the folded bn's shift (a bias of 8) and the relu each add one lane operation per element of 1x8x10x10
+    assert conv.fused == ("bn", "act") and conv.epilogue_ops == 2 * 8 * 10 * 10 and conv.relu
+    assert conv.bias_elements == 8
     conv2 = net.layers[1]
     assert conv2.problem == ConvProblem(n=1, ic=8, oc=8, h=10, w=10, kh=1)
     # the add takes conv2's tile and loads y (800 elements); the relu after it runs on the same tile
@@ -147,8 +149,10 @@ def test_resnet18_blocks_are_chains_with_identity_or_projection_skips():
     for nc, (s, b) in zip(net.chains, [(s, b) for s in range(1, 5) for b in range(2)]):
         projection = b == 0 and s > 1  # the first block of stages 2-4 adds a 1x1 stride-2 projection
         assert nc.chain.residual == (not projection)
-        # the projection's output (64 * 2**(s-1) channels at 56 / 2**(s-1)) is loaded by the last conv
-        assert nc.extra_read_elements == (64 * 2 ** (s - 1) * (56 // 2 ** (s - 1)) ** 2 if projection else 0)
+        # the projection's output (64 * 2**(s-1) channels at 56 / 2**(s-1)) is loaded by the last conv; each of
+        # the two convs' folded batch norms adds a shift per output channel (64 * 2**(s-1)), loaded beside them
+        biases = 2 * 64 * 2 ** (s - 1)
+        assert nc.extra_read_elements == (64 * 2 ** (s - 1) * (56 // 2 ** (s - 1)) ** 2 if projection else 0) + biases
 
 
 class Attention(nn.Module):
@@ -410,7 +414,8 @@ def test_network_command_imports_a_users_module(tmp_path, monkeypatch, capsys):
     assert main(["network", "mynets:Net", "--json", str(js), "--quiet", "--jobs", "1", "--no-fusion"]) == 0
     names = [(x["name"], x["shape"]) for x in json.loads(js.read_text())["layers"]]
     assert names == [("a", "gemm:m=1,n=24,k=8"), ("b", "gemm:m=1,n=16,k=24")]  # the relu fuses into a
-    assert main(["network", "mynets:Net", "--input-shape", "4,8", "--quiet", "--jobs", "1", "--no-fusion"]) == 0
+    assert main(["network", "mynets:Net", "--input-shape", "4,8", "--quiet", "--jobs", "1", "--no-fusion",
+                 "--wide"]) == 0  # shapes: --wide
     assert "gemm:m=4,n=24,k=8" in capsys.readouterr().out
 
 
@@ -431,7 +436,7 @@ def test_network_command_errors(argv, message, capsys):
     code = main(argv + ["--quiet"] if argv[0] == "sweep-sram" or "--sram" in argv else argv)
     err = capsys.readouterr()
     if message is None:
-        assert code == 1 and "unplaceable (left out of the totals): conv1: no tiling" in err.out
+        assert code == 1 and "unplaceable, left out of the totals:\n  conv1: no tiling" in err.out
     else:
         assert code == 2 and message in err.err and "Traceback" not in err.err
 
@@ -476,11 +481,13 @@ def test_bert_feed_forward_pair_is_a_gemm_chain_with_its_residual_loaded():
     assert [net.layers[i].name for i in nc.members] == ["ffn_in", "ffn_out"]
     # C[16 x 3072] = gelu(A[16 x 768] @ W1[768 x 3072]), E[16 x 768] = C @ W2[3072 x 768]
     assert nc.chain == GemmChain(m=16, n=768, k=768, l=3072, relu=True)
-    assert nc.extra_read_elements == 16 * 768  # the residual: the feed-forward input, added to E's tile
+    # the residual (the feed-forward input, added to E's tile) and the two biases (3072 and 768), loaded beside
+    extra = 16 * 768 + 3072 + 768
+    assert nc.extra_read_elements == extra
     cap = 1 << 16
     entry = next(x for x in evaluate_network(net, [BLOG], [cap])[0][0].layers if x.layer.kind == "chain")
     ref = search_chain(nc.chain, BLOG, sram_bytes=cap)
-    assert entry.loaded_bytes == ref.totals(ref.best)["loaded_bytes"] + 16 * 768
+    assert entry.loaded_bytes == ref.totals(ref.best)["loaded_bytes"] + extra
 
 
 def test_objective_cycles_reaches_chains_too():

@@ -11,8 +11,10 @@ computed) and turns every node into at most one `NetworkLayer`:
   pooling, normalisation, softmax, reductions, concatenation. Each reads its tensor operands from DDR and writes its
   result (compulsory traffic: nothing to reuse), and costs `vector_ops` lane operations: one per element read
   (pooling: one per window tap), three per element for normalisation and softmax (statistics, then normalise).
-- **fused** nodes, not layers of their own: an inference batch norm right after a conv is folded into the conv's
-  weights (no work), and an activation or a scalar op (relu, gelu, x / 8, ...) whose only input is a tensorcore
+- a layer's **bias** (Linear, conv, F.linear, addmm) is loaded once (`bias_elements`) and added on its output tile.
+- **fused** nodes, not layers of their own: an inference batch norm on a conv's own output is folded into the conv
+  (its scale into the weights, its shift into the bias; elsewhere, e.g. after a relu, it is a vector layer), and
+  an activation or a scalar op (relu, gelu, x / 8, ...) whose only input is a tensorcore
   layer's result used nowhere else is applied to that layer's output tile on chip before it is stored (its lane
   operations are the layer's `epilogue_ops`; no DDR traffic); the same for a vector layer's result (the relu
   after a residual add adds to the add's `vector_ops`). The layer lists them in `fused`.
@@ -54,6 +56,7 @@ _MATMULS = {"matmul", "bmm", "mm", "linear", "addmm"}
 _ACTIVATIONS = {"relu", "relu6", "hardtanh", "gelu", "silu", "hardswish", "leaky_relu", "elu", "relu_", "hardtanh_",
                 "sigmoid", "tanh", "clamp", "clamp_min"}
 _RESIDUAL_ADDS = {"add", "iadd", "add_"}
+_INFERENCE_BATCH_NORMS = {"batch_norm", "_native_batch_norm_legit_no_training"}  # the module is traced in eval()
 CHAIN_MAX_LAYERS = 3  # a ResNet bottleneck or a MobileNetV2 block; longer runs are cut (the fused space grows fast)
 _NORM_OPS_PER_ELEMENT = 3  # statistics (mean/max), then variance/sum of exps, then normalise
 
@@ -85,6 +88,7 @@ class NetworkLayer:
     vector_ops: int = 0  # vector layers: lane operations
     epilogue_ops: int = 0  # tensorcore layers: lane operations of the fused nodes, on the output tile
     extra_read_elements: int = 0  # tensorcore layers: a fused residual add's other operand, loaded from DDR
+    bias_elements: int = 0  # tensorcore layers: the bias (a folded batch norm's shift), loaded once, added on chip
     relu: bool = False  # an activation is fused into this layer (a chain applies it on chip)
     fused: tuple[str, ...] = ()  # the nodes folded or fused into this layer
     reason: str = ""  # unmodelled layers: what dsasim does not model
@@ -96,6 +100,8 @@ class NetworkLayer:
             out["count"] = self.count
         if self.fused:
             out["fused"] = list(self.fused)
+        if self.bias_elements:
+            out["bias_elements"] = self.bias_elements
         if self.reason:
             out["reason"] = self.reason
         return out
@@ -105,8 +111,8 @@ class NetworkLayer:
 class NetworkChain:
     """Consecutive conv layers, or a pair of matmuls, (indices into Network.layers) where each feeds only the next:
     a `ConvChain` or `GemmChain` that `search_chain` may fuse. An identity residual (the add of the chain's own
-    input) is part of the chain; another skip operand (a projection's output) is loaded by the last layer
-    (`extra_read_elements`)."""
+    input) is part of the chain; another skip operand (a projection's output) is loaded by the last layer, and
+    every member's bias is loaded once (both in `extra_read_elements`)."""
 
     members: tuple[int, ...]
     chain: Any  # dsasim.architect.chain.ConvChain or dsasim.architect.gemm_chain.GemmChain
@@ -157,7 +163,7 @@ def _trace(module: Any, input_shape: tuple[int, ...]) -> tuple[Any, str]:
 
     # the example lives where the module's weights do (meta for the presets): fake tensors read no data
     device = next(iter(module.parameters()), next(iter(module.buffers()), torch.empty(0))).device
-    fx_error: Exception | None = None
+    fx_error: BaseException | None = None
     try:
         gm = torch.fx.symbolic_trace(module)
         mode = FakeTensorMode(allow_non_fake_inputs=True)
@@ -165,16 +171,30 @@ def _trace(module: Any, input_shape: tuple[int, ...]) -> tuple[Any, str]:
             example = torch.empty(input_shape, device=device)
         ShapeProp(gm, fake_mode=mode).propagate(example)
         return gm, "torch.fx"
-    except Exception as err:  # fx cannot trace data-dependent control flow and the like: try torch.export
+    except (Exception, SystemExit) as err:  # fx cannot trace data-dependent control flow: try torch.export
         fx_error = err
     try:
         example = torch.empty(input_shape, device=device)
         exported = torch.export.export(module, (example,))
         return exported.graph_module, "torch.export"
-    except Exception as err:
-        raise NetworkImportError(
-            f"cannot trace the module: torch.fx said {type(fx_error).__name__}: {_first_line(fx_error)}; "
-            f"torch.export said {type(err).__name__}: {_first_line(err)}") from None
+    except (Exception, SystemExit) as err:  # user code's sys.exit included: it never decides dsasim's exit
+        fx_said, export_said = _said(fx_error), _said(err)
+        said = (f"torch.fx and torch.export both said {fx_said}" if fx_said == export_said else
+                f"torch.fx said {fx_said}; torch.export said {export_said}")
+        raise NetworkImportError(f"cannot trace the module with input shape {tuple(input_shape)}: {said}") from None
+
+
+_SAID_CHARS = 200  # an error's first line, cut here: a one-line report, not torch's graph dump
+
+
+def _said(err: BaseException | None) -> str:
+    """'TypeName: first line' of the innermost cause of `err` (ShapeProp wraps the op's own error), cut short."""
+    while err is not None and err.__cause__ is not None:
+        err = err.__cause__
+    if err is None:
+        return "nothing"
+    text = f"sys.exit({err.code!r})" if isinstance(err, SystemExit) else f"{type(err).__name__}: {_first_line(err)}"
+    return text if len(text) <= _SAID_CHARS else text[:_SAID_CHARS - 3] + "..."
 
 
 def _first_line(err: BaseException | None) -> str:
@@ -269,6 +289,9 @@ class _Importer:
         self.input: dict[int, Any] = {}  # layer index -> the node of its (first) input
         self.result: dict[int, Any] = {}  # layer index -> the last node fused into it (its result)
         self.skip: dict[int, Any] = {}  # layer index -> the other operand of a residual add fused into it
+        # conv layers whose result is still the conv's own output (or that of batch norms folded into it): an
+        # inference batch norm folds into the weights only there, not after a relu or an add
+        self.foldable: set[int] = set()
 
     def add(self, node: Any, layer: NetworkLayer, first_input: Any = None) -> None:
         index = len(self.layers)
@@ -277,6 +300,8 @@ class _Importer:
         if first_input is not None:
             self.input[index] = first_input
         self.layers.append(layer)
+        if layer.op == "conv2d" and layer.kind == TENSORCORE:
+            self.foldable.add(index)
 
     def source(self, node: Any) -> Any:
         """The node whose tensor `node` is, looking through views (a view moves no data)."""
@@ -332,7 +357,8 @@ class _Importer:
                     identity = False
             except ValueError:  # the shapes do not connect, or an identity residual needs stride 1
                 continue
-            extra = 0 if identity else self.layers[last].extra_read_elements
+            extra = (0 if identity else self.layers[last].extra_read_elements) + sum(
+                self.layers[i].bias_elements for i in run)  # the chain's search knows no bias: loaded beside it
             chains.append(NetworkChain(members=tuple(run), chain=chain, extra_read_elements=extra))
         return chains
 
@@ -354,6 +380,21 @@ class _Importer:
         else:
             layer = replace(layer, vector_ops=layer.vector_ops + ops, fused=layer.fused + (label,))
         self.layers[index] = layer
+        self.producer[node] = index
+        self.result[index] = node
+        self.foldable.discard(index)  # its result is no longer the conv's own output
+
+    def fold_batch_norm(self, node: Any, index: int, label: str) -> None:
+        """An inference batch norm on conv layer `index`'s own output: its scale folds into the weights (no work),
+        its shift into the bias (one per output channel: loaded, and added on the output tile, unless the conv
+        has a bias already)."""
+        layer = self.layers[index]
+        problem = layer.problem
+        assert isinstance(problem, ConvProblem)
+        add_bias = layer.bias_elements == 0
+        self.layers[index] = replace(
+            layer, fused=layer.fused + (label,), bias_elements=layer.bias_elements or problem.oc,
+            epilogue_ops=layer.epilogue_ops + (_conv_output_elements(problem) if add_bias else 0))
         self.producer[node] = index
         self.result[index] = node
 
@@ -390,22 +431,32 @@ class _Importer:
                     return _unmodelled(label, op, io, f"padding_mode={module.padding_mode!r} (only zero padding)")
                 prob = _conv_problem(label, tensors[0][1], tuple(module.weight.shape), module.stride,
                                      module.padding, module.dilation, module.groups)
+                bias = prob.oc if module.bias is not None else 0
             else:
                 if op == "convolution" and (_arg(node, 6, "transposed", False) or len(tensors[0][1]) != 4):
                     return _unmodelled(label, op, io, "a transposed or non-2-d convolution")
                 prob = _conv_problem(label, tensors[0][1], tensors[1][1], _arg(node, 3, "stride", 1),
                                      _arg(node, 4, "padding", 0), _arg(node, 5, "dilation", 1),
                                      _arg(node, 8 if op == "convolution" else 6, "groups", 1))
+                bias = math.prod(tensors[2][1]) if len(tensors) > 2 else 0  # (input, weight, bias)
             if len(tensors[0][1]) != 4:
                 return _unmodelled(label, op, io, "a conv2d whose input is not (N, C, H, W)")
-            return NetworkLayer(name=label, op="conv2d", kind=TENSORCORE, shape=prob.spec(), problem=prob)
+            return NetworkLayer(name=label, op="conv2d", kind=TENSORCORE, shape=prob.spec(), problem=prob,
+                                bias_elements=bias, epilogue_ops=_conv_output_elements(prob) if bias else 0)
         if op in _MATMULS:
             return self.matmul(node, op, module, out, tensors, label, io)
-        if op in ("batch_norm", "_native_batch_norm_legit_no_training") and tensors:
+        if op in _INFERENCE_BATCH_NORMS and tensors:
             index = self.fusable(tensors[0][0], (TENSORCORE,))
-            if index is not None and self.layers[index].op == "conv2d":
-                self.fuse(node, index, 0, label)  # inference: scale and shift fold into the conv's weights
+            if index is not None and index in self.foldable:
+                self.fold_batch_norm(node, index, label)
                 return None
+            # elsewhere (after a relu, an add, a pool) it is y = x * scale + shift per channel: a vector layer
+            # reading x and the channels' scales and shifts, two lane operations per element
+            x = tensors[0][1]
+            channels = x[1] if len(x) > 1 else x[0]
+            return NetworkLayer(name=label, op="batch_norm", kind=VECTOR, shape=io,
+                                read_elements=math.prod(x) + 2 * channels,
+                                write_elements=math.prod(out or x), vector_ops=2 * math.prod(x))
         if op in _ELEMENTWISE:
             operands = [t for t in tensors if math.prod(t[1]) > 1 or len(tensors) == 1]
             if len(operands) == 1:
@@ -422,7 +473,11 @@ class _Importer:
                         return None
             return self.vector(label, op, tensors, out, sum(math.prod(s) for _, s in tensors), io)
         if op in _NORMS:
-            return self.vector(label, op, tensors, out, _NORM_OPS_PER_ELEMENT * math.prod(tensors[0][1]), io)
+            layer = self.vector(label, op, tensors, out, _NORM_OPS_PER_ELEMENT * math.prod(tensors[0][1]), io)
+            if module is not None:  # a norm module's own weight and bias are read too (aten's take them as operands)
+                own = sum(p.numel() for p in module.parameters(recurse=False))
+                layer = replace(layer, read_elements=layer.read_elements + own)
+            return layer
         if op in _POOLS:
             window = 1
             if module is not None and hasattr(module, "kernel_size"):
@@ -439,16 +494,21 @@ class _Importer:
 
     def matmul(self, node: Any, op: str, module: Any, out: tuple[int, ...] | None,
                tensors: list[tuple[Any, tuple[int, ...]]], label: str, io: str) -> NetworkLayer:
+        bias = 0  # elements of the bias, loaded once and added to the output tile (m * n lane operations)
         if op == "linear" or module is not None:
             x = tensors[0][1]
             if module is not None:
                 n, k = module.out_features, module.in_features
+                bias = n if module.bias is not None else 0
             else:
                 n, k = tensors[1][1]
+                bias = math.prod(tensors[2][1]) if len(tensors) > 2 else 0  # F.linear(x, weight, bias)
             m = math.prod(x[:-1])
             prob = MatmulProblem(m=m, n=n, k=k, name=label)
-            return NetworkLayer(name=label, op="linear", kind=TENSORCORE, shape=prob.spec(), problem=prob)
+            return NetworkLayer(name=label, op="linear", kind=TENSORCORE, shape=prob.spec(), problem=prob,
+                                bias_elements=bias, epilogue_ops=m * n if bias else 0)
         if op == "addmm":  # (bias, a, b): torch.export's linear
+            bias = math.prod(tensors[0][1])
             tensors = tensors[1:]
         a, b = tensors[0][1], tensors[1][1]
         if len(a) < 2 or len(b) < 2:
@@ -459,7 +519,8 @@ class _Importer:
             return _unmodelled(label, op, io, f"inner dimensions differ ({k} and {k2})")
         if len(b) == 2:  # a shared 2-d right operand (a weight): the batch folds into m
             prob = MatmulProblem(m=m * math.prod(a[:-2]), n=n, k=k, name=label)
-            return NetworkLayer(name=label, op="matmul", kind=TENSORCORE, shape=prob.spec(), problem=prob)
+            return NetworkLayer(name=label, op="matmul", kind=TENSORCORE, shape=prob.spec(), problem=prob,
+                                bias_elements=bias, epilogue_ops=prob.m * n if bias else 0)
         batch = math.prod(out[:-2]) if out is not None else max(math.prod(a[:-2]), math.prod(b[:-2]))
         prob = MatmulProblem(m=m, n=n, k=k, name=label)
         shape = prob.spec() + (f" x {batch}" if batch > 1 else "")
@@ -470,6 +531,11 @@ class _Importer:
         read = sum(math.prod(s) for _, s in tensors)
         return NetworkLayer(name=label, op=op, kind=VECTOR, shape=io, read_elements=read,
                             write_elements=math.prod(out) if out is not None else 0, vector_ops=int(ops))
+
+
+def _conv_output_elements(problem: ConvProblem) -> int:
+    """Elements of a conv's output: n x oc x oh x ow."""
+    return problem.n * problem.oc * problem.oh * problem.ow
 
 
 def _io_shape(tensors: Sequence[tuple[Any, tuple[int, ...]]], out: tuple[int, ...] | None) -> str:
@@ -528,8 +594,6 @@ def load_network(spec: str, input_shape: Sequence[int] | None = None) -> Network
     """A preset by name (bert-base-layer takes a sequence length: bert-base-layer:seq=384) or a user's module
     `MODULE:ATTR` (an nn.Module instance, class or factory; its example input shape from `input_shape`, else from
     an `example_input_shape` attribute of the object or its module) -> Network."""
-    import importlib
-
     from dsasim.architect.network_models import PRESETS
 
     spec = spec.strip()
@@ -551,26 +615,92 @@ def load_network(spec: str, input_shape: Sequence[int] | None = None) -> Network
     if not tail:
         raise ValueError(f"unknown network {spec!r}: use a preset ({', '.join(PRESETS)}) or MODULE:ATTR naming "
                          f"an nn.Module in an importable module, e.g. mypkg.models:Net")
-    try:
-        mod = importlib.import_module(head)
-    except ImportError as err:
-        raise ValueError(f"network {spec!r}: cannot import module {head!r} ({err}); is it on PYTHONPATH?") from None
+    mod = _import_user_module(spec, head)
     if not hasattr(mod, tail):
-        raise ValueError(f"network {spec!r}: module {head!r} has no attribute {tail!r}")
+        raise NetworkImportError(f"network {spec!r}: module {head!r} has no attribute {tail!r}")
     obj = getattr(mod, tail)
-    shape = input_shape or getattr(obj, "example_input_shape", None) or getattr(mod, "example_input_shape", None)
-    if not shape:
-        raise ValueError(f"network {spec!r}: give the example input shape with --input-shape N,C,H,W (or define "
-                         f"example_input_shape in {head})")
+    module = _make_user_module(spec, tail, obj)
+    shape: tuple[int, ...] | None = tuple(input_shape) if input_shape else None
+    if shape is None:
+        for owner, where in ((obj, f"{head}:{tail}"), (module, f"{head}:{tail}()"), (mod, head)):
+            value = getattr(owner, "example_input_shape", None)
+            if value is not None:
+                shape = _checked_example_shape(spec, where, value)
+                break
+    if shape is None:
+        raise NetworkImportError(f"network {spec!r}: give the example input shape with --input-shape N,C,H,W "
+                                 f"(or define example_input_shape in {head})")
+    try:
+        return import_network(module, shape, spec)
+    except NetworkImportError as err:  # (its forward raised while traced): say which network
+        raise NetworkImportError(f"network {spec!r}: {err}") from None
+
+
+def _what_raised(err: BaseException) -> str:
+    """'TypeName: first line of the message' (a SystemExit: 'sys.exit(CODE)'), for a one-line report."""
+    if isinstance(err, SystemExit):
+        return f"sys.exit({err.code!r})"
+    line = _first_line(err)
+    return f"{type(err).__name__}: {line}" if line else type(err).__name__
+
+
+def _import_user_module(spec: str, head: str) -> Any:
+    """Import the user's module `head`; NetworkImportError naming it and what it raised (a missing module, a
+    syntax error, an exception or sys.exit at import: user code never decides how dsasim exits)."""
+    import importlib
+
+    try:
+        return importlib.import_module(head)
+    except ModuleNotFoundError as err:
+        if err.name is not None and (head == err.name or head.startswith(err.name + ".")):
+            raise NetworkImportError(f"network {spec!r}: cannot import module {head!r} (no module named "
+                                     f"{err.name!r}); is it on PYTHONPATH?") from None
+        raise NetworkImportError(f"network {spec!r}: importing module {head!r} raised "
+                                 f"{_what_raised(err)}") from None
+    except SyntaxError as err:
+        raise NetworkImportError(f"network {spec!r}: module {head!r} has a syntax error: {err.msg} "
+                                 f"({err.filename}, line {err.lineno})") from None
+    except (Exception, SystemExit) as err:  # not KeyboardInterrupt: Ctrl-C stays Ctrl-C
+        raise NetworkImportError(f"network {spec!r}: importing module {head!r} raised {_what_raised(err)}; "
+                                 f"a network's module must import cleanly") from None
+
+
+def _make_user_module(spec: str, attr: str, obj: Any) -> Any:
+    """`obj` itself when it is an nn.Module, else what calling it with no arguments returns (an nn.Module);
+    NetworkImportError saying when it needs arguments, what it raised, or what it returned instead."""
+    import inspect
+
     import torch
 
-    if not isinstance(obj, torch.nn.Module):
-        if not callable(obj):
-            raise ValueError(f"network {spec!r}: {tail} is a {type(obj).__name__}, not an nn.Module or a class "
-                             f"or function that makes one")
-        try:
-            obj = obj()
-        except TypeError as err:
-            raise ValueError(f"network {spec!r}: {tail}() needs arguments ({err}); point at a function that "
-                             f"takes none, or at a module instance") from None
-    return import_network(obj, tuple(shape), spec)
+    if isinstance(obj, torch.nn.Module):
+        return obj
+    if not callable(obj):
+        raise NetworkImportError(f"network {spec!r}: {attr} is a {type(obj).__name__}, not an nn.Module or a "
+                                 f"class or function that makes one")
+    try:
+        inspect.signature(obj).bind()
+    except TypeError as err:  # decided before the call: a TypeError raised inside it is the callee's own error
+        raise NetworkImportError(f"network {spec!r}: {attr}() needs arguments ({err}); point at a function that "
+                                 f"takes none, or at a module instance") from None
+    except ValueError:  # no signature to read (some builtins): the call decides
+        pass
+    try:
+        made = obj()
+    except (Exception, SystemExit) as err:  # sys.exit in user code never decides dsasim's exit status
+        raise NetworkImportError(f"network {spec!r}: {attr}() raised {_what_raised(err)}; it must return an "
+                                 f"nn.Module") from None
+    if not isinstance(made, torch.nn.Module):
+        raise NetworkImportError(f"network {spec!r}: {attr}() returned a {type(made).__name__}, not an "
+                                 f"nn.Module; point at an nn.Module, or a class or function that makes one")
+    return made
+
+
+def _checked_example_shape(spec: str, where: str, value: Any) -> tuple[int, ...]:
+    """A user's `example_input_shape`: a tuple or list of positive integers; NetworkImportError otherwise."""
+    ok = isinstance(value, (tuple, list)) and len(value) > 0 and all(
+        isinstance(d, int) and not isinstance(d, bool) and d >= 1 for d in value)
+    if not ok:
+        raise NetworkImportError(f"network {spec!r}: example_input_shape of {where} is {value!r} (a "
+                                 f"{type(value).__name__}); make it a tuple of positive integers, e.g. "
+                                 f"(1, 3, 224, 224), or give --input-shape")
+    return tuple(value)

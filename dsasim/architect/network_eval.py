@@ -197,6 +197,16 @@ class NetworkResult:
     def unplaceable(self) -> list[str]:
         return [x.layer.name for x in self.layers if x.status == "unplaceable"]
 
+    @property
+    def left_out(self) -> list[str]:
+        """The layers left out of the totals (unmodelled or unplaceable), in network order."""
+        return [x.layer.name for x in self.layers if x.status != "ok"]
+
+    @property
+    def partial(self) -> bool:
+        """True when a layer is left out: the totals cover only part of the network."""
+        return len(self._ok) < len(self.layers)
+
     def dominant(self, top: int = 5) -> list[tuple[LayerOutcome, float, float]]:
         """The `top` layers by cycles, each with its share of the total cycles and of the total traffic."""
         cyc, tra = max(self.cycles, 1), max(self.traffic_bytes, 1)
@@ -204,11 +214,13 @@ class NetworkResult:
         return [(x, x.cycles / cyc, x.traffic_bytes / tra) for x in ranked]
 
     def to_json(self) -> dict[str, Any]:
-        """network, hardware, sram_bytes, the totals, unmodelled, unplaceable and layers (in network order)."""
+        """network, hardware, sram_bytes, the totals, partial (a layer is left out of them), unmodelled,
+        unplaceable and layers (in network order)."""
         return {"network": self.network.name, "hardware": self.hardware.name, "sram_bytes": self.sram_bytes,
                 "loaded_bytes": self.loaded_bytes, "stored_bytes": self.stored_bytes, "cycles": self.cycles,
                 "lower_bound_bytes": self.lower_bound_bytes, "compulsory_bytes": self.compulsory_bytes,
-                "macs": self.macs, "unmodelled": self.unmodelled, "unplaceable": self.unplaceable,
+                "macs": self.macs, "partial": self.partial, "unmodelled": self.unmodelled,
+                "unplaceable": self.unplaceable,
                 "layers": [x.to_json() for x in self.layers]}
 
 
@@ -227,7 +239,9 @@ def _tensorcore_outcome(layer: NetworkLayer, hardware: Accelerator, found: Probl
         return LayerOutcome(layer=layer, status="unplaceable", reason=found)
     c = layer.count
     epilogue = ceil_div(layer.epilogue_ops, hardware.vector_lanes)
-    extra = layer.extra_read_elements * hardware.word_bytes  # a fused residual add's other operand, loaded once
+    # a fused residual add's other operand and the bias: loaded once for the layer (a batched layer's operand is
+    # already its whole batch; a bias is never batched)
+    extra = (layer.extra_read_elements + layer.bias_elements) * hardware.word_bytes
     return LayerOutcome(
         layer=layer, status="ok", loaded_bytes=c * found.loaded_bytes + extra, stored_bytes=c * found.stored_bytes,
         cycles=max(c * found.estimated_cycles, epilogue), lower_bound_bytes=c * found.bound_bytes + extra,
@@ -248,7 +262,7 @@ def _chain_outcome(network: Network, nc: NetworkChain, hardware: Accelerator,
                          fused=tuple(f for m in members for f in (m.name,) + m.fused))
     if isinstance(found, str):
         return LayerOutcome(layer=layer, status="unplaceable", reason=found)
-    extra = nc.extra_read_elements * hardware.word_bytes  # a projection's output, added by the last layer
+    extra = nc.extra_read_elements * hardware.word_bytes  # a projection's output and the members' biases
     return LayerOutcome(
         layer=layer, status="ok", loaded_bytes=found.loaded_bytes + extra, stored_bytes=found.stored_bytes,
         cycles=found.cycles, lower_bound_bytes=found.compulsory_bytes + extra,
@@ -318,7 +332,7 @@ def _call(fn: Any, args: tuple) -> Any:
 
 def smallest_within(results: Sequence[NetworkResult], fraction: float) -> NetworkResult | None:
     """The smallest SRAM size whose total traffic is within `fraction` (0.1: 10 %) of compulsory traffic, with no
-    unplaceable layer; None when no size is."""
+    unplaceable layer; None when no size is. Its `partial` says when unmodelled layers are left out of it."""
     if fraction < 0:
         raise ValueError(f"--within must be >= 0 %, got {fraction * 100:g} %")
     fits = [r for r in results if not r.unplaceable and r.traffic_bytes <= (1 + fraction) * r.compulsory_bytes]
@@ -386,8 +400,8 @@ class NetworkSweep:
         return [smallest_within(row, self.within) for row in self.results]
 
     def to_json(self) -> dict[str, Any]:
-        """network, sizes, hardware (each one's fields), points (one per hardware and size: totals and the layers
-        left out) and, with --within, the answer per hardware."""
+        """network, sizes, hardware (each one's fields), points (one per hardware and size: totals, partial and
+        the layers left out) and, with --within, the answer per hardware (and whether it is partial)."""
         import dataclasses
 
         points = []
@@ -397,12 +411,15 @@ class NetworkSweep:
                                "loaded_bytes": r.loaded_bytes, "stored_bytes": r.stored_bytes,
                                "traffic_bytes": r.traffic_bytes, "cycles": r.cycles,
                                "lower_bound_bytes": r.lower_bound_bytes, "compulsory_bytes": r.compulsory_bytes,
-                               "unmodelled": r.unmodelled, "unplaceable": r.unplaceable})
+                               "partial": r.partial, "unmodelled": r.unmodelled, "unplaceable": r.unplaceable})
         out: dict[str, Any] = {"network": self.network.name, "sizes": list(self.sizes),
                                "hardware": [dataclasses.asdict(h) for h in self.hardwares], "points": points}
         if self.within is not None:
+            answers = list(zip(self.hardwares, self.smallest_within()))
             out["within"] = {"fraction": self.within, "smallest_sram_bytes": {
-                h.name: (None if r is None else r.sram_bytes) for h, r in zip(self.hardwares, self.smallest_within())}}
+                h.name: (None if r is None else r.sram_bytes) for h, r in answers},
+                # an answer for a network with a layer left out (unmodelled) sizes only the rest of it
+                "partial": {h.name: r is not None and r.partial for h, r in answers}}
         return out
 
 

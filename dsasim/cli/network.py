@@ -1,39 +1,54 @@
 """`dsasim network NAME|MODULE:ATTR`: a whole network under one SRAM size, layer by layer.
 
     dsasim network NAME|MODULE:ATTR [--input-shape N,C,H,W] [--sram SIZE] [--hardware PRESET|FILE]
-                   [--objective traffic|cycles] [--no-fusion] [--jobs N] [--json PATH] [--plot PATH] [--top K] [--quiet]
+                   [--objective traffic|cycles] [--no-fusion] [--jobs N] [--json PATH] [--plot PATH] [--top K]
+                   [--wide] [--verbose] [--quiet]
 
 NAME is a preset (resnet18, resnet50, resnet50-caffe, mobilenetv2, bert-base-layer[:seq=N]); MODULE:ATTR imports a
 user's nn.Module (an instance, or a class or function called with no arguments), e.g. mypkg.models:Net, with the
 example input from --input-shape (or an `example_input_shape` attribute). Per layer: the best schedule under the
-SRAM size (traffic and estimated cycles), its bound and compulsory traffic, TensorCore utilization and padding
-waste; a run of convs that feed only each other (a chain) is one entry with its best fused partition
-(--no-fusion: every layer on its own); network totals and the layers that dominate. torch and the search are
-imported by the run.
+SRAM size (traffic and estimated cycles), its bound and compulsory traffic, TensorCore utilization (--wide: the
+shapes and padding waste too); a run of convs that feed only each other (a chain) is one entry with its best fused
+partition (--no-fusion: every layer on its own); network totals and the layers that dominate. A layer dsasim does
+not model or cannot place makes the result partial: a warning on stderr names it, the totals say "partial", and
+the exit status is 1. torch and the search are imported by the run; torch's own messages while reading the
+network are held back (--verbose or DSASIM_VERBOSE=1 shows them).
 """
 
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING
+import contextlib
+import io
+import os
+import sys
+import tempfile
+from typing import TYPE_CHECKING, Iterator
 
-from dsasim.cli.common import CliError, Command, int_at_least, json_and_plot_paths, write_outputs
+from dsasim.cli.common import EXIT_FAILED, CliError, Command, int_at_least, json_and_plot_paths, warner, write_outputs
 from dsasim.cli.table import format_table
 from dsasim.hardware import load_hardware
 
 if TYPE_CHECKING:
-    from dsasim.architect.network_eval import NetworkResult
+    from dsasim.architect.network import Network
+    from dsasim.architect.network_eval import LayerOutcome, NetworkResult
 
-__all__ = ["COMMAND", "format_network", "add_network_source"]
+__all__ = ["COMMAND", "add_network_source", "format_network", "load_network_quietly", "short_layer_name", "short_op",
+           "warn_partial"]
+
+VERBOSE_ENV = "DSASIM_VERBOSE"  # set (to anything but "" or "0"): torch's own messages are shown, as --verbose
 
 
 def add_network_source(p: argparse.ArgumentParser) -> None:
-    """--input-shape and --no-fusion, shared with `dsasim sweep-sram --network`."""
+    """--input-shape, --no-fusion and --verbose, shared with `dsasim sweep-sram --network`."""
     p.add_argument("--input-shape", metavar="N,C,H,W",
                    help="the example input's shape (a MODULE:ATTR network needs it unless it defines "
                         "example_input_shape; a preset uses its own by default)")
     p.add_argument("--no-fusion", action="store_true",
                    help="(networks) every layer on its own: no chain of convs is fused (epilogues still are)")
+    p.add_argument("--verbose", action="store_true",
+                   help=f"(networks) show torch's own messages while reading the network (tracebacks, graph "
+                        f"dumps), which are otherwise held back; or set {VERBOSE_ENV}=1")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -49,48 +64,156 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", metavar="PATH", help="write the result as JSON")
     p.add_argument("--plot", metavar="PATH", help="write a per-layer bar chart (traffic and cycles, bound)")
     p.add_argument("--top", type=int_at_least(1), default=5, help="how many dominant layers to name (default 5)")
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--wide", action="store_true", help="add each layer's shape and padding waste to the table "
+                                                       "(wider than 120 columns; the JSON always has them)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar (warnings are still printed)")
+
+
+@contextlib.contextmanager
+def _held_back(verbose: bool) -> Iterator[None]:
+    """Everything written to stdout and stderr inside the block (torch's logged tracebacks and graph dumps go to
+    the file descriptors, warnings to sys.stderr) is kept in a temporary file; with `verbose` it is written to
+    stderr when the block ends (before dsasim's own line), else dropped."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = {fd: os.dup(fd) for fd in (1, 2)}
+    text = io.StringIO()
+    try:
+        with tempfile.TemporaryFile() as held:
+            try:
+                for fd in saved:
+                    os.dup2(held.fileno(), fd)
+                with contextlib.redirect_stdout(text), contextlib.redirect_stderr(text):
+                    yield
+            finally:
+                sys.stdout.flush()
+                sys.stderr.flush()
+                for fd, copy in saved.items():
+                    os.dup2(copy, fd)
+                if verbose:
+                    held.seek(0)
+                    sys.stderr.write(held.read().decode("utf-8", "replace") + text.getvalue())
+                    sys.stderr.flush()
+    finally:
+        for copy in saved.values():
+            os.close(copy)
+
+
+def verbose_wanted(args: argparse.Namespace) -> bool:
+    """--verbose, or DSASIM_VERBOSE set to anything but '' or '0'."""
+    return bool(getattr(args, "verbose", False)) or os.environ.get(VERBOSE_ENV, "") not in ("", "0")
+
+
+def load_network_quietly(args: argparse.Namespace) -> Network:
+    """The network of `args.network` and `args.input_shape`, torch's own messages held back (shown with
+    --verbose); CliError (one line) for anything wrong with it, whatever the user's module raised."""
+    from dsasim.architect.network import NetworkImportError, load_network, parse_input_shape
+
+    verbose = verbose_wanted(args)
+    try:
+        shape = parse_input_shape(args.input_shape) if args.input_shape else None
+        with _held_back(verbose):
+            return load_network(args.network, shape)
+    except (ValueError, NetworkImportError) as err:
+        hint = "" if verbose else " (--verbose shows torch's own messages)"
+        raise CliError(f"{err}{hint if 'cannot trace' in str(err) else ''}") from None
+
+
+def warn_partial(command: str, what: str, results: list[NetworkResult]) -> None:
+    """One warning line on stderr (even with --quiet) naming the layers left out of `results`' totals."""
+    names: dict[str, str] = {}
+    for result in results:
+        for x in result.layers:
+            if x.status != "ok":
+                names.setdefault(x.layer.name, x.status)
+    if names:
+        listed = "; ".join(f"{name} ({status})" for name, status in names.items())
+        warner(command)(f"{what} partial: {len(names)} layer(s) left out of the totals: {listed}")
+
+
+NAME_CELL_CHARS, OP_CELL_CHARS = 34, 20  # the table's name and op cells: with the numbers, 120 columns at most
+
+
+def _cut(text: str, chars: int) -> str:
+    """`text` cut in the middle to at most `chars` characters ('...' marks the cut): its start and end stay."""
+    if len(text) <= chars:
+        return text
+    tail = (chars - 3) // 2
+    return text[:chars - 3 - tail] + "..." + text[len(text) - tail:]
+
+
+def short_op(x: LayerOutcome) -> str:
+    """The op as the table shows it: 'conv2d', 'chain [1 2] [3]', an unmodelled module's class name."""
+    return x.layer.op.removeprefix("module ")  # an unmodelled module's op is "module NAME"
+
+
+def short_layer_name(name: str) -> str:
+    """A chain's name without its members' common prefix after the first: 'a.b.conv1+a.b.conv2' ->
+    'a.b.conv1+conv2' (the JSON keeps the full name)."""
+    members = name.split("+")
+    if len(members) < 2:
+        return name
+    parts = [m.split(".") for m in members]
+    common = 0
+    while all(len(p) > common + 1 and p[common] == parts[0][common] for p in parts):
+        common += 1
+    return "+".join([members[0]] + [".".join(p[common:]) for p in parts[1:]])
+
+
+def format_network(result: NetworkResult, top: int = 5, wide: bool = False) -> str:
+    """The per-layer table, the totals and the dominant layers, within 120 columns (long names and ops cut in the
+    middle; a layer left out reads 'unmodelled' or 'unplaceable' in its traffic cell); `wide`: full names, each
+    layer's shape, status and padding waste. The totals say 'PARTIAL' and name the layers left out when any is."""
+    from dsasim.architect.sweep import format_bytes
+
+    header = ["layer", "op", "traffic B", "bound B", "compulsory B", "cycles (est)", "TC util"]
+    if wide:
+        header[2:2] = ["shape", "status"]
+        header.append("padding waste")
+    rows = []
+    for x in result.layers:
+        ok = x.status == "ok"
+        name, op = short_layer_name(x.layer.name), short_op(x)
+        row: list[int | str | None] = [name, op, x.traffic_bytes if ok else x.status,
+                                       x.lower_bound_bytes if ok else None, x.compulsory_bytes if ok else None,
+                                       x.cycles if ok else None, _pct(x.tensorcore_utilization)]
+        if wide:
+            row[2:2] = [x.layer.shape, x.status]
+            row.append(None if x.tensorcore_utilization is None else _pct(1 - x.tensorcore_utilization))
+        else:
+            row[:2] = [_cut(name, NAME_CELL_CHARS), _cut(op, OP_CELL_CHARS)]
+        rows.append(row)
+    lines = [format_table(header, rows, left=(0, 1, 2, 3) if wide else (0, 1)), ""]
+    counted = (f"PARTIAL totals ({len(result.layers) - len(result.left_out)} of {len(result.layers)} layers "
+               f"counted)" if result.partial else f"totals ({len(result.layers)} layers)")
+    lines.append(f"{result.network.name} on {result.hardware.name}, SRAM {format_bytes(result.sram_bytes)}, "
+                 f"{counted}:")
+    lines.append(f"  traffic {result.traffic_bytes:,} B (loaded {result.loaded_bytes:,}, stored "
+                 f"{result.stored_bytes:,}), lower bound {result.lower_bound_bytes:,} B, compulsory "
+                 f"{result.compulsory_bytes:,} B")
+    lines.append(f"  {result.cycles:,} cycles (estimated), {result.macs:,} MACs")
+    if result.traffic_bytes and result.lower_bound_bytes:
+        lines.append(f"  best / bound {result.traffic_bytes / result.lower_bound_bytes:.3f}"
+                     + (" (of the layers counted)" if result.partial else ""))
+    lines.append("dominant layers (share of cycles, of traffic):")
+    lines.extend(f"  {_cut(short_layer_name(x.layer.name), 10**6 if wide else 3 * NAME_CELL_CHARS)} "
+                 f"{100 * c:.1f}%, {100 * t:.1f}%" for x, c, t in result.dominant(top))
+    for label, names in (("unmodelled", result.unmodelled), ("unplaceable", result.unplaceable)):
+        if names:
+            reasons = {x.layer.name: x.reason for x in result.layers}
+            lines.append(f"{len(names)} {label}, left out of the totals:")
+            lines.extend(f"  {n}: {reasons[n]}" for n in names)
+    return "\n".join(lines)
 
 
 def _pct(value: float | None) -> str | None:
     return None if value is None else f"{100 * value:.0f}%"
 
 
-def format_network(result: NetworkResult, top: int = 5) -> str:
-    """The per-layer table, the totals and the dominant layers."""
-    from dsasim.architect.sweep import format_bytes
-
-    header = ("layer", "op", "shape", "status", "traffic B", "lower bound B", "compulsory B", "cycles (est)",
-              "TC util", "padding waste")
-    rows = []
-    for x in result.layers:
-        ok = x.status == "ok"
-        rows.append((x.layer.name, x.layer.op, x.layer.shape, x.status, x.traffic_bytes if ok else None,
-                     x.lower_bound_bytes if ok else None, x.compulsory_bytes if ok else None,
-                     x.cycles if ok else None, _pct(x.tensorcore_utilization),
-                     None if x.tensorcore_utilization is None else _pct(1 - x.tensorcore_utilization)))
-    lines = [format_table(header, rows), ""]
-    lines.append(f"{result.network.name} on {result.hardware.name}, SRAM {format_bytes(result.sram_bytes)}: "
-                 f"traffic {result.traffic_bytes:,} B (loaded {result.loaded_bytes:,}, stored "
-                 f"{result.stored_bytes:,}), lower bound {result.lower_bound_bytes:,} B, compulsory "
-                 f"{result.compulsory_bytes:,} B, {result.cycles:,} cycles (estimated), {result.macs:,} MACs")
-    if result.traffic_bytes and result.lower_bound_bytes:
-        lines.append(f"best / bound {result.traffic_bytes / result.lower_bound_bytes:.3f}; "
-                     f"{len(result.layers)} layers")
-    lines.append("dominant layers (share of cycles, of traffic): " + "; ".join(
-        f"{x.layer.name} {100 * c:.1f}%, {100 * t:.1f}%" for x, c, t in result.dominant(top)))
-    for label, names in (("unmodelled", result.unmodelled), ("unplaceable", result.unplaceable)):
-        if names:
-            reasons = {x.layer.name: x.reason for x in result.layers}
-            lines.append(f"{len(names)} {label} (left out of the totals): " +
-                         "; ".join(f"{n}: {reasons[n]}" for n in names))
-    return "\n".join(lines)
-
-
 def run(args: argparse.Namespace) -> int:
-    """Handle `dsasim network`: 0, or 1 when a layer could not be placed or modelled (the rest is reported)."""
+    """Handle `dsasim network`: 0, or 1 when the result is partial (a layer unmodelled or unplaceable: the rest
+    is reported, the layers left out are named on stderr)."""
     from dsasim.architect.executor import open_executor
-    from dsasim.architect.network import NetworkImportError, load_network, parse_input_shape
     from dsasim.architect.network_eval import evaluate_network
     from dsasim.architect.sweep import parse_bytes
 
@@ -100,25 +223,26 @@ def run(args: argparse.Namespace) -> int:
         sram = parse_bytes(args.sram) if args.sram is not None else hardware.sram_bytes
         if sram < hardware.word_bytes:
             raise ValueError(f"--sram {args.sram}: must hold at least one {hardware.word_bytes}-byte word")
-        shape = parse_input_shape(args.input_shape) if args.input_shape else None
         json_path, plot_path = json_and_plot_paths(args)
-        network = load_network(args.network, shape)
-    except (ValueError, NetworkImportError) as err:
+    except ValueError as err:
         raise CliError(str(err)) from None
+    network = load_network_quietly(args)
     executor = open_executor("process", args.jobs)
     try:
         result = evaluate_network(network, [hardware], [sram], executor, progress=not args.quiet,
                                   objective=args.objective, fusion=not args.no_fusion)[0][0]
     finally:
         executor.close()
-    print(format_network(result, args.top))
+    print(format_network(result, args.top, args.wide))
     write_outputs(result, json_path, plot_path, "plot_network")
-    return 0 if not result.unplaceable and not result.unmodelled else 1
+    warn_partial("network", "the result is", [result])
+    return EXIT_FAILED if result.partial else 0
 
 
 COMMAND = Command(
     "network", "a whole network's traffic and cycles under one SRAM size, per layer",
     "Reads a preset or your nn.Module through torch.fx, searches the best schedule of every layer under the "
     "SRAM size (each distinct shape once) and prints per layer and in total: traffic, cycles, bound, compulsory "
-    "traffic, TensorCore utilization; JSON and a per-layer bar chart.",
+    "traffic, TensorCore utilization; JSON and a per-layer bar chart. A layer left out (unmodelled or "
+    "unplaceable) makes the result partial: named on stderr, exit status 1.",
     add_arguments, run)

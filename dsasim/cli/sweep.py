@@ -16,7 +16,7 @@ import argparse
 from typing import TYPE_CHECKING
 
 from dsasim.hardware import load_hardware
-from dsasim.cli.common import (CliError, Command, fused_runner, int_at_least, json_and_plot_paths, loopnest_runner,
+from dsasim.cli.common import (EXIT_FAILED, CliError, Command, fused_runner, int_at_least, json_and_plot_paths, loopnest_runner,
                                parse_percent, warner, write_outputs)
 from dsasim.cli.network import add_network_source
 from dsasim.cli.table import format_table
@@ -103,7 +103,8 @@ def run(args: argparse.Namespace) -> int:
     if args.layer is None:
         raise CliError("give a LAYER (or CHAIN) to sweep, or --network NAME")
     for flag, value in (("--within", args.within), ("--input-shape", args.input_shape),
-                        ("--vary", args.vary or None), ("--no-fusion", args.no_fusion or None)):
+                        ("--vary", args.vary or None), ("--no-fusion", args.no_fusion or None),
+                        ("--verbose", args.verbose or None)):
         if value is not None:
             raise CliError(f"{flag} applies to --network sweeps only")
     chain = is_chain(args.layer)
@@ -190,32 +191,38 @@ def _run_levels(args: argparse.Namespace, problem: object, hardware: object) -> 
 
 
 def format_network_sweep(sweep: NetworkSweep) -> str:
-    """One row per hardware and SRAM size: totals, the summed bounds and the layers left out."""
+    """One row per hardware and SRAM size: totals, the summed bounds and how many layers are left out of them
+    (unmodelled or unplaceable); the smallest size within X % says 'partial' when its totals leave layers out."""
     from dsasim.architect.sweep import format_bytes
 
     header = ("hardware", "SRAM", "traffic B", "lower bound B", "compulsory B", "traffic/compulsory", "cycles (est)",
-              "unplaceable")
+              "left out")
     rows = [(r.hardware.name, format_bytes(r.sram_bytes), r.traffic_bytes, r.lower_bound_bytes, r.compulsory_bytes,
              f"{r.traffic_bytes / r.compulsory_bytes:.3f}" if r.compulsory_bytes else None, r.cycles,
-             len(r.unplaceable) or None)
+             len(r.left_out) or None)
             for row in sweep.results for r in row]
     lines = [format_table(header, rows)]
+    if any(r.partial for row in sweep.results for r in row):
+        lines.append("left out: layers unmodelled or unplaceable at that size; those rows' totals are partial")
     if sweep.within is not None:
         for hw, best in zip(sweep.hardwares, sweep.smallest_within()):
             pct = f"{100 * sweep.within:g}%"
+            partial = (f" (PARTIAL: {len(best.left_out)} layer(s) left out: {', '.join(best.left_out)})"
+                       if best is not None and best.partial else "")
             lines.append(f"{hw.name}: " + (f"the smallest SRAM within {pct} of compulsory traffic is "
                                            f"{format_bytes(best.sram_bytes)} ({best.traffic_bytes:,} B, "
-                                           f"{best.cycles:,} cycles)" if best is not None else
+                                           f"{best.cycles:,} cycles){partial}" if best is not None else
                                            f"no size swept is within {pct} of compulsory traffic"))
     return "\n".join(lines)
 
 
 def _run_network(args: argparse.Namespace) -> int:
-    """`dsasim sweep-sram --network`: 0, or 1 when some layer is unplaceable at some size or unmodelled."""
+    """`dsasim sweep-sram --network`: 0, or 1 when some result is partial (a layer unplaceable at some size or
+    unmodelled; a warning on stderr names them)."""
     from dsasim.architect.executor import open_executor
-    from dsasim.architect.network import NetworkImportError, load_network, parse_input_shape
     from dsasim.architect.network_eval import sweep_network, vary_hardware
     from dsasim.architect.sweep import parse_sizes
+    from dsasim.cli.network import load_network_quietly, warn_partial
 
     try:
         hardwares = vary_hardware([load_hardware(h.strip()) for h in args.hardware.split(",")], args.vary)
@@ -228,11 +235,13 @@ def _run_network(args: argparse.Namespace) -> int:
         if any(s < hw.word_bytes for s in sizes for hw in hardwares):
             raise ValueError("every size must hold at least one word of every hardware")
         within = parse_percent(args.within, "--within") if args.within is not None else None
-        shape = parse_input_shape(args.input_shape) if args.input_shape else None
         json_path, plot_path = json_and_plot_paths(args)
-        network = load_network(args.network, shape)
+    except ValueError as err:
+        raise CliError(str(err)) from None
+    network = load_network_quietly(args)
+    try:
         executor = open_executor(args.executor, args.jobs)
-    except (ValueError, NetworkImportError) as err:
+    except ValueError as err:
         raise CliError(str(err)) from None
     try:
         sweep = sweep_network(network, hardwares, sizes, executor, progress=not args.quiet, within=within,
@@ -241,8 +250,9 @@ def _run_network(args: argparse.Namespace) -> int:
         executor.close()
     print(format_network_sweep(sweep))
     write_outputs(sweep, json_path, plot_path, "plot_network_sweep")
-    left_out = any(r.unplaceable or r.unmodelled for row in sweep.results for r in row)
-    return 1 if left_out else 0
+    results = [r for row in sweep.results for r in row]
+    warn_partial("sweep-sram", "the sweep's totals are", results)
+    return EXIT_FAILED if any(r.partial for r in results) else 0
 
 
 COMMAND = Command(
