@@ -7,7 +7,7 @@ import dataclasses
 
 from dsasim import GlobalHierarchy, Session, bind_tensors, preset
 from dsasim.traced import trace as trace_module
-from tests.test_levels import K, M, N, matmul_body, matmul_workload
+from tests.test_levels import K, N, matmul_body, matmul_workload
 
 L1_WORD2 = dataclasses.replace(preset("blog-l1"), word_bytes=2)  # every byte figure is twice the element count
 
