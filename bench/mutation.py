@@ -626,6 +626,13 @@ def _run_mutant(mutant: Mutant, timeout_s: float) -> tuple[str, float, str]:
         target.write_text(text.replace(mutant.old, mutant.new))
         for built in (*ROOT.glob("dsasim/**/*.so"), *ROOT.glob("dsasim/**/*.c")):  # the tree's compiled core
             shutil.copy2(built, Path(tmp) / built.relative_to(ROOT))
+        # the archive dates every source at the commit, newer than the tree's builds: give the Cython sources the
+        # tree's own mtimes, so that the build below recompiles the mutated module only, not all of them
+        for source in (*ROOT.glob("dsasim/**/*.pyx"), *ROOT.glob("dsasim/**/*.pxd")):
+            copy = Path(tmp) / source.relative_to(ROOT)
+            if copy.exists():
+                stat = source.stat()
+                os.utime(copy, ns=(stat.st_atime_ns, stat.st_mtime_ns))
         os.utime(target)  # newer than its .c: the build below recompiles the mutated module only
         if mutant.path.endswith((".pyx", ".pxd")):  # (a .pxd rebuilds the modules that cimport it)
             build = subprocess.run([sys.executable, "setup.py", "build_ext", "--inplace", "-q"], cwd=tmp,
