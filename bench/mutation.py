@@ -8,9 +8,10 @@ named for it (`-x`, so the first failure ends the run). A mutant is **killed** w
 times out), **survived** when every test passes. The score is killed / (killed + survived); equivalent mutants
 (ones that cannot change behaviour) are not listed. Not run by CI: it takes minutes (each mutant runs its tests).
 
-Compiled modules: the copy gets this tree's built `.c`/`.so` files (mtimes kept), and a mutant of a `.pyx` file
-is rebuilt in the copy (`setup.py build_ext --inplace`, which recompiles only what changed; needs Cython in this
-Python: `pip install cython`). A mutant that does not compile is reported as a build error, never as killed.
+Compiled modules: the copy gets this tree's built `.c`/`.so` files and `build/lib*` (mtimes kept, its Cython
+sources dated as in the tree), and a mutant of a `.pyx` file is rebuilt in the copy (`setup.py build_ext
+--inplace`, which then recompiles only the mutated module, provided the tree was built with it; needs Cython in
+this Python: `pip install cython`). A mutant that does not compile is reported as a build error, never as killed.
 """
 
 from __future__ import annotations
@@ -624,10 +625,14 @@ def _run_mutant(mutant: Mutant, timeout_s: float) -> tuple[str, float, str]:
         if count != 1:
             return "stale", 0.0, f"snippet found {count} times in {mutant.path} (update the mutant)"
         target.write_text(text.replace(mutant.old, mutant.new))
-        for built in (*ROOT.glob("dsasim/**/*.so"), *ROOT.glob("dsasim/**/*.c")):  # the tree's compiled core
+        # the tree's compiled core, and setup.py's own copies in build/lib* (build_ext --inplace compares against
+        # those: without them it recompiles every module)
+        for built in (*ROOT.glob("dsasim/**/*.so"), *ROOT.glob("dsasim/**/*.c"),
+                      *ROOT.glob("build/lib*/dsasim/**/*.so")):
+            (Path(tmp) / built.relative_to(ROOT)).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(built, Path(tmp) / built.relative_to(ROOT))
         # the archive dates every source at the commit, newer than the tree's builds: give the Cython sources the
-        # tree's own mtimes, so that the build below recompiles the mutated module only, not all of them
+        # tree's own mtimes, so that the build below recompiles the mutated module only
         for source in (*ROOT.glob("dsasim/**/*.pyx"), *ROOT.glob("dsasim/**/*.pxd")):
             copy = Path(tmp) / source.relative_to(ROOT)
             if copy.exists():
