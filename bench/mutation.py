@@ -8,9 +8,10 @@ named for it (`-x`, so the first failure ends the run). A mutant is **killed** w
 times out), **survived** when every test passes. The score is killed / (killed + survived); equivalent mutants
 (ones that cannot change behaviour) are not listed. Not run by CI: it takes minutes (each mutant runs its tests).
 
-Compiled modules: the copy gets this tree's built `.c`/`.so` files (mtimes kept), and a mutant of a `.pyx` file
-is rebuilt in the copy (`setup.py build_ext --inplace`, which recompiles only what changed; needs Cython in this
-Python: `pip install cython`). A mutant that does not compile is reported as a build error, never as killed.
+Compiled modules: the copy gets this tree's built `.c`/`.so` files and `build/lib*` (mtimes kept, its Cython
+sources dated as in the tree), and a mutant of a `.pyx` file is rebuilt in the copy (`setup.py build_ext
+--inplace`, which then recompiles only the mutated module, provided the tree was built with it; needs Cython in
+this Python: `pip install cython`). A mutant that does not compile is reported as a build error, never as killed.
 """
 
 from __future__ import annotations
@@ -53,6 +54,13 @@ LAYOUT_TESTS = ("tests/test_layout.py",)
 TRACED_LEVEL_TESTS = ("tests/test_levels.py",)
 TRUST_OUTPUTS_TESTS = ("tests/test_trust_outputs.py",)
 NETWORK_TRUST_TESTS = ("tests/test_trust_network.py",)
+BITE_SHAPES_TESTS = ("tests/test_trust_bite_shapes.py", "tests/test_shapes.py")
+BITE_LEVEL_TESTS = ("tests/test_trust_bite_levels.py", "tests/test_levels.py")
+BITE_MEMORY_TESTS = ("tests/test_trust_bite_memory.py", "tests/test_memory.py")
+BITE_SEARCH_TESTS = ("tests/test_trust_bite_search.py", "tests/test_search.py")
+BITE_FUSED_TESTS = ("tests/test_trust_bite_fused.py", "tests/test_fused.py")
+BITE_TIMING_TESTS = ("tests/test_trust_bite_timing.py", "tests/test_timing_levels.py", "tests/test_timing.py",
+                     "tests/test_timing_rules.py")
 TIMING_TESTS = ("tests/test_timing.py", "tests/test_timing_rules.py", "tests/test_timing_columnar.py",
                 "tests/test_timing_result.py")
 
@@ -662,6 +670,76 @@ MUTANTS: list[Mutant] = [
     Mutant('network: the table shows full names (wider than 120 columns)', 'dsasim/cli/network.py',
            '            row[:2] = [_cut(name, NAME_CELL_CHARS), _cut(op, OP_CELL_CHARS)]',
            '            row[:2] = [x.layer.name, op]', NETWORK_TRUST_TESTS),
+    # -- trust round two: bite -----------------------------------------------------------------------------------
+    Mutant("shapes: generic channel tiles rounded down", "dsasim/architect/shapes.py",
+           "        tiles[dim] = -(-tiles[dim] // block) * block",
+           "        tiles[dim] = max(1, tiles[dim] // block) * block", BITE_SHAPES_TESTS),
+    Mutant("shapes: the first shape of a dispatch range not held to the bound", "dsasim/architect/shapes.py",
+           "            reach = k\n            while reach < len(ok)",
+           "            reach = k + 1\n            while reach < len(ok)", BITE_SHAPES_TESTS),
+    Mutant("shapes: a template whose peak equals the SRAM does not fit", "dsasim/architect/shapes.py",
+           "    return float(a.estimated_cycles) if a.peak_sram_bytes <= hardware.sram_bytes else math.inf",
+           "    return float(a.estimated_cycles) if a.peak_sram_bytes < hardware.sram_bytes else math.inf",
+           BITE_SHAPES_TESTS),
+    Mutant("levels: a stage's bytes ignore word_bytes", "dsasim/traced/levels.py",
+           "        nbytes = elements * session._word_bytes\n        if held is None:",
+           "        nbytes = elements\n        if held is None:", BITE_LEVEL_TESTS),
+    Mutant("levels: a hit in a level below the target not counted", "dsasim/traced/levels.py",
+           '                self.traffic[name].add(arr.name, "hits", 1)\n', "", BITE_LEVEL_TESTS),
+    Mutant("reuse reload keeps the buffer's stale mark", "dsasim/traced/memory.py",
+           "            buf.generation += 1\n            buf.stale = False\n            arr.live.move(buf, region)",
+           "            buf.generation += 1\n            arr.live.move(buf, region)", BITE_MEMORY_TESTS),
+    Mutant("scratch: a request of the same size reallocates", "dsasim/traced/memory.py",
+           "        if buf is None or nbytes > buf.nbytes:", "        if buf is None or nbytes >= buf.nbytes:",
+           BITE_MEMORY_TESTS),
+    Mutant("staircase: an equal primary key with a better tie-break refused", "dsasim/architect/search.py",
+           "        return (pos < 0) | (k1 < b1) | ((k1 == b1) & (k2 < b2))", "        return (pos < 0) | (k1 < b1)",
+           BITE_SEARCH_TESTS),
+    Mutant("staircase: merged by the primary key alone", "dsasim/architect/search.py",
+           "        rank[np.lexsort((k2, k1))] = np.arange(len(order))",
+           "        rank[np.lexsort((k1,))] = np.arange(len(order))", BITE_SEARCH_TESTS),
+    Mutant("buffering: equal estimated cycles not decided by the peak", "dsasim/architect/search.py",
+           "                (a.estimated_cycles, a.peak_sram_bytes) < (best.estimated_cycles, best.peak_sram_bytes):",
+           "                a.estimated_cycles < best.estimated_cycles:", BITE_SEARCH_TESTS),
+    Mutant("simulated ties: traffic skipped", "dsasim/architect/search.py",
+           "key=lambda c: (c.simulated_cycles, c.traffic_bytes, c.peak_sram_bytes))",
+           "key=lambda c: (c.simulated_cycles, c.peak_sram_bytes))", BITE_SEARCH_TESTS),
+    Mutant("simulated ties: the peak skipped", "dsasim/architect/search.py",
+           "key=lambda c: (c.simulated_cycles, c.traffic_bytes, c.peak_sram_bytes))",
+           "key=lambda c: (c.simulated_cycles, c.traffic_bytes))", BITE_SEARCH_TESTS),
+    Mutant("search: an SRAM of one word refused", "dsasim/architect/search.py",
+           "    if cap < hardware.word_bytes:", "    if cap <= hardware.word_bytes:", BITE_SEARCH_TESTS),
+    Mutant("hardware: an SRAM of one word refused", "dsasim/hardware.py",
+           "        if self.word_bytes > self.sram_bytes:", "        if self.word_bytes >= self.sram_bytes:",
+           BITE_SEARCH_TESTS),
+    Mutant("estimate: a shared DDR port timed as split ports", "dsasim/architect/analytic.py",
+           "        dma = load_total + store_total if hw.dram_shared_load_store else _max(load_total, store_total)",
+           "        dma = _max(load_total, store_total)", BITE_SEARCH_TESTS),
+    Mutant("fused: the ragged last batch tile's vector cycles as a full tile's", "dsasim/architect/fused.py",
+           "    n_lens = Counter({tn: N // tn} if N % tn == 0 else {tn: N // tn, N % tn: 1})",
+           "    n_lens = Counter({tn: -(-N // tn)})", BITE_FUSED_TESTS),
+    Mutant("fused: a peak equal to the SRAM does not fit", "dsasim/architect/fused.py",
+           "        fits=peak_bytes <= hardware.sram_bytes)", "        fits=peak_bytes < hardware.sram_bytes)",
+           BITE_FUSED_TESTS),
+    Mutant("lowering: loads dealt to the channels by buffer", "dsasim/timing/model.pyx",
+           "        cdef int ch = self.n_loads % self.channels\n        self.n_loads += 1\n        cdef Py_ssize_t row",
+           "        cdef int ch = b % self.channels\n        self.n_loads += 1\n        cdef Py_ssize_t row",
+           BITE_TIMING_TESTS),
+    Mutant("lowering: a moving slide takes no channel turn", "dsasim/timing/model.pyx",
+           "        self.n_loads += 1\n        self.slot_deps(row, ch)", "        self.slot_deps(row, ch)",
+           BITE_TIMING_TESTS),
+    Mutant("lowering: a compute's RAW on its output dropped", "dsasim/timing/model.pyx",
+           "        lw = self.r_last[row]\n        if self.engine[lw] != eng:\n            self.dep(lw * 4 + C_DATA)\n"
+           "        base = row * self.readers.width",
+           "        lw = self.r_last[row]\n        base = row * self.readers.width", BITE_TIMING_TESTS),
+    Mutant("lowering: a stage after write-backs waits for all of them", "dsasim/timing/model.pyx",
+           "                if self.regions_meet(t, wreg, reg):", "                if True:", BITE_TIMING_TESTS),
+    Mutant("lowering: a stage after write-backs skips the write before them", "dsasim/timing/model.pyx",
+           "            if written[0] >= 0 and self.engine[written[0]] != eng:", "            if False:",
+           BITE_TIMING_TESTS),
+    Mutant("lowering: a write-back's WAR on its target's readers dropped", "dsasim/timing/model.pyx",
+           "                self.dep(self.readers.ops[base + k] * 4 + C_WAR)\n        op = self.add_op(C_WRITEBACK_OP,",
+           "                pass\n        op = self.add_op(C_WRITEBACK_OP,", BITE_TIMING_TESTS),
 ]
 
 
@@ -677,8 +755,19 @@ def _run_mutant(mutant: Mutant, timeout_s: float) -> tuple[str, float, str]:
         if count != 1:
             return "stale", 0.0, f"snippet found {count} times in {mutant.path} (update the mutant)"
         target.write_text(text.replace(mutant.old, mutant.new))
-        for built in (*ROOT.glob("dsasim/**/*.so"), *ROOT.glob("dsasim/**/*.c")):  # the tree's compiled core
+        # the tree's compiled core, and setup.py's own copies in build/lib* (build_ext --inplace compares against
+        # those: without them it recompiles every module)
+        for built in (*ROOT.glob("dsasim/**/*.so"), *ROOT.glob("dsasim/**/*.c"),
+                      *ROOT.glob("build/lib*/dsasim/**/*.so")):
+            (Path(tmp) / built.relative_to(ROOT)).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(built, Path(tmp) / built.relative_to(ROOT))
+        # the archive dates every source at the commit, newer than the tree's builds: give the Cython sources the
+        # tree's own mtimes, so that the build below recompiles the mutated module only
+        for source in (*ROOT.glob("dsasim/**/*.pyx"), *ROOT.glob("dsasim/**/*.pxd")):
+            copy = Path(tmp) / source.relative_to(ROOT)
+            if copy.exists():
+                stat = source.stat()
+                os.utime(copy, ns=(stat.st_atime_ns, stat.st_mtime_ns))
         os.utime(target)  # newer than its .c: the build below recompiles the mutated module only
         if mutant.path.endswith((".pyx", ".pxd")):  # (a .pxd rebuilds the modules that cimport it)
             build = subprocess.run([sys.executable, "setup.py", "build_ext", "--inplace", "-q"], cwd=tmp,

@@ -3,8 +3,8 @@
 `simulate(trace, hardware)` lowers the trace into an operation graph (`model.pyx`: engines, durations,
 dependencies; each event checked first by `validate.pyx`; memory levels below the SRAM get a DMA engine each,
 `dma-<level>`, for their STAGE and WRITEBACK events), times it exactly into a `Timeline` (`engine.pyx`, a
-fast discrete-event list scheduler; `reference=True` uses `reference.build_timeline_simpy`, the simpy reference
-scheduler, which implements the same rules and is tested equal), and derives a `SimResult` (`result.py`). The trace
+fast discrete-event list scheduler; `reference=True` uses `reference.build_timeline_reference`, a simpy model
+that reads the trace itself, with its own statement of the rules, and is tested equal), and derives a `SimResult` (`result.py`). The trace
 is the only input. The .pyx modules are compiled by Cython at `pip install -e .` (setup.py) and are the only
 implementation of their rules.
 """
@@ -29,7 +29,8 @@ def simulate(trace: Trace, hardware: Accelerator, window_cycles: int | None = No
              reference: bool = False) -> SimResult:
     """Time a trace on `hardware`; `window_cycles` sets the timeline resolution (default: about 256 windows).
 
-    reference=True schedules with the simpy reference implementation (same result, much slower).
+    reference=True times the trace with the simpy reference, which lowers the trace on its own (same result,
+    much slower).
     Raises TraceError (a TimingError) for a malformed trace or one recorded with other word bytes, naming the first
     bad event, before any scheduling (so the same error with either scheduler); DeadlockError when some operation
     can never run.
@@ -42,8 +43,8 @@ def simulate(trace: Trace, hardware: Accelerator, window_cycles: int | None = No
     with gc_paused():  # the graph is large and acyclic: cyclic GC passes over it only cost time
         graph = lower(trace, hardware)
         if reference:
-            from dsasim.timing.reference import build_timeline_simpy
-            timeline = build_timeline_simpy(graph)
+            from dsasim.timing.reference import build_timeline_reference
+            timeline = build_timeline_reference(trace, hardware, graph)
         else:
             timeline = build_timeline(graph)
         return build_result(graph, timeline, hardware, window_cycles)
