@@ -128,8 +128,8 @@ class ExportedLinear(nn.Module):
         return self.fc(x if x.shape[0] > 100 else x)
 
 
-@pytest.mark.parametrize("module", [nn.Linear(64, 48), FunctionalLinear(), ExportedLinear()],
-                         ids=["module", "functional", "addmm"])
+@pytest.mark.parametrize("module", [nn.Sequential(nn.Linear(64, 48)), FunctionalLinear(), ExportedLinear()],
+                         ids=["module", "functional", "addmm"])  # (fx traces a top-level Linear's forward)
 def test_a_linears_bias_is_loaded(module):
     # Linear(64, 48) on (4, 64): x 4*64 = 256, weight 64*48 = 3,072, bias 48, y 4*48 = 192 -> 3,568 B;
     # loaded 256 + 3,072 + 48 = 3,376, stored 192
