@@ -53,7 +53,7 @@ import numpy as np
 from dsasim.architect.fused import FusedAnalysis
 from dsasim.architect.loopnest import MatmulProblem, tile_count
 from dsasim.hardware import Accelerator
-from dsasim.util import check_int
+from dsasim.util import check_int, is_ascii_whole
 
 __all__ = ["GEMM_ORDERS", "GemmChain", "GemmChainNest", "GemmChainAnalysis", "analyze_gemm_chain",
            "GemmChainSpace", "evaluate_gemm_chain_space", "parse_gemm_chain"]
@@ -142,8 +142,8 @@ def parse_gemm_chain(text: str) -> GemmChain:
     values: dict[str, int] = {}
     for part in body.split(","):
         key, eq, value = (x.strip() for x in part.partition("="))
-        if not eq or not value.isdigit():
-            raise ValueError(f"GEMM chain spec {name!r}: {part.strip()!r} is not key=non-negative integer")
+        if not eq or not is_ascii_whole(value):
+            raise ValueError(f"GEMM chain spec {name!r}: {part.strip()!r} is not key=non-negative integer (digits 0-9)")
         if key in values:
             raise ValueError(f"GEMM chain spec {name!r}: {key} given twice")
         values[key] = int(value)

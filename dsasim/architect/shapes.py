@@ -22,43 +22,55 @@ Loss = template cycles / per-shape best cycles - 1 (estimated cycles of the anal
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass
 from typing import Any, Sequence
 
 from dsasim.architect.loopnest import ConvProblem, LoopNest, MatmulProblem, Problem
 from dsasim.hardware import Accelerator
+from dsasim.util import parse_whole
 
-__all__ = ["DispatchEntry", "ShapePoint", "ShapeSweep", "parse_vary", "sweep_shapes", "vary_problem"]
+__all__ = ["MAX_SHAPES", "DispatchEntry", "ShapePoint", "ShapeSweep", "parse_vary", "sweep_shapes", "vary_problem"]
 
 _CONV_KEYS = ("n", "ic", "oc", "h", "w")
 _GEMM_KEYS = ("m", "n", "k")
 
 
+MAX_SHAPES = 4096  # values one --vary may give: every shape is a whole search
+
+
 def parse_vary(text: str) -> tuple[str, list[int]]:
     """'m=1:128' or 'm=1:128:8' (inclusive, step) or 'm=1,2,4' -> ('m', values) ('m+n=...' varies both);
-    ValueError otherwise."""
+    ValueError otherwise. A range is counted before it is built (at most MAX_SHAPES values); numbers are ASCII
+    digits only."""
     dim, sep, body = text.partition("=")
     dim = dim.strip()
+    form = f"--vary {text!r}: give DIM=LO:HI[:STEP] or DIM=A,B,C in digits 0-9, e.g. m=1:128"
     if not sep or not dim or not body.strip():
-        raise ValueError(f"--vary {text!r}: give DIM=LO:HI[:STEP] or DIM=A,B,C, e.g. m=1:128")
+        raise ValueError(form)
     body = body.strip()
-    if re.fullmatch(r"\d+(,\d+)*", body):
-        values = [int(v) for v in body.split(",")]
-    else:
-        m = re.fullmatch(r"(\d+):(\d+)(?::(\d+))?", body)
-        if not m:
-            raise ValueError(f"--vary {text!r}: give DIM=LO:HI[:STEP] or DIM=A,B,C, e.g. m=1:128")
-        lo, hi, step = int(m.group(1)), int(m.group(2)), int(m.group(3) or 1)
-        if step < 1 or hi < lo:
-            raise ValueError(f"--vary {text!r}: need LO <= HI and STEP >= 1")
-        values = list(range(lo, hi + 1, step))
+    parts = body.split(",") if "," in body or ":" not in body else None
+    try:
+        if parts is not None:
+            values = [parse_whole(v, "--vary value") for v in parts]
+            if len(values) > MAX_SHAPES:
+                raise ValueError(f"--vary {text!r}: {len(values):,} shapes; at most {MAX_SHAPES:,}")
+        else:
+            bounds = body.split(":")
+            if len(bounds) not in (2, 3):
+                raise ValueError(form)
+            lo, hi, step = (parse_whole(b, "--vary bound") for b in (*bounds, "1")[:3])
+            if step < 1 or hi < lo:
+                raise ValueError(f"--vary {text!r}: need LO <= HI and STEP >= 1")
+            count = len(range(lo, hi + 1, step))  # O(1): the range is counted before it is built
+            if count > MAX_SHAPES:
+                raise ValueError(f"--vary {text!r}: {count:,} shapes; at most {MAX_SHAPES:,} (use a larger STEP)")
+            values = list(range(lo, hi + 1, step))
+    except ValueError as err:
+        raise ValueError(str(err) if str(err).startswith("--vary ") else f"{form} ({err})") from None
     if any(v < 1 for v in values):
         raise ValueError(f"--vary {text!r}: every value must be >= 1")
     if len(set(values)) != len(values):
         raise ValueError(f"--vary {text!r}: a value is given twice")
-    if len(values) > 4096:
-        raise ValueError(f"--vary {text!r}: {len(values)} shapes; at most 4096 (use a STEP)")
     return dim, sorted(values)
 
 

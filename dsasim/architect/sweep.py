@@ -25,7 +25,7 @@ from dsasim.architect.lower_bounds import lower_bound
 from dsasim.architect.search import (SECONDS_PER_TRACED_SCHEDULE, Candidate, WorkEstimate, check_work, confirm,
                                      estimate_search_work, estimate_trace_work, search_front)
 
-__all__ = ["parse_bytes", "parse_sizes", "SweepPoint", "SweepResult", "sweep_sram", "ProgressBar",
+__all__ = ["MAX_SIZE_BYTES", "parse_bytes", "parse_sizes", "SweepPoint", "SweepResult", "sweep_sram", "ProgressBar",
            "format_bytes", "ChainSweepPoint", "ChainSweepResult", "sweep_chain"]
 
 MAX_POINTS = 1_000_000  # sizes a --sizes LO:HI:POINTS range may ask for
@@ -34,15 +34,26 @@ _UNITS = {"": 1, "b": 1, "k": 1024, "kb": 1024, "kib": 1024, "m": 1024 ** 2, "mb
           "g": 1024 ** 3, "gb": 1024 ** 3, "gib": 1024 ** 3}
 
 
+MAX_SIZE_BYTES = 2 ** 63 - 1  # a size past int64 is a typo, and the model's counts are int64
+
+
 def parse_bytes(text: str) -> int:
-    """'1536KiB', '1.5MiB', '65536', '64K' -> bytes (K/M/G and KB/MB/GB are binary, like KiB/MiB/GiB)."""
-    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([A-Za-z]*)\s*", str(text))
-    if not m or m.group(2).lower() not in _UNITS:
+    """'1536KiB', '1.5MiB', '65536', '64K' -> bytes (K/M/G and KB/MB/GB are binary, like KiB/MiB/GiB); ValueError
+    for anything else: no exponent, ASCII digits only, at most MAX_SIZE_BYTES (counted exactly, not as a float)."""
+    m = re.fullmatch(r"\s*([0-9]+)(?:\.([0-9]+))?\s*([A-Za-z]*)\s*", str(text), re.ASCII)
+    if not m or m.group(3).lower() not in _UNITS:
         raise ValueError(f"cannot read {text!r} as a size in bytes; write e.g. 65536, 64KiB, 1.5MiB")
-    value = float(m.group(1)) * _UNITS[m.group(2).lower()]
-    if value != int(value) or value < 1:
-        raise ValueError(f"size {text!r} is not a positive whole number of bytes")
-    return int(value)
+    whole, frac, unit = m.group(1), m.group(2) or "", _UNITS[m.group(3).lower()]
+    shown = repr(text) if len(str(text)) <= 40 else repr(str(text)[:40]) + "..."
+    if len(whole.lstrip("0")) > 20 or len(frac) > 20:  # refused before any arithmetic on 4,000 digits
+        raise ValueError(f"size {shown} has too many digits (a size is at most {MAX_SIZE_BYTES:,} bytes)")
+    scaled = int(whole + frac) * unit  # exact: (whole.frac x 10**len(frac)) x unit
+    value, rest = divmod(scaled, 10 ** len(frac))
+    if rest or value < 1:
+        raise ValueError(f"size {shown} is not a positive whole number of bytes")
+    if value > MAX_SIZE_BYTES:
+        raise ValueError(f"size {shown} is too large (at most {MAX_SIZE_BYTES:,} bytes)")
+    return value
 
 
 def format_bytes(n: int) -> str:

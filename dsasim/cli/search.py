@@ -94,12 +94,12 @@ def search_json(result: SearchResult, layer: str) -> dict[str, Any]:
 
 
 def _size(flag: str, text: str) -> int:
-    """A size option in bytes; a number too large for a float is a mistake like any other."""
+    """A size option in bytes; ValueError naming the flag (too large, not a size)."""
     from dsasim.architect.sweep import parse_bytes
     try:
         return parse_bytes(text)
-    except OverflowError:
-        raise ValueError(f"{flag} {text!r} is too large to be a size in bytes") from None
+    except ValueError as err:
+        raise ValueError(f"{flag}: {err}") from None
 
 
 def _arguments(args: argparse.Namespace, parse: Any) -> tuple[Any, Any, int, Any]:

@@ -117,10 +117,7 @@ def run(args: argparse.Namespace) -> int:
         if args.level not in (None, "SRAM"):
             raise ValueError(f"--level {args.level}: chains are swept over the SRAM only")
         hardware.require_one_level("the chain sweep" if chain else "this sweep")
-        try:
-            sizes = parse_sizes(args.sizes)
-        except OverflowError:
-            raise ValueError(f"--sizes {args.sizes!r}: a size is too large to be a number of bytes") from None
+        sizes = parse_sizes(args.sizes)
         if any(s < hardware.word_bytes for s in sizes):
             raise ValueError(f"every size must hold at least one {hardware.word_bytes}-byte word")
     except ValueError as err:
@@ -161,8 +158,6 @@ def _run_levels(args: argparse.Namespace, problem: object, hardware: object) -> 
     level = args.level or "SRAM"
     try:
         sizes = parse_sizes(args.sizes)
-    except OverflowError:
-        raise CliError(f"--sizes {args.sizes!r}: a size is too large to be a number of bytes") from None
     except ValueError as err:
         raise CliError(str(err)) from None
     for size in sizes:
@@ -221,10 +216,7 @@ def _run_network(args: argparse.Namespace) -> int:
         hardwares = vary_hardware([load_hardware(h.strip()) for h in args.hardware.split(",")], args.vary)
         for hw in hardwares:
             hw.require_one_level("the network sweep")
-        try:
-            sizes = parse_sizes(args.sizes)
-        except OverflowError:
-            raise ValueError(f"--sizes {args.sizes!r}: a size is too large to be a number of bytes") from None
+        sizes = parse_sizes(args.sizes)
         if any(s < hw.word_bytes for s in sizes for hw in hardwares):
             raise ValueError("every size must hold at least one word of every hardware")
         within = parse_percent(args.within, "--within") if args.within is not None else None
