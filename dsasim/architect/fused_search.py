@@ -33,10 +33,12 @@ from dsasim.architect.chain import ConvChain
 from dsasim.architect.fused import (HALO_POLICIES, WEIGHT_POLICIES, FusedAnalysis, FusedNest, analyze_fused,
                                     axis_plan, _axis_geometry)
 from dsasim.architect.gemm_chain import (GemmChain, GemmChainAnalysis, GemmChainNest, GemmChainSpace,
-                                         analyze_gemm_chain, evaluate_gemm_chain_space)
+                                         analyze_gemm_chain, estimate_gemm_chain_space_work,
+                                         evaluate_gemm_chain_space)
 from dsasim.hardware import Accelerator
 
-__all__ = ["FusedSpace", "evaluate_fused_space", "SegmentChoice", "ChainSearchResult", "search_chain"]
+__all__ = ["FusedSpace", "evaluate_fused_space", "SegmentChoice", "ChainSearchResult", "search_chain",
+           "estimate_chain_work"]
 
 _WAYS = (1, 2)
 
@@ -338,6 +340,27 @@ def _fused_spaces(chain: ConvChain | GemmChain, hw: Accelerator) -> dict[tuple[i
     return spaces
 
 
+def estimate_chain_work(chain: ConvChain | GemmChain, hw: Accelerator, n_capacities: int = 1) -> Any:
+    """The whole work (a `search.WorkEstimate`) of a chain search (`search_chain`) or sweep over `n_capacities`
+    SRAM sizes (`sweep_chain`): each distinct layer's search plus the fused spaces (a GEMM chain's grid, counted
+    exactly; a conv chain's fused spaces, N x OH x OW tiles x 8 variants per segment, at the search's rate)."""
+    from dsasim.architect.search import EVALUATIONS_PER_SECOND, WorkEstimate, estimate_search_work
+
+    distinct = {layer.spec(): layer for layer in chain.layers}
+    layers = [estimate_search_work(layer, hw, n_capacities) for layer in distinct.values()]
+    if isinstance(chain, GemmChain):
+        fused = estimate_gemm_chain_space_work(chain, hw)
+    else:
+        N, _, OH, OW = chain.output_shape
+        n = len(chain) * (len(chain) - 1) // 2 * N * OH * OW * len(HALO_POLICIES) * len(WEIGHT_POLICIES) * len(_WAYS)
+        fused = WorkEstimate(what="", evaluations=n, traced_operations=0, seconds=n / EVALUATIONS_PER_SECOND)
+    parts = [*layers, fused]
+    return WorkEstimate(what=f"search of the chain {chain.name} ({len(distinct)} distinct layer(s) at "
+                             f"{n_capacities:,} SRAM size(s), and its fused schedules)",
+                        evaluations=sum(w.evaluations for w in parts), traced_operations=0,
+                        seconds=sum(w.seconds for w in parts))
+
+
 def _fused_choice(space: FusedSpace | GemmChainSpace, first: int, stop: int, hw: Accelerator, objective: str,
                   runner: Callable[..., Any] | None) -> SegmentChoice | None:
     """The best nest of a fused segment's space under hw.sram_bytes, traced and timed when a runner is given."""
@@ -416,10 +439,12 @@ def search_chain(chain: ConvChain | GemmChain, hardware: Accelerator, sram_bytes
 
     With runners (`kernels.fused_kernel.run_fused`, `kernels.loopnest_kernel.run_loopnest`; the CLI finds them by
     entry point) every chosen schedule is traced (checked equal to the model) and timed: cycles are simulated.
-    `force` and `warn` go to each layer's `search` (work estimated far beyond the usual is refused unless forced)."""
-    from dsasim.architect.search import with_capacity
+    The whole work is estimated first (`estimate_chain_work`): beyond the usual it raises WorkTooLargeError unless
+    `force` (then `warn` gets the estimate); `force` and `warn` also go to each layer's `search`."""
+    from dsasim.architect.search import check_work, with_capacity
     hardware.require_one_level("the chain search")
     _, hw = with_capacity(hardware, sram_bytes, objective)
+    check_work(estimate_chain_work(chain, hw), force, warn)
     start = time.perf_counter()
     counter = [0]
     layers = [_layer_choice(chain, i, hw, objective, loopnest_runner, counter, force, warn) for i in range(len(chain))]

@@ -307,7 +307,8 @@ def sweep_chain(chain: Any, hardware: Accelerator, sizes: Sequence[int],
     estimated, ties traffic), as `search_chain` gives it, from one evaluation of every fused space and one search
     front per distinct layer shape for all sizes. With runners every chosen schedule is traced (checked against
     its model) and, when `simulate`, timed."""
-    from dsasim.architect.fused_search import _fused_choice, _fused_spaces, _layer_segment, _partition
+    from dsasim.architect.fused_search import (_fused_choice, _fused_spaces, _layer_segment, _partition,
+                                               estimate_chain_work)
     hardware.require_one_level("the chain sweep")
     sizes = sorted(set(int(s) for s in sizes))
     if not sizes:
@@ -317,10 +318,7 @@ def sweep_chain(chain: Any, hardware: Accelerator, sizes: Sequence[int],
     if sizes[0] < hardware.word_bytes:
         raise ValueError(f"every size must hold at least one {hardware.word_bytes}-byte word")
     distinct = {layer.spec(): layer for layer in chain.layers}
-    estimates = [estimate_search_work(layer, hardware, len(sizes)) for layer in distinct.values()]
-    work = estimates[0]
-    for more in estimates[1:]:
-        work = work + more
+    work = estimate_chain_work(chain, hardware, len(sizes))  # the layers' searches and the fused spaces
     if loopnest_runner is not None or fused_runner is not None:
         work = work + WorkEstimate(what=f"tracing up to {len(sizes) * (len(chain) + 1):,} schedules", evaluations=0,
                                    traced_operations=0,

@@ -139,11 +139,12 @@ def run_chain(args: argparse.Namespace) -> int:
     if result.best is None:
         print(f"dsasim search: no schedule of {args.layer} fits in {sram:,} B of SRAM", file=sys.stderr)
         return EXIT_FAILED
-    print(chain.describe())
+    header = chain.describe()
+    print(header)
     for p in result.best:
         print()
-        if p.fused is not None:
-            print(p.fused.format())
+        if p.fused is not None:  # a fused nest of the whole chain opens with the chain's header: printed once
+            print(p.fused.format().removeprefix(header + "\n"))
         else:
             print(p.candidate.nest.format(hardware.word_bytes))
     print()
