@@ -41,6 +41,8 @@ __all__ = ["FusedSpace", "evaluate_fused_space", "SegmentChoice", "ChainSearchRe
            "estimate_chain_work"]
 
 _WAYS = (1, 2)
+CHAIN_SMALLER = ("a smaller chain (a GEMM chain's fused grid grows as the fourth power of its tile candidates), "
+                 "fewer SRAM sizes, or no tracing (--confirm 0 / --no-simulate)")  # how to shrink a refused search
 
 
 @dataclass(frozen=True)
@@ -444,7 +446,7 @@ def search_chain(chain: ConvChain | GemmChain, hardware: Accelerator, sram_bytes
     from dsasim.architect.search import check_work, with_capacity
     hardware.require_one_level("the chain search")
     _, hw = with_capacity(hardware, sram_bytes, objective)
-    check_work(estimate_chain_work(chain, hw), force, warn)
+    check_work(estimate_chain_work(chain, hw), force, warn, smaller=CHAIN_SMALLER)
     start = time.perf_counter()
     counter = [0]
     layers = [_layer_choice(chain, i, hw, objective, loopnest_runner, counter, force, warn) for i in range(len(chain))]

@@ -23,13 +23,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from dsasim.architect.loopnest import ConvProblem, LoopNest, MatmulProblem, Problem
 from dsasim.hardware import Accelerator
 from dsasim.util import parse_whole
 
-__all__ = ["MAX_SHAPES", "DispatchEntry", "ShapePoint", "ShapeSweep", "parse_vary", "sweep_shapes", "vary_problem"]
+__all__ = ["MAX_SHAPES", "estimate_shapes_work", "shape_problems", "DispatchEntry", "ShapePoint", "ShapeSweep", "parse_vary", "sweep_shapes", "vary_problem"]
 
 _CONV_KEYS = ("n", "ic", "oc", "h", "w")
 _GEMM_KEYS = ("m", "n", "k")
@@ -256,21 +256,64 @@ def _cover(points: Sequence[ShapePoint], cost: Sequence[Sequence[float]], max_lo
     return entries
 
 
+SHAPE_SAMPLES = 5  # shapes whose search space is counted for an estimate (each count builds the search's tables)
+
+
+def shape_problems(problem: Problem, dim: str, values: Sequence[int]) -> list[Problem]:
+    """`problem` at every value of `dim`; ValueError naming the first value that is not a valid layer (every value
+    is checked, not only the first: a 32-group conv takes ic=32 but not ic=33)."""
+    out = []
+    for v in values:
+        try:
+            out.append(vary_problem(problem, dim, v))
+        except ValueError as err:
+            raise ValueError(f"--vary {dim}={v}: {err}") from None
+    return out
+
+
+def estimate_shapes_work(problems: Sequence[Problem], hardware: Accelerator, jobs: int = 1) -> Any:
+    """The per-shape searches' work (a `search.WorkEstimate`): first-pass candidates counted exactly at up to
+    SHAPE_SAMPLES shapes spread over the sweep (its ends included) and interpolated linearly between them by
+    position, each shape's search at the search's rates, spread over `jobs` workers."""
+    from dsasim.architect.search import EVALUATIONS_PER_SECOND, SECONDS_PER_CAPACITY, WorkEstimate, \
+        estimate_search_work
+
+    if not problems:
+        raise ValueError("estimate_shapes_work needs at least one shape")
+    n = len(problems)
+    at = sorted({round(i * (n - 1) / (SHAPE_SAMPLES - 1)) for i in range(SHAPE_SAMPLES)})
+    counted = {i: estimate_search_work(problems[i], hardware).evaluations for i in at}
+    evaluations = 0
+    for lo, hi in zip(at, at[1:] + [at[-1] + 1]):  # each sample to the next: linear between their counts
+        a, b = counted[lo], counted.get(hi, counted[lo])
+        span = max(hi - lo, 1)
+        evaluations += sum(round(a + (b - a) * (i - lo) / span) for i in range(lo, min(hi, n)))
+    seconds = (evaluations / EVALUATIONS_PER_SECOND + n * SECONDS_PER_CAPACITY) / min(max(jobs, 1), n)
+    return WorkEstimate(what=f"searches of {n:,} shape(s) on {min(max(jobs, 1), n)} worker(s)",
+                        evaluations=evaluations, traced_operations=0, seconds=seconds)
+
+
 def sweep_shapes(problem: Problem, dim: str, values: Sequence[int], hardware: Accelerator,
-                 max_loss: float = 0.05, executor: Any = None, progress: bool = False) -> ShapeSweep:
+                 max_loss: float = 0.05, executor: Any = None, progress: bool = False, force: bool = False,
+                 warn: Callable[[str], None] | None = None, jobs: int = 1) -> ShapeSweep:
     """Per value of `dim` the best schedule, the single generic schedule and the dispatch table within `max_loss`
-    (0.05: 5 %); see the module docstring. `executor`: where the per-shape searches run (default: here)."""
+    (0.05: 5 %); see the module docstring. `executor`: where the per-shape searches run (default: here), on `jobs`
+    workers. The whole work is estimated first (`estimate_shapes_work`): beyond the usual it raises
+    WorkTooLargeError unless `force` (then `warn` gets the estimate)."""
     from dsasim.architect.executor import InProcess
+    from dsasim.architect.search import _duration as duration, check_work
 
     hardware.require_one_level("the shape sweep")
     if not max_loss >= 0:
         raise ValueError(f"--max-loss must be >= 0 %, got {max_loss!r}")
     if not values:
         raise ValueError("sweep_shapes needs at least one value")
-    problems = [vary_problem(problem, dim, v) for v in values]
+    problems = shape_problems(problem, dim, values)
+    work = estimate_shapes_work(problems, hardware, jobs)
+    check_work(work, force, warn, smaller="fewer shapes (a larger STEP in --vary), or a smaller layer")
     runner = executor if executor is not None else InProcess()
-    found = runner.run(_best_of, [(p, hardware) for p in problems], label=f"{problem.name}: shapes",
-                       progress=progress)
+    found = runner.run(_best_of, [(p, hardware) for p in problems],
+                       label=f"{problem.name}: shapes (estimated {duration(work.seconds)})", progress=progress)
     points = []
     for v, p, f in zip(values, problems, found):
         if isinstance(f, str):

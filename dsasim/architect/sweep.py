@@ -26,7 +26,8 @@ from dsasim.architect.search import (SECONDS_PER_TRACED_SCHEDULE, Candidate, Wor
                                      estimate_search_work, estimate_trace_work, search_front)
 
 __all__ = ["MAX_SIZE_BYTES", "parse_bytes", "parse_sizes", "SweepPoint", "SweepResult", "sweep_sram", "ProgressBar",
-           "format_bytes", "ChainSweepPoint", "ChainSweepResult", "sweep_chain"]
+           "format_bytes", "ChainSweepPoint", "ChainSweepResult", "sweep_chain",
+           "estimate_network_sweep_work"]
 
 MAX_POINTS = 1_000_000  # sizes a --sizes LO:HI:POINTS range may ask for
 
@@ -307,8 +308,8 @@ def sweep_chain(chain: Any, hardware: Accelerator, sizes: Sequence[int],
     estimated, ties traffic), as `search_chain` gives it, from one evaluation of every fused space and one search
     front per distinct layer shape for all sizes. With runners every chosen schedule is traced (checked against
     its model) and, when `simulate`, timed."""
-    from dsasim.architect.fused_search import (_fused_choice, _fused_spaces, _layer_segment, _partition,
-                                               estimate_chain_work)
+    from dsasim.architect.fused_search import (CHAIN_SMALLER, _fused_choice, _fused_spaces, _layer_segment,
+                                               _partition, estimate_chain_work)
     hardware.require_one_level("the chain sweep")
     sizes = sorted(set(int(s) for s in sizes))
     if not sizes:
@@ -323,7 +324,7 @@ def sweep_chain(chain: Any, hardware: Accelerator, sizes: Sequence[int],
         work = work + WorkEstimate(what=f"tracing up to {len(sizes) * (len(chain) + 1):,} schedules", evaluations=0,
                                    traced_operations=0,
                                    seconds=len(sizes) * (len(chain) + 1) * SECONDS_PER_TRACED_SCHEDULE)
-    check_work(work, force, warn)
+    check_work(work, force, warn, smaller=CHAIN_SMALLER)
     start = time.perf_counter()
     bar = ProgressBar(f"sweep {name or chain.name}", progress)
     bar.update(0.0, "searching")
@@ -349,3 +350,36 @@ def sweep_chain(chain: Any, hardware: Accelerator, sizes: Sequence[int],
         bar.update(0.5 + 0.5 * (k + 1) / len(sizes), format_bytes(size))
     bar.close()
     return ChainSweepResult(name or chain.name, chain, hardware, points, evaluations, time.perf_counter() - start)
+
+
+def estimate_network_sweep_work(network: Any, hardwares: Sequence[Accelerator], n_sizes: int, fusion: bool = True,
+                                workers: int = 1) -> WorkEstimate:
+    """The whole work of `network_eval.sweep_network` over `n_sizes` SRAM sizes: per hardware, every distinct
+    layer's search (`estimate_search_work`) and, with `fusion`, every distinct chain's (`estimate_chain_work`),
+    the tasks spread over `workers`. Hardware that differs only in fields the search's space does not depend on
+    (bandwidths, setup cycles) shares one count."""
+    from dsasim.architect.fused_search import estimate_chain_work
+
+    if n_sizes < 1 or workers < 1:
+        raise ValueError(f"estimate_network_sweep_work: n_sizes and workers must be >= 1, got {n_sizes}, {workers}")
+    chains = network.chains if fusion else ()
+    in_chain = {i for nc in chains for i in nc.members}
+    problems = list(dict.fromkeys(layer.problem for i, layer in enumerate(network.layers)
+                                  if layer.problem is not None and i not in in_chain))
+    distinct_chains = list(dict.fromkeys(nc.chain for nc in chains))
+    counted: dict[tuple, WorkEstimate] = {}
+    total = WorkEstimate(what="", evaluations=0, traced_operations=0, seconds=0.0)
+    for hw in hardwares:
+        space_key = (hw.word_bytes, hw.tensorcore_in_channels, hw.tensorcore_out_channels)
+        for item in [*problems, *distinct_chains]:
+            key = (item, space_key)
+            if key not in counted:
+                counted[key] = (estimate_search_work(item, hw, n_sizes) if isinstance(item, Problem)
+                                else estimate_chain_work(item, hw, n_sizes))
+            total = total + counted[key]
+    tasks = len(hardwares) * (len(problems) + len(distinct_chains))
+    return WorkEstimate(what=f"the sweep of {network.name}: {tasks:,} searches ({len(problems)} distinct layers and "
+                             f"{len(distinct_chains)} chains per hardware, {len(hardwares)} hardware) at {n_sizes:,} "
+                             f"SRAM size(s) on {min(workers, max(tasks, 1))} worker(s)",
+                        evaluations=total.evaluations, traced_operations=0,
+                        seconds=total.seconds / min(workers, max(tasks, 1)))

@@ -304,10 +304,20 @@ def run(args: argparse.Namespace) -> int:
     from dsasim.architect.search import search
     from dsasim.architect.sweep import format_bytes
 
+    if args.no_simulate and args.confirm == 0:
+        raise CliError("--no-simulate does not apply with --confirm 0 (nothing is traced, so nothing is timed); "
+                       "leave one out")
     if is_chain(args.layer):
+        if args.no_slide:
+            raise CliError("--no-slide does not apply to a chain's search (its fused nests keep their own line "
+                           "buffers); leave it out")
         return run_chain(args)
     problem, hardware, sram, json_path = _arguments(args, parse_layer)
     if hardware.inner_levels:
+        if args.no_simulate:
+            raise CliError(f"--no-simulate does not apply on {hardware.name}: its levels use the analytic model, and "
+                           f"the traced check of the best nest is timed by the timing simulator; use --confirm 0 to "
+                           f"leave the traced check out")
         return run_levels(args, problem, hardware, sram, json_path)
     runner = loopnest_runner() if args.confirm > 0 else None
     t0 = time.perf_counter()
