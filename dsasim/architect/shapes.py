@@ -53,7 +53,7 @@ def parse_vary(text: str) -> tuple[str, list[int]]:
         if parts is not None:
             values = [parse_whole(v, "--vary value") for v in parts]
             if len(values) > MAX_SHAPES:
-                raise ValueError(f"--vary {text!r}: {len(values):,} shapes; at most {MAX_SHAPES:,}")
+                raise ValueError(f"--vary {text!r}: {len(values):,} shapes; at most {MAX_SHAPES}")
         else:
             bounds = body.split(":")
             if len(bounds) not in (2, 3):
@@ -63,7 +63,7 @@ def parse_vary(text: str) -> tuple[str, list[int]]:
                 raise ValueError(f"--vary {text!r}: need LO <= HI and STEP >= 1")
             count = len(range(lo, hi + 1, step))  # O(1): the range is counted before it is built
             if count > MAX_SHAPES:
-                raise ValueError(f"--vary {text!r}: {count:,} shapes; at most {MAX_SHAPES:,} (use a larger STEP)")
+                raise ValueError(f"--vary {text!r}: {count:,} shapes; at most {MAX_SHAPES} (use a larger STEP)")
             values = list(range(lo, hi + 1, step))
     except ValueError as err:
         raise ValueError(str(err) if str(err).startswith("--vary ") else f"{form} ({err})") from None

@@ -240,7 +240,7 @@ _NETWORK_SMALLER = "fewer SRAM sizes, fewer hardware (--vary values), or more wo
 
 def _run_network(args: argparse.Namespace) -> int:
     """`dsasim sweep-sram --network`: 0, or 1 when some layer is unplaceable at some size or unmodelled."""
-    from dsasim.architect.executor import WorkersLostError, open_executor
+    from dsasim.architect.executor import WorkersLostError, open_executor, parse_dask_address
     from dsasim.architect.network import NetworkImportError, load_network, parse_input_shape
     from dsasim.architect.network_eval import sweep_network, vary_hardware
     from dsasim.architect.search import check_work
@@ -253,6 +253,8 @@ def _run_network(args: argparse.Namespace) -> int:
                        f"its own (start more there); leave --jobs out")
     jobs = args.jobs or 2
     try:
+        if executor_spec.startswith("dask://"):
+            parse_dask_address(executor_spec)  # a malformed address before the network is loaded
         hardwares = vary_hardware([load_hardware(h.strip()) for h in args.hardware.split(",")], args.vary)
         for hw in hardwares:
             hw.require_one_level("the network sweep")
