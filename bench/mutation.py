@@ -51,6 +51,8 @@ CONV_MAPPING_TESTS = ("tests/test_conv_mapping.py", "tests/test_tensorcore.py")
 LEVEL_TESTS = ("tests/test_hierarchy.py",)
 LAYOUT_TESTS = ("tests/test_layout.py",)
 TRACED_LEVEL_TESTS = ("tests/test_levels.py",)
+LIMITS_TESTS = ("tests/test_trust_limits.py",)
+LIMITS_DASK_TESTS = ("tests/test_trust_limits_dask.py",)
 TIMING_TESTS = ("tests/test_timing.py", "tests/test_timing_rules.py", "tests/test_timing_columnar.py",
                 "tests/test_timing_result.py")
 
@@ -532,6 +534,50 @@ MUTANTS: list[Mutant] = [
            '    while k > 0 and extents[k] == sizes[k]:', '    while False:', LAYOUT_TESTS),
     Mutant('layout: descriptor cycles left out of a transfer', 'dsasim/timing/model.pyx',
            'return self.setup + runs * self.run_cycles + (moved', 'return self.setup + (moved', LAYOUT_TESTS),
+    # -- trust round two: limits ---------------------------------------------------------------------------------
+    Mutant('limits: --vary allows one shape past MAX_SHAPES', 'dsasim/architect/shapes.py',
+           'if count > MAX_SHAPES:', 'if count > MAX_SHAPES + 1:', LIMITS_TESTS),
+    Mutant('limits: only the first --vary value is checked', 'dsasim/architect/shapes.py',
+           '    out = []\n    for v in values:\n', '    out = []\n    for v in values[:1]:\n', LIMITS_TESTS),
+    Mutant('limits: a size of 400 digits read before its digits are counted', 'dsasim/architect/sweep.py',
+           'if len(whole.lstrip("0")) > 20 or len(frac) > 20:', 'if False:', LIMITS_TESTS),
+    Mutant('limits: any Unicode decimal digit taken as a digit', 'dsasim/util.py',
+           '_ASCII_WHOLE = re.compile(r"[0-9]+")', '_ASCII_WHOLE = re.compile(r"\\d+")', LIMITS_TESTS),
+    Mutant('limits: a Dask port out of range accepted', 'dsasim/architect/executor.py',
+           'if not 1 <= number <= 65535:', 'if False:', LIMITS_TESTS),
+    Mutant('limits: a network sweep ignores --level, --no-slide, --no-simulate', 'dsasim/cli/sweep.py',
+           '    _refuse(args, ("--level", "--no-slide", "--no-simulate"), "a --network sweep")\n', '', LIMITS_TESTS),
+    Mutant('limits: a layer sweep ignores the network-only options', 'dsasim/cli/sweep.py',
+           '"--executor", "--jobs"), "a LAYER\'s sweep")', '), "a LAYER\'s sweep")', LIMITS_TESTS),
+    Mutant('limits: --jobs ignored beside a running Dask scheduler', 'dsasim/cli/sweep.py',
+           'if executor_spec.startswith("dask://") and args.jobs is not None:', 'if False:', LIMITS_TESTS),
+    Mutant('limits: a second --vary of a field replaces the first', 'dsasim/architect/network_eval.py',
+           'if key in (k for k, _ in axes):', 'if False:', LIMITS_TESTS),
+    Mutant('limits: the GEMM-chain grid chunked along m only (a chunk holds every nest of an m tile)',
+           'dsasim/architect/gemm_chain.py',
+           'while j < len(sizes) - 1 and math.prod(sizes[j + 1:]) > chunk_nests:', 'while False:', LIMITS_TESTS),
+    Mutant('limits: a chain search starts without its whole estimate', 'dsasim/architect/fused_search.py',
+           '    check_work(estimate_chain_work(chain, hw), force, warn, smaller=CHAIN_SMALLER)\n', '', LIMITS_TESTS),
+    Mutant('limits: a shape sweep starts without its estimate', 'dsasim/architect/shapes.py',
+           '    check_work(work, force, warn, smaller="fewer shapes', '    0 and check_work(work, force, warn, smaller="fewer shapes',
+           LIMITS_TESTS),
+    Mutant('limits: the shape estimate ignores the workers', 'dsasim/architect/shapes.py',
+           '+ n * SECONDS_PER_CAPACITY) / min(max(jobs, 1), n)', '+ n * SECONDS_PER_CAPACITY)', LIMITS_TESTS),
+    Mutant('limits: a network sweep starts without its estimate', 'dsasim/cli/sweep.py',
+           '        if not executor_spec.startswith("dask://"):  # refused before any worker starts',
+           '        if False:', LIMITS_TESTS),
+    Mutant('limits: search CHAIN prints its header twice', 'dsasim/cli/search.py',
+           'print(p.fused.format().removeprefix(header + "\\n"))', 'print(p.fused.format())', LIMITS_TESTS),
+    Mutant('limits: LoopNest.from_json does not require order', 'dsasim/architect/loopnest.py',
+           '"LoopNest JSON", ("problem", "order"))', '"LoopNest JSON", ("problem",))', LIMITS_TESTS),
+    Mutant('limits: LevelNest.from_json ignores its levels map', 'dsasim/architect/hierarchy.py',
+           'if not isinstance(written, Mapping) or dict(written) != ours:', 'if False:', LIMITS_TESTS),
+    Mutant('limits: a task that kills its Dask workers is not an error of the run', 'dsasim/architect/executor.py',
+           'except KilledWorker as err:', 'except ZeroDivisionError as err:', LIMITS_DASK_TESTS),
+    Mutant('limits: a Dask cluster without workers is waited for forever', 'dsasim/architect/executor.py',
+           'if now - since >= self.workerless_timeout_seconds:', 'if False:', LIMITS_DASK_TESTS),
+    Mutant('limits: local Dask workers take the terminal\'s Ctrl-C', 'dsasim/architect/executor.py',
+           'dashboard_address=None, preload=[__name__])', 'dashboard_address=None)', LIMITS_DASK_TESTS),
 ]
 
 

@@ -19,7 +19,7 @@ import numpy as np
 Region = tuple[tuple[int, int], ...]
 
 _ASCII_WHOLE = re.compile(r"[0-9]+")
-MAX_WHOLE_DIGITS = 30  # longer numbers are refused before int() (Python's own limit is 4,300 digits, with an odd message)
+MAX_WHOLE_DIGITS = 30  # longer numbers are refused before int() (its own limit, 4,300 digits, has an odd message)
 
 
 def is_ascii_whole(text: str) -> bool:
