@@ -29,7 +29,8 @@ from dsasim.architect.loopnest import ConvProblem, LoopNest, MatmulProblem, Prob
 from dsasim.hardware import Accelerator
 from dsasim.util import parse_whole
 
-__all__ = ["MAX_SHAPES", "estimate_shapes_work", "shape_problems", "DispatchEntry", "ShapePoint", "ShapeSweep", "parse_vary", "sweep_shapes", "vary_problem"]
+__all__ = ["MAX_SHAPES", "estimate_shapes_work", "shape_problems", "DispatchEntry", "ShapePoint", "ShapeSweep",
+           "parse_vary", "sweep_shapes", "vary_problem"]
 
 _CONV_KEYS = ("n", "ic", "oc", "h", "w")
 _GEMM_KEYS = ("m", "n", "k")
