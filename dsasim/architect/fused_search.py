@@ -436,21 +436,29 @@ def search_chain(chain: ConvChain | GemmChain, hardware: Accelerator, sram_bytes
                  objective: str = "traffic",
                  fused_runner: Callable[..., Any] | None = None,
                  loopnest_runner: Callable[..., Any] | None = None, force: bool = False,
-                 warn: Callable[[str], None] | None = None) -> ChainSearchResult:
+                 warn: Callable[[str], None] | None = None,
+                 progress: Callable[[float], None] | None = None) -> ChainSearchResult:
     """The best partition of `chain` into fused segments and single layers under `sram_bytes` (module docstring).
 
     With runners (`kernels.fused_kernel.run_fused`, `kernels.loopnest_kernel.run_loopnest`; the CLI finds them by
     entry point) every chosen schedule is traced (checked equal to the model) and timed: cycles are simulated.
     The whole work is estimated first (`estimate_chain_work`): beyond the usual it raises WorkTooLargeError unless
-    `force` (then `warn` gets the estimate); `force` and `warn` also go to each layer's `search`."""
+    `force` (then `warn` gets the estimate); `force` and `warn` also go to each layer's `search`. `progress` gets
+    the fraction done (0..1) after each layer and after the fused spaces."""
     from dsasim.architect.search import check_work, with_capacity
     hardware.require_one_level("the chain search")
     _, hw = with_capacity(hardware, sram_bytes, objective)
     check_work(estimate_chain_work(chain, hw), force, warn, smaller=CHAIN_SMALLER)
     start = time.perf_counter()
     counter = [0]
-    layers = [_layer_choice(chain, i, hw, objective, loopnest_runner, counter, force, warn) for i in range(len(chain))]
+    layers = []
+    for i in range(len(chain)):  # progress: each layer a share, the fused spaces the last one
+        layers.append(_layer_choice(chain, i, hw, objective, loopnest_runner, counter, force, warn))
+        if progress is not None:
+            progress((i + 1) / (len(chain) + 1))
     spaces = _fused_spaces(chain, hw)
     fused_parts = {seg: _fused_choice(space, *seg, hw, objective, fused_runner) for seg, space in spaces.items()}
     evaluations = counter[0] + sum(space.evaluations for space in spaces.values())
+    if progress is not None:
+        progress(1.0)
     return _partition(chain, hw, objective, layers, spaces, fused_parts, evaluations, time.perf_counter() - start)

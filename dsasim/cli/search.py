@@ -121,7 +121,7 @@ def _arguments(args: argparse.Namespace, parse: Any) -> tuple[Any, Any, int, Any
 def run_chain(args: argparse.Namespace) -> int:
     """`dsasim search CHAIN`: the best fused / layer-by-layer partition of a chain preset."""
     from dsasim.architect.chain import parse_chain
-    from dsasim.architect.fused_search import search_chain
+    from dsasim.architect.fused_search import estimate_chain_work, search_chain
     from dsasim.architect.sweep import format_bytes
     from dsasim.cli.common import fused_runner
 
@@ -129,10 +129,12 @@ def run_chain(args: argparse.Namespace) -> int:
     simulate = args.confirm > 0 and not args.no_simulate
     t0 = time.perf_counter()
     try:
-        result = search_chain(chain, hardware, sram, args.objective,
-                              fused_runner=fused_runner() if simulate else None,
-                              loopnest_runner=loopnest_runner() if simulate else None, force=args.force,
-                              warn=warner("search"))
+        hw = dataclasses.replace(hardware, sram_bytes=sram)
+        with _progress(f"search {args.layer}", estimate_chain_work(chain, hw)) as progress:
+            result = search_chain(chain, hardware, sram, args.objective,
+                                  fused_runner=fused_runner() if simulate else None,
+                                  loopnest_runner=loopnest_runner() if simulate else None, force=args.force,
+                                  warn=warner("search"), progress=progress)
     except ValueError as err:
         raise CliError(str(err)) from None
     wall = time.perf_counter() - t0
@@ -202,6 +204,23 @@ def format_levels(a: Any) -> str:
              lv.stored_bytes, lv.transfers, round(lv.cycles), lv.bound_bytes,
              f"{lv.traffic_bytes / lv.bound_bytes:.3f}" if lv.bound_bytes else None) for lv in a.levels]
     return format_table(header, rows)
+
+
+PROGRESS_SECONDS = 5.0  # work estimated longer than this gets a progress bar carrying the estimate
+
+
+@contextmanager
+def _progress(label: str, work: Any) -> Iterator[Any]:
+    """A progress bar on stderr labelled with the work's estimate when it is longer than PROGRESS_SECONDS (its
+    `update(fraction)` is the search's progress callback); silent for shorter work."""
+    from dsasim.architect.search import _duration
+    from dsasim.architect.sweep import ProgressBar
+
+    bar = ProgressBar(f"{label} (estimated {_duration(work.seconds)})", enabled=work.seconds > PROGRESS_SECONDS)
+    try:
+        yield bar.update
+    finally:
+        bar.close()
 
 
 @contextmanager
@@ -301,7 +320,7 @@ def run(args: argparse.Namespace) -> int:
     """Handle `dsasim search`: an exit status; a mistake in the command line raises CliError (exit 2)."""
     from dsasim.architect.chain import is_chain
     from dsasim.architect.layers import parse_layer
-    from dsasim.architect.search import search
+    from dsasim.architect.search import estimate_search_work, search
     from dsasim.architect.sweep import format_bytes
 
     if args.no_simulate and args.confirm == 0:
@@ -322,9 +341,11 @@ def run(args: argparse.Namespace) -> int:
     runner = loopnest_runner() if args.confirm > 0 else None
     t0 = time.perf_counter()
     with _as_cli_errors(args.layer):
-        result = search(problem, hardware, sram, args.objective, runner=runner, confirm_top=max(args.confirm, 1),
-                        simulate=not args.no_simulate, force=args.force, warn=warner("search"),
-                        slide=not args.no_slide)
+        work = estimate_search_work(problem, dataclasses.replace(hardware, sram_bytes=sram), slide=not args.no_slide)
+        with _progress(f"search {args.layer}", work) as progress:
+            result = search(problem, hardware, sram, args.objective, runner=runner,
+                            confirm_top=max(args.confirm, 1), simulate=not args.no_simulate, force=args.force,
+                            warn=warner("search"), slide=not args.no_slide, progress=progress)
     wall = time.perf_counter() - t0
     best = result.best
     if best is None:
