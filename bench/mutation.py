@@ -576,6 +576,8 @@ MUTANTS: list[Mutant] = [
            'except KilledWorker as err:', 'except ZeroDivisionError as err:', LIMITS_DASK_TESTS),
     Mutant('limits: a Dask cluster without workers is waited for forever', 'dsasim/architect/executor.py',
            'if now - since >= self.workerless_timeout_seconds:', 'if False:', LIMITS_DASK_TESTS),
+    Mutant('limits: a dead pool worker is a traceback', 'dsasim/architect/executor.py',
+           'except BrokenProcessPool:', 'except ZeroDivisionError:', LIMITS_DASK_TESTS),
     Mutant('limits: local Dask workers take the terminal\'s Ctrl-C', 'dsasim/architect/executor.py',
            'dashboard_address=None, preload=[__name__])', 'dashboard_address=None)', LIMITS_DASK_TESTS),
 ]

@@ -1,7 +1,7 @@
-"""Trust, round two (limits): Dask failures end the run, bounded in time, with local processes only.
+"""Trust, round two (limits): dead workers end the run, bounded in time, with local processes only.
 
 A cluster left without workers ends the sweep with `WorkersLostError` after a stated timeout (instead of waiting
-forever); a task that kills its worker too; Ctrl-C under `--executor dask` is one line, exit 130, and the workers
+forever); a task that kills its worker too, and a process pool's dead worker; Ctrl-C under `--executor dask` is one line, exit 130, and the workers
 are closed (they ignore the terminal's SIGINT: only the command acts on it).
 """
 
@@ -17,8 +17,6 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("distributed")
-
 REPO = Path(__file__).resolve().parent.parent
 
 
@@ -31,6 +29,7 @@ def _die(_x: int) -> int:
 
 
 def test_a_cluster_without_workers_ends_the_run_after_the_stated_timeout():
+    pytest.importorskip("distributed")
     from dsasim.architect.executor import DaskExecutor, WorkersLostError
 
     executor = DaskExecutor(1, workerless_timeout_seconds=2)
@@ -48,6 +47,7 @@ def test_a_cluster_without_workers_ends_the_run_after_the_stated_timeout():
 
 
 def test_a_task_that_kills_its_workers_ends_the_run():
+    pytest.importorskip("distributed")
     import dask
 
     from dsasim.architect.executor import DaskExecutor, WorkersLostError
@@ -77,6 +77,7 @@ def _group_members(pgid: int) -> list[int]:
 
 @pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads the process table from /proc")
 def test_ctrl_c_under_dask_is_one_line_exit_130_and_closes_the_workers():
+    pytest.importorskip("distributed")
     env = dict(os.environ, PYTHONPATH=str(REPO))
     proc = subprocess.Popen([sys.executable, "-m", "dsasim.cli", "sweep-sram", "--network", "resnet18", "--sizes",
                              "64KiB:1MiB:3", "--executor", "dask", "--jobs", "1"], cwd=REPO, env=env,
@@ -106,3 +107,14 @@ def test_ctrl_c_under_dask_is_one_line_exit_130_and_closes_the_workers():
     while _group_members(proc.pid) and time.monotonic() < deadline:  # the workers were closed with it
         time.sleep(0.2)
     assert _group_members(proc.pid) == []
+
+
+def test_a_pool_worker_that_dies_ends_the_run():
+    from dsasim.architect.executor import ProcessPool, WorkersLostError
+
+    pool = ProcessPool(2)
+    try:
+        with pytest.raises(WorkersLostError, match="a worker process died"):
+            pool.run(_die, [(1,), (2,)])
+    finally:
+        pool.close()

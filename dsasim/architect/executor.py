@@ -8,8 +8,8 @@ on which executor ran it. Specs:
   dask://HOST:PORT    a running `dask.distributed` scheduler (its workers must have dsasim installed)
 Dask needs the `distributed` package (`pip install 'dsasim[dask]'`). Progress is a tqdm bar on stderr.
 
-Failures are bounded: when a Dask cluster has had no worker for WORKERLESS_TIMEOUT_SECONDS, or a task's worker died
-too often, `run` raises `WorkersLostError` (the sweep ends with that error instead of waiting forever). A local
+Failures are bounded: when a Dask cluster has had no worker for WORKERLESS_TIMEOUT_SECONDS, a task's worker died
+too often, or a pool's worker process died, `run` raises `WorkersLostError` (the sweep ends with that error instead of waiting forever). A local
 cluster's workers ignore Ctrl-C: the command that started them is interrupted alone and closes them (no worker
 tracebacks).
 """
@@ -32,7 +32,8 @@ _POLL_SECONDS = 1.0  # how often a Dask run looks at its workers while no task f
 
 
 class WorkersLostError(RuntimeError):
-    """The executor's workers are gone (none for WORKERLESS_TIMEOUT_SECONDS, or a task killed its workers)."""
+    """The executor's workers are gone: a Dask cluster without any for WORKERLESS_TIMEOUT_SECONDS, a task that killed
+    its Dask workers, or a dead process of a pool."""
 
 
 def _bar(total: int, label: str, progress: bool) -> Any:
@@ -75,11 +76,19 @@ class ProcessPool:
         """fn(*task) for every task on the pool; results in task order."""
         from concurrent.futures import as_completed
 
+        from concurrent.futures.process import BrokenProcessPool
+
         futures = {self.pool.submit(fn, *task): i for i, task in enumerate(tasks)}
         out: list[Any] = [None] * len(tasks)
+        done = 0
         with _bar(len(tasks), label, progress) as bar:
             for future in as_completed(futures):
-                out[futures[future]] = future.result()
+                try:
+                    out[futures[future]] = future.result()
+                except BrokenProcessPool:  # a worker was killed (e.g. out of memory): the pool cannot go on
+                    raise WorkersLostError(f"a worker process died (killed, or out of memory); {len(tasks) - done:,} "
+                                           f"of {len(tasks):,} tasks unfinished") from None
+                done += 1
                 bar.update(1)
         return out
 

@@ -12,10 +12,11 @@ table (shape ranges -> schedules) that keeps every shape within --max-loss of it
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import TYPE_CHECKING
 
-from dsasim.cli.common import (CliError, Command, int_at_least, json_and_plot_paths, parse_percent, warner,
-                               write_outputs)
+from dsasim.cli.common import (EXIT_FAILED, CliError, Command, int_at_least, json_and_plot_paths, parse_percent,
+                               warner, write_outputs)
 from dsasim.cli.table import format_table
 from dsasim.hardware import load_hardware
 
@@ -79,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
     """Handle `dsasim shapes`: 0, or 1 when some shape fits no schedule (the rest is reported)."""
     import dataclasses
 
-    from dsasim.architect.executor import open_executor
+    from dsasim.architect.executor import WorkersLostError, open_executor
     from dsasim.architect.layers import parse_layer
     from dsasim.architect.shapes import parse_vary, shape_problems, sweep_shapes
     from dsasim.architect.sweep import parse_bytes
@@ -105,6 +106,9 @@ def run(args: argparse.Namespace) -> int:
                              force=args.force, warn=warner("shapes"), jobs=args.jobs)
     except ValueError as err:
         raise CliError(str(err)) from None
+    except WorkersLostError as err:
+        print(f"dsasim shapes: {err}", file=sys.stderr)
+        return EXIT_FAILED
     finally:
         executor.close()
     print(format_shapes(sweep))
