@@ -342,14 +342,17 @@ def _fused_spaces(chain: ConvChain | GemmChain, hw: Accelerator) -> dict[tuple[i
     return spaces
 
 
-def estimate_chain_work(chain: ConvChain | GemmChain, hw: Accelerator, n_capacities: int = 1) -> Any:
+def estimate_chain_work(chain: ConvChain | GemmChain, hw: Accelerator, n_capacities: int = 1,
+                        layer_work: Callable[[Any], Any] | None = None) -> Any:
     """The whole work (a `search.WorkEstimate`) of a chain search (`search_chain`) or sweep over `n_capacities`
     SRAM sizes (`sweep_chain`): each distinct layer's search plus the fused spaces (a GEMM chain's grid, counted
-    exactly; a conv chain's fused spaces, N x OH x OW tiles x 8 variants per segment, at the search's rate)."""
+    exactly; a conv chain's fused spaces, N x OH x OW tiles x 8 variants per segment, at the search's rate).
+    `layer_work(problem)` replaces `estimate_search_work` for the layers (a caller's cache over many chains)."""
     from dsasim.architect.search import EVALUATIONS_PER_SECOND, WorkEstimate, estimate_search_work
 
     distinct = {layer.spec(): layer for layer in chain.layers}
-    layers = [estimate_search_work(layer, hw, n_capacities) for layer in distinct.values()]
+    layers = [estimate_search_work(layer, hw, n_capacities) if layer_work is None else layer_work(layer)
+              for layer in distinct.values()]
     if isinstance(chain, GemmChain):
         fused = estimate_gemm_chain_space_work(chain, hw)
     else:

@@ -367,16 +367,20 @@ def estimate_network_sweep_work(network: Any, hardwares: Sequence[Accelerator], 
     problems = list(dict.fromkeys(layer.problem for i, layer in enumerate(network.layers)
                                   if layer.problem is not None and i not in in_chain))
     distinct_chains = list(dict.fromkeys(nc.chain for nc in chains))
-    counted: dict[tuple, WorkEstimate] = {}
+    counted: dict[tuple, WorkEstimate] = {}  # (layer spec, what the space depends on) -> its search's estimate
+
+    def layer_work(problem: Problem, hw: Accelerator) -> WorkEstimate:
+        key = (problem.spec(), hw.word_bytes, hw.tensorcore_in_channels, hw.tensorcore_out_channels)
+        if key not in counted:  # building a layer's space to count it costs ~0.1 s: once per distinct shape
+            counted[key] = estimate_search_work(problem, hw, n_sizes)
+        return counted[key]
+
     total = WorkEstimate(what="", evaluations=0, traced_operations=0, seconds=0.0)
     for hw in hardwares:
-        space_key = (hw.word_bytes, hw.tensorcore_in_channels, hw.tensorcore_out_channels)
-        for item in [*problems, *distinct_chains]:
-            key = (item, space_key)
-            if key not in counted:
-                counted[key] = (estimate_search_work(item, hw, n_sizes) if isinstance(item, Problem)
-                                else estimate_chain_work(item, hw, n_sizes))
-            total = total + counted[key]
+        for problem in problems:
+            total = total + layer_work(problem, hw)
+        for chain in distinct_chains:
+            total = total + estimate_chain_work(chain, hw, n_sizes, lambda p, hw=hw: layer_work(p, hw))
     tasks = len(hardwares) * (len(problems) + len(distinct_chains))
     return WorkEstimate(what=f"the sweep of {network.name}: {tasks:,} searches ({len(problems)} distinct layers and "
                              f"{len(distinct_chains)} chains per hardware, {len(hardwares)} hardware) at {n_sizes:,} "

@@ -211,16 +211,26 @@ PROGRESS_SECONDS = 5.0  # work estimated longer than this gets a progress bar ca
 
 @contextmanager
 def _progress(label: str, work: Any) -> Iterator[Any]:
-    """A progress bar on stderr labelled with the work's estimate when it is longer than PROGRESS_SECONDS (its
-    `update(fraction)` is the search's progress callback); silent for shorter work."""
+    """A progress callback for a search: a bar on stderr labelled with the work's estimate when that is longer
+    than PROGRESS_SECONDS, shown from the first progress on (so that a refusal before the work starts stays one
+    line); a no-op for shorter work."""
     from dsasim.architect.search import _duration
     from dsasim.architect.sweep import ProgressBar
 
-    bar = ProgressBar(f"{label} (estimated {_duration(work.seconds)})", enabled=work.seconds > PROGRESS_SECONDS)
+    bars: list[ProgressBar] = []
+
+    def update(fraction: float) -> None:
+        if work.seconds <= PROGRESS_SECONDS:
+            return
+        if not bars:
+            bars.append(ProgressBar(f"{label} (estimated {_duration(work.seconds)})"))
+        bars[0].update(fraction)
+
     try:
-        yield bar.update
+        yield update
     finally:
-        bar.close()
+        for bar in bars:
+            bar.close()
 
 
 @contextmanager
