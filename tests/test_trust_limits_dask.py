@@ -1,8 +1,8 @@
 """Trust, round two (limits): dead workers end the run, bounded in time, with local processes only.
 
 A cluster left without workers ends the sweep with `WorkersLostError` after a stated timeout (instead of waiting
-forever); a task that kills its worker too, and a process pool's dead worker; Ctrl-C under `--executor dask` is one line, exit 130, and the workers
-are closed (they ignore the terminal's SIGINT: only the command acts on it).
+forever); so do a task that kills its worker and a process pool's dead worker. Ctrl-C under `--executor dask` is
+one line, exit 130, and the workers are closed (they ignore the terminal's SIGINT: only the command acts on it).
 """
 
 from __future__ import annotations

@@ -9,9 +9,9 @@ on which executor ran it. Specs:
 Dask needs the `distributed` package (`pip install 'dsasim[dask]'`). Progress is a tqdm bar on stderr.
 
 Failures are bounded: when a Dask cluster has had no worker for WORKERLESS_TIMEOUT_SECONDS, a task's worker died
-too often, or a pool's worker process died, `run` raises `WorkersLostError` (the sweep ends with that error instead of waiting forever). A local
-cluster's workers ignore Ctrl-C: the command that started them is interrupted alone and closes them (no worker
-tracebacks).
+too often, or a pool's worker process died, `run` raises `WorkersLostError` (the sweep ends with that error
+instead of waiting forever). A local cluster's workers ignore Ctrl-C: the command that started them is interrupted
+alone and closes them (no worker tracebacks).
 """
 
 from __future__ import annotations

@@ -197,8 +197,7 @@ def _run_levels(args: argparse.Namespace, problem: object, hardware: object) -> 
     json_path, plot_path = json_and_plot_paths(args)
     try:
         sweep = sweep_levels(problem, hardware, level, sizes, args.objective or "traffic", layer=args.layer,
-                             force=args.force,
-                             warn=warner("sweep-sram"), slide=not args.no_slide)
+                             force=args.force, warn=warner("sweep-sram"), slide=not args.no_slide)
     except ValueError as err:
         raise CliError(str(err)) from None
     names = [lv.name for lv in hardware.levels]
