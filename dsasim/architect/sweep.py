@@ -22,8 +22,8 @@ from typing import Any, Callable, Sequence
 from dsasim.hardware import Accelerator
 from dsasim.architect.loopnest import LoopNest, Problem
 from dsasim.architect.lower_bounds import lower_bound
-from dsasim.architect.search import (SECONDS_PER_TRACED_SCHEDULE, Candidate, WorkEstimate, check_work, confirm,
-                                     estimate_search_work, estimate_trace_work, search_front)
+from dsasim.architect.search import (SECONDS_PER_TRACED_SCHEDULE, Candidate, WorkEstimate, _duration, check_work,
+                                     confirm, estimate_search_work, estimate_trace_work, search_front)
 
 __all__ = ["MAX_SIZE_BYTES", "parse_bytes", "parse_sizes", "SweepPoint", "SweepResult", "sweep_sram", "ProgressBar",
            "format_bytes", "ChainSweepPoint", "ChainSweepResult", "sweep_chain",
@@ -193,7 +193,7 @@ def sweep_sram(problem: Problem, hardware: Accelerator, sizes: Sequence[int],
                                    seconds=len(sizes) * SECONDS_PER_TRACED_SCHEDULE)
     check_work(work, force, warn)
     start = time.perf_counter()
-    bar = ProgressBar(f"sweep {layer or problem.name}", progress)
+    bar = ProgressBar(f"sweep {layer or problem.name} (estimated {_duration(work.seconds)})", progress)
     bar.update(0.0, "searching")
     st, best = search_front(problem, hardware, sizes, progress=lambda f: bar.update(0.5 * f, "searching"),
                             slide=slide)
@@ -326,7 +326,7 @@ def sweep_chain(chain: Any, hardware: Accelerator, sizes: Sequence[int],
                                    seconds=len(sizes) * (len(chain) + 1) * SECONDS_PER_TRACED_SCHEDULE)
     check_work(work, force, warn, smaller=CHAIN_SMALLER)
     start = time.perf_counter()
-    bar = ProgressBar(f"sweep {name or chain.name}", progress)
+    bar = ProgressBar(f"sweep {name or chain.name} (estimated {_duration(work.seconds)})", progress)
     bar.update(0.0, "searching")
     spaces = _fused_spaces(chain, hardware)
     evaluations = sum(space.evaluations for space in spaces.values())
