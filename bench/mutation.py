@@ -61,6 +61,8 @@ BITE_SEARCH_TESTS = ("tests/test_trust_bite_search.py", "tests/test_search.py")
 BITE_FUSED_TESTS = ("tests/test_trust_bite_fused.py", "tests/test_fused.py")
 BITE_TIMING_TESTS = ("tests/test_trust_bite_timing.py", "tests/test_timing_levels.py", "tests/test_timing.py",
                      "tests/test_timing_rules.py")
+LIMITS_TESTS = ("tests/test_trust_limits.py",)
+LIMITS_DASK_TESTS = ("tests/test_trust_limits_dask.py",)
 TIMING_TESTS = ("tests/test_timing.py", "tests/test_timing_rules.py", "tests/test_timing_columnar.py",
                 "tests/test_timing_result.py")
 
@@ -740,6 +742,52 @@ MUTANTS: list[Mutant] = [
     Mutant("lowering: a write-back's WAR on its target's readers dropped", "dsasim/timing/model.pyx",
            "                self.dep(self.readers.ops[base + k] * 4 + C_WAR)\n        op = self.add_op(C_WRITEBACK_OP,",
            "                pass\n        op = self.add_op(C_WRITEBACK_OP,", BITE_TIMING_TESTS),
+    # -- trust round two: limits ---------------------------------------------------------------------------------
+    Mutant('limits: --vary allows one shape past MAX_SHAPES', 'dsasim/architect/shapes.py',
+           'if count > MAX_SHAPES:', 'if count > MAX_SHAPES + 1:', LIMITS_TESTS),
+    Mutant('limits: only the first --vary value is checked', 'dsasim/architect/shapes.py',
+           '    out = []\n    for v in values:\n', '    out = []\n    for v in values[:1]:\n', LIMITS_TESTS),
+    Mutant('limits: a size of 400 digits read before its digits are counted', 'dsasim/architect/sweep.py',
+           'if len(whole.lstrip("0")) > 20 or len(frac) > 20:', 'if False:', LIMITS_TESTS),
+    Mutant('limits: any Unicode decimal digit taken as a digit', 'dsasim/util.py',
+           '_ASCII_WHOLE = re.compile(r"[0-9]+")', '_ASCII_WHOLE = re.compile(r"\\d+")', LIMITS_TESTS),
+    Mutant('limits: a Dask port out of range accepted', 'dsasim/architect/executor.py',
+           'if not 1 <= number <= 65535:', 'if False:', LIMITS_TESTS),
+    Mutant('limits: a network sweep ignores --level, --no-slide, --no-simulate', 'dsasim/cli/sweep.py',
+           '    _refuse(args, ("--level", "--no-slide", "--no-simulate"), "a --network sweep")\n', '', LIMITS_TESTS),
+    Mutant('limits: a layer sweep ignores the network-only options', 'dsasim/cli/sweep.py',
+           '"--executor", "--jobs"), "a LAYER\'s sweep")', '), "a LAYER\'s sweep")', LIMITS_TESTS),
+    Mutant('limits: --jobs ignored beside a running Dask scheduler', 'dsasim/cli/sweep.py',
+           'if executor_spec.startswith("dask://") and args.jobs is not None:', 'if False:', LIMITS_TESTS),
+    Mutant('limits: a second --vary of a field replaces the first', 'dsasim/architect/network_eval.py',
+           'if key in (k for k, _ in axes):', 'if False:', LIMITS_TESTS),
+    Mutant('limits: the GEMM-chain grid chunked along m only (a chunk holds every nest of an m tile)',
+           'dsasim/architect/gemm_chain.py',
+           'while j < len(sizes) - 1 and math.prod(sizes[j + 1:]) > chunk_nests:', 'while False:', LIMITS_TESTS),
+    Mutant('limits: a chain search starts without its whole estimate', 'dsasim/architect/fused_search.py',
+           '    check_work(estimate_chain_work(chain, hw), force, warn, smaller=CHAIN_SMALLER)\n', '', LIMITS_TESTS),
+    Mutant('limits: a shape sweep starts without its estimate', 'dsasim/architect/shapes.py',
+           '    check_work(work, force, warn, smaller="fewer shapes', '    0 and check_work(work, force, warn, smaller="fewer shapes',
+           LIMITS_TESTS),
+    Mutant('limits: the shape estimate ignores the workers', 'dsasim/architect/shapes.py',
+           '+ n * SECONDS_PER_CAPACITY) / min(max(jobs, 1), n)', '+ n * SECONDS_PER_CAPACITY)', LIMITS_TESTS),
+    Mutant('limits: a network sweep starts without its estimate', 'dsasim/cli/sweep.py',
+           '        if not executor_spec.startswith("dask://"):  # refused before any worker starts',
+           '        if False:', LIMITS_TESTS),
+    Mutant('limits: search CHAIN prints its header twice', 'dsasim/cli/search.py',
+           'print(p.fused.format().removeprefix(header + "\\n"))', 'print(p.fused.format())', LIMITS_TESTS),
+    Mutant('limits: LoopNest.from_json does not require order', 'dsasim/architect/loopnest.py',
+           '"LoopNest JSON", ("problem", "order"))', '"LoopNest JSON", ("problem",))', LIMITS_TESTS),
+    Mutant('limits: LevelNest.from_json ignores its levels map', 'dsasim/architect/hierarchy.py',
+           'if not isinstance(written, Mapping) or dict(written) != ours:', 'if False:', LIMITS_TESTS),
+    Mutant('limits: a task that kills its Dask workers is not an error of the run', 'dsasim/architect/executor.py',
+           'except KilledWorker as err:', 'except ZeroDivisionError as err:', LIMITS_DASK_TESTS),
+    Mutant('limits: a Dask cluster without workers is waited for forever', 'dsasim/architect/executor.py',
+           'if now - since >= self.workerless_timeout_seconds:', 'if False:', LIMITS_DASK_TESTS),
+    Mutant('limits: a dead pool worker is a traceback', 'dsasim/architect/executor.py',
+           'except BrokenProcessPool:', 'except ZeroDivisionError:', LIMITS_DASK_TESTS),
+    Mutant('limits: local Dask workers take the terminal\'s Ctrl-C', 'dsasim/architect/executor.py',
+           'dashboard_address=None, preload=[__name__])', 'dashboard_address=None)', LIMITS_DASK_TESTS),
 ]
 
 

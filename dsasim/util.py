@@ -1,5 +1,5 @@
-"""Small helpers shared across dsasim, each written once: integer checks, ceiling division, element counts,
-region tests and pausing the cyclic garbage collector.
+"""Small helpers shared across dsasim, each written once: integer checks, reading whole numbers typed by a user
+(ASCII digits only), ceiling division, element counts, region tests and pausing the cyclic garbage collector.
 
 A region is a tuple of half-open (start, stop) pairs, one per dimension, in elements (see `dsasim.traced.trace`).
 Only the standard library and numpy are imported here, so every module can use these helpers.
@@ -10,12 +10,32 @@ from __future__ import annotations
 import gc
 import math
 import os
+import re
 from contextlib import contextmanager
 from typing import Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 
 Region = tuple[tuple[int, int], ...]
+
+_ASCII_WHOLE = re.compile(r"[0-9]+")
+MAX_WHOLE_DIGITS = 30  # longer numbers are refused before int() (its own limit, 4,300 digits, has an odd message)
+
+
+def is_ascii_whole(text: str) -> bool:
+    """True when `text` is a whole number written in ASCII digits 0-9 only: `str.isdigit` and `\\d` also accept
+    '²' (which int() rejects) and '٣' (which int() reads as 3), neither of which a user means as a number."""
+    return _ASCII_WHOLE.fullmatch(text) is not None
+
+
+def parse_whole(text: str, what: str) -> int:
+    """`text` (ASCII digits, spaces around allowed) as a non-negative int; ValueError naming `what` otherwise."""
+    body = text.strip()
+    if not is_ascii_whole(body):
+        raise ValueError(f"{what} {text!r} is not a whole number (write it in digits 0-9, e.g. 64)")
+    if len(body) > MAX_WHOLE_DIGITS:
+        raise ValueError(f"{what} {text!r} is too large ({len(body)} digits; at most {MAX_WHOLE_DIGITS})")
+    return int(body)
 
 
 def ceil_div(a: int, b: int) -> int:

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from dsasim.architect.loopnest import ConvProblem
 from dsasim.geometry import window_rows
+from dsasim.util import is_ascii_whole
 
 if TYPE_CHECKING:
     from dsasim.architect.gemm_chain import GemmChain
@@ -274,7 +275,7 @@ def parse_chain(text: str) -> ConvChain | GemmChain:
     if name in ("resnet50.res2a", "resnet50.res2b"):
         return _resnet50_block(name.split(".", 1)[1])
     prefix = "mobilenetv2.features."
-    if name.startswith(prefix) and name[len(prefix):].isdigit() \
+    if name.startswith(prefix) and is_ascii_whole(name[len(prefix):]) \
             and 1 <= int(name[len(prefix):]) <= len(MOBILENETV2_BLOCKS):
         return _mobilenetv2(int(name[len(prefix):]))
     raise ValueError(f"unknown chain {name!r}; chains are resnet18.layer1.0, resnet50.res2a, resnet50.res2b, "

@@ -33,12 +33,16 @@ from dsasim.architect.chain import ConvChain
 from dsasim.architect.fused import (HALO_POLICIES, WEIGHT_POLICIES, FusedAnalysis, FusedNest, analyze_fused,
                                     axis_plan, _axis_geometry)
 from dsasim.architect.gemm_chain import (GemmChain, GemmChainAnalysis, GemmChainNest, GemmChainSpace,
-                                         analyze_gemm_chain, evaluate_gemm_chain_space)
+                                         analyze_gemm_chain, estimate_gemm_chain_space_work,
+                                         evaluate_gemm_chain_space)
 from dsasim.hardware import Accelerator
 
-__all__ = ["FusedSpace", "evaluate_fused_space", "SegmentChoice", "ChainSearchResult", "search_chain"]
+__all__ = ["FusedSpace", "evaluate_fused_space", "SegmentChoice", "ChainSearchResult", "search_chain",
+           "estimate_chain_work"]
 
 _WAYS = (1, 2)
+CHAIN_SMALLER = ("a smaller chain (a GEMM chain's fused grid grows as the fourth power of its tile candidates), "
+                 "fewer SRAM sizes, or no tracing (--confirm 0 / --no-simulate)")  # how to shrink a refused search
 
 
 @dataclass(frozen=True)
@@ -338,6 +342,30 @@ def _fused_spaces(chain: ConvChain | GemmChain, hw: Accelerator) -> dict[tuple[i
     return spaces
 
 
+def estimate_chain_work(chain: ConvChain | GemmChain, hw: Accelerator, n_capacities: int = 1,
+                        layer_work: Callable[[Any], Any] | None = None) -> Any:
+    """The whole work (a `search.WorkEstimate`) of a chain search (`search_chain`) or sweep over `n_capacities`
+    SRAM sizes (`sweep_chain`): each distinct layer's search plus the fused spaces (a GEMM chain's grid, counted
+    exactly; a conv chain's fused spaces, N x OH x OW tiles x 8 variants per segment, at the search's rate).
+    `layer_work(problem)` replaces `estimate_search_work` for the layers (a caller's cache over many chains)."""
+    from dsasim.architect.search import EVALUATIONS_PER_SECOND, WorkEstimate, estimate_search_work
+
+    distinct = {layer.spec(): layer for layer in chain.layers}
+    layers = [estimate_search_work(layer, hw, n_capacities) if layer_work is None else layer_work(layer)
+              for layer in distinct.values()]
+    if isinstance(chain, GemmChain):
+        fused = estimate_gemm_chain_space_work(chain, hw)
+    else:
+        N, _, OH, OW = chain.output_shape
+        n = len(chain) * (len(chain) - 1) // 2 * N * OH * OW * len(HALO_POLICIES) * len(WEIGHT_POLICIES) * len(_WAYS)
+        fused = WorkEstimate(what="", evaluations=n, traced_operations=0, seconds=n / EVALUATIONS_PER_SECOND)
+    parts = [*layers, fused]
+    return WorkEstimate(what=f"search of the chain {chain.name} ({len(distinct)} distinct layer(s) at "
+                             f"{n_capacities:,} SRAM size(s), and its fused schedules)",
+                        evaluations=sum(w.evaluations for w in parts), traced_operations=0,
+                        seconds=sum(w.seconds for w in parts))
+
+
 def _fused_choice(space: FusedSpace | GemmChainSpace, first: int, stop: int, hw: Accelerator, objective: str,
                   runner: Callable[..., Any] | None) -> SegmentChoice | None:
     """The best nest of a fused segment's space under hw.sram_bytes, traced and timed when a runner is given."""
@@ -413,19 +441,29 @@ def search_chain(chain: ConvChain | GemmChain, hardware: Accelerator, sram_bytes
                  objective: str = "traffic",
                  fused_runner: Callable[..., Any] | None = None,
                  loopnest_runner: Callable[..., Any] | None = None, force: bool = False,
-                 warn: Callable[[str], None] | None = None) -> ChainSearchResult:
+                 warn: Callable[[str], None] | None = None,
+                 progress: Callable[[float], None] | None = None) -> ChainSearchResult:
     """The best partition of `chain` into fused segments and single layers under `sram_bytes` (module docstring).
 
     With runners (`kernels.fused_kernel.run_fused`, `kernels.loopnest_kernel.run_loopnest`; the CLI finds them by
     entry point) every chosen schedule is traced (checked equal to the model) and timed: cycles are simulated.
-    `force` and `warn` go to each layer's `search` (work estimated far beyond the usual is refused unless forced)."""
-    from dsasim.architect.search import with_capacity
+    The whole work is estimated first (`estimate_chain_work`): beyond the usual it raises WorkTooLargeError unless
+    `force` (then `warn` gets the estimate); `force` and `warn` also go to each layer's `search`. `progress` gets
+    the fraction done (0..1) after each layer and after the fused spaces."""
+    from dsasim.architect.search import check_work, with_capacity
     hardware.require_one_level("the chain search")
     _, hw = with_capacity(hardware, sram_bytes, objective)
+    check_work(estimate_chain_work(chain, hw), force, warn, smaller=CHAIN_SMALLER)
     start = time.perf_counter()
     counter = [0]
-    layers = [_layer_choice(chain, i, hw, objective, loopnest_runner, counter, force, warn) for i in range(len(chain))]
+    layers = []
+    for i in range(len(chain)):  # progress: each layer a share, the fused spaces the last one
+        layers.append(_layer_choice(chain, i, hw, objective, loopnest_runner, counter, force, warn))
+        if progress is not None:
+            progress((i + 1) / (len(chain) + 1))
     spaces = _fused_spaces(chain, hw)
     fused_parts = {seg: _fused_choice(space, *seg, hw, objective, fused_runner) for seg, space in spaces.items()}
     evaluations = counter[0] + sum(space.evaluations for space in spaces.values())
+    if progress is not None:
+        progress(1.0)
     return _partition(chain, hw, objective, layers, spaces, fused_parts, evaluations, time.perf_counter() - start)

@@ -53,10 +53,11 @@ import numpy as np
 from dsasim.architect.fused import FusedAnalysis
 from dsasim.architect.loopnest import MatmulProblem, tile_count
 from dsasim.hardware import Accelerator
-from dsasim.util import check_int
+from dsasim.util import check_int, is_ascii_whole
 
 __all__ = ["GEMM_ORDERS", "GemmChain", "GemmChainNest", "GemmChainAnalysis", "analyze_gemm_chain",
-           "GemmChainSpace", "evaluate_gemm_chain_space", "parse_gemm_chain"]
+           "GemmChainSpace", "evaluate_gemm_chain_space", "parse_gemm_chain", "estimate_gemm_chain_space_work",
+           "gemm_chain_space_size", "CHUNK_NESTS", "GEMM_CHAIN_EVALUATIONS_PER_SECOND"]
 
 GEMM_ORDERS = ("ml", "lm")  # the shared loops, outer first
 _DIMS = ("m", "l", "k", "n")
@@ -142,8 +143,8 @@ def parse_gemm_chain(text: str) -> GemmChain:
     values: dict[str, int] = {}
     for part in body.split(","):
         key, eq, value = (x.strip() for x in part.partition("="))
-        if not eq or not value.isdigit():
-            raise ValueError(f"GEMM chain spec {name!r}: {part.strip()!r} is not key=non-negative integer")
+        if not eq or not is_ascii_whole(value):
+            raise ValueError(f"GEMM chain spec {name!r}: {part.strip()!r} is not key=non-negative integer (digits 0-9)")
         if key in values:
             raise ValueError(f"GEMM chain spec {name!r}: {key} given twice")
         values[key] = int(value)
@@ -441,28 +442,62 @@ class GemmChainSpace:
         return self._read("chimera", sram_bytes)
 
 
+GEMM_CHAIN_EVALUATIONS_PER_SECOND = 1.0e6  # the closed form over the grid, end to end (measured 0.7-1.0 M/s)
+CHUNK_NESTS = 1 << 20  # nests evaluated at once: ~30 int64 arrays of this length, a few hundred MB at most
+MERGE_EVERY = 64  # chunks' fronts merged into one this often, so that what is kept stays small too
+
+
+def gemm_chain_space_size(chain: GemmChain, hardware: Accelerator) -> int:
+    """Nests in the candidate grid of `evaluate_gemm_chain_space` (orders x m, l, k, n tiles), counted without
+    building it."""
+    return len(GEMM_ORDERS) * math.prod(len(v) for v in _candidates(chain, hardware).values())
+
+
+def estimate_gemm_chain_space_work(chain: GemmChain, hardware: Accelerator) -> Any:
+    """The work (a `search.WorkEstimate`) of `evaluate_gemm_chain_space`: every nest of the grid, counted, at
+    GEMM_CHAIN_EVALUATIONS_PER_SECOND."""
+    from dsasim.architect.search import WorkEstimate
+
+    n = gemm_chain_space_size(chain, hardware)
+    return WorkEstimate(what=f"the fused space of {chain.name}", evaluations=n, traced_operations=0,
+                        seconds=n / GEMM_CHAIN_EVALUATIONS_PER_SECOND)
+
+
+def _grid_chunks(sizes: list[int], chunk_nests: int) -> Any:
+    """Index arrays (one per grid axis) of blocks of the grid with at most `chunk_nests` nests each (or one row
+    of the last axis, if that alone is larger): the axes are split from the first, as far as needed, so that a
+    large grid is never evaluated more than a chunk at a time."""
+    j = 0  # the axis split into ranges; the axes before it are taken one index at a time, those after whole
+    while j < len(sizes) - 1 and math.prod(sizes[j + 1:]) > chunk_nests:
+        j += 1
+    step = max(1, chunk_nests // math.prod(sizes[j + 1:]))
+    after = [np.arange(n) for n in sizes[j + 1:]]
+    for prefix in np.ndindex(*sizes[:j]):
+        for a0 in range(0, sizes[j], step):
+            yield [np.array([i]) for i in prefix] + [np.arange(a0, min(a0 + step, sizes[j]))] + after
+
+
 def evaluate_gemm_chain_space(chain: GemmChain, hardware: Accelerator,
-                              chunk_nests: int = 1 << 20) -> GemmChainSpace:
-    """Every nest of the candidate grid evaluated with the closed form of `analyze_gemm_chain` (numpy, a chunk of m
-    tiles at a time so that memory stays bounded), reduced to the fronts of `GemmChainSpace`."""
+                              chunk_nests: int = CHUNK_NESTS) -> GemmChainSpace:
+    """Every nest of the candidate grid evaluated with the closed form of `analyze_gemm_chain` (numpy), reduced to
+    the fronts of `GemmChainSpace`. Memory is bounded by design: at most `chunk_nests` nests are evaluated at once
+    (the grid is split along m, then l, then k as far as needed) and the fronts kept are merged every MERGE_EVERY
+    chunks. Callers estimate the work first (`estimate_gemm_chain_space_work`): the grid grows as the fourth power
+    of the tile candidates."""
+    check_int("chunk_nests", chunk_nests, 1)
     _check_exact(chain, hardware)
     start = time.perf_counter()
     cand = _candidates(chain, hardware)
     sizes = [len(cand[d]) for d in _DIMS]
     shape = (len(GEMM_ORDERS), *sizes)
-    per_m = math.prod(sizes[1:])
-    step = max(1, chunk_nests // per_m)
     parts: dict[str, list[tuple[np.ndarray, ...]]] = {"traffic": [], "cycles": [], "chimera": []}
     one_way = np.ones((), np.int64)
     for o, order in enumerate(GEMM_ORDERS):
-        for m0 in range(0, sizes[0], step):
-            m_idx = np.arange(m0, min(m0 + step, sizes[0]))
-            grid = {"m": cand["m"][m_idx].reshape(-1, 1, 1, 1)}
-            grid.update((d, cand[d].reshape([-1 if j == i else 1 for j in range(4)])) for i, d in enumerate(_DIMS)
-                        if d != "m")
+        for idx in _grid_chunks(sizes, chunk_nests):
+            grid = {d: cand[d][idx[i]].reshape([-1 if j == i else 1 for j in range(4)]) for i, d in enumerate(_DIMS)}
             f = _closed_form(chain, hardware, order, grid, one_way)
-            sub = (len(m_idx), *sizes[1:])
-            at = np.broadcast_arrays(o, *np.ix_(m_idx, *(np.arange(n) for n in sizes[1:])))
+            sub = tuple(len(i) for i in idx)
+            at = np.broadcast_arrays(o, *np.ix_(*idx))
             flat = np.ravel_multi_index(tuple(at), shape).reshape(-1).astype(np.int64)
 
             def full(name: str) -> np.ndarray:
@@ -478,8 +513,13 @@ def evaluate_gemm_chain_space(chain: GemmChain, hardware: Accelerator,
             mu, dv = full("chimera_mu_bytes"), full("chimera_dv_bytes")
             keep = _front_candidates(mu, dv, np.argsort(mu))
             parts["chimera"].append(_exact_front(mu[keep], dv[keep], mu[keep], flat[keep]))
-    fronts = {}
-    for name, chunks in parts.items():
-        peak, k1, k2, flat = (np.concatenate([c[i] for c in chunks]) for i in range(4))
-        fronts[name] = _exact_front(peak, k1, k2, flat)
+            if len(parts["traffic"]) >= MERGE_EVERY:
+                parts = {name: [_merge_fronts(chunks)] for name, chunks in parts.items()}
+    fronts = {name: _merge_fronts(chunks) for name, chunks in parts.items()}
     return GemmChainSpace(chain, hardware, cand, shape, fronts, time.perf_counter() - start)
+
+
+def _merge_fronts(chunks: list[tuple[np.ndarray, ...]]) -> tuple[np.ndarray, ...]:
+    """One front from the fronts of several chunks (the exact front of their union)."""
+    peak, k1, k2, flat = (np.concatenate([c[i] for c in chunks]) for i in range(4))
+    return _exact_front(peak, k1, k2, flat)

@@ -218,11 +218,22 @@ class LevelNest:
     @classmethod
     def from_json(cls, data: Mapping[str, Any], hardware: Accelerator) -> "LevelNest":
         """Rebuild a nest from `to_json()` (also accepts `dsasim search --json` output, with its `nest` key)."""
-        if "nest" in data and "outer" not in data:
+        from dsasim.architect.loopnest import json_object
+
+        if isinstance(data, Mapping) and "nest" in data and "outer" not in data:
             data = data["nest"]
-        inner = data["inner"]
-        return cls(LoopNest.from_json(data["outer"]),
+        data = json_object(data, "LevelNest JSON", ("outer", "inner"))
+        inner = json_object(data["inner"], "LevelNest JSON 'inner'", ("order", "tiles", "stage", "ways"))
+        nest = cls(LoopNest.from_json(data["outer"]),
                    InnerTiling(inner["order"], inner["tiles"], inner["stage"], inner["ways"]), hardware)
+        written = inner.get("levels")  # tensor -> level name, as to_json writes it; the hardware decides, so check
+        if written is not None:
+            ours = {n: lv.name for n, lv in nest.levels.items()}
+            if not isinstance(written, Mapping) or dict(written) != ours:
+                raise ValueError(f"LevelNest JSON 'inner' levels {written!r} differ from {hardware.name!r}'s "
+                                 f"{ours} (tensor -> level below the SRAM): the nest was written for other hardware; "
+                                 f"load it with that hardware")
+        return nest
 
     def format(self) -> str:
         """The nest as readable loops: the outer nest, then the inner loops with each level's staging."""

@@ -88,7 +88,7 @@ def layer_names() -> list[str]:
     return ["blog-conv", *(f"resnet50.{n}" for n in RESNET50), "gemm-1024", *GROUPED_LAYERS]
 
 
-_INT = re.compile(r"^\d+$")
+_INT = re.compile(r"^[0-9]+$")  # ASCII only: \d also matches "٣"
 
 
 def _kv(spec: str, body: str) -> dict[str, int]:

@@ -38,7 +38,7 @@ from dsasim.geometry import Conv2dShape, window_rows
 from dsasim.util import Region, ceil_div, check_int
 
 __all__ = ["Axis", "TensorSpec", "Problem", "ConvProblem", "MatmulProblem", "LoopNest", "problem_from_json",
-           "window_rows", "tile_count", "last_tile"]
+           "json_object", "window_rows", "tile_count", "last_tile"]
 
 
 def tile_count(extent: int, tile: int) -> int:
@@ -338,16 +338,35 @@ class MatmulProblem(Problem):
         return tc.matmul(operand("a", (m, k)), operand("b", (k, n)))
 
 
+def json_object(data: Any, what: str, required: Sequence[str]) -> Mapping[str, Any]:
+    """`data` if it is a JSON object holding every `required` key; ValueError naming what is missing otherwise
+    (a bare KeyError says neither what was being read nor what to fix)."""
+    if not isinstance(data, Mapping):
+        raise ValueError(f"{what}: expected a JSON object, got {type(data).__name__}")
+    missing = [k for k in required if k not in data]
+    if missing:
+        raise ValueError(f"{what}: missing key(s) {missing}; give the object as its to_json() writes it")
+    return data
+
+
+_PROBLEM_KEYS = {"conv": ("n", "ic", "oc", "h", "w", "kh", "kw", "stride", "padding", "dilation"),
+                 "matmul": ("m", "n", "k")}
+
+
 def problem_from_json(data: Mapping[str, Any]) -> Problem:
-    """Rebuild a problem from `Problem.to_json()`."""
-    kind = data.get("kind")
-    if kind == "conv":
-        return ConvProblem(data["n"], data["ic"], data["oc"], data["h"], data["w"], data["kh"], data["kw"],
-                           tuple(data["stride"]), tuple(data["padding"]), tuple(data["dilation"]),
-                           name=data.get("name"), groups=data.get("groups", 1))
-    if kind == "matmul":
+    """Rebuild a problem from `Problem.to_json()`; ValueError for a missing key or a malformed value."""
+    kind = json_object(data, "problem JSON", ("kind",))["kind"]
+    if kind not in _PROBLEM_KEYS:
+        raise ValueError(f"unknown problem kind {kind!r}; expected 'conv' or 'matmul'")
+    json_object(data, f"{kind} problem JSON", _PROBLEM_KEYS[kind])
+    try:
+        if kind == "conv":
+            return ConvProblem(data["n"], data["ic"], data["oc"], data["h"], data["w"], data["kh"], data["kw"],
+                               tuple(data["stride"]), tuple(data["padding"]), tuple(data["dilation"]),
+                               name=data.get("name"), groups=data.get("groups", 1))
         return MatmulProblem(data["m"], data["n"], data["k"], name=data.get("name"))
-    raise ValueError(f"unknown problem kind {kind!r}; expected 'conv' or 'matmul'")
+    except TypeError as err:  # e.g. a stride given as a number where a pair is written
+        raise ValueError(f"{kind} problem JSON: a malformed value ({err})") from None
 
 
 _TOP = "top"
@@ -591,9 +610,9 @@ class LoopNest:
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> "LoopNest":
         """Rebuild a nest from `to_json()` output (also accepts a search result with a `loop_nest` key)."""
-        if "loop_nest" in data and "problem" not in data:
+        if isinstance(data, Mapping) and "loop_nest" in data and "problem" not in data:
             data = data["loop_nest"]
-        problem = problem_from_json(data["problem"])
+        problem = problem_from_json(json_object(data, "LoopNest JSON", ("problem", "order"))["problem"])
         return cls(problem, data["order"], data.get("tiles"), data.get("stage"),
                    data.get("ways", data.get("buffers")),  # "buffers": JSON written before the rename
                    slide=data.get("slide", ()))

@@ -35,6 +35,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Iterable, Mapping, Sequence
 
 from dsasim.architect.loopnest import ConvProblem, MatmulProblem, Problem
+from dsasim.util import is_ascii_whole
 
 __all__ = ["Network", "NetworkChain", "NetworkImportError", "NetworkLayer", "import_network", "load_network"]
 
@@ -578,7 +579,7 @@ def layer_counts(network: Network) -> Mapping[str, int]:
 def parse_input_shape(text: str) -> tuple[int, ...]:
     """'1,3,224,224' (or 1x3x224x224) -> (1, 3, 224, 224); ValueError saying the expected form otherwise."""
     parts = [p.strip() for p in text.replace("x", ",").split(",")]
-    if not parts or not all(p.isdigit() and int(p) >= 1 for p in parts):
+    if not parts or not all(is_ascii_whole(p) and int(p) >= 1 for p in parts):
         raise ValueError(f"input shape {text!r}: give positive integers separated by commas, e.g. 1,3,224,224")
     return tuple(int(p) for p in parts)
 
@@ -606,7 +607,7 @@ def load_network(spec: str, input_shape: Sequence[int] | None = None) -> Network
             if head != "bert-base-layer":
                 raise ValueError(f"{spec!r}: preset {head} takes no parameters (give --input-shape to change its "
                                  f"input)")
-            if key.strip() not in ("seq", "seq_len") or not value.strip().isdigit() or int(value) < 1:
+            if key.strip() not in ("seq", "seq_len") or not is_ascii_whole(value.strip()) or int(value) < 1:
                 raise ValueError(f"{spec!r}: bert-base-layer takes a sequence length, e.g. bert-base-layer:seq=384")
             shape = tuple(input_shape) if input_shape else (1, int(value), 768)
         module = preset.build_for(shape) if preset.build_for is not None else preset.build()

@@ -345,6 +345,8 @@ def vary_hardware(bases: Sequence[Accelerator], varies: Sequence[str]) -> list[A
     import dataclasses
     import itertools
 
+    from dsasim.util import parse_whole
+
     fields = {f.name: f for f in dataclasses.fields(Accelerator) if f.name != "name"}
     axes: list[tuple[str, list[Any]]] = []
     for text in varies:
@@ -354,6 +356,10 @@ def vary_hardware(bases: Sequence[Accelerator], varies: Sequence[str]) -> list[A
             raise ValueError(f"--vary {text!r}: give FIELD=V1,V2,..., e.g. dram_bytes_per_cycle=16,32,64")
         if key not in fields:
             raise ValueError(f"--vary {text!r}: unknown hardware field {key!r}; fields are {', '.join(fields)}")
+        if key in (k for k, _ in axes):  # a second --vary of a field would silently replace the first
+            raise ValueError(f"--vary {key} is given twice; list all its values in one --vary {key}=V1,V2,...")
+        if key == "sram_bytes":  # the sweep's --sizes sets it for every point
+            raise ValueError(f"--vary {text!r}: the SRAM size is what --sizes sweeps; give the sizes there")
         default = getattr(bases[0], key)
         parsed = []
         for v in values.split(","):
@@ -364,7 +370,7 @@ def vary_hardware(bases: Sequence[Accelerator], varies: Sequence[str]) -> list[A
                         raise ValueError
                     parsed.append(v.lower() == "true")
                 elif isinstance(default, int):
-                    parsed.append(int(v))
+                    parsed.append(parse_whole(v, key))  # ASCII digits: int() also reads '٣' as 3
                 else:
                     parsed.append(float(v))
             except ValueError:

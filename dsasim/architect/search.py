@@ -148,15 +148,17 @@ def _duration(seconds: float) -> str:
     return f"{seconds / 86400:.1f} days"
 
 
-def check_work(estimate: WorkEstimate, force: bool = False, warn: Callable[[str], None] | None = None) -> None:
-    """Raise WorkTooLargeError when `estimate` exceeds WORK_LIMIT_SECONDS, unless `force` (then call `warn`)."""
+def check_work(estimate: WorkEstimate, force: bool = False, warn: Callable[[str], None] | None = None,
+               smaller: str = "fewer SRAM sizes, a larger SRAM (larger tiles), or no tracing (search --confirm 0)"
+               ) -> None:
+    """Raise WorkTooLargeError when `estimate` exceeds WORK_LIMIT_SECONDS, unless `force` (then call `warn`);
+    `smaller` says how to make the work smaller. The one estimate-and-refuse check of every path that searches."""
     if estimate.seconds <= WORK_LIMIT_SECONDS:
         return
     text = (f"estimated work far beyond the usual: {estimate.describe()} (the limit without force is "
             f"{_duration(WORK_LIMIT_SECONDS)})")
     if not force:
-        raise WorkTooLargeError(f"{text}; run it anyway with --force (force=True), or make it smaller: fewer "
-                                f"SRAM sizes, a larger SRAM (larger tiles), or no tracing (search --confirm 0)",
+        raise WorkTooLargeError(f"{text}; run it anyway with --force (force=True), or make it smaller: {smaller}",
                                 estimate)
     if warn is not None:
         warn(f"{text}; running it anyway (forced)")

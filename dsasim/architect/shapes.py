@@ -22,43 +22,56 @@ Loss = template cycles / per-shape best cycles - 1 (estimated cycles of the anal
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from dsasim.architect.loopnest import ConvProblem, LoopNest, MatmulProblem, Problem
 from dsasim.hardware import Accelerator
+from dsasim.util import parse_whole
 
-__all__ = ["DispatchEntry", "ShapePoint", "ShapeSweep", "parse_vary", "sweep_shapes", "vary_problem"]
+__all__ = ["MAX_SHAPES", "estimate_shapes_work", "shape_problems", "DispatchEntry", "ShapePoint", "ShapeSweep",
+           "parse_vary", "sweep_shapes", "vary_problem"]
 
 _CONV_KEYS = ("n", "ic", "oc", "h", "w")
 _GEMM_KEYS = ("m", "n", "k")
 
 
+MAX_SHAPES = 4096  # values one --vary may give: every shape is a whole search
+
+
 def parse_vary(text: str) -> tuple[str, list[int]]:
     """'m=1:128' or 'm=1:128:8' (inclusive, step) or 'm=1,2,4' -> ('m', values) ('m+n=...' varies both);
-    ValueError otherwise."""
+    ValueError otherwise. A range is counted before it is built (at most MAX_SHAPES values); numbers are ASCII
+    digits only."""
     dim, sep, body = text.partition("=")
     dim = dim.strip()
+    form = f"--vary {text!r}: give DIM=LO:HI[:STEP] or DIM=A,B,C in digits 0-9, e.g. m=1:128"
     if not sep or not dim or not body.strip():
-        raise ValueError(f"--vary {text!r}: give DIM=LO:HI[:STEP] or DIM=A,B,C, e.g. m=1:128")
+        raise ValueError(form)
     body = body.strip()
-    if re.fullmatch(r"\d+(,\d+)*", body):
-        values = [int(v) for v in body.split(",")]
-    else:
-        m = re.fullmatch(r"(\d+):(\d+)(?::(\d+))?", body)
-        if not m:
-            raise ValueError(f"--vary {text!r}: give DIM=LO:HI[:STEP] or DIM=A,B,C, e.g. m=1:128")
-        lo, hi, step = int(m.group(1)), int(m.group(2)), int(m.group(3) or 1)
-        if step < 1 or hi < lo:
-            raise ValueError(f"--vary {text!r}: need LO <= HI and STEP >= 1")
-        values = list(range(lo, hi + 1, step))
+    parts = body.split(",") if "," in body or ":" not in body else None
+    try:
+        if parts is not None:
+            values = [parse_whole(v, "--vary value") for v in parts]
+            if len(values) > MAX_SHAPES:
+                raise ValueError(f"--vary {text!r}: {len(values):,} shapes; at most {MAX_SHAPES}")
+        else:
+            bounds = body.split(":")
+            if len(bounds) not in (2, 3):
+                raise ValueError(form)
+            lo, hi, step = (parse_whole(b, "--vary bound") for b in (*bounds, "1")[:3])
+            if step < 1 or hi < lo:
+                raise ValueError(f"--vary {text!r}: need LO <= HI and STEP >= 1")
+            count = len(range(lo, hi + 1, step))  # O(1): the range is counted before it is built
+            if count > MAX_SHAPES:
+                raise ValueError(f"--vary {text!r}: {count:,} shapes; at most {MAX_SHAPES} (use a larger STEP)")
+            values = list(range(lo, hi + 1, step))
+    except ValueError as err:
+        raise ValueError(str(err) if str(err).startswith("--vary ") else f"{form} ({err})") from None
     if any(v < 1 for v in values):
         raise ValueError(f"--vary {text!r}: every value must be >= 1")
     if len(set(values)) != len(values):
         raise ValueError(f"--vary {text!r}: a value is given twice")
-    if len(values) > 4096:
-        raise ValueError(f"--vary {text!r}: {len(values)} shapes; at most 4096 (use a STEP)")
     return dim, sorted(values)
 
 
@@ -244,21 +257,64 @@ def _cover(points: Sequence[ShapePoint], cost: Sequence[Sequence[float]], max_lo
     return entries
 
 
+SHAPE_SAMPLES = 5  # shapes whose search space is counted for an estimate (each count builds the search's tables)
+
+
+def shape_problems(problem: Problem, dim: str, values: Sequence[int]) -> list[Problem]:
+    """`problem` at every value of `dim`; ValueError naming the first value that is not a valid layer (every value
+    is checked, not only the first: a 32-group conv takes ic=32 but not ic=33)."""
+    out = []
+    for v in values:
+        try:
+            out.append(vary_problem(problem, dim, v))
+        except ValueError as err:
+            raise ValueError(f"--vary {dim}={v}: {err}") from None
+    return out
+
+
+def estimate_shapes_work(problems: Sequence[Problem], hardware: Accelerator, jobs: int = 1) -> Any:
+    """The per-shape searches' work (a `search.WorkEstimate`): first-pass candidates counted exactly at up to
+    SHAPE_SAMPLES shapes spread over the sweep (its ends included) and interpolated linearly between them by
+    position, each shape's search at the search's rates, spread over `jobs` workers."""
+    from dsasim.architect.search import EVALUATIONS_PER_SECOND, SECONDS_PER_CAPACITY, WorkEstimate, \
+        estimate_search_work
+
+    if not problems:
+        raise ValueError("estimate_shapes_work needs at least one shape")
+    n = len(problems)
+    at = sorted({round(i * (n - 1) / (SHAPE_SAMPLES - 1)) for i in range(SHAPE_SAMPLES)})
+    counted = {i: estimate_search_work(problems[i], hardware).evaluations for i in at}
+    evaluations = 0
+    for lo, hi in zip(at, at[1:] + [at[-1] + 1]):  # each sample to the next: linear between their counts
+        a, b = counted[lo], counted.get(hi, counted[lo])
+        span = max(hi - lo, 1)
+        evaluations += sum(round(a + (b - a) * (i - lo) / span) for i in range(lo, min(hi, n)))
+    seconds = (evaluations / EVALUATIONS_PER_SECOND + n * SECONDS_PER_CAPACITY) / min(max(jobs, 1), n)
+    return WorkEstimate(what=f"searches of {n:,} shape(s) on {min(max(jobs, 1), n)} worker(s)",
+                        evaluations=evaluations, traced_operations=0, seconds=seconds)
+
+
 def sweep_shapes(problem: Problem, dim: str, values: Sequence[int], hardware: Accelerator,
-                 max_loss: float = 0.05, executor: Any = None, progress: bool = False) -> ShapeSweep:
+                 max_loss: float = 0.05, executor: Any = None, progress: bool = False, force: bool = False,
+                 warn: Callable[[str], None] | None = None, jobs: int = 1) -> ShapeSweep:
     """Per value of `dim` the best schedule, the single generic schedule and the dispatch table within `max_loss`
-    (0.05: 5 %); see the module docstring. `executor`: where the per-shape searches run (default: here)."""
+    (0.05: 5 %); see the module docstring. `executor`: where the per-shape searches run (default: here), on `jobs`
+    workers. The whole work is estimated first (`estimate_shapes_work`): beyond the usual it raises
+    WorkTooLargeError unless `force` (then `warn` gets the estimate)."""
     from dsasim.architect.executor import InProcess
+    from dsasim.architect.search import _duration as duration, check_work
 
     hardware.require_one_level("the shape sweep")
     if not max_loss >= 0:
         raise ValueError(f"--max-loss must be >= 0 %, got {max_loss!r}")
     if not values:
         raise ValueError("sweep_shapes needs at least one value")
-    problems = [vary_problem(problem, dim, v) for v in values]
+    problems = shape_problems(problem, dim, values)
+    work = estimate_shapes_work(problems, hardware, jobs)
+    check_work(work, force, warn, smaller="fewer shapes (a larger STEP in --vary), or a smaller layer")
     runner = executor if executor is not None else InProcess()
-    found = runner.run(_best_of, [(p, hardware) for p in problems], label=f"{problem.name}: shapes",
-                       progress=progress)
+    found = runner.run(_best_of, [(p, hardware) for p in problems],
+                       label=f"{problem.name}: shapes (estimated {duration(work.seconds)})", progress=progress)
     points = []
     for v, p, f in zip(values, problems, found):
         if isinstance(f, str):

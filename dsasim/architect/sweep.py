@@ -22,11 +22,12 @@ from typing import Any, Callable, Sequence
 from dsasim.hardware import Accelerator
 from dsasim.architect.loopnest import LoopNest, Problem
 from dsasim.architect.lower_bounds import lower_bound
-from dsasim.architect.search import (SECONDS_PER_TRACED_SCHEDULE, Candidate, WorkEstimate, check_work, confirm,
-                                     estimate_search_work, estimate_trace_work, search_front)
+from dsasim.architect.search import (SECONDS_PER_TRACED_SCHEDULE, Candidate, WorkEstimate, _duration, check_work,
+                                     confirm, estimate_search_work, estimate_trace_work, search_front)
 
-__all__ = ["parse_bytes", "parse_sizes", "SweepPoint", "SweepResult", "sweep_sram", "ProgressBar",
-           "format_bytes", "ChainSweepPoint", "ChainSweepResult", "sweep_chain"]
+__all__ = ["MAX_SIZE_BYTES", "parse_bytes", "parse_sizes", "SweepPoint", "SweepResult", "sweep_sram", "ProgressBar",
+           "format_bytes", "ChainSweepPoint", "ChainSweepResult", "sweep_chain",
+           "estimate_network_sweep_work"]
 
 MAX_POINTS = 1_000_000  # sizes a --sizes LO:HI:POINTS range may ask for
 
@@ -34,15 +35,26 @@ _UNITS = {"": 1, "b": 1, "k": 1024, "kb": 1024, "kib": 1024, "m": 1024 ** 2, "mb
           "g": 1024 ** 3, "gb": 1024 ** 3, "gib": 1024 ** 3}
 
 
+MAX_SIZE_BYTES = 2 ** 63 - 1  # a size past int64 is a typo, and the model's counts are int64
+
+
 def parse_bytes(text: str) -> int:
-    """'1536KiB', '1.5MiB', '65536', '64K' -> bytes (K/M/G and KB/MB/GB are binary, like KiB/MiB/GiB)."""
-    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([A-Za-z]*)\s*", str(text))
-    if not m or m.group(2).lower() not in _UNITS:
+    """'1536KiB', '1.5MiB', '65536', '64K' -> bytes (K/M/G and KB/MB/GB are binary, like KiB/MiB/GiB); ValueError
+    for anything else: no exponent, ASCII digits only, at most MAX_SIZE_BYTES (counted exactly, not as a float)."""
+    m = re.fullmatch(r"\s*([0-9]+)(?:\.([0-9]+))?\s*([A-Za-z]*)\s*", str(text), re.ASCII)
+    if not m or m.group(3).lower() not in _UNITS:
         raise ValueError(f"cannot read {text!r} as a size in bytes; write e.g. 65536, 64KiB, 1.5MiB")
-    value = float(m.group(1)) * _UNITS[m.group(2).lower()]
-    if value != int(value) or value < 1:
-        raise ValueError(f"size {text!r} is not a positive whole number of bytes")
-    return int(value)
+    whole, frac, unit = m.group(1), m.group(2) or "", _UNITS[m.group(3).lower()]
+    shown = repr(text) if len(str(text)) <= 40 else repr(str(text)[:40]) + "..."
+    if len(whole.lstrip("0")) > 20 or len(frac) > 20:  # refused before any arithmetic on 4,000 digits
+        raise ValueError(f"size {shown} has too many digits (a size is at most {MAX_SIZE_BYTES:,} bytes)")
+    scaled = int(whole + frac) * unit  # exact: (whole.frac x 10**len(frac)) x unit
+    value, rest = divmod(scaled, 10 ** len(frac))
+    if rest or value < 1:
+        raise ValueError(f"size {shown} is not a positive whole number of bytes")
+    if value > MAX_SIZE_BYTES:
+        raise ValueError(f"size {shown} is too large (at most {MAX_SIZE_BYTES:,} bytes)")
+    return value
 
 
 def format_bytes(n: int) -> str:
@@ -181,7 +193,7 @@ def sweep_sram(problem: Problem, hardware: Accelerator, sizes: Sequence[int],
                                    seconds=len(sizes) * SECONDS_PER_TRACED_SCHEDULE)
     check_work(work, force, warn)
     start = time.perf_counter()
-    bar = ProgressBar(f"sweep {layer or problem.name}", progress)
+    bar = ProgressBar(f"sweep {layer or problem.name} (estimated {_duration(work.seconds)})", progress)
     bar.update(0.0, "searching")
     st, best = search_front(problem, hardware, sizes, progress=lambda f: bar.update(0.5 * f, "searching"),
                             slide=slide)
@@ -301,7 +313,8 @@ def sweep_chain(chain: Any, hardware: Accelerator, sizes: Sequence[int],
     objective, but where nests tie in traffic the front may keep another than the one-size search (the two
     enumerations rank 2-way buffering and refine around different seeds), so its cycles can differ. With runners
     every chosen schedule is traced (checked against its model) and, when `simulate`, timed."""
-    from dsasim.architect.fused_search import _fused_choice, _fused_spaces, _layer_choice, _layer_segment, _partition
+    from dsasim.architect.fused_search import (CHAIN_SMALLER, _fused_choice, _fused_spaces, _layer_choice,
+                                               _layer_segment, _partition, estimate_chain_work)
     hardware.require_one_level("the chain sweep")
     sizes = sorted(set(int(s) for s in sizes))
     if not sizes:
@@ -311,26 +324,22 @@ def sweep_chain(chain: Any, hardware: Accelerator, sizes: Sequence[int],
     if sizes[0] < hardware.word_bytes:
         raise ValueError(f"every size must hold at least one {hardware.word_bytes}-byte word")
     distinct = {layer.spec(): layer for layer in chain.layers}
-    if layer_fronts:
-        estimates = [estimate_search_work(layer, hardware, len(sizes)) for layer in distinct.values()]
-    else:  # one search per layer and size: each distinct layer's one-size estimate, times its searches
-        count = {spec: sum(layer.spec() == spec for layer in chain.layers) * len(sizes) for spec in distinct}
-        estimates = []
-        for spec, layer in distinct.items():
+    if layer_fronts:  # one search front per distinct layer for all sizes
+        work = estimate_chain_work(chain, hardware, len(sizes))
+    else:  # one single-size search per layer and size, as search_chain searches it
+        def searches_of(layer: Any) -> WorkEstimate:
+            count = sum(other.spec() == layer.spec() for other in chain.layers) * len(sizes)
             one = estimate_search_work(layer, hardware, 1)
-            estimates.append(WorkEstimate(what=f"{count[spec]:,} single-layer searches of {spec} (one per size)",
-                                          evaluations=one.evaluations * count[spec], traced_operations=0,
-                                          seconds=one.seconds * count[spec]))
-    work = estimates[0]
-    for more in estimates[1:]:
-        work = work + more
+            return WorkEstimate(what=f"{count:,} single-layer searches of {layer.spec()} (one per size)",
+                                evaluations=one.evaluations * count, traced_operations=0, seconds=one.seconds * count)
+        work = estimate_chain_work(chain, hardware, len(sizes), layer_work=searches_of)
     if loopnest_runner is not None or fused_runner is not None:
         work = work + WorkEstimate(what=f"tracing up to {len(sizes) * (len(chain) + 1):,} schedules", evaluations=0,
                                    traced_operations=0,
                                    seconds=len(sizes) * (len(chain) + 1) * SECONDS_PER_TRACED_SCHEDULE)
-    check_work(work, force, warn)
+    check_work(work, force, warn, smaller=CHAIN_SMALLER)
     start = time.perf_counter()
-    bar = ProgressBar(f"sweep {name or chain.name}", progress)
+    bar = ProgressBar(f"sweep {name or chain.name} (estimated {_duration(work.seconds)})", progress)
     bar.update(0.0, "searching")
     spaces = _fused_spaces(chain, hardware)
     evaluations = sum(space.evaluations for space in spaces.values())
@@ -361,3 +370,40 @@ def sweep_chain(chain: Any, hardware: Accelerator, sizes: Sequence[int],
         bar.update(0.5 + 0.5 * (k + 1) / len(sizes), format_bytes(size))
     bar.close()
     return ChainSweepResult(name or chain.name, chain, hardware, points, evaluations, time.perf_counter() - start)
+
+
+def estimate_network_sweep_work(network: Any, hardwares: Sequence[Accelerator], n_sizes: int, fusion: bool = True,
+                                workers: int = 1) -> WorkEstimate:
+    """The whole work of `network_eval.sweep_network` over `n_sizes` SRAM sizes: per hardware, every distinct
+    layer's search (`estimate_search_work`) and, with `fusion`, every distinct chain's (`estimate_chain_work`),
+    the tasks spread over `workers`. Hardware that differs only in fields the search's space does not depend on
+    (bandwidths, setup cycles) shares one count."""
+    from dsasim.architect.fused_search import estimate_chain_work
+
+    if n_sizes < 1 or workers < 1:
+        raise ValueError(f"estimate_network_sweep_work: n_sizes and workers must be >= 1, got {n_sizes}, {workers}")
+    chains = network.chains if fusion else ()
+    in_chain = {i for nc in chains for i in nc.members}
+    problems = list(dict.fromkeys(layer.problem for i, layer in enumerate(network.layers)
+                                  if layer.problem is not None and i not in in_chain))
+    distinct_chains = list(dict.fromkeys(nc.chain for nc in chains))
+    counted: dict[tuple, WorkEstimate] = {}  # (layer spec, what the space depends on) -> its search's estimate
+
+    def layer_work(problem: Problem, hw: Accelerator) -> WorkEstimate:
+        key = (problem.spec(), hw.word_bytes, hw.tensorcore_in_channels, hw.tensorcore_out_channels)
+        if key not in counted:  # building a layer's space to count it costs ~0.1 s: once per distinct shape
+            counted[key] = estimate_search_work(problem, hw, n_sizes)
+        return counted[key]
+
+    total = WorkEstimate(what="", evaluations=0, traced_operations=0, seconds=0.0)
+    for hw in hardwares:
+        for problem in problems:
+            total = total + layer_work(problem, hw)
+        for chain in distinct_chains:
+            total = total + estimate_chain_work(chain, hw, n_sizes, lambda p, hw=hw: layer_work(p, hw))
+    tasks = len(hardwares) * (len(problems) + len(distinct_chains))
+    return WorkEstimate(what=f"the sweep of {network.name}: {tasks:,} searches ({len(problems)} distinct layers and "
+                             f"{len(distinct_chains)} chains per hardware, {len(hardwares)} hardware) at {n_sizes:,} "
+                             f"SRAM size(s) on {min(workers, max(tasks, 1))} worker(s)",
+                        evaluations=total.evaluations, traced_operations=0,
+                        seconds=total.seconds / min(workers, max(tasks, 1)))

@@ -94,12 +94,12 @@ def search_json(result: SearchResult, layer: str) -> dict[str, Any]:
 
 
 def _size(flag: str, text: str) -> int:
-    """A size option in bytes; a number too large for a float is a mistake like any other."""
+    """A size option in bytes; ValueError naming the flag (too large, not a size)."""
     from dsasim.architect.sweep import parse_bytes
     try:
         return parse_bytes(text)
-    except OverflowError:
-        raise ValueError(f"{flag} {text!r} is too large to be a size in bytes") from None
+    except ValueError as err:
+        raise ValueError(f"{flag}: {err}") from None
 
 
 def _arguments(args: argparse.Namespace, parse: Any) -> tuple[Any, Any, int, Any]:
@@ -122,7 +122,7 @@ def _arguments(args: argparse.Namespace, parse: Any) -> tuple[Any, Any, int, Any
 def run_chain(args: argparse.Namespace) -> int:
     """`dsasim search CHAIN`: the best fused / layer-by-layer partition of a chain preset."""
     from dsasim.architect.chain import parse_chain
-    from dsasim.architect.fused_search import search_chain
+    from dsasim.architect.fused_search import estimate_chain_work, search_chain
     from dsasim.architect.sweep import format_bytes
     from dsasim.cli.common import fused_runner
 
@@ -130,21 +130,24 @@ def run_chain(args: argparse.Namespace) -> int:
     simulate = args.confirm > 0 and not args.no_simulate
     t0 = time.perf_counter()
     try:
-        result = search_chain(chain, hardware, sram, args.objective,
-                              fused_runner=fused_runner() if simulate else None,
-                              loopnest_runner=loopnest_runner() if simulate else None, force=args.force,
-                              warn=warner("search"))
+        hw = dataclasses.replace(hardware, sram_bytes=sram)
+        with _progress(f"search {args.layer}", estimate_chain_work(chain, hw)) as progress:
+            result = search_chain(chain, hardware, sram, args.objective,
+                                  fused_runner=fused_runner() if simulate else None,
+                                  loopnest_runner=loopnest_runner() if simulate else None, force=args.force,
+                                  warn=warner("search"), progress=progress)
     except ValueError as err:
         raise CliError(str(err)) from None
     wall = time.perf_counter() - t0
     if result.best is None:
         print(f"dsasim search: no schedule of {args.layer} fits in {sram:,} B of SRAM", file=sys.stderr)
         return EXIT_FAILED
-    print(chain.describe())
+    header = chain.describe()
+    print(header)
     for p in result.best:
         print()
-        if p.fused is not None:
-            print(p.fused.format())
+        if p.fused is not None:  # a fused nest of the whole chain opens with the chain's header: printed once
+            print(p.fused.format().removeprefix(header + "\n"))
         else:
             print(p.candidate.nest.format(hardware.word_bytes))
     print()
@@ -202,6 +205,33 @@ def format_levels(a: Any) -> str:
              lv.stored_bytes, lv.transfers, round(lv.cycles), lv.bound_bytes,
              f"{lv.traffic_bytes / lv.bound_bytes:.3f}" if lv.bound_bytes else None) for lv in a.levels]
     return format_table(header, rows)
+
+
+PROGRESS_SECONDS = 5.0  # work estimated longer than this gets a progress bar carrying the estimate
+
+
+@contextmanager
+def _progress(label: str, work: Any) -> Iterator[Any]:
+    """A progress callback for a search: a bar on stderr labelled with the work's estimate when that is longer
+    than PROGRESS_SECONDS, shown from the first progress on (so that a refusal before the work starts stays one
+    line); a no-op for shorter work."""
+    from dsasim.architect.search import _duration
+    from dsasim.architect.sweep import ProgressBar
+
+    bars: list[ProgressBar] = []
+
+    def update(fraction: float) -> None:
+        if work.seconds <= PROGRESS_SECONDS:
+            return
+        if not bars:
+            bars.append(ProgressBar(f"{label} (estimated {_duration(work.seconds)})"))
+        bars[0].update(fraction)
+
+    try:
+        yield update
+    finally:
+        for bar in bars:
+            bar.close()
 
 
 @contextmanager
@@ -301,20 +331,32 @@ def run(args: argparse.Namespace) -> int:
     """Handle `dsasim search`: an exit status; a mistake in the command line raises CliError (exit 2)."""
     from dsasim.architect.chain import is_chain
     from dsasim.architect.layers import parse_layer
-    from dsasim.architect.search import search
+    from dsasim.architect.search import estimate_search_work, search
     from dsasim.architect.sweep import format_bytes
 
+    if args.no_simulate and args.confirm == 0:
+        raise CliError("--no-simulate does not apply with --confirm 0 (nothing is traced, so nothing is timed); "
+                       "leave one out")
     if is_chain(args.layer):
+        if args.no_slide:
+            raise CliError("--no-slide does not apply to a chain's search (its fused nests keep their own line "
+                           "buffers); leave it out")
         return run_chain(args)
     problem, hardware, sram, json_path = _arguments(args, parse_layer)
     if hardware.inner_levels:
+        if args.no_simulate:
+            raise CliError(f"--no-simulate does not apply on {hardware.name}: its levels use the analytic model, and "
+                           f"the traced check of the best nest is timed by the timing simulator; use --confirm 0 to "
+                           f"leave the traced check out")
         return run_levels(args, problem, hardware, sram, json_path)
     runner = loopnest_runner() if args.confirm > 0 else None
     t0 = time.perf_counter()
     with _as_cli_errors(args.layer):
-        result = search(problem, hardware, sram, args.objective, runner=runner, confirm_top=max(args.confirm, 1),
-                        simulate=not args.no_simulate, force=args.force, warn=warner("search"),
-                        slide=not args.no_slide)
+        work = estimate_search_work(problem, dataclasses.replace(hardware, sram_bytes=sram), slide=not args.no_slide)
+        with _progress(f"search {args.layer}", work) as progress:
+            result = search(problem, hardware, sram, args.objective, runner=runner,
+                            confirm_top=max(args.confirm, 1), simulate=not args.no_simulate, force=args.force,
+                            warn=warner("search"), slide=not args.no_slide, progress=progress)
     wall = time.perf_counter() - t0
     best = result.best
     if best is None:

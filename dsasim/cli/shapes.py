@@ -1,7 +1,7 @@
 """`dsasim shapes LAYER --vary DIM=LO:HI[:STEP]`: a layer over a range of one dimension (dynamic shapes).
 
     dsasim shapes LAYER --vary DIM=LO:HI[:STEP] [--sram SIZE] [--hardware PRESET|FILE] [--max-loss 5%] [--jobs N]
-                  [--json PATH] [--plot PATH] [--quiet]
+                  [--json PATH] [--plot PATH] [--quiet] [--force]
 
 LAYER as for `dsasim search` (blog-conv, resnet50.<name>, gemm-1024, conv:..., gemm:...). DIM: conv n, ic, oc, h, w
 or hw (both); matmul m, n, k; several joined by + move together (m+n). Per shape: the best schedule's estimated
@@ -12,9 +12,11 @@ table (shape ranges -> schedules) that keeps every shape within --max-loss of it
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import TYPE_CHECKING
 
-from dsasim.cli.common import CliError, Command, int_at_least, json_and_plot_paths, parse_percent, write_outputs
+from dsasim.cli.common import (EXIT_FAILED, CliError, Command, int_at_least, json_and_plot_paths, parse_percent,
+                               warner, write_outputs)
 from dsasim.cli.table import format_table
 from dsasim.hardware import load_hardware
 
@@ -36,7 +38,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--jobs", type=int_at_least(1), default=2, help="worker processes for the per-shape searches")
     p.add_argument("--json", metavar="PATH", help="write the sweep as JSON")
     p.add_argument("--plot", metavar="PATH", help="write a PNG: utilization and cycles against the shape")
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--quiet", action="store_true", help="no progress bar (work estimates are still printed)")
+    p.add_argument("--force", action="store_true", help="run work estimated far beyond the usual (hours) "
+                                                          "instead of refusing it; the estimate is still printed")
 
 
 def _tiles(template: dict) -> str:
@@ -76,9 +80,9 @@ def run(args: argparse.Namespace) -> int:
     """Handle `dsasim shapes`: 0, or 1 when some shape fits no schedule (the rest is reported)."""
     import dataclasses
 
-    from dsasim.architect.executor import open_executor
+    from dsasim.architect.executor import WorkersLostError, open_executor
     from dsasim.architect.layers import parse_layer
-    from dsasim.architect.shapes import parse_vary, sweep_shapes, vary_problem
+    from dsasim.architect.shapes import parse_vary, shape_problems, sweep_shapes
     from dsasim.architect.sweep import parse_bytes
 
     try:
@@ -86,16 +90,25 @@ def run(args: argparse.Namespace) -> int:
         hardware = load_hardware(args.hardware)
         hardware.require_one_level("the shape sweep")
         if args.sram is not None:
-            hardware = dataclasses.replace(hardware, sram_bytes=parse_bytes(args.sram))
+            try:
+                hardware = dataclasses.replace(hardware, sram_bytes=parse_bytes(args.sram))
+            except ValueError as err:
+                raise ValueError(f"--sram: {err}") from None
         dim, values = parse_vary(args.vary)
-        vary_problem(problem, dim, values[0])  # a wrong DIM is a usage error before any search
+        shape_problems(problem, dim, values)  # every value a valid layer: a usage error before any search
         max_loss = parse_percent(args.max_loss, "--max-loss")
         json_path, plot_path = json_and_plot_paths(args)
     except ValueError as err:
         raise CliError(str(err)) from None
     executor = open_executor("process", args.jobs)
     try:
-        sweep = sweep_shapes(problem, dim, values, hardware, max_loss, executor, progress=not args.quiet)
+        sweep = sweep_shapes(problem, dim, values, hardware, max_loss, executor, progress=not args.quiet,
+                             force=args.force, warn=warner("shapes"), jobs=args.jobs)
+    except ValueError as err:
+        raise CliError(str(err)) from None
+    except WorkersLostError as err:
+        print(f"dsasim shapes: {err}", file=sys.stderr)
+        return EXIT_FAILED
     finally:
         executor.close()
     print(format_shapes(sweep))

@@ -13,11 +13,12 @@ a warning, even with --quiet. The search and matplotlib are imported by the run,
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import TYPE_CHECKING
 
 from dsasim.hardware import load_hardware
-from dsasim.cli.common import (EXIT_FAILED, CliError, Command, fused_runner, int_at_least, json_and_plot_paths, loopnest_runner,
-                               parse_percent, warner, write_outputs)
+from dsasim.cli.common import (EXIT_FAILED, CliError, Command, fused_runner, int_at_least, json_and_plot_paths,
+                               loopnest_runner, parse_percent, warner, write_outputs)
 from dsasim.cli.network import add_network_source
 from dsasim.cli.table import format_table
 
@@ -38,15 +39,17 @@ def add_arguments(s: argparse.ArgumentParser) -> None:
     add_network_source(s)
     s.add_argument("--within", metavar="PERCENT",
                    help="(--network) print the smallest SRAM whose traffic is within PERCENT of compulsory, e.g. 10%%")
-    s.add_argument("--executor", default="process", metavar="process|dask|dask://HOST:PORT",
+    s.add_argument("--executor", metavar="process|dask|dask://HOST:PORT",
                    help="(--network) where the layer searches run: a process pool (default), a local Dask cluster, "
                         "or a running Dask scheduler; the JSON is the same whichever runs it")
-    s.add_argument("--jobs", type=int_at_least(1), default=2, help="(--network) worker processes (default 2)")
+    s.add_argument("--jobs", type=int_at_least(1), help="(--network) worker processes (default 2; not with a running "
+                   "scheduler, dask://, whose workers are its own)")
     s.add_argument("--vary", action="append", default=[], metavar="FIELD=V1,V2,...",
                    help="(--network) a hardware grid: each value of a field (repeat for a product), e.g. "
                         "dram_bytes_per_cycle=16,32,64")
-    s.add_argument("--objective", choices=("traffic", "cycles"), default="traffic",
-                   help="(--network, or --level) per layer, the best schedule by traffic (default) or estimated cycles")
+    s.add_argument("--objective", choices=("traffic", "cycles"),
+                   help="(--network, a chain, or hardware with levels) the best schedule by traffic (default) or "
+                        "estimated cycles; a single layer's sweep ranks by traffic")
     s.add_argument("--sizes", required=True, metavar="LO:HI[:POINTS]",
                    help="SRAM sizes, geometric from LO to HI, e.g. 64KiB:8MiB:20 (or a list A,B,C)")
     s.add_argument("--hardware", metavar="PRESET|FILE", default="blog",
@@ -90,6 +93,28 @@ def format_chain_sweep(result: ChainSweepResult) -> str:
     return format_table(header, rows)
 
 
+# Every option of sweep-sram applies to some of its four sweeps (a network, a layer, a chain, a layer on hardware
+# with levels); given to another, it is refused rather than silently ignored. flag -> (attribute, where it applies)
+_OPTIONS = {"--within": ("within", "--network sweeps"), "--input-shape": ("input_shape", "--network sweeps"),
+            "--vary": ("vary", "--network sweeps"), "--no-fusion": ("no_fusion", "--network sweeps"),
+            "--executor": ("executor", "--network sweeps"), "--jobs": ("jobs", "--network sweeps"),
+            "--verbose": ("verbose", "--network sweeps"),
+            "--level": ("level", "a LAYER's sweep"),
+            "--no-slide": ("no_slide", "a single layer's sweep (with or without --level)"),
+            "--no-simulate": ("no_simulate", "a layer's or a chain's sweep (--network and --level cycles are "
+                                             "estimates)"),
+            "--objective": ("objective", "--network, chain and --level sweeps (a single layer's sweep on one-level "
+                                         "hardware ranks by traffic)")}
+
+
+def _refuse(args: argparse.Namespace, flags: tuple[str, ...], sweep: str) -> None:
+    """CliError for the first of `flags` given (not at its default) to a sweep it does not apply to."""
+    for flag in flags:
+        attr, applies = _OPTIONS[flag]
+        if getattr(args, attr) not in (None, False, []):
+            raise CliError(f"{flag} does not apply to {sweep}: it applies to {applies}; leave it out")
+
+
 def run(args: argparse.Namespace) -> int:
     """Handle `dsasim sweep-sram`: an exit status; a mistake in the command line raises CliError (exit 2)."""
     from dsasim.architect.chain import is_chain, parse_chain
@@ -102,11 +127,8 @@ def run(args: argparse.Namespace) -> int:
         return _run_network(args)
     if args.layer is None:
         raise CliError("give a LAYER (or CHAIN) to sweep, or --network NAME")
-    for flag, value in (("--within", args.within), ("--input-shape", args.input_shape),
-                        ("--vary", args.vary or None), ("--no-fusion", args.no_fusion or None),
-                        ("--verbose", args.verbose or None)):
-        if value is not None:
-            raise CliError(f"{flag} applies to --network sweeps only")
+    _refuse(args, ("--within", "--input-shape", "--vary", "--no-fusion", "--executor", "--jobs", "--verbose"),
+            "a LAYER's sweep")
     chain = is_chain(args.layer)
     try:
         problem = parse_chain(args.layer) if chain else parse_layer(args.layer)
@@ -114,14 +136,18 @@ def run(args: argparse.Namespace) -> int:
         if args.level is not None:
             hardware.level(args.level)  # no such level: say which there are
         if not chain and hardware.inner_levels:
+            _refuse(args, ("--no-simulate",), f"a sweep on {hardware.name}, whose levels use the analytic model")
             return _run_levels(args, problem, hardware)
         if args.level not in (None, "SRAM"):
-            raise ValueError(f"--level {args.level}: chains are swept over the SRAM only")
+            raise ValueError(f"--level {args.level}: "
+                             + ("chains are" if chain else f"on {hardware.name}, a layer is") + " swept over the "
+                             f"SRAM only (hardware with levels below the SRAM, e.g. blog-l1, sweeps others)")
+        if chain:
+            _refuse(args, ("--no-slide",), "a chain's sweep")
+        elif args.objective == "cycles":
+            _refuse(args, ("--objective",), f"a single layer's sweep on {hardware.name}")
         hardware.require_one_level("the chain sweep" if chain else "this sweep")
-        try:
-            sizes = parse_sizes(args.sizes)
-        except OverflowError:
-            raise ValueError(f"--sizes {args.sizes!r}: a size is too large to be a number of bytes") from None
+        sizes = parse_sizes(args.sizes)
         if any(s < hardware.word_bytes for s in sizes):
             raise ValueError(f"every size must hold at least one {hardware.word_bytes}-byte word")
     except ValueError as err:
@@ -132,7 +158,8 @@ def run(args: argparse.Namespace) -> int:
         try:
             chain_result = sweep_chain(problem, hardware, sizes, fused_runner() if simulate else None,
                                        loopnest_runner() if simulate else None, simulate, progress=not args.quiet,
-                                       name=args.layer, force=args.force, warn=warner("sweep-sram"))
+                                       name=args.layer, force=args.force, warn=warner("sweep-sram"),
+                                       objective=args.objective or "traffic")
         except ValueError as err:
             raise CliError(str(err)) from None
         print(format_chain_sweep(chain_result))
@@ -162,8 +189,6 @@ def _run_levels(args: argparse.Namespace, problem: object, hardware: object) -> 
     level = args.level or "SRAM"
     try:
         sizes = parse_sizes(args.sizes)
-    except OverflowError:
-        raise CliError(f"--sizes {args.sizes!r}: a size is too large to be a number of bytes") from None
     except ValueError as err:
         raise CliError(str(err)) from None
     for size in sizes:
@@ -173,8 +198,8 @@ def _run_levels(args: argparse.Namespace, problem: object, hardware: object) -> 
             raise CliError(f"--level {level} at {format_bytes(size)}: {err}") from None
     json_path, plot_path = json_and_plot_paths(args)
     try:
-        sweep = sweep_levels(problem, hardware, level, sizes, args.objective, layer=args.layer, force=args.force,
-                             warn=warner("sweep-sram"), slide=not args.no_slide)
+        sweep = sweep_levels(problem, hardware, level, sizes, args.objective or "traffic", layer=args.layer,
+                             force=args.force, warn=warner("sweep-sram"), slide=not args.no_slide)
     except ValueError as err:
         raise CliError(str(err)) from None
     names = [lv.name for lv in hardware.levels]
@@ -183,7 +208,7 @@ def _run_levels(args: argparse.Namespace, problem: object, hardware: object) -> 
              round(a.cycles) if a else None, a.bottleneck if a else "nothing fits")
             for size, a in zip(sweep.sizes, sweep.best)]
     print(f"{args.layer} on {hardware.name}: traffic into each level and cycles vs the size of {level} "
-          f"(objective {args.objective}; the analytic model of every level)")
+          f"(objective {args.objective or 'traffic'}; the analytic model of every level)")
     print(format_table(header, rows))
     print(f"{len(sizes)} sizes, {sweep.evaluations:,} nests evaluated, {sweep.seconds:.2f} s")
     write_outputs(sweep, json_path, plot_path, "plot_level_sweep")
@@ -216,22 +241,31 @@ def format_network_sweep(sweep: NetworkSweep) -> str:
     return "\n".join(lines)
 
 
+_NETWORK_SMALLER = "fewer SRAM sizes, fewer hardware (--vary values), or more workers (--jobs)"
+
+
 def _run_network(args: argparse.Namespace) -> int:
     """`dsasim sweep-sram --network`: 0, or 1 when some result is partial (a layer unplaceable at some size or
     unmodelled; a warning on stderr names them)."""
-    from dsasim.architect.executor import open_executor
+    from dsasim.architect.executor import WorkersLostError, open_executor, parse_dask_address
     from dsasim.architect.network_eval import sweep_network, vary_hardware
-    from dsasim.architect.sweep import parse_sizes
+    from dsasim.architect.search import check_work
+    from dsasim.architect.sweep import estimate_network_sweep_work, parse_sizes
     from dsasim.cli.network import load_network_quietly, warn_partial
 
+    _refuse(args, ("--level", "--no-slide", "--no-simulate"), "a --network sweep")
+    executor_spec = args.executor or "process"
+    if executor_spec.startswith("dask://") and args.jobs is not None:
+        raise CliError(f"--jobs does not apply to --executor {executor_spec}: a running scheduler's workers are "
+                       f"its own (start more there); leave --jobs out")
+    jobs = args.jobs or 2
     try:
+        if executor_spec.startswith("dask://"):
+            parse_dask_address(executor_spec)  # a malformed address before the network is loaded
         hardwares = vary_hardware([load_hardware(h.strip()) for h in args.hardware.split(",")], args.vary)
         for hw in hardwares:
             hw.require_one_level("the network sweep")
-        try:
-            sizes = parse_sizes(args.sizes)
-        except OverflowError:
-            raise ValueError(f"--sizes {args.sizes!r}: a size is too large to be a number of bytes") from None
+        sizes = parse_sizes(args.sizes)
         if any(s < hw.word_bytes for s in sizes for hw in hardwares):
             raise ValueError("every size must hold at least one word of every hardware")
         within = parse_percent(args.within, "--within") if args.within is not None else None
@@ -240,12 +274,25 @@ def _run_network(args: argparse.Namespace) -> int:
         raise CliError(str(err)) from None
     network = load_network_quietly(args)
     try:
-        executor = open_executor(args.executor, args.jobs)
+        if not executor_spec.startswith("dask://"):  # refused before any worker starts
+            check_work(estimate_network_sweep_work(network, hardwares, len(sizes), not args.no_fusion, jobs),
+                       args.force, warner("sweep-sram"), smaller=_NETWORK_SMALLER)
+        executor = open_executor(executor_spec, jobs)
     except ValueError as err:
         raise CliError(str(err)) from None
     try:
+        if executor_spec.startswith("dask://"):  # its workers, counted now that it is reached
+            workers = max(1, len(executor.client.nthreads()))
+            try:
+                check_work(estimate_network_sweep_work(network, hardwares, len(sizes), not args.no_fusion, workers),
+                           args.force, warner("sweep-sram"), smaller=_NETWORK_SMALLER)
+            except ValueError as err:
+                raise CliError(str(err)) from None
         sweep = sweep_network(network, hardwares, sizes, executor, progress=not args.quiet, within=within,
-                              objective=args.objective, fusion=not args.no_fusion)
+                              objective=args.objective or "traffic", fusion=not args.no_fusion)
+    except WorkersLostError as err:
+        print(f"dsasim sweep-sram: {err}", file=sys.stderr)
+        return EXIT_FAILED
     finally:
         executor.close()
     print(format_network_sweep(sweep))
