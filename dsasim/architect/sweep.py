@@ -19,6 +19,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
+from dsasim.util import format_bytes  # (re-exported: the one rule for sizes people read)
 from dsasim.hardware import Accelerator
 from dsasim.architect.loopnest import LoopNest, Problem
 from dsasim.architect.lower_bounds import lower_bound
@@ -43,14 +44,6 @@ def parse_bytes(text: str) -> int:
     if value != int(value) or value < 1:
         raise ValueError(f"size {text!r} is not a positive whole number of bytes")
     return int(value)
-
-
-def format_bytes(n: int) -> str:
-    """Bytes as the largest exact binary unit: 1572864 -> '1536KiB', 8388608 -> '8MiB'."""
-    for unit, size in (("GiB", 1024 ** 3), ("MiB", 1024 ** 2), ("KiB", 1024)):
-        if n % size == 0:
-            return f"{n // size}{unit}"
-    return f"{n}B"
 
 
 def parse_sizes(text: str) -> list[int]:

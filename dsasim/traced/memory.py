@@ -35,8 +35,8 @@ from dsasim.layout import DEFAULT_LAYOUT, LAYOUTS, check_layout
 from dsasim.traced.levels import LevelState, LevelTraffic, check_role, refuse_modified_overlap
 from dsasim.traced.segments import Segment
 from dsasim.traced.trace import NullLog, Region, ScopeInfo, TensorInfo, Trace, format_region
-from dsasim.util import (ceil_div, is_int, numpy_hugepages_for_tensor_data, region_contains, region_elements,
-                          regions_overlap, shape_elements, whole_region)
+from dsasim.util import (ceil_div, format_bytes, is_int, numpy_hugepages_for_tensor_data, region_contains,
+                          region_elements, regions_overlap, shape_elements, whole_region)
 
 _NO_LIMIT = 2 ** 63 - 1  # the C-integer limits' "none": `Session._sram_limit` when capacity is not enforced
 
@@ -1077,16 +1077,17 @@ class Session(_core.SessionFields):
         for (tensor, scope), bufs in groups.items():
             if grouped and len(bufs) > 1:
                 total = sum(nbytes for _, nbytes in bufs)
-                lines.append(f"  {tensor}: {len(bufs)} buffers, {total} B in scope {scope} ({bufs[0][0]} ... "
+                lines.append(f"  {tensor}: {len(bufs)} buffers, {total:,} B in scope {scope} ({bufs[0][0]} ... "
                              f"{bufs[-1][0]})")
             else:
-                lines.extend(f"  {tensor}{reg}: {nbytes} B in scope {scope}" for reg, nbytes in bufs)
+                lines.extend(f"  {tensor}{reg}: {nbytes:,} B in scope {scope}" for reg, nbytes in bufs)
         listing = "\n" + "\n".join(lines) if lines else " none"
         ways = f" ({inst.ways}-way buffered)" if inst.ways > 1 else ""
         raise SramOverflowError(
-            f"SRAM overflow: allocating {charged} B for {arr.name}{format_region(region)}{ways} in scope "
-            f"{'/'.join(inst.path)} would make the live footprint {self._live_bytes + charged} B > capacity "
-            f"{self._sram_limit} B. Live buffers ({self._live_bytes} B):{listing}\n"
+            f"SRAM overflow: allocating {charged:,} B for {arr.name}{format_region(region)}{ways} in scope "
+            f"{'/'.join(inst.path)} would make the live footprint {self._live_bytes + charged:,} B > capacity "
+            f"{self._sram_limit:,} B ({format_bytes(self._sram_limit)}). Live buffers ({self._live_bytes:,} B):"
+            f"{listing}\n"
             f"Use smaller tiles, free buffers earlier (tighter scopes), or the reuse flag.",
             self._sram_limit, charged, live)
 
