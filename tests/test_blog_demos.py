@@ -210,8 +210,8 @@ def test_full_size_totals(name, hw):
     r = run_schedule(BY_NAME[name], hw, numeric=False, record_trace=False)
     if not fits:
         assert r.status == "overflow", f"{name} on {hw.name} needs {e['peak'] * word} B > {CAPACITY} B"
-        assert f"capacity {CAPACITY} B" in r.message
-        assert f"would need {e['peak'] * word} B peak" in r.message
+        assert f"capacity {CAPACITY:,} B" in r.message
+        assert f"would need {e['peak'] * word:,} B peak" in r.message
         r = run_schedule(BY_NAME[name], hw, numeric=False, record_trace=False, enforce_capacity=False)
     assert r.status == "ok", r.message
     assert r.loaded_bytes == loaded * word
@@ -328,7 +328,7 @@ def test_helper_rejects_a_wrong_schedule_and_a_failed_run():
                                  workload=REDUCED["blog-conv"])
     with pytest.raises(AssertionError, match="differs from torch"):
         assert_schedule_matches_torch(broken, BLOG)
-    with pytest.raises(AssertionError, match="(?s)status 'overflow'.*capacity 1572864 B"):
+    with pytest.raises(AssertionError, match="(?s)status 'overflow'.*capacity 1,572,864 B"):
         assert_schedule_matches_torch(BY_NAME["demo4"], BLOG, record_trace=False)
 
 

@@ -184,7 +184,7 @@ NAMES = [
     (["simulate", "demo2", "--layout", "image=NHWC", "--layout", "image=NCHW16c"],
      "--layout gives 'image' two layouts (NHWC, NCHW16c); give one"),
     (["sweep-sram", "gemm-64", "--sizes", "32KiB", "--hardware", "blog-l1"],
-     "--level SRAM at 32KiB: Accelerator 'blog-l1': memory level 'L1w' (65,536 bytes) is larger than its parent"),
+     "--level SRAM at 32 KiB: Accelerator 'blog-l1': memory level 'L1w' (65,536 bytes) is larger than its parent"),
     (["sweep-sram", "gemm-64", "--sizes", "2MiB", "--hardware", "blog-l1", "--level", "L1i"],
      "memory level 'L1i' (2,097,152 bytes) is larger than its parent 'SRAM'"),
     (["search", "gemm-64", "--hardware", "blog-l1", "--sram", "32KiB"], "'L1w' (65,536 bytes) is larger than its"),

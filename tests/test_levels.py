@@ -287,8 +287,9 @@ def test_a_level_overflow_names_the_level_and_its_buffers():
         c[0:200, 0:48]
         with GlobalHierarchy(s, "acc", level="L1acc", ways=2):
             c[0:8, 0:48]
-            with pytest.raises(SramOverflowError, match=r"(?s)L1acc overflow: allocating 18432 B for c\[8:200, "
-                                                        r"0:48\] \(2-way buffered\).*19200 B > its capacity 16384 B"
+            with pytest.raises(SramOverflowError, match=r"(?s)L1acc overflow: allocating 18,432 B for c\[8:200, "
+                                                        r"0:48\] \(2-way buffered\).*19,200 B > its capacity 16,384 B "
+                                                        r"\(16 KiB\)"
                                                         r".*c\[0:8, 0:48\]: 768 B in scope sram/acc"):
                 c[8:200, 0:48]
 

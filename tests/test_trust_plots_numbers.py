@@ -105,3 +105,19 @@ def test_unlimited_sram_note_separates_thousands():
     note = r.message.split("With unlimited SRAM", 1)[1]
     assert "it would need 5,504 B peak (capacity 4,096 B), load 41,344 B, store 61,440 B" in note
     assert not RAW_COUNT.search(note), note
+
+
+def test_level_overflow_text_separates_thousands():
+    # blog-l1's L1acc holds 16 KiB = 16,384 B: 200 x 48 words of 1 B = 9,600 B, x 2 ways = 19,200 B do not fit
+    from tests.test_hierarchy import L1
+    s = Session(L1, numeric=False)
+    c = s.output("c", (200, 48))
+    with GlobalHierarchy(s, "sram"):
+        c[0:200, 0:48]
+        with GlobalHierarchy(s, "acc", level="L1acc", ways=2):
+            with pytest.raises(SramOverflowError) as info:
+                c[0:200, 0:48]
+    text = str(info.value)
+    assert "allocating 19,200 B for c[0:200, 0:48] (2-way buffered)" in text
+    assert "live footprint 19,200 B > its capacity 16,384 B (16 KiB)" in text
+    assert not RAW_COUNT.search(text), text
