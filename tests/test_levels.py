@@ -353,7 +353,7 @@ def test_the_command_line_times_a_leveled_schedule(capsys):
     assert main(["simulate", "res2a-branch2b-l1"]) == 0
     out = capsys.readouterr().out
     assert "dma-L1i" in out and "dma-L1acc" in out
-    assert f"L1i (from SRAM): staged {model['L1i'].loaded_bytes} B in {model['L1i'].transfers} ops" in out
+    assert f"L1i (from SRAM): staged {model['L1i'].loaded_bytes:,} B in {model['L1i'].transfers:,} ops" in out
     assert main(["demo", "--only", "res2a-branch2b-l1", "--per-tensor", "res2a-branch2b-l1", "--count-only",
                  "--jobs", "1", "--quiet"]) == 0
     out = capsys.readouterr().out
