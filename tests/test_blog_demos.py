@@ -236,8 +236,8 @@ def test_demo3_1_and_demo4_overflow_on_the_blog_machine():
     oc0, row0 = 24 * (fit // PAIRS), 2 * (fit % PAIRS)
     r = run_schedule(BY_NAME["demo3-1"], BLOG, numeric=False, record_trace=False)
     assert r.status == "overflow" and r.loaded_bytes is None
-    assert (f"allocating {tile} B for output[0:1, {oc0}:{oc0 + 24}, {row0}:{row0 + 2}, 0:56] in scope batch "
-            f"would make the live footprint {WGT + C * 2 * W + (fit + 1) * tile} B > capacity {CAPACITY} B") \
+    assert (f"allocating {tile:,} B for output[0:1, {oc0}:{oc0 + 24}, {row0}:{row0 + 2}, 0:56] in scope batch "
+            f"would make the live footprint {WGT + C * 2 * W + (fit + 1) * tile:,} B > capacity {CAPACITY:,} B") \
         in r.message
     for tensor in ("weight[0:512, 0:2048, 0:1, 0:1]", "image", "output"):
         assert tensor in r.message
@@ -260,8 +260,8 @@ def test_demo3_1_and_demo4_overflow_on_the_blog_machine():
     # demo4: the whole image (IMG = 6,422,528 B) alone is 4x the SRAM: the first allocation fails, nothing live
     r = run_schedule(BY_NAME["demo4"], BLOG, numeric=False, record_trace=False)
     assert r.status == "overflow"
-    assert (f"allocating {IMG} B for image[0:1, 0:2048, 0:56, 0:56] in scope batch would make the live "
-            f"footprint {IMG} B > capacity {CAPACITY} B") in r.message
+    assert (f"allocating {IMG:,} B for image[0:1, 0:2048, 0:56, 0:56] in scope batch would make the live "
+            f"footprint {IMG:,} B > capacity {CAPACITY:,} B") in r.message
     s = Session(BLOG, numeric=False, record_trace=False)
     with pytest.raises(SramOverflowError) as info:
         blog_demos.demo4(s, **bind_tensors(s, BY_NAME["demo4"].workload, None))
