@@ -248,7 +248,7 @@ SIZES = [
     (["sweep-sram", "gemm-64", "--sizes", "inf"], "cannot read 'inf' as a size"),
     (["sweep-sram", "gemm-64", "--sizes", "nan:1MiB"], "cannot read 'nan' as a size"),
     (["sweep-sram", "gemm-64", "--sizes", "1e-300"], "cannot read '1e-300' as a size"),
-    (["sweep-sram", "gemm-64", "--sizes", "8MiB:1MiB"], "HI (1048576 B) is below LO (8388608 B)"),
+    (["sweep-sram", "gemm-64", "--sizes", "8MiB:1MiB"], "HI (1,048,576 B) is below LO (8,388,608 B)"),
     (["sweep-sram", "gemm-64", "--sizes", "1KiB:2KiB:0"], "POINTS must be >= 1"),
     (["sweep-sram", "gemm-64", "--sizes", "1KiB:2KiB:-4"], "POINTS must be >= 1"),
     (["sweep-sram", "gemm-64", "--sizes", "1KiB:2KiB:x"], "POINTS must be an integer"),

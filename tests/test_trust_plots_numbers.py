@@ -121,3 +121,24 @@ def test_level_overflow_text_separates_thousands():
     assert "allocating 19,200 B for c[0:200, 0:48] (2-way buffered)" in text
     assert "live footprint 19,200 B > its capacity 16,384 B (16 KiB)" in text
     assert not RAW_COUNT.search(text), text
+
+
+def test_reuse_error_text_separates_thousands():
+    # a buffer of 1 x 2000 words (2,000 B at 1 B/word) reused for 2 x 2000 words (4,000 B): does not fit
+    from dsasim.errors import ReuseError
+    s = Session(preset("blog"), numeric=False)
+    a = s.input("a", (2, 2000))
+    with GlobalHierarchy(s, "rows"):
+        a[0, :]
+        with pytest.raises(ReuseError) as info:
+            a[0:2, :, True]
+    text = str(info.value)
+    assert "(4,000 B) does not fit the buffer it reuses (buffer 0, 2,000 B," in text
+    assert not RAW_COUNT.search(text.replace("0:2000", "")), text
+
+
+def test_sizes_refused_by_parse_sizes_print_with_separators():
+    from dsasim.architect.sweep import parse_sizes
+    # 8 MiB = 8,388,608 B; 1 MiB = 1,048,576 B
+    with pytest.raises(ValueError, match=r"HI \(1,048,576 B\) is below LO \(8,388,608 B\)"):
+        parse_sizes("8MiB:1MiB")

@@ -63,7 +63,7 @@ def parse_sizes(text: str) -> list[int]:
         raise ValueError(f"--sizes {text!r}: expected LO:HI or LO:HI:POINTS, e.g. 64KiB:8MiB:20")
     lo, hi = parse_bytes(parts[0]), parse_bytes(parts[1])
     if hi < lo:
-        raise ValueError(f"--sizes {text!r}: HI ({hi} B) is below LO ({lo} B)")
+        raise ValueError(f"--sizes {text!r}: HI ({hi:,} B) is below LO ({lo:,} B)")
     if len(parts) == 3:
         try:
             points = int(parts[2])

@@ -194,8 +194,8 @@ class LevelState:
             buf = held
             if nbytes > buf.nbytes:
                 raise ReuseError(
-                    f"{arr.name}{format_region(region)} ({nbytes} B) does not fit the {level} buffer it reuses "
-                    f"(buffer {buf.id}, {buf.nbytes} B, allocated for {format_region(buf.region)}); access the "
+                    f"{arr.name}{format_region(region)} ({nbytes:,} B) does not fit the {level} buffer it reuses "
+                    f"(buffer {buf.id}, {buf.nbytes:,} B, allocated for {format_region(buf.region)}); access the "
                     f"largest tile first or drop the reuse flag")
             if buf.dirty:
                 self.write_back(session, buf)

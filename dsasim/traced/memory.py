@@ -1223,8 +1223,8 @@ class Session(_core.SessionFields):
         else:
             if nbytes > buf.nbytes:
                 raise ReuseError(
-                    f"{arr.name}{format_region(region)} ({nbytes} B) does not fit the buffer it reuses "
-                    f"(buffer {buf.id}, {buf.nbytes} B, allocated for {format_region(buf.region)}); access "
+                    f"{arr.name}{format_region(region)} ({nbytes:,} B) does not fit the buffer it reuses "
+                    f"(buffer {buf.id}, {buf.nbytes:,} B, allocated for {format_region(buf.region)}); access "
                     f"the largest tile first or drop the reuse flag")
             if buf.dirty:
                 self._store(buf)
@@ -1254,8 +1254,8 @@ class Session(_core.SessionFields):
         if buf is None:  # the first slide of this scope: a new buffer, sized for the capacity region
             size = region if capacity is None else _normalize(arr.name, arr.shape, capacity)
             if region_elements(size) < elements:
-                raise ReuseError(f"{arr.name}{format_region(region)} ({elements * word} B) does not fit the "
-                                 f"capacity {format_region(size)} ({region_elements(size) * word} B) given for its "
+                raise ReuseError(f"{arr.name}{format_region(region)} ({elements * word:,} B) does not fit the "
+                                 f"capacity {format_region(size)} ({region_elements(size) * word:,} B) given for its "
                                  f"rotating buffer; give capacity= the largest region the buffer will hold")
             buf = self._allocate(arr, size, region_elements(size) * word, inst)
             arr.live.move(buf, region)
@@ -1263,7 +1263,7 @@ class Session(_core.SessionFields):
             return Tile(buf, region)
         if capacity is not None and region_elements(_normalize(arr.name, arr.shape, capacity)) * word != buf.nbytes:
             raise ReuseError(f"{arr.name}: capacity {format_region(_normalize(arr.name, arr.shape, capacity))} differs "
-                             f"from the {buf.nbytes} B of the rotating buffer {buf.id} its first slide in scope "
+                             f"from the {buf.nbytes:,} B of the rotating buffer {buf.id} its first slide in scope "
                              f"{'/'.join(inst.path)} allocated; a buffer keeps its size")
         held = buf.region
         axes = [i for i, (a, b) in enumerate(zip(region, held)) if a != b]
@@ -1271,8 +1271,8 @@ class Session(_core.SessionFields):
             raise ReuseError(f"{arr.name}{format_region(region)}: a slide moves the rotating buffer along one axis, "
                              f"but it holds {format_region(held)}; index the tensor for other moves")
         if elements * word > buf.nbytes:
-            raise ReuseError(f"{arr.name}{format_region(region)} ({elements * word} B) does not fit its rotating "
-                             f"buffer (buffer {buf.id}, {buf.nbytes} B); give the first slide capacity= the "
+            raise ReuseError(f"{arr.name}{format_region(region)} ({elements * word:,} B) does not fit its rotating "
+                             f"buffer (buffer {buf.id}, {buf.nbytes:,} B); give the first slide capacity= the "
                              f"largest region")
         i = axes[0] if axes else 0
         (start, stop), (held_start, held_stop) = region[i], held[i]

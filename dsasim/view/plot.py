@@ -399,7 +399,8 @@ def plot_shapes(sweep: Any, path: str | Path) -> Path:
     top.step(xs, [100 * p.tensorcore_utilization for _, p in pts], where="mid", color="tab:purple")
     top.set_ylabel("TensorCore utilization (%)")
     top.set_ylim(0, 105)
-    top.set_title(f"{sweep.problem.name} over {sweep.dim}, {sweep.hardware.name}, SRAM {format_bytes(sweep.sram_bytes)}")
+    top.set_title(f"{sweep.problem.name} over {sweep.dim}, {sweep.hardware.name}, "
+                  f"SRAM {format_bytes(sweep.sram_bytes)}")
     bottom.plot(xs, [p.cycles for _, p in pts], "-", color="black", label="best per shape")
     bottom.plot(xs, [sweep.cost[sweep.dispatched(i)][i] for i, _ in pts], "--", color="tab:blue",
                 label=f"dispatch table ({len(sweep.dispatch)} ranges, within {100 * sweep.max_loss:g}%)")
