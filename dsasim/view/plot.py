@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from matplotlib.patches import Patch
 from matplotlib.ticker import EngFormatter
 
 from dsasim.atomic import atomic_path
@@ -354,7 +355,6 @@ def plot_network(result: Any, path: str | Path) -> Path:
     bottom.set_xticks(xs)
     bottom.set_xticklabels([_short_layer_name(x.layer.name) for x in layers], rotation=90, fontsize=7)
     bottom.set_xlim(-0.6, max(len(layers), 1) - 0.4)
-    from matplotlib.patches import Patch
     present = [k for k in NETWORK_BAR_KINDS if k in kinds]  # the legend names only the kinds drawn
     handles = [Patch(color=NETWORK_BAR_KINDS[k][0], label=NETWORK_BAR_KINDS[k][1]) for k in present]
     handles += top.get_legend_handles_labels()[0]
