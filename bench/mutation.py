@@ -63,6 +63,8 @@ BITE_TIMING_TESTS = ("tests/test_trust_bite_timing.py", "tests/test_timing_level
                      "tests/test_timing_rules.py")
 LIMITS_TESTS = ("tests/test_trust_limits.py",)
 LIMITS_DASK_TESTS = ("tests/test_trust_limits_dask.py",)
+PLOTS_TESTS = ("tests/test_trust_plots.py",)
+PLOTS_NUMBER_TESTS = ("tests/test_trust_plots_numbers.py",)
 TIMING_TESTS = ("tests/test_timing.py", "tests/test_timing_rules.py", "tests/test_timing_columnar.py",
                 "tests/test_timing_result.py")
 
@@ -788,6 +790,38 @@ MUTANTS: list[Mutant] = [
            'except BrokenProcessPool:', 'except ZeroDivisionError:', LIMITS_DASK_TESTS),
     Mutant('limits: local Dask workers take the terminal\'s Ctrl-C', 'dsasim/architect/executor.py',
            'dashboard_address=None, preload=[__name__])', 'dashboard_address=None)', LIMITS_DASK_TESTS),
+    # -- trust round two: plots --------------------------------------------------------------------------------
+    Mutant("plots: sizes rounded to whole units (1.5 MiB prints as 2 MiB)", "dsasim/util.py",
+           "    decimals = max(0, 3 - len(str(int(abs(value)))))", "    decimals = 0", PLOTS_NUMBER_TESTS),
+    Mutant("plots: 1023.9 KiB prints as '1024 KiB'", "dsasim/util.py",
+           "            if k and abs(float(text)) >= 1024:", "            if False:", PLOTS_NUMBER_TESTS),
+    Mutant("plots: simulate's summary prints raw cycle counts", "dsasim/timing/result.py",
+           'f"{self.cycles:,} cycles ({self.seconds', 'f"{self.cycles} cycles ({self.seconds', PLOTS_NUMBER_TESTS),
+    Mutant("plots: the SRAM overflow text prints raw byte counts", "dsasim/traced/memory.py",
+           'f"SRAM overflow: allocating {charged:,} B', 'f"SRAM overflow: allocating {charged} B', PLOTS_NUMBER_TESTS),
+    Mutant("plots: a level overflow's capacity printed raw", "dsasim/traced/levels.py",
+           "its capacity {self.capacity[level]:,} B", "its capacity {self.capacity[level]} B", PLOTS_NUMBER_TESTS),
+    Mutant("plots: the unlimited-SRAM note prints a raw peak", "dsasim/traced/schedule.py",
+           "it would need {c.peak_sram_bytes:,} B peak", "it would need {c.peak_sram_bytes} B peak",
+           PLOTS_NUMBER_TESTS),
+    Mutant("plots: a reuse error prints raw byte counts", "dsasim/traced/memory.py",
+           'f"{arr.name}{format_region(region)} ({nbytes:,} B) does not fit the buffer it reuses "',
+           'f"{arr.name}{format_region(region)} ({nbytes} B) does not fit the buffer it reuses "', PLOTS_NUMBER_TESTS),
+    Mutant("plots: an axes legend over the data (upper right inside)", "dsasim/view/plot.py",
+           'ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0, fontsize=fontsize)',
+           'ax.legend(loc="upper right", fontsize=fontsize)', PLOTS_TESTS),
+    Mutant("plots: the twin cycles axis starts at its data's minimum", "dsasim/view/plot.py",
+           "    _cycles_axis_from_zero(ax2)\n", "", PLOTS_TESTS),
+    Mutant("plots: the shapes plot's cycles axis starts at its data's minimum", "dsasim/view/plot.py",
+           '    bottom.set_ylabel("cycles (estimate)")\n    _cycles_axis_from_zero(bottom)\n',
+           '    bottom.set_ylabel("cycles (estimate)")\n', PLOTS_TESTS),
+    Mutant("plots: a Gantt row for an idle engine", "dsasim/view/plot.py",
+           "for k, e in enumerate(result.engines) if counts[k]]", "for k, e in enumerate(result.engines)]",
+           PLOTS_TESTS),
+    Mutant("plots: fused chains coloured as vector layers", "dsasim/view/plot.py",
+           'return "fused chain" if layer.op.count("[") == 1 else "split chain"', 'return "vector"', PLOTS_TESTS),
+    Mutant("plots: a long title on one line (clipped at the figure's edge)", "dsasim/view/plot.py",
+           '{result.cycles:,} cycles\\n"', '{result.cycles:,} cycles "', PLOTS_TESTS),
 ]
 
 

@@ -1,5 +1,6 @@
 """Small helpers shared across dsasim, each written once: integer checks, reading whole numbers typed by a user
-(ASCII digits only), ceiling division, element counts, region tests and pausing the cyclic garbage collector.
+(ASCII digits only), ceiling division, element counts, region tests, sizes for people (`format_bytes`) and
+pausing the cyclic garbage collector.
 
 A region is a tuple of half-open (start, stop) pairs, one per dimension, in elements (see `dsasim.traced.trace`).
 Only the standard library and numpy are imported here, so every module can use these helpers.
@@ -170,3 +171,30 @@ def numpy_hugepages_for_tensor_data() -> Iterator[None]:
         yield
     finally:
         switch(was)
+
+
+_BINARY_UNITS = (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10))
+
+
+def format_bytes(n_bytes: int) -> str:
+    """A size in bytes for people: the largest binary unit it reaches, to 3 significant digits (the whole part is
+    never rounded), trailing zeros dropped: 1000 -> '1000 B', 141312 -> '138 KiB', 1572864 -> '1.5 MiB',
+    6498304 -> '6.2 MiB', 8388608 -> '8 MiB'. Exact figures belong in JSON and byte columns ('{n:,} B')."""
+    if not is_int(n_bytes, numpy=True):
+        raise TypeError(f"format_bytes takes an integer number of bytes, got {n_bytes!r}")
+    n = int(n_bytes)
+    for k, (unit, size) in enumerate(_BINARY_UNITS):
+        if abs(n) >= size:
+            text = _three_digits(n / size)
+            if k and abs(float(text)) >= 1024:  # 1023.9 KiB rounds to the next unit: '1 MiB', not '1024 KiB'
+                unit, size = _BINARY_UNITS[k - 1]
+                text = _three_digits(n / size)
+            return f"{text} {unit}"
+    return f"{n} B"
+
+
+def _three_digits(value: float) -> str:
+    """`value` to 3 significant digits, its whole part kept: 6.197 -> '6.2', 1023.6 -> '1024', 1.5 -> '1.5'."""
+    decimals = max(0, 3 - len(str(int(abs(value)))))
+    text = f"{value:.{decimals}f}"
+    return text.rstrip("0").rstrip(".") if "." in text else text

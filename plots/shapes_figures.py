@@ -71,11 +71,12 @@ def main() -> None:
                     label=f"{label}: one generic schedule")
     top.set_ylabel("TensorCore utilization (%)")
     top.set_ylim(0, 105)
-    top.legend(fontsize=8)
+    top.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)  # off the data
     top.set_title("BERT-base attention, one head, blog hardware, 256 KiB SRAM")
     bottom.set_xlabel("sequence length")
     bottom.set_ylabel("cycles (estimate)")
-    bottom.legend(fontsize=7)
+    bottom.set_ylim(bottom=0)  # heights proportional to cycles
+    bottom.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
     bottom.grid(True, alpha=0.3)
     path = HERE / "shapes-bert-attention.png"
     fig.savefig(path, dpi=110, bbox_inches="tight")

@@ -39,10 +39,10 @@ def main() -> None:
     n1 = timed("demo2", {"tile": 1})
     n2 = timed("demo2", {"tile": 2})
     written.append(plot_gantt(n1, HERE / "timing-demo2-n1-gantt.png",
-                              f"demo2, 1-way tile scope: {n1.cycles} cycles, TensorCore "
+                              f"demo2, 1-way tile scope: {n1.cycles:,} cycles, TensorCore "
                               f"{n1.tensorcore_utilization:.0%} busy"))
     written.append(plot_gantt(n2, HERE / "timing-demo2-n2-gantt.png",
-                              f"demo2, 2-way tile scope: {n2.cycles} cycles, TensorCore "
+                              f"demo2, 2-way tile scope: {n2.cycles:,} cycles, TensorCore "
                               f"{n2.tensorcore_utilization:.0%} busy"))
     written.append(plot_bandwidth(n2, HERE / "timing-demo2-n2-bandwidth.png"))
     written.append(plot_gantt(timed("demo3-3"), HERE / "timing-demo3-3-gantt.png"))

@@ -210,8 +210,8 @@ def test_full_size_totals(name, hw):
     r = run_schedule(BY_NAME[name], hw, numeric=False, record_trace=False)
     if not fits:
         assert r.status == "overflow", f"{name} on {hw.name} needs {e['peak'] * word} B > {CAPACITY} B"
-        assert f"capacity {CAPACITY} B" in r.message
-        assert f"would need {e['peak'] * word} B peak" in r.message
+        assert f"capacity {CAPACITY:,} B" in r.message
+        assert f"would need {e['peak'] * word:,} B peak" in r.message
         r = run_schedule(BY_NAME[name], hw, numeric=False, record_trace=False, enforce_capacity=False)
     assert r.status == "ok", r.message
     assert r.loaded_bytes == loaded * word
@@ -236,8 +236,8 @@ def test_demo3_1_and_demo4_overflow_on_the_blog_machine():
     oc0, row0 = 24 * (fit // PAIRS), 2 * (fit % PAIRS)
     r = run_schedule(BY_NAME["demo3-1"], BLOG, numeric=False, record_trace=False)
     assert r.status == "overflow" and r.loaded_bytes is None
-    assert (f"allocating {tile} B for output[0:1, {oc0}:{oc0 + 24}, {row0}:{row0 + 2}, 0:56] in scope batch "
-            f"would make the live footprint {WGT + C * 2 * W + (fit + 1) * tile} B > capacity {CAPACITY} B") \
+    assert (f"allocating {tile:,} B for output[0:1, {oc0}:{oc0 + 24}, {row0}:{row0 + 2}, 0:56] in scope batch "
+            f"would make the live footprint {WGT + C * 2 * W + (fit + 1) * tile:,} B > capacity {CAPACITY:,} B") \
         in r.message
     for tensor in ("weight[0:512, 0:2048, 0:1, 0:1]", "image", "output"):
         assert tensor in r.message
@@ -260,8 +260,8 @@ def test_demo3_1_and_demo4_overflow_on_the_blog_machine():
     # demo4: the whole image (IMG = 6,422,528 B) alone is 4x the SRAM: the first allocation fails, nothing live
     r = run_schedule(BY_NAME["demo4"], BLOG, numeric=False, record_trace=False)
     assert r.status == "overflow"
-    assert (f"allocating {IMG} B for image[0:1, 0:2048, 0:56, 0:56] in scope batch would make the live "
-            f"footprint {IMG} B > capacity {CAPACITY} B") in r.message
+    assert (f"allocating {IMG:,} B for image[0:1, 0:2048, 0:56, 0:56] in scope batch would make the live "
+            f"footprint {IMG:,} B > capacity {CAPACITY:,} B") in r.message
     s = Session(BLOG, numeric=False, record_trace=False)
     with pytest.raises(SramOverflowError) as info:
         blog_demos.demo4(s, **bind_tensors(s, BY_NAME["demo4"].workload, None))
@@ -328,7 +328,7 @@ def test_helper_rejects_a_wrong_schedule_and_a_failed_run():
                                  workload=REDUCED["blog-conv"])
     with pytest.raises(AssertionError, match="differs from torch"):
         assert_schedule_matches_torch(broken, BLOG)
-    with pytest.raises(AssertionError, match="(?s)status 'overflow'.*capacity 1572864 B"):
+    with pytest.raises(AssertionError, match="(?s)status 'overflow'.*capacity 1,572,864 B"):
         assert_schedule_matches_torch(BY_NAME["demo4"], BLOG, record_trace=False)
 
 

@@ -47,7 +47,7 @@ def test_hardware_file_applies_to_every_schedule(tmp_path):
                  "--json", str(out)]) == 0
     row = json.loads(out.read_text())[0]
     assert row["hardware"] == "tiny" and row["status"] == "overflow"
-    assert "capacity 65536 B" in row["message"]
+    assert "capacity 65,536 B" in row["message"]
 
 
 def test_numeric_run_reports_the_error_against_torch(tmp_path):

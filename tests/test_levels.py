@@ -287,8 +287,9 @@ def test_a_level_overflow_names_the_level_and_its_buffers():
         c[0:200, 0:48]
         with GlobalHierarchy(s, "acc", level="L1acc", ways=2):
             c[0:8, 0:48]
-            with pytest.raises(SramOverflowError, match=r"(?s)L1acc overflow: allocating 18432 B for c\[8:200, "
-                                                        r"0:48\] \(2-way buffered\).*19200 B > its capacity 16384 B"
+            with pytest.raises(SramOverflowError, match=r"(?s)L1acc overflow: allocating 18,432 B for c\[8:200, "
+                                                        r"0:48\] \(2-way buffered\).*19,200 B > its capacity 16,384 B "
+                                                        r"\(16 KiB\)"
                                                         r".*c\[0:8, 0:48\]: 768 B in scope sram/acc"):
                 c[8:200, 0:48]
 
@@ -352,7 +353,7 @@ def test_the_command_line_times_a_leveled_schedule(capsys):
     assert main(["simulate", "res2a-branch2b-l1"]) == 0
     out = capsys.readouterr().out
     assert "dma-L1i" in out and "dma-L1acc" in out
-    assert f"L1i (from SRAM): staged {model['L1i'].loaded_bytes} B in {model['L1i'].transfers} ops" in out
+    assert f"L1i (from SRAM): staged {model['L1i'].loaded_bytes:,} B in {model['L1i'].transfers:,} ops" in out
     assert main(["demo", "--only", "res2a-branch2b-l1", "--per-tensor", "res2a-branch2b-l1", "--count-only",
                  "--jobs", "1", "--quiet"]) == 0
     out = capsys.readouterr().out

@@ -833,7 +833,7 @@ def with_capacity(hardware: Accelerator, sram_bytes: int | None, objective: str)
         raise ValueError(f"objective must be 'traffic' or 'cycles', got {objective!r}")
     cap = hardware.sram_bytes if sram_bytes is None else int(sram_bytes)
     if cap < hardware.word_bytes:
-        raise ValueError(f"sram_bytes {cap} is below one word ({hardware.word_bytes} B)")
+        raise ValueError(f"sram_bytes {cap:,} is below one word ({hardware.word_bytes} B)")
     return cap, replace(hardware, sram_bytes=cap)
 
 

@@ -19,6 +19,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
+from dsasim.util import format_bytes  # (re-exported: the one rule for sizes people read)
 from dsasim.hardware import Accelerator
 from dsasim.architect.loopnest import LoopNest, Problem
 from dsasim.architect.lower_bounds import lower_bound
@@ -57,14 +58,6 @@ def parse_bytes(text: str) -> int:
     return value
 
 
-def format_bytes(n: int) -> str:
-    """Bytes as the largest exact binary unit: 1572864 -> '1536KiB', 8388608 -> '8MiB'."""
-    for unit, size in (("GiB", 1024 ** 3), ("MiB", 1024 ** 2), ("KiB", 1024)):
-        if n % size == 0:
-            return f"{n // size}{unit}"
-    return f"{n}B"
-
-
 def parse_sizes(text: str) -> list[int]:
     """'LO:HI[:POINTS]' -> POINTS sizes spaced geometrically from LO to HI inclusive (rounded to whole bytes;
     default: one point per power of two when HI/LO is a power of two, else 8). A single size is also accepted;
@@ -82,7 +75,7 @@ def parse_sizes(text: str) -> list[int]:
         raise ValueError(f"--sizes {text!r}: expected LO:HI or LO:HI:POINTS, e.g. 64KiB:8MiB:20")
     lo, hi = parse_bytes(parts[0]), parse_bytes(parts[1])
     if hi < lo:
-        raise ValueError(f"--sizes {text!r}: HI ({hi} B) is below LO ({lo} B)")
+        raise ValueError(f"--sizes {text!r}: HI ({hi:,} B) is below LO ({lo:,} B)")
     if len(parts) == 3:
         try:
             points = int(parts[2])

@@ -126,7 +126,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"dsasim simulate: {schedule.name}: {err}", file=sys.stderr)
         return EXIT_FAILED
     way_note = f", {ways}-way scopes" if ways is not None else ""
-    print(f"{schedule.name} on {hardware.name}{way_note}: {result.operations} operations")
+    print(f"{schedule.name} on {hardware.name}{way_note}: {result.operations:,} operations")
     print(result.summary())
     if json_path is not None:
         write_text_atomic(json_path, json.dumps(result.to_json(schedule.name, ways), indent=2) + "\n")

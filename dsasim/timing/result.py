@@ -46,6 +46,7 @@ from dsasim.traced.trace import Region, format_region
 from dsasim.timing._result import CriticalChain, buffer_ends, engine_figures, peak_bytes, spread_integrals
 from dsasim.timing.engine import Timeline
 from dsasim.timing.model import FREE_OP, KIND_NAMES, LOAD_OP, STAGE_OP, STORE_OP, WRITEBACK_OP, OpGraph
+from dsasim.util import format_bytes
 
 # operation kinds as they appear in records (FREE nodes never do)
 KINDS = KIND_NAMES
@@ -151,9 +152,10 @@ class LevelFigures:
 
     def summary(self) -> str:
         """One readable line."""
-        return (f"{self.name} (from {self.parent}): staged {self.staged_bytes} B in {self.stages} ops, written back "
-                f"{self.written_back_bytes} B in {self.writebacks}; its port {self.utilization:.1%} busy; peak "
-                f"{self.peak_bytes} B occupied, {self.reserved_bytes} B reserved of {self.capacity_bytes} B")
+        return (f"{self.name} (from {self.parent}): staged {self.staged_bytes:,} B in {self.stages:,} ops, written "
+                f"back {self.written_back_bytes:,} B in {self.writebacks:,}; its port {self.utilization:.1%} busy; "
+                f"peak {_size(self.peak_bytes)} occupied, {_size(self.reserved_bytes)} reserved of "
+                f"{format_bytes(self.capacity_bytes)}")
 
 
 @dataclass(frozen=True, eq=False)
@@ -292,25 +294,31 @@ class SimResult:
     def summary(self) -> str:
         """A few readable lines."""
         lines = [
-            f"{self.cycles} cycles ({self.seconds * 1e6:.1f} us at {self.clock_hz / 1e9:g} GHz); roofline bound "
-            f"{self.roofline_cycles} cycles ({', '.join(f'{k} {v}' for k, v in self.roofline_terms.items())}); "
+            f"{self.cycles:,} cycles ({self.seconds * 1e6:,.1f} us at {self.clock_hz / 1e9:g} GHz); roofline bound "
+            f"{self.roofline_cycles:,} cycles ({', '.join(f'{k} {v:,}' for k, v in self.roofline_terms.items())}); "
             f"cycles / bound = {self.cycles_over_roofline:.3f}",
-            f"DDR: loaded {self.loaded_bytes} B, stored {self.stored_bytes} B; SRAM peak {self.peak_sram_bytes} B "
-            f"occupied, {self.reserved_sram_bytes} B reserved (x ways)",
+            f"DDR: loaded {self.loaded_bytes:,} B, stored {self.stored_bytes:,} B; SRAM peak "
+            f"{_size(self.peak_sram_bytes)} occupied, {_size(self.reserved_sram_bytes)} reserved (x ways) of "
+            f"{format_bytes(self.sram_bytes)}",
             f"TensorCore: {self.tensorcore_utilization:.1%} busy, {self.tensorcore_mac_utilization:.1%} useful "
             f"MACs, {self.tensorcore_padding_waste:.1%} lost to partial blocks",
-            "engines: " + ", ".join(f"{e} {self.utilization(e):.1%} ({self.engine_operations[e]} ops)"
+            "engines: " + ", ".join(f"{e} {self.utilization(e):.1%} ({self.engine_operations[e]:,} ops)"
                                     for e in self.engines),
         ]
         lines += [lv.summary() for lv in self.levels]
         if self.peak_sram_bytes > self.sram_bytes:
-            lines.append(f"warning: buffers overlap in time beyond the SRAM capacity ({self.peak_sram_bytes} B > "
-                         f"{self.sram_bytes} B): the trace's ALLOC addresses place buffers beyond the SRAM")
+            lines.append(f"warning: buffers overlap in time beyond the SRAM capacity ({_size(self.peak_sram_bytes)} > "
+                         f"{_size(self.sram_bytes)}): the trace's ALLOC addresses place buffers beyond the SRAM")
         if self.stall_cycles:
             total = sum(self.stall_cycles.values())
             parts = sorted(self.stall_cycles.items(), key=lambda kv: (-kv[1], kv[0]))
-            lines.append(f"TensorCore idle {total} cycles: " + ", ".join(f"{k} {v}" for k, v in parts))
+            lines.append(f"TensorCore idle {total:,} cycles: " + ", ".join(f"{k} {v:,}" for k, v in parts))
         return "\n".join(lines)
+
+
+def _size(n_bytes: int) -> str:
+    """An SRAM figure in the summary: exact bytes, then the size for people: '75,366 B (73.6 KiB)'."""
+    return f"{n_bytes:,} B" if n_bytes < 1024 else f"{n_bytes:,} B ({format_bytes(n_bytes)})"
 
 
 def _nice_window(cycles: int, target: int = 256) -> int:

@@ -422,7 +422,7 @@ cdef class TraceChecker:
             return self.b_held[b]
         cdef int64_t need = self.region_bytes(idx, t, reg)
         if need > self.b_nbytes[b]:
-            raise self.fail(idx, f"{need} B do not fit buffer {b} ({self.b_nbytes[b]} B)")
+            raise self.fail(idx, f"{need:,} B do not fit buffer {b} ({self.b_nbytes[b]:,} B)")
         return need
 
     cdef int reuse_flag(self, Py_ssize_t idx, int reuse) except -1:
@@ -556,8 +556,8 @@ cdef class TraceChecker:
             raise self.fail(idx, f"charged_bytes must be nbytes x ways (a positive multiple of {need}), got "
                                  f"{self.shown(charged)}")
         if level > 0 and self.level_live[level] + charged > self.level_capacity[level]:
-            raise self.fail(idx, f"{self.level_names[level]} overflows: {self.level_live[level]} B live + {charged} "
-                                 f"B charged here > its capacity {self.level_capacity[level]} B; use smaller tiles "
+            raise self.fail(idx, f"{self.level_names[level]} overflows: {self.level_live[level]:,} B live + "
+                                 f"{charged:,} B charged here > its capacity {self.level_capacity[level]:,} B; use smaller tiles "
                                  f"or tighter scopes in {self.level_names[level]}")
         if b == self.buf_cap:
             self.grow_buffers(2 * self.buf_cap)

@@ -38,7 +38,7 @@ from dsasim.errors import CoherenceError, LevelError, RegionError, ReuseError, S
 from dsasim.hardware import ROLES, SRAM_LEVEL, Accelerator, MemoryLevel
 from dsasim.traced._core import Buffer
 from dsasim.traced.trace import format_region
-from dsasim.util import region_elements
+from dsasim.util import format_bytes, region_elements
 
 if TYPE_CHECKING:
     from dsasim.traced.memory import Session, Tile, TracedArray, _ScopeInstance
@@ -194,8 +194,8 @@ class LevelState:
             buf = held
             if nbytes > buf.nbytes:
                 raise ReuseError(
-                    f"{arr.name}{format_region(region)} ({nbytes} B) does not fit the {level} buffer it reuses "
-                    f"(buffer {buf.id}, {buf.nbytes} B, allocated for {format_region(buf.region)}); access the "
+                    f"{arr.name}{format_region(region)} ({nbytes:,} B) does not fit the {level} buffer it reuses "
+                    f"(buffer {buf.id}, {buf.nbytes:,} B, allocated for {format_region(buf.region)}); access the "
                     f"largest tile first or drop the reuse flag")
             if buf.dirty:
                 self.write_back(session, buf)
@@ -266,12 +266,13 @@ class LevelState:
         level = inst.level
         live = [(buf.tensor.name, format_region(buf.region), buf.charged_bytes, "/".join(scope.path))
                 for scope in session._stack for buf in scope.buffers if buf.level == level]
-        lines = "".join(f"\n  {t}{r}: {b} B in scope {s}" for t, r, b, s in live) or " none"
+        lines = "".join(f"\n  {t}{r}: {b:,} B in scope {s}" for t, r, b, s in live) or " none"
         ways = f" ({inst.ways}-way buffered)" if inst.ways > 1 else ""
         raise SramOverflowError(
-            f"{level} overflow: allocating {charged} B for {arr.name}{format_region(region)}{ways} in scope "
-            f"{'/'.join(inst.path)} would make {level}'s live footprint {self.live_bytes[level] + charged} B > "
-            f"its capacity {self.capacity[level]} B. Live {level} buffers ({self.live_bytes[level]} B):{lines}\n"
+            f"{level} overflow: allocating {charged:,} B for {arr.name}{format_region(region)}{ways} in scope "
+            f"{'/'.join(inst.path)} would make {level}'s live footprint {self.live_bytes[level] + charged:,} B > "
+            f"its capacity {self.capacity[level]:,} B ({format_bytes(self.capacity[level])}). Live {level} buffers "
+            f"({self.live_bytes[level]:,} B):{lines}\n"
             f"Use smaller tiles in {level}, or tighter {level} scopes.", self.capacity[level], charged, live)
 
     # -- writes ------------------------------------------------------------------------------------------------

@@ -35,8 +35,8 @@ from dsasim.layout import DEFAULT_LAYOUT, LAYOUTS, check_layout
 from dsasim.traced.levels import LevelState, LevelTraffic, check_role, refuse_modified_overlap
 from dsasim.traced.segments import Segment
 from dsasim.traced.trace import NullLog, Region, ScopeInfo, TensorInfo, Trace, format_region
-from dsasim.util import (ceil_div, is_int, numpy_hugepages_for_tensor_data, region_contains, region_elements,
-                          regions_overlap, shape_elements, whole_region)
+from dsasim.util import (ceil_div, format_bytes, is_int, numpy_hugepages_for_tensor_data, region_contains,
+                          region_elements, regions_overlap, shape_elements, whole_region)
 
 _NO_LIMIT = 2 ** 63 - 1  # the C-integer limits' "none": `Session._sram_limit` when capacity is not enforced
 
@@ -1087,16 +1087,17 @@ class Session(_core.SessionFields):
         for (tensor, scope), bufs in groups.items():
             if grouped and len(bufs) > 1:
                 total = sum(nbytes for _, nbytes in bufs)
-                lines.append(f"  {tensor}: {len(bufs)} buffers, {total} B in scope {scope} ({bufs[0][0]} ... "
+                lines.append(f"  {tensor}: {len(bufs)} buffers, {total:,} B in scope {scope} ({bufs[0][0]} ... "
                              f"{bufs[-1][0]})")
             else:
-                lines.extend(f"  {tensor}{reg}: {nbytes} B in scope {scope}" for reg, nbytes in bufs)
+                lines.extend(f"  {tensor}{reg}: {nbytes:,} B in scope {scope}" for reg, nbytes in bufs)
         listing = "\n" + "\n".join(lines) if lines else " none"
         ways = f" ({inst.ways}-way buffered)" if inst.ways > 1 else ""
         raise SramOverflowError(
-            f"SRAM overflow: allocating {charged} B for {arr.name}{format_region(region)}{ways} in scope "
-            f"{'/'.join(inst.path)} would make the live footprint {self._live_bytes + charged} B > capacity "
-            f"{self._sram_limit} B. Live buffers ({self._live_bytes} B):{listing}\n"
+            f"SRAM overflow: allocating {charged:,} B for {arr.name}{format_region(region)}{ways} in scope "
+            f"{'/'.join(inst.path)} would make the live footprint {self._live_bytes + charged:,} B > capacity "
+            f"{self._sram_limit:,} B ({format_bytes(self._sram_limit)}). Live buffers ({self._live_bytes:,} B):"
+            f"{listing}\n"
             f"Use smaller tiles, free buffers earlier (tighter scopes), or the reuse flag.",
             self._sram_limit, charged, live)
 
@@ -1232,8 +1233,8 @@ class Session(_core.SessionFields):
         else:
             if nbytes > buf.nbytes:
                 raise ReuseError(
-                    f"{arr.name}{format_region(region)} ({nbytes} B) does not fit the buffer it reuses "
-                    f"(buffer {buf.id}, {buf.nbytes} B, allocated for {format_region(buf.region)}); access "
+                    f"{arr.name}{format_region(region)} ({nbytes:,} B) does not fit the buffer it reuses "
+                    f"(buffer {buf.id}, {buf.nbytes:,} B, allocated for {format_region(buf.region)}); access "
                     f"the largest tile first or drop the reuse flag")
             if buf.dirty:
                 self._store(buf)
@@ -1263,8 +1264,8 @@ class Session(_core.SessionFields):
         if buf is None:  # the first slide of this scope: a new buffer, sized for the capacity region
             size = region if capacity is None else _normalize(arr.name, arr.shape, capacity)
             if region_elements(size) < elements:
-                raise ReuseError(f"{arr.name}{format_region(region)} ({elements * word} B) does not fit the "
-                                 f"capacity {format_region(size)} ({region_elements(size) * word} B) given for its "
+                raise ReuseError(f"{arr.name}{format_region(region)} ({elements * word:,} B) does not fit the "
+                                 f"capacity {format_region(size)} ({region_elements(size) * word:,} B) given for its "
                                  f"rotating buffer; give capacity= the largest region the buffer will hold")
             buf = self._allocate(arr, size, region_elements(size) * word, inst)
             arr.live.move(buf, region)
@@ -1272,7 +1273,7 @@ class Session(_core.SessionFields):
             return Tile(buf, region)
         if capacity is not None and region_elements(_normalize(arr.name, arr.shape, capacity)) * word != buf.nbytes:
             raise ReuseError(f"{arr.name}: capacity {format_region(_normalize(arr.name, arr.shape, capacity))} differs "
-                             f"from the {buf.nbytes} B of the rotating buffer {buf.id} its first slide in scope "
+                             f"from the {buf.nbytes:,} B of the rotating buffer {buf.id} its first slide in scope "
                              f"{'/'.join(inst.path)} allocated; a buffer keeps its size")
         held = buf.region
         axes = [i for i, (a, b) in enumerate(zip(region, held)) if a != b]
@@ -1280,8 +1281,8 @@ class Session(_core.SessionFields):
             raise ReuseError(f"{arr.name}{format_region(region)}: a slide moves the rotating buffer along one axis, "
                              f"but it holds {format_region(held)}; index the tensor for other moves")
         if elements * word > buf.nbytes:
-            raise ReuseError(f"{arr.name}{format_region(region)} ({elements * word} B) does not fit its rotating "
-                             f"buffer (buffer {buf.id}, {buf.nbytes} B); give the first slide capacity= the "
+            raise ReuseError(f"{arr.name}{format_region(region)} ({elements * word:,} B) does not fit its rotating "
+                             f"buffer (buffer {buf.id}, {buf.nbytes:,} B); give the first slide capacity= the "
                              f"largest region")
         i = axes[0] if axes else 0
         (start, stop), (held_start, held_stop) = region[i], held[i]

@@ -354,5 +354,5 @@ def _needed_sram_note(schedule: Schedule, hardware: Accelerator, scope_ways: Map
     except ScheduleError:
         return ""
     c = session.counters
-    return (f"\nWith unlimited SRAM it would need {c.peak_sram_bytes} B peak (capacity {hardware.sram_bytes} B), "
-            f"load {c.loaded_bytes} B, store {c.stored_bytes} B; blog count {c.blog_loaded_elements}.")
+    return (f"\nWith unlimited SRAM it would need {c.peak_sram_bytes:,} B peak (capacity {hardware.sram_bytes:,} "
+            f"B), load {c.loaded_bytes:,} B, store {c.stored_bytes:,} B; blog count {c.blog_loaded_elements:,}.")

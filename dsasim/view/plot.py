@@ -1,13 +1,19 @@
 """Pictures of a timing simulation and of an SRAM sweep (matplotlib, Agg canvas; no pyplot state is touched).
 
 * `plot_bandwidth`: DDR bytes per cycle over time, loads and stores stacked, with the bandwidth ceiling.
-* `plot_gantt`: one row per engine; operations as bars colored by tensor (at least 1/2000 of the run wide).
+* `plot_gantt`: one row per engine that ran something (idle engines are named in the title); operations as bars
+  colored by tensor (at least 1/2000 of the run wide).
   An engine with more than 300 operations is aggregated into a busy-fraction profile (400 bins over the run,
   stacked by tensor; a full row is 100% busy), so a 10k-operation run stays readable.
 * `plot_sram`: SRAM occupancy over time, stacked by tensor (time-averaged per window), with the peak and the
   capacity; on hardware with memory levels below the SRAM, one more panel per level, drawn the same way.
 * `plot_sweep`: an SRAM sweep's best traffic, lower bound, compulsory traffic and cycles against SRAM size.
 Each returns the path it wrote (the format follows the suffix, e.g. .png or .svg).
+
+What every figure keeps to (tests/test_trust_plots.py checks the Figure objects): a legend never covers data (it
+sits outside the axes); a linear axis of cycles starts at zero (beside a log traffic axis, a twin cycles axis from
+its minimum would turn a 3 % change into half the height); numbers in titles carry thousands separators and sizes
+use `dsasim.util.format_bytes`; colours name what they mean in the legend.
 """
 
 from __future__ import annotations
@@ -18,10 +24,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from matplotlib.patches import Patch
+from matplotlib.ticker import EngFormatter
 
 from dsasim.atomic import atomic_path
 from dsasim.timing._result import window_integrals
 from dsasim.timing.result import SimResult
+from dsasim.util import format_bytes
 
 if TYPE_CHECKING:
     from dsasim.architect.sweep import ChainSweepResult, SweepResult
@@ -52,6 +61,25 @@ def _save(fig: Figure, path: str | Path) -> Path:
     with atomic_path(path) as tmp:
         fig.savefig(tmp, dpi=120, format=fmt)
     return path
+
+
+def _legend_beside(ax: Any, fontsize: int = 8) -> None:
+    """The axes' legend to the right of its plotting area, top-aligned (constrained layout makes room): never over
+    data."""
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0, fontsize=fontsize)
+
+
+def _legend_below(fig: Figure, handles: list, labels: list[str], fontsize: int = 8, ncol: int = 2) -> None:
+    """One legend for the whole figure, under its axes (constrained layout makes room): never over data."""
+    fig.legend(handles, labels, loc="outside lower center", ncol=max(1, min(ncol, len(labels))), fontsize=fontsize,
+               frameon=False)
+
+
+def _cycles_axis_from_zero(ax: Any) -> None:
+    """A linear cycles axis starting at zero, so the height of a curve is proportional to its value; ticks in
+    engineering units (15 M), no offset text."""
+    ax.set_ylim(bottom=0)
+    ax.yaxis.set_major_formatter(EngFormatter(sep=" "))
 
 
 def _colors(names: list[str]) -> dict[str, tuple]:
@@ -86,69 +114,72 @@ def plot_bandwidth(result: SimResult, path: str | Path, title: str | None = None
     ax.set_ylabel("DDR bytes / cycle")
     moved = result.loaded_bytes + result.stored_bytes
     avg = moved / result.cycles if result.cycles else 0.0
-    ax.set_title(title or f"DDR bandwidth on {result.hardware}: {moved} B in {result.cycles} cycles "
-                          f"(average {avg:.2f} B/cycle, window {w} cycles)")
-    ax.legend(loc="upper right", fontsize=8)
+    ax.set_title(title or f"DDR bandwidth on {result.hardware}: {moved:,} B in {result.cycles:,} cycles\n"
+                          f"(average {avg:.2f} B/cycle, window {w:,} cycles)")
+    _legend_beside(ax)
     return _save(fig, path)
 
 
 def plot_gantt(result: SimResult, path: str | Path, title: str | None = None) -> Path:
-    """Engine Gantt chart: a row per engine, operations colored by tensor (merged when there are many)."""
+    """Engine Gantt chart: a row per engine that ran an operation (the idle ones named in the title), operations
+    colored by tensor (merged when there are many)."""
     scale, xlabel = _time_axis(result)
-    engines = list(result.engines)
     op_engine = result.op_engine
     op_tensor = result.op_tensor
     starts = result.op_start.astype(np.float64) * scale
     ends = result.op_end.astype(np.float64) * scale
+    counts = np.bincount(op_engine[op_engine >= 0], minlength=len(result.engines))
+    rows = [(k, e) for k, e in enumerate(result.engines) if counts[k]]  # (engine index, name), drawn top down
+    idle = [e for k, e in enumerate(result.engines) if not counts[k]]
     used = sorted({result.tensors[t] for t in op_tensor[op_engine >= 0].tolist()})
     colors = _colors(used)
-    fig = _figure(10.0, 1.0 + 0.7 * len(engines))
+    fig = _figure(10.0, 1.4 + 0.7 * max(1, len(rows)))
     ax = fig.add_subplot()
     total = result.cycles * scale
-    labelled: set[str] = set()
+    handles: dict[str, Any] = {}
     bins = np.linspace(0.0, max(total, 1e-12), _PROFILE_BINS + 1)
     width = bins[1] - bins[0]
     any_profile = False
-    for row, engine in enumerate(engines):
-        m = op_engine == row
-        count = int(m.sum())
-        if not count:
-            continue
-        aggregate = count > _MAX_BARS
+    for position, (engine_index, engine) in enumerate(rows):
+        m = op_engine == engine_index
+        aggregate = int(counts[engine_index]) > _MAX_BARS
         any_profile |= aggregate
-        y = len(engines) - 1 - row
+        y = len(rows) - 1 - position
         base = np.zeros(_PROFILE_BINS)
         for t in sorted(set(op_tensor[m].tolist())):
             mt = m & (op_tensor == t)
             name = result.tensors[t]
             s, e = starts[mt], ends[mt]
-            label = None if name in labelled else name
-            labelled.add(name)
             if aggregate:  # busy fraction per bin, stacked by tensor: the row's height is 100% busy
                 # (integrated in cycles, over the bins' edges in cycles)
                 frac = window_integrals(result.op_start[mt], result.op_end[mt], np.ones(len(s)),
                                         bins / scale) / (width / scale)
-                ax.stairs(y - 0.4 + (base + frac) * 0.8, bins, baseline=y - 0.4 + base * 0.8, fill=True,
-                          color=colors[name], label=label)
+                artist = ax.stairs(y - 0.4 + (base + frac) * 0.8, bins, baseline=y - 0.4 + base * 0.8, fill=True,
+                                   color=colors[name])
                 base = base + frac
             else:  # one bar per operation, at least 1/2000 of the run wide so that short ones stay visible
                 widths = np.maximum(e - s, total / 2000)
-                ax.broken_barh(list(zip(s.tolist(), widths.tolist())), (y - 0.4, 0.8), facecolors=colors[name],
-                               edgecolor="none", label=label)
+                artist = ax.broken_barh(list(zip(s.tolist(), widths.tolist())), (y - 0.4, 0.8),
+                                        facecolors=colors[name], edgecolor="none")
+            handles.setdefault(name, artist)
         busy = result.utilization(engine)
-        ax.text(1.005, (y + 0.5) / len(engines), f"{busy:.0%}" + (" *" if aggregate else ""),
-                transform=ax.transAxes, va="center", fontsize=8)
-    ax.set_yticks(range(len(engines)))
-    ax.set_yticklabels(list(reversed(engines)))
-    ax.set_ylim(-0.6, len(engines) - 0.4)
+        ax.text(1.005, y, f"{busy:.0%}" + (" *" if aggregate else ""), transform=ax.get_yaxis_transform(),
+                va="center", fontsize=8)
+    ax.set_yticks(range(len(rows)))
+    ax.set_yticklabels([e for _, e in reversed(rows)])
+    ax.set_ylim(-0.6, max(1, len(rows)) - 0.4)
     ax.set_xlim(0, max(total, 1e-12))
     ax.set_xlabel(xlabel)
     note = f"; * = busy fraction per 1/{_PROFILE_BINS} of the run" if any_profile else ""
-    ax.set_title(title or f"Engines on {result.hardware}: {result.cycles} cycles, "
-                          f"{result.operations} operations (busy % at right{note})")
-    if labelled:
-        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.18 - 0.3 / len(engines)), ncol=min(6, len(labelled)),
-                  fontsize=8, frameon=False)
+    idle_note = f"; idle, not drawn: {', '.join(idle)}" if idle else ""
+    if title is None:
+        title = (f"Engines on {result.hardware}: {result.cycles:,} cycles, {result.operations:,} operations\n"
+                 f"(busy % at right{note}{idle_note})")
+    elif idle:  # a caller's title still says which engines were left out
+        title += f" ({idle_note[2:]})"
+    ax.set_title(title)
+    if handles:
+        _legend_below(fig, list(handles.values()), list(handles), ncol=6)
     return _save(fig, path)
 
 
@@ -164,13 +195,13 @@ def plot_sram(result: SimResult, path: str | Path, title: str | None = None) -> 
     colors = _colors(list(dict.fromkeys(names)))
     _occupancy_panel(axes[0], result.sram_tensors, result.sram_occupancy, result.peak_sram_bytes,
                      result.reserved_sram_bytes, result.sram_bytes, "SRAM", w * scale, colors)
-    axes[0].set_title(title or f"SRAM occupancy on {result.hardware} (window {w} cycles; reserved by the trace, "
-                               f"x ways: {result.reserved_sram_bytes / 1024:.1f} KiB)")
+    axes[0].set_title(title or f"SRAM occupancy on {result.hardware}\n(window {w:,} cycles; reserved by the "
+                               f"trace, x ways: {format_bytes(result.reserved_sram_bytes)})")
     for ax, lv in zip(axes[1:], result.levels):
         _occupancy_panel(ax, lv.tensors, lv.occupancy, lv.peak_bytes, lv.reserved_bytes, lv.capacity_bytes, lv.name,
                          w * scale, colors)
-        ax.set_title(f"{lv.name} occupancy (fed from {lv.parent} by {lv.engine}: {lv.staged_bytes} B staged, "
-                     f"{lv.written_back_bytes} B written back; reserved {lv.reserved_bytes / 1024:.1f} KiB)",
+        ax.set_title(f"{lv.name} occupancy (fed from {lv.parent} by {lv.engine}:\n{lv.staged_bytes:,} B staged, "
+                     f"{lv.written_back_bytes:,} B written back; reserved {format_bytes(lv.reserved_bytes)})",
                      fontsize=9)
     axes[-1].set_xlabel(xlabel)
     return _save(fig, path)
@@ -188,18 +219,18 @@ def _occupancy_panel(ax: Any, tensors: tuple[str, ...], occ: np.ndarray, peak: i
         ax.stairs((base + occ[k]) * kib, edges, baseline=base * kib, fill=True, color=colors[name], alpha=0.85,
                   label=name)
         base = base + occ[k]
-    ax.axhline(peak * kib, color="black", linestyle="--", linewidth=1, label=f"peak {peak * kib:.1f} KiB")
+    ax.axhline(peak * kib, color="black", linestyle="--", linewidth=1, label=f"peak {format_bytes(peak)}")
     top = max(peak, reserved, 1) * kib * 1.3
     capacity = capacity_bytes * kib
     if capacity <= top * 1.5:  # show the capacity line when it is on a comparable scale
         top = max(top, capacity * 1.1)
-        ax.axhline(capacity, color="red", linestyle=":", linewidth=1, label=f"capacity {capacity:.0f} KiB")
+        ax.axhline(capacity, color="red", linestyle=":", linewidth=1, label=f"capacity {format_bytes(capacity_bytes)}")
     else:
-        ax.plot([], [], " ", label=f"capacity {capacity:.0f} KiB (off scale)")
+        ax.plot([], [], " ", label=f"capacity {format_bytes(capacity_bytes)} (off scale)")
     ax.set_xlim(0, max(edges[-1] if n else 0, 1e-12))
     ax.set_ylim(0, top)
     ax.set_ylabel(f"{level} KiB (average per window)")
-    ax.legend(loc="upper right", fontsize=8)
+    _legend_beside(ax)
 
 
 def plot_all_names(prefix: str = "") -> list[str]:
@@ -215,9 +246,11 @@ def plot_all(result: SimResult, directory: str | Path, prefix: str = "") -> list
 
 
 def _save_twin(fig: Any, ax: Any, ax2: Any, title: str, path: str | Path, fontsize: int = 8) -> Path:
-    """Finish a figure whose axes `ax` and `ax2` share x: one legend for both, the title, a grid; save it."""
+    """Finish a figure whose axes `ax` (traffic, log) and `ax2` (cycles) share x: the cycles axis from zero, one
+    legend for both under the plot, the title, a grid; save it."""
+    _cycles_axis_from_zero(ax2)
     lines, lines2 = ax.get_legend_handles_labels(), ax2.get_legend_handles_labels()
-    ax.legend(lines[0] + lines2[0], lines[1] + lines2[1], loc="upper right", fontsize=fontsize)
+    _legend_below(fig, lines[0] + lines2[0], lines[1] + lines2[1], fontsize=fontsize, ncol=3)
     ax.set_title(title)
     ax.grid(True, which="both", alpha=0.3)
     return _save(fig, path)
@@ -242,7 +275,7 @@ def plot_sweep(result: SweepResult | ChainSweepResult, path: str | Path) -> Path
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_xlabel("SRAM (KiB)")
-    ax.set_ylabel("DDR traffic (bytes)")
+    ax.set_ylabel("DDR traffic (bytes, log scale)")
     ax2 = ax.twinx()
     cycles = [p.cycles if p.cycles is not None else float("nan") for p in pts]
     sim = all(p.cycles_source == "simulated" for p in pts if p.cycles is not None)
@@ -262,7 +295,7 @@ def plot_level_sweep(sweep: Any, path: str | Path) -> Path:
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_xlabel(f"{sweep.level} (KiB)")
-    ax.set_ylabel("traffic (bytes)")
+    ax.set_ylabel("traffic (bytes, log scale)")
     ax2 = ax.twinx()
     ax2.plot(xs, [a.cycles if a else float("nan") for a in sweep.best], "s--", color="black",
              label="cycles (slowest level or TensorCore)")
@@ -270,27 +303,70 @@ def plot_level_sweep(sweep: Any, path: str | Path) -> Path:
     return _save_twin(fig, ax, ax2, f"{sweep.layer} on {sweep.hardware.name}: sizing {sweep.level}", path)
 
 
+# what a bar of the network chart is: (colour, legend label) per kind of layer (`_bar_kind`)
+NETWORK_BAR_KINDS: dict[str, tuple[str, str]] = {
+    "tensorcore": ("tab:blue", "TensorCore layer (conv, linear, matmul)"),
+    "fused chain": ("tab:purple", "conv chain fused into one schedule"),
+    "split chain": ("tab:orange", "conv chain run in parts ([1] [2 3] ...)"),
+    "vector": ("tab:gray", "vector layer (pooling, add, softmax ...)"),
+}
+
+
+def _bar_kind(layer: Any) -> str:
+    """The key of a network layer in NETWORK_BAR_KINDS: a chain's op names its searched partition, e.g.
+    'chain [1 2 3]' (one schedule) or 'chain [1] [2 3]'."""
+    if layer.kind == "chain":
+        return "fused chain" if layer.op.count("[") == 1 else "split chain"
+    if layer.kind not in NETWORK_BAR_KINDS:
+        raise ValueError(f"layer {layer.name}: no bar colour for kind {layer.kind!r}")
+    return layer.kind
+
+
+def _short_layer_name(name: str) -> str:
+    """A chain's name without the prefix its members repeat: 'layer1.0.conv1+layer1.0.conv2' ->
+    'layer1.0.conv1+conv2'."""
+    first, *rest = name.split("+")
+    stem = first.split(".")
+    short = [first]
+    for member in rest:
+        parts = member.split(".")
+        same = 0
+        while same < min(len(stem), len(parts)) - 1 and stem[same] == parts[same]:
+            same += 1
+        short.append(".".join(parts[same:]))
+    return "+".join(short)
+
+
 def plot_network(result: Any, path: str | Path) -> Path:
     """A network under one SRAM size (`NetworkResult`): per layer, traffic bars with the lower bound marked,
-    and estimated cycles bars below; unplaceable and unmodelled layers are left blank."""
+    and estimated cycles bars below, coloured by kind of layer (NETWORK_BAR_KINDS); unplaceable and unmodelled
+    layers are left out (named in the title)."""
     layers = [x for x in result.layers if x.status == "ok"]
+    left_out = [x.layer.name for x in result.layers if x.status != "ok"]
     xs = list(range(len(layers)))
-    fig = _figure(max(8.0, 0.16 * len(layers) + 2), 6.4)
+    kinds = [_bar_kind(x.layer) for x in layers]
+    colors = [NETWORK_BAR_KINDS[k][0] for k in kinds]
+    fig = _figure(max(8.0, 0.2 * len(layers) + 4.5), 7.5)
     top, bottom = fig.subplots(2, 1, sharex=True)
-    top.bar(xs, [x.traffic_bytes for x in layers], color=["tab:blue" if x.layer.kind == "tensorcore" else "tab:gray"
-                                                           for x in layers], label="traffic (gray: vector layers)")
+    top.bar(xs, [x.traffic_bytes for x in layers], color=colors)
     top.plot(xs, [x.lower_bound_bytes for x in layers], "_", color="tab:red", markersize=8, mew=2,
-             label="lower bound")
+             label="lower bound (traffic)")
     top.set_yscale("log")
-    top.set_ylabel("DDR traffic (bytes)")
-    top.legend(fontsize=8, loc="upper right")
-    bottom.bar(xs, [x.cycles for x in layers], color="tab:green")
+    top.set_ylabel("DDR traffic (bytes, log scale)")
+    bottom.bar(xs, [x.cycles for x in layers], color=colors)
     bottom.set_yscale("log")
-    bottom.set_ylabel("cycles (estimated)")
+    bottom.set_ylabel("cycles (estimated, log scale)")
     bottom.set_xticks(xs)
-    bottom.set_xticklabels([x.layer.name for x in layers], rotation=90, fontsize=5)
-    top.set_title(f"{result.network.name} on {result.hardware.name}, SRAM {result.sram_bytes // 1024} KiB: "
-                  f"{result.traffic_bytes:,} B, {result.cycles:,} cycles")
+    bottom.set_xticklabels([_short_layer_name(x.layer.name) for x in layers], rotation=90, fontsize=7)
+    bottom.set_xlim(-0.6, max(len(layers), 1) - 0.4)
+    present = [k for k in NETWORK_BAR_KINDS if k in kinds]  # the legend names only the kinds drawn
+    handles = [Patch(color=NETWORK_BAR_KINDS[k][0], label=NETWORK_BAR_KINDS[k][1]) for k in present]
+    handles += top.get_legend_handles_labels()[0]
+    top.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0, fontsize=8)
+    note = (f"; left out: {', '.join(left_out[:3])}" + (f" and {len(left_out) - 3} more" if len(left_out) > 3 else "")
+            if left_out else "")
+    top.set_title(f"{result.network.name} on {result.hardware.name}, SRAM {format_bytes(result.sram_bytes)}: "
+                  f"{result.traffic_bytes:,} B, {result.cycles:,} cycles{note}")
     return _save(fig, path)
 
 
@@ -312,7 +388,7 @@ def plot_network_sweep(sweep: Any, path: str | Path) -> Path:
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_xlabel("SRAM (KiB)")
-    ax.set_ylabel("DDR traffic (bytes)")
+    ax.set_ylabel("DDR traffic (bytes, log scale)")
     ax2.set_ylabel("cycles")
     return _save_twin(fig, ax, ax2, f"{sweep.network.name}: SRAM sizing", path, fontsize=7)
 
@@ -327,7 +403,8 @@ def plot_shapes(sweep: Any, path: str | Path) -> Path:
     top.step(xs, [100 * p.tensorcore_utilization for _, p in pts], where="mid", color="tab:purple")
     top.set_ylabel("TensorCore utilization (%)")
     top.set_ylim(0, 105)
-    top.set_title(f"{sweep.problem.name} over {sweep.dim}, {sweep.hardware.name}, SRAM {sweep.sram_bytes // 1024} KiB")
+    top.set_title(f"{sweep.problem.name} over {sweep.dim}, {sweep.hardware.name}, "
+                  f"SRAM {format_bytes(sweep.sram_bytes)}")
     bottom.plot(xs, [p.cycles for _, p in pts], "-", color="black", label="best per shape")
     bottom.plot(xs, [sweep.cost[sweep.dispatched(i)][i] for i, _ in pts], "--", color="tab:blue",
                 label=f"dispatch table ({len(sweep.dispatch)} ranges, within {100 * sweep.max_loss:g}%)")
@@ -336,7 +413,8 @@ def plot_shapes(sweep: Any, path: str | Path) -> Path:
                     label="one generic schedule")
     bottom.set_xlabel(sweep.dim)
     bottom.set_ylabel("cycles (estimate)")
-    bottom.legend(fontsize=8)
+    _cycles_axis_from_zero(bottom)
+    _legend_beside(bottom)
     bottom.grid(True, alpha=0.3)
     return _save(fig, path)
 
