@@ -23,16 +23,6 @@ def _load_checker():
 figures = _load_checker()
 
 
-def test_readme_cheap_figures_are_what_the_commands_print():
-    # CI runs the blocks that take seconds; `python bench/readme_figures.py --check --slow` runs the rest by hand.
-    outcomes, _ = figures.check_readme(README.read_text(encoding="utf-8"), slow=False)
-    checked = [o for o in outcomes if o.status != "measured"]
-    assert len(checked) >= 6  # per-tensor, by-scope, grouped conv, slide and no-slide, blog-conv, res2a-l1
-    stale = [f"line {o.figure.marker_line + 1}: {o.figure.command}: {o.status} {o.detail}"
-             for o in checked if o.status != "ok"]
-    assert not stale, "\n".join(stale)
-
-
 def test_readme_idle_breakdown_of_res2a_l1_adds_up_drain_included():
     # The README's block of `dsasim simulate res2a-branch2b-l1` (checked against the command above): every idle
     # TensorCore cycle is charged to one cause, so the causes sum to the idle total, and the idle total is the
@@ -172,3 +162,14 @@ def test_write_then_check_is_clean(tmp_path):
 ])
 def test_only_durations_and_rates_are_masked(line, expected):
     assert figures.comparable(line) == expected
+
+
+# last, so that a planted bug in the checker fails a fast test first (bench/mutation.py runs with -x)
+def test_readme_cheap_figures_are_what_the_commands_print():
+    # CI runs the blocks that take seconds; `python bench/readme_figures.py --check --slow` runs the rest by hand.
+    outcomes, _ = figures.check_readme(README.read_text(encoding="utf-8"), slow=False)
+    checked = [o for o in outcomes if o.status != "measured"]
+    assert len(checked) >= 6  # per-tensor, by-scope, grouped conv, slide and no-slide, blog-conv, res2a-l1
+    stale = [f"line {o.figure.marker_line + 1}: {o.figure.command}: {o.status} {o.detail}"
+             for o in checked if o.status != "ok"]
+    assert not stale, "\n".join(stale)
