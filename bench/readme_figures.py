@@ -22,6 +22,8 @@ Machine-dependent parts of an output line (durations such as `7.28 s`, rates suc
 both sides are compared with them masked, and `--write` keeps what this run printed. Numbers are compared with
 their thousands separators removed, so `346276` and `346,276` are the same figure.
 
+A plain ``` fence that shows anything but commands to type must follow a figure marker (`unmarked` otherwise).
+
 Exit status: 0 every compared figure matches (or was rewritten); 1 some differ, or a command failed; 2 a mistake
 in a marker or on the command line (one line on stderr naming the README line).
 """
@@ -167,6 +169,30 @@ def find_figures(text: str) -> list[Figure]:
     return figures
 
 
+COMMAND_PREFIXES = ("python3 ", "python ", ".venv/bin/", "dsasim ")
+
+
+def unmarked_output_blocks(text: str) -> list[int]:
+    """The 1-based lines of plain ``` fences that show output (a line that is not a command to type) but follow
+    no figure marker: a figure that nothing would keep up to date."""
+    lines = text.split("\n")
+    found, index = [], 0
+    while index < len(lines):
+        if not lines[index].startswith("```"):
+            index += 1
+            continue
+        end = index + 1
+        while end < len(lines) and not lines[end].startswith("```"):
+            end += 1
+        plain = lines[index].strip() == "```"
+        marked = index > 0 and MARKER.match(lines[index - 1]) is not None
+        body = [line for line in lines[index + 1:end] if line.strip()]
+        if plain and not marked and not all(line.startswith(COMMAND_PREFIXES) for line in body):
+            found.append(index + 1)
+        index = end + 1
+    return found
+
+
 def select(output: str, selections: Sequence[tuple[str, str]]) -> list[str]:
     """The lines of `output` that a block shows: each selection in turn, trailing spaces and blank ends removed."""
     lines = [line.rstrip() for line in output.rstrip().split("\n")]  # no blank last line for tail= to take
@@ -305,6 +331,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print(f"line {figure.marker_line + 1}: {figure.kind}{slow}: {figure.command}")
             return 0
         outcomes, new_text = check_readme(text, slow=args.slow, only=args.only)
+        unmarked = unmarked_output_blocks(text)
     except MarkerError as err:
         print(f"{prog}: {args.readme.name} {err}", file=sys.stderr)
         return 2
@@ -316,11 +343,13 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         write_text_atomic(args.readme, new_text)
         print(f"rewrote the differing figure blocks of {args.readme}")
+    for line in unmarked:
+        print(f"unmarked line {line}: an output block with no <!-- figure: COMMAND --> marker before it")
     bad = [o for o in outcomes if o.status == "failed" or (o.status == "differs" and not args.write)]
     unfixable = [o for o in outcomes if o.status == "differs" and args.write and o.new_block is None]
     counts = {s: sum(o.status == s for o in outcomes) for s in ("ok", "differs", "failed", "measured")}
     print(", ".join(f"{n} {s}" for s, n in counts.items()) + ("" if args.slow else "; slow blocks skipped (--slow)"))
-    return 1 if bad or unfixable else 0
+    return 1 if bad or unfixable or unmarked else 0
 
 
 if __name__ == "__main__":

@@ -40,6 +40,19 @@ def test_readme_idle_breakdown_of_res2a_l1_adds_up_drain_included():
     assert sum(causes.values()) == number(idle_line.group(1)) == cycles - busy
 
 
+def test_every_output_block_of_the_readme_names_its_command():
+    assert figures.unmarked_output_blocks(README.read_text(encoding="utf-8")) == []
+
+
+def test_an_unmarked_output_block_is_found_but_commands_and_code_are_not():
+    text = "\n".join(["a", "```", ".venv/bin/dsasim demo", "dsasim search x", "```",  # commands to type: fine
+                      "```python", "print(1)", "```",                                # code: fine
+                      "<!-- figure: dsasim demo -->", "```", "table", "```",          # marked: fine
+                      "b", "```", "dsasim search x", "traffic 9 B", "```", ""])      # output, unmarked
+    # lines 1-5 the command fence, 6-8 the code, 9-12 the marked block, 13 "b": the unmarked fence opens on 14
+    assert figures.unmarked_output_blocks(text) == [14]
+
+
 # -- the checker, on a made-up README whose commands print what a dict says -------------------------------------
 
 SEARCH_OUTPUT = """\
