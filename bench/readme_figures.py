@@ -79,15 +79,28 @@ class Figure:
         return self.block_kind == "fence"
 
 
+def _split_at_colon(text: str) -> tuple[str, str, str]:
+    """`text` split at its first colon outside double quotes (a quoted regex may hold one), as str.partition."""
+    quoted = False
+    for at, char in enumerate(text):
+        if char == '"':
+            quoted = not quoted
+        elif char == ":" and not quoted:
+            return text[:at], ":", text[at + 1:]
+    return text, "", ""
+
+
 def parse_marker(lines: Sequence[str], index: int) -> Figure | None:
     """The Figure of the marker at `lines[index]`, its block located; None if that line is no marker."""
     match = MARKER.match(lines[index])
     if match is None:
         return None
     kind, rest = match.group(1), match.group(2)
-    head, colon, command = rest.partition(":")
+    head, colon, command = _split_at_colon(rest)
     command = command.strip()
     where = f"README line {index + 1}"
+    if rest.count('"') % 2:
+        raise MarkerError(f"{where}: a \" is never closed (quote a value with spaces as \"...\")")
     if not colon or not command:
         raise MarkerError(f"{where}: a {kind} marker needs ': COMMAND' before '-->'")
     try:

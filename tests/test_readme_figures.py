@@ -107,6 +107,12 @@ def test_thousands_separators_are_not_a_difference_but_digits_are():
     assert [o.status for o in figures.check_readme(text, run=run)[0]] == ["differs"]
 
 
+def test_a_quoted_regex_may_hold_a_colon():
+    figure, = figures.find_figures('<!-- figure grep="^TensorCore idle [0-9]+ cycles: ": dsasim simulate x -->\n```\n```\n')
+    assert figure.command == "dsasim simulate x"
+    assert figure.selections == [("grep", "^TensorCore idle [0-9]+ cycles: ")]
+
+
 def test_selections_from_until_grep_table_tail():
     output = "head\nschedule x\nrow 1\nrow 2\n\ndetail\n| a | b |\n|---|---|\n| 1 | 2 |\ntext\n| c |\nlast 1\nlast 2\n"
     assert figures.select(output, [("from", "^schedule"), ("until", "^$")]) == ["schedule x", "row 1", "row 2"]

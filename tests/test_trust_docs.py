@@ -34,7 +34,7 @@ MALFORMED = [  # (README lines, a phrase the message must hold); the marker is a
     (["x", "<!-- figure table=: dsasim demo -->", *FENCE], "table= needs a whole number"),
     (["x", "<!-- figure grep=\"(\": dsasim demo -->", *FENCE], "is not a regular expression"),
     (["x", "<!-- figure until=\"[\": dsasim demo -->", *FENCE], "is not a regular expression"),
-    (["x", "<!-- figure grep=\"a b: dsasim demo -->", *FENCE], "No closing quotation"),
+    (["x", "<!-- figure grep=\"a b: dsasim demo -->", *FENCE], "is never closed"),
     (["x", "<!-- figure: dsasim demo -->", "", *FENCE], "followed directly by its block"),
     (["x", "<!-- figure: dsasim demo -->"], "followed directly by its block"),
     (["x", "<!-- figure: dsasim demo -->", "some prose"], "followed by a ``` fence or a | table |"),
