@@ -24,10 +24,10 @@ figures = _load_checker()
 
 
 def test_readme_idle_breakdown_of_res2a_l1_adds_up_drain_included():
-    # The README's block of `dsasim simulate res2a-branch2b-l1` (checked against the command above): every idle
-    # TensorCore cycle is charged to one cause, so the causes sum to the idle total, and the idle total is the
-    # run's cycles minus the TensorCore's busy cycles (its roofline term: the TensorCore is busy exactly its
-    # compute cycles). As printed today: 6336 + 516 + 460 + 173 + 103 = 7588 = 346276 - 338688.
+    # The README's block of `dsasim simulate res2a-branch2b-l1` (checked against the command by the last test):
+    # every idle TensorCore cycle is charged to one cause, so the causes sum to the idle total, and the idle total
+    # is the run's cycles minus the TensorCore's busy cycles (its roofline term: the TensorCore is busy exactly
+    # its compute cycles). As printed today: 6336 + 516 + 460 + 173 + 103 = 7588 = 346276 - 338688.
     text = README.read_text(encoding="utf-8")
     block = text[text.index("<!-- figure grep=\"^[0-9,]+ cycles|^TensorCore idle\": dsasim simulate res2a-branch2b-l1"):]
     block = block[:block.index("```\n", block.index("```") + 3)]
