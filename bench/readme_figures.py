@@ -305,7 +305,14 @@ def check_readme(text: str, *, slow: bool = False, only: Sequence[str] = (),
                  run: Callable[[str], tuple[int, str]] | None = None) -> tuple[list[Outcome], str]:
     """Check every selected marker of a README's text; returns the outcomes and the text with each differing
     figure block rewritten (quotes and measured figures are never rewritten). `run` defaults to run_command."""
-    run = run or run_command
+    runner = run or run_command
+    printed: dict[str, tuple[int, str]] = {}  # a command run once per check (fusion_table.py holds two tables)
+
+    def run(command: str) -> tuple[int, str]:
+        if command not in printed:
+            printed[command] = runner(command)
+        return printed[command]
+
     lines = text.split("\n")
     outcomes = []
     for figure in find_figures(text):

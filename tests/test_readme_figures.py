@@ -146,6 +146,14 @@ def test_a_quote_needs_its_figures_in_the_output_and_in_the_paragraph():
     assert outcome.status == "differs" and "not in the paragraph: 8,864,496" in outcome.detail
 
 
+def test_a_command_behind_two_blocks_runs_once():
+    calls = []
+    text = "\n".join(["<!-- figure table=1: python t.py -->", "| a |", "", "<!-- figure table=2: python t.py -->",
+                      "| b |", ""])
+    outcomes, _ = figures.check_readme(text, run=fake_runner({"python t.py": (0, "| a |\n\n| b |\n")}, calls))
+    assert [o.status for o in outcomes] == ["ok", "ok"] and calls == ["python t.py"]
+
+
 def test_exit_status_slow_and_measured_markers():
     calls = []
     text = "\n".join(["<!-- figure exit=1: dsasim network x -->", "```", "partial", "```",
