@@ -16,7 +16,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-__all__ = ["UserCodeError", "is_user_spec", "load_attribute", "module_file"]
+__all__ = ["UserCodeError", "is_user_spec", "load_attribute", "load_module", "module_file", "split_spec"]
 
 
 class UserCodeError(ValueError):
@@ -29,7 +29,8 @@ def is_user_spec(text: str) -> bool:
     return bool(sep and head and tail)
 
 
-def _split(spec: str, what: str) -> tuple[str, str]:
+def split_spec(spec: str, what: str) -> tuple[str, str]:
+    """(MODULE or FILE.py, ATTR) of a spec; UserCodeError when it is malformed."""
     head, sep, attr = spec.strip().rpartition(":")
     if not sep or not head or not attr:
         raise UserCodeError(f"{what} {spec!r}: give MODULE:NAME or FILE.py:NAME")
@@ -57,7 +58,7 @@ def module_file(spec: str) -> Path | None:
     return Path(found.origin) if found is not None and found.has_location and found.origin else None
 
 
-def _run_module(head: str, what: str, spec: str) -> ModuleType:
+def load_module(head: str, what: str, spec: str) -> ModuleType:
     """Import MODULE or execute FILE.py; any failure (SyntaxError, an exception, sys.exit) is a UserCodeError."""
     label = f"{what} {spec!r}: {'file' if _is_file(head) else 'module'} {head!r}"
     if _is_file(head):
@@ -104,8 +105,8 @@ def load_attribute(spec: str, what: str) -> Any:
 
     Raises UserCodeError (a ValueError) for a malformed spec, a module that cannot be imported or fails while
     being imported, or a missing attribute."""
-    head, attr = _split(spec, what)
-    module = _run_module(head, what, spec)
+    head, attr = split_spec(spec, what)
+    module = load_module(head, what, spec)
     if not hasattr(module, attr):
         public = sorted(n for n in vars(module) if not n.startswith("_"))[:12]
         raise UserCodeError(f"{what} {spec!r}: {head!r} has no attribute {attr!r}; it defines: "

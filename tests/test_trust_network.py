@@ -33,12 +33,13 @@ def _one_line_error(capfd: pytest.CaptureFixture[str]) -> str:
 # ------------------------------------------------------------------------------ user modules that misbehave
 USER_MODULES = {
     "raises_at_import": ("raise RuntimeError('boom at import')\n", "Net",
-                         "importing module 'trust_nw_raises_at_import' raised RuntimeError: boom at import"),
-    "syntax_error": ("def f(:\n", "Net", "module 'trust_nw_syntax_error' has a syntax error"),
+                         "module 'trust_nw_raises_at_import': importing it raised RuntimeError: boom at import"),
+    "syntax_error": ("def f(:\n", "Net", "module 'trust_nw_syntax_error': SyntaxError at"),
     "exits_at_import": ("import sys\nsys.exit(0)\n", "Net",
-                        "importing module 'trust_nw_exits_at_import' raised sys.exit(0)"),
+                        "module 'trust_nw_exits_at_import': it called sys.exit(0) while being imported"),
     "missing_dependency": ("import no_such_dependency_xyz\n", "Net",
                            "raised ModuleNotFoundError: No module named 'no_such_dependency_xyz'"),
+    "missing_module": (None, "Net", "no such module"),
     "factory_exits": ("import sys\ndef make():\n    sys.exit(3)\n", "make", "make() raised sys.exit(3)"),
     # a TypeError raised inside a factory is the factory's own error, not "needs arguments"
     "factory_type_error": ("def make():\n    raise TypeError('inside the factory')\n", "make",
@@ -63,7 +64,8 @@ USER_MODULES = {
 def test_a_users_module_that_misbehaves_is_one_line_and_exit_2(case, tmp_path, monkeypatch, capfd):
     source, attr, message = USER_MODULES[case]
     name = f"trust_nw_{case}"
-    (tmp_path / f"{name}.py").write_text(source)
+    if source is not None:
+        (tmp_path / f"{name}.py").write_text(source)
     monkeypatch.syspath_prepend(str(tmp_path))
     code = main(["network", f"{name}:{attr}", "--quiet", "--jobs", "1"])  # sys.exit in it never decides this
     line = _one_line_error(capfd)
@@ -72,6 +74,17 @@ def test_a_users_module_that_misbehaves_is_one_line_and_exit_2(case, tmp_path, m
         assert "needs arguments" not in line
     with pytest.raises(NetworkImportError):  # the library raises the specific exception
         load_network(f"{name}:{attr}", None if case.startswith("shape") else (1, 8))
+
+
+def test_a_network_from_a_file_path(tmp_path, capfd):
+    """FILE.py:ATTR loads through the same loader as schedules; Linear(8, 4) on (2, 8): weights 32 + bias 4 + input
+    16 B loaded, output 8 B stored, at 1-byte words (blog)."""
+    path = tmp_path / "my_models.py"
+    path.write_text("import torch.nn as nn\nexample_input_shape = (2, 8)\nnet = nn.Linear(8, 4)\n")
+    network = load_network(f"{path}:net")
+    assert network.name == f"{path}:net"
+    assert main(["network", f"{path}:net", "--quiet", "--jobs", "1"]) == 0
+    assert "Traceback" not in capfd.readouterr().err
 
 
 def test_sys_exit_is_not_a_network(capfd):

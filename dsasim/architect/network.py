@@ -614,9 +614,15 @@ def load_network(spec: str, input_shape: Sequence[int] | None = None) -> Network
         name = f"{head}:seq={shape[1]}" if preset.build_for is not None and shape != preset.input_shape else head
         return import_network(module, shape, name)
     if not tail:
-        raise ValueError(f"unknown network {spec!r}: use a preset ({', '.join(PRESETS)}) or MODULE:ATTR naming "
-                         f"an nn.Module in an importable module, e.g. mypkg.models:Net")
-    mod = _import_user_module(spec, head)
+        raise ValueError(f"unknown network {spec!r}: use a preset ({', '.join(PRESETS)}) or MODULE:ATTR / FILE.py:ATTR "
+                         f"naming an nn.Module, e.g. mypkg.models:Net or models.py:Net")
+    from dsasim.user_code import UserCodeError, load_module, split_spec
+
+    try:  # one loader for all user code (schedules too): what its import raises is one line, never an exit
+        head, tail = split_spec(spec, "network")
+        mod = load_module(head, "network", spec)
+    except UserCodeError as err:
+        raise NetworkImportError(str(err)) from None
     if not hasattr(mod, tail):
         raise NetworkImportError(f"network {spec!r}: module {head!r} has no attribute {tail!r}")
     obj = getattr(mod, tail)
@@ -643,27 +649,6 @@ def _what_raised(err: BaseException) -> str:
         return f"sys.exit({err.code!r})"
     line = _first_line(err)
     return f"{type(err).__name__}: {line}" if line else type(err).__name__
-
-
-def _import_user_module(spec: str, head: str) -> Any:
-    """Import the user's module `head`; NetworkImportError naming it and what it raised (a missing module, a
-    syntax error, an exception or sys.exit at import: user code never decides how dsasim exits)."""
-    import importlib
-
-    try:
-        return importlib.import_module(head)
-    except ModuleNotFoundError as err:
-        if err.name is not None and (head == err.name or head.startswith(err.name + ".")):
-            raise NetworkImportError(f"network {spec!r}: cannot import module {head!r} (no module named "
-                                     f"{err.name!r}); is it on PYTHONPATH?") from None
-        raise NetworkImportError(f"network {spec!r}: importing module {head!r} raised "
-                                 f"{_what_raised(err)}") from None
-    except SyntaxError as err:
-        raise NetworkImportError(f"network {spec!r}: module {head!r} has a syntax error: {err.msg} "
-                                 f"({err.filename}, line {err.lineno})") from None
-    except (Exception, SystemExit) as err:  # not KeyboardInterrupt: Ctrl-C stays Ctrl-C
-        raise NetworkImportError(f"network {spec!r}: importing module {head!r} raised {_what_raised(err)}; "
-                                 f"a network's module must import cleanly") from None
 
 
 def _make_user_module(spec: str, attr: str, obj: Any) -> Any:
