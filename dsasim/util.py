@@ -59,10 +59,10 @@ def shape_elements(shape: Iterable[int]) -> int:
 
 
 def region_elements(region: Region) -> int:
-    """Number of elements in a region."""
+    """Number of elements in a region (a strided dimension, (start, stop, step), counts the indices it holds)."""
     n = 1
-    for start, stop in region:
-        n *= stop - start
+    for axis in region:
+        n *= axis[1] - axis[0] if len(axis) == 2 else len(range(*axis))
     return n
 
 
