@@ -18,8 +18,8 @@ kind | reuse << 4 | id << 8, id being the buffer (the out buffer of a COMPUTE, t
 `region` is an offset into the region table (a word per dimension, start | stop << 32; a strided region, one
 with a (start, stop, step) dimension, marks bit 31 of its first word and has its steps in the next words), shared
 by the events of one buffer; `compute` indexes a table of (unit, op, macs, cycles, padded_macs). The nbytes of
-ALLOC, LOAD and STORE are the region's elements (a strided region's: the indices it holds) x word_bytes (the trace's rule), so
-they are not stored.
+ALLOC, LOAD and STORE are the region's elements (a strided region's: the indices it holds) x word_bytes (the
+trace's rule), so they are not stored.
 """
 
 from libc.stdint cimport int64_t

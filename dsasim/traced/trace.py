@@ -38,7 +38,8 @@ in its level; a COMPUTE names the buffers it reads wherever they are.
 `tensor` indexes `Trace.tensors`, `scope_id` indexes `Trace.scopes`; a region is a tuple of (start, stop)
 pairs, one per tensor dimension, in elements. A strided region (ALLOC, LOAD and HIT only: a strided DMA box, e.g.
 the rows and columns a 1x1 stride-2 conv reads) has a (start, stop, step) triple on its stepped dimensions (step
->= 2, stop = its last index + 1); it holds, and its nbytes count, every step-th index from start only. Buffers are numbered from 0 in allocation order.
+>= 2, stop = its last index + 1); it holds, and its nbytes count, every step-th index from start only.
+Buffers are numbered from 0 in allocation order.
 """
 
 from __future__ import annotations
