@@ -196,3 +196,29 @@ def test_a_strided_load_costs_its_runs_and_bursts():
         result = simulate(tr, HW_RUNS, reference=reference)
         assert result.cycles == 829 + 346  # one load channel: the two loads in turn
     json.dumps(result.to_json("strided"))  # (the regions it reports serialise)
+
+
+def _strided_schedule() -> Trace:
+    """A dense load, then strided loads and hits of x (rows 0, 2, 4 / 1, 3; columns every 2nd or 3rd)."""
+    s, x = _session()
+    with GlobalHierarchy(s):
+        x[0:1, 0:8, 0:6:2, 0:6:2]
+        x[0:1, 0:8, 2:6:2, 0:6:2]
+        x[0:1, 0:4, 1:5:2, 0:6:3]
+        x[0:1, 0:8, 0:6, 0:6]
+    return s.finish()
+
+
+def test_the_columnar_log_keeps_strided_regions_as_the_list_of_tuples_does(monkeypatch):
+    """The packed log (steps in the region table) reads back the same tuples as the plain list, also pickled."""
+    import pickle
+
+    from dsasim.traced import trace as trace_module
+    packed = _strided_schedule()
+    monkeypatch.setattr(trace_module, "COLUMNAR", False)
+    listed = _strided_schedule()
+    assert type(packed.log).__name__ == "EventLog" and type(listed.log).__name__ == "ListLog"
+    assert list(packed.events) == list(listed.events)
+    assert list(pickle.loads(pickle.dumps(packed)).events) == list(listed.events)
+    # the strided LOADs' nbytes: 8 x 3 x 3 = 72 and 4 x 2 x 2 = 16; the dense one 8 x 6 x 6 = 288
+    assert [e[4] for e in listed.events if e[0] == LOAD] == [72, 16, 288]
