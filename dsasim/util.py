@@ -75,9 +75,10 @@ def region_contains(outer: Region, inner: Region) -> bool:
 
 
 def regions_overlap(x: Region, y: Region) -> bool:
-    """True when two regions of the same tensor share at least one element."""
-    for (a, b), (c, d) in zip(x, y):
-        if d <= a or c >= b:
+    """True when two regions of the same tensor share at least one element (of a strided region, its bounding
+    box: conservative, as the timing model's DDR dependencies are)."""
+    for p, q in zip(x, y):
+        if q[1] <= p[0] or q[0] >= p[1]:
             return False
     return True
 

@@ -222,3 +222,15 @@ def test_the_columnar_log_keeps_strided_regions_as_the_list_of_tuples_does(monke
     assert list(pickle.loads(pickle.dumps(packed)).events) == list(listed.events)
     # the strided LOADs' nbytes: 8 x 3 x 3 = 72 and 4 x 2 x 2 = 16; the dense one 8 x 6 x 6 = 288
     assert [e[4] for e in listed.events if e[0] == LOAD] == [72, 16, 288]
+
+
+def test_a_strided_load_after_a_store_of_its_tensor_waits_for_it_in_both_schedulers():
+    """A hand-built trace: y[:, 0:8, 0:6, 0:6] opened, computed and stored (288 B), then its strided box (72 B)
+    loaded: the load waits for the store (DDR RAW, bounding boxes meet). On HW_RUNS: the store is one run of
+    288 B: 100 + 10 + 9 = 119 cycles; the load 829 (above), after it: 119 + 829 = 948 cycles in all."""
+    dense = ((0, 1), (0, 8), (0, 6), (0, 6))
+    tr = _trace([(ENTER, 0, 0), (ALLOC, 0, 1, dense, 288, 0, 288), (OPEN, 0, 1, dense, False),
+                 (6, "vector", "add", 0, (), 0, 0, 0), (STORE, 0, 1, dense, 288),
+                 (ALLOC, 1, 1, STRIDED, 72, 288, 72), (LOAD, 1, 1, STRIDED, 72, False),
+                 (FREE, 1, 72), (FREE, 0, 288), (EXIT, 0, 0)])
+    assert [simulate(tr, HW_RUNS, reference=reference).cycles for reference in (False, True)] == [948, 948]
