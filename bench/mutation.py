@@ -857,6 +857,27 @@ MUTANTS: list[Mutant] = [
     Mutant('readme figures: the drain left out of the idle breakdown', 'dsasim/timing/_result.pyx',
            '            stalls["drain"] = stalls.get("drain", 0) + cycles - prev_end', '            pass',
            ("tests/test_readme_figures.py",)),
+    # -- trust round two: strided2 ----------------------------------------------------------------------------
+    Mutant("strided2: a strided load counts its dense box", "dsasim/traced/memory.py",
+           "        elements = region_elements(region)\n        if all(len(axis) == 2",
+           "        elements = region_elements(tuple(axis[:2] for axis in region))\n        if all(len(axis) == 2",
+           ("tests/test_trust_strided2.py",)),
+    Mutant("strided2: a strided buffer joins the dense live buffers", "dsasim/traced/memory.py",
+           "        if strided:\n            self._strided.setdefault",
+           "        if False:\n            self._strided.setdefault",
+           ("tests/test_trust_strided2.py",)),
+    Mutant("strided2: a strided hit ignores the held phase", "dsasim/traced/memory.py",
+           "axis[1] > box[1] or (axis[0] - box[0]) % held_step or", "axis[1] > box[1] or",
+           ("tests/test_trust_strided2.py",)),
+    Mutant("strided2: validation counts a strided region's dense box", "dsasim/timing/validate.pyx",
+           "n *= region_count(r, nd, i)", "n *= region_stop(r, i) - region_start(r, i)",
+           ("tests/test_trust_strided2.py",)),
+    Mutant("strided2: a validated HIT ignores the held phase", "dsasim/timing/validate.pyx",
+           "(region_start(r, i) - region_start(h, i)) % h_step or", "False or",
+           ("tests/test_trust_strided2.py",)),
+    Mutant("strided2: the timing of a strided load ignores its steps", "dsasim/timing/model.pyx",
+           "[axis[2] if len(axis) == 3 else 1 for axis in region]", "[1 for axis in region]",
+           ("tests/test_trust_strided2.py",)),
 ]
 
 

@@ -80,10 +80,10 @@ def shape_elements(shape: Iterable[int]) -> int:
 
 
 def region_elements(region: Region) -> int:
-    """Number of elements in a region."""
+    """Number of elements in a region (a strided dimension, (start, stop, step), counts the indices it holds)."""
     n = 1
-    for start, stop in region:
-        n *= stop - start
+    for axis in region:
+        n *= axis[1] - axis[0] if len(axis) == 2 else len(range(*axis))
     return n
 
 
@@ -96,9 +96,10 @@ def region_contains(outer: Region, inner: Region) -> bool:
 
 
 def regions_overlap(x: Region, y: Region) -> bool:
-    """True when two regions of the same tensor share at least one element."""
-    for (a, b), (c, d) in zip(x, y):
-        if d <= a or c >= b:
+    """True when two regions of the same tensor share at least one element (of a strided region, its bounding
+    box: conservative, as the timing model's DDR dependencies are)."""
+    for p, q in zip(x, y):
+        if q[1] <= p[0] or q[0] >= p[1]:
             return False
     return True
 

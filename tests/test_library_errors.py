@@ -147,7 +147,7 @@ CASES: list = [
     ("index-float-segment", in_scope(lambda e: e.x[Segment(0.5, 2)]), RegionError, "start 0.5"),
     ("index-bool-slice", in_scope(lambda e: e.x[True:3]), RegionError, "True (bool) is not an integer"),
     ("index-bool-pair", in_scope(lambda e: e.x[(False, 3), ]), RegionError, "False (bool) is not an integer"),
-    ("index-step", in_scope(lambda e: e.x[0:4:2]), RegionError, "step 2 is not supported"),
+    ("index-step", in_scope(lambda e: e.x[0:4:-1]), RegionError, "step -1 is not supported"),  # (2: a strided box)
     ("index-float-step", in_scope(lambda e: e.x[0:4:1.0]), RegionError, "slice step 1.0"),
     ("index-negative", in_scope(lambda e: e.x[-1]), RegionError, "negative indices are not supported"),
     ("index-negative-stop", in_scope(lambda e: e.x[0:-1]), RegionError, "negative bound"),

@@ -80,7 +80,7 @@ from dsasim.layout import DEFAULT_LAYOUT, transfer_runs
 from dsasim.util import regions_overlap
 from dsasim.traced.trace import (ALLOC, ALLOC_IN, COMPUTE, FREE, LOAD, OPEN, SLIDE, STAGE, STORE, WRITEBACK, Trace,
                                  format_region)
-from dsasim.traced._events cimport EventLog, region_start, region_stop
+from dsasim.traced._events cimport EventLog, region_start, region_stepped, region_stop
 from dsasim.timing.validate cimport FREED, TraceChecker
 from dsasim.timing.validate import _grown
 
@@ -523,13 +523,18 @@ cdef class _Lowering(TraceChecker):
     cdef int64_t transfer(self, Py_ssize_t idx, int64_t nb, int64_t t, int64_t reg) except -1:
         """A transfer of nb bytes of region `reg` of tensor t: `cycles(nb)`; with layout costs on (dma_burst_bytes
         > 1 or dma_run_cycles > 0), dma_setup_cycles + runs x dma_run_cycles + ceil(bytes in whole bursts /
-        bandwidth), the runs and bursts of the region in its tensor's DDR layout (`dsasim.layout`). A SLIDE moves
+        bandwidth), the runs and bursts of the region (a strided one's: `transfer_runs`' steps) in its tensor's DDR
+        layout (`dsasim.layout`). A SLIDE moves
         only its new rows: its runs and burst bytes are the region's in proportion to the bytes it moves (exact
         when the slide axis lies outside the contiguous runs, as rows do in every layout here)."""
         if not self.layout_cost:
             return self.cycles(nb)
-        runs, moved = transfer_runs(self.shapes[t], self.layouts[t], TraceChecker.region(self, t, reg), self.word,
-                                    self.burst)
+        region = TraceChecker.region(self, t, reg)
+        if region_stepped(self.log.regions.at(reg)):  # a strided box: its runs hold its indices only
+            runs, moved = transfer_runs(self.shapes[t], self.layouts[t], [axis[:2] for axis in region], self.word,
+                                        self.burst, [axis[2] if len(axis) == 3 else 1 for axis in region])
+        else:
+            runs, moved = transfer_runs(self.shapes[t], self.layouts[t], region, self.word, self.burst)
         full = self.region_bytes(idx, t, reg)
         if nb != full:
             runs = -(-runs * nb // full)

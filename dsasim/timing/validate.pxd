@@ -71,6 +71,7 @@ cdef class TraceChecker:
     cdef int hit(self, Py_ssize_t idx, int64_t b, int64_t t, int64_t reg, int reuse) except -1
     cdef int compute(self, Py_ssize_t idx, int unit, int64_t out, int64_t* ins, Py_ssize_t n_in, int64_t macs,
                      int64_t cycles, int64_t padded) except -1
+    cdef int dense(self, Py_ssize_t idx, int64_t t, int64_t reg, str what) except -1
     cdef int store(self, Py_ssize_t idx, int64_t b, int64_t t, int64_t reg, int64_t nb, bint has_nb) except -1
     cdef int alloc(self, Py_ssize_t idx, int64_t b, int64_t t, int64_t reg, int64_t nb, bint has_nb,
                    int64_t address, int64_t charged) except -1

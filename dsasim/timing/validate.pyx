@@ -29,6 +29,10 @@ must have):
     never exceed its `capacity_bytes` (the SRAM is not checked here, as before: the result warns when its timed
     occupancy exceeds `sram_bytes`);
   * LOAD, STORE and SLIDE move data between DDR and SRAM buffers only;
+  * a strided region (some dimension a (start, stop, step) triple, step >= 2 and stop = the last index + 1: every
+    step-th index from start) is for ALLOC, LOAD and HIT only (a strided DMA box of an SRAM buffer); it holds, and
+    its nbytes count, only its indices; a HIT lies in the held region when each dimension's indices are among the
+    held ones;
   * STAGE fills an inner buffer from `source`: a live, filled buffer of the parent level of the buffer's level,
     of the same tensor, whose region contains the staged region (which fits the buffer; nbytes = its bytes); like
     a LOAD it never overwrites modified contents that were not written back;
@@ -48,7 +52,8 @@ cimport cython
 import numpy as np
 
 from dsasim.hardware import Accelerator
-from dsasim.traced._events cimport TENSOR_MASK, Cursor, EventLog, next_event, region_start, region_stop
+from dsasim.traced._events cimport (TENSOR_MASK, Cursor, EventLog, next_event, region_count, region_start,
+                                    region_step, region_stepped, region_stop)
 from dsasim.hardware import SRAM_LEVEL
 from dsasim.traced.trace import (ALLOC, ALLOC_IN, COMPUTE, ENTER, EVENT_TYPES, EXIT, FREE, HIT, LOAD, OPEN, SLIDE,
                                  STAGE, STORE, WRITEBACK, EventKind, Trace, format_region)
@@ -94,13 +99,16 @@ def _region_problem(region: object, shape: tuple[int, ...]) -> str | None:
         return (f"region {region!r} must be a tuple of {len(shape)} (start, stop) pairs, one per dimension of "
                 f"shape {shape}")
     for dim, (pair, extent) in enumerate(zip(region, shape)):
-        if not isinstance(pair, tuple) or len(pair) != 2:
-            return f"dimension {dim} of the region is {pair!r}, not a (start, stop) pair"
-        start, stop = pair
-        if type(start) is not int or type(stop) is not int:
+        if not isinstance(pair, tuple) or len(pair) not in (2, 3):
+            return f"dimension {dim} of the region is {pair!r}, not a (start, stop) pair or (start, stop, step)"
+        if any(type(v) is not int for v in pair):
             return f"dimension {dim} of the region is {pair!r}: bounds must be Python ints (element indices)"
+        start, stop = pair[0], pair[1]
         if not 0 <= start < stop <= extent:
             return f"dimension {dim} of the region is {start}:{stop}, empty or outside 0:{extent}"
+        if len(pair) == 3 and (pair[2] < 2 or (stop - 1 - start) % pair[2]):
+            return (f"dimension {dim} of the region is {pair!r}: a strided dimension has a step >= 2 and stops "
+                    f"just after its last index (start + a multiple of step, + 1); write a dense one as a pair")
     return None
 
 
@@ -395,14 +403,23 @@ cdef class TraceChecker:
     cdef int64_t region_bytes(self, Py_ssize_t idx, int64_t t, int64_t reg) except -1:
         """The bytes of the region at offset `reg`, which must be a region of tensor t."""
         cdef int64_t* r = self.log.regions.at(reg)
-        cdef int64_t i, n = self.word, at = self.shape_at[t]
-        for i in range(self.ndim[t]):
-            if not 0 <= region_start(r, i) < region_stop(r, i) <= self.dims[at + i]:
+        cdef int64_t i, n = self.word, at = self.shape_at[t], nd = self.ndim[t]
+        for i in range(nd):
+            if not 0 <= region_start(r, i) < region_stop(r, i) <= self.dims[at + i] or \
+                    (region_stop(r, i) - 1 - region_start(r, i)) % region_step(r, nd, i):
                 shape = self.shapes[t]
                 raise self.fail(idx, f"{_region_problem(self.region(t, reg), shape)} (tensor {self.names[t]!r} has "
                                      f"shape {shape})")
-            n *= region_stop(r, i) - region_start(r, i)
+            n *= region_count(r, nd, i)  # (a strided dimension: only its indices)
         return n
+
+    cdef int dense(self, Py_ssize_t idx, int64_t t, int64_t reg, str what) except -1:
+        """The region at offset `reg` is not strided: only ALLOC, LOAD and HIT take strided regions."""
+        if reg >= 0 and region_stepped(self.log.regions.at(reg)):
+            raise self.fail(idx, f"a strided region {format_region(self.region(t, reg))} in a {what}: only an "
+                                 f"ALLOC, LOAD or HIT (a strided DMA box of an SRAM buffer) takes one; "
+                                 f"{what} dense (start, stop) boxes")
+        return 0
 
     cdef bint same_region(self, int64_t t, int64_t a, int64_t b):
         """Whether the regions at offsets a and b of tensor t are equal."""
@@ -410,9 +427,9 @@ cdef class TraceChecker:
             return True
         cdef int64_t* ra = self.log.regions.at(a)
         cdef int64_t* rb = self.log.regions.at(b)
-        cdef int64_t i
-        for i in range(self.ndim[t]):
-            if ra[i] != rb[i]:
+        cdef int64_t i, nd = self.ndim[t]
+        for i in range(nd):
+            if ra[i] != rb[i] or region_step(ra, nd, i) != region_step(rb, nd, i):  # (the mark is in ra[0])
                 return False
         return True
 
@@ -451,6 +468,7 @@ cdef class TraceChecker:
 
     cdef int open(self, Py_ssize_t idx, int64_t b, int64_t t, int64_t reg, int reuse) except -1:
         self.access(idx, b, t)
+        self.dense(idx, t, reg, "OPEN")
         if not self.writable[t]:
             raise self.fail(idx, f"{self.names[t]!r} is an input (read-only): an OPEN (a zeroed region, no DMA) is "
                                  f"only for outputs, intermediates and scratch tensors; an input is LOADed")
@@ -462,14 +480,19 @@ cdef class TraceChecker:
         self.access(idx, b, t)
         if self.b_state[b] == UNFILLED:
             raise self.fail(idx, f"a HIT on buffer {b}, which nothing filled yet (LOAD or OPEN)")
-        cdef int64_t held = self.b_region[b], i
+        cdef int64_t held = self.b_region[b], i, nd = self.ndim[t], h_step
         cdef int64_t* r
         cdef int64_t* h
         if reg != held:
             r, h = self.log.regions.at(reg) if reg != NO_REGION else NULL, self.log.regions.at(held)
-            for i in range(self.ndim[t]):
+            for i in range(nd):
+                h_step = region_step(h, nd, i) if r != NULL else 1
+                # inside the held bounds, and on the held indices: every step-th from its start (a strided
+                # hit's step a multiple of the held step, or a single index)
                 if r == NULL or not (region_start(h, i) <= region_start(r, i) < region_stop(r, i)
-                                     <= region_stop(h, i)):
+                                     <= region_stop(h, i)) or \
+                        (region_start(r, i) - region_start(h, i)) % h_step or \
+                        (region_count(r, nd, i) > 1 and region_step(r, nd, i) % h_step):
                     raise self.fail(idx, f"a HIT region must lie inside the region its buffer {b} holds, "
                                          f"{format_region(self.region(t, held))}")
         self.reuse_flag(idx, reuse)
@@ -503,6 +526,7 @@ cdef class TraceChecker:
 
     cdef int store(self, Py_ssize_t idx, int64_t b, int64_t t, int64_t reg, int64_t nb, bint has_nb) except -1:
         self.access(idx, b, t)
+        self.dense(idx, t, reg, "STORE")
         self.in_sram(idx, b, "STORE of")
         if not self.writable[t]:
             raise self.fail(idx, f"{self.names[t]!r} is an input (read-only): nothing may be stored to it")
@@ -527,6 +551,7 @@ cdef class TraceChecker:
     cdef int alloc_in(self, Py_ssize_t idx, int64_t b, int64_t t, int64_t reg, int64_t nb, bint has_nb,
                       int64_t address, int64_t charged, int64_t scope_id) except -1:
         """ALLOC_IN: a buffer of the open instance of scope `scope_id`, in that scope's level."""
+        self.dense(idx, t, reg, "ALLOC_IN")
         cdef Py_ssize_t depth = self.n_open - 1
         while depth >= 0 and self.open_stack[depth, 0] != scope_id:
             depth -= 1
@@ -598,6 +623,7 @@ cdef class TraceChecker:
         if self.b_state[other] == UNFILLED:
             raise self.fail(idx, f"{role} buffer {other} ({self.names[t]}) was never filled")
         cdef int64_t held = self.b_region[other]
+        self.dense(idx, t, held, f"{role} buffer of a STAGE or WRITEBACK")
         cdef int64_t* r = self.log.regions.at(reg)
         cdef int64_t* h = self.log.regions.at(held)
         if reg != held:
@@ -609,6 +635,7 @@ cdef class TraceChecker:
     cdef int stage(self, Py_ssize_t idx, int64_t b, int64_t t, int64_t reg, int64_t nb, bint has_nb,
                    int64_t source) except -1:
         self.access(idx, b, t)
+        self.dense(idx, t, reg, "STAGE")
         self.parent_buffer(idx, b, t, reg, source, "source")
         cdef int64_t need = self.fill_bytes(idx, b, t, reg)
         if has_nb:
@@ -621,6 +648,7 @@ cdef class TraceChecker:
     cdef int writeback(self, Py_ssize_t idx, int64_t b, int64_t t, int64_t reg, int64_t nb, bint has_nb,
                        int64_t target) except -1:
         self.access(idx, b, t)
+        self.dense(idx, t, reg, "WRITEBACK")
         if not self.writable[t]:
             raise self.fail(idx, f"{self.names[t]!r} is an input (read-only): nothing is written back to it")
         cdef int64_t held = self.b_region[b]
@@ -649,6 +677,8 @@ cdef class TraceChecker:
     cdef int64_t slide(self, Py_ssize_t idx, int64_t b, int64_t t, int64_t reg, int64_t nb) except -1:
         """SLIDE; the bytes it moves."""
         self.access(idx, b, t)
+        self.dense(idx, t, reg, "SLIDE")
+        self.dense(idx, t, self.b_region[b], "SLIDE")
         self.in_sram(idx, b, "SLIDE of")
         if self.writable[t] and not self.on_chip[t]:
             raise self.fail(idx, f"{self.names[t]!r} is written by the schedule to DDR: only the buffer of an input or "

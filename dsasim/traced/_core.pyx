@@ -590,7 +590,7 @@ cpdef exit_scope(SessionFields session, inst, exc):
             b.freed = True
             live = <LiveFields?>(<ArrayFields?>b.tensor).live
             if live.buckets is None:
-                del (<LiveFields>live).by_id[b.id]
+                (<LiveFields>live).by_id.pop(b.id, None)  # (a strided buffer is not there: Session._strided)
             else:
                 live.remove(b)
             session._live_bytes -= b.charged_bytes

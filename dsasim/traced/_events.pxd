@@ -16,13 +16,30 @@ cdef enum:
     ALLOC_IN_KIND = 12  # 5 words: ALLOC's four and the scope id
 
 
-cdef inline int64_t region_start(int64_t* r, int64_t dim):
-    """The start of dimension `dim` of the region stored at r (one word per dimension: start | stop << 32)."""
-    return r[dim] & ((<int64_t>1 << 32) - 1)  # (a typed mask: a bare 0xFFFFFFFF would be a Python int)
-
-
 cdef inline int64_t region_stop(int64_t* r, int64_t dim):
     return r[dim] >> 32
+
+
+cdef inline int64_t region_start(int64_t* r, int64_t dim):
+    """The start of dimension `dim` of the region stored at r (one word per dimension: start | stop << 32; bit 31
+    of the first word marks a strided region, whose per-dimension steps follow its bounds: `region_step`)."""
+    return r[dim] & ((<int64_t>1 << 31) - 1)  # (a typed mask: a bare 0x7FFFFFFF would be a Python int)
+
+
+cdef inline bint region_stepped(int64_t* r):
+    """Whether the region stored at r is strided (some dimension holds every step-th index only)."""
+    return (r[0] >> 31) & 1
+
+
+cdef inline int64_t region_step(int64_t* r, int64_t ndim, int64_t dim):
+    """The step of dimension `dim` of the region stored at r (of `ndim` dimensions): 1 unless it is strided."""
+    return r[ndim + dim] if (r[0] >> 31) & 1 else 1
+
+
+cdef inline int64_t region_count(int64_t* r, int64_t ndim, int64_t dim):
+    """How many indices dimension `dim` of the region stored at r holds: (stop - start) / step, rounded up."""
+    cdef int64_t step = region_step(r, ndim, dim)
+    return (region_stop(r, dim) - region_start(r, dim) + step - 1) // step
 
 
 cdef class _Words:

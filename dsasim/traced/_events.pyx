@@ -15,9 +15,11 @@ kind | reuse << 4 | id << 8, id being the buffer (the out buffer of a COMPUTE, t
   STAGE/WRITEBACK  tensor | region << 24, the other buffer (source / target)
   ALLOC_IN      tensor | region << 24, address, charged_bytes, scope_id
   COMPUTE       compute | len(in_buffers) << 40, then one word per input buffer
-`region` is an offset into the region table (a word per dimension, start | stop << 32), shared by the events of
-one buffer; `compute` indexes a table of (unit, op, macs, cycles, padded_macs). The nbytes of ALLOC, LOAD and
-STORE are the region's elements x word_bytes (the trace's rule), so they are not stored.
+`region` is an offset into the region table (a word per dimension, start | stop << 32; a strided region, one
+with a (start, stop, step) dimension, marks bit 31 of its first word and has its steps in the next words), shared
+by the events of one buffer; `compute` indexes a table of (unit, op, macs, cycles, padded_macs). The nbytes of
+ALLOC, LOAD and STORE are the region's elements (a strided region's: the indices it holds) x word_bytes (the
+trace's rule), so they are not stored.
 """
 
 from libc.stdint cimport int64_t
@@ -133,8 +135,12 @@ cdef class EventLog:
             raise ValueError(f"region {region!r} of tensor {tensor}: a region has one (start, stop) pair per "
                              f"dimension of its tensor ({self.ndims[tensor]})")
         cdef Py_ssize_t n = len(region), i
-        cdef int64_t* p = self.regions.room(n)
-        cdef int64_t start, stop
+        cdef bint stepped = False
+        for i in range(n):  # a strided region has a (start, stop, step) triple on some dimension
+            if len(region[i]) == 3:
+                stepped = True
+        cdef int64_t* p = self.regions.room(2 * n if stepped else n)
+        cdef int64_t start, stop, step
         for i in range(n):
             pair = region[i]
             if isinstance(pair, tuple):  # (a Segment is one)
@@ -144,6 +150,14 @@ cdef class EventLog:
             if not (0 <= start < BOUND_LIMIT and 0 <= stop < BOUND_LIMIT):
                 raise ValueError(f"region {region!r}: the log stores bounds 0 <= start, stop < 2**31")
             p[i] = start | stop << 32
+            if stepped:
+                step = pair[2] if len(pair) == 3 else 1
+                if len(pair) == 3 and step < 2:
+                    raise ValueError(f"region {region!r}: a (start, stop, step) dimension has a step >= 2; write "
+                                     f"a dense dimension as a (start, stop) pair")
+                p[n + i] = step
+        if stepped:
+            p[0] |= <int64_t>1 << 31  # the mark `region_stepped` reads
         cdef int64_t off = self.regions.offset(p)
         self.last_region[tensor] = region
         self.last_offset[tensor] = off
@@ -302,11 +316,21 @@ cdef class EventLog:
     cdef tuple region_at(self, int64_t offset, int64_t ndim):
         """The region stored at `offset` of the region table, as ((start, stop), ...)."""
         cdef int64_t* r = self.regions.at(offset)
+        cdef list axes
+        if region_stepped(r):
+            axes = []
+            for i in range(ndim):
+                if region_step(r, ndim, i) == 1:
+                    axes.append((region_start(r, i), region_stop(r, i)))
+                else:
+                    axes.append((region_start(r, i), region_stop(r, i), region_step(r, ndim, i)))
+            return tuple(axes)
         return tuple([(region_start(r, i), region_stop(r, i)) for i in range(ndim)])
 
     cdef tuple decode(self, int64_t* w):
         """The event whose first word is w[0], as the tuple of trace.py."""
         cdef int64_t head = w[0], kind = head & 15, ident = head >> 8, second, tensor, elements, i, n
+        cdef int64_t* r
         if kind == ENTER or kind == EXIT or kind == FREE:
             return (kind, ident, w[1])
         second = w[1]
@@ -317,8 +341,9 @@ cdef class EventLog:
         tensor = second & TENSOR_MASK
         region = self.region_at(second >> 24, self.ndims[tensor])
         elements = 1
-        for start, stop in region:
-            elements *= stop - start
+        r = self.regions.at(second >> 24)
+        for i in range(self.ndims[tensor]):
+            elements *= region_count(r, self.ndims[tensor], i)
         if kind == ALLOC:
             return (ALLOC, ident, tensor, region, elements * self.word_bytes, w[2], w[3])
         if kind == LOAD:

@@ -134,7 +134,7 @@ class Tile(_core.TileFields):
     @property
     def shape(self) -> tuple[int, ...]:
         """Shape of the tile in elements."""
-        return tuple([b - a for a, b in self.region])
+        return tuple([axis[1] - axis[0] if len(axis) == 2 else len(range(*axis)) for axis in self.region])
 
     def check_live(self) -> Buffer:
         """Return the buffer, raising StaleTileError if the tile no longer refers to its data."""
@@ -159,11 +159,16 @@ class Tile(_core.TileFields):
             raise RuntimeError("tile data is only available in numeric mode (Session(numeric=True))")
         if self.region is buf.region or self.region == buf.region:
             return buf.data
+        if any(len(axis) == 3 for axis in self.region) or any(len(axis) == 3 for axis in buf.region):
+            return buf.data[_strided_slices(self.region, buf.region)]
         return buf.data[tuple(slice(a - b0, b - b0) for (a, b), (b0, _) in zip(self.region, buf.region))]
 
     def __getitem__(self, key: Any) -> "Tile":
         """A sub-tile, indexed relative to this tile (ints, slices or Segments)."""
         self.check_live()
+        if any(len(axis) == 3 for axis in self.region):
+            raise RegionError(f"{self.buffer.tensor.name}{format_region(self.region)}: a strided tile is not "
+                              f"indexed further; index the TracedArray with the strided box you need")
         if type(key) is not tuple:
             key = (key,)
         region = _normalize(self.buffer.tensor.name, self.shape, key)
@@ -206,8 +211,10 @@ def _as_key(key: Any) -> tuple:
     return key if kind is tuple else tuple(key) if kind is list else (key,)
 
 
-def _normalize(name: str, shape: tuple[int, ...], key: tuple) -> Region:
-    """Turn an index (ints, slices, Segments or (start, stop) pairs) into a region clipped to `shape`."""
+def _normalize(name: str, shape: tuple[int, ...], key: tuple, strided: bool = False) -> Region:
+    """Turn an index (ints, slices, Segments or (start, stop) pairs) into a region clipped to `shape`; with
+    `strided`, a slice with a step gives a strided dimension (start, last + 1, step), or a pair if it holds one
+    index."""
     if len(key) > len(shape):
         raise RegionError(f"{name}: {len(key)} indices for a {len(shape)}-d tensor of shape {shape}")
     region = []
@@ -218,7 +225,7 @@ def _normalize(name: str, shape: tuple[int, ...], key: tuple) -> Region:
             if 0 <= start < stop <= extent:
                 append(k)
                 continue
-        append(_normalize_one(name, len(region), extent, k))
+        append(_normalize_one(name, len(region), extent, k, strided))
     if len(region) < len(shape):
         region.extend((0, extent) for extent in shape[len(region):])
     return tuple(region)
@@ -237,9 +244,11 @@ def _index(name: str, dim: int, value: Any, what: str) -> int:
                       f"element index; pass ints (e.g. int(x) // tile for computed bounds), never floats or bools")
 
 
-def _normalize_one(name: str, dim: int, extent: int, k: Any) -> tuple[int, int]:
-    """One dimension of `_normalize`: (start, stop) clipped to `extent`, or RegionError."""
+def _normalize_one(name: str, dim: int, extent: int, k: Any, strided: bool = False) -> tuple[int, ...]:
+    """One dimension of `_normalize`: (start, stop) clipped to `extent` (with `strided`, (start, stop, step) for
+    a stepped slice), or RegionError."""
     kind = type(k)
+    step = 1
     if kind is int:
         if k < 0 or k >= extent:
             raise RegionError(f"{name}: dimension {dim}: index {k} is outside 0:{extent}; negative indices are "
@@ -247,9 +256,13 @@ def _normalize_one(name: str, dim: int, extent: int, k: Any) -> tuple[int, int]:
                               f"{name}: dimension {dim}: index {k} is outside 0:{extent}")
         return (k, k + 1)
     if kind is slice:
-        if k.step is not None and _index(name, dim, k.step, "slice step") != 1:
-            raise RegionError(f"{name}: dimension {dim}: step {k.step} is not supported; a DMA tile is a "
-                              f"contiguous box, use step 1")
+        if k.step is not None:
+            step = _index(name, dim, k.step, "slice step")
+            if step != 1 and not (strided and step > 1):
+                raise RegionError(
+                    f"{name}: dimension {dim}: step {k.step} is not supported here; a positive step (a strided DMA "
+                    f"box) only in loading a tile of an input on a single-level SRAM, e.g. x[0:64, 0:56:2, 0:56:2]; "
+                    f"elsewhere a region is a contiguous box: use step 1")
         start, stop = k.start, k.stop
         if type(start) is not int:  # (the checks are skipped for plain ints: this is the hot path)
             start = 0 if start is None else _index(name, dim, start, "slice start")
@@ -276,7 +289,32 @@ def _normalize_one(name: str, dim: int, extent: int, k: Any) -> tuple[int, int]:
                           f"indices are not supported (a DMA region is absolute), use 0 <= start < stop")
     if start >= stop:
         raise RegionError(f"{name}: dimension {dim}: region {start}:{stop} is empty or outside 0:{extent}")
+    if step > 1:  # stop just after the last index it holds, so that equal sets of indices are equal regions
+        last = start + (stop - 1 - start) // step * step
+        return (start, last + 1, step) if last > start else (start, start + 1)
     return (start, stop)
+
+
+def _strided_slices(region: Region, held: Region) -> tuple[slice, ...]:
+    """The slices of a buffer's data (holding `held`, either region possibly strided) that give `region`'s
+    elements (`_strided_within` holds)."""
+    out = []
+    for axis, box in zip(region, held):
+        held_step = box[2] if len(box) == 3 else 1
+        step = axis[2] if len(axis) == 3 else 1
+        out.append(slice((axis[0] - box[0]) // held_step, (axis[1] - 1 - box[0]) // held_step + 1,
+                         max(step // held_step, 1)))
+    return tuple(out)
+
+
+def _strided_within(region: Region, held: Region) -> bool:
+    """Whether every index of `region` is one `held` holds (either possibly strided), dimension by dimension."""
+    for axis, box in zip(region, held):
+        held_step = box[2] if len(box) == 3 else 1
+        step = axis[2] if len(axis) == 3 else 1
+        if axis[0] < box[0] or axis[1] > box[1] or (axis[0] - box[0]) % held_step or step % held_step:
+            return False
+    return True
 
 
 def _is_region(index: Any) -> bool:
@@ -542,8 +580,9 @@ class _LiveBuffers(_core.LiveFields):
                 self._index(live)
 
     def remove(self, buf: Buffer) -> None:
-        """A freed buffer."""
-        del self.by_id[buf.id]
+        """A freed buffer (a strided one, never added, is skipped: `Session._strided` holds it)."""
+        if self.by_id.pop(buf.id, None) is None:
+            return
         if self.buckets is not None:
             if self.by_id:
                 self._unindex(buf)
@@ -795,6 +834,9 @@ class Session(_core.SessionFields):
         self.pending_products: dict[Any, Any] = {}
         self.finished = False
         self._broken: str | None = None  # why the session refuses further use (see _abandon)
+        # per tensor id, its strided buffers (`_access_strided`): kept out of `TracedArray.live`, whose compiled hit
+        # test reads a region as a dense box; freed ones are skipped (and dropped) when the list is next read
+        self._strided: dict[int, list[Buffer]] = {}
         self._levels = (LevelState(hardware, enforce_capacity, _LiveBuffers, _StoredElements)
                         if hardware.inner_levels else None)
         if self._levels is not None:  # the pure-Python path: the compiled core models one level
@@ -1049,7 +1091,10 @@ class Session(_core.SessionFields):
         return self._stack[-1]
 
     # -- buffers -------------------------------------------------------------------------------------------
-    def _allocate(self, arr: TracedArray, region: Region, nbytes: int, inst: _ScopeInstance) -> Buffer:
+    def _allocate(self, arr: TracedArray, region: Region, nbytes: int, inst: _ScopeInstance,
+                  strided: bool = False) -> Buffer:
+        """A new buffer of `nbytes` holding `region` in scope instance `inst` (a strided one: kept in `_strided`,
+        out of the tensor's dense live buffers)."""
         charged = nbytes * inst.ways
         live = self._live_bytes + charged
         if live > self._sram_limit:
@@ -1066,7 +1111,10 @@ class Session(_core.SessionFields):
         self._next_buffer += 1
         inst.buffers.append(buf)
         inst.held[arr.id] = buf
-        arr.live.add(buf)
+        if strided:
+            self._strided.setdefault(arr.id, []).append(buf)
+        else:
+            arr.live.add(buf)
         if self._levels is None:
             self._log.alloc(buf.id, arr.id, region, nbytes, address, charged)
         else:  # the scope need not be the innermost one: the event names it
@@ -1169,8 +1217,58 @@ class Session(_core.SessionFields):
     # -- the hot path ----------------------------------------------------------------------------------------
     def _access_py(self, arr: TracedArray, key: tuple, reuse: bool) -> Tile:
         """Resolve `arr[key]` (reuse flag as given): a hit, a load into a new buffer, or a reuse load."""
+        for k in key:
+            if type(k) is slice and k.step is not None and k.step != 1:
+                return self._access_strided(arr, key, reuse)
         region, elements = self._requested(arr, key, reuse)
         return self._access_in(arr, region, elements, reuse, None)
+
+    def _access_strided(self, arr: TracedArray, key: tuple, reuse: bool) -> Tile:
+        """`arr[key]` with a stepped slice: a strided DMA box (every step-th row, e.g. what a 1x1 stride-2 conv
+        reads), whose buffer holds, and whose load moves, only the indices it names. A hit when a live buffer
+        (dense, or strided with the same phase) holds them all; else a LOAD of the strided box into a new buffer."""
+        region = _normalize(arr.name, arr.shape, key, strided=True)
+        if type(region_elements(region)) is not int:
+            raise RegionError(f"{arr.name}: a strided box takes Python int bounds, got {key!r}")
+        elements = region_elements(region)
+        if all(len(axis) == 2 for axis in region):  # every stepped slice holds one index: a dense box
+            return self._access_in(arr, region, elements, reuse, None)
+        if arr.writable:
+            raise RegionError(f"{arr.name}{format_region(region)}: a strided box is loaded from a read-only input "
+                              f"only (a written tensor's buffers are checked for coherence as dense boxes); load "
+                              f"the dense box {format_region(tuple(axis[:2] for axis in region))}")
+        if reuse:
+            raise ReuseError(f"{arr.name}{format_region(region)}: the reuse flag is not supported with a strided "
+                             f"box; drop it")
+        traffic = arr.traffic
+        counters = self.counters
+        traffic.blog_loaded_elements += elements
+        counters.blog_loaded_elements += elements
+        box = tuple(axis[:2] for axis in region)
+        held = arr.live.containing(box) if arr.live.by_id else None
+        if held is None:
+            bufs = self._strided.get(arr.id)
+            if bufs:
+                bufs[:] = [b for b in bufs if not b.freed]
+                held = next((b for b in bufs if _strided_within(region, b.region)), None)
+        if held is not None:
+            traffic.hits += 1
+            counters.hits += 1
+            self._log.hit(held.id, arr.id, region, reuse)
+            return Tile(held, region)
+        inst = self._stack[-1] if self._stack else self._current_scope(arr, region)
+        nbytes = elements * self._word_bytes
+        buf = self._allocate(arr, region, nbytes, inst, strided=True)
+        buf.loaded_from_ddr = True
+        buf.load_bytes = nbytes
+        if self.numeric:
+            buf.data = arr.data[tuple(slice(*axis) for axis in region)]  # (a view: an input is never written)
+        counters.loaded_bytes += nbytes
+        counters.loads += 1
+        traffic.loaded_bytes += nbytes
+        traffic.loads += 1
+        self._log.load(buf.id, arr.id, region, nbytes, reuse)
+        return Tile(buf, region)
 
     def _requested(self, arr: TracedArray, key: tuple, reuse: bool) -> tuple[Region, int]:
         """The region `key` names in arr and its elements; counted by the blog's counter unless reuse."""

@@ -36,7 +36,10 @@ LOAD and STORE stay DDR transfers (of SRAM buffers); OPEN and HIT of an inner bu
 in its level; a COMPUTE names the buffers it reads wherever they are.
 
 `tensor` indexes `Trace.tensors`, `scope_id` indexes `Trace.scopes`; a region is a tuple of (start, stop)
-pairs, one per tensor dimension, in elements. Buffers are numbered from 0 in allocation order.
+pairs, one per tensor dimension, in elements. A strided region (ALLOC, LOAD and HIT only: a strided DMA box, e.g.
+the rows and columns a 1x1 stride-2 conv reads) has a (start, stop, step) triple on its stepped dimensions (step
+>= 2, stop = its last index + 1); it holds, and its nbytes count, every step-th index from start only.
+Buffers are numbered from 0 in allocation order.
 """
 
 from __future__ import annotations
@@ -213,8 +216,8 @@ class ScopeInfo:
 
 
 def format_region(region: Region) -> str:
-    """A region as numpy-like slices, e.g. '[0:1, 0:24, 0:2, 0:56]'."""
-    return "[" + ", ".join(f"{a}:{b}" for a, b in region) + "]"
+    """A region as numpy-like slices, e.g. '[0:1, 0:24, 0:2, 0:56]' (a strided dimension '0:55:2')."""
+    return "[" + ", ".join(":".join(map(str, axis)) for axis in region) + "]"
 
 
 class ListLog:
