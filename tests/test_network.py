@@ -224,7 +224,7 @@ def test_bad_networks_and_inputs_raise_errors_that_say_what_to_do():
         load_network("resnet51")
     with pytest.raises(ValueError, match="bert-base-layer:seq=384"):
         load_network("bert-base-layer:len=3")
-    with pytest.raises(ValueError, match="cannot import module"):
+    with pytest.raises(ValueError, match="no such module"):
         load_network("no_such_module_xyz:Net")
 
 
@@ -429,7 +429,7 @@ def test_network_command_imports_a_users_module(tmp_path, monkeypatch, capsys):
     (["sweep-sram", "--network", "resnet18", "--sizes", "1KiB:4KiB:2", "--vary", "nope=1"], "unknown hardware field"),
     (["sweep-sram", "--network", "resnet18", "--sizes", "1KiB:4KiB:2", "--executor", "mpi"], "unknown executor"),
     (["sweep-sram", "blog-conv", "--network", "resnet18", "--sizes", "1KiB"], "not both"),
-    (["sweep-sram", "blog-conv", "--sizes", "1KiB", "--within", "5%"], "--network sweeps only"),
+    (["sweep-sram", "blog-conv", "--sizes", "1KiB", "--within", "5%"], "it applies to --network sweeps"),
     (["sweep-sram", "--sizes", "1KiB"], "give a LAYER"),
 ])
 def test_network_command_errors(argv, message, capsys):

@@ -54,8 +54,9 @@ _AFTER_NORMAL = 2  # simpy: URGENT = 0, NORMAL = 1; larger runs later among even
 
 
 def _meet(a: tuple, b: tuple) -> bool:
-    """Whether two regions (tuples of (start, stop) per axis) share an element."""
-    return all(sa < eb and sb < ea for (sa, ea), (sb, eb) in zip(a, b))
+    """Whether two regions (tuples of (start, stop) or, on a strided axis, (start, stop, step) per axis) may share
+    an element: their bounding boxes meet (conservative for strided boxes: a wait too many, never one too few)."""
+    return all(x[0] < y[1] and y[0] < x[1] for x, y in zip(a, b))
 
 
 def _rate(bytes_per_cycle: float) -> Fraction:
@@ -150,8 +151,9 @@ class _Reader:
         if not self.layout_cost:
             return hw.dma_setup_cycles + _ceil_div(nbytes, self.ddr_rate)
         info = self.trace.tensors[tensor]
-        runs, moved = transfer_runs(info.shape, getattr(info, "layout", DEFAULT_LAYOUT), region, self.word,
-                                    hw.dma_burst_bytes)
+        steps = [axis[2] if len(axis) == 3 else 1 for axis in region]  # a strided box moves its indices only
+        runs, moved = transfer_runs(info.shape, getattr(info, "layout", DEFAULT_LAYOUT), [axis[:2] for axis in region],
+                                    self.word, hw.dma_burst_bytes, steps if max(steps, default=1) > 1 else None)
         whole = region_elements(region) * self.word
         if nbytes != whole:  # a SLIDE: its share of the region's runs and bursts, rounded up
             runs, moved = -(-runs * nbytes // whole), -(-moved * nbytes // whole)
