@@ -12,7 +12,9 @@ k that do not index the tensor are its re-fetch ("reuse") loops. Unlike that mod
   loads). Every pair whose window lies inside the image reads exactly (o_len - 1)*stride + (t_len - 1)*dilation + 1
   rows, which sums in closed form; only pairs clipped by the image border (at most ceil(padding / (tile*stride))
   + 1 output tiles at each end, per tap tile) are evaluated one by one (`group_stats`), so the cost does not
-  grow with the extent. Halos, stride, dilation and ragged tiles are therefore exact.
+  grow with the extent. Halos, stride, dilation and ragged tiles are therefore exact. An input that does not
+  slide loads strided boxes (`Evaluator(strided_boxes=True)`, as the loop-nest kernel runs): a pair holds
+  span // window_step + 1 rows, the step constant within a tile class (`group_stats(stepped=True)`).
 * Sliding-window reuse (a tensor that slides along its window axis's output loop L, the innermost loop above it
   with more than one trip): per sweep of L, the rotating buffer loads its first (non-empty) box, then at each
   trip only the rows it does not hold (inside the image the rows past the held ones; at a border, where tight

@@ -13,7 +13,9 @@ Semantics (what `kernels/loopnest_kernel.py` executes and `dsasim.architect.anal
   `ways=`. On entry it accesses its *box*: for every dimension that indexes it, the current tile if the
   dimension's loop is above depth k, else the whole extent; for an image row/column (a window over an output
   position and a kernel tap), the tight range of real input rows that the box's output positions and taps read
-  (padding is never loaded). An input box is a DMA load (an empty box, all padding, is not accessed). An output
+  (padding is never loaded); for an input that does not slide, only every `window_step`-th row of it (a strided
+  box, `geometry.stepped_box`: a 1x1 stride-2 conv's every other row and column; multi-level and fused nests
+  load the dense range). An input box is a DMA load (an empty box, all padding, is not accessed). An output
   box is opened as zeros the first time and loaded (a read-modify-write) on later visits; it is stored when
   its scope exits. Every later access of the tensor is a hit in that buffer.
 * Sliding-window reuse (`slide=`, per input tensor): when the innermost loop above a tensor's staging point that
