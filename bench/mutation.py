@@ -880,6 +880,25 @@ MUTANTS: list[Mutant] = [
     Mutant("strided2: the timing of a strided load ignores its steps", "dsasim/timing/model.pyx",
            "[axis[2] if len(axis) == 3 else 1 for axis in region]", "[1 for axis in region]",
            ("tests/test_trust_strided2.py",)),
+    # -- trust round two: strided3 ----------------------------------------------------------------------------
+    Mutant("strided3: the model counts a stepped box dense", "dsasim/architect/analytic.py",
+           "return span // window_step(ol, kl, s, d) + 1 if stepped else span + 1", "return span + 1",
+           ("tests/test_trust_strided3.py",)),
+    Mutant("strided3: the loop-nest kernel loads dense boxes", "kernels/loopnest_kernel.py",
+           "stepped = strided and window_step(", "stepped = False and window_step(",
+           ("tests/test_trust_strided3.py",)),
+    Mutant("strided3: a strided tile convolves with the full stride", "dsasim/architect/loopnest.py",
+           "stride.append(s // step if o1 - o0 > 1 else 1)", "stride.append(s if o1 - o0 > 1 else 1)",
+           ("tests/test_trust_strided3.py",)),
+    Mutant("strided3: a one-index request misses a strided buffer", "dsasim/traced/memory.py",
+           "if step % held_step and axis[1] - axis[0] > 1:", "if step % held_step:",
+           ("tests/test_trust_strided3.py",)),
+    Mutant("strided3: a sliding tensor's other window axis counted stepped", "dsasim/architect/analytic.py",
+           "_pick(_at_least(slide, 0), g.total[entry[v]], g.strided_total[entry[v]])", "g.strided_total[entry[v]]",
+           ("tests/test_trust_strided3.py",)),
+    Mutant("strided3: reconcile compares dense boxes", "dsasim/architect/analytic.py",
+           "strided=not spec.output and not nest.slides(tensor))", "strided=False)",
+           ("tests/test_trust_strided3.py",)),
 ]
 
 

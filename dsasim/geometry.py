@@ -16,7 +16,7 @@ from typing import NamedTuple
 
 from dsasim.util import int_pair, is_int
 
-__all__ = ["Conv2dShape", "Window", "window", "window_rows", "window_step", "stepped_rows", "tap_outputs",
+__all__ = ["Conv2dShape", "Window", "window", "window_rows", "window_step", "stepped_rows", "stepped_box", "tap_outputs",
            "conv_output_size"]
 
 
@@ -70,6 +70,16 @@ def stepped_rows(o0: int, o1: int, t0: int, t1: int, stride: int, dilation: int,
     0, 2, 6, 8) it also holds the unread rows between (4). Empty when the window reads only padding."""
     first, stop = window_rows(o0, o1, t0, t1, stride, dilation, padding, size)
     return range(first, stop, window_step(o1 - o0, t1 - t0, stride, dilation))
+
+
+def stepped_box(o0: int, o1: int, t0: int, t1: int, stride: int, dilation: int, padding: int,
+                size: int) -> tuple[int, int] | tuple[int, int, int]:
+    """`stepped_rows` as a region axis: (first, stop, step) with stop just after the last row when the rows are
+    spaced more than 1 apart and more than one, else the dense pair (first, stop) (what the memory model names)."""
+    rows = stepped_rows(o0, o1, t0, t1, stride, dilation, padding, size)
+    if rows.step > 1 and len(rows) > 1:
+        return rows.start, rows[-1] + 1, rows.step
+    return (rows.start, rows.start + len(rows)) if len(rows) <= 1 else (rows.start, rows.stop)
 
 
 class Window(NamedTuple):

@@ -24,7 +24,7 @@ from dsasim import (Accelerator, Counters, GlobalHierarchy, RunResult, Schedule,
                     TracedArray, Workload, bind_tensors, run_schedule)
 from dsasim.architect.hierarchy import LevelNest, tensor_role
 from dsasim.architect.loopnest import Axis, ConvProblem, LoopNest, MatmulProblem, Problem
-from dsasim.geometry import window_rows
+from dsasim.geometry import stepped_box, window_rows, window_step
 from dsasim.util import Region
 
 
@@ -35,10 +35,26 @@ def loopnest_workload(problem: Problem) -> Workload:
                     reference=problem.reference, roles={name: tensor_role(problem, name) for name in ins})
 
 
-def _region(axes: tuple[Axis, ...], cur: dict[str, Segment]) -> Region:
-    """The box of a tensor for the current tiles: plain axes take the tile, window axes the real rows read."""
-    return tuple([cur[a.dim] if a.tap is None else window_rows(*cur[a.dim], *cur[a.tap], a.stride, a.dilation,
-                                                                a.padding, a.size) for a in axes])
+def _region(axes: tuple[Axis, ...], cur: dict[str, Segment], strided: bool = False) -> Region:
+    """The box of a tensor for the current tiles: plain axes take the tile, window axes the real rows read
+    (strided: the stepped rows, (first, stop, step) where the step is above 1, e.g. a 1x1 stride-2 conv's)."""
+    region = []
+    for a in axes:
+        if a.tap is None:
+            region.append(cur[a.dim])
+            continue
+        (o0, o1), (t0, t1) = cur[a.dim], cur[a.tap]
+        stepped = strided and window_step(o1 - o0, t1 - t0, a.stride, a.dilation) > 1
+        region.append((stepped_box if stepped else window_rows)(o0, o1, t0, t1, a.stride, a.dilation, a.padding,
+                                                                  a.size))
+    return tuple(region)
+
+
+def _access(tensor: TracedArray, region: Region) -> TracedArray:
+    """tensor[region], a strided box (stepped slices) when a dimension of the region has a step."""
+    if all(len(axis) == 2 for axis in region):
+        return tensor[region]
+    return tensor[tuple(slice(*axis) for axis in region)]
 
 
 def _largest_box(axes: tuple[Axis, ...], cur: dict[str, Segment], loop: str, extent: int, tile: int) -> Region | None:
@@ -54,11 +70,15 @@ def _largest_box(axes: tuple[Axis, ...], cur: dict[str, Segment], loop: str, ext
 
 def execute(nest: LoopNest, s: Session, tensors: Mapping[str, TracedArray],
             level_scopes: Mapping[int, Sequence[tuple[str, str, int]]] | None = None,
-            innermost: Callable[[dict[str, Segment]], None] | None = None) -> None:
+            innermost: Callable[[dict[str, Segment]], None] | None = None, strided_boxes: bool = False) -> None:
     """Run `nest` in session `s` over its traced tensors (by name). For a `LevelNest`'s outer nest:
     `level_scopes[k]` lists (tensor, level, ways) staged in a level below the SRAM at depth k (after the SRAM
-    scopes there), and `innermost(tiles)` runs at the innermost point instead of the compute."""
+    scopes there), and `innermost(tiles)` runs at the innermost point instead of the compute. strided_boxes: an
+    input that does not slide loads strided boxes (only the rows its windows read, e.g. every other row of a 1x1
+    stride-2 conv; `analytic` counts the same); off, every box is dense (multi-level and fused nests)."""
     problem, order = nest.problem, nest.order
+    strided = frozenset(t.name for t in problem.tensors
+                        if strided_boxes and not t.output and not nest.slides(t.name) and any(a.is_window for a in t.axes))
     level_scopes = level_scopes or {}
     staged: list[list[str]] = [[] for _ in range(len(order) + 1)]  # tensors whose scope opens at each depth
     sliding: dict[str, list[str]] = {}  # loop -> the tensors that slide along it
@@ -76,7 +96,7 @@ def execute(nest: LoopNest, s: Session, tensors: Mapping[str, TracedArray],
 
     def operand(name: str, region: Region) -> TracedArray:
         """An input tile of the compute: the staged buffer when it is staged innermost, else an access (a hit)."""
-        return held[name] if name in inner else tensors[name][region]
+        return held[name] if name in inner else _access(tensors[name], region)
 
     def compute() -> None:
         """The innermost point: the problem's tile product on the TensorCore, accumulated into the output tile."""
@@ -84,7 +104,7 @@ def execute(nest: LoopNest, s: Session, tensors: Mapping[str, TracedArray],
             innermost(cur)
             return
         out = held[out_name] if out_name in inner else tensors[out_name][out_key(cur)]
-        product = problem.tile_product(tc, operand, cur)
+        product = problem.tile_product(tc, operand, cur, strided)
         if product is None:  # the window reads only padding: nothing to add, the tile still counts as written
             s.mark_written(out)
         else:
@@ -104,9 +124,9 @@ def execute(nest: LoopNest, s: Session, tensors: Mapping[str, TracedArray],
             if name in capacity:  # a rotating buffer: sized here for the sweep, filled by `slide` in its loop
                 capacity[name] = _largest_box(axes, cur, order[k], problem.extents[order[k]], nest.tile(order[k]))
             else:
-                region = _region(axes, cur)
-                if all(a < b for a, b in region):  # an all-padding box is not accessed
-                    tile = tensors[name][region]
+                region = _region(axes, cur, name in strided)
+                if all(axis[0] < axis[1] for axis in region):  # an all-padding box is not accessed
+                    tile = _access(tensors[name], region)
                     if k == len(order):
                         held[name] = tile
             open_scopes(k, i + 1)
@@ -213,7 +233,7 @@ def loopnest_body(nest: LoopNest):
     """A schedule body `body(session, **tensors)` that executes `nest`."""
 
     def body(s: Session, **tensors: TracedArray) -> None:
-        execute(nest, s, tensors)
+        execute(nest, s, tensors, strided_boxes=True)
 
     return body
 
@@ -254,7 +274,7 @@ def count_loopnest(nest: LoopNest, hardware: Accelerator, enforce_capacity: bool
     (raises `SramOverflowError` if the nest does not fit and capacity is enforced)."""
     s = Session(hardware, numeric=False, record_trace=False, enforce_capacity=enforce_capacity)
     tensors = bind_tensors(s, loopnest_workload(nest.problem), None)
-    execute(nest, s, tensors)
+    execute(nest, s, tensors, strided_boxes=True)
     s.finish()
     return s.counters
 

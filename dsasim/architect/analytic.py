@@ -12,7 +12,9 @@ k that do not index the tensor are its re-fetch ("reuse") loops. Unlike that mod
   loads). Every pair whose window lies inside the image reads exactly (o_len - 1)*stride + (t_len - 1)*dilation + 1
   rows, which sums in closed form; only pairs clipped by the image border (at most ceil(padding / (tile*stride))
   + 1 output tiles at each end, per tap tile) are evaluated one by one (`group_stats`), so the cost does not
-  grow with the extent. Halos, stride, dilation and ragged tiles are therefore exact.
+  grow with the extent. Halos, stride, dilation and ragged tiles are therefore exact. An input that does not
+  slide loads strided boxes (`Evaluator(strided_boxes=True)`, as the loop-nest kernel runs): a pair holds
+  span // window_step + 1 rows, the step constant within a tile class (`group_stats(stepped=True)`).
 * Sliding-window reuse (a tensor that slides along its window axis's output loop L, the innermost loop above it
   with more than one trip): per sweep of L, the rotating buffer loads its first (non-empty) box, then at each
   trip only the rows it does not hold (inside the image the rows past the held ones; at a border, where tight
@@ -55,7 +57,7 @@ from dsasim.hardware import Accelerator
 from dsasim.traced.schedule import Status
 from dsasim.traced.trace import ENTER, EXIT, LOAD, OPEN, SLIDE
 from dsasim.util import ceil_div, region_elements
-from dsasim.geometry import window_rows
+from dsasim.geometry import stepped_rows, window_rows, window_step
 from dsasim.architect.loopnest import LoopNest, Problem, last_tile, tile_count
 
 __all__ = ["fits_sram", "GroupStats", "group_stats", "SlideStats", "slide_stats", "TensorModel", "Analysis", "analyze", "Evaluator", "Evaluation",
@@ -90,25 +92,35 @@ class GroupStats(NamedTuple):
 
 
 def group_stats(o_ext: int, k_ext: int, stride: int, dilation: int, padding: int, size: int, o_tile: int,
-                k_tile: int) -> GroupStats:
+                k_tile: int, stepped: bool = False) -> GroupStats:
     """`GroupStats` of a window axis with output extent o_ext tiled by o_tile and taps k_ext tiled by k_tile.
 
     Pass o_tile = o_ext (k_tile = k_ext) when the loop is not above the staging point (one full range).
-    Interior pairs are summed in closed form; border pairs (clipped by the image edge) one by one.
+    Interior pairs are summed in closed form; border pairs (clipped by the image edge) one by one. stepped: the
+    rows of a strided box (`stepped_rows`: every window_step-th row, constant within a tile class) instead of
+    the dense range: an interior pair of span (o_len - 1)*stride + (k_len - 1)*dilation holds span // step + 1.
     """
     s, d, p, h = stride, dilation, padding, size
     to_n = tile_count(o_ext, o_tile)
     tk_n = tile_count(k_ext, k_tile)
     o_last = o_ext - (to_n - 1) * o_tile
     k_last = k_ext - (tk_n - 1) * k_tile
-    # sum over all pairs of the unclipped window (o_len - 1)*s + (k_len - 1)*d + 1
-    total = tk_n * s * (o_ext - to_n) + to_n * d * (k_ext - tk_n) + to_n * tk_n
     boxes = to_n * tk_n
     valid = o_ext * k_ext
     o_len = (o_tile, o_last)
     k_len = (k_tile, k_last)
     o_cnt = (to_n - 1, 1)
     k_cnt = (tk_n - 1, 1)
+
+    def unclipped(ol: int, kl: int) -> int:
+        """The rows of an interior pair of o_len ol and k_len kl (dense, or stepped)."""
+        span = (ol - 1) * s + (kl - 1) * d
+        return span // window_step(ol, kl, s, d) + 1 if stepped else span + 1
+
+    if stepped:  # the step is constant per tile class, so sum class by class
+        total = sum(o_cnt[ci] * k_cnt[cj] * unclipped(o_len[ci], k_len[cj]) for ci, cj in CLASSES)
+    else:  # sum over all pairs of the unclipped window (o_len - 1)*s + (k_len - 1)*d + 1
+        total = tk_n * s * (o_ext - to_n) + to_n * d * (k_ext - tk_n) + to_n * tk_n
     clipped = dict.fromkeys(CLASSES, 0)  # border pairs per class, and their largest row count
     clip_max = dict.fromkeys(CLASSES, 0)
     step = o_tile * s
@@ -129,9 +141,13 @@ def group_stats(o_ext: int, k_ext: int, stride: int, dilation: int, padding: int
             hi = (o1 - 1) * s + (t1 - 1) * d - p
             if lo >= 0 and hi < h:
                 continue
-            first, stop = window_rows(o0, o1, t0, t1, s, d, p, h)
-            rows = stop - first
-            total += rows - (hi - lo + 1)
+            if stepped:
+                rows = len(stepped_rows(o0, o1, t0, t1, s, d, p, h))
+                total += rows - unclipped(o1 - o0, kl)
+            else:
+                first, stop = window_rows(o0, o1, t0, t1, s, d, p, h)
+                rows = stop - first
+                total += rows - (hi - lo + 1)
             if rows == 0:
                 boxes -= 1
                 valid -= (o1 - o0) * kl
@@ -142,7 +158,7 @@ def group_stats(o_ext: int, k_ext: int, stride: int, dilation: int, padding: int
     def largest(ci: int, cj: int) -> int:
         ci, cj = (ci if o_cnt[ci] else 1), (cj if k_cnt[cj] else 1)  # one trip: only the last tile
         if o_cnt[ci] * k_cnt[cj] > clipped[ci, cj]:  # an interior pair exists: the unclipped window
-            return (o_len[ci] - 1) * s + (k_len[cj] - 1) * d + 1
+            return unclipped(o_len[ci], k_len[cj])
         return clip_max[ci, cj]
 
     return GroupStats(total=total, boxes=boxes, valid=valid,
@@ -340,6 +356,8 @@ class _WindowTable:
     valid: np.ndarray  # both loops above (MAC weight), entry io * nk + ik
     slid_total: np.ndarray  # `slide_stats` where the output loop is above (combos 2, 3), else total / boxes
     slid_loads: np.ndarray
+    strided_total: np.ndarray  # `group_stats(stepped=True)`: a tensor that loads strided boxes (else = total)
+    strided_cls: dict[tuple[int, int], np.ndarray]
 
 
 def _is_true(a) -> bool:
@@ -358,6 +376,11 @@ def _equal(a, v):
     return bool(a == v) if isinstance(a, (int, np.integer)) else np.asarray(a) == v
 
 
+def _at_least(a, v):
+    """a >= v as a Python bool for a scalar a, elementwise for an array (like `_equal`)."""
+    return bool(a >= v) if isinstance(a, (int, np.integer)) else np.asarray(a) >= v
+
+
 def _max(a, b):
     """Elementwise maximum that keeps Python ints Python ints (exact beyond int64)."""
     if isinstance(a, int) and isinstance(b, int):
@@ -371,8 +394,9 @@ class Evaluator:
     else int64 (the vectorised search)."""
 
     def __init__(self, problem: Problem, hardware: Accelerator, fine: Sequence[Sequence[int]],
-                 python_ints: bool = False) -> None:
+                 python_ints: bool = False, strided_boxes: bool = False) -> None:
         p = problem
+        self.strided_boxes = strided_boxes  # an input that does not slide loads strided boxes (the kernel's rule)
         self.problem = problem
         self.hardware = hardware
         self.word = hardware.word_bytes
@@ -418,22 +442,28 @@ class Evaluator:
         O, K = self.problem.extents[a.dim], self.problem.extents[a.tap]
         cache: dict[tuple[int, int], GroupStats] = {}
         slid_cache: dict[tuple[int, int], SlideStats] = {}
+        strided_cache: dict[tuple[int, int], GroupStats] = {}
         stats = []  # combo-major, then output tile, then tap tile
         slid = []
+        strided = []
         for ao, ak in CLASSES:  # combo = 2 x ao + ak: whether the output / tap loop is above
             for key in itertools.product(fo if ao else [O], fk if ak else [K]):
                 if key not in cache:
                     cache[key] = group_stats(O, K, a.stride, a.dilation, a.padding, a.size, *key)
+                if self.strided_boxes and key not in strided_cache:
+                    strided_cache[key] = group_stats(O, K, a.stride, a.dilation, a.padding, a.size, *key, stepped=True)
                 if ao and key not in slid_cache:
                     slid_cache[key] = slide_stats(O, K, a.stride, a.dilation, a.padding, a.size, *key)
             keys = [(to if ao else O, tk if ak else K) for to in fo for tk in fk]
             stats += [cache[key] for key in keys]
+            strided += [(strided_cache if self.strided_boxes else cache)[key] for key in keys]
             slid += [slid_cache[key] if ao else SlideStats(cache[key].total, cache[key].boxes) for key in keys]
         return _WindowTable(io, ik, len(fk), len(fo) * len(fk), arr(s.total for s in stats),
                             arr(s.boxes for s in stats), {(ci, cj): arr(s.cls_max[ci][cj] for s in stats)
                                                           for ci, cj in CLASSES},
                             arr(s.valid for s in stats[3 * len(fo) * len(fk):]), arr(s.total for s in slid),
-                            arr(s.loads for s in slid))
+                            arr(s.loads for s in slid), arr(s.total for s in strided),
+                            {(ci, cj): arr(s.cls_max[ci][cj] for s in strided) for ci, cj in CLASSES})
 
     def evaluate(self, b: Batch, exact: bool = True, estimate: bool = True) -> Evaluation:
         """Evaluate a batch of candidates (numpy broadcasting over b.shape).
@@ -491,7 +521,9 @@ class Evaluator:
         for v in self.window_axes[x]:
             g = self.groups[v]
             slid = _equal(slide, v)
-            elem = elem * _pick(slid, g.slid_total[entry[v]], g.total[entry[v]])
+            # a tensor that slides (along any group) keeps dense boxes; the others load strided ones
+            elem = elem * _pick(slid, g.slid_total[entry[v]],
+                                _pick(_at_least(slide, 0), g.total[entry[v]], g.strided_total[entry[v]]))
             boxes = boxes * _pick(slid, g.slid_loads[entry[v]], g.boxes[entry[v]])
             for d in (g.o, g.k):
                 if d in seen:
@@ -544,8 +576,10 @@ class Evaluator:
             terms[v] = vals if terms[v] is None else {cl: terms[v][cl] * vals[cl] for cl in terms[v]}
 
         for v in self.window_axes[x]:
-            cls, slid = self.groups[v].cls, _equal(slide, v)
-            times(v, {cl: _pick(slid, _max(cls[0, cl[1]][entry[v]], cls[1, cl[1]][entry[v]]), cls[cl][entry[v]])
+            cls, slid, sliding = self.groups[v].cls, _equal(slide, v), _at_least(slide, 0)
+            scls = self.groups[v].strided_cls
+            times(v, {cl: _pick(slid, _max(cls[0, cl[1]][entry[v]], cls[1, cl[1]][entry[v]]),
+                                _pick(sliding, cls[cl][entry[v]], scls[cl][entry[v]]))
                       for cl in opts[v]})
         for d in self.plain_axes[x]:
             if d not in tiled:
@@ -616,12 +650,13 @@ def _dim_sum(extent: int, tile: int, block: int) -> int:
     return (n - 1) * ceil_div(tile, block) + ceil_div(last_tile(extent, tile), block)
 
 
-def analyze(nest: LoopNest, hardware: Accelerator) -> Analysis:
+def analyze(nest: LoopNest, hardware: Accelerator, strided_boxes: bool = True) -> Analysis:
     """The closed-form counts of `nest` on `hardware` (see the module docstring); equal to a traced run.
 
     A batch of one through `Evaluator` whose candidate tiles are the nest's own, in Python integers (exact at
-    any size)."""
-    ev = Evaluator(nest.problem, hardware, [[t] for t in nest.tiles], python_ints=True)
+    any size). strided_boxes: as the loop-nest kernel runs it (False: every box dense, a multi-level nest's
+    outer nest)."""
+    ev = Evaluator(nest.problem, hardware, [[t] for t in nest.tiles], python_ints=True, strided_boxes=strided_boxes)
     above = [[d in nest.above(t.name) for d in ev.dims] for t in ev.tensors]
     slide = [ev.slide_group(nest.slide_loop(t.name)) for t in ev.tensors]
     r = ev.evaluate(Batch(tidx=[0] * ev.nd, above=above, ways=list(nest.ways), shape=(), slide=slide))
@@ -755,7 +790,7 @@ def _instance_differences(nest: LoopNest, result, tensor: str, word: int) -> tup
     load_diff = open_diff = ""
     for inst in range(math.prod(nest.trips(d) for d in nest.order[:nest.scope_depth(tensor)])):
         ranges = _instance_ranges(nest, tensor, inst)
-        box = nest.box(tensor, ranges)
+        box = nest.box(tensor, ranges, strided=not spec.output and not nest.slides(tensor))
         first_visit = all(ranges[d][0] == 0 for d in red)
         model_load = 0 if spec.output and first_visit else region_elements(box) * word
         if nest.slides(tensor):

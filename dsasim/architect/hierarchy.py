@@ -382,7 +382,7 @@ def analyze_levels(nest: LevelNest) -> LevelAnalysis:
     """The per-level counts, peaks, cycles and bottleneck of a `LevelNest` (module docstring); exact."""
     hw, p = nest.hardware, nest.problem
     word = hw.word_bytes
-    outer = analyze(nest.outer, hw)
+    outer = analyze(nest.outer, hw, strided_boxes=False)  # (its kernel loads dense boxes)
     sram = hw.sram_level
     ddr_cycles = level_cycles(sram, outer.loads + outer.stores, outer.loaded_bytes, outer.stored_bytes,
                                hw.dram_shared_load_store)

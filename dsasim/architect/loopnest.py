@@ -13,7 +13,9 @@ Semantics (what `kernels/loopnest_kernel.py` executes and `dsasim.architect.anal
   `ways=`. On entry it accesses its *box*: for every dimension that indexes it, the current tile if the
   dimension's loop is above depth k, else the whole extent; for an image row/column (a window over an output
   position and a kernel tap), the tight range of real input rows that the box's output positions and taps read
-  (padding is never loaded). An input box is a DMA load (an empty box, all padding, is not accessed). An output
+  (padding is never loaded); for an input that does not slide, only every `window_step`-th row of it (a strided
+  box, `geometry.stepped_box`: a 1x1 stride-2 conv's every other row and column; multi-level and fused nests
+  load the dense range). An input box is a DMA load (an empty box, all padding, is not accessed). An output
   box is opened as zeros the first time and loaded (a read-modify-write) on later visits; it is stored when
   its scope exits. Every later access of the tensor is a hit in that buffer.
 * Sliding-window reuse (`slide=`, per input tensor): when the innermost loop above a tensor's staging point that
@@ -32,9 +34,9 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any, Callable, Container, Iterable, Mapping, Sequence
 
-from dsasim.geometry import Conv2dShape, window_rows
+from dsasim.geometry import Conv2dShape, stepped_box, window_rows, window_step
 from dsasim.util import Region, ceil_div, check_int
 
 __all__ = ["Axis", "TensorSpec", "Problem", "ConvProblem", "MatmulProblem", "LoopNest", "problem_from_json",
@@ -169,10 +171,11 @@ class Problem:
         raise NotImplementedError
 
     def tile_product(self, tc: Any, operand: Callable[[str, Region], Any],
-                     ranges: Mapping[str, tuple[int, int]]) -> Any:
+                     ranges: Mapping[str, tuple[int, int]], strided: Container[str] = ()) -> Any:
         """What one innermost tile adds to its output tile, computed on the TensorCore `tc` from
         `operand(tensor, region)` (the loop-nest kernel fetches the tile); None when the tile reads only padding.
-        `ranges` maps every dimension to its current (start, stop), in elements."""
+        `ranges` maps every dimension to its current (start, stop), in elements; the tensors in `strided` are
+        read as strided boxes (their window axes' stepped rows, `geometry.stepped_box`)."""
         raise NotImplementedError
 
 
@@ -282,15 +285,33 @@ class ConvProblem(Problem):
         return None
 
     def tile_product(self, tc: Any, operand: Callable[[str, Region], Any],
-                     ranges: Mapping[str, tuple[int, int]]) -> Any:
+                     ranges: Mapping[str, tuple[int, int]], strided: Container[str] = ()) -> Any:
         n, oc, ic, kh, kw = ranges["n"], ranges["oc"], ranges["ic"], ranges["kh"], ranges["kw"]
         rows, cols = self.geometry.window(0, *ranges["oh"], *kh), self.geometry.window(1, *ranges["ow"], *kw)
         if rows.empty or cols.empty:
             return None
         group = (ranges["g"],) if self.groups > 1 else ()  # grouped: 5-d tiles, each group its own pass
-        x = operand("image", (n, *group, ic, (rows.first, rows.stop), (cols.first, cols.stop)))
-        return tc.conv2d(x, operand("weight", (*group, oc, ic, kh, kw)), stride=self.stride,
-                         dilation=self.dilation, padding=rows.pad + cols.pad)
+        if "image" not in strided:
+            x = operand("image", (n, *group, ic, (rows.first, rows.stop), (cols.first, cols.stop)))
+            return tc.conv2d(x, operand("weight", (*group, oc, ic, kh, kw)), stride=self.stride,
+                             dilation=self.dilation, padding=rows.pad + cols.pad)
+        # a strided box holds every step-th row of the window: the conv over it takes stride / step and
+        # dilation / step (the step divides both where their range has more than one position), padding in steps
+        axes, stride, dilation, pad = [], [], [], ()
+        for axis, (o0, o1), (t0, t1), win in ((0, ranges["oh"], kh, rows), (1, ranges["ow"], kw, cols)):
+            s, d, p = self.stride[axis], self.dilation[axis], self.padding[axis]
+            box = stepped_box(o0, o1, t0, t1, s, d, p, self.geometry.input_shape[2 + axis])
+            step = window_step(o1 - o0, t1 - t0, s, d)
+            # one held row names itself whatever the step: pass one above 1 so the access is a strided lookup,
+            # which finds it in a strided buffer too
+            axes.append((box[0], box[1], 2) if box[1] - box[0] == 1 else box)
+            stride.append(s // step if o1 - o0 > 1 else 1)
+            dilation.append(d // step if t1 - t0 > 1 else 1)
+            before = (win.first - win.lo) // step
+            pad += (before, (win.hi - 1 - win.lo) // step + 1 - len(range(*box)) - before)
+        x = operand("image", (n, *group, ic, *axes))
+        return tc.conv2d(x, operand("weight", (*group, oc, ic, kh, kw)), stride=tuple(stride),
+                         dilation=tuple(dilation), padding=pad)
 
 
 class MatmulProblem(Problem):
@@ -333,8 +354,8 @@ class MatmulProblem(Problem):
         return self.m, self.n, self.k
 
     def tile_product(self, tc: Any, operand: Callable[[str, Region], Any],
-                     ranges: Mapping[str, tuple[int, int]]) -> Any:
-        m, n, k = ranges["m"], ranges["n"], ranges["k"]
+                     ranges: Mapping[str, tuple[int, int]], strided: Container[str] = ()) -> Any:
+        m, n, k = ranges["m"], ranges["n"], ranges["k"]  # no window axes: nothing is strided
         return tc.matmul(operand("a", (m, k)), operand("b", (k, n)))
 
 
@@ -628,9 +649,10 @@ class LoopNest:
         return isinstance(other, LoopNest) and self.key() == other.key()
 
     # -- boxes -------------------------------------------------------------------------------------------------
-    def box(self, tensor: str, ranges: Mapping[str, tuple[int, int]]) -> Region:
+    def box(self, tensor: str, ranges: Mapping[str, tuple[int, int]], strided: bool = False) -> Region:
         """The region of `tensor` for the given dimension ranges (full extents where absent); window axes give
-        the tight range of real input rows (possibly empty)."""
+        the tight range of real input rows (possibly empty), strided: their stepped rows (`stepped_box`, what the
+        kernel loads for an input that does not slide)."""
         ext = self.problem.extents
         region = []
         for a in self.problem.tensor(tensor).axes:
@@ -639,7 +661,8 @@ class LoopNest:
                 region.append((o0, o1))
             else:
                 t0, t1 = ranges.get(a.tap, (0, ext[a.tap]))
-                region.append(window_rows(o0, o1, t0, t1, a.stride, a.dilation, a.padding, a.size))
+                rows = stepped_box if strided else window_rows
+                region.append(rows(o0, o1, t0, t1, a.stride, a.dilation, a.padding, a.size))
         return tuple(region)
 
     # -- readable form -----------------------------------------------------------------------------------------

@@ -266,7 +266,7 @@ class Space(Evaluator):
             # the first pass's tiles of a tiled dim: the coarse ones but the full extent (index 0)
             self.first_pass_idx.append(np.array([i for i, v in enumerate(fine) if v in coarse and i > 0], np.int64))
             fine_lists.append(fine)
-        super().__init__(problem, hardware, fine_lists)
+        super().__init__(problem, hardware, fine_lists, strided_boxes=True)
         self.width = self.nd + 3 * self.nt
         # per input tensor, the window groups it may slide along, as (group, its output-position dim index)
         self.slidable = [[] if t.output or not slide else [(v, self.groups[v].o) for v in self.window_axes[x]]

@@ -225,8 +225,12 @@ cdef inline object _tile_data(TileFields tile):
     region = tile.region
     if region is buf.region or region == buf.region:
         return buf.data
-    return buf.data[tuple([slice((<tuple>p)[0] - (<tuple>q)[0], (<tuple>p)[1] - (<tuple>q)[0])
-                           for p, q in zip(region, buf.region)])]
+    cdef list slices = []
+    for p, q in zip(region, buf.region):
+        if len(<tuple>p) == 3 or len(<tuple>q) == 3:  # a strided tile or buffer: the property's stepped slices
+            return tile.data
+        slices.append(slice((<tuple>p)[0] - (<tuple>q)[0], (<tuple>p)[1] - (<tuple>q)[0]))
+    return buf.data[tuple(slices)]
 
 
 cdef inline bint _contains(tuple outer, tuple inner):

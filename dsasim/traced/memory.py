@@ -312,7 +312,9 @@ def _strided_within(region: Region, held: Region) -> bool:
     for axis, box in zip(region, held):
         held_step = box[2] if len(box) == 3 else 1
         step = axis[2] if len(axis) == 3 else 1
-        if axis[0] < box[0] or axis[1] > box[1] or (axis[0] - box[0]) % held_step or step % held_step:
+        if axis[0] < box[0] or axis[1] > box[1] or (axis[0] - box[0]) % held_step:
+            return False
+        if step % held_step and axis[1] - axis[0] > 1:  # one index has no step: only its offset counts
             return False
     return True
 
@@ -1231,8 +1233,19 @@ class Session(_core.SessionFields):
         if type(region_elements(region)) is not int:
             raise RegionError(f"{arr.name}: a strided box takes Python int bounds, got {key!r}")
         elements = region_elements(region)
-        if all(len(axis) == 2 for axis in region):  # every stepped slice holds one index: a dense box
-            return self._access_in(arr, region, elements, reuse, None)
+        if all(len(axis) == 2 for axis in region):  # every stepped slice holds one index: a dense box, a hit
+            held = None                                # also in a strided buffer holding its indices
+            if not reuse and self._strided.get(arr.id) and not (arr.live.by_id and arr.live.containing(region)):
+                held = next((b for b in self._strided[arr.id] if not b.freed and _strided_within(region, b.region)),
+                            None)
+            if held is None:
+                return self._access_in(arr, region, elements, reuse, None)
+            arr.traffic.blog_loaded_elements += elements
+            self.counters.blog_loaded_elements += elements
+            arr.traffic.hits += 1
+            self.counters.hits += 1
+            self._log.hit(held.id, arr.id, region, reuse)
+            return Tile(held, region)
         if arr.writable:
             raise RegionError(f"{arr.name}{format_region(region)}: a strided box is loaded from a read-only input "
                               f"only (a written tensor's buffers are checked for coherence as dense boxes); load "
