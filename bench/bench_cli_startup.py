@@ -17,7 +17,7 @@ import sys
 import time
 
 HEAVY = ("torch", "matplotlib", "simpy", "dsasim.traced.schedule", "dsasim.architect.search", "dsasim.architect.sweep", "dsasim.timing",
-         "dsasim.view.plot", "kernels")
+         "dsasim.view.plot", "dsasim.kernels")
 CASES = [
     ("python -c 'import numpy'", ["-c", "import numpy"]),
     ("python -c 'import dsasim'", ["-c", "import dsasim"]),

@@ -106,7 +106,7 @@ def execute_fused(nest: FusedNest, s: Session, tensors: Mapping[str, TracedArray
 def _workload_and_body(nest: FusedNest | GemmChainNest) -> tuple[Workload, Callable[..., None]]:
     """The workload a nest runs on and the function that executes it (a conv chain's or a GEMM chain's kernel)."""
     if isinstance(nest, GemmChainNest):
-        from kernels.gemm_chain_kernel import execute_gemm_chain, gemm_chain_workload
+        from dsasim.kernels.gemm_chain_kernel import execute_gemm_chain, gemm_chain_workload
         return gemm_chain_workload(nest.chain), execute_gemm_chain
     return fused_workload(nest.chain), execute_fused
 
