@@ -13,8 +13,9 @@ from __future__ import annotations
 from contextlib import nullcontext
 from typing import Callable, Mapping
 
-from dsasim import (Accelerator, Counters, GlobalHierarchy, RunResult, Schedule, Session, TensorCore, TracedArray,
-                    VectorUnit, Workload, bind_tensors, run_schedule)
+from dsasim import (Accelerator, GlobalHierarchy, RunResult, Schedule, Session, TensorCore, TracedArray, VectorUnit,
+                    Workload, bind_tensors, run_schedule)
+from dsasim.traced.memory import Counters
 from dsasim.architect.chain import ConvChain
 from dsasim.architect.fused import FusedNest
 from dsasim.architect.gemm_chain import GemmChainNest

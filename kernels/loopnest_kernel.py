@@ -20,11 +20,12 @@ from operator import itemgetter
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
-from dsasim import (Accelerator, Counters, GlobalHierarchy, RunResult, Schedule, Segment, Session, TensorCore,
-                    TracedArray, Workload, bind_tensors, run_schedule)
+from dsasim import (Accelerator, GlobalHierarchy, RunResult, Schedule, Segment, Session, TensorCore, TracedArray,
+                    Workload, bind_tensors, run_schedule)
 from dsasim.architect.hierarchy import LevelNest, tensor_role
 from dsasim.architect.loopnest import Axis, ConvProblem, LoopNest, MatmulProblem, Problem
 from dsasim.geometry import stepped_box, window_rows, window_step
+from dsasim.traced.memory import Counters
 from dsasim.util import Region
 
 
