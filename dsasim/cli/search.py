@@ -9,7 +9,7 @@ fuse (resnet18.layer1.0, resnet50.res2a, resnet50.res2b, mobilenetv2.features.1 
 then the search compares the whole chain fused, layer by layer and every split between (`ChainSearchResult.to_json`: keys
 fused, partition, layer_by_layer_bytes, recomputed_macs, intermediate_peak_bytes, parts). Sizes accept 65536, 64KiB,
 1.5MiB. `--json` writes the best schedule with its figures; its `loop_nest` key is loadable by
-`kernels.loopnest_kernel.load_nest`; `macs`, `padded_macs` and `tensorcore_utilization` (= macs / padded_macs,
+`dsasim.kernels.loopnest_kernel.load_nest`; `macs`, `padded_macs` and `tensorcore_utilization` (= macs / padded_macs,
 6 decimals) give the padding waste of partial 16x24 blocks (a depthwise conv: 1/384). JSON output is
 deterministic (no wall times). Work estimated far beyond
 the usual (hours: 1-element tiles of a large layer to trace) is refused with the estimate unless --force;
