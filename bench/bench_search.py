@@ -38,8 +38,8 @@ from dsasim.architect.loopnest import ConvProblem  # noqa: E402
 from dsasim.architect.lower_bounds import lower_bound  # noqa: E402
 from dsasim.architect.search import Space, _batches, run_search, search  # noqa: E402
 from dsasim.architect.sweep import format_bytes, parse_sizes, sweep_sram  # noqa: E402
-from kernels import blog_demos  # noqa: E402
-from kernels.loopnest_kernel import run_loopnest  # noqa: E402
+from dsasim.kernels import blog_demos  # noqa: E402
+from dsasim.kernels.loopnest_kernel import run_loopnest  # noqa: E402
 
 BLOG = preset("blog")
 TABLE_SIZES = [128 * 1024 << i for i in range(6)]  # 128 KiB .. 4 MiB

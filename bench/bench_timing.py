@@ -67,8 +67,8 @@ def case_trace(label: str):
     whole (21 M events, ~20 s to trace) only with --full; demo3-1/demo4 overflow the SRAM (no trace)."""
     if label.startswith("synthetic"):
         return synthetic_trace(25_000)
-    from kernels.blog_demos import SCHEDULES
-    from kernels.resnet_schedules import SCHEDULES as RESNET
+    from dsasim.kernels.blog_demos import SCHEDULES
+    from dsasim.kernels.resnet_schedules import SCHEDULES as RESNET
     by_name = {s.name: s for s in SCHEDULES + RESNET}
     if label == "demo1-slice":
         from bench_trace import DEMO1_SLICE
@@ -125,7 +125,7 @@ def bench_ops(repeat: int, before: str | None = None, full: bool = False) -> lis
 
 
 def bench_resnet(repeat: int) -> dict:
-    from kernels.resnet_schedules import SCHEDULES
+    from dsasim.kernels.resnet_schedules import SCHEDULES
     schedule = SCHEDULES[0]
     hw = preset(schedule.hardware)
 

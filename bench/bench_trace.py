@@ -29,7 +29,7 @@ import numpy as np
 
 from dsasim import GlobalHierarchy, Schedule, Segment, Segments, Session, preset, run_schedule
 from dsasim.traced.schedule import bind_tensors
-from kernels.blog_demos import CONV, SCHEDULES, Workload, _conv_infer, demo1
+from dsasim.kernels.blog_demos import CONV, SCHEDULES, Workload, _conv_infer, demo1
 
 # demo1's loop body on 32 of the 512 output channels: 100,352 iterations, 301,056 traced operations
 DEMO1_SLICE = Schedule("demo1-slice", Workload("blog-conv-32oc", inputs={"image": CONV.inputs["image"],

@@ -17,8 +17,8 @@ from dsasim import preset
 from dsasim.architect.chain import parse_chain
 from dsasim.architect.fused_search import evaluate_fused_space, search_chain
 from dsasim.architect.sweep import format_bytes, parse_bytes
-from kernels.fused_kernel import run_fused
-from kernels.loopnest_kernel import run_loopnest
+from dsasim.kernels.fused_kernel import run_fused
+from dsasim.kernels.loopnest_kernel import run_loopnest
 
 CHAINS = ["resnet18.layer1.0", "resnet50.res2a", "mobilenetv2.features.3"]
 # BERT-base, sequence 512: one head's S = Q K^T (512 x 64 @ 64 x 512), O = S V (@ 512 x 64), softmax left out;

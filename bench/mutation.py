@@ -899,6 +899,33 @@ MUTANTS: list[Mutant] = [
     Mutant("strided3: reconcile compares dense boxes", "dsasim/architect/analytic.py",
            "strided=not spec.output and not nest.slides(tensor))", "strided=False)",
            ("tests/test_trust_strided3.py",)),
+    # -- issue 27: packaging --
+    Mutant("packaging: an entry point names a top-level kernels module", "pyproject.toml",
+           'blog = "dsasim.kernels.blog_demos:SCHEDULES"', 'blog = "kernels.blog_demos:SCHEDULES"',
+           ("tests/test_packaging.py",)),
+    Mutant("packaging: the build also installs a top-level kernels", "pyproject.toml",
+           'include = ["dsasim", "dsasim.*"]', 'include = ["dsasim", "dsasim.*", "kernels*"]',
+           ("tests/test_packaging.py",)),
+    Mutant("packaging: every runner kind finds the loop-nest kernel", "dsasim/cli/common.py",
+           'entry_points(group=f"dsasim.{kind}_runner")', 'entry_points(group="dsasim.loopnest_runner")',
+           ("tests/test_packaging.py",)),
+    Mutant("layering: levels imports memory for its types again", "dsasim/traced/levels.py",
+           "from dsasim.traced.level_host import LevelHost\n",
+           "from dsasim.traced.level_host import LevelHost\n\nif False:  # (type-only)\n"
+           "    from dsasim.traced.memory import Session\n",
+           ("tests/test_layering.py",)),
+    Mutant("layering: a kernel prints its table through the CLI", "kernels/conv_mapping.py",
+           "from dsasim.view.table import format_table", "from dsasim.cli.table import format_table",
+           ("tests/test_layering.py",)),
+    Mutant("api: a public name looked up in the wrong module", "dsasim/__init__.py",
+           '"simulate": "dsasim.timing",', '"simulate": "dsasim.timing.result",',
+           ("tests/test_packaging_api.py",)),
+    Mutant("api: a name exported before is dropped", "dsasim/__init__.py",
+           '"TensorTraffic": "dsasim.traced.memory",', '"_TensorTraffic": "dsasim.traced.memory",',
+           ("tests/test_packaging_api.py",)),
+    Mutant("api: import dsasim loads the model eagerly", "dsasim/__init__.py",
+           "\n_PUBLIC: dict[str, str] = {", "\nimport dsasim.traced.memory  # noqa\n_PUBLIC: dict[str, str] = {",
+           ("tests/test_packaging_api.py",)),
 ]
 
 

@@ -2,27 +2,111 @@
 
 Write a tiled schedule as plain Python over traced DDR tensors and SRAM scopes; get real numbers checked
 against torch, honest DDR traffic, and a trace for timing and analysis.
+
+The public names below are grouped by who uses them (`AUDIENCES`). Each is loaded on first use (PEP 562), so
+that `import dsasim` stays fast: the command line's `--help` and a script that needs one name do not pay for
+numpy, torch or the search.
 """
 
-from dsasim.traced.bounds import Conv2dBoundsInfer
-from dsasim.errors import (CoherenceError, CrossSessionError, LevelError, ReadOnlyError, RegionError, ReuseError,
-                           ScheduleError, SessionStateError, SramOverflowError, StaleTileError, UnfinishedError)
-from dsasim.architect.analytic import analyze
-from dsasim.hardware import PRESETS, Accelerator, load_hardware, preset
-from dsasim.architect.loopnest import ConvProblem, LoopNest, MatmulProblem
-from dsasim.architect.lower_bounds import lower_bound
-from dsasim.traced.memory import Counters, GlobalHierarchy, Session, TensorTraffic, Tile, TracedArray
-from dsasim.traced.schedule import RunResult, Schedule, Status, TensorReport, Workload, bind_tensors, run_schedule
-from dsasim.architect.search import search
-from dsasim.traced.segments import Segment, Segments
-from dsasim.traced.tensorcore import TensorCore, VectorUnit
-from dsasim.traced.trace import EventKind, Trace
+from __future__ import annotations
 
-__all__ = [
-    "Accelerator", "CoherenceError", "Conv2dBoundsInfer", "ConvProblem", "Counters", "CrossSessionError",
-    "EventKind", "GlobalHierarchy", "LevelError", "LoopNest", "MatmulProblem", "PRESETS", "ReadOnlyError",
-    "RegionError", "ReuseError", "RunResult", "Schedule", "ScheduleError", "Segment", "Segments", "Session",
-    "SessionStateError", "SramOverflowError", "StaleTileError", "Status", "TensorCore", "TensorReport",
-    "TensorTraffic", "Tile", "Trace", "TracedArray", "UnfinishedError", "VectorUnit", "Workload", "analyze",
-    "bind_tensors", "load_hardware", "lower_bound", "preset", "run_schedule", "search",
-]
+import importlib
+import warnings
+from typing import Any
+
+# audience -> {public name: the module that defines it}; `__all__` is these names, in this order
+AUDIENCES: dict[str, dict[str, str]] = {
+    # writing schedules: a Session over traced DDR tensors, SRAM scopes, the TensorCore and the vector unit
+    "writing schedules": {
+        "Session": "dsasim.traced.memory",
+        "GlobalHierarchy": "dsasim.traced.memory",
+        "TracedArray": "dsasim.traced.memory",
+        "Tile": "dsasim.traced.memory",
+        "TensorCore": "dsasim.traced.tensorcore",
+        "VectorUnit": "dsasim.traced.tensorcore",
+        "Segment": "dsasim.traced.segments",
+        "Segments": "dsasim.traced.segments",
+        "Conv2dBoundsInfer": "dsasim.traced.bounds",
+        "Schedule": "dsasim.traced.schedule",
+        "Workload": "dsasim.traced.schedule",
+        "bind_tensors": "dsasim.traced.schedule",
+    },
+    # what a schedule's mistakes raise (all ScheduleError)
+    "schedule errors": {
+        "ScheduleError": "dsasim.errors",
+        "CoherenceError": "dsasim.errors",
+        "CrossSessionError": "dsasim.errors",
+        "LevelError": "dsasim.errors",
+        "ReadOnlyError": "dsasim.errors",
+        "RegionError": "dsasim.errors",
+        "ReuseError": "dsasim.errors",
+        "SessionStateError": "dsasim.errors",
+        "SramOverflowError": "dsasim.errors",
+        "StaleTileError": "dsasim.errors",
+        "UnfinishedError": "dsasim.errors",
+    },
+    # the hardware: an accelerator, its memory levels, the presets and TOML files
+    "hardware": {
+        "Accelerator": "dsasim.hardware",
+        "MemoryLevel": "dsasim.hardware",
+        "PRESETS": "dsasim.hardware",
+        "preset": "dsasim.hardware",
+        "load_hardware": "dsasim.hardware",
+    },
+    # running and timing: run a schedule, read its report and trace, time the trace
+    "running and timing": {
+        "run_schedule": "dsasim.traced.schedule",
+        "RunResult": "dsasim.traced.schedule",
+        "Status": "dsasim.traced.schedule",
+        "TensorReport": "dsasim.traced.schedule",
+        "Trace": "dsasim.traced.trace",
+        "EventKind": "dsasim.traced.trace",
+        "simulate": "dsasim.timing",
+        "SimResult": "dsasim.timing",
+    },
+    # architects: loop nests, their closed-form model and search, chains of layers, whole networks
+    "architects": {
+        "ConvProblem": "dsasim.architect.loopnest",
+        "MatmulProblem": "dsasim.architect.loopnest",
+        "LoopNest": "dsasim.architect.loopnest",
+        "LevelNest": "dsasim.architect.hierarchy",
+        "analyze": "dsasim.architect.analytic",
+        "lower_bound": "dsasim.architect.lower_bounds",
+        "search": "dsasim.architect.search",
+        "ConvChain": "dsasim.architect.chain",
+        "parse_chain": "dsasim.architect.chain",
+        "GemmChain": "dsasim.architect.gemm_chain",
+        "parse_gemm_chain": "dsasim.architect.gemm_chain",
+        "search_chain": "dsasim.architect.fused_search",
+        "Network": "dsasim.architect.network",
+        "load_network": "dsasim.architect.network",
+        "evaluate_network": "dsasim.architect.network_eval",
+        "sweep_network": "dsasim.architect.network_eval",
+    },
+}
+
+# exported before the public names were grouped; still importable, with a DeprecationWarning naming their module
+DEPRECATED: dict[str, str] = {
+    "Counters": "dsasim.traced.memory",  # a Session's internal counters: read RunResult / TensorReport instead
+    "TensorTraffic": "dsasim.traced.memory",  # one tensor's internal counters: read TensorReport instead
+}
+
+_PUBLIC: dict[str, str] = {name: module for names in AUDIENCES.values() for name, module in names.items()}
+__all__ = list(_PUBLIC)
+
+
+def __getattr__(name: str) -> Any:
+    """A public name, imported from its module on first use (then cached here); AttributeError otherwise."""
+    if name in _PUBLIC:
+        value = getattr(importlib.import_module(_PUBLIC[name]), name)
+        globals()[name] = value
+        return value
+    if name in DEPRECATED:
+        warnings.warn(f"dsasim.{name} is internal and no longer exported; import it from {DEPRECATED[name]} "
+                      f"if you must", DeprecationWarning, stacklevel=2)
+        return getattr(importlib.import_module(DEPRECATED[name]), name)
+    raise AttributeError(f"module 'dsasim' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

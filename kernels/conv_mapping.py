@@ -423,7 +423,7 @@ def mapping_table(hardware: Accelerator | None = None, layers: dict[str, ConvPro
 
 def format_mapping_table(rows: list[dict[str, Any]]) -> str:
     """The table as text (`dsasim`'s table format; * marks the fastest, r the rule's pick)."""
-    from dsasim.cli.table import format_table
+    from dsasim.view.table import format_table
 
     header = ["layer", "mapping", "rows", "loaded B", "stored B", "peak SRAM B", "MACs", "padded MACs",
               "MACs/padded", "TC util", "cycles", "estimated", "max|err|", "best"]
@@ -435,8 +435,8 @@ def format_mapping_table(rows: list[dict[str, Any]]) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """`python -m kernels.conv_mapping [--json PATH] [--count-only]`: print the README's mapping table."""
-    parser = argparse.ArgumentParser(prog="python -m kernels.conv_mapping", description=main.__doc__)
+    """`python -m dsasim.kernels.conv_mapping [--json PATH] [--count-only]`: print the README's mapping table."""
+    parser = argparse.ArgumentParser(prog="python -m dsasim.kernels.conv_mapping", description=main.__doc__)
     parser.add_argument("--json", metavar="PATH", help="also write the rows as JSON (fixed key order)")
     parser.add_argument("--count-only", action="store_true", help="skip the numeric runs (max|err| left out)")
     args = parser.parse_args(argv)

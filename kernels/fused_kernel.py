@@ -13,8 +13,9 @@ from __future__ import annotations
 from contextlib import nullcontext
 from typing import Callable, Mapping
 
-from dsasim import (Accelerator, Counters, GlobalHierarchy, RunResult, Schedule, Session, TensorCore, TracedArray,
-                    VectorUnit, Workload, bind_tensors, run_schedule)
+from dsasim import (Accelerator, GlobalHierarchy, RunResult, Schedule, Session, TensorCore, TracedArray, VectorUnit,
+                    Workload, bind_tensors, run_schedule)
+from dsasim.traced.memory import Counters
 from dsasim.architect.chain import ConvChain
 from dsasim.architect.fused import FusedNest
 from dsasim.architect.gemm_chain import GemmChainNest
@@ -106,7 +107,7 @@ def execute_fused(nest: FusedNest, s: Session, tensors: Mapping[str, TracedArray
 def _workload_and_body(nest: FusedNest | GemmChainNest) -> tuple[Workload, Callable[..., None]]:
     """The workload a nest runs on and the function that executes it (a conv chain's or a GEMM chain's kernel)."""
     if isinstance(nest, GemmChainNest):
-        from kernels.gemm_chain_kernel import execute_gemm_chain, gemm_chain_workload
+        from dsasim.kernels.gemm_chain_kernel import execute_gemm_chain, gemm_chain_workload
         return gemm_chain_workload(nest.chain), execute_gemm_chain
     return fused_workload(nest.chain), execute_fused
 

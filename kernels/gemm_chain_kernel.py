@@ -4,7 +4,7 @@ Semantics are those of `dsasim.architect.gemm_chain` (module docstring): the sha
 order, a scope per depth (`top`, `@<outer loop>`, `@<inner loop>`, then `gemm1` / `gemm2` with the nest's ways), each
 tensor staged (accessed) when the scope of its depth opens and used from there (hits); the C tile is an on-chip
 tensor (`Session.on_chip`) opened in the inner shared scope, accumulated over k on the TensorCore, optionally
-ReLU'd on the vector unit, then multiplied into E's tiles over n. `kernels.fused_kernel` runs it like a conv
+ReLU'd on the vector unit, then multiplied into E's tiles over n. `dsasim.kernels.fused_kernel` runs it like a conv
 chain's nest: `fused_schedule(nest)` is a `Schedule` for `run_schedule` (numeric mode checks E against torch),
 `run_fused` and `count_fused` run it in one call.
 """

@@ -8,7 +8,7 @@ operands from the staged buffers (hits). Run it like a hand-written schedule: `l
 `load_nest(path)` reads the JSON written by `dsasim search --json`.
 
 `BLOG_DEMO_NESTS` are the blog's demo schedules that are loop nests (demo1 computes on the vector unit and demo5/6
-fuse several operators, so those are not), and `res2a-slab` is `kernels.resnet_schedules`' res2a_branch2b
+fuse several operators, so those are not), and `res2a-slab` is `dsasim.kernels.resnet_schedules`' res2a_branch2b
 schedule.
 """
 
@@ -20,11 +20,12 @@ from operator import itemgetter
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
-from dsasim import (Accelerator, Counters, GlobalHierarchy, RunResult, Schedule, Segment, Session, TensorCore,
-                    TracedArray, Workload, bind_tensors, run_schedule)
+from dsasim import (Accelerator, GlobalHierarchy, RunResult, Schedule, Segment, Session, TensorCore, TracedArray,
+                    Workload, bind_tensors, run_schedule)
 from dsasim.architect.hierarchy import LevelNest, tensor_role
 from dsasim.architect.loopnest import Axis, ConvProblem, LoopNest, MatmulProblem, Problem
 from dsasim.geometry import stepped_box, window_rows, window_step
+from dsasim.traced.memory import Counters
 from dsasim.util import Region
 
 
@@ -326,7 +327,7 @@ def blog_demo_nest(name: str, problem: ConvProblem | None = None) -> LoopNest:
 
 
 def res2a_slab_nest(rows: int = 4, ways: int = 2) -> LoopNest:
-    """`kernels.resnet_schedules.row_slab_conv` as a LoopNest: weights resident, `rows`-row slabs of image (with
+    """`dsasim.kernels.resnet_schedules.row_slab_conv` as a LoopNest: weights resident, `rows`-row slabs of image (with
     halo) and output, each slab scope `ways`-way."""
     p = ConvProblem(1, 64, 64, 56, 56, 3, padding=1, name="resnet50.res2a_branch2b")
     return LoopNest(p, _ROWS_FIRST, {"n": 1, "oh": rows},

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from dsasim import Conv2dBoundsInfer, GlobalHierarchy, Schedule, Segment, Segments, Session, TensorCore, TracedArray, \
     Workload
-from kernels.conv_mapping import SCHEDULES as CONV_MAPPING_SCHEDULES
+from dsasim.kernels.conv_mapping import SCHEDULES as CONV_MAPPING_SCHEDULES
 
 if TYPE_CHECKING:
     import torch

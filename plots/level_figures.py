@@ -24,7 +24,7 @@ from dsasim.architect.level_search import search_levels, sweep_levels  # noqa: E
 from dsasim.hardware import preset  # noqa: E402
 from dsasim.timing import simulate  # noqa: E402
 from dsasim.view.plot import plot_level_sweep  # noqa: E402
-from kernels.loopnest_kernel import run_levelnest  # noqa: E402
+from dsasim.kernels.loopnest_kernel import run_levelnest  # noqa: E402
 
 LAYERS = ["blog-conv", "resnet50.res2a_branch2b"]
 

@@ -21,8 +21,8 @@ sys.path.insert(0, str(HERE.parent))
 from dsasim import preset, run_schedule  # noqa: E402
 from dsasim.view.plot import plot_bandwidth, plot_gantt, plot_sram  # noqa: E402
 from dsasim.timing import simulate  # noqa: E402
-from kernels.blog_demos import SCHEDULES  # noqa: E402
-from kernels.resnet_schedules import SCHEDULES as RESNET  # noqa: E402
+from dsasim.kernels.blog_demos import SCHEDULES  # noqa: E402
+from dsasim.kernels.resnet_schedules import SCHEDULES as RESNET  # noqa: E402
 
 
 def timed(name: str, scope_buffers: dict[str, int] | None = None):

@@ -14,8 +14,8 @@ from dsasim import Accelerator, preset
 from dsasim.architect.analytic import analyze, group_stats, reconcile
 from dsasim.architect.loopnest import ConvProblem, LoopNest, MatmulProblem, tile_count, window_rows
 from dsasim.architect.search import evaluate_nests
-from kernels import loopnest_kernel
-from kernels.loopnest_kernel import blog_demo_nest, run_loopnest
+from dsasim.kernels import loopnest_kernel
+from dsasim.kernels.loopnest_kernel import blog_demo_nest, run_loopnest
 
 from dsasim.traced.trace import OPEN
 

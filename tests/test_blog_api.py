@@ -159,7 +159,7 @@ def test_run_result_is_keyword_only_and_its_status_an_enum_with_the_plain_string
 def test_import_and_a_count_only_run_never_load_torch_a_numeric_run_does():
     code = ("import dataclasses, sys, dsasim\n"
             "assert 'torch' not in sys.modules, 'import dsasim loaded torch'\n"
-            "from kernels.blog_demos import SCHEDULES\n"
+            "from dsasim.kernels.blog_demos import SCHEDULES\n"
             "demo = {s.name: s for s in SCHEDULES}['demo3-3']\n"
             "r = dsasim.run_schedule(demo, dsasim.preset('blog'), numeric=False, record_trace=False)\n"
             "assert r.status == 'ok' and 'torch' not in sys.modules, 'a count-only run loaded torch'\n"

@@ -13,8 +13,8 @@ import os
 import pytest
 
 from dsasim import GlobalHierarchy, Session, SramOverflowError, bind_tensors, preset, run_schedule
-from kernels import blog_demos
-from kernels.blog_demos import SCHEDULES
+from dsasim.kernels import blog_demos
+from dsasim.kernels.blog_demos import SCHEDULES
 
 from helpers import assert_schedule_matches_torch
 

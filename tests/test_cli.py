@@ -169,7 +169,7 @@ def test_simulate_exits_1_for_an_overflow(capsys):
 def test_table_aligns_names_left_numbers_right_with_separators():
     import numpy as np
 
-    from dsasim.cli.table import format_table
+    from dsasim.view.table import format_table
     # widths by hand: column 0 is max(len("name"), len("bbb")) = 4, column 1 is len("1,234") = 5
     assert format_table(("name", "n"), [("a", 1234), ("bbb", None)]) == \
         "name      n\n----  -----\na     1,234\nbbb       -"
@@ -232,7 +232,7 @@ import dsasim.cli
 for action in dsasim.cli.build_parser()._subparsers._group_actions:
     for sub in action.choices.values():
         sub.format_help()
-heavy = ("torch", "matplotlib", "simpy", "kernels", "dsasim.traced.schedule", "dsasim.architect.search", "dsasim.architect.sweep",
+heavy = ("torch", "matplotlib", "simpy", "dsasim.kernels", "dsasim.traced.schedule", "dsasim.architect.search", "dsasim.architect.sweep",
          "dsasim.timing", "dsasim.traced.memory", "dsasim.view.plot", "dsasim.architect.layers")
 print(sorted(m for m in sys.modules if any(m == h or m.startswith(h + ".") for h in heavy)))
 """

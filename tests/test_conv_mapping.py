@@ -16,7 +16,7 @@ from helpers import assert_schedule_matches_torch
 from dsasim import ConvProblem, Schedule, preset, run_schedule
 from dsasim.architect.layers import parse_layer
 from dsasim.timing import simulate
-from kernels.conv_mapping import (MAPPINGS, SCHEDULES, conv_mapping_schedule, estimate_mapping, fastest_mapping,
+from dsasim.kernels.conv_mapping import (MAPPINGS, SCHEDULES, conv_mapping_schedule, estimate_mapping, fastest_mapping,
                                   footprint_bytes, format_mapping_table, mapping_table)
 
 BLOG = preset("blog")
@@ -125,7 +125,7 @@ def test_direct_loads_what_the_row_slab_schedule_loads():
     """The direct mapping is `row_slab_conv` generalised: on its 3x3, pad-1 layer it loads the weight once and the
     image once plus 2 halo rows per slab boundary (the formula of test_timing's row-slab test), event for event
     the same trace."""
-    from kernels.resnet_schedules import SCHEDULES as RESNET, conv3x3_workload, row_slab_conv
+    from dsasim.kernels.resnet_schedules import SCHEDULES as RESNET, conv3x3_workload, row_slab_conv
 
     problem = ConvProblem(1, 20, 30, 11, 9, 3, padding=1)
     for rows in (3, 4, 11):
@@ -238,7 +238,7 @@ def test_table_marks_the_fastest_and_the_rule_pick_and_is_deterministic():
 def test_module_main_writes_the_json(tmp_path, monkeypatch, capsys):
     import json
 
-    import kernels.conv_mapping as cm
+    import dsasim.kernels.conv_mapping as cm
 
     monkeypatch.setattr(cm, "table_layers", lambda: {"1x1": SHAPES["1x1 ic20"]})
     path = tmp_path / "table.json"

@@ -16,7 +16,7 @@ from dsasim.architect.fused import FusedNest, analyze_fused
 from dsasim.architect.loopnest import ConvProblem
 from dsasim.errors import ReuseError
 from dsasim.timing import TraceError, simulate
-from kernels.fused_kernel import count_fused, fused_schedule, run_fused
+from dsasim.kernels.fused_kernel import count_fused, fused_schedule, run_fused
 from tests.helpers import assert_schedule_matches_torch
 
 BLOG = preset("blog")
@@ -338,8 +338,8 @@ def test_search_chain_fuses_a_basic_block_to_compulsory_and_beats_layer_by_layer
     and the output once (the compulsory 2,304 + 2,304 + 2 x 2,304 B); layer by layer also stores and reloads the
     intermediate (2 x 2,304 B) and loads the input again for the residual (2,304 B)."""
     from dsasim.architect.fused_search import search_chain
-    from kernels.fused_kernel import run_fused as fused_runner
-    from kernels.loopnest_kernel import run_loopnest
+    from dsasim.kernels.fused_kernel import run_fused as fused_runner
+    from dsasim.kernels.loopnest_kernel import run_loopnest
     chain = two_3x3(c=16, h=12, relu=True, residual=True)
     assert chain.compulsory_bytes(1) == 4 * 2304
     r = search_chain(chain, BLOG, 64 * 1024, fused_runner=fused_runner, loopnest_runner=run_loopnest)

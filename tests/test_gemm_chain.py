@@ -17,7 +17,7 @@ from dsasim.architect.gemm_chain import (GEMM_ORDERS, GemmChain, GemmChainNest, 
                                          evaluate_gemm_chain_space, parse_gemm_chain)
 from dsasim.cli import main
 from dsasim.timing import simulate
-from kernels.fused_kernel import count_fused, fused_schedule, run_fused
+from dsasim.kernels.fused_kernel import count_fused, fused_schedule, run_fused
 from tests.helpers import assert_schedule_matches_torch
 
 BLOG = preset("blog")

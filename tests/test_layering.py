@@ -1,5 +1,7 @@
 """The folder tree is the data flow: each package imports only the layers below it, and nothing imports in a
-cycle. Read from the source with `ast`, so a lazy import inside a function counts as a dependency too."""
+cycle. The kernels (kernels/, installed as dsasim.kernels) sit beside the command line, above the library: they may
+import any of it but the CLI, and the library reaches them only through entry points. Read from the source with
+`ast`, so a lazy import inside a function and a type-only import count as dependencies too."""
 
 from __future__ import annotations
 
@@ -9,12 +11,23 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent / "dsasim"
+KERNELS = ROOT.parent / "kernels"  # installed as dsasim.kernels (pyproject's package-dir; dsasim/kernels links here)
 # lowest first: a package may import its own layer and the layers before it
 LAYERS = ("base", "traced", "timing", "architect", "view", "cli")
+# Import cycles known and being removed elsewhere, each the exact set of modules of one strongly connected part of
+# the import graph. An entry that no longer occurs as it is written fails the test too (delete it then).
+KNOWN_CYCLES = {
+    # removed by the costmodel branch
+    "architect chain": frozenset({"dsasim.architect.chain", "dsasim.architect.gemm_chain",
+                                  "dsasim.architect.fused"}),
+}
 
 
 def _module_name(path: Path) -> str:
-    parts = path.relative_to(ROOT.parent).with_suffix("").parts
+    if path.parent == KERNELS:  # kernels/x.py is the module dsasim.kernels.x
+        parts = ("dsasim", "kernels", path.stem)
+    else:
+        parts = path.relative_to(ROOT.parent).with_suffix("").parts
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
@@ -23,95 +36,151 @@ def _layer(module: str) -> str:
     return parts[1] if len(parts) > 1 and parts[1] in LAYERS else "base"
 
 
-def _imports(path: Path, top_level_only: bool) -> set[str]:
-    """The dsasim (and kernels) modules a file imports; top_level_only skips imports inside functions and
-    `if TYPE_CHECKING:` blocks (those run later or never, so they cannot close an import-time cycle)."""
-    tree = ast.parse(path.read_text())
+def _is_kernels(module: str) -> bool:
+    return module == "dsasim.kernels" or module.startswith("dsasim.kernels.") or module.split(".")[0] == "kernels"
+
+
+def _imports(path: Path) -> set[str]:
+    """Every dsasim (and kernels) module a file imports: at the top, inside functions (lazy imports) and under
+    `if TYPE_CHECKING:` alike. A lazy or type-only import is still a dependency: it couples the two modules and
+    turns a cycle into one as soon as someone moves it to the top."""
     found: set[str] = set()
-
-    def visit(node: ast.AST) -> None:
-        for child in ast.iter_child_nodes(node):
-            if top_level_only and isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                continue
-            if top_level_only and isinstance(child, ast.If) and "TYPE_CHECKING" in ast.unparse(child.test):
-                continue
-            if isinstance(child, ast.ImportFrom) and child.module and child.level == 0:
-                found.add(child.module)
-                found.update(f"{child.module}.{a.name}" for a in child.names)
-            elif isinstance(child, ast.Import):
-                found.update(a.name for a in child.names)
-            visit(child)
-
-    visit(tree)
+    for node in ast.walk(ast.parse(path.read_text())):
+        # (a relative import would escape these checks: the project writes absolute ones only)
+        assert not (isinstance(node, ast.ImportFrom) and node.level), f"{path}:{node.lineno}: relative import"
+        if isinstance(node, ast.ImportFrom) and node.module:
+            found.add(node.module)
+            found.update(f"{node.module}.{a.name}" for a in node.names)
+        elif isinstance(node, ast.Import):
+            found.update(a.name for a in node.names)
     return {m for m in found if m.split(".")[0] in ("dsasim", "kernels")}
 
 
-MODULES = {_module_name(p): p for p in sorted(ROOT.rglob("*.py"))}
+def _sources() -> list[Path]:
+    """The library's files (not through the dsasim/kernels link: kernels/ is read as itself) and kernels/."""
+    library = [p for p in ROOT.rglob("*.py") if not p.relative_to(ROOT).parts[0] == "kernels"]
+    return sorted(library) + sorted(KERNELS.glob("*.py"))
 
 
-def _edges(top_level_only: bool) -> dict[str, set[str]]:
+MODULES = {_module_name(p): p for p in _sources()}
+
+
+def _edges() -> dict[str, set[str]]:
     edges = {}
     for name, path in MODULES.items():
-        targets = {m for m in _imports(path, top_level_only) if m in MODULES or m.startswith("kernels")}
+        targets = {m for m in _imports(path) if m in MODULES or _is_kernels(m)}
         # a submodule's import of its own parent package is not a cycle: Python initialises parents first
         edges[name] = {m for m in targets if m != name and not name.startswith(m + ".")}
     return edges
 
 
 def test_the_library_never_imports_kernels_and_only_the_cli_imports_the_cli():
-    edges = _edges(top_level_only=False)
-    kernels = sorted(f"{a} -> {b}" for a, bs in edges.items() for b in bs if b.startswith("kernels"))
+    """The library reaches kernels only through entry points; neither the library nor the kernels import the CLI.
+    A top-level `kernels` import is wrong anywhere: the folder installs as dsasim.kernels."""
+    edges = _edges()
+    kernels = sorted(f"{a} -> {b}" for a, bs in edges.items() for b in bs
+                     if _is_kernels(b) and not _is_kernels(a))
     assert not kernels, f"the library imports kernels/: {kernels}"
+    top_level = sorted(f"{a} -> {b}" for a, bs in edges.items() for b in bs if b.split(".")[0] == "kernels")
+    assert not top_level, f"imports of a top-level `kernels` (installed as dsasim.kernels): {top_level}"
     cli = sorted(f"{a} -> {b}" for a, bs in edges.items() for b in bs
                  if _layer(b) == "cli" and _layer(a) != "cli")
-    assert not cli, f"model code imports the command line: {cli}"
+    assert not cli, f"model code or kernels import the command line: {cli}"
 
 
 def test_each_package_imports_only_the_layers_below_it():
-    edges = _edges(top_level_only=False)
+    edges = _edges()
     upward = sorted(f"{a} -> {b}" for a, bs in edges.items() for b in bs
-                    if a != "dsasim" and not b.startswith("kernels")  # the package facade re-exports everything
+                    if a != "dsasim" and not _is_kernels(a) and not _is_kernels(b)  # the facade re-exports all
                     and LAYERS.index(_layer(b)) > LAYERS.index(_layer(a)))
     assert not upward, f"imports against the data flow {' < '.join(LAYERS)}: {upward}"
 
 
-def test_no_import_cycles():
-    edges = _edges(top_level_only=True)
-    state: dict[str, int] = {}  # 1: on the current path, 2: done
-    path: list[str] = []
+def _cycles(edges: dict[str, set[str]]) -> list[frozenset[str]]:
+    """The import cycles: the strongly connected parts of the graph with more than one module (Tarjan's
+    algorithm), so that a cycle is reported whole, whichever module a walk would enter it by."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[frozenset[str]] = []
 
     def visit(module: str) -> None:
-        state[module] = 1
-        path.append(module)
+        index[module] = low[module] = len(index)
+        stack.append(module)
         for target in sorted(edges.get(module, ())):
-            if state.get(target) == 1:
-                cycle = path[path.index(target):] + [target]
-                pytest.fail(f"import cycle: {' -> '.join(cycle)}")
-            if target in edges and not state.get(target):
+            if target not in edges:
+                continue
+            if target not in index:
                 visit(target)
-        path.pop()
-        state[module] = 2
+                low[module] = min(low[module], low[target])
+            elif target in stack:
+                low[module] = min(low[module], index[target])
+        if low[module] == index[module]:
+            part = []
+            while not part or part[-1] != module:
+                part.append(stack.pop())
+            if len(part) > 1:
+                found.append(frozenset(part))
 
     for module in sorted(edges):
-        if not state.get(module):
+        if module not in index:
             visit(module)
+    return found
 
 
-def test_the_checks_see_a_planted_cycle_and_a_planted_upward_import(tmp_path):
-    """The walkers find what they look for: two modules importing each other, a base module importing cli."""
+def _describe(cycle: frozenset[str], edges: dict[str, set[str]]) -> str:
+    """A cycle's imports among its own modules: `a -> b, b -> a`."""
+    return ", ".join(f"{a} -> {b}" for a in sorted(cycle) for b in sorted(edges[a] & cycle))
+
+
+def test_no_import_cycles():
+    """No cycle in the full import graph (lazy and type-only imports included) but the known ones, each of which
+    must still occur exactly so (an entry outlives its fix by failing here)."""
+    edges = _edges()
+    cycles = _cycles(edges)
+    unknown = [_describe(c, edges) for c in cycles if c not in KNOWN_CYCLES.values()]
+    assert not unknown, f"import cycles: {unknown}"
+    gone = sorted(name for name, cycle in KNOWN_CYCLES.items() if cycle not in cycles)
+    assert not gone, f"known cycles no longer found as written, update or delete them in KNOWN_CYCLES: {gone}"
+
+
+def test_the_checks_see_planted_cycles_and_planted_forbidden_imports(tmp_path):
+    """The walkers find what they look for: a cycle closed only by a lazy import, one closed only under
+    TYPE_CHECKING, a base module importing cli, a library module importing kernels, a kernel importing the CLI and
+    a top-level `kernels` import."""
     (tmp_path / "dsasim" / "cli").mkdir(parents=True)
-    (tmp_path / "dsasim" / "__init__.py").write_text("")
-    (tmp_path / "dsasim" / "cli" / "__init__.py").write_text("")
+    (tmp_path / "kernels").mkdir()
+    for init in ("dsasim/__init__.py", "dsasim/cli/__init__.py", "kernels/__init__.py"):
+        (tmp_path / init).write_text("")
     (tmp_path / "dsasim" / "a.py").write_text("from dsasim.b import x\n")
-    (tmp_path / "dsasim" / "b.py").write_text("import dsasim.a\ndef f():\n    from dsasim.cli import main\n")
-    global ROOT, MODULES
-    saved = ROOT, MODULES
-    ROOT = tmp_path / "dsasim"
-    MODULES = {_module_name(p): p for p in sorted(ROOT.rglob("*.py"))}
+    (tmp_path / "dsasim" / "b.py").write_text("def f():\n    import dsasim.a\n    from dsasim.cli import main\n")
+    (tmp_path / "dsasim" / "c.py").write_text("from typing import TYPE_CHECKING\nimport dsasim.d\n"
+                                              "from dsasim.kernels import k\n")
+    (tmp_path / "dsasim" / "d.py").write_text("if TYPE_CHECKING:\n    from dsasim.c import C\n")
+    (tmp_path / "kernels" / "k.py").write_text("import dsasim.a\nfrom dsasim.cli import table\nimport kernels.k\n")
+    global ROOT, KERNELS, MODULES
+    saved = ROOT, KERNELS, MODULES
+    ROOT, KERNELS = tmp_path / "dsasim", tmp_path / "kernels"
+    MODULES = {_module_name(p): p for p in _sources()}
     try:
-        with pytest.raises(pytest.fail.Exception, match="import cycle: dsasim.a -> dsasim.b -> dsasim.a"):
+        assert "dsasim.kernels.k" in MODULES
+        with pytest.raises(AssertionError) as cycles:
             test_no_import_cycles()
-        with pytest.raises(AssertionError, match="dsasim.b -> dsasim.cli"):
+        assert "dsasim.a -> dsasim.b, dsasim.b -> dsasim.a" in str(cycles.value)
+        assert "dsasim.c -> dsasim.d, dsasim.d -> dsasim.c" in str(cycles.value)
+        assert "architect chain" not in str(cycles.value)  # (reported only once no other cycle is)
+        with pytest.raises(AssertionError, match="known cycles no longer found.*architect chain"):
+            MODULES = {m: p for m, p in MODULES.items() if m not in ("dsasim.a", "dsasim.c")}
+            test_no_import_cycles()
+        MODULES = {_module_name(p): p for p in _sources()}
+        with pytest.raises(AssertionError, match=r"the library imports kernels/: \['dsasim.c -> dsasim.kernels"):
+            test_the_library_never_imports_kernels_and_only_the_cli_imports_the_cli()
+        MODULES.pop("dsasim.c")
+        with pytest.raises(AssertionError, match=r"top-level `kernels`.*\['dsasim.kernels.k -> kernels.k'\]"):
+            test_the_library_never_imports_kernels_and_only_the_cli_imports_the_cli()
+        (tmp_path / "kernels" / "k.py").write_text("import dsasim.a\nfrom dsasim.cli import table\n")
+        with pytest.raises(AssertionError, match=r"import the command line: \['dsasim.b -> dsasim.cli', "
+                                                 r"'dsasim.kernels.k -> dsasim.cli'\]"):
             test_the_library_never_imports_kernels_and_only_the_cli_imports_the_cli()
     finally:
-        ROOT, MODULES = saved
+        ROOT, KERNELS, MODULES = saved

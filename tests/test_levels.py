@@ -17,7 +17,7 @@ from dsasim.architect.hierarchy import analyze_levels
 from dsasim.hardware import MemoryLevel
 from dsasim.traced import trace as trace_module
 from dsasim.traced.schedule import Schedule
-from kernels.loopnest_kernel import execute_levels, levelnest_schedule, loopnest_workload
+from dsasim.kernels.loopnest_kernel import execute_levels, levelnest_schedule, loopnest_workload
 from tests.helpers import assert_schedule_matches_torch
 from tests.test_hierarchy import L1, SHARED, WEIGHTS_ONLY, random_level_nest
 
@@ -347,7 +347,7 @@ def test_the_command_line_times_a_leveled_schedule(capsys):
     --per-tensor` prints the per-level table, whose bytes are the per-level model's; a one-level schedule on
     blog-l1 fails (exit 1) saying where the TensorCore reads its operands."""
     from dsasim.cli import main
-    from kernels.loopnest_kernel import res2a_l1_nest
+    from dsasim.kernels.loopnest_kernel import res2a_l1_nest
 
     model = {lv.level: lv for lv in analyze_levels(res2a_l1_nest()).levels}
     assert main(["simulate", "res2a-branch2b-l1"]) == 0
@@ -374,7 +374,7 @@ def test_the_level_models_cycles_track_the_timing_simulator():
     from dsasim.architect.hierarchy import InnerTiling, LevelNest
     from dsasim.architect.level_search import search_levels
     from dsasim.timing import simulate
-    from kernels.loopnest_kernel import blog_conv, run_levelnest
+    from dsasim.kernels.loopnest_kernel import blog_conv, run_levelnest
 
     n = search_levels(blog_conv(ic=2048, oc=512, h=8, w=8), L1, objective="traffic").best.nest
     assert set(dict(n.inner.ways).values()) == {2}

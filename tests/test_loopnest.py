@@ -15,10 +15,10 @@ from dsasim.architect.analytic import analyze
 from dsasim.architect.layers import distinct_resnet50, layer_names, parse_layer, resnet50_layers
 from dsasim.architect.loopnest import ConvProblem, LoopNest, MatmulProblem, problem_from_json, window_rows
 from dsasim.traced.schedule import bind_tensors
-from kernels import blog_demos
-from kernels.loopnest_kernel import (BLOG_DEMO_NAMES, blog_conv, blog_demo_nest, count_loopnest, execute,
+from dsasim.kernels import blog_demos
+from dsasim.kernels.loopnest_kernel import (BLOG_DEMO_NAMES, blog_conv, blog_demo_nest, count_loopnest, execute,
                                      loopnest_schedule, loopnest_workload, res2a_slab_nest, run_loopnest)
-from kernels.resnet_schedules import SCHEDULES as RESNET_SCHEDULES
+from dsasim.kernels.resnet_schedules import SCHEDULES as RESNET_SCHEDULES
 
 BLOG = preset("blog")
 UNLIMITED = dataclasses.replace(BLOG, sram_bytes=1 << 40)

@@ -15,7 +15,7 @@ from dsasim.architect.loopnest import ConvProblem, LoopNest, MatmulProblem
 from dsasim.architect.lower_bounds import (compulsory_bytes, lower_bound, matmul_bound_elements, real_macs,
                                  touched_elements, window_reuse)
 from dsasim.architect.search import run_search, search
-from kernels.loopnest_kernel import count_loopnest
+from dsasim.kernels.loopnest_kernel import count_loopnest
 
 
 def test_compulsory_traffic_of_the_blog_conv():

@@ -1173,7 +1173,7 @@ def test_columnar_log_equals_the_list_of_tuples_on_random_schedules(monkeypatch)
 
 def test_columnar_log_equals_the_list_of_tuples_on_every_demo(monkeypatch):
     from dsasim.traced import trace
-    from kernels.blog_demos import SCHEDULES
+    from dsasim.kernels.blog_demos import SCHEDULES
     from test_blog_demos import reduced
     schedules = [reduced(s.name) for s in SCHEDULES] + [s for s in SCHEDULES if s.name == "demo2"]
     columnar = [run_schedule(s, preset(s.hardware), numeric=False).trace for s in schedules]
@@ -1226,7 +1226,7 @@ def test_compiled_core_equals_the_python_reference_on_random_schedules():
 
 @pytest.mark.parametrize("numeric", [False, True])
 def test_compiled_core_equals_the_python_reference_on_every_demo(numeric):
-    from kernels.blog_demos import SCHEDULES
+    from dsasim.kernels.blog_demos import SCHEDULES
     from test_blog_demos import reduced
     schedules = [reduced(s.name) for s in SCHEDULES] + [s for s in SCHEDULES if s.name == "demo2"]
     for sched in schedules:

@@ -44,7 +44,7 @@ def small():
 @pytest.fixture(scope="module")
 def large():
     """A 10k+ operation run (demo3-3: 24704 operations)."""
-    from kernels.blog_demos import SCHEDULES
+    from dsasim.kernels.blog_demos import SCHEDULES
     schedule = next(s for s in SCHEDULES if s.name == "demo3-3")
     hw = preset(schedule.hardware)
     return simulate(run_schedule(schedule, hw, numeric=False).trace, hw)

@@ -16,7 +16,7 @@ from dsasim.architect.loopnest import ConvProblem, LoopNest, MatmulProblem
 from dsasim.architect.lower_bounds import lower_bound
 from dsasim.architect.search import run_search, search, tile_candidates
 from dsasim.architect.sweep import parse_bytes, parse_sizes, sweep_sram
-from kernels.loopnest_kernel import count_loopnest, load_nest, run_loopnest
+from dsasim.kernels.loopnest_kernel import count_loopnest, load_nest, run_loopnest
 
 BLOG = preset("blog")
 

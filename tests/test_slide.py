@@ -23,7 +23,7 @@ from dsasim.architect.search import Space, evaluate_nests, search
 from dsasim.errors import RegionError, ReuseError, SramOverflowError, StaleTileError
 from dsasim.timing import lower, simulate
 from dsasim.traced.trace import ENTER, LOAD, SLIDE
-from kernels.loopnest_kernel import loopnest_schedule, run_loopnest
+from dsasim.kernels.loopnest_kernel import loopnest_schedule, run_loopnest
 
 from helpers import assert_schedule_matches_torch
 from test_analytic import _random_problem

@@ -532,8 +532,8 @@ def test_fast_scheduler_equals_simpy_reference(family, k, width, reps, buffers, 
 # -- demos: invariants ----------------------------------------------------------------------------------------
 
 def _demo_schedules():
-    from kernels.blog_demos import SCHEDULES
-    from kernels.resnet_schedules import SCHEDULES as RESNET
+    from dsasim.kernels.blog_demos import SCHEDULES
+    from dsasim.kernels.resnet_schedules import SCHEDULES as RESNET
     return [s for s in SCHEDULES + RESNET if s.name != "demo1"]  # demo1: 1.6M scopes, too slow here
 
 
@@ -607,7 +607,7 @@ def test_results_are_deterministic_and_immutable():
 # -- the ResNet layer schedule --------------------------------------------------------------------------------
 
 def test_resnet_row_slab_schedule_matches_torch():
-    from kernels.resnet_schedules import conv3x3_workload, row_slab_conv
+    from dsasim.kernels.resnet_schedules import conv3x3_workload, row_slab_conv
     workload = conv3x3_workload("small-3x3", (1, 20, 11, 9), 30)
     hw = preset("blog")
     for rows, buffers in [(3, 2), (4, 1), (11, 3)]:
@@ -623,7 +623,7 @@ def test_resnet_row_slab_schedule_matches_torch():
 
 
 def test_resnet_layer_timing():
-    from kernels.resnet_schedules import SCHEDULES
+    from dsasim.kernels.resnet_schedules import SCHEDULES
     schedule = SCHEDULES[0]
     hw = preset("blog")
     run = run_schedule(schedule, hw, numeric=False)

@@ -115,7 +115,7 @@ def test_both_read_paths_build_the_same_graph_on_random_schedules():
 
 
 def test_both_read_paths_build_the_same_graph_on_every_demo():
-    from kernels.blog_demos import SCHEDULES
+    from dsasim.kernels.blog_demos import SCHEDULES
     from test_blog_demos import reduced
     for schedule in [reduced(s.name) for s in SCHEDULES]:
         hw = preset(schedule.hardware)

@@ -180,7 +180,7 @@ def test_ddr_windows_built_in_a_second_thread_equal_the_inline_ones_and_errors_r
     # small trace must give the same result, and an error raised in the thread must surface in build_result
     import dsasim.timing.result as result_module
     from dsasim import run_schedule
-    from kernels.blog_demos import SCHEDULES
+    from dsasim.kernels.blog_demos import SCHEDULES
     demo2 = next(s for s in SCHEDULES if s.name == "demo2")
     hardware = preset("blog")
     trace = run_schedule(demo2, hardware, numeric=False, record_trace=True).trace

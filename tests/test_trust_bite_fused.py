@@ -9,7 +9,7 @@ from dsasim import preset
 from dsasim.architect.chain import ConvChain
 from dsasim.architect.fused import FusedNest, analyze_fused
 from dsasim.architect.loopnest import ConvProblem
-from kernels.fused_kernel import count_fused
+from dsasim.kernels.fused_kernel import count_fused
 
 BLOG = preset("blog")  # 32 vector lanes
 

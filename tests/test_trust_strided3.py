@@ -15,7 +15,7 @@ from dsasim import preset
 from dsasim.architect.analytic import analyze, group_stats, reconcile
 from dsasim.architect.loopnest import ConvProblem, LoopNest
 from dsasim.architect.search import search
-from kernels.loopnest_kernel import count_loopnest, run_loopnest
+from dsasim.kernels.loopnest_kernel import count_loopnest, run_loopnest
 
 HW = preset("blog")  # 1-byte words
 ORDER = ("n", "oc", "oh", "ow", "ic", "kh", "kw")

@@ -445,8 +445,9 @@ def search_chain(chain: ConvChain | GemmChain, hardware: Accelerator, sram_bytes
                  progress: Callable[[float], None] | None = None) -> ChainSearchResult:
     """The best partition of `chain` into fused segments and single layers under `sram_bytes` (module docstring).
 
-    With runners (`kernels.fused_kernel.run_fused`, `kernels.loopnest_kernel.run_loopnest`; the CLI finds them by
-    entry point) every chosen schedule is traced (checked equal to the model) and timed: cycles are simulated.
+    With runners (`dsasim.kernels.fused_kernel.run_fused`, `dsasim.kernels.loopnest_kernel.run_loopnest`; the CLI
+    finds them by entry point) every chosen schedule is traced (checked equal to the model) and timed: cycles are
+    simulated.
     The whole work is estimated first (`estimate_chain_work`): beyond the usual it raises WorkTooLargeError unless
     `force` (then `warn` gets the estimate); `force` and `warn` also go to each layer's `search`. `progress` gets
     the fraction done (0..1) after each layer and after the fused spaces."""

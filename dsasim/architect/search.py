@@ -22,7 +22,7 @@ candidates (single dimensions over every candidate size, pairs of dimensions ove
 improves. Evaluation is vectorised: one numpy expression per quantity over arrays of candidates, table lookups
 for the window sums (`analytic.group_stats` precomputed per pair of tile sizes). `search(...)` returns the best
 schedule by traffic and by estimated cycles under the SRAM capacity, the Pareto front (peak SRAM vs traffic), and,
-given a `runner` (e.g. `kernels.loopnest_kernel.run_loopnest`), re-runs the top few through the trace and the
+given a `runner` (e.g. `dsasim.kernels.loopnest_kernel.run_loopnest`), re-runs the top few through the trace and the
 timing simulator to confirm them.
 """
 
@@ -847,7 +847,7 @@ def search(problem: Problem, hardware: Accelerator, sram_bytes: int | None = Non
     Both rankings are computed: by loaded + stored bytes (ties: estimated cycles) and by estimated cycles
     (ties: traffic; buffering ways included); `objective` ('traffic' or 'cycles') picks `result.best` and which
     candidates are confirmed. With a `runner(nest, hardware) -> RunResult` (e.g.
-    `kernels.loopnest_kernel.run_loopnest`) the top `confirm_top` candidates of the objective are re-run through
+    `dsasim.kernels.loopnest_kernel.run_loopnest`) the top `confirm_top` candidates of the objective are re-run through
     the trace (checked equal to the model) and the timing simulator; the best simulated one is `best_cycles`.
     Work estimated beyond WORK_LIMIT_SECONDS (the enumeration, before it starts; the tracing of the candidates,
     before it starts) raises WorkTooLargeError unless `force` (then `warn` gets the estimate). slide=False leaves

@@ -173,7 +173,7 @@ def sweep_sram(problem: Problem, hardware: Accelerator, sizes: Sequence[int],
                layer: str | None = None, force: bool = False,
                warn: Callable[[str], None] | None = None, slide: bool = True) -> SweepResult:
     """For every SRAM size, the best-traffic schedule (ties: estimated cycles), its simulated cycles (with a
-    `runner`, e.g. `kernels.loopnest_kernel.run_loopnest`; else the estimate), the lower bound and compulsory
+    `runner`, e.g. `dsasim.kernels.loopnest_kernel.run_loopnest`; else the estimate), the lower bound and compulsory
     traffic. Shows a progress bar on stderr when `progress`. Work estimated beyond the usual (many sizes; points
     whose schedules have millions of tiles to trace) raises `WorkTooLargeError` before it starts, unless
     `force` (then `warn` gets the estimate). slide=False leaves sliding-window reuse out."""

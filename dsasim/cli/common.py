@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from dsasim.traced.schedule import Schedule
 
 __all__ = ["Command", "CliError", "DsasimArgumentParser", "all_schedules", "check_distinct_files", "check_outputs",
-           "find_schedule", "find_schedules", "int_at_least", "loopnest_runner", "output_dir", "output_file",
+           "find_schedule", "find_schedules", "int_at_least", "kernel_runner", "output_dir", "output_file",
            "plot_dir_outputs", "PLOT_SUFFIXES", "warner"]
 
 EXIT_FAILED = 1  # the command ran, but what it ran failed (a schedule error, an overflow under simulate, no fit)
@@ -332,26 +332,19 @@ def schedule_inputs(names: Sequence[str] | None) -> list[FileUse]:
     return [(f"the source of schedule {n}", module_file(n)) for n in names or () if is_user_spec(n)]
 
 
-def loopnest_runner() -> Callable[..., Any] | None:
-    """The generic LoopNest kernel, found like the CLI finds schedules: through the `dsasim.loopnest_runner`
-    entry point (the library never imports kernels/). None: no kernel registered, confirm by the model only."""
+# the kernels the CLI runs, each through its entry-point group `dsasim.<kind>_runner` (the library never imports
+# dsasim.kernels): the generic LoopNest kernel, the LevelNest kernel, the fused-chain kernel
+RUNNER_KINDS = ("loopnest", "levelnest", "fused")
+
+
+def kernel_runner(kind: str) -> Callable[..., Any] | None:
+    """The kernel registered under the `dsasim.<kind>_runner` entry-point group (`kind` one of RUNNER_KINDS; e.g.
+    `dsasim.kernels.loopnest_kernel.run_loopnest` for "loopnest"), the first by entry name; None when none is
+    registered (a search then confirms by the model only)."""
+    if kind not in RUNNER_KINDS:
+        raise ValueError(f"unknown kernel runner kind {kind!r}; known: {', '.join(RUNNER_KINDS)}")
     from importlib.metadata import entry_points  # only when a command runs: keeps --help fast
-    found = sorted(entry_points(group="dsasim.loopnest_runner"), key=lambda e: e.name)
-    return found[0].load() if found else None
-
-
-def levelnest_runner() -> Callable[..., Any] | None:
-    """The `LevelNest` kernel (`kernels.loopnest_kernel.run_levelnest`), through the `dsasim.levelnest_runner`
-    entry point; None when none is registered."""
-    from importlib.metadata import entry_points
-    found = sorted(entry_points(group="dsasim.levelnest_runner"), key=lambda e: e.name)
-    return found[0].load() if found else None
-
-
-def fused_runner() -> Callable[..., Any] | None:
-    """The fused-chain kernel (`kernels.fused_kernel.run_fused`), through the `dsasim.fused_runner` entry point."""
-    from importlib.metadata import entry_points
-    found = sorted(entry_points(group="dsasim.fused_runner"), key=lambda e: e.name)
+    found = sorted(entry_points(group=f"dsasim.{kind}_runner"), key=lambda e: e.name)
     return found[0].load() if found else None
 
 

@@ -9,7 +9,7 @@ fuse (resnet18.layer1.0, resnet50.res2a, resnet50.res2b, mobilenetv2.features.1 
 then the search compares the whole chain fused, layer by layer and every split between (`ChainSearchResult.to_json`: keys
 fused, partition, layer_by_layer_bytes, recomputed_macs, intermediate_peak_bytes, parts). Sizes accept 65536, 64KiB,
 1.5MiB. `--json` writes the best schedule with its figures; its `loop_nest` key is loadable by
-`kernels.loopnest_kernel.load_nest`; `macs`, `padded_macs` and `tensorcore_utilization` (= macs / padded_macs,
+`dsasim.kernels.loopnest_kernel.load_nest`; `macs`, `padded_macs` and `tensorcore_utilization` (= macs / padded_macs,
 6 decimals) give the padding waste of partial 16x24 blocks (a depthwise conv: 1/384). JSON output is
 deterministic (no wall times). Work estimated far beyond
 the usual (hours: 1-element tiles of a large layer to trace) is refused with the estimate unless --force;
@@ -28,8 +28,8 @@ from typing import TYPE_CHECKING, Any, Iterator
 
 from dsasim.atomic import write_text_atomic
 from dsasim.hardware import PRESETS, load_hardware
-from dsasim.cli.common import (EXIT_FAILED, CliError, Command, check_outputs, int_at_least, levelnest_runner,
-                               loopnest_runner, output_file, warner)
+from dsasim.cli.common import (EXIT_FAILED, CliError, Command, check_outputs, int_at_least, kernel_runner,
+                               output_file, warner)
 
 if TYPE_CHECKING:
     from dsasim.architect.search import SearchResult
@@ -124,7 +124,6 @@ def run_chain(args: argparse.Namespace) -> int:
     from dsasim.architect.chain import parse_chain
     from dsasim.architect.fused_search import estimate_chain_work, search_chain
     from dsasim.architect.sweep import format_bytes
-    from dsasim.cli.common import fused_runner
 
     chain, hardware, sram, json_path = _arguments(args, parse_chain)
     simulate = args.confirm > 0 and not args.no_simulate
@@ -133,8 +132,8 @@ def run_chain(args: argparse.Namespace) -> int:
         hw = dataclasses.replace(hardware, sram_bytes=sram)
         with _progress(f"search {args.layer}", estimate_chain_work(chain, hw)) as progress:
             result = search_chain(chain, hardware, sram, args.objective,
-                                  fused_runner=fused_runner() if simulate else None,
-                                  loopnest_runner=loopnest_runner() if simulate else None, force=args.force,
+                                  fused_runner=kernel_runner("fused") if simulate else None,
+                                  loopnest_runner=kernel_runner("loopnest") if simulate else None, force=args.force,
                                   warn=warner("search"), progress=progress)
     except ValueError as err:
         raise CliError(str(err)) from None
@@ -254,7 +253,7 @@ def _trace_levels(a: Any, force: bool) -> str | None:
     from dsasim.architect.level_search import estimate_level_trace_work
     from dsasim.architect.search import WORK_LIMIT_SECONDS
 
-    runner = levelnest_runner()
+    runner = kernel_runner("levelnest")
     if runner is None:
         return None
     work = estimate_level_trace_work(a.nest)
@@ -349,7 +348,7 @@ def run(args: argparse.Namespace) -> int:
                            f"the traced check of the best nest is timed by the timing simulator; use --confirm 0 to "
                            f"leave the traced check out")
         return run_levels(args, problem, hardware, sram, json_path)
-    runner = loopnest_runner() if args.confirm > 0 else None
+    runner = kernel_runner("loopnest") if args.confirm > 0 else None
     t0 = time.perf_counter()
     with _as_cli_errors(args.layer):
         work = estimate_search_work(problem, dataclasses.replace(hardware, sram_bytes=sram), slide=not args.no_slide)

@@ -17,8 +17,8 @@ import sys
 from typing import TYPE_CHECKING
 
 from dsasim.hardware import load_hardware
-from dsasim.cli.common import (EXIT_FAILED, CliError, Command, fused_runner, int_at_least, json_and_plot_paths,
-                               loopnest_runner, parse_percent, warner, write_outputs)
+from dsasim.cli.common import (EXIT_FAILED, CliError, Command, int_at_least, json_and_plot_paths,
+                               kernel_runner, parse_percent, warner, write_outputs)
 from dsasim.cli.network import add_network_source
 from dsasim.cli.table import format_table
 
@@ -156,8 +156,8 @@ def run(args: argparse.Namespace) -> int:
     if chain:
         simulate = not args.no_simulate
         try:
-            chain_result = sweep_chain(problem, hardware, sizes, fused_runner() if simulate else None,
-                                       loopnest_runner() if simulate else None, simulate, progress=not args.quiet,
+            chain_result = sweep_chain(problem, hardware, sizes, kernel_runner("fused") if simulate else None,
+                                       kernel_runner("loopnest") if simulate else None, simulate, progress=not args.quiet,
                                        name=args.layer, force=args.force, warn=warner("sweep-sram"),
                                        objective=args.objective or "traffic")
         except ValueError as err:
@@ -167,7 +167,7 @@ def run(args: argparse.Namespace) -> int:
               f"nests), {chain_result.seconds:.2f} s; a bracket is one schedule: layers in one bracket are fused")
         write_outputs(chain_result, json_path, plot_path, "plot_sweep")
         return 0
-    runner = loopnest_runner()
+    runner = kernel_runner("loopnest")
     try:
         result = sweep_sram(problem, hardware, sizes, runner=runner, simulate=not args.no_simulate,
                             progress=not args.quiet, layer=args.layer, force=args.force, warn=warner("sweep-sram"),

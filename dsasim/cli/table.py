@@ -1,32 +1,6 @@
-"""The one table formatter of the command line: every table `dsasim` prints goes through `format_table`."""
+"""The command line's table formatter, which lives in the view layer (`dsasim.view.table`) so that kernels print
+the same tables without importing the command line."""
 
-from __future__ import annotations
-
-from typing import Collection, Sequence
+from dsasim.view.table import cell, format_table
 
 __all__ = ["cell", "format_table"]
-
-
-def cell(value: int | str | None) -> str:
-    """A table cell: a count (int or numpy integer) with thousands separators, '-' for a missing value, text
-    as it is (ratios and percentages come formatted by the caller)."""
-    if value is None:
-        return "-"
-    if isinstance(value, str):
-        return value
-    return f"{value:,}"
-
-
-def format_table(header: Sequence[str], rows: Sequence[Sequence[int | str | None]],
-                 left: Collection[int] = (0,)) -> str:
-    """Columns padded to their widest cell, two spaces apart, a dashed rule under the header; the columns
-    numbered in `left` are left-aligned (names), the others right-aligned (numbers)."""
-    cells = [list(header)] + [[cell(v) for v in row] for row in rows]
-    for row in cells:
-        if len(row) != len(header):
-            raise ValueError(f"a table row has {len(row)} cells for {len(header)} columns: {row}")
-    widths = [max(len(row[i]) for row in cells) for i in range(len(header))]
-    lines = ["  ".join(c.ljust(w) if i in left else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths)))
-             for row in cells]
-    lines.insert(1, "  ".join("-" * w for w in widths))
-    return "\n".join(lines)

@@ -30,18 +30,16 @@ other inner copies of those elements stale.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable
 
 import numpy as np
 
 from dsasim.errors import CoherenceError, LevelError, RegionError, ReuseError, SramOverflowError
 from dsasim.hardware import ROLES, SRAM_LEVEL, Accelerator, MemoryLevel
-from dsasim.traced._core import Buffer
+from dsasim.traced._core import ArrayFields, Buffer, ScopeInstance, TileFields
+from dsasim.traced.level_host import LevelHost
 from dsasim.traced.trace import format_region
 from dsasim.util import format_bytes, region_elements
-
-if TYPE_CHECKING:
-    from dsasim.traced.memory import Session, Tile, TracedArray, _ScopeInstance
 
 __all__ = ["LevelTraffic", "LevelState", "check_role"]
 
@@ -124,7 +122,7 @@ class LevelState:
                              f"{self.levels[level].max_ways} (its max_ways)")
 
     # -- resolution --------------------------------------------------------------------------------------------
-    def target(self, session: "Session", arr: "TracedArray", region: tuple) -> int:
+    def target(self, session: LevelHost, arr: ArrayFields, region: tuple) -> int:
         """Index in the scope stack of the innermost scope whose level holds arr's role (rule 2)."""
         rank = self.rank[self.roles.get(arr.id)]
         stack = session._stack
@@ -139,7 +137,7 @@ class LevelState:
                           f"levels {levels}, none of which holds {role}s; open an SRAM scope "
                           f"(`with GlobalHierarchy(s):`) around them for it")
 
-    def hit_below(self, session: "Session", arr: "TracedArray", region: tuple, level: str | None,
+    def hit_below(self, session: LevelHost, arr: ArrayFields, region: tuple, level: str | None,
                   reuse: bool) -> Buffer | None:
         """A hit on a live copy of region in an inner level at or below `level` on arr's path, the deepest
         first (rule 2), or None."""
@@ -152,7 +150,7 @@ class LevelState:
                 return buf
         return None
 
-    def live_of(self, level: str, arr: "TracedArray") -> Any:
+    def live_of(self, level: str, arr: ArrayFields) -> Any:
         """arr's live buffers in `level` (created empty on first use)."""
         key = (level, arr.id)
         live = self.live.get(key)
@@ -160,7 +158,7 @@ class LevelState:
             live = self.live[key] = self.live_buffers(arr.shape)
         return live
 
-    def check_no_dirty_copy(self, arr: "TracedArray", region: tuple, spare: "Buffer | None" = None) -> None:
+    def check_no_dirty_copy(self, arr: ArrayFields, region: tuple, spare: "Buffer | None" = None) -> None:
         """CoherenceError if a modified inner copy of an element of `region` exists (other than `spare`, which
         the caller writes back first): the copy it is about to read would miss that change."""
         if not arr.writable:
@@ -172,7 +170,7 @@ class LevelState:
             refuse_modified_overlap(arr, region, live.overlapping(region), spare, "is read while", "written back",
                                     f" in {level}")
 
-    def stage(self, session: "Session", arr: "TracedArray", region: tuple, elements: int, reuse: bool,
+    def stage(self, session: LevelHost, arr: ArrayFields, region: tuple, elements: int, reuse: bool,
               idx: int) -> Buffer:
         """Resolve region in the inner-level scope at stack index `idx` (rule 2): a hit, a STAGE or a zero-fill."""
         inst = session._stack[idx]
@@ -223,7 +221,7 @@ class LevelState:
         session._log.stage(buf.id, arr.id, region, nbytes, source.id)
         return buf
 
-    def _parent_copy(self, session: "Session", arr: "TracedArray", region: tuple, elements: int, idx: int,
+    def _parent_copy(self, session: LevelHost, arr: ArrayFields, region: tuple, elements: int, idx: int,
                      level: str) -> "Buffer":
         """The parent level's buffer holding region, resolved in the parent level's innermost open scope."""
         parent = self.levels[level].parent
@@ -239,8 +237,8 @@ class LevelState:
                           f"data comes through {parent}, so open a {parent} scope around it (e.g. "
                           f"`with GlobalHierarchy(s{'' if want is None else ', level=' + repr(parent)}):`)")
 
-    def _allocate(self, session: "Session", arr: "TracedArray", region: tuple, nbytes: int,
-                  inst: "_ScopeInstance", live: Any) -> "Buffer":
+    def _allocate(self, session: LevelHost, arr: ArrayFields, region: tuple, nbytes: int,
+                  inst: ScopeInstance, live: Any) -> "Buffer":
         """A new buffer of `inst`'s level (its own stack of bytes, like the SRAM's)."""
         level = inst.level
         charged = nbytes * inst.ways
@@ -261,8 +259,8 @@ class LevelState:
         session._log.alloc_in(buf.id, arr.id, region, nbytes, address, charged, inst.scope_id)
         return buf
 
-    def _overflow(self, session: "Session", arr: "TracedArray", region: tuple, charged: int,
-                  inst: "_ScopeInstance") -> None:
+    def _overflow(self, session: LevelHost, arr: ArrayFields, region: tuple, charged: int,
+                  inst: ScopeInstance) -> None:
         level = inst.level
         live = [(buf.tensor.name, format_region(buf.region), buf.charged_bytes, "/".join(scope.path))
                 for scope in session._stack for buf in scope.buffers if buf.level == level]
@@ -298,13 +296,13 @@ class LevelState:
         if buf.level is None:  # a compute into the SRAM: the data there is no longer what DDR or zeros held
             self._mark(arr, region)
 
-    def _mark(self, arr: "TracedArray", region: tuple) -> None:
+    def _mark(self, arr: ArrayFields, region: tuple) -> None:
         written = self.written.get(arr.id)
         if written is None:
             written = self.written[arr.id] = self.element_set(arr.shape)
         written.add(region)
 
-    def write_back(self, session: "Session", buf: "Buffer") -> None:
+    def write_back(self, session: LevelHost, buf: "Buffer") -> None:
         """WRITEBACK a modified inner buffer into the parent buffer it was staged from (rule 3)."""
         arr, region, target = buf.tensor, buf.region, buf.source
         if target.freed or target.generation != buf.source_generation:
@@ -335,7 +333,7 @@ class LevelState:
         self.live_bytes[buf.level] -= buf.charged_bytes
 
     # -- the TensorCore ----------------------------------------------------------------------------------------
-    def check_operands(self, product: Any, out: "Tile") -> None:
+    def check_operands(self, product: Any, out: TileFields) -> None:
         """The TensorCore reads each operand from the innermost level of its role's path (rule 5)."""
         hw = self.hardware
         for tile, role in ((product.inputs[0], "input"), (product.inputs[1], "weight"), (out, "output")):
@@ -357,7 +355,7 @@ class LevelState:
                     f"`with GlobalHierarchy(s, name, level={deepest!r}):`")
 
 
-def refuse_modified_overlap(arr: "TracedArray", region: tuple, candidates: Any, spare: Any, what: str,
+def refuse_modified_overlap(arr: ArrayFields, region: tuple, candidates: Any, spare: Any, what: str,
                             pending: str, where: str = "") -> None:
     """CoherenceError if a buffer among `candidates` (buffers overlapping region; `spare` excepted) holds modified
     data not `pending` yet (stored, written back): the copy about to be read would miss that change."""
