@@ -900,6 +900,24 @@ MUTANTS: list[Mutant] = [
     Mutant("strided3: reconcile compares dense boxes", "dsasim/architect/analytic.py",
            "strided=not spec.output and not nest.slides(tensor))", "strided=False)",
            ("tests/test_trust_strided3.py",)),
+    # -- issue 27: trust4 --
+    Mutant("trust4: search --confirm N > 1 on a chain or levels read as 1", "dsasim/cli/search.py",
+           "    if args.confirm is not None and args.confirm > 1:\n        raise CliError(",
+           "    if False:\n        raise CliError(", ("tests/test_trust_close_options.py",)),
+    Mutant("trust4: a single layer's --confirm N clipped to 1", "dsasim/cli/search.py",
+           "confirm_top=max(confirm, 1), simulate", "confirm_top=1, simulate", ("tests/test_trust_close_options.py",)),
+    Mutant("trust4: a NaN hardware float passes its range check", "dsasim/hardware.py",
+           "isinstance(value, (int, float)) or not low <= value <= high:",
+           "isinstance(value, (int, float)) or value < low or value > high:", ("tests/test_trust_close_options.py",)),
+    Mutant("trust4: a NaN level bandwidth passes its range check", "dsasim/hardware.py",
+           "or not 1.0 / 1024 <= bw <= float(1 << 20):", "or bw < 1.0 / 1024 or bw > float(1 << 20):",
+           ("tests/test_trust_close_options.py",)),
+    Mutant("trust4: a NaN percentage accepted", "dsasim/cli/common.py",
+           "    if not value >= 0 or value == float(\"inf\"):", "    if value < 0 or value == float(\"inf\"):",
+           ("tests/test_trust_close_options.py",)),
+    Mutant("trust4: an infinite percentage accepted", "dsasim/cli/common.py",
+           "    if not value >= 0 or value == float(\"inf\"):", "    if not value >= 0:",
+           ("tests/test_trust_close_options.py",)),
 ]
 
 
