@@ -34,7 +34,7 @@ from dsasim.cli.common import (EXIT_FAILED, CliError, Command, check_outputs, in
 if TYPE_CHECKING:
     from dsasim.architect.search import SearchResult
 
-__all__ = ["COMMAND", "search_json"]
+__all__ = ["COMMAND", "progress_callback", "search_json"]
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -150,7 +150,7 @@ def run_chain(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     try:
         hw = dataclasses.replace(hardware, sram_bytes=sram)
-        with _progress(f"search {args.layer}", estimate_chain_work(chain, hw)) as progress:
+        with progress_callback(f"search {args.layer}", estimate_chain_work(chain, hw)) as progress:
             result = search_chain(chain, hardware, sram, args.objective,
                                   fused_runner=fused_runner() if simulate else None,
                                   loopnest_runner=loopnest_runner() if simulate else None, force=args.force,
@@ -230,17 +230,20 @@ PROGRESS_SECONDS = 5.0  # work estimated longer than this gets a progress bar ca
 
 
 @contextmanager
-def _progress(label: str, work: Any) -> Iterator[Any]:
-    """A progress callback for a search: a bar on stderr labelled with the work's estimate when that is longer
-    than PROGRESS_SECONDS, shown from the first progress on (so that a refusal before the work starts stays one
-    line); a no-op for shorter work."""
+def progress_callback(label: str, work: Any, enabled: bool = True,
+                      min_seconds: float | None = None) -> Iterator[Any]:
+    """A progress callback for a search or sweep: a bar on stderr (`sweep.ProgressBar`) labelled with the work's
+    estimate when `enabled` and the estimate (work.seconds) is longer than `min_seconds` (default
+    PROGRESS_SECONDS), shown from the first progress on (so that a refusal before the work starts stays one line);
+    a no-op otherwise."""
     from dsasim.architect.search import _duration
     from dsasim.architect.sweep import ProgressBar
 
     bars: list[ProgressBar] = []
+    min_seconds = PROGRESS_SECONDS if min_seconds is None else min_seconds
 
     def update(fraction: float) -> None:
-        if work.seconds <= PROGRESS_SECONDS:
+        if not enabled or work.seconds <= min_seconds:
             return
         if not bars:
             bars.append(ProgressBar(f"{label} (estimated {_duration(work.seconds)})"))
@@ -303,15 +306,17 @@ def run_levels(args: argparse.Namespace, problem: Any, hardware: Any, sram: int,
     """`dsasim search LAYER` on hardware with levels below the SRAM: the best nest with one tiling per level,
     per-level traffic and the bottleneck (the analytic model of every level)."""
     confirm = _confirm(args, f"a search on {hardware.name} (levels below the SRAM)", "the best nest")
-    from dsasim.architect.level_search import search_levels
+    from dsasim.architect.level_search import estimate_level_search_work, search_levels
     from dsasim.architect.search import tensorcore_utilization
     from dsasim.architect.sweep import format_bytes
     from dsasim.cli.table import format_table
 
     t0 = time.perf_counter()
     with _as_cli_errors(args.layer):
-        result = search_levels(problem, hardware, sram, args.objective, force=args.force, warn=warner("search"),
-                               slide=not args.no_slide)
+        work = estimate_level_search_work(problem, hardware, sram, slide=not args.no_slide)
+        with progress_callback(f"search {args.layer} on {hardware.name}", work) as progress:
+            result = search_levels(problem, hardware, sram, args.objective, force=args.force, warn=warner("search"),
+                                   slide=not args.no_slide, progress=progress)
     wall = time.perf_counter() - t0
     a = result.best
     if a is None:
@@ -374,7 +379,7 @@ def run(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     with _as_cli_errors(args.layer):
         work = estimate_search_work(problem, dataclasses.replace(hardware, sram_bytes=sram), slide=not args.no_slide)
-        with _progress(f"search {args.layer}", work) as progress:
+        with progress_callback(f"search {args.layer}", work) as progress:
             result = search(problem, hardware, sram, args.objective, runner=runner,
                             confirm_top=max(confirm, 1), simulate=not args.no_simulate, force=args.force,
                             warn=warner("search"), slide=not args.no_slide, progress=progress)
