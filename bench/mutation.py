@@ -918,6 +918,21 @@ MUTANTS: list[Mutant] = [
     Mutant("trust4: an infinite percentage accepted", "dsasim/cli/common.py",
            "    if not value >= 0 or value == float(\"inf\"):", "    if not value >= 0:",
            ("tests/test_trust_close_options.py",)),
+    Mutant("trust4: the level search's outer search reports no progress", "dsasim/architect/level_search.py",
+           "warn=warn, slide=slide, progress=outer_progress)", "warn=warn, slide=slide, progress=None)",
+           ("tests/test_trust_close_progress.py",)),
+    Mutant("trust4: every size of a level sweep reports from 0", "dsasim/architect/level_search.py",
+           "(lambda f, k=k: progress((k + f) / len(variants)))", "(lambda f, k=k: progress(f / len(variants)))",
+           ("tests/test_trust_close_progress.py",)),
+    Mutant("trust4: the level sweep's bar ignores --quiet", "dsasim/cli/sweep.py",
+           "work, not args.quiet, 0.0) as progress:", "work, True, 0.0) as progress:",
+           ("tests/test_trust_close_progress.py",)),
+    Mutant("trust4: the level search shows no bar", "dsasim/cli/search.py",
+           "                                   slide=not args.no_slide, progress=progress)",
+           "                                   slide=not args.no_slide)", ("tests/test_trust_close_progress.py",)),
+    Mutant("trust4: the network sweep's bar without its estimate", "dsasim/cli/sweep.py",
+           "                              estimated_seconds=work.seconds)", "                              )",
+           ("tests/test_trust_close_progress.py",)),
 ]
 
 
