@@ -6,7 +6,9 @@
 * Non-finite values of every float-valued option: `--vary FIELD=...` of the hardware's float fields
   (clock_hz, dram_bytes_per_cycle), `--within`, `--max-loss`, and the float fields of a hardware TOML file
   (including an inner level's bytes_per_cycle). inf, -inf and nan (and a literal that overflows to inf) are
-  refused by name.
+  refused naming the field or flag. (At ca13671 each was already refused by `Accelerator`'s / `MemoryLevel`'s
+  range checks and `parse_percent`; these cases add the class to the error corpus, and the mutants in
+  bench/mutation.py's trust4 block show the tests would see a NaN slip through.)
 """
 
 from __future__ import annotations
