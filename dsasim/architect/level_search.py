@@ -45,6 +45,10 @@ OUTER_CANDIDATES = 6  # outer nests given an inner search each
 LEVEL_TRACE_SECONDS_PER_STEP = 50e-6
 COARSE_PER_DIM = 4  # inner tile sizes per dimension in the first pass
 _REFINE_ROUNDS = 4
+# the share of a level search's time taken by its outer (SRAM) search, for progress and the work estimate; the
+# inner searches share the rest. Measured on blog-l1 (2026-11-27): res2a_branch2b 0.40, mobilenetv2.dw1 0.69,
+# res3a_branch2a 0.67, gemm-1024 0.70, blog-conv 0.81
+OUTER_PROGRESS_SHARE = 0.6
 
 
 @dataclass
@@ -302,7 +306,8 @@ def search_levels(problem: Problem, hardware: Accelerator, sram_bytes: int | Non
                   warn: Callable[[str], None] | None = None, slide: bool = True) -> LevelSearchResult:
     """The best `LevelNest` of `problem` on a hardware with inner levels (module docstring: the decomposition,
     the objective). ValueError for hardware without inner levels or with levels below an inner level. `force`,
-    `warn` and `slide` go to the outer search."""
+    `warn` and `slide` go to the outer search. `progress` gets the fraction done (0..1): the outer search's
+    progress scaled to OUTER_PROGRESS_SHARE, then an equal part after each inner search."""
     if not hardware.inner_levels:
         raise ValueError(f"hardware {hardware.name!r} has no level below the SRAM; `search` finds its schedules "
                          f"(give a hardware with inner_levels, e.g. blog-l1)")
@@ -311,8 +316,9 @@ def search_levels(problem: Problem, hardware: Accelerator, sram_bytes: int | Non
         raise ValueError(f"search_levels tiles one level below the SRAM; levels {deep} hang below inner levels")
     start = time.perf_counter()
     # the SRAM level alone is a one-level machine: the outer search sees it so
+    outer_progress = None if progress is None else (lambda f: progress(OUTER_PROGRESS_SHARE * f))
     outer_result = one_level.search(problem, replace(hardware, inner_levels=()), sram_bytes, objective, force=force,
-                                    warn=warn, slide=slide)
+                                    warn=warn, slide=slide, progress=outer_progress)
     hw = replace(hardware, sram_bytes=outer_result.sram_bytes)
     outer_seconds = time.perf_counter() - start
     pool: list[LoopNest] = []
@@ -332,7 +338,7 @@ def search_levels(problem: Problem, hardware: Accelerator, sram_bytes: int | Non
         if key is not None and (best_key is None or key < best_key):
             best_key, best_nest = key, nest
         if progress is not None:
-            progress((k + 1) / len(pool))
+            progress(OUTER_PROGRESS_SHARE + (1 - OUTER_PROGRESS_SHARE) * (k + 1) / len(pool))
     best = None if best_nest is None else analyze_levels(best_nest)
     return LevelSearchResult(problem=problem, hardware=hw, objective=objective, best=best,
                              outer_considered=len(pool), evaluations=evaluations,
@@ -375,7 +381,8 @@ def sweep_levels(problem: Problem, hardware: Accelerator, level: str, sizes: Seq
                  progress: Callable[[float], None] | None = None, force: bool = False,
                  warn: Callable[[str], None] | None = None, slide: bool = True) -> LevelSweep:
     """`search_levels` at every capacity in `sizes` (bytes) of `level`, the other levels as the hardware has
-    them. Every hardware variant is checked before any search (a level larger than its parent is a ValueError)."""
+    them. Every hardware variant is checked before any search (a level larger than its parent is a ValueError).
+    `progress` gets the fraction done (0..1), each size an equal part."""
     if not sizes:
         raise ValueError("sweep_levels needs at least one size")
     variants = [with_level_capacity(hardware, level, int(s)) for s in sizes]
@@ -383,7 +390,8 @@ def sweep_levels(problem: Problem, hardware: Accelerator, level: str, sizes: Seq
     best: list[LevelAnalysis | None] = []
     evaluations = 0
     for k, hw in enumerate(variants):
-        r = search_levels(problem, hw, None, objective, force=force, warn=warn, slide=slide)
+        inner_progress = None if progress is None else (lambda f, k=k: progress((k + f) / len(variants)))
+        r = search_levels(problem, hw, None, objective, force=force, warn=warn, slide=slide, progress=inner_progress)
         best.append(r.best)
         evaluations += r.evaluations
         if progress is not None:
@@ -394,7 +402,19 @@ def sweep_levels(problem: Problem, hardware: Accelerator, level: str, sizes: Seq
 
 
 __all__ += ["with_level_capacity", "LevelSweep", "sweep_levels", "estimate_level_trace_work",
-            "LEVEL_TRACE_SECONDS_PER_STEP"]
+            "LEVEL_TRACE_SECONDS_PER_STEP", "estimate_level_search_work", "OUTER_PROGRESS_SHARE"]
+
+
+def estimate_level_search_work(problem: Problem, hardware: Accelerator, sram_bytes: int | None = None,
+                               n_searches: int = 1, slide: bool = True) -> one_level.WorkEstimate:
+    """The work of `n_searches` level searches (`search_levels`) of `problem`: the outer (SRAM) search's estimate
+    (`search.estimate_search_work`) divided by OUTER_PROGRESS_SHARE, its usual share of the time (the inner
+    searches depend on the outer nests found, so they are not counted ahead)."""
+    one = replace(hardware, inner_levels=(), sram_bytes=hardware.sram_bytes if sram_bytes is None else sram_bytes)
+    outer = one_level.estimate_search_work(problem, one, 1, slide=slide)
+    return one_level.WorkEstimate(what=f"{n_searches:,} level search(es) of {problem.name}",
+                                  evaluations=outer.evaluations * n_searches, traced_operations=0,
+                                  seconds=outer.seconds * n_searches / OUTER_PROGRESS_SHARE)
 
 
 def estimate_level_trace_work(nest: LevelNest) -> one_level.WorkEstimate:

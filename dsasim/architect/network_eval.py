@@ -273,13 +273,16 @@ def _chain_outcome(network: Network, nc: NetworkChain, hardware: Accelerator,
 
 def evaluate_network(network: Network, hardwares: Sequence[Accelerator], sizes: Sequence[int],
                      executor: Any = None, progress: bool = False,
-                     objective: str = "traffic", fusion: bool = True) -> list[list[NetworkResult]]:
+                     objective: str = "traffic", fusion: bool = True,
+                     estimated_seconds: float | None = None) -> list[list[NetworkResult]]:
     """Per hardware (outer) and SRAM size in bytes (inner), the network's NetworkResult.
 
     `executor` is an `dsasim.architect.executor.Executor` (default: in this process). Every distinct problem is
     searched once per hardware (a cache by shape: ResNet-50's 53 convs are 20 to 23 searches). With `fusion`, each
     of the network's chains (`Network.chains`) gets its best partition into fused segments and single layers
-    (`sweep_chain`, by the same objective) and is one entry; its layers are not searched on their own."""
+    (`sweep_chain`, by the same objective) and is one entry; its layers are not searched on their own. With
+    `progress`, the executor's bar on stderr counts the searches, labelled with `estimated_seconds` when given
+    (the caller's `sweep.estimate_network_sweep_work`)."""
     from dsasim.architect.executor import InProcess
 
     for hw in hardwares:
@@ -299,7 +302,11 @@ def evaluate_network(network: Network, hardwares: Sequence[Accelerator], sizes: 
     tasks = [(search_problem, (p, hw, caps, objective)) for hw in hardwares for p in problems]
     tasks += [(search_chain_task, (c, hw, caps, objective)) for hw in hardwares for c in distinct_chains]
     runner = executor if executor is not None else InProcess()
-    found = runner.run(_call, tasks, label=f"{network.name}: searches", progress=progress)
+    label = f"{network.name}: searches"
+    if estimated_seconds is not None:
+        from dsasim.architect.search import _duration
+        label += f" (estimated {_duration(estimated_seconds)})"
+    found = runner.run(_call, tasks, label=label, progress=progress)
     per_hw = {}
     for (_, (key, hw, *_)), figures in zip(tasks, found):
         per_hw[(hw, key)] = figures
@@ -431,10 +438,11 @@ class NetworkSweep:
 
 def sweep_network(network: Network, hardwares: Sequence[Accelerator], sizes: Sequence[int], executor: Any = None,
                   progress: bool = False, within: float | None = None, objective: str = "traffic",
-                  fusion: bool = True) -> NetworkSweep:
-    """`evaluate_network` over a hardware grid and SRAM sizes, as a NetworkSweep."""
+                  fusion: bool = True, estimated_seconds: float | None = None) -> NetworkSweep:
+    """`evaluate_network` over a hardware grid and SRAM sizes, as a NetworkSweep (`estimated_seconds` labels the
+    progress bar)."""
     if within is not None and within < 0:
         raise ValueError(f"--within must be >= 0 %, got {within * 100:g} %")
-    rows = evaluate_network(network, hardwares, sizes, executor, progress, objective, fusion)
+    rows = evaluate_network(network, hardwares, sizes, executor, progress, objective, fusion, estimated_seconds)
     return NetworkSweep(network=network, hardwares=tuple(hardwares), sizes=tuple(int(s) for s in sizes),
                         results=tuple(tuple(r) for r in rows), within=within)

@@ -34,7 +34,7 @@ from dsasim.cli.common import (EXIT_FAILED, CliError, Command, check_outputs, in
 if TYPE_CHECKING:
     from dsasim.architect.search import SearchResult
 
-__all__ = ["COMMAND", "search_json"]
+__all__ = ["COMMAND", "progress_callback", "search_json"]
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -48,14 +48,32 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--objective", choices=("traffic", "cycles"), default="traffic",
                    help="rank by DDR traffic (ties: cycles) or by cycles (default: traffic)")
     p.add_argument("--json", metavar="PATH", help="write the best schedule and its figures as JSON")
-    p.add_argument("--confirm", type=int_at_least(0), default=3, metavar="N",
-                   help="re-run the top N candidates through the trace and timing simulator (default 3; 0: none)")
+    p.add_argument("--confirm", type=int_at_least(0), default=None, metavar="N",
+                   help=f"re-run the top N candidates through the trace and timing simulator (default "
+                        f"{DEFAULT_CONFIRM}; 0: none); a chain, or hardware with levels below the SRAM, re-runs its "
+                        f"chosen schedule: 0 or 1 (the default there)")
     p.add_argument("--no-slide", action="store_true", help="leave sliding-window reuse out of the search (every "
                    "box reloaded), to see what it gains")
     p.add_argument("--no-simulate", action="store_true", help="trace the top candidates but skip the timing "
                                                                 "simulation (cycles are then estimates)")
     p.add_argument("--force", action="store_true", help="run work estimated far beyond the usual (hours) "
                                                           "instead of refusing it; the estimate is still printed")
+
+
+DEFAULT_CONFIRM = 3  # a single layer's search on one-level hardware re-runs its top 3 candidates
+
+
+def _confirm(args: argparse.Namespace, where: str | None = None, chosen: str = "") -> int:
+    """The --confirm count: DEFAULT_CONFIRM by default for a single layer's search on one-level hardware (`where`
+    None); for `where`, a search that re-runs only its `chosen` schedule(s), 1 by default and CliError for N > 1
+    (it has no top N to confirm, and a count it cannot honour is refused rather than read as 1)."""
+    if where is None:
+        return DEFAULT_CONFIRM if args.confirm is None else args.confirm
+    if args.confirm is not None and args.confirm > 1:
+        raise CliError(f"--confirm {args.confirm} does not apply to {where}: {chosen} is re-run through the trace "
+                       f"and timing simulator with --confirm 1 (the default there) or not at all with --confirm 0; "
+                       f"give 0 or 1 (to confirm a top N, search a single layer on one-level hardware)")
+    return 1 if args.confirm is None else args.confirm
 
 
 def search_json(result: SearchResult, layer: str) -> dict[str, Any]:
@@ -125,12 +143,13 @@ def run_chain(args: argparse.Namespace) -> int:
     from dsasim.architect.fused_search import estimate_chain_work, search_chain
     from dsasim.architect.sweep import format_bytes
 
+    confirm = _confirm(args, "a chain's search", "each layer's and fused segment's chosen schedule")
     chain, hardware, sram, json_path = _arguments(args, parse_chain)
-    simulate = args.confirm > 0 and not args.no_simulate
+    simulate = confirm > 0 and not args.no_simulate
     t0 = time.perf_counter()
     try:
         hw = dataclasses.replace(hardware, sram_bytes=sram)
-        with _progress(f"search {args.layer}", estimate_chain_work(chain, hw)) as progress:
+        with progress_callback(f"search {args.layer}", estimate_chain_work(chain, hw)) as progress:
             result = search_chain(chain, hardware, sram, args.objective,
                                   fused_runner=kernel_runner("fused") if simulate else None,
                                   loopnest_runner=kernel_runner("loopnest") if simulate else None, force=args.force,
@@ -210,17 +229,20 @@ PROGRESS_SECONDS = 5.0  # work estimated longer than this gets a progress bar ca
 
 
 @contextmanager
-def _progress(label: str, work: Any) -> Iterator[Any]:
-    """A progress callback for a search: a bar on stderr labelled with the work's estimate when that is longer
-    than PROGRESS_SECONDS, shown from the first progress on (so that a refusal before the work starts stays one
-    line); a no-op for shorter work."""
+def progress_callback(label: str, work: Any, enabled: bool = True,
+                      min_seconds: float | None = None) -> Iterator[Any]:
+    """A progress callback for a search or sweep: a bar on stderr (`sweep.ProgressBar`) labelled with the work's
+    estimate when `enabled` and the estimate (work.seconds) is longer than `min_seconds` (default
+    PROGRESS_SECONDS), shown from the first progress on (so that a refusal before the work starts stays one line);
+    a no-op otherwise."""
     from dsasim.architect.search import _duration
     from dsasim.architect.sweep import ProgressBar
 
     bars: list[ProgressBar] = []
+    min_seconds = PROGRESS_SECONDS if min_seconds is None else min_seconds
 
     def update(fraction: float) -> None:
-        if work.seconds <= PROGRESS_SECONDS:
+        if not enabled or work.seconds <= min_seconds:
             return
         if not bars:
             bars.append(ProgressBar(f"{label} (estimated {_duration(work.seconds)})"))
@@ -282,15 +304,18 @@ def _trace_levels(a: Any, force: bool) -> str | None:
 def run_levels(args: argparse.Namespace, problem: Any, hardware: Any, sram: int, json_path: Any) -> int:
     """`dsasim search LAYER` on hardware with levels below the SRAM: the best nest with one tiling per level,
     per-level traffic and the bottleneck (the analytic model of every level)."""
-    from dsasim.architect.level_search import search_levels
+    confirm = _confirm(args, f"a search on {hardware.name} (levels below the SRAM)", "the best nest")
+    from dsasim.architect.level_search import estimate_level_search_work, search_levels
     from dsasim.architect.search import tensorcore_utilization
     from dsasim.architect.sweep import format_bytes
     from dsasim.cli.table import format_table
 
     t0 = time.perf_counter()
     with _as_cli_errors(args.layer):
-        result = search_levels(problem, hardware, sram, args.objective, force=args.force, warn=warner("search"),
-                               slide=not args.no_slide)
+        work = estimate_level_search_work(problem, hardware, sram, slide=not args.no_slide)
+        with progress_callback(f"search {args.layer} on {hardware.name}", work) as progress:
+            result = search_levels(problem, hardware, sram, args.objective, force=args.force, warn=warner("search"),
+                                   slide=not args.no_slide, progress=progress)
     wall = time.perf_counter() - t0
     a = result.best
     if a is None:
@@ -316,7 +341,7 @@ def run_levels(args: argparse.Namespace, problem: Any, hardware: Any, sram: int,
                        [(t.level, t.tensor, t.loop, t.action, t.source, t.count, t.bytes) for t in a.triggers]))
     print(f"  searched     {result.evaluations:,} nests ({result.outer_considered} outer nests given an inner "
           f"search) in {result.seconds:.2f} s ({result.evaluations_per_second:,.0f}/s); {wall:.2f} s in all")
-    traced = _trace_levels(a, args.force) if args.confirm > 0 else None
+    traced = _trace_levels(a, args.force) if confirm > 0 else None
     if traced is not None:
         print(f"  traced       {traced}")
     if json_path is not None:
@@ -348,13 +373,14 @@ def run(args: argparse.Namespace) -> int:
                            f"the traced check of the best nest is timed by the timing simulator; use --confirm 0 to "
                            f"leave the traced check out")
         return run_levels(args, problem, hardware, sram, json_path)
-    runner = kernel_runner("loopnest") if args.confirm > 0 else None
+    confirm = _confirm(args)
+    runner = kernel_runner("loopnest") if confirm > 0 else None
     t0 = time.perf_counter()
     with _as_cli_errors(args.layer):
         work = estimate_search_work(problem, dataclasses.replace(hardware, sram_bytes=sram), slide=not args.no_slide)
-        with _progress(f"search {args.layer}", work) as progress:
+        with progress_callback(f"search {args.layer}", work) as progress:
             result = search(problem, hardware, sram, args.objective, runner=runner,
-                            confirm_top=max(args.confirm, 1), simulate=not args.no_simulate, force=args.force,
+                            confirm_top=max(confirm, 1), simulate=not args.no_simulate, force=args.force,
                             warn=warner("search"), slide=not args.no_slide, progress=progress)
     wall = time.perf_counter() - t0
     best = result.best

@@ -183,8 +183,9 @@ def run(args: argparse.Namespace) -> int:
 def _run_levels(args: argparse.Namespace, problem: object, hardware: object) -> int:
     """`dsasim sweep-sram LAYER --level NAME` on hardware with levels below the SRAM: per size of that level the
     best nest with one tiling per level (the analytic model), its per-level traffic, cycles and bottleneck."""
-    from dsasim.architect.level_search import sweep_levels, with_level_capacity
+    from dsasim.architect.level_search import estimate_level_search_work, sweep_levels, with_level_capacity
     from dsasim.architect.sweep import format_bytes, parse_sizes
+    from dsasim.cli.search import progress_callback
 
     level = args.level or "SRAM"
     try:
@@ -198,8 +199,11 @@ def _run_levels(args: argparse.Namespace, problem: object, hardware: object) -> 
             raise CliError(f"--level {level} at {format_bytes(size)}: {err}") from None
     json_path, plot_path = json_and_plot_paths(args)
     try:
-        sweep = sweep_levels(problem, hardware, level, sizes, args.objective or "traffic", layer=args.layer,
-                             force=args.force, warn=warner("sweep-sram"), slide=not args.no_slide)
+        work = estimate_level_search_work(problem, hardware, n_searches=len(sizes), slide=not args.no_slide)
+        with progress_callback(f"sweep {args.layer} on {hardware.name}", work, not args.quiet, 0.0) as progress:
+            sweep = sweep_levels(problem, hardware, level, sizes, args.objective or "traffic", layer=args.layer,
+                                 force=args.force, warn=warner("sweep-sram"), slide=not args.no_slide,
+                                 progress=progress)
     except ValueError as err:
         raise CliError(str(err)) from None
     names = [lv.name for lv in hardware.levels]
@@ -273,10 +277,11 @@ def _run_network(args: argparse.Namespace) -> int:
     except ValueError as err:
         raise CliError(str(err)) from None
     network = load_network_quietly(args)
+    work = None  # the sweep's estimate, checked before it starts and shown on its progress bar
     try:
         if not executor_spec.startswith("dask://"):  # refused before any worker starts
-            check_work(estimate_network_sweep_work(network, hardwares, len(sizes), not args.no_fusion, jobs),
-                       args.force, warner("sweep-sram"), smaller=_NETWORK_SMALLER)
+            work = estimate_network_sweep_work(network, hardwares, len(sizes), not args.no_fusion, jobs)
+            check_work(work, args.force, warner("sweep-sram"), smaller=_NETWORK_SMALLER)
         executor = open_executor(executor_spec, jobs)
     except ValueError as err:
         raise CliError(str(err)) from None
@@ -284,12 +289,13 @@ def _run_network(args: argparse.Namespace) -> int:
         if executor_spec.startswith("dask://"):  # its workers, counted now that it is reached
             workers = max(1, len(executor.client.nthreads()))
             try:
-                check_work(estimate_network_sweep_work(network, hardwares, len(sizes), not args.no_fusion, workers),
-                           args.force, warner("sweep-sram"), smaller=_NETWORK_SMALLER)
+                work = estimate_network_sweep_work(network, hardwares, len(sizes), not args.no_fusion, workers)
+                check_work(work, args.force, warner("sweep-sram"), smaller=_NETWORK_SMALLER)
             except ValueError as err:
                 raise CliError(str(err)) from None
         sweep = sweep_network(network, hardwares, sizes, executor, progress=not args.quiet, within=within,
-                              objective=args.objective or "traffic", fusion=not args.no_fusion)
+                              objective=args.objective or "traffic", fusion=not args.no_fusion,
+                              estimated_seconds=work.seconds)
     except WorkersLostError as err:
         print(f"dsasim sweep-sram: {err}", file=sys.stderr)
         return EXIT_FAILED
