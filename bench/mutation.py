@@ -870,7 +870,7 @@ MUTANTS: list[Mutant] = [
            "        if False:\n            self._strided.setdefault",
            ("tests/test_trust_strided2.py",)),
     Mutant("strided2: a strided hit ignores the held phase", "dsasim/traced/memory.py",
-           "axis[1] > box[1] or (axis[0] - box[0]) % held_step or", "axis[1] > box[1] or",
+           "axis[1] > box[1] or (axis[0] - box[0]) % held_step:", "axis[1] > box[1]:",
            ("tests/test_trust_strided2.py",)),
     Mutant("strided2: validation counts a strided region's dense box", "dsasim/timing/validate.pyx",
            "n *= region_count(r, nd, i)", "n *= region_stop(r, i) - region_start(r, i)",
