@@ -208,3 +208,39 @@ def test_the_commands_refuse_an_unknown_objective_listing_the_choices(argv, caps
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "invalid choice: 'energy' (choose from 'traffic', 'cycles')" in err
+
+
+# --------------------------------------------------------------------------------------------- one default
+def test_every_search_defaults_to_the_same_objective():
+    """Every public function taking an objective defaults to DEFAULT_OBJECTIVE (traffic); search_levels and
+    sweep_levels defaulted to cycles before issue 27."""
+    import inspect
+
+    from dsasim.architect import (fused_search, gemm_chain, level_search, network_eval, search, sweep)
+
+    functions = [search.search, search.search_front, search.run_search, fused_search.search_chain,
+                 sweep.sweep_chain, network_eval.search_problem, network_eval.search_chain_task,
+                 network_eval.evaluate_network, network_eval.sweep_network, level_search.search_levels,
+                 level_search.sweep_levels, gemm_chain.GemmChainSpace.best]
+    for f in functions:
+        assert inspect.signature(f).parameters["objective"].default is DEFAULT_OBJECTIVE, f.__qualname__
+
+
+def test_search_levels_by_default_now_ranks_by_traffic():
+    """gemm m=128, n=96, k=64 (1-byte words) on blog-l1 with 8 KiB of SRAM and small L1s (4, 2, 2 KiB): its
+    compulsory traffic is 128 x 64 + 64 x 96 + 128 x 96 = 8,192 + 6,144 + 12,288 = 26,624 B, which nothing
+    beats; the default (traffic) reaches it. By cycles the search trades traffic for time: more SRAM traffic, fewer
+    cycles. Before issue 27 the default was cycles (then 34,816 B, 2,496 cycles; now 26,624 B, 3,008 cycles)."""
+    from dsasim.architect.layers import parse_layer
+    from dsasim.architect.level_search import search_levels, with_level_capacity
+
+    hw = load_hardware("blog-l1")
+    for level, capacity in (("L1w", 4096), ("L1i", 2048), ("L1acc", 2048)):
+        hw = with_level_capacity(hw, level, capacity)
+    gemm = parse_layer("gemm:m=128,n=96,k=64")
+    assert hw.word_bytes == 1
+    default = search_levels(gemm, hw, 8192)
+    by_cycles = search_levels(gemm, hw, 8192, objective=CYCLES)
+    assert default.objective is TRAFFIC and by_cycles.objective is CYCLES
+    assert default.best.level("SRAM").traffic_bytes == 26_624
+    assert by_cycles.best.level("SRAM").traffic_bytes > 26_624 and by_cycles.best.cycles < default.best.cycles

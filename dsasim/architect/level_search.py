@@ -34,7 +34,7 @@ from dsasim.architect.hierarchy import (InnerTiling, LevelAnalysis, LevelNest, a
                                         level_cycles, tensor_role)
 from dsasim.architect.loopnest import LoopNest, Problem, tile_count
 from dsasim.architect import search as one_level
-from dsasim.architect.objective import CYCLES, Objective, lexicographic_less, objective_named
+from dsasim.architect.objective import DEFAULT_OBJECTIVE, Objective, lexicographic_less, objective_named
 from dsasim.architect.search import chain_structures, tile_candidates
 from dsasim.hardware import SRAM_LEVEL, Accelerator
 
@@ -293,7 +293,7 @@ def _inner_search(outer: LoopNest, hardware: Accelerator, staged: Sequence[str],
 
 
 def search_levels(problem: Problem, hardware: Accelerator, sram_bytes: int | None = None,
-                  objective: Objective | str = CYCLES, outer_candidates: int = OUTER_CANDIDATES,
+                  objective: Objective | str = DEFAULT_OBJECTIVE, outer_candidates: int = OUTER_CANDIDATES,
                   progress: Callable[[float], None] | None = None, force: bool = False,
                   warn: Callable[[str], None] | None = None, slide: bool = True) -> LevelSearchResult:
     """The best `LevelNest` of `problem` on a hardware with inner levels (module docstring: the decomposition,
@@ -368,7 +368,7 @@ class LevelSweep:
 
 
 def sweep_levels(problem: Problem, hardware: Accelerator, level: str, sizes: Sequence[int],
-                 objective: Objective | str = CYCLES, layer: str | None = None,
+                 objective: Objective | str = DEFAULT_OBJECTIVE, layer: str | None = None,
                  progress: Callable[[float], None] | None = None, force: bool = False,
                  warn: Callable[[str], None] | None = None, slide: bool = True) -> LevelSweep:
     """`search_levels` at every capacity in `sizes` (bytes) of `level`, the other levels as the hardware has
