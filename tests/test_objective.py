@@ -49,6 +49,13 @@ def test_a_malformed_objective_is_refused(name, ranking, why):
         Objective(name, "one line", ranking, False)
 
 
+def test_an_objective_equals_its_name_as_the_string_did():
+    """A result's objective was the string 'cycles' before issue 27: comparisons with it still hold."""
+    assert CYCLES == "cycles" and "cycles" == CYCLES and CYCLES != "traffic" and CYCLES != TRAFFIC
+    assert hash(CYCLES) == hash("cycles") and {"cycles": 1}[CYCLES] == 1
+    assert Objective("cycles", "a forged entry", ("traffic", "cycles", "peak"), False) != CYCLES
+
+
 def test_an_objective_pickles_to_the_registry_instance():
     """A worker process (the network evaluation's executors) gets the registry's instance back."""
     assert pickle.loads(pickle.dumps(CYCLES)) is CYCLES

@@ -76,6 +76,19 @@ class Objective:
     def __str__(self) -> str:
         return self.name
 
+    def __eq__(self, other: object) -> bool:
+        """Equal to an Objective of the same fields, and to its name: user code that compared a result's
+        objective with 'traffic' or 'cycles' (a string before issue 27) keeps working."""
+        if isinstance(other, str):
+            return other == self.name
+        if isinstance(other, Objective):
+            return (self.name, self.description, self.ranking, self.needs_cycles) == \
+                (other.name, other.description, other.ranking, other.needs_cycles)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self.name)  # equal objects (and an objective and its name) hash alike
+
     def __reduce__(self) -> tuple:
         """Pickled by name, so that a worker process gets the registry's instance."""
         return objective_named, (self.name,)
