@@ -14,6 +14,7 @@ from dsasim import GlobalHierarchy, Session, VectorUnit, preset
 from dsasim.architect.chain import ConvChain, chain_names, parse_chain
 from dsasim.architect.fused import FusedNest, analyze_fused
 from dsasim.architect.loopnest import ConvProblem
+from dsasim.architect.objective import TRAFFIC
 from dsasim.errors import ReuseError
 from dsasim.timing import TraceError, simulate
 from dsasim.kernels.fused_kernel import count_fused, fused_schedule, run_fused
@@ -373,6 +374,6 @@ def test_search_picks_the_least_traffic_that_fits_by_brute_force():
             ok.append(analyze_fused(FusedNest(chain, {"n": tn, "oh": th, "ow": tw}, halo, weights, ways), BLOG))
         cap = sorted(a.peak_sram_bytes for a in ok)[len(ok) // 4]  # a quarter of the nests fit
         hw = dataclasses.replace(BLOG, sram_bytes=cap)
-        choice = _fused_choice(evaluate_fused_space(chain, hw), 0, len(chain), hw, "traffic", None)
+        choice = _fused_choice(evaluate_fused_space(chain, hw), 0, len(chain), hw, TRAFFIC, None)
         assert choice.traffic_bytes == min(a.traffic_bytes for a in ok if a.peak_sram_bytes <= cap)
         done += 1

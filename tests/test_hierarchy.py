@@ -318,13 +318,14 @@ def test_the_inner_search_finds_the_cheapest_inner_tiling_of_a_small_space(level
     import itertools
 
     from dsasim.architect.level_search import _inner_search
+    from dsasim.architect.objective import CYCLES
 
     hw = dataclasses.replace(L1, dram_bytes_per_cycle=1024.0, dma_setup_cycles=0, inner_levels=SMALL_LEVELS[levels])
     p = MatmulProblem(8, 8, 8)
     outer = LoopNest(p, ["m", "n", "k"], {"m": 4, "n": 4, "k": 4}, {"a": 2, "b": 2, "c": 2})
     sram = analyze_levels(LevelNest(outer, InnerTiling(["m", "n", "k"], {}, {n: 0 for n in p.tensor_names}), hw))
     ddr = sram.level("SRAM")
-    key, nest, evaluations = _inner_search(outer, hw, p.tensor_names, ddr.cycles, ddr.traffic_bytes, "cycles")
+    key, nest, evaluations = _inner_search(outer, hw, p.tensor_names, ddr.cycles, ddr.traffic_bytes, CYCLES)
     assert evaluations > 0 and nest is not None
     found = analyze_levels(nest)
     assert found.fits and key[0] == found.cycles

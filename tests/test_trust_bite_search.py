@@ -72,10 +72,10 @@ def test_equal_simulated_cycles_and_traffic_go_to_the_smaller_peak(monkeypatch):
 
 def test_an_sram_of_exactly_one_word_is_accepted():
     hw = dataclasses.replace(BLOG, word_bytes=4)
-    cap, small = with_capacity(hw, 4, "traffic")  # one 4-byte word: allowed (nothing below it is)
+    cap, small = with_capacity(hw, 4)  # one 4-byte word: allowed (nothing below it is)
     assert cap == 4 and small.sram_bytes == 4
     with pytest.raises(ValueError, match="below one word"):
-        with_capacity(hw, 3, "traffic")
+        with_capacity(hw, 3)
     assert isinstance(dataclasses.replace(hw, sram_bytes=4), Accelerator)
     with pytest.raises(ValueError, match="exceeds sram_bytes"):
         dataclasses.replace(hw, sram_bytes=3)

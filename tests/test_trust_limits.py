@@ -172,6 +172,8 @@ def test_the_gemm_chain_space_is_evaluated_in_bounded_chunks():
     for name in whole.fronts:
         for a, b in zip(whole.fronts[name], small.fronts[name]):
             assert np.array_equal(a, b), name
+    for a, b in zip(whole.chimera_front, small.chimera_front):
+        assert np.array_equal(a, b), "chimera"
 
 
 def test_a_chain_search_prints_its_header_once(capsys):

@@ -35,6 +35,7 @@ from dsasim.architect.fused import (HALO_POLICIES, WEIGHT_POLICIES, FusedAnalysi
 from dsasim.architect.gemm_chain import (GemmChain, GemmChainAnalysis, GemmChainNest, GemmChainSpace,
                                          analyze_gemm_chain, estimate_gemm_chain_space_work,
                                          evaluate_gemm_chain_space)
+from dsasim.architect.objective import DEFAULT_OBJECTIVE, Objective, objective_named
 from dsasim.hardware import Accelerator
 
 __all__ = ["FusedSpace", "evaluate_fused_space", "SegmentChoice", "ChainSearchResult", "search_chain",
@@ -214,7 +215,7 @@ class ChainSearchResult:
     chain: ConvChain | GemmChain
     hardware: Accelerator
     sram_bytes: int
-    objective: str
+    objective: Objective
     best: list[SegmentChoice] | None
     fused: SegmentChoice | None
     layer_by_layer: list[SegmentChoice] | None
@@ -291,7 +292,7 @@ class ChainSearchResult:
             "chain": name,
             "hardware": hw.name,
             "word_bytes": hw.word_bytes,
-            "objective": result.objective,
+            "objective": result.objective.name,
             "sram_bytes": result.sram_bytes,
             "fused": best is not None and len(best) < len(result.chain),
             "partition": result.label(best) if best else None,
@@ -315,7 +316,9 @@ class ChainSearchResult:
         }
 
 
-def _best_index(space: FusedSpace, cap: int, objective: str) -> tuple[int, ...] | None:
+def _best_index(space: FusedSpace, cap: int, objective: Objective) -> tuple[int, ...] | None:
+    """The grid index of the best valid nest by `objective` whose peak fits `cap` (equal keys: the first in the
+    grid), None when none fits."""
     ok = space.valid & (space.peak_sram_bytes <= cap)
     if not ok.any():
         return None
@@ -323,8 +326,7 @@ def _best_index(space: FusedSpace, cap: int, objective: str) -> tuple[int, ...] 
     traffic = space.traffic_bytes.reshape(-1)[flat]
     cycles = space.estimated_cycles.reshape(-1)[flat]
     peak = space.peak_sram_bytes.reshape(-1)[flat]
-    keys = (peak, traffic, cycles) if objective == "cycles" else (peak, cycles, traffic)
-    order = np.lexsort(keys)  # the last key is the primary one
+    order = objective.order(traffic=traffic, cycles=cycles, peak=peak)
     return tuple(int(x) for x in np.unravel_index(int(flat[order[0]]), ok.shape))
 
 
@@ -366,7 +368,7 @@ def estimate_chain_work(chain: ConvChain | GemmChain, hw: Accelerator, n_capacit
                         seconds=sum(w.seconds for w in parts))
 
 
-def _fused_choice(space: FusedSpace | GemmChainSpace, first: int, stop: int, hw: Accelerator, objective: str,
+def _fused_choice(space: FusedSpace | GemmChainSpace, first: int, stop: int, hw: Accelerator, objective: Objective,
                   runner: Callable[..., Any] | None) -> SegmentChoice | None:
     """The best nest of a fused segment's space under hw.sram_bytes, traced and timed when a runner is given."""
     if isinstance(space, GemmChainSpace):
@@ -389,7 +391,7 @@ def _fused_choice(space: FusedSpace | GemmChainSpace, first: int, stop: int, hw:
                          a.tensorcore_cycles, cycles, source)
 
 
-def _layer_choice(chain: ConvChain | GemmChain, i: int, hw: Accelerator, objective: str,
+def _layer_choice(chain: ConvChain | GemmChain, i: int, hw: Accelerator, objective: Objective,
                   runner: Callable[..., Any] | None, counter: list[int], force: bool,
                   warn: Callable[[str], None] | None, simulate: bool = True) -> SegmentChoice | None:
     """Layer i's best single-layer schedule under hw.sram_bytes (`search`; traced, and timed when `simulate`, with
@@ -410,12 +412,14 @@ def _layer_segment(i: int, best: Any) -> SegmentChoice | None:
                          best.macs, best.tensorcore_cycles, best.cycles, source)
 
 
-def _partition(chain: ConvChain | GemmChain, hw: Accelerator, objective: str, layers: list[SegmentChoice | None],
+def _partition(chain: ConvChain | GemmChain, hw: Accelerator, objective: Objective,
+               layers: list[SegmentChoice | None],
                spaces: dict[tuple[int, int], FusedSpace | GemmChainSpace],
                fused_parts: dict[tuple[int, int], SegmentChoice | None], evaluations: int,
                seconds: float) -> ChainSearchResult:
     """The best split of the chain into the given fused segments and single layers (every split is tried); for a
-    GEMM chain also the nest Chimera's model would pick."""
+    GEMM chain also the nest Chimera's model would pick. Ranked by `objective`'s key without the peak (equal keys:
+    the first split in the cuts' `itertools.product` order, the whole chain fused first)."""
     L = len(chain)
     result = ChainSearchResult(chain, hw, hw.sram_bytes, objective, None, fused_parts.get((0, L)),
                                None if any(p is None for p in layers) else list(layers),  # type: ignore[arg-type]
@@ -430,15 +434,14 @@ def _partition(chain: ConvChain | GemmChain, hw: Accelerator, objective: str, la
         if any(p is None for p in parts):
             continue
         totals = ChainSearchResult.totals(parts, result.fold(parts))  # type: ignore[arg-type]
-        key = ((totals["traffic_bytes"], totals["cycles"]) if objective == "traffic"
-               else (totals["cycles"], totals["traffic_bytes"]))
+        key = objective.key(traffic=totals["traffic_bytes"], cycles=totals["cycles"])
         if best_key is None or key < best_key:
             result.best, best_key = parts, key  # type: ignore[assignment]
     return result
 
 
 def search_chain(chain: ConvChain | GemmChain, hardware: Accelerator, sram_bytes: int | None = None,
-                 objective: str = "traffic",
+                 objective: Objective | str = DEFAULT_OBJECTIVE,
                  fused_runner: Callable[..., Any] | None = None,
                  loopnest_runner: Callable[..., Any] | None = None, force: bool = False,
                  warn: Callable[[str], None] | None = None,
@@ -453,7 +456,8 @@ def search_chain(chain: ConvChain | GemmChain, hardware: Accelerator, sram_bytes
     the fraction done (0..1) after each layer and after the fused spaces."""
     from dsasim.architect.search import check_work, with_capacity
     hardware.require_one_level("the chain search")
-    _, hw = with_capacity(hardware, sram_bytes, objective)
+    objective = objective_named(objective)
+    _, hw = with_capacity(hardware, sram_bytes)
     check_work(estimate_chain_work(chain, hw), force, warn, smaller=CHAIN_SMALLER)
     start = time.perf_counter()
     counter = [0]

@@ -52,6 +52,7 @@ import numpy as np
 
 from dsasim.architect.fused import FusedAnalysis
 from dsasim.architect.loopnest import MatmulProblem, tile_count
+from dsasim.architect.objective import DEFAULT_OBJECTIVE, OBJECTIVES, Objective, objective_named
 from dsasim.hardware import Accelerator
 from dsasim.util import check_int, is_ascii_whole
 
@@ -414,7 +415,8 @@ class GemmChainSpace:
     hardware: Accelerator
     tiles: dict[str, np.ndarray]
     shape: tuple[int, ...]
-    fronts: dict[str, tuple[np.ndarray, ...]]  # objective -> (peak, key1, key2, flat index)
+    fronts: dict[Objective, tuple[np.ndarray, ...]]  # (peak, the objective's key: 2 arrays, flat index)
+    chimera_front: tuple[np.ndarray, ...]  # (MU, DV, MU, flat index)
     seconds: float
 
     @property
@@ -426,20 +428,21 @@ class GemmChainSpace:
         o, *ts = index
         return GemmChainNest(self.chain, GEMM_ORDERS[o], {d: int(self.tiles[d][i]) for d, i in zip(_DIMS, ts)})
 
-    def _read(self, front: str, cap: int) -> GemmChainNest | None:
-        peak, *_, flat = self.fronts[front]
+    def _read(self, front: tuple[np.ndarray, ...], cap: int) -> GemmChainNest | None:
+        peak, *_, flat = front
         i = int(np.searchsorted(peak, cap, side="right")) - 1
         return None if i < 0 else self.nest(tuple(int(x) for x in np.unravel_index(int(flat[i]), self.shape)))
 
-    def best(self, sram_bytes: int, objective: str = "traffic") -> GemmChainNest | None:
-        """The best nest whose peak fits `sram_bytes`: least traffic (ties: estimated cycles, then the smaller peak)
-        or, objective='cycles', least estimated cycles (ties: traffic, then peak); None when none fits."""
-        return self._read(objective, sram_bytes)
+    def best(self, sram_bytes: int, objective: Objective | str = DEFAULT_OBJECTIVE) -> GemmChainNest | None:
+        """The best nest by `objective` whose peak fits `sram_bytes` (traffic: least traffic, ties estimated
+        cycles, then the smaller peak; cycles: least estimated cycles, ties traffic, then peak); None when none
+        fits."""
+        return self._read(self.fronts[objective_named(objective)], sram_bytes)
 
     def chimera_choice(self, sram_bytes: int) -> GemmChainNest | None:
         """The nest Chimera's model picks: least DV with MU <= sram_bytes (ties: the smaller MU, then the first in the
         grid), or None when no MU fits."""
-        return self._read("chimera", sram_bytes)
+        return self._read(self.chimera_front, sram_bytes)
 
 
 GEMM_CHAIN_EVALUATIONS_PER_SECOND = 1.0e6  # the closed form over the grid, end to end (measured 0.7-1.0 M/s)
@@ -490,7 +493,8 @@ def evaluate_gemm_chain_space(chain: GemmChain, hardware: Accelerator,
     cand = _candidates(chain, hardware)
     sizes = [len(cand[d]) for d in _DIMS]
     shape = (len(GEMM_ORDERS), *sizes)
-    parts: dict[str, list[tuple[np.ndarray, ...]]] = {"traffic": [], "cycles": [], "chimera": []}
+    parts: dict[Objective, list[tuple[np.ndarray, ...]]] = {o: [] for o in OBJECTIVES.values()}
+    chimera: list[tuple[np.ndarray, ...]] = []
     one_way = np.ones((), np.int64)
     for o, order in enumerate(GEMM_ORDERS):
         for idx in _grid_chunks(sizes, chunk_nests):
@@ -507,16 +511,18 @@ def evaluate_gemm_chain_space(chain: GemmChain, hardware: Accelerator,
             cycles = np.maximum(full("dma_cycles"), full("tensorcore_cycles") + full("vector_cycles"))
             peak = full("peak_sram_bytes")
             by_peak = np.argsort(peak)
-            for name, k1, k2 in (("traffic", traffic, cycles), ("cycles", cycles, traffic)):
+            for objective, chunks in parts.items():
+                k1, k2 = objective.key(traffic=traffic, cycles=cycles)
                 keep = _front_candidates(peak, k1, by_peak)
-                parts[name].append(_exact_front(peak[keep], k1[keep], k2[keep], flat[keep]))
+                chunks.append(_exact_front(peak[keep], k1[keep], k2[keep], flat[keep]))
             mu, dv = full("chimera_mu_bytes"), full("chimera_dv_bytes")
             keep = _front_candidates(mu, dv, np.argsort(mu))
-            parts["chimera"].append(_exact_front(mu[keep], dv[keep], mu[keep], flat[keep]))
-            if len(parts["traffic"]) >= MERGE_EVERY:
-                parts = {name: [_merge_fronts(chunks)] for name, chunks in parts.items()}
-    fronts = {name: _merge_fronts(chunks) for name, chunks in parts.items()}
-    return GemmChainSpace(chain, hardware, cand, shape, fronts, time.perf_counter() - start)
+            chimera.append(_exact_front(mu[keep], dv[keep], mu[keep], flat[keep]))
+            if len(chimera) >= MERGE_EVERY:
+                parts = {o: [_merge_fronts(chunks)] for o, chunks in parts.items()}
+                chimera = [_merge_fronts(chimera)]
+    fronts = {o: _merge_fronts(chunks) for o, chunks in parts.items()}
+    return GemmChainSpace(chain, hardware, cand, shape, fronts, _merge_fronts(chimera), time.perf_counter() - start)
 
 
 def _merge_fronts(chunks: list[tuple[np.ndarray, ...]]) -> tuple[np.ndarray, ...]:

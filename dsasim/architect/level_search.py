@@ -34,6 +34,7 @@ from dsasim.architect.hierarchy import (InnerTiling, LevelAnalysis, LevelNest, a
                                         level_cycles, tensor_role)
 from dsasim.architect.loopnest import LoopNest, Problem, tile_count
 from dsasim.architect import search as one_level
+from dsasim.architect.objective import DEFAULT_OBJECTIVE, Objective, lexicographic_less, objective_named
 from dsasim.architect.search import chain_structures, tile_candidates
 from dsasim.hardware import SRAM_LEVEL, Accelerator
 
@@ -58,7 +59,7 @@ class LevelSearchResult:
 
     problem: Problem
     hardware: Accelerator
-    objective: str
+    objective: Objective
     best: LevelAnalysis | None
     outer_considered: int
     evaluations: int  # outer (one-level) candidates and inner (two-level) nests
@@ -77,7 +78,7 @@ class LevelSearchResult:
         return self.evaluations / self.seconds if self.seconds > 0 else float("inf")
 
     def to_json(self) -> dict[str, Any]:
-        return {"problem": self.problem.to_json(), "hardware": self.hardware.name, "objective": self.objective,
+        return {"problem": self.problem.to_json(), "hardware": self.hardware.name, "objective": self.objective.name,
                 "best": None if self.best is None else self.best.to_json(),
                 "outer_considered": self.outer_considered, "evaluations": self.evaluations}
 
@@ -142,7 +143,7 @@ class _InnerSpace:
         picks = {round(i * (n - 1) / (COARSE_PER_DIM - 1)) for i in range(COARSE_PER_DIM)}
         return sorted(picks | {self.outer_idx[d]})
 
-    def evaluate(self, combos: np.ndarray, ddr_cycles: float, objective: str) -> dict[str, np.ndarray]:
+    def evaluate(self, combos: np.ndarray, ddr_cycles: float, objective: Objective) -> dict[str, np.ndarray]:
         """Cost, inner traffic, fit, ways and outer staging of every (combo, structure) for combos (n, dims) of
         tile positions, each with its best options for `objective` (`_choose`): arrays (n, structures), plus the
         structures themselves (structures, tensors, dims)."""
@@ -163,15 +164,15 @@ class _InnerSpace:
             inner[x] = r.tensors[x]
         return self._choose(inner, finest.tensorcore_cycles, float(ddr_cycles), objective, structs, n, s)
 
-    def _choose(self, inner: dict[int, Any], tensorcore: Any, ddr_cycles: float, objective: str,
+    def _choose(self, inner: dict[int, Any], tensorcore: Any, ddr_cycles: float, objective: Objective,
                 structs: np.ndarray, n: int, s: int) -> dict[str, Any]:
         """Per candidate, every staged tensor's options decided jointly and exactly: staged among the inner loops
         or, where it has one, at its outer option (`_outer_option`), and 1 or 2 ways. They interact: tensors of
         one level share its capacity, and a 1-way buffer's transfers (all but its first instance's) lie on the
         TensorCore's path, which every level's exposed transfers lengthen together. Of the combinations that fit
-        every level, the best by the objective (cycles then traffic, or traffic then cycles; then the least busy
-        level ports in all, which leaves the most slack; then the first, inner staging and 2 ways before the
-        others). Cost = max(DDR, each level's transfers, TensorCore + the exposed transfers)."""
+        every level, the best by the objective's key of (inner traffic, cost) (cycles then traffic, or traffic then
+        cycles; then the least busy level ports in all, which leaves the most slack; then the first, inner staging
+        and 2 ways before the others). Cost = max(DDR, each level's transfers, TensorCore + the exposed transfers)."""
         choices = {}  # tensor -> its (outside, ways) options
         for x in self.staged:
             lv = self.level_of[x]
@@ -179,7 +180,7 @@ class _InnerSpace:
             choices[x] = [(out, w) for out in places for w in ((2, 1) if lv.max_ways >= 2 else (1,))]
         shape = (n, s)
         tc = np.broadcast_to(np.asarray(tensorcore, np.float64), shape)
-        best = None  # (primary, secondary, busy, fits, cost, traffic, option index) arrays
+        best = None  # (the objective's key (2 arrays), busy, fits, cost, traffic, option index) arrays
         combos = list(itertools.product(*(choices[x] for x in self.staged)))
         for index, combo in enumerate(combos):
             pick = dict(zip(self.staged, combo))
@@ -203,15 +204,13 @@ class _InnerSpace:
                         c = cs[x]
                         critical += exposed_cycles(lv, c.loads, c.stores, c.loaded_bytes, c.stored_bytes, c.instances)
             np.maximum(cost, critical, out=cost)
-            primary, secondary = (cost, traffic.astype(np.float64)) if objective == "cycles" else \
-                (traffic.astype(np.float64), cost)
+            primary, secondary = objective.key(traffic=traffic.astype(np.float64), cycles=cost)
             if best is None:
                 best = [primary, secondary, busy, fits, cost, traffic, np.zeros(shape, np.int64)]
                 continue
             b_primary, b_secondary, b_busy, b_fits = best[:4]
-            same = primary == b_primary
-            better = fits & (~b_fits | (primary < b_primary) | (same & (secondary < b_secondary))
-                             | (same & (secondary == b_secondary) & (busy < b_busy)))
+            better = fits & (~b_fits | lexicographic_less((primary, secondary, busy),
+                                                          (b_primary, b_secondary, b_busy)))
             for k, value in enumerate((primary, secondary, busy, fits, cost, traffic)):
                 best[k] = np.where(better, value, best[k])
             best[6] = np.where(better, index, best[6])
@@ -245,21 +244,18 @@ class _InnerSpace:
         return LevelNest(self.outer, InnerTiling(order, tiles, stage, ways), self.hardware)
 
 
-def _ranked(result: dict[str, np.ndarray], ddr_traffic: int, objective: str) -> tuple[tuple, tuple[int, int]] | None:
-    """(key, (combo row, structure)) of the best fitting candidate of an evaluation, None when none fits."""
+def _ranked(result: dict[str, np.ndarray], ddr_traffic: int,
+            objective: Objective) -> tuple[tuple, tuple[int, int]] | None:
+    """(key, (combo row, structure)) of the best fitting candidate of an evaluation, None when none fits. The key
+    ranks across outer nests: the objective's, its traffic DDR bytes then inner bytes, no peak."""
     cost, traffic, fits = result["cost"], result["traffic"], result["fits"]
     if not fits.any():
         return None
-    big = np.iinfo(np.int64).max
-    if objective == "cycles":
-        primary, secondary = np.where(fits, cost, np.inf), np.where(fits, traffic, big)
-    else:
-        primary, secondary = np.where(fits, traffic, big).astype(np.float64), np.where(fits, cost, np.inf)
-    order = np.lexsort((secondary.ravel(), primary.ravel()))
+    big = np.iinfo(np.int64).max  # what does not fit ranks last
+    order = objective.order(traffic=np.where(fits, traffic, big).ravel(),
+                            cycles=np.where(fits, cost, np.inf).ravel())
     i, j = np.unravel_index(int(order[0]), cost.shape)
-    key = (float(cost[i, j]), ddr_traffic, int(traffic[i, j])) if objective == "cycles" else \
-        (ddr_traffic, int(traffic[i, j]), float(cost[i, j]))
-    return key, (int(i), int(j))
+    return objective.key(traffic=(ddr_traffic, int(traffic[i, j])), cycles=float(cost[i, j])), (int(i), int(j))
 
 
 def _choice(combo: np.ndarray, res: dict[str, Any], i: int, j: int) -> tuple:
@@ -269,7 +265,7 @@ def _choice(combo: np.ndarray, res: dict[str, Any], i: int, j: int) -> tuple:
 
 
 def _inner_search(outer: LoopNest, hardware: Accelerator, staged: Sequence[str], ddr_cycles: float,
-                  ddr_traffic: int, objective: str) -> tuple[tuple | None, LevelNest | None, int]:
+                  ddr_traffic: int, objective: Objective) -> tuple[tuple | None, LevelNest | None, int]:
     """The best inner tiling of one outer nest: (its ranking key, its LevelNest, evaluations)."""
     space = _InnerSpace(outer, hardware, staged)
     nd = space.ev.nd
@@ -301,7 +297,7 @@ def _inner_search(outer: LoopNest, hardware: Accelerator, staged: Sequence[str],
 
 
 def search_levels(problem: Problem, hardware: Accelerator, sram_bytes: int | None = None,
-                  objective: str = "cycles", outer_candidates: int = OUTER_CANDIDATES,
+                  objective: Objective | str = DEFAULT_OBJECTIVE, outer_candidates: int = OUTER_CANDIDATES,
                   progress: Callable[[float], None] | None = None, force: bool = False,
                   warn: Callable[[str], None] | None = None, slide: bool = True) -> LevelSearchResult:
     """The best `LevelNest` of `problem` on a hardware with inner levels (module docstring: the decomposition,
@@ -314,6 +310,7 @@ def search_levels(problem: Problem, hardware: Accelerator, sram_bytes: int | Non
     deep = [lv.name for lv in hardware.inner_levels if lv.parent != SRAM_LEVEL]
     if deep:
         raise ValueError(f"search_levels tiles one level below the SRAM; levels {deep} hang below inner levels")
+    objective = objective_named(objective)
     start = time.perf_counter()
     # the SRAM level alone is a one-level machine: the outer search sees it so
     outer_progress = None if progress is None else (lambda f: progress(OUTER_PROGRESS_SHARE * f))
@@ -363,7 +360,7 @@ class LevelSweep:
     layer: str
     hardware: Accelerator
     level: str
-    objective: str
+    objective: Objective
     sizes: list[int]
     best: list[LevelAnalysis | None]
     evaluations: int
@@ -371,13 +368,13 @@ class LevelSweep:
 
     def to_json(self) -> dict[str, Any]:
         return {"layer": self.layer, "hardware": self.hardware.name, "level": self.level,
-                "objective": self.objective,
+                "objective": self.objective.name,
                 "points": [{"capacity_bytes": size, "best": None if a is None else a.to_json()}
                            for size, a in zip(self.sizes, self.best)]}
 
 
 def sweep_levels(problem: Problem, hardware: Accelerator, level: str, sizes: Sequence[int],
-                 objective: str = "cycles", layer: str | None = None,
+                 objective: Objective | str = DEFAULT_OBJECTIVE, layer: str | None = None,
                  progress: Callable[[float], None] | None = None, force: bool = False,
                  warn: Callable[[str], None] | None = None, slide: bool = True) -> LevelSweep:
     """`search_levels` at every capacity in `sizes` (bytes) of `level`, the other levels as the hardware has
@@ -385,6 +382,7 @@ def sweep_levels(problem: Problem, hardware: Accelerator, level: str, sizes: Seq
     `progress` gets the fraction done (0..1), each size an equal part."""
     if not sizes:
         raise ValueError("sweep_levels needs at least one size")
+    objective = objective_named(objective)
     variants = [with_level_capacity(hardware, level, int(s)) for s in sizes]
     start = time.perf_counter()
     best: list[LevelAnalysis | None] = []

@@ -27,6 +27,7 @@ from typing import Any, Sequence
 
 from dsasim.architect.network import CHAIN, TENSORCORE, UNMODELLED, VECTOR, Network, NetworkChain, NetworkLayer
 from dsasim.architect.loopnest import Problem
+from dsasim.architect.objective import DEFAULT_OBJECTIVE, Objective, objective_named
 from dsasim.hardware import Accelerator
 from dsasim.architect.search import tensorcore_utilization
 from dsasim.util import ceil_div
@@ -51,9 +52,9 @@ class ProblemFigures:
 
 
 def search_problem(problem: Problem, hardware: Accelerator, sizes: tuple[int, ...],
-                   objective: str = "traffic") -> list[ProblemFigures | str]:
-    """Per SRAM size (bytes), the best nest's figures by `objective` ('traffic': least loaded + stored bytes, ties
-    estimated cycles; 'cycles': least estimated cycles, ties traffic), or a string saying why nothing fits (the
+                   objective: Objective | str = DEFAULT_OBJECTIVE) -> list[ProblemFigures | str]:
+    """Per SRAM size (bytes), the best nest's figures by `objective` (traffic: least loaded + stored bytes, ties
+    estimated cycles; cycles: least estimated cycles, ties traffic), or a string saying why nothing fits (the
     task an executor runs; module-level so that worker processes and Dask import it by name)."""
     from dsasim.architect.lower_bounds import lower_bound
     from dsasim.architect.search import search_front
@@ -96,7 +97,7 @@ class ChainFigures:
 
 
 def search_chain_task(chain: Any, hardware: Accelerator, sizes: tuple[int, ...],
-                      objective: str = "traffic") -> list[ChainFigures | str]:
+                      objective: Objective | str = DEFAULT_OBJECTIVE) -> list[ChainFigures | str]:
     """Per SRAM size (bytes), the best partition of a chain into fused segments and single layers (`sweep_chain`
     by `objective`, estimated cycles), or a string saying why nothing fits (an executor's task)."""
     from dsasim.architect.sweep import sweep_chain
@@ -273,7 +274,7 @@ def _chain_outcome(network: Network, nc: NetworkChain, hardware: Accelerator,
 
 def evaluate_network(network: Network, hardwares: Sequence[Accelerator], sizes: Sequence[int],
                      executor: Any = None, progress: bool = False,
-                     objective: str = "traffic", fusion: bool = True,
+                     objective: Objective | str = DEFAULT_OBJECTIVE, fusion: bool = True,
                      estimated_seconds: float | None = None) -> list[list[NetworkResult]]:
     """Per hardware (outer) and SRAM size in bytes (inner), the network's NetworkResult.
 
@@ -291,8 +292,7 @@ def evaluate_network(network: Network, hardwares: Sequence[Accelerator], sizes: 
         raise ValueError("evaluate_network needs at least one SRAM size")
     if not hardwares:
         raise ValueError("evaluate_network needs at least one hardware")
-    if objective not in ("traffic", "cycles"):
-        raise ValueError(f"objective must be 'traffic' or 'cycles', got {objective!r}")
+    objective = objective_named(objective)
     caps = tuple(int(s) for s in sizes)
     chains = network.chains if fusion else ()
     in_chain = {i: nc for nc in chains for i in nc.members}
@@ -437,7 +437,8 @@ class NetworkSweep:
 
 
 def sweep_network(network: Network, hardwares: Sequence[Accelerator], sizes: Sequence[int], executor: Any = None,
-                  progress: bool = False, within: float | None = None, objective: str = "traffic",
+                  progress: bool = False, within: float | None = None,
+                  objective: Objective | str = DEFAULT_OBJECTIVE,
                   fusion: bool = True, estimated_seconds: float | None = None) -> NetworkSweep:
     """`evaluate_network` over a hardware grid and SRAM sizes, as a NetworkSweep (`estimated_seconds` labels the
     progress bar)."""

@@ -44,6 +44,7 @@ from dsasim.traced.schedule import Status
 from dsasim.util import ceil_div
 from dsasim.architect.loopnest import LoopNest, Problem, tile_count
 from dsasim.architect.lower_bounds import Bound, lower_bound
+from dsasim.architect.objective import CYCLES, DEFAULT_OBJECTIVE, OBJECTIVES, TRAFFIC, Objective, objective_named
 
 __all__ = ["Space", "chain_structures", "Candidate", "SearchResult", "search", "search_front", "evaluate_nests",
            "tile_candidates", "SearchFront", "LayerTooLargeError", "count_bound_bytes", "EXACT_COUNT_LIMIT",
@@ -493,9 +494,8 @@ class SearchResult:
     problem: Problem
     hardware: Accelerator
     sram_bytes: int
-    objective: str
-    best_traffic: Candidate | None
-    best_cycles: Candidate | None
+    objective: Objective
+    best_by: dict[Objective, Candidate | None]  # per objective, its best candidate (cycles: simulated if confirmed)
     pareto: list[Candidate]  # peak SRAM vs traffic, increasing peak, decreasing traffic (peak <= sram_bytes)
     confirmed: list[Candidate]  # the top few re-run through the trace (and simulated when possible)
     evaluations: int
@@ -505,7 +505,18 @@ class SearchResult:
 
     @property
     def best(self) -> Candidate | None:
-        return self.best_cycles if self.objective == "cycles" else self.best_traffic
+        """The best candidate by the objective."""
+        return self.best_by[self.objective]
+
+    @property
+    def best_traffic(self) -> Candidate | None:
+        """The best candidate by traffic (ties: estimated cycles), with the buffering of the best estimated cycles."""
+        return self.best_by[TRAFFIC]
+
+    @property
+    def best_cycles(self) -> Candidate | None:
+        """The best candidate by cycles (ties: traffic): simulated when the top ones were confirmed, else estimated."""
+        return self.best_by[CYCLES]
 
     @property
     def evaluations_per_second(self) -> float:
@@ -576,16 +587,25 @@ def _product_batches(space: Space, tiled: tuple[int, ...], structs: np.ndarray, 
 
 @dataclass
 class SearchFront:
-    """Internal state of one search: the staircases by traffic and by estimated cycles, the top-k lists."""
+    """Internal state of one search: per objective (OBJECTIVES' order), the staircase (peak SRAM vs its key) and
+    the top-k lists."""
 
     space: Space
     caps: list[int]
-    traffic: _Front
-    cycles: _Front
-    top_traffic: list[_TopK]  # per capacity (same order as caps)
-    top_cycles: list[_TopK]
+    fronts: dict[Objective, _Front]
+    tops: dict[Objective, list[_TopK]]  # per capacity (same order as caps)
     evaluations: int = 0
     seconds: float = 0.0
+
+    @property
+    def traffic(self) -> _Front:
+        """The staircase by traffic (ties: estimated cycles)."""
+        return self.fronts[TRAFFIC]
+
+    @property
+    def cycles(self) -> _Front:
+        """The staircase by estimated cycles (ties: traffic)."""
+        return self.fronts[CYCLES]
 
 
 def _consider(st: SearchFront, b: Batch, res: Evaluation) -> None:
@@ -605,14 +625,17 @@ def _consider(st: SearchFront, b: Batch, res: Evaluation) -> None:
             sub = b.select(idx[keep])
             _consider(st, sub, st.space.evaluate(sub, exact=True))
         return
-    for front, k1, k2 in ((st.traffic, tr, es), (st.cycles, es, tr)):
+    for objective, front in st.fronts.items():
+        k1, k2 = objective.key(traffic=tr, cycles=es)
         m = front.filter(p, k1, k2)
         if m.any():
             front.merge(p[m], k1[m], k2[m], st.space.rows(b, idx[m]))
     picks = []  # (top-k list, its keys, the candidates (indices into idx) that enter it)
-    for c, tt, tc in zip(st.caps, st.top_traffic, st.top_cycles):
+    for i, c in enumerate(st.caps):
         under = fits_sram(p, c)
-        for top, k1, k2 in ((tt, tr, es), (tc, es, tr)):
+        for objective, tops in st.tops.items():
+            top = tops[i]
+            k1, k2 = objective.key(traffic=tr, cycles=es)
             sub = np.nonzero(under & (k1 <= top.threshold()))[0]
             if len(sub) > 64 * top.k:
                 sub = sub[np.argpartition(k1[sub], 64 * top.k)[:64 * top.k]]
@@ -628,18 +651,20 @@ def _consider(st: SearchFront, b: Batch, res: Evaluation) -> None:
 def _could_join(st: SearchFront, p: np.ndarray, tr: np.ndarray, es: np.ndarray, estimated: bool) -> np.ndarray:
     """Candidates that could join a staircase or a top-k list, given a lower bound p of their peak: the best
     key at a peak never increases with the peak, so one that does not beat a staircase at p cannot at its peak."""
-    keep = st.traffic.filter(p, tr, es)
-    if estimated:
-        keep |= st.cycles.filter(p, es, tr)
-    for c, tt, tc in zip(st.caps, st.top_traffic, st.top_cycles):
-        keep |= (tr <= tt.threshold()) & fits_sram(p, c)
-        if estimated:
-            keep |= (es <= tc.threshold()) & fits_sram(p, c)
+    ranked = [o for o in st.fronts if estimated or not o.needs_cycles]  # no estimate: no key needing cycles
+    keep = np.zeros(len(p), bool)
+    for objective in ranked:
+        keep |= st.fronts[objective].filter(p, *objective.key(traffic=tr, cycles=es))
+    for i, c in enumerate(st.caps):
+        for objective in ranked:
+            k1, _ = objective.key(traffic=tr, cycles=es)
+            keep |= (k1 <= st.tops[objective][i].threshold()) & fits_sram(p, c)
     return keep
 
 
 def _buffering_pass(st: SearchFront, b: Batch, res: Evaluation) -> None:
-    """Cycles objective: try 2-way buffering for tensors with several instances, on promising candidates."""
+    """For an objective that needs cycles (`Objective.needs_cycles`): try 2-way buffering for tensors with several
+    instances, on promising candidates."""
     space = st.space
     cap = max(st.caps)
     peak = flat(res.peak_sram_bytes, b.shape)
@@ -666,12 +691,14 @@ def _evaluate(st: SearchFront, b: Batch, res: Evaluation, buffering: bool) -> No
         _buffering_pass(st, b, res)
 
 
-def _refine(st: SearchFront, rounds: int = 8, objective_cycles: bool = False) -> None:
-    """Local search: move the tiles of the staircase points (one dim over all sizes, two dims nearby)."""
+def _refine(st: SearchFront, objective: Objective, rounds: int = 8) -> None:
+    """Local search: move the tiles of the staircase points (one dim over all sizes, two dims nearby), seeded by
+    the traffic staircase and top-k lists and the objective's."""
     seen: set[bytes] = set()
+    seeds = list(dict.fromkeys((TRAFFIC, objective)))
     for _ in range(rounds):
-        fronts = [st.traffic] + ([st.cycles] if objective_cycles else [])
-        parts = [t.rows for t in st.top_traffic] + ([t.rows for t in st.top_cycles] if objective_cycles else [])
+        fronts = [st.fronts[o] for o in seeds]
+        parts = [t.rows for o in seeds for t in st.tops[o]]
         for cap in st.caps:  # the best few under each capacity
             for f in fronts:
                 i = f.best_at(cap)
@@ -687,7 +714,7 @@ def _refine(st: SearchFront, rounds: int = 8, objective_cycles: bool = False) ->
         cand = _neighbours(st.space, np.stack(fresh))
         for start in range(0, len(cand), CHUNK):
             b = st.space.batch(cand[start:start + CHUNK])
-            _evaluate(st, b, st.space.evaluate(b), buffering=objective_cycles)
+            _evaluate(st, b, st.space.evaluate(b), buffering=objective.needs_cycles)
 
 
 def _neighbours(space: Space, seeds: np.ndarray) -> np.ndarray:
@@ -730,29 +757,28 @@ def _neighbours(space: Space, seeds: np.ndarray) -> np.ndarray:
     return cand
 
 
-def run_search(problem: Problem, hardware: Accelerator, caps: Sequence[int], objective: str = "traffic",
-               refine: bool = True, exhaustive: bool = False, top: int = 5,
-               progress: Callable[[float], None] | None = None, slide: bool = True) -> SearchFront:
+def run_search(problem: Problem, hardware: Accelerator, caps: Sequence[int],
+               objective: Objective | str = DEFAULT_OBJECTIVE, refine: bool = True, exhaustive: bool = False,
+               top: int = 5, progress: Callable[[float], None] | None = None, slide: bool = True) -> SearchFront:
     """Enumerate and evaluate; return the staircases for the capacities `caps` (bytes)."""
-    if objective not in ("traffic", "cycles"):
-        raise ValueError(f"objective must be 'traffic' or 'cycles', got {objective!r}")
+    objective = objective_named(objective)
     hardware.require_one_level("this search")
     start = time.perf_counter()
     space = Space(problem, hardware, exhaustive=exhaustive, slide=slide)
     caps = sorted(set(int(c) for c in caps))
     k = max(top, TOP_STRUCTURES // len(caps), 8)
-    st = SearchFront(space=space, caps=caps, traffic=_Front(space.width), cycles=_Front(space.width),
-                     top_traffic=[_TopK(k, space) for _ in caps], top_cycles=[_TopK(k, space) for _ in caps])
+    st = SearchFront(space=space, caps=caps, fronts={o: _Front(space.width) for o in OBJECTIVES.values()},
+                     tops={o: [_TopK(k, space) for _ in caps] for o in OBJECTIVES.values()})
     batches = list(_batches(space))
     total = sum(b.n for b in batches) or 1
     done = 0
     for b in batches:
-        _evaluate(st, b, space.evaluate(b, exact=False, estimate=objective == "cycles"), objective == "cycles")
+        _evaluate(st, b, space.evaluate(b, exact=False, estimate=objective.needs_cycles), objective.needs_cycles)
         done += b.n
         if progress is not None:
             progress(done / total)
     if refine and not exhaustive:
-        _refine(st, objective_cycles=objective == "cycles")
+        _refine(st, objective)
     st.seconds = time.perf_counter() - start
     return st
 
@@ -796,21 +822,19 @@ def confirm(candidate: Candidate, hardware: Accelerator, runner: Callable[..., A
     return replace(candidate, simulated_cycles=cycles, traced=True)
 
 
-def _to_confirm(st: SearchFront, objective: str, top: int, best_traffic: Candidate,
-                best_cycles: Candidate | None) -> list[Candidate]:
-    """The candidates to trace: the `top` best of the objective (distinct nests; for cycles, each with the
-    buffering of the best estimated cycles), then both winners."""
+def _to_confirm(st: SearchFront, objective: Objective, top: int,
+                best_by: dict[Objective, Candidate | None]) -> list[Candidate]:
+    """The candidates to trace: the `top` best of the objective (distinct nests; for one that needs cycles, each
+    with the buffering of the best estimated cycles), then every objective's winner."""
     space, cap = st.space, st.caps[0]
-    if objective == "traffic":
-        pool = [best_traffic] + [_candidate(space, r) for r in st.top_traffic[0].rows[:top]]
-    else:
-        pool = [best_cycles] + [_candidate(space, r) for r in st.top_cycles[0].rows[:top]]
+    pool = [best_by[objective]] + [_candidate(space, r) for r in st.tops[objective][0].rows[:top]]
+    if objective.needs_cycles:
         pool = [Candidate.of(_best_buffering(c.nest, space.hardware, cap)) for c in pool if c is not None]
     uniq: dict[LoopNest, Candidate] = {}
     for c in pool:
         if c is not None and c.nest not in uniq and len(uniq) < top:
             uniq[c.nest] = c
-    for c in (best_traffic, best_cycles):  # both winners are always timed
+    for c in best_by.values():  # every winner is always timed
         if c is not None and c.nest not in uniq:
             uniq[c.nest] = c
     return list(uniq.values())
@@ -826,18 +850,17 @@ def _pareto(st: SearchFront) -> list[Candidate]:
     return out
 
 
-def with_capacity(hardware: Accelerator, sram_bytes: int | None, objective: str) -> tuple[int, Accelerator]:
-    """The SRAM capacity in bytes (default: the hardware's) and the hardware with it; ValueError for an objective
-    other than 'traffic' or 'cycles' or a capacity below one word."""
-    if objective not in ("traffic", "cycles"):
-        raise ValueError(f"objective must be 'traffic' or 'cycles', got {objective!r}")
+def with_capacity(hardware: Accelerator, sram_bytes: int | None) -> tuple[int, Accelerator]:
+    """The SRAM capacity in bytes (default: the hardware's) and the hardware with it; ValueError for a capacity
+    below one word."""
     cap = hardware.sram_bytes if sram_bytes is None else int(sram_bytes)
     if cap < hardware.word_bytes:
         raise ValueError(f"sram_bytes {cap:,} is below one word ({hardware.word_bytes} B)")
     return cap, replace(hardware, sram_bytes=cap)
 
 
-def search(problem: Problem, hardware: Accelerator, sram_bytes: int | None = None, objective: str = "traffic",
+def search(problem: Problem, hardware: Accelerator, sram_bytes: int | None = None,
+           objective: Objective | str = DEFAULT_OBJECTIVE,
            runner: Callable[..., Any] | None = None, confirm_top: int = 3, refine: bool = True,
            exhaustive: bool = False, simulate: bool = True,
            progress: Callable[[float], None] | None = None, force: bool = False,
@@ -845,53 +868,61 @@ def search(problem: Problem, hardware: Accelerator, sram_bytes: int | None = Non
     """Find the best LoopNest of `problem` under `sram_bytes` (default: the hardware's SRAM).
 
     Both rankings are computed: by loaded + stored bytes (ties: estimated cycles) and by estimated cycles
-    (ties: traffic; buffering ways included); `objective` ('traffic' or 'cycles') picks `result.best` and which
-    candidates are confirmed. With a `runner(nest, hardware) -> RunResult` (e.g.
+    (ties: traffic; buffering ways included); `objective` (an `Objective` of OBJECTIVES or its name) picks
+    `result.best` and which candidates are confirmed. With a `runner(nest, hardware) -> RunResult` (e.g.
     `dsasim.kernels.loopnest_kernel.run_loopnest`) the top `confirm_top` candidates of the objective are re-run through
     the trace (checked equal to the model) and the timing simulator; the best simulated one is `best_cycles`.
     Work estimated beyond WORK_LIMIT_SECONDS (the enumeration, before it starts; the tracing of the candidates,
     before it starts) raises WorkTooLargeError unless `force` (then `warn` gets the estimate). slide=False leaves
     sliding-window reuse out of the space (to see what it gains).
     """
-    cap, hw = with_capacity(hardware, sram_bytes, objective)
+    objective = objective_named(objective)
+    cap, hw = with_capacity(hardware, sram_bytes)
     check_work(estimate_search_work(problem, hw, 1, exhaustive, slide), force, warn)
-    st = run_search(problem, hw, [cap], "cycles", refine=refine, exhaustive=exhaustive, top=max(confirm_top, 1),
+    # every objective's ranking is computed: the one that needs cycles sets the enumeration (estimates, 2 ways)
+    st = run_search(problem, hw, [cap], CYCLES, refine=refine, exhaustive=exhaustive, top=max(confirm_top, 1),
                     progress=progress, slide=slide)
-    i, j = st.traffic.best_at(cap), st.cycles.best_at(cap)
-    best_traffic = _candidate(st.space, st.traffic.rows[i], cap) if i is not None else None
-    best_cycles = _candidate(st.space, st.cycles.rows[j]) if j is not None else None
+    best_by = {o: _best_candidate(st, o, cap) for o in OBJECTIVES.values()}
     confirmed: list[Candidate] = []
     source = "estimate"
-    if runner is not None and best_traffic is not None:
-        pool = _to_confirm(st, objective, confirm_top, best_traffic, best_cycles)
+    if runner is not None and best_by[TRAFFIC] is not None:
+        pool = _to_confirm(st, objective, confirm_top, best_by)
         check_work(estimate_trace_work([c.nest for c in pool]), force, warn)  # 1-element tiles over a large layer
         confirmed = [confirm(c, hw, runner, simulate) for c in pool]
         by_nest = {c.nest: c for c in confirmed}
-        best_traffic = by_nest[best_traffic.nest]
+        best_by = {o: None if c is None else by_nest[c.nest] for o, c in best_by.items()}
         sims = [c for c in confirmed if c.simulated_cycles is not None]
-        if sims:
+        if sims:  # the simulated cycles rank the confirmed candidates of every objective that needs cycles
             source = "simulated"
-            best_cycles = min(sims, key=lambda c: (c.simulated_cycles, c.traffic_bytes, c.peak_sram_bytes))
-        elif best_cycles is not None:
-            best_cycles = by_nest[best_cycles.nest]
-    return SearchResult(problem=problem, hardware=hw, sram_bytes=cap, objective=objective, best_traffic=best_traffic,
-                        best_cycles=best_cycles, pareto=_pareto(st), confirmed=confirmed,
+            for o in best_by:
+                if o.needs_cycles:
+                    best_by[o] = min(sims, key=lambda c: o.key(traffic=c.traffic_bytes, cycles=c.simulated_cycles,
+                                                               peak=c.peak_sram_bytes))
+    return SearchResult(problem=problem, hardware=hw, sram_bytes=cap, objective=objective, best_by=best_by,
+                        pareto=_pareto(st), confirmed=confirmed,
                         evaluations=st.evaluations, seconds=st.seconds, bound=lower_bound(problem, cap, hw.word_bytes),
                         cycles_source=source)
 
 
+def _best_candidate(st: SearchFront, objective: Objective, cap: int) -> Candidate | None:
+    """The best candidate by `objective` under `cap`, None when none fits: its staircase's point; an objective that
+    ranks without cycles enumerated 1 way, so its winner gets the buffering of the best estimated cycles in cap."""
+    i = st.fronts[objective].best_at(cap)
+    if i is None:
+        return None
+    return _candidate(st.space, st.fronts[objective].rows[i], None if objective.needs_cycles else cap)
+
+
 def search_front(problem: Problem, hardware: Accelerator, caps: Sequence[int], refine: bool = True,
-                 progress: Callable[[float], None] | None = None,
-                 slide: bool = True, objective: str = "traffic") -> tuple[SearchFront, list[Candidate | None]]:
-    """For each capacity in `caps`, from one enumeration: the best-by-traffic candidate (ties: estimated cycles)
-    with the buffering of the best estimated cycles within the capacity, or with objective='cycles' the candidate
-    of least estimated cycles (ties: traffic)."""
+                 progress: Callable[[float], None] | None = None, slide: bool = True,
+                 objective: Objective | str = DEFAULT_OBJECTIVE) -> tuple[SearchFront, list[Candidate | None]]:
+    """For each capacity in `caps`, from one enumeration: the best candidate by `objective` (`_best_candidate`:
+    by traffic, ties estimated cycles, with the buffering of the best estimated cycles within the capacity; by
+    cycles, the least estimated cycles, ties traffic)."""
+    objective = objective_named(objective)
     st = run_search(problem, replace(hardware, sram_bytes=max(caps)), list(caps), objective, refine=refine,
                     progress=progress, slide=slide)
-    front = st.cycles if objective == "cycles" else st.traffic
-    best = [front.best_at(cap) for cap in caps]
-    return st, [None if i is None else _candidate(st.space, front.rows[i], cap if objective == "traffic" else None)
-                for i, cap in zip(best, caps)]
+    return st, [_best_candidate(st, objective, cap) for cap in caps]
 
 
 def evaluate_nests(nests: Sequence[LoopNest], hardware: Accelerator) -> Evaluation:

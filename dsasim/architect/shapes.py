@@ -186,12 +186,13 @@ class ShapeSweep:
 def _best_of(problem: Problem, hardware: Accelerator) -> ShapePoint | str:
     """The per-shape optimum (search by estimated cycles) as a partial ShapePoint, or why nothing fits (the task
     an executor runs)."""
+    from dsasim.architect.objective import CYCLES
     from dsasim.architect.search import search
     from dsasim.util import numpy_hugepages_off
 
     numpy_hugepages_off()
     try:
-        result = search(problem, hardware, objective="cycles", force=True)
+        result = search(problem, hardware, objective=CYCLES, force=True)
     except ValueError as err:
         return str(err)
     best = result.best

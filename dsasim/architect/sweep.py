@@ -23,6 +23,7 @@ from dsasim.util import format_bytes  # (re-exported: the one rule for sizes peo
 from dsasim.hardware import Accelerator
 from dsasim.architect.loopnest import LoopNest, Problem
 from dsasim.architect.lower_bounds import lower_bound
+from dsasim.architect.objective import DEFAULT_OBJECTIVE, Objective, objective_named
 from dsasim.architect.search import (SECONDS_PER_TRACED_SCHEDULE, Candidate, WorkEstimate, _duration, check_work,
                                      confirm, estimate_search_work, estimate_trace_work, search_front)
 
@@ -296,11 +297,11 @@ class ChainSweepResult:
 def sweep_chain(chain: Any, hardware: Accelerator, sizes: Sequence[int],
                 fused_runner: Callable[..., Any] | None = None, loopnest_runner: Callable[..., Any] | None = None,
                 simulate: bool = True, progress: bool = False, name: str | None = None, force: bool = False,
-                warn: Callable[[str], None] | None = None, objective: str = "traffic",
+                warn: Callable[[str], None] | None = None, objective: Objective | str = DEFAULT_OBJECTIVE,
                 layer_fronts: bool = False) -> ChainSweepResult:
-    """For every SRAM size, the best partition of `chain` by `objective` ('traffic', ties cycles; or 'cycles',
-    estimated, ties traffic), from one evaluation of every fused space for all sizes. Each layer alone is searched
-    at each size as `search_chain` searches it, so every point equals `search_chain` at that size, cycles
+    """For every SRAM size, the best partition of `chain` by `objective` (an `Objective` or its name: traffic, ties
+    cycles; or cycles, estimated, ties traffic), from one evaluation of every fused space for all sizes. Each layer
+    alone is searched at each size as `search_chain` searches it, so every point equals `search_chain` at that size, cycles
     included. layer_fronts=True instead takes each layer from one search front per distinct layer shape for all
     sizes (`search_front`, several times faster; the network evaluation's choice): its traffic is the same
     objective, but where nests tie in traffic the front may keep another than the one-size search (the two
@@ -312,8 +313,7 @@ def sweep_chain(chain: Any, hardware: Accelerator, sizes: Sequence[int],
     sizes = sorted(set(int(s) for s in sizes))
     if not sizes:
         raise ValueError("sweep_chain needs at least one SRAM size")
-    if objective not in ("traffic", "cycles"):
-        raise ValueError(f"objective must be 'traffic' or 'cycles', got {objective!r}")
+    objective = objective_named(objective)
     if sizes[0] < hardware.word_bytes:
         raise ValueError(f"every size must hold at least one {hardware.word_bytes}-byte word")
     distinct = {layer.spec(): layer for layer in chain.layers}

@@ -76,6 +76,17 @@ class DsasimArgumentParser(argparse.ArgumentParser):
         return parsed
 
 
+def add_objective_argument(p: argparse.ArgumentParser, default: str | None, scope: str = "",
+                           note: str = "") -> None:
+    """The --objective option: its choices and help from the registry `dsasim.architect.objective.OBJECTIVES`
+    (a name outside it: argparse's exit 2 listing the choices); `scope` opens the help, `note` ends it."""
+    from dsasim.architect.objective import DEFAULT_OBJECTIVE, OBJECTIVES, describe_objectives
+
+    p.add_argument("--objective", choices=tuple(OBJECTIVES), default=default,
+                   help=f"{scope}the best schedule by one of: {describe_objectives()} (default: {DEFAULT_OBJECTIVE.name})"
+                        f"{note}")
+
+
 def int_at_least(low: int, high: int | None = None) -> Callable[[str], int]:
     """An argparse type: a whole number in [low, high]; the message names the range and what was given."""
     def parse(text: str) -> int:

@@ -25,7 +25,9 @@ import sys
 import tempfile
 from typing import TYPE_CHECKING, Iterator
 
-from dsasim.cli.common import EXIT_FAILED, CliError, Command, int_at_least, json_and_plot_paths, warner, write_outputs
+from dsasim.architect.objective import DEFAULT_OBJECTIVE
+from dsasim.cli.common import (EXIT_FAILED, CliError, Command, add_objective_argument, int_at_least,
+                               json_and_plot_paths, warner, write_outputs)
 from dsasim.cli.table import format_table
 from dsasim.hardware import load_hardware
 
@@ -58,8 +60,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_network_source(p)
     p.add_argument("--sram", metavar="SIZE", help="SRAM size, e.g. 512KiB (default: the hardware's)")
     p.add_argument("--hardware", metavar="PRESET|FILE", default="blog", help="hardware preset or TOML file")
-    p.add_argument("--objective", choices=("traffic", "cycles"), default="traffic",
-                   help="per layer, the best schedule by traffic (default) or by estimated cycles")
+    add_objective_argument(p, DEFAULT_OBJECTIVE.name, scope="per layer, ")
     p.add_argument("--jobs", type=int_at_least(1), default=2, help="worker processes for the layer searches")
     p.add_argument("--json", metavar="PATH", help="write the result as JSON")
     p.add_argument("--plot", metavar="PATH", help="write a per-layer bar chart (traffic and cycles, bound)")

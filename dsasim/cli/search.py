@@ -26,10 +26,11 @@ import time
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Iterator
 
+from dsasim.architect.objective import DEFAULT_OBJECTIVE
 from dsasim.atomic import write_text_atomic
 from dsasim.hardware import PRESETS, load_hardware
-from dsasim.cli.common import (EXIT_FAILED, CliError, Command, check_outputs, int_at_least, kernel_runner,
-                               output_file, warner)
+from dsasim.cli.common import (EXIT_FAILED, CliError, Command, add_objective_argument, check_outputs, int_at_least,
+                               kernel_runner, output_file, warner)
 
 if TYPE_CHECKING:
     from dsasim.architect.search import SearchResult
@@ -45,8 +46,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--sram", metavar="BYTES", help="SRAM capacity (default: the hardware's), e.g. 1536KiB")
     p.add_argument("--hardware", metavar="PRESET|FILE", default="blog",
                    help=f"hardware preset ({', '.join(PRESETS)}) or TOML file (default: blog)")
-    p.add_argument("--objective", choices=("traffic", "cycles"), default="traffic",
-                   help="rank by DDR traffic (ties: cycles) or by cycles (default: traffic)")
+    add_objective_argument(p, DEFAULT_OBJECTIVE.name)
     p.add_argument("--json", metavar="PATH", help="write the best schedule and its figures as JSON")
     p.add_argument("--confirm", type=int_at_least(0), default=None, metavar="N",
                    help=f"re-run the top N candidates through the trace and timing simulator (default "
@@ -87,7 +87,7 @@ def search_json(result: SearchResult, layer: str) -> dict[str, Any]:
         "layer": layer,
         "hardware": hw.name,
         "word_bytes": hw.word_bytes,
-        "objective": result.objective,
+        "objective": result.objective.name,
         "sram_bytes": result.sram_bytes,
         "loaded_bytes": best.loaded_bytes,
         "stored_bytes": best.stored_bytes,

@@ -16,9 +16,10 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
+from dsasim.architect.objective import DEFAULT_OBJECTIVE, TRAFFIC, objective_named
 from dsasim.hardware import load_hardware
-from dsasim.cli.common import (EXIT_FAILED, CliError, Command, int_at_least, json_and_plot_paths,
-                               kernel_runner, parse_percent, warner, write_outputs)
+from dsasim.cli.common import (EXIT_FAILED, CliError, Command, add_objective_argument, int_at_least,
+                               json_and_plot_paths, kernel_runner, parse_percent, warner, write_outputs)
 from dsasim.cli.network import add_network_source
 from dsasim.cli.table import format_table
 
@@ -47,9 +48,9 @@ def add_arguments(s: argparse.ArgumentParser) -> None:
     s.add_argument("--vary", action="append", default=[], metavar="FIELD=V1,V2,...",
                    help="(--network) a hardware grid: each value of a field (repeat for a product), e.g. "
                         "dram_bytes_per_cycle=16,32,64")
-    s.add_argument("--objective", choices=("traffic", "cycles"),
-                   help="(--network, a chain, or hardware with levels) the best schedule by traffic (default) or "
-                        "estimated cycles; a single layer's sweep ranks by traffic")
+    # no default here: given to a sweep it does not apply to, it is refused (_refuse); the sweeps default to it
+    add_objective_argument(s, None, scope="(--network, a chain, or hardware with levels) ",
+                           note="; a single layer's sweep ranks by traffic")
     s.add_argument("--sizes", required=True, metavar="LO:HI[:POINTS]",
                    help="SRAM sizes, geometric from LO to HI, e.g. 64KiB:8MiB:20 (or a list A,B,C)")
     s.add_argument("--hardware", metavar="PRESET|FILE", default="blog",
@@ -144,7 +145,7 @@ def run(args: argparse.Namespace) -> int:
                              f"SRAM only (hardware with levels below the SRAM, e.g. blog-l1, sweeps others)")
         if chain:
             _refuse(args, ("--no-slide",), "a chain's sweep")
-        elif args.objective == "cycles":
+        elif args.objective is not None and objective_named(args.objective) != TRAFFIC:  # sweep_sram: traffic only
             _refuse(args, ("--objective",), f"a single layer's sweep on {hardware.name}")
         hardware.require_one_level("the chain sweep" if chain else "this sweep")
         sizes = parse_sizes(args.sizes)
@@ -159,7 +160,7 @@ def run(args: argparse.Namespace) -> int:
             chain_result = sweep_chain(problem, hardware, sizes, kernel_runner("fused") if simulate else None,
                                        kernel_runner("loopnest") if simulate else None, simulate, progress=not args.quiet,
                                        name=args.layer, force=args.force, warn=warner("sweep-sram"),
-                                       objective=args.objective or "traffic")
+                                       objective=args.objective or DEFAULT_OBJECTIVE.name)
         except ValueError as err:
             raise CliError(str(err)) from None
         print(format_chain_sweep(chain_result))
@@ -201,9 +202,9 @@ def _run_levels(args: argparse.Namespace, problem: object, hardware: object) -> 
     try:
         work = estimate_level_search_work(problem, hardware, n_searches=len(sizes), slide=not args.no_slide)
         with progress_callback(f"sweep {args.layer} on {hardware.name}", work, not args.quiet, 0.0) as progress:
-            sweep = sweep_levels(problem, hardware, level, sizes, args.objective or "traffic", layer=args.layer,
-                                 force=args.force, warn=warner("sweep-sram"), slide=not args.no_slide,
-                                 progress=progress)
+            sweep = sweep_levels(problem, hardware, level, sizes, args.objective or DEFAULT_OBJECTIVE.name,
+                                 layer=args.layer, force=args.force, warn=warner("sweep-sram"),
+                                 slide=not args.no_slide, progress=progress)
     except ValueError as err:
         raise CliError(str(err)) from None
     names = [lv.name for lv in hardware.levels]
@@ -212,7 +213,7 @@ def _run_levels(args: argparse.Namespace, problem: object, hardware: object) -> 
              round(a.cycles) if a else None, a.bottleneck if a else "nothing fits")
             for size, a in zip(sweep.sizes, sweep.best)]
     print(f"{args.layer} on {hardware.name}: traffic into each level and cycles vs the size of {level} "
-          f"(objective {args.objective or 'traffic'}; the analytic model of every level)")
+          f"(objective {args.objective or DEFAULT_OBJECTIVE.name}; the analytic model of every level)")
     print(format_table(header, rows))
     print(f"{len(sizes)} sizes, {sweep.evaluations:,} nests evaluated, {sweep.seconds:.2f} s")
     write_outputs(sweep, json_path, plot_path, "plot_level_sweep")
@@ -294,7 +295,7 @@ def _run_network(args: argparse.Namespace) -> int:
             except ValueError as err:
                 raise CliError(str(err)) from None
         sweep = sweep_network(network, hardwares, sizes, executor, progress=not args.quiet, within=within,
-                              objective=args.objective or "traffic", fusion=not args.no_fusion,
+                              objective=args.objective or DEFAULT_OBJECTIVE.name, fusion=not args.no_fusion,
                               estimated_seconds=work.seconds)
     except WorkersLostError as err:
         print(f"dsasim sweep-sram: {err}", file=sys.stderr)
