@@ -43,9 +43,10 @@ import numpy as np
 
 from dsasim.architect.chain import ConvChain
 from dsasim.architect.loopnest import tile_count
+from dsasim.cost import (busy_cycles, ddr_port, overlapped_cycles, padded_macs, tensorcore_cycles,
+                         vector_cycles)
 from dsasim.geometry import window_rows
 from dsasim.hardware import Accelerator
-from dsasim.util import ceil_div
 
 __all__ = ["HALO_POLICIES", "WEIGHT_POLICIES", "FusedNest", "AxisPlan", "axis_plan", "FusedAnalysis",
            "analyze_fused"]
@@ -269,8 +270,9 @@ class FusedAnalysis:
 
     @property
     def estimated_cycles(self) -> int:
-        """max(DMA, TensorCore + vector) cycles: the bound when transfers overlap compute perfectly."""
-        return max(self.dma_cycles, self.tensorcore_cycles + self.vector_cycles)
+        """max(DMA, TensorCore + vector) cycles: the bound when transfers overlap compute perfectly
+        (`dsasim.cost.overlapped_cycles`)."""
+        return overlapped_cycles(self.dma_cycles, self.tensorcore_cycles + self.vector_cycles)
 
 
 def _vector_cycles(n_lens: Counter, rows: Counter, cols: Counter, channels: int, lanes: int) -> int:
@@ -279,7 +281,7 @@ def _vector_cycles(n_lens: Counter, rows: Counter, cols: Counter, channels: int,
     for n, cn in n_lens.items():
         for r, cr in rows.items():
             for c, cc in cols.items():
-                total += cn * cr * cc * ceil_div(n * channels * r * c, lanes)
+                total += cn * cr * cc * vector_cycles(n * channels * r * c, lanes)
     return total
 
 
@@ -330,10 +332,9 @@ def analyze_fused(nest: FusedNest, hardware: Accelerator) -> FusedAnalysis:
         g, icg, ocg = layer.groups, layer.ic // layer.groups, layer.oc // layer.groups
         taps = layer.kh * layer.kw
         macs += pixels * layer.oc * icg * taps
-        cyc = pixels * taps * g * ceil_div(icg, hardware.tensorcore_in_channels) * ceil_div(
-            ocg, hardware.tensorcore_out_channels)
+        cyc = tensorcore_cycles(hardware, pixels, taps, g, icg, ocg)
         tc_cycles += cyc
-        padded += cyc * hardware.tensorcore_in_channels * hardware.tensorcore_out_channels
+        padded += padded_macs(hardware, cyc)
     vec = 0
     lanes = hardware.vector_lanes
 
@@ -375,11 +376,11 @@ def analyze_fused(nest: FusedNest, hardware: Accelerator) -> FusedAnalysis:
     peak_bytes = peak * word
     transfers = image_loads + weight_loads + tiles
     dma_bytes = loaded + out_elems * word
-    dma_cycles = math.ceil(dma_bytes / hardware.dram_bytes_per_cycle) + transfers * hardware.dma_setup_cycles
+    dma = busy_cycles(ddr_port(hardware), transfers, dma_bytes)
     return FusedAnalysis(
         loaded_bytes=loaded, stored_bytes=out_elems * word, loads=image_loads + weight_loads, stores=tiles,
         opens=tiles + mid_opens, per_tensor_loaded=per_tensor, macs=macs, padded_macs=padded,
         tensorcore_cycles=tc_cycles, vector_cycles=vec, peak_sram_bytes=peak_bytes,
         intermediate_peak_bytes=mid_peak * word, recomputed_macs=macs - once,
-        compulsory_bytes=chain.compulsory_bytes(word), dma_cycles=dma_cycles,
+        compulsory_bytes=chain.compulsory_bytes(word), dma_cycles=dma,
         fits=peak_bytes <= hardware.sram_bytes)
