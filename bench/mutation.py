@@ -62,6 +62,7 @@ BITE_FUSED_TESTS = ("tests/test_trust_bite_fused.py", "tests/test_fused.py")
 BITE_TIMING_TESTS = ("tests/test_trust_bite_timing.py", "tests/test_timing_levels.py", "tests/test_timing.py",
                      "tests/test_timing_rules.py")
 LIMITS_TESTS = ("tests/test_trust_limits.py",)
+COST_TESTS = ("tests/test_cost.py", "tests/test_cost_ports.py")
 LIMITS_DASK_TESTS = ("tests/test_trust_limits_dask.py",)
 PLOTS_TESTS = ("tests/test_trust_plots.py",)
 PLOTS_NUMBER_TESTS = ("tests/test_trust_plots_numbers.py",)
@@ -901,8 +902,35 @@ MUTANTS: list[Mutant] = [
     Mutant("strided3: reconcile compares dense boxes", "dsasim/architect/analytic.py",
            "strided=not spec.output and not nest.slides(tensor))", "strided=False)",
            ("tests/test_trust_strided3.py",)),
+    # -- issue 27: costmodel --------------------------------------------------------------------------------
+    Mutant("cost: a transfer's bytes rounded down", "dsasim/cost.py",
+           "    return port.setup_cycles + _ceil(nbytes / port.bytes_per_cycle)",
+           "    return port.setup_cycles + nbytes // port.bytes_per_cycle", COST_TESTS),
+    Mutant("cost: a direction's busy time without its setups", "dsasim/cost.py",
+           "        return _ceil(nbytes / port.bytes_per_cycle) + transfers * port.setup_cycles",
+           "        return _ceil(nbytes / port.bytes_per_cycle)", COST_TESTS),
+    Mutant("cost: dma_cycles ignores separate ports", "dsasim/cost.py",
+           "    if port.shared_load_store:\n        return busy_cycles(port, loads + stores,",
+           "    if True:\n        return busy_cycles(port, loads + stores,", COST_TESTS),
+    Mutant("cost: vector cycles rounded down", "dsasim/cost.py",
+           "    return ceil_div(elements, lanes)", "    return elements // lanes", COST_TESTS),
+    Mutant("cost: the pipeline estimate leaves out the issue cycles", "dsasim/cost.py",
+           "    return overlapped_cycles(tensorcore + exposed, dma) + fill + ISSUE_CYCLES * iterations",
+           "    return overlapped_cycles(tensorcore + exposed, dma) + fill", COST_TESTS),
+    Mutant("cost: the band pipeline adds its head and tail to the whole DDR time", "dsasim/cost.py",
+           "    return head + max(*engines, ddr - head - tail, 0) + tail",
+           "    return head + max(*engines, ddr, 0) + tail", COST_TESTS),
+    Mutant("costmodel: the fused conv chain adds loads and stores on separate ports", "dsasim/architect/fused.py",
+           "    dma = dma_cycles(ddr_port(hardware), image_loads + weight_loads, loaded, tiles, out_elems * word)",
+           "    dma = dma_cycles(ddr_port(hardware), image_loads + weight_loads + tiles, loaded + out_elems * word, 0, 0)",
+           COST_TESTS),
+    Mutant("costmodel: the fused space adds loads and stores on separate ports", "dsasim/architect/fused_search.py",
+           "    dma = dma_cycles(ddr_port(hardware), loads, loaded, tiles_n, stored)",
+           "    dma = dma_cycles(ddr_port(hardware), loads + tiles_n, loaded + stored, 0, 0)", COST_TESTS),
+    Mutant("costmodel: the GEMM chain adds loads and stores on separate ports", "dsasim/architect/gemm_chain.py",
+           "    dma = dma_cycles(ddr_port(hw), loads, loaded, stores, stored)",
+           "    dma = dma_cycles(ddr_port(hw), loads + stores, loaded + stored, 0, 0)", COST_TESTS),
 ]
-
 
 def _run_mutant(mutant: Mutant, timeout_s: float) -> tuple[str, float, str]:
     """Apply one mutant to a fresh copy of the committed tree and run its tests: (outcome, seconds, detail)."""

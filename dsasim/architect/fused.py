@@ -43,7 +43,7 @@ import numpy as np
 
 from dsasim.architect.chain import ConvChain
 from dsasim.architect.loopnest import tile_count
-from dsasim.cost import (busy_cycles, ddr_port, overlapped_cycles, padded_macs, tensorcore_cycles,
+from dsasim.cost import (ddr_port, dma_cycles, overlapped_cycles, padded_macs, tensorcore_cycles,
                          vector_cycles)
 from dsasim.geometry import window_rows
 from dsasim.hardware import Accelerator
@@ -374,9 +374,7 @@ def analyze_fused(nest: FusedNest, hardware: Accelerator) -> FusedAnalysis:
             peak = resident + int(sum(caps)) + nest.ways * (int(tile_out) + per_tile_w)
             mid_peak = int(sum(caps[1:])) if L > 1 else 0
     peak_bytes = peak * word
-    transfers = image_loads + weight_loads + tiles
-    dma_bytes = loaded + out_elems * word
-    dma = busy_cycles(ddr_port(hardware), transfers, dma_bytes)
+    dma = dma_cycles(ddr_port(hardware), image_loads + weight_loads, loaded, tiles, out_elems * word)
     return FusedAnalysis(
         loaded_bytes=loaded, stored_bytes=out_elems * word, loads=image_loads + weight_loads, stores=tiles,
         opens=tiles + mid_opens, per_tensor_loaded=per_tensor, macs=macs, padded_macs=padded,

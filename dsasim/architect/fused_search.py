@@ -35,7 +35,7 @@ from dsasim.architect.fused import (HALO_POLICIES, WEIGHT_POLICIES, FusedAnalysi
 from dsasim.architect.gemm_chain import (GemmChain, GemmChainAnalysis, GemmChainNest, GemmChainSpace,
                                          analyze_gemm_chain, estimate_gemm_chain_space_work,
                                          evaluate_gemm_chain_space)
-from dsasim.cost import busy_cycles, ddr_port, overlapped_cycles, tensorcore_cycles, vector_cycles
+from dsasim.cost import ddr_port, dma_cycles, overlapped_cycles, tensorcore_cycles, vector_cycles
 from dsasim.hardware import Accelerator
 
 __all__ = ["FusedSpace", "evaluate_fused_space", "SegmentChoice", "ChainSearchResult", "search_chain",
@@ -173,7 +173,7 @@ def evaluate_fused_space(chain: ConvChain, hardware: Accelerator,
         tnb * (ch[L] * np.outer(rmax[:, L], cmax[:, L]))[None, :, :, None, None, None] + wpt)
     peak = np.where(slide_ow, keep_ow_peak, np.where(slide_oh, keep_oh_peak, recompute_peak)) * word
     stored = math.prod(chain.output_shape) * word
-    dma = busy_cycles(ddr_port(hardware), loads + tiles_n, loaded + stored)
+    dma = dma_cycles(ddr_port(hardware), loads, loaded, tiles_n, stored)
     shape = (len(tn), len(tr), len(tc), 2, 2, 2)
     full = lambda a: np.broadcast_to(a, shape)  # noqa: E731
     return FusedSpace(chain=chain, tiles=(tn, tr, tc), valid=full(valid), loaded_bytes=full(loaded),

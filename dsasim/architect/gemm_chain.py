@@ -52,7 +52,7 @@ import numpy as np
 
 from dsasim.architect.fused import FusedAnalysis
 from dsasim.architect.loopnest import MatmulProblem, tile_count
-from dsasim.cost import busy_cycles, ddr_port, overlapped_cycles, padded_macs, tile_blocks, vector_cycles
+from dsasim.cost import ddr_port, dma_cycles, overlapped_cycles, padded_macs, tile_blocks, vector_cycles
 from dsasim.hardware import Accelerator
 from dsasim.util import check_int, is_ascii_whole
 
@@ -333,8 +333,7 @@ def _closed_form(chain: GemmChain, hw: Accelerator, order: str, t: dict[str, np.
         for lm, cm in ((t["m"], ext["m"] // t["m"]), (ext["m"] % t["m"], (ext["m"] % t["m"] > 0) * one)):
             for ll, cl in ((t["l"], ext["l"] // t["l"]), (ext["l"] % t["l"], (ext["l"] % t["l"] > 0) * one)):
                 vec = vec + cm * cl * vector_cycles(lm * ll, lanes)
-    transfers = loads + stores
-    dma = busy_cycles(ddr_port(hw), transfers, loaded + stored)
+    dma = dma_cycles(ddr_port(hw), loads, loaded, stores, stored)
     chimera_dv = sum(box[x] * trips[order[0]] * trips[order[1]] * trips[_PRIVATE[_GEMM_OF[x]]] for x in "ABDE") * word
     chimera_mu = np.maximum(box["A"] + box["B"] + box["C"], box["C"] + box["D"] + box["E"]) * word
     return {"loaded_bytes": loaded, "stored_bytes": stored, "rmw_bytes": per_tensor["E"], "loads": loads,
