@@ -42,9 +42,9 @@ from typing import Any, Mapping
 import numpy as np
 
 from dsasim.architect.chain import ConvChain
+from dsasim.architect.fused_analysis import FusedAnalysis
 from dsasim.architect.loopnest import tile_count
-from dsasim.cost import (ddr_port, dma_cycles, overlapped_cycles, padded_macs, tensorcore_cycles,
-                         vector_cycles)
+from dsasim.cost import ddr_port, dma_cycles, padded_macs, tensorcore_cycles, vector_cycles
 from dsasim.geometry import window_rows
 from dsasim.hardware import Accelerator
 
@@ -243,38 +243,6 @@ def axis_plan(geometry: tuple, tile: int) -> AxisPlan:
 
 
 # ------------------------------------------------------------------------------------------------- analysis
-@dataclass(frozen=True)
-class FusedAnalysis:
-    """What a `FusedNest` moves and computes, in closed form (bytes, counts, cycles; see the module docstring)."""
-
-    loaded_bytes: int
-    stored_bytes: int
-    loads: int
-    stores: int
-    opens: int
-    per_tensor_loaded: dict[str, int]
-    macs: int
-    padded_macs: int
-    tensorcore_cycles: int
-    vector_cycles: int
-    peak_sram_bytes: int
-    intermediate_peak_bytes: int  # of the peak: the on-chip intermediates' buffers
-    recomputed_macs: int  # MACs beyond computing the chain once
-    compulsory_bytes: int
-    dma_cycles: int  # every transfer's bytes / dram_bytes_per_cycle plus its setup cycles
-    fits: bool
-
-    @property
-    def traffic_bytes(self) -> int:
-        return self.loaded_bytes + self.stored_bytes
-
-    @property
-    def estimated_cycles(self) -> int:
-        """max(DMA, TensorCore + vector) cycles: the bound when transfers overlap compute perfectly
-        (`dsasim.cost.overlapped_cycles`)."""
-        return overlapped_cycles(self.dma_cycles, self.tensorcore_cycles + self.vector_cycles)
-
-
 def _vector_cycles(n_lens: Counter, rows: Counter, cols: Counter, channels: int, lanes: int) -> int:
     """Sum over every box (n x channels x rows x cols, each size with its count) of ceil(elements / lanes)."""
     total = 0

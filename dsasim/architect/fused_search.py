@@ -30,8 +30,8 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from dsasim.architect.chain import ConvChain
-from dsasim.architect.fused import (HALO_POLICIES, WEIGHT_POLICIES, FusedAnalysis, FusedNest, analyze_fused,
-                                    axis_plan, _axis_geometry)
+from dsasim.architect.fused import HALO_POLICIES, WEIGHT_POLICIES, FusedNest, analyze_fused, axis_plan, _axis_geometry
+from dsasim.architect.fused_analysis import FusedAnalysis
 from dsasim.architect.gemm_chain import (GemmChain, GemmChainAnalysis, GemmChainNest, GemmChainSpace,
                                          analyze_gemm_chain, estimate_gemm_chain_space_work,
                                          evaluate_gemm_chain_space)

@@ -50,7 +50,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from dsasim.architect.fused import FusedAnalysis
+from dsasim.architect.fused_analysis import FusedAnalysis
 from dsasim.architect.loopnest import MatmulProblem, tile_count
 from dsasim.cost import ddr_port, dma_cycles, overlapped_cycles, padded_macs, tile_blocks, vector_cycles
 from dsasim.hardware import Accelerator
