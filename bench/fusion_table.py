@@ -14,7 +14,7 @@ import argparse
 import time
 
 from dsasim import preset
-from dsasim.architect.chain import parse_chain
+from dsasim.architect.chain_catalogue import parse_chain
 from dsasim.architect.fused_search import evaluate_fused_space, search_chain
 from dsasim.architect.sweep import format_bytes, parse_bytes
 from dsasim.kernels.fused_kernel import run_fused

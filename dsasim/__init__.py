@@ -74,7 +74,7 @@ AUDIENCES: dict[str, dict[str, str]] = {
         "lower_bound": "dsasim.architect.lower_bounds",
         "search": "dsasim.architect.search",
         "ConvChain": "dsasim.architect.chain",
-        "parse_chain": "dsasim.architect.chain",
+        "parse_chain": "dsasim.architect.chain_catalogue",
         "GemmChain": "dsasim.architect.gemm_chain",
         "parse_gemm_chain": "dsasim.architect.gemm_chain",
         "search_chain": "dsasim.architect.fused_search",

@@ -55,6 +55,8 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from dsasim import (Accelerator, Conv2dBoundsInfer, ConvProblem, GlobalHierarchy, Schedule, Segment, Session,
                     TensorCore, Tile, TracedArray, VectorUnit, Workload, preset)
+from dsasim.cost import (band_pipeline_cycles, ddr_port, port_cycles, tensorcore_cycles, transfer_cycles,
+                         vector_cycles)
 from dsasim.util import Region
 
 if TYPE_CHECKING:
@@ -306,18 +308,13 @@ class MappingEstimate:
     cycles: int = 0
 
 
-def _transfer_cycles(hardware: Accelerator, nbytes: int) -> int:
-    """One DMA of `nbytes`: setup + ceil(bytes / bandwidth) cycles (the timing model's transfer duration)."""
-    return hardware.dma_setup_cycles + math.ceil(nbytes / hardware.dram_bytes_per_cycle)
-
-
 def _pipeline_cycles(hardware: Accelerator, compute: Sequence[int], loads: Sequence[int], stores: Sequence[int],
                      head: int, tail: int) -> int:
     """A band pipeline: `head` cycles before the steady state (the first loads, and the first gather), `tail`
     after it (the last store), the rest bounded by the busiest engine: each compute engine's total and the DDR
     port(s) (one shared port adds loads and stores, two ports take the larger)."""
-    ddr = sum(loads) + sum(stores) if hardware.dram_shared_load_store else max(sum(loads), sum(stores))
-    return head + max(*compute, ddr - head - tail, 0) + tail
+    ddr = port_cycles(ddr_port(hardware), sum(loads), sum(stores))
+    return band_pipeline_cycles(head, tail, list(compute), ddr)
 
 
 def estimate_mapping(problem: ConvProblem, hardware: Accelerator, mapping: str) -> MappingEstimate:
@@ -328,21 +325,21 @@ def estimate_mapping(problem: ConvProblem, hardware: Accelerator, mapping: str) 
     except ValueError:
         return MappingEstimate(mapping, fits=False)
     wb, k, oc = hardware.word_bytes, patch_columns(problem), problem.oc
-    icb, ocb = hardware.tensorcore_in_channels, hardware.tensorcore_out_channels
     all_bands = bands(problem, rows)
-    t = lambda nbytes: _transfer_cycles(hardware, nbytes)  # noqa: E731
+    port = ddr_port(hardware)
+    t = lambda nbytes: transfer_cycles(port, nbytes)  # noqa: E731
     weight = t(k * oc * wb)
     image = [t(b.input_elements * wb) for b in all_bands]
     out = [t(b.pixel_count * oc * wb) for b in all_bands]
     patch = [t(b.pixel_count * k * wb) for b in all_bands]
-    gathers = [math.ceil(b.pixel_count * k / hardware.vector_lanes) for b in all_bands]
+    gathers = [vector_cycles(b.pixel_count * k, hardware.vector_lanes) for b in all_bands]
     image_bytes = sum(b.input_elements for b in all_bands) * wb
     base_bytes = image_bytes + k * oc * wb + pixels(problem) * oc * wb
     if mapping == "direct":
-        tc = math.ceil(problem.ic / icb) * math.ceil(oc / ocb) * pixels(problem) * problem.kh * problem.kw
+        tc = tensorcore_cycles(hardware, pixels(problem), problem.kh * problem.kw, 1, problem.ic, oc)
         cycles = _pipeline_cycles(hardware, [tc], [weight, *image], out, weight + image[0], out[-1])
         return MappingEstimate(mapping, True, rows, tc, 0, base_bytes, cycles)
-    tc = math.ceil(k / icb) * math.ceil(oc / ocb) * pixels(problem)
+    tc = tensorcore_cycles(hardware, pixels(problem), 1, 1, k, oc)
     vec = sum(gathers)
     if mapping == "im2col-chip":
         cycles = _pipeline_cycles(hardware, [tc, vec - gathers[0]], [weight, *image], out,

@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 from dsasim import GlobalHierarchy, Session, VectorUnit, preset
-from dsasim.architect.chain import ConvChain, chain_names, parse_chain
+from dsasim.architect.chain import ConvChain
+from dsasim.architect.chain_catalogue import chain_names, parse_chain
 from dsasim.architect.fused import FusedNest, analyze_fused
 from dsasim.architect.loopnest import ConvProblem
 from dsasim.architect.objective import TRAFFIC

@@ -11,7 +11,7 @@ import random
 import pytest
 
 from dsasim import preset
-from dsasim.architect.chain import is_chain, parse_chain
+from dsasim.architect.chain_catalogue import is_chain, parse_chain
 from dsasim.architect.fused_search import search_chain
 from dsasim.architect.gemm_chain import (GEMM_ORDERS, GemmChain, GemmChainNest, analyze_gemm_chain,
                                          evaluate_gemm_chain_space, parse_gemm_chain)

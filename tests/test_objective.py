@@ -139,7 +139,7 @@ def test_an_inner_search_ranks_by_the_objective_across_outer_nests():
 
 
 def test_the_library_refuses_an_unknown_objective_before_any_work():
-    from dsasim.architect.chain import parse_chain
+    from dsasim.architect.chain_catalogue import parse_chain
     from dsasim.architect.fused_search import search_chain
     from dsasim.architect.layers import parse_layer
     from dsasim.architect.level_search import search_levels, sweep_levels

@@ -53,6 +53,8 @@ from typing import Any, NamedTuple, Sequence
 
 import numpy as np
 
+from dsasim.cost import ISSUE_CYCLES, busy_cycles, ddr_port, padded_macs, pipeline_estimate, port_cycles, tile_blocks
+from dsasim.cost import maximum as _max
 from dsasim.hardware import Accelerator
 from dsasim.traced.schedule import Status
 from dsasim.traced.trace import ENTER, EXIT, LOAD, OPEN, SLIDE
@@ -263,7 +265,6 @@ class Analysis:
         return bool(fits_sram(self.peak_sram_bytes, sram_bytes))
 
 
-ISSUE_CYCLES = 1  # per tile compute, in the cycle estimate only (see Evaluator._estimate)
 
 
 # ------------------------------------------------------------------------------------------ the one model
@@ -381,13 +382,6 @@ def _at_least(a, v):
     return bool(a >= v) if isinstance(a, (int, np.integer)) else np.asarray(a) >= v
 
 
-def _max(a, b):
-    """Elementwise maximum that keeps Python ints Python ints (exact beyond int64)."""
-    if isinstance(a, int) and isinstance(b, int):
-        return a if a >= b else b
-    return np.maximum(a, b)
-
-
 class Evaluator:
     """The analytic model's tables for a problem over candidate tile sizes `fine[d]` per dimension, and the one
     evaluation of a `Batch` of nests. python_ints: tables of Python ints (exact at any size; `analyze`),
@@ -415,7 +409,7 @@ class Evaluator:
         self.ext = [p.extents[d] for d in self.dims]
         self.trips = [arr(tile_count(e, int(v)) for v in f) for e, f in zip(self.ext, self.fine)]
         self.last = [arr(last_tile(e, int(v)) for v in f) for e, f in zip(self.ext, self.fine)]
-        self.tcsum = [arr(_dim_sum(e, int(v), blocks.get(d, 0)) for v in f)
+        self.tcsum = [arr(tile_blocks(e, int(v), blocks.get(d, 0)) for v in f)
                       for d, e, f in zip(self.dims, self.ext, self.fine)]
         self.groups = [self._window_table(a, arr) for a in p.windows]
         # dim index -> (its window group, 0 output position / 1 tap)
@@ -607,23 +601,21 @@ class Evaluator:
         ways, so they count as a 1-way scope with one instance per transfer:
             estimate = max(tensorcore + exposed, dma) + first loads + last store + ISSUE_CYCLES x iterations.
         """
-        hw = self.hardware
-        setup = float(hw.dma_setup_cycles)  # exact: counts x setup stay below 2**53
-        bw = float(hw.dram_bytes_per_cycle)
+        port = ddr_port(self.hardware)
         load_total: Any = 0.0
         store_total: Any = 0.0
         exposed: Any = 0.0
         fill: Any = 0.0
         for x, t in enumerate(tensors):
-            lc = t.loads * setup + t.loaded_bytes / bw
+            lc = busy_cycles(port, t.loads, t.loaded_bytes, whole=False)
             load_total = load_total + lc
             if x == self.out_t:
-                sc = t.stores * setup + t.stored_bytes / bw
+                sc = busy_cycles(port, t.stores, t.stored_bytes, whole=False)
                 store_total = store_total + sc
                 lc = lc + sc
-                fill = fill + (setup + t.box_bytes / bw)
+                fill = fill + busy_cycles(port, 1, t.box_bytes, whole=False)
             else:
-                fill = fill + (t.box_bytes > 0) * (setup + t.box_bytes / bw)
+                fill = fill + (t.box_bytes > 0) * busy_cycles(port, 1, t.box_bytes, whole=False)
             slid = slide[x] >= 0 if isinstance(slide[x], np.ndarray) else bool(slide[x] >= 0)
             inst, w = _pick(slid, t.loads, t.instances), _pick(slid, 1, ways[x])
             if isinstance(inst, int) and inst <= 1 or isinstance(w, (int, np.integer)) and w != 1:
@@ -631,23 +623,14 @@ class Evaluator:
             if not isinstance(w, (int, np.integer)):  # 1-way scopes only (one instance adds 0 x lc anyway)
                 lc = (w == 1) * lc
             exposed = exposed + lc * (inst - 1) / inst
-        dma = load_total + store_total if hw.dram_shared_load_store else _max(load_total, store_total)
-        iterations = math.prod(trips.values())
-        return _max(tc + exposed, dma) + fill + ISSUE_CYCLES * iterations
+        dma = port_cycles(port, load_total, store_total)
+        return pipeline_estimate(tc, exposed, dma, fill, math.prod(trips.values()))
 
 
 def tensorcore_blocks(problem: Problem, hardware: Accelerator) -> dict[str, int]:
     """The problem's dimensions mapped to the TensorCore's input and output channels, with their block sizes
     (elements): they set the TensorCore cycles and the search's aligned tile sizes."""
     return {problem.tc_in_dim: hardware.tensorcore_in_channels, problem.tc_out_dim: hardware.tensorcore_out_channels}
-
-
-def _dim_sum(extent: int, tile: int, block: int) -> int:
-    """sum over the tiles of ceil(tile_len / block) (block 0: sum of tile lengths = extent)."""
-    if block == 0:
-        return extent
-    n = tile_count(extent, tile)
-    return (n - 1) * ceil_div(tile, block) + ceil_div(last_tile(extent, tile), block)
 
 
 def analyze(nest: LoopNest, hardware: Accelerator, strided_boxes: bool = True) -> Analysis:
@@ -665,8 +648,7 @@ def analyze(nest: LoopNest, hardware: Accelerator, strided_boxes: bool = True) -
                     loaded_bytes=r.loaded_bytes, stored_bytes=r.stored_bytes,
                     rmw_bytes=sum(t.rmw_bytes for t in tensors), loads=sum(t.loads for t in tensors),
                     stores=sum(t.stores for t in tensors), peak_sram_bytes=r.peak_sram_bytes, macs=r.macs,
-                    padded_macs=r.tensorcore_cycles * hardware.tensorcore_in_channels
-                    * hardware.tensorcore_out_channels,
+                    padded_macs=padded_macs(hardware, r.tensorcore_cycles),
                     tensorcore_cycles=r.tensorcore_cycles, estimated_cycles=int(round(r.estimated_cycles)))
 
 

@@ -42,10 +42,11 @@ from typing import Any, Mapping
 import numpy as np
 
 from dsasim.architect.chain import ConvChain
+from dsasim.architect.fused_analysis import FusedAnalysis
 from dsasim.architect.loopnest import tile_count
+from dsasim.cost import ddr_port, dma_cycles, padded_macs, tensorcore_cycles, vector_cycles
 from dsasim.geometry import window_rows
 from dsasim.hardware import Accelerator
-from dsasim.util import ceil_div
 
 __all__ = ["HALO_POLICIES", "WEIGHT_POLICIES", "FusedNest", "AxisPlan", "axis_plan", "FusedAnalysis",
            "analyze_fused"]
@@ -242,44 +243,13 @@ def axis_plan(geometry: tuple, tile: int) -> AxisPlan:
 
 
 # ------------------------------------------------------------------------------------------------- analysis
-@dataclass(frozen=True)
-class FusedAnalysis:
-    """What a `FusedNest` moves and computes, in closed form (bytes, counts, cycles; see the module docstring)."""
-
-    loaded_bytes: int
-    stored_bytes: int
-    loads: int
-    stores: int
-    opens: int
-    per_tensor_loaded: dict[str, int]
-    macs: int
-    padded_macs: int
-    tensorcore_cycles: int
-    vector_cycles: int
-    peak_sram_bytes: int
-    intermediate_peak_bytes: int  # of the peak: the on-chip intermediates' buffers
-    recomputed_macs: int  # MACs beyond computing the chain once
-    compulsory_bytes: int
-    dma_cycles: int  # every transfer's bytes / dram_bytes_per_cycle plus its setup cycles
-    fits: bool
-
-    @property
-    def traffic_bytes(self) -> int:
-        return self.loaded_bytes + self.stored_bytes
-
-    @property
-    def estimated_cycles(self) -> int:
-        """max(DMA, TensorCore + vector) cycles: the bound when transfers overlap compute perfectly."""
-        return max(self.dma_cycles, self.tensorcore_cycles + self.vector_cycles)
-
-
 def _vector_cycles(n_lens: Counter, rows: Counter, cols: Counter, channels: int, lanes: int) -> int:
     """Sum over every box (n x channels x rows x cols, each size with its count) of ceil(elements / lanes)."""
     total = 0
     for n, cn in n_lens.items():
         for r, cr in rows.items():
             for c, cc in cols.items():
-                total += cn * cr * cc * ceil_div(n * channels * r * c, lanes)
+                total += cn * cr * cc * vector_cycles(n * channels * r * c, lanes)
     return total
 
 
@@ -330,10 +300,9 @@ def analyze_fused(nest: FusedNest, hardware: Accelerator) -> FusedAnalysis:
         g, icg, ocg = layer.groups, layer.ic // layer.groups, layer.oc // layer.groups
         taps = layer.kh * layer.kw
         macs += pixels * layer.oc * icg * taps
-        cyc = pixels * taps * g * ceil_div(icg, hardware.tensorcore_in_channels) * ceil_div(
-            ocg, hardware.tensorcore_out_channels)
+        cyc = tensorcore_cycles(hardware, pixels, taps, g, icg, ocg)
         tc_cycles += cyc
-        padded += cyc * hardware.tensorcore_in_channels * hardware.tensorcore_out_channels
+        padded += padded_macs(hardware, cyc)
     vec = 0
     lanes = hardware.vector_lanes
 
@@ -373,13 +342,11 @@ def analyze_fused(nest: FusedNest, hardware: Accelerator) -> FusedAnalysis:
             peak = resident + int(sum(caps)) + nest.ways * (int(tile_out) + per_tile_w)
             mid_peak = int(sum(caps[1:])) if L > 1 else 0
     peak_bytes = peak * word
-    transfers = image_loads + weight_loads + tiles
-    dma_bytes = loaded + out_elems * word
-    dma_cycles = math.ceil(dma_bytes / hardware.dram_bytes_per_cycle) + transfers * hardware.dma_setup_cycles
+    dma = dma_cycles(ddr_port(hardware), image_loads + weight_loads, loaded, tiles, out_elems * word)
     return FusedAnalysis(
         loaded_bytes=loaded, stored_bytes=out_elems * word, loads=image_loads + weight_loads, stores=tiles,
         opens=tiles + mid_opens, per_tensor_loaded=per_tensor, macs=macs, padded_macs=padded,
         tensorcore_cycles=tc_cycles, vector_cycles=vec, peak_sram_bytes=peak_bytes,
         intermediate_peak_bytes=mid_peak * word, recomputed_macs=macs - once,
-        compulsory_bytes=chain.compulsory_bytes(word), dma_cycles=dma_cycles,
+        compulsory_bytes=chain.compulsory_bytes(word), dma_cycles=dma,
         fits=peak_bytes <= hardware.sram_bytes)

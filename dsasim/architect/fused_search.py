@@ -30,12 +30,13 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from dsasim.architect.chain import ConvChain
-from dsasim.architect.fused import (HALO_POLICIES, WEIGHT_POLICIES, FusedAnalysis, FusedNest, analyze_fused,
-                                    axis_plan, _axis_geometry)
+from dsasim.architect.fused import HALO_POLICIES, WEIGHT_POLICIES, FusedNest, analyze_fused, axis_plan, _axis_geometry
+from dsasim.architect.fused_analysis import FusedAnalysis
 from dsasim.architect.gemm_chain import (GemmChain, GemmChainAnalysis, GemmChainNest, GemmChainSpace,
                                          analyze_gemm_chain, estimate_gemm_chain_space_work,
                                          evaluate_gemm_chain_space)
 from dsasim.architect.objective import DEFAULT_OBJECTIVE, Objective, objective_named
+from dsasim.cost import ddr_port, dma_cycles, overlapped_cycles, tensorcore_cycles, vector_cycles
 from dsasim.hardware import Accelerator
 
 __all__ = ["FusedSpace", "evaluate_fused_space", "SegmentChoice", "ChainSearchResult", "search_chain",
@@ -73,7 +74,7 @@ class FusedSpace:
 
     @property
     def estimated_cycles(self) -> np.ndarray:
-        return np.maximum(self.dma_cycles, self.tensorcore_cycles + self.vector_cycles_floor)
+        return overlapped_cycles(self.dma_cycles, self.tensorcore_cycles + self.vector_cycles_floor)
 
     def nest(self, index: tuple[int, ...]) -> FusedNest:
         """The FusedNest at a grid index."""
@@ -150,11 +151,10 @@ def evaluate_fused_space(chain: ConvChain, hardware: Accelerator,
         icg, ocg = layer.ic // layer.groups, layer.oc // layer.groups
         taps = layer.kh * layer.kw
         macs = macs + pixels * layer.oc * icg * taps
-        tc_cycles = tc_cycles + pixels * taps * layer.groups * (-(-icg // hardware.tensorcore_in_channels)) * (
-            -(-ocg // hardware.tensorcore_out_channels))
+        tc_cycles = tc_cycles + tensorcore_cycles(hardware, pixels, taps, layer.groups, icg, ocg)
         ops = int(chain.relu[i - 1]) + int(i == L and chain.residual)
         if ops:
-            vec = vec + ops * (-(-(pixels * ch[i]) // hardware.vector_lanes))
+            vec = vec + ops * vector_cycles(pixels * ch[i], hardware.vector_lanes)
     # peak SRAM, in elements
     resident = np.where(per_tile, 0, w_elems)
     wpt = np.where(per_tile, w_elems, 0)
@@ -174,8 +174,7 @@ def evaluate_fused_space(chain: ConvChain, hardware: Accelerator,
         tnb * (ch[L] * np.outer(rmax[:, L], cmax[:, L]))[None, :, :, None, None, None] + wpt)
     peak = np.where(slide_ow, keep_ow_peak, np.where(slide_oh, keep_oh_peak, recompute_peak)) * word
     stored = math.prod(chain.output_shape) * word
-    dma = np.ceil((loaded + stored) / hardware.dram_bytes_per_cycle).astype(np.int64) + (
-        loads + tiles_n) * hardware.dma_setup_cycles
+    dma = dma_cycles(ddr_port(hardware), loads, loaded, tiles_n, stored)
     shape = (len(tn), len(tr), len(tc), 2, 2, 2)
     full = lambda a: np.broadcast_to(a, shape)  # noqa: E731
     return FusedSpace(chain=chain, tiles=(tn, tr, tc), valid=full(valid), loaded_bytes=full(loaded),

@@ -50,9 +50,10 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from dsasim.architect.fused import FusedAnalysis
+from dsasim.architect.fused_analysis import FusedAnalysis
 from dsasim.architect.loopnest import MatmulProblem, tile_count
 from dsasim.architect.objective import DEFAULT_OBJECTIVE, OBJECTIVES, Objective, objective_named
+from dsasim.cost import ddr_port, dma_cycles, overlapped_cycles, padded_macs, tile_blocks, vector_cycles
 from dsasim.hardware import Accelerator
 from dsasim.util import check_int, is_ascii_whole
 
@@ -278,12 +279,6 @@ class GemmChainAnalysis(FusedAnalysis):
 
 
 # ------------------------------------------------------------------------------------------------ closed form
-def _ceil_sum(extent: int, tile: np.ndarray, block: int) -> np.ndarray:
-    """Sum over the tiles of a loop of ceil(tile length / block) (full tiles, then the ragged last one)."""
-    full, rest = extent // tile, extent % tile
-    return full * -(-tile // block) + -(-rest // block)
-
-
 def _check_exact(chain: GemmChain, hw: Accelerator) -> None:
     """LayerTooLargeError (a ValueError) when a count could pass int64's exact range: every figure here is at most
     a few times a GEMM's MACs x word bytes (Chimera's DV at most 8 x), the bound the layer search checks."""
@@ -331,16 +326,15 @@ def _closed_form(chain: GemmChain, hw: Accelerator, order: str, t: dict[str, np.
     inner2 = sum(np.where(depth[x] == 3, box[x], 0) for x in "DE")
     peak = (box["C"] + shallow + ways * np.maximum(inner1, inner2)) * word
     ic, oc = hw.tensorcore_in_channels, hw.tensorcore_out_channels
-    tc = ext["m"] * (_ceil_sum(ext["k"], t["k"], ic) * _ceil_sum(ext["l"], t["l"], oc)
-                     + _ceil_sum(ext["l"], t["l"], ic) * _ceil_sum(ext["n"], t["n"], oc))
+    tc = ext["m"] * (tile_blocks(ext["k"], t["k"], ic) * tile_blocks(ext["l"], t["l"], oc)
+                     + tile_blocks(ext["l"], t["l"], ic) * tile_blocks(ext["n"], t["n"], oc))
     vec = np.zeros_like(tc)
     if chain.relu_between:  # ceil(elements / lanes) per C tile: the four classes of (full | ragged) m and l tiles
         lanes = hw.vector_lanes
         for lm, cm in ((t["m"], ext["m"] // t["m"]), (ext["m"] % t["m"], (ext["m"] % t["m"] > 0) * one)):
             for ll, cl in ((t["l"], ext["l"] // t["l"]), (ext["l"] % t["l"], (ext["l"] % t["l"] > 0) * one)):
-                vec = vec + cm * cl * -(-(lm * ll) // lanes)
-    transfers = loads + stores
-    dma = np.ceil((loaded + stored) / hw.dram_bytes_per_cycle).astype(np.int64) + transfers * hw.dma_setup_cycles
+                vec = vec + cm * cl * vector_cycles(lm * ll, lanes)
+    dma = dma_cycles(ddr_port(hw), loads, loaded, stores, stored)
     chimera_dv = sum(box[x] * trips[order[0]] * trips[order[1]] * trips[_PRIVATE[_GEMM_OF[x]]] for x in "ABDE") * word
     chimera_mu = np.maximum(box["A"] + box["B"] + box["C"], box["C"] + box["D"] + box["E"]) * word
     return {"loaded_bytes": loaded, "stored_bytes": stored, "rmw_bytes": per_tensor["E"], "loads": loads,
@@ -361,7 +355,7 @@ def analyze_gemm_chain(nest: GemmChainNest, hardware: Accelerator) -> GemmChainA
         loaded_bytes=int(f["loaded_bytes"]), stored_bytes=int(f["stored_bytes"]), rmw_bytes=int(f["rmw_bytes"]),
         loads=int(f["loads"]), stores=int(f["stores"]), opens=int(f["opens"]),
         per_tensor_loaded={x: int(v) for x, v in f["per_tensor"].items()}, macs=chain.macs,
-        padded_macs=tc * hardware.tensorcore_in_channels * hardware.tensorcore_out_channels,
+        padded_macs=padded_macs(hardware, tc),
         tensorcore_cycles=tc, vector_cycles=int(f["vector_cycles"]), peak_sram_bytes=peak,
         intermediate_peak_bytes=int(f["intermediate_peak_bytes"]), recomputed_macs=0,
         compulsory_bytes=chain.compulsory_bytes(hardware.word_bytes), dma_cycles=int(f["dma_cycles"]),
@@ -508,7 +502,7 @@ def evaluate_gemm_chain_space(chain: GemmChain, hardware: Accelerator,
                 return np.broadcast_to(f[name], sub).reshape(-1)
 
             traffic = full("loaded_bytes") + full("stored_bytes")
-            cycles = np.maximum(full("dma_cycles"), full("tensorcore_cycles") + full("vector_cycles"))
+            cycles = overlapped_cycles(full("dma_cycles"), full("tensorcore_cycles") + full("vector_cycles"))
             peak = full("peak_sram_bytes")
             by_peak = np.argsort(peak)
             for objective, chunks in parts.items():

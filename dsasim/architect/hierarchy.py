@@ -44,6 +44,7 @@ import numpy as np
 from dsasim.architect.analytic import Analysis, Batch, Evaluator, analyze
 from dsasim.architect.loopnest import LoopNest, Problem, tile_count
 from dsasim.architect.lower_bounds import lower_bound, touched_elements
+from dsasim.cost import busy_cycles, level_port, overlapped_cycles, port_cycles
 from dsasim.hardware import ROLES, SRAM_LEVEL, Accelerator, MemoryLevel
 
 __all__ = ["InnerTiling", "LevelNest", "LevelTraffic", "LevelAnalysis", "Trigger", "tensor_role",
@@ -317,7 +318,7 @@ class LevelAnalysis:
     @property
     def cycles(self) -> float:
         """The cost: the slowest of the TensorCore's path and every level's transfers (cycles)."""
-        return max([self.critical_cycles] + [lv.cycles for lv in self.levels])
+        return overlapped_cycles(self.critical_cycles, *(lv.cycles for lv in self.levels))
 
     @property
     def bottleneck(self) -> str:
@@ -359,10 +360,10 @@ def _seen_counts(problem: Problem, hardware: Accelerator, tiles: Mapping[str, in
 
 def level_cycles(level: MemoryLevel, transfers: Any, loaded: Any, stored: Any, shared: bool = True) -> Any:
     """A level boundary's busy time in cycles: a setup per transfer plus bytes over its bandwidth (one shared
-    port, or loads and stores each on their own when not shared; numpy arrays of candidates too, shared)."""
-    if shared:
-        return transfers * level.setup_cycles + (loaded + stored) / level.bytes_per_cycle
-    return transfers * level.setup_cycles + max(loaded, stored) / level.bytes_per_cycle
+    port, or loads and stores each on their own when not shared; numpy arrays of candidates too, shared): the
+    port rule (`dsasim.cost.port_cycles`) on the bytes, every transfer's setup added."""
+    port = level_port(level, shared)
+    return busy_cycles(port, transfers, port_cycles(port, loaded, stored), whole=False)
 
 
 def exposed_cycles(level: MemoryLevel, loads: Any, stores: Any, loaded: Any, stored: Any, instances: Any) -> Any:

@@ -21,7 +21,6 @@ the searches (results are placed by task index, never by completion order).
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field, replace
 from typing import Any, Sequence
 
@@ -30,7 +29,7 @@ from dsasim.architect.loopnest import Problem
 from dsasim.architect.objective import DEFAULT_OBJECTIVE, Objective, objective_named
 from dsasim.hardware import Accelerator
 from dsasim.architect.search import tensorcore_utilization
-from dsasim.util import ceil_div
+from dsasim.cost import ddr_port, dma_cycles, overlapped_cycles, vector_cycles
 
 __all__ = ["LayerOutcome", "NetworkResult", "NetworkSweep", "evaluate_network", "search_problem", "smallest_within",
            "sweep_network", "vary_hardware"]
@@ -228,9 +227,9 @@ class NetworkResult:
 def _vector_outcome(layer: NetworkLayer, hardware: Accelerator) -> LayerOutcome:
     wb = hardware.word_bytes
     loaded, stored = layer.read_elements * wb, layer.write_elements * wb
-    bw = float(hardware.dram_bytes_per_cycle)
-    ddr = (loaded + stored) / bw if hardware.dram_shared_load_store else max(loaded, stored) / bw
-    cycles = max(ceil_div(layer.vector_ops, hardware.vector_lanes), math.ceil(ddr))
+    # a roofline: the DDR port's time for the bytes (no setups counted) against the vector unit's
+    ddr = dma_cycles(ddr_port(hardware), 0, loaded, 0, stored)
+    cycles = overlapped_cycles(vector_cycles(layer.vector_ops, hardware.vector_lanes), ddr)
     return LayerOutcome(layer=layer, status="ok", loaded_bytes=loaded, stored_bytes=stored, cycles=cycles,
                         lower_bound_bytes=loaded + stored, compulsory_bytes=loaded + stored)
 
@@ -239,13 +238,14 @@ def _tensorcore_outcome(layer: NetworkLayer, hardware: Accelerator, found: Probl
     if isinstance(found, str):
         return LayerOutcome(layer=layer, status="unplaceable", reason=found)
     c = layer.count
-    epilogue = ceil_div(layer.epilogue_ops, hardware.vector_lanes)
+    epilogue = vector_cycles(layer.epilogue_ops, hardware.vector_lanes)
     # a fused residual add's other operand and the bias: loaded once for the layer (a batched layer's operand is
     # already its whole batch; a bias is never batched)
     extra = (layer.extra_read_elements + layer.bias_elements) * hardware.word_bytes
     return LayerOutcome(
         layer=layer, status="ok", loaded_bytes=c * found.loaded_bytes + extra, stored_bytes=c * found.stored_bytes,
-        cycles=max(c * found.estimated_cycles, epilogue), lower_bound_bytes=c * found.bound_bytes + extra,
+        cycles=overlapped_cycles(c * found.estimated_cycles, epilogue),
+        lower_bound_bytes=c * found.bound_bytes + extra,
         compulsory_bytes=c * found.compulsory_bytes + extra, macs=c * found.macs,
         tensorcore_utilization=tensorcore_utilization(found.macs, found.tensorcore_cycles, hardware),
         peak_sram_bytes=found.peak_sram_bytes,

@@ -139,7 +139,7 @@ def _arguments(args: argparse.Namespace, parse: Any) -> tuple[Any, Any, int, Any
 
 def run_chain(args: argparse.Namespace) -> int:
     """`dsasim search CHAIN`: the best fused / layer-by-layer partition of a chain preset."""
-    from dsasim.architect.chain import parse_chain
+    from dsasim.architect.chain_catalogue import parse_chain
     from dsasim.architect.fused_search import estimate_chain_work, search_chain
     from dsasim.architect.sweep import format_bytes
 
@@ -353,7 +353,7 @@ def run_levels(args: argparse.Namespace, problem: Any, hardware: Any, sram: int,
 
 def run(args: argparse.Namespace) -> int:
     """Handle `dsasim search`: an exit status; a mistake in the command line raises CliError (exit 2)."""
-    from dsasim.architect.chain import is_chain
+    from dsasim.architect.chain_catalogue import is_chain
     from dsasim.architect.layers import parse_layer
     from dsasim.architect.search import estimate_search_work, search
     from dsasim.architect.sweep import format_bytes

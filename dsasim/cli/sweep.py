@@ -118,7 +118,7 @@ def _refuse(args: argparse.Namespace, flags: tuple[str, ...], sweep: str) -> Non
 
 def run(args: argparse.Namespace) -> int:
     """Handle `dsasim sweep-sram`: an exit status; a mistake in the command line raises CliError (exit 2)."""
-    from dsasim.architect.chain import is_chain, parse_chain
+    from dsasim.architect.chain_catalogue import is_chain, parse_chain
     from dsasim.architect.layers import parse_layer
     from dsasim.architect.sweep import parse_sizes, sweep_chain, sweep_sram
 

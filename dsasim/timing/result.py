@@ -41,6 +41,7 @@ from typing import Any, Iterator, Mapping, NamedTuple, Sequence
 
 import numpy as np
 
+from dsasim.cost import busy_cycles, ddr_port, dma_cycles, level_port
 from dsasim.hardware import Accelerator
 from dsasim.traced.trace import Region, format_region
 from dsasim.timing._result import CriticalChain, buffer_ends, engine_figures, peak_bytes, spread_integrals
@@ -377,16 +378,12 @@ def _engine_figures(names: tuple[str, ...], ops: _OpArrays) -> tuple[dict[str, i
 
 def _roofline_terms(g: OpGraph, hardware: Accelerator, busy: Mapping[str, int]) -> dict[str, int]:
     """The roofline's terms in cycles: TensorCore busy, vector busy, DDR time (see the module docstring)."""
-    bw = float(hardware.dram_bytes_per_cycle)
-    if hardware.dram_shared_load_store:
-        ddr = math.ceil((g.loaded_bytes + g.stored_bytes) / bw)
-    else:
-        ddr = math.ceil(max(g.loaded_bytes, g.stored_bytes) / bw)
+    ddr = dma_cycles(ddr_port(hardware), 0, g.loaded_bytes, 0, g.stored_bytes)  # the port rule, setups left out
     terms = {"tensorcore": busy["tensorcore"], "vector": busy["vector"], "ddr": ddr}
     for i, lv in enumerate(hardware.levels[1:], start=1):  # a level's port carries its transfers one at a time
         mine = np.isin(g.engine, (g.level_engines[i], g.level_writeback_engines[i]))
         moved = int(g.nbytes[np.isin(g.kind, (STAGE_OP, WRITEBACK_OP)) & mine].sum())
-        terms[lv.name] = math.ceil(moved / float(lv.bytes_per_cycle))
+        terms[lv.name] = busy_cycles(level_port(lv), 0, moved)
     return terms
 
 
