@@ -144,7 +144,7 @@ def find_blocks(text: str, source: str = "README") -> list[Block]:
         if end == len(lines):
             raise BlockError(f"{where}: a ``` fence is never closed")
         language = fence.group(1)
-        body = "\n".join(line[indent:] if line[:indent].isspace() else line.lstrip(" ")
+        body = "\n".join(line[indent:] if not line[:indent].strip() else line.lstrip(" ")
                          for line in lines[index + 1:end]) + "\n"
         before = lines[index - 1].strip() if index else ""
         blocks.append(_classify(source, index + 1, language, body, before, where))

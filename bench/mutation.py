@@ -899,6 +899,27 @@ MUTANTS: list[Mutant] = [
     Mutant("strided3: reconcile compares dense boxes", "dsasim/architect/analytic.py",
            "strided=not spec.output and not nest.slides(tensor))", "strided=False)",
            ("tests/test_trust_strided3.py",)),
+    # -- issue 27: docs --
+    Mutant('doc blocks: any program counts as a command', 'bench/doc_blocks.py',
+           'return bool(words) and words[0] in PROGRAMS and not {"|", "&&", ";", ">", "<"} & set(words)',
+           'return bool(words)', ("tests/test_docs_blocks.py",)),
+    Mutant("doc blocks: a command's exit status not compared", 'bench/doc_blocks.py',
+           'if done.returncode != block.exit_status:', 'if False:', ("tests/test_docs_blocks.py",)),
+    Mutant('doc blocks: a copied example not compared with its file', 'bench/doc_blocks.py',
+           'if copied.read_text(encoding="utf-8") != block.body:', 'if False:', ("tests/test_docs_blocks.py",)),
+    Mutant('doc blocks: a norun marker needs no reason', 'bench/doc_blocks.py',
+           'if not reason:', 'if False:', ("tests/test_docs_blocks.py",)),
+    Mutant('doc blocks: an indented fence keeps its indent', 'bench/doc_blocks.py',
+           'line[indent:] if not line[:indent].strip() else line.lstrip(" ")', 'line',
+           ("tests/test_docs_blocks.py",)),
+    Mutant('doc blocks: a Python block that raises passes', 'bench/doc_blocks.py',
+           'if done.returncode:\n            return False', 'if False:\n            return False',
+           ("tests/test_docs_blocks.py",)),
+    Mutant('readme figures: docs/ not checked', 'bench/readme_figures.py',
+           'return [root / "README.md", *sorted((root / "docs").rglob("*.md"))]', 'return [root / "README.md"]',
+           ("tests/test_readme_figures.py",)),
+    Mutant('docs hook: the figures of plots/ not served', 'docs/hooks.py',
+           '        files.append(File(', '        0 and files.append(File(', ("tests/test_docs_build.py",)),
 ]
 
 
