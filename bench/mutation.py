@@ -918,6 +918,9 @@ MUTANTS: list[Mutant] = [
     Mutant('readme figures: docs/ not checked', 'bench/readme_figures.py',
            'return [root / "README.md", *sorted((root / "docs").rglob("*.md"))]', 'return [root / "README.md"]',
            ("tests/test_readme_figures.py",)),
+    Mutant('readme figures: a command runs in the repository, its files land there', 'bench/readme_figures.py',
+           'done = subprocess.run(argv, cwd=workdir,', 'done = subprocess.run(argv, cwd=root,',
+           ("tests/test_readme_figures.py",)),
     Mutant('docs hook: the figures of plots/ not served', 'docs/hooks.py',
            '        files.append(File(', '        0 and files.append(File(', ("tests/test_docs_build.py",)),
 ]

@@ -15,8 +15,8 @@ Three markers, each an HTML comment on a line of its own (markdown does not show
 * `<!-- measured: COMMAND -->` before machine-dependent figures (wall time, peak RSS): never compared, only
   listed; COMMAND is what measures them on your machine.
 
-COMMAND is `dsasim ARGS` (run as `python -m dsasim.cli ARGS` with this Python) or `python ARGS`, run from the
-repository root with no shell. ATTRS, separated by spaces: `slow` (checked only with `--slow`: too long for the
+COMMAND is `dsasim ARGS` (run as `python -m dsasim.cli ARGS` with this Python) or `python ARGS` (a script path
+relative to the repository root), run with no shell in a fresh temporary folder: files it writes land nowhere. ATTRS, separated by spaces: `slow` (checked only with `--slow`: too long for the
 test suite), `exit=N` (the exit status it must give, default 0), `from=REGEX` (the output from the first line
 matching REGEX), `until=REGEX` (up to the first later line matching REGEX; `until="^$"`: to the first blank
 line), `grep=REGEX` (only the lines matching REGEX), `table=N` (the N-th markdown table of the output), `tail=N`
@@ -42,6 +42,7 @@ import re
 import shlex
 import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Sequence
@@ -271,12 +272,17 @@ def comparable(line: str) -> str:
 
 
 def run_command(command: str, root: Path = ROOT) -> tuple[int, str]:
-    """Run a marker's command from `root` (`dsasim ...` as this Python's `-m dsasim.cli`); (exit status, stdout)."""
+    """Run a marker's command (`dsasim ...` as this Python's `-m dsasim.cli`; `python SCRIPT` with SCRIPT relative
+    to `root`) in a fresh temporary folder, so that the files it writes land nowhere; (exit status, stdout)."""
     words = shlex.split(command)
-    argv = [sys.executable, "-m", "dsasim.cli", *words[1:]] if words[0] == "dsasim" else [sys.executable, *words[1:]]
+    args = words[1:]
+    if words[0] == "python" and args and not args[0].startswith("-") and (root / args[0]).is_file():
+        args[0] = str(root / args[0])
+    argv = [sys.executable, "-m", "dsasim.cli", *args] if words[0] == "dsasim" else [sys.executable, *args]
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, (str(root), os.environ.get("PYTHONPATH")))),
-               COLUMNS="200")
-    done = subprocess.run(argv, cwd=root, capture_output=True, text=True, timeout=COMMAND_TIMEOUT_S, env=env)
+               COLUMNS="200", MPLBACKEND="Agg")
+    with tempfile.TemporaryDirectory(prefix="readme-figure-") as workdir:
+        done = subprocess.run(argv, cwd=workdir, capture_output=True, text=True, timeout=COMMAND_TIMEOUT_S, env=env)
     return done.returncode, done.stdout
 
 

@@ -231,3 +231,12 @@ def test_readme_and_docs_cheap_figures_are_what_the_commands_print():
     stale = [f"{o.figure.source} line {o.figure.marker_line + 1}: {o.figure.command}: {o.status} {o.detail}"
              for o in checked if o.status != "ok"]
     assert not stale, "\n".join(stale)
+
+
+def test_a_marker_command_runs_in_a_fresh_folder_with_scripts_found_in_the_repository(tmp_path):
+    # examples/bandwidth_plot.py writes bandwidth.png where it runs: never into the repository
+    root = tmp_path / "repo"
+    (root / "examples").mkdir(parents=True)
+    (root / "examples" / "where.py").write_text("import os\nopen('made.txt', 'w').write('x')\nprint(os.getcwd())\n")
+    status, out = figures.run_command("python examples/where.py", root)
+    assert status == 0 and Path(out.strip()) != root and not (root / "made.txt").exists()
