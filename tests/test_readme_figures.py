@@ -216,6 +216,15 @@ def test_only_durations_and_rates_are_masked(line, expected):
     assert figures.comparable(line) == expected
 
 
+def test_a_marker_command_runs_in_a_fresh_folder_with_scripts_found_in_the_repository(tmp_path):
+    # examples/bandwidth_plot.py writes bandwidth.png where it runs: never into the repository
+    root = tmp_path / "repo"
+    (root / "examples").mkdir(parents=True)
+    (root / "examples" / "where.py").write_text("import os\nopen('made.txt', 'w').write('x')\nprint(os.getcwd())\n")
+    status, out = figures.run_command("python examples/where.py", root)
+    assert status == 0 and Path(out.strip()) != root and not (root / "made.txt").exists()
+
+
 # last, so that a planted bug in the checker fails a fast test first (bench/mutation.py runs with -x)
 def test_readme_and_docs_cheap_figures_are_what_the_commands_print():
     # CI runs the blocks that take seconds; `python bench/readme_figures.py --check --slow` runs the rest by hand.
@@ -232,11 +241,3 @@ def test_readme_and_docs_cheap_figures_are_what_the_commands_print():
              for o in checked if o.status != "ok"]
     assert not stale, "\n".join(stale)
 
-
-def test_a_marker_command_runs_in_a_fresh_folder_with_scripts_found_in_the_repository(tmp_path):
-    # examples/bandwidth_plot.py writes bandwidth.png where it runs: never into the repository
-    root = tmp_path / "repo"
-    (root / "examples").mkdir(parents=True)
-    (root / "examples" / "where.py").write_text("import os\nopen('made.txt', 'w').write('x')\nprint(os.getcwd())\n")
-    status, out = figures.run_command("python examples/where.py", root)
-    assert status == 0 and Path(out.strip()) != root and not (root / "made.txt").exists()
