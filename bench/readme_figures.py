@@ -1,6 +1,10 @@
-"""The README's figures come from the commands that print them: re-run each marked command and compare or rewrite.
+"""The figures of the README and of docs/ come from the commands that print them: re-run each marked command and
+compare or rewrite.
 
-    python bench/readme_figures.py [--check | --write] [--slow] [--only SUBSTRING ...] [--list] [--readme PATH]
+    python bench/readme_figures.py [--check | --write] [--slow] [--only SUBSTRING ...] [--list] [PATH ...]
+
+PATH: the markdown files to check (default: README.md and every docs/**/*.md; `--readme PATH` is the old spelling
+of one PATH).
 
 Three markers, each an HTML comment on a line of its own (markdown does not show them):
 
@@ -11,8 +15,8 @@ Three markers, each an HTML comment on a line of its own (markdown does not show
 * `<!-- measured: COMMAND -->` before machine-dependent figures (wall time, peak RSS): never compared, only
   listed; COMMAND is what measures them on your machine.
 
-COMMAND is `dsasim ARGS` (run as `python -m dsasim.cli ARGS` with this Python) or `python ARGS`, run from the
-repository root with no shell. ATTRS, separated by spaces: `slow` (checked only with `--slow`: too long for the
+COMMAND is `dsasim ARGS` (run as `python -m dsasim.cli ARGS` with this Python) or `python ARGS` (a script path
+relative to the repository root), run with no shell in a fresh temporary folder: files it writes land nowhere. ATTRS, separated by spaces: `slow` (checked only with `--slow`: too long for the
 test suite), `exit=N` (the exit status it must give, default 0), `from=REGEX` (the output from the first line
 matching REGEX), `until=REGEX` (up to the first later line matching REGEX; `until="^$"`: to the first blank
 line), `grep=REGEX` (only the lines matching REGEX), `table=N` (the N-th markdown table of the output), `tail=N`
@@ -25,7 +29,9 @@ their thousands separators removed, so `346276` and `346,276` are the same figur
 A plain ``` fence that shows anything but commands to type must follow a figure marker (`unmarked` otherwise).
 
 Exit status: 0 every compared figure matches (or was rewritten); 1 some differ, or a command failed; 2 a mistake
-in a marker or on the command line (one line on stderr naming the README line).
+in a marker or on the command line (one line on stderr naming the file and line).
+
+Code blocks that are not figures (commands to type, Python, TOML) are run by `bench/doc_blocks.py`.
 """
 
 from __future__ import annotations
@@ -36,12 +42,14 @@ import re
 import shlex
 import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Sequence
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
+DOCS = ROOT / "docs"
 MARKER = re.compile(r"^<!--\s*(figure|quote|measured)\b(.*?)-->\s*$")
 FLAGS = frozenset({"slow"})
 ATTRIBUTES = ("exit", "from", "until", "grep", "table", "tail")
@@ -72,6 +80,7 @@ class Figure:
     selections: list[tuple[str, str]] = field(default_factory=list)  # (attribute, value) in ATTRIBUTES order
     quoted: list[str] = field(default_factory=list)
     block_kind: str = ""  # fence | table | paragraph
+    source: str = "README"  # the file's name in messages
 
     @property
     def fenced(self) -> bool:
@@ -90,15 +99,28 @@ def _split_at_colon(text: str) -> tuple[str, str, str]:
     return text, "", ""
 
 
-def parse_marker(lines: Sequence[str], index: int) -> Figure | None:
-    """The Figure of the marker at `lines[index]`, its block located; None if that line is no marker."""
+def doc_files(root: Path = ROOT) -> list[Path]:
+    """The markdown files whose figures are kept true: the README, then docs/ (sorted, sub-folders included)."""
+    return [root / "README.md", *sorted((root / "docs").rglob("*.md"))]
+
+
+def label(path: Path, root: Path = ROOT) -> str:
+    """A file's name in messages: relative to the repository when inside it, else its own name."""
+    try:
+        return str(path.resolve().relative_to(root))
+    except ValueError:
+        return path.name
+
+
+def parse_marker(lines: Sequence[str], index: int, source: str = "README") -> Figure | None:
+    """The Figure of the marker at `lines[index]` of file `source`, its block located; None if no marker."""
     match = MARKER.match(lines[index])
     if match is None:
         return None
     kind, rest = match.group(1), match.group(2)
     head, colon, command = _split_at_colon(rest)
     command = command.strip()
-    where = f"README line {index + 1}"
+    where = f"{source} line {index + 1}"
     if rest.count('"') % 2:
         raise MarkerError(f"{where}: a \" is never closed (quote a value with spaces as \"...\")")
     if not colon or not command:
@@ -110,7 +132,7 @@ def parse_marker(lines: Sequence[str], index: int) -> Figure | None:
         raise MarkerError(f"{where}: {err} (quote a value with spaces as \"...\")") from None
     if words[0] not in ("dsasim", "python"):
         raise MarkerError(f"{where}: the command must start with 'dsasim' or 'python', got {words[0]!r}")
-    figure = Figure(kind, command, index)
+    figure = Figure(kind, command, index, source=source)
     chosen: dict[str, str] = {}
     for token in tokens:
         name, eq, value = token.partition("=")
@@ -171,12 +193,12 @@ def _locate_block(figure: Figure, lines: Sequence[str], where: str) -> None:
     figure.block_start, figure.block_end = start, end
 
 
-def find_figures(text: str) -> list[Figure]:
-    """Every marker of a README's text, in order; MarkerError for the first malformed one."""
+def find_figures(text: str, source: str = "README") -> list[Figure]:
+    """Every marker of a markdown file's text, in order; MarkerError for the first malformed one."""
     lines = text.split("\n")
     figures = []
     for index in range(len(lines)):
-        figure = parse_marker(lines, index)
+        figure = parse_marker(lines, index, source)
         if figure is not None:
             figures.append(figure)
     return figures
@@ -250,12 +272,17 @@ def comparable(line: str) -> str:
 
 
 def run_command(command: str, root: Path = ROOT) -> tuple[int, str]:
-    """Run a marker's command from `root` (`dsasim ...` as this Python's `-m dsasim.cli`); (exit status, stdout)."""
+    """Run a marker's command (`dsasim ...` as this Python's `-m dsasim.cli`; `python SCRIPT` with SCRIPT relative
+    to `root`) in a fresh temporary folder, so that the files it writes land nowhere; (exit status, stdout)."""
     words = shlex.split(command)
-    argv = [sys.executable, "-m", "dsasim.cli", *words[1:]] if words[0] == "dsasim" else [sys.executable, *words[1:]]
+    args = words[1:]
+    if words[0] == "python" and args and not args[0].startswith("-") and (root / args[0]).is_file():
+        args[0] = str(root / args[0])
+    argv = [sys.executable, "-m", "dsasim.cli", *args] if words[0] == "dsasim" else [sys.executable, *args]
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, (str(root), os.environ.get("PYTHONPATH")))),
-               COLUMNS="200")
-    done = subprocess.run(argv, cwd=root, capture_output=True, text=True, timeout=COMMAND_TIMEOUT_S, env=env)
+               COLUMNS="200", MPLBACKEND="Agg")
+    with tempfile.TemporaryDirectory(prefix="readme-figure-") as workdir:
+        done = subprocess.run(argv, cwd=workdir, capture_output=True, text=True, timeout=COMMAND_TIMEOUT_S, env=env)
     return done.returncode, done.stdout
 
 
@@ -297,16 +324,19 @@ def check_figure(figure: Figure, lines: Sequence[str], run: Callable[[str], tupl
     first = next((i for i, (a, b) in enumerate(zip(old, new)) if a != b), min(len(old), len(new)))
     was = block[first] if first < len(block) else "(nothing)"
     now = new_block[first] if first < len(new_block) else "(nothing)"
-    detail = f"line {figure.block_start + first + 1}: README has {was.strip()!r}, the command prints {now.strip()!r}"
+    detail = (f"line {figure.block_start + first + 1}: {figure.source} has {was.strip()!r}, the command prints "
+              f"{now.strip()!r}")
     return Outcome(figure, "differs", detail, tuple(new_block))
 
 
 def check_readme(text: str, *, slow: bool = False, only: Sequence[str] = (),
-                 run: Callable[[str], tuple[int, str]] | None = None) -> tuple[list[Outcome], str]:
-    """Check every selected marker of a README's text; returns the outcomes and the text with each differing
-    figure block rewritten (quotes and measured figures are never rewritten). `run` defaults to run_command."""
+                 run: Callable[[str], tuple[int, str]] | None = None, source: str = "README",
+                 printed: dict[str, tuple[int, str]] | None = None) -> tuple[list[Outcome], str]:
+    """Check every selected marker of a markdown file's text; returns the outcomes and the text with each
+    differing figure block rewritten (quotes and measured figures are never rewritten). `run` defaults to
+    run_command; `printed` caches each command's output across files (pass one dict for several files)."""
     runner = run or run_command
-    printed: dict[str, tuple[int, str]] = {}  # a command run once per check (fusion_table.py holds two tables)
+    printed = {} if printed is None else printed  # a command runs once per check (fusion_table.py: two tables)
 
     def run(command: str) -> tuple[int, str]:
         if command not in printed:
@@ -315,7 +345,7 @@ def check_readme(text: str, *, slow: bool = False, only: Sequence[str] = (),
 
     lines = text.split("\n")
     outcomes = []
-    for figure in find_figures(text):
+    for figure in find_figures(text, source):
         if figure.slow and not slow and figure.kind != "measured":
             continue
         if only and not any(s in figure.command for s in only):
@@ -328,7 +358,7 @@ def check_readme(text: str, *, slow: bool = False, only: Sequence[str] = (),
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Check (default) or rewrite the README's figures; print one line per marker and a summary."""
+    """Check (default) or rewrite the figures of the README and docs/; print one line per marker and a summary."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--check", action="store_true", help="report the figures that differ (the default)")
@@ -336,40 +366,57 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--slow", action="store_true", help="also the blocks marked slow (minutes)")
     parser.add_argument("--only", nargs="+", default=(), metavar="SUBSTRING", help="markers whose command has one")
     parser.add_argument("--list", action="store_true", help="list the markers and exit")
-    parser.add_argument("--readme", type=Path, default=README, help="the README (default: this tree's)")
+    parser.add_argument("--readme", type=Path, action="append", default=[], help="a file to check (old spelling of PATH)")
+    parser.add_argument("paths", type=Path, nargs="*", metavar="PATH",
+                        help="markdown files to check (default: README.md and docs/**/*.md)")
     args = parser.parse_args(argv)
     prog = "readme_figures"
-    try:
-        text = args.readme.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as err:
-        print(f"{prog}: cannot read {args.readme}: {getattr(err, 'strerror', None) or err}", file=sys.stderr)
+    paths = [*args.readme, *args.paths] or doc_files()
+    texts = {}
+    for path in paths:
+        try:
+            texts[path] = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as err:
+            print(f"{prog}: cannot read {path}: {getattr(err, 'strerror', None) or err}", file=sys.stderr)
+    if len(texts) < len(paths):
         return 2
+    printed: dict[str, tuple[int, str]] = {}
+    results = []
     try:
-        if args.list:
-            for figure in find_figures(text):
-                slow = " (slow)" if figure.slow else ""
-                print(f"line {figure.marker_line + 1}: {figure.kind}{slow}: {figure.command}")
-            return 0
-        outcomes, new_text = check_readme(text, slow=args.slow, only=args.only)
-        unmarked = unmarked_output_blocks(text)
+        for path, text in texts.items():
+            name = label(path)
+            if args.list:
+                for figure in find_figures(text, name):
+                    slow = " (slow)" if figure.slow else ""
+                    print(f"{name} line {figure.marker_line + 1}: {figure.kind}{slow}: {figure.command}")
+                continue
+            outcomes, new_text = check_readme(text, slow=args.slow, only=args.only, source=name, printed=printed)
+            results.append((path, name, text, outcomes, new_text, unmarked_output_blocks(text)))
     except MarkerError as err:
-        print(f"{prog}: {args.readme.name} {err}", file=sys.stderr)
+        print(f"{prog}: {err}", file=sys.stderr)
         return 2
-    for outcome in outcomes:
-        detail = f" -- {outcome.detail}" if outcome.detail else ""
-        print(f"{outcome.status:8s} line {outcome.figure.marker_line + 1}: {outcome.figure.command}{detail}")
-    if args.write and new_text != text:
-        from dsasim.atomic import write_text_atomic
+    if args.list:
+        return 0
+    every: list[Outcome] = []
+    unmarked_any = False
+    for path, name, text, outcomes, new_text, unmarked in results:
+        every += outcomes
+        for outcome in outcomes:
+            detail = f" -- {outcome.detail}" if outcome.detail else ""
+            print(f"{outcome.status:8s} {name} line {outcome.figure.marker_line + 1}: {outcome.figure.command}{detail}")
+        if args.write and new_text != text:
+            from dsasim.atomic import write_text_atomic
 
-        write_text_atomic(args.readme, new_text)
-        print(f"rewrote the differing figure blocks of {args.readme}")
-    for line in unmarked:
-        print(f"unmarked line {line}: an output block with no <!-- figure: COMMAND --> marker before it")
-    bad = [o for o in outcomes if o.status == "failed" or (o.status == "differs" and not args.write)]
-    unfixable = [o for o in outcomes if o.status == "differs" and args.write and o.new_block is None]
-    counts = {s: sum(o.status == s for o in outcomes) for s in ("ok", "differs", "failed", "measured")}
+            write_text_atomic(path, new_text)
+            print(f"rewrote the differing figure blocks of {name}")
+        for line in unmarked:
+            print(f"unmarked {name} line {line}: an output block with no <!-- figure: COMMAND --> marker before it")
+        unmarked_any = unmarked_any or bool(unmarked)
+    bad = [o for o in every if o.status == "failed" or (o.status == "differs" and not args.write)]
+    unfixable = [o for o in every if o.status == "differs" and args.write and o.new_block is None]
+    counts = {s: sum(o.status == s for o in every) for s in ("ok", "differs", "failed", "measured")}
     print(", ".join(f"{n} {s}" for s, n in counts.items()) + ("" if args.slow else "; slow blocks skipped (--slow)"))
-    return 1 if bad or unfixable or unmarked else 0
+    return 1 if bad or unfixable or unmarked_any else 0
 
 
 if __name__ == "__main__":

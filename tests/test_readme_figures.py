@@ -23,12 +23,15 @@ def _load_checker():
 figures = _load_checker()
 
 
+DOC_FILES = figures.doc_files(ROOT)
+
+
 def test_readme_idle_breakdown_of_res2a_l1_adds_up_drain_included():
-    # The README's block of `dsasim simulate res2a-branch2b-l1` (checked against the command by the last test):
+    # The docs' block of `dsasim simulate res2a-branch2b-l1` (checked against the command by the last test):
     # every idle TensorCore cycle is charged to one cause, so the causes sum to the idle total, and the idle total
     # is the run's cycles minus the TensorCore's busy cycles (its roofline term: the TensorCore is busy exactly
     # its compute cycles). As printed today: 6336 + 516 + 460 + 173 + 103 = 7588 = 346276 - 338688.
-    text = README.read_text(encoding="utf-8")
+    text = (ROOT / "docs" / "model" / "levels.md").read_text(encoding="utf-8")
     block = text[text.index("<!-- figure grep=\"^[0-9,]+ cycles|^TensorCore idle\": dsasim simulate res2a-branch2b-l1"):]
     block = block[:block.index("```\n", block.index("```") + 3)]
     number = lambda s: int(s.replace(",", ""))  # noqa: E731
@@ -40,8 +43,30 @@ def test_readme_idle_breakdown_of_res2a_l1_adds_up_drain_included():
     assert sum(causes.values()) == number(idle_line.group(1)) == cycles - busy
 
 
-def test_every_output_block_of_the_readme_names_its_command():
-    assert figures.unmarked_output_blocks(README.read_text(encoding="utf-8")) == []
+def test_every_output_block_of_the_readme_and_docs_names_its_command():
+    assert len(DOC_FILES) > 10 and DOC_FILES[0] == README  # the README, then docs/ and its sub-folders
+    unmarked = {figures.label(path): figures.unmarked_output_blocks(path.read_text(encoding="utf-8"))
+                for path in DOC_FILES}
+    assert {name: lines for name, lines in unmarked.items() if lines} == {}
+
+
+def test_a_docs_file_is_named_in_its_messages():
+    with pytest.raises(figures.MarkerError, match=r"^docs/x\.md line 2: .*needs ': COMMAND'"):
+        figures.find_figures("x\n<!-- figure dsasim demo -->\n```\n```\n", "docs/x.md")
+    figure, = figures.find_figures("x\n<!-- figure: dsasim demo -->\n```\nold\n```\n", "docs/x.md")
+    outcome, = figures.check_readme("x\n<!-- figure: dsasim demo -->\n```\nold\n```\n", source="docs/x.md",
+                                    run=fake_runner({"dsasim demo": (0, "new\n")}))[0]
+    assert figure.source == "docs/x.md" and outcome.detail == "line 4: docs/x.md has 'old', the command prints 'new'"
+
+
+def test_a_command_shown_in_two_files_runs_once():
+    calls, printed = [], {}
+    run = fake_runner({"dsasim demo": (0, "same\n")}, calls)
+    for name in ("README.md", "docs/a.md"):
+        outcomes, _ = figures.check_readme("<!-- figure: dsasim demo -->\n```\nsame\n```\n", source=name, run=run,
+                                           printed=printed)
+        assert [o.status for o in outcomes] == ["ok"]
+    assert calls == ["dsasim demo"]
 
 
 def test_an_unmarked_output_block_is_found_but_commands_and_code_are_not():
@@ -191,12 +216,28 @@ def test_only_durations_and_rates_are_masked(line, expected):
     assert figures.comparable(line) == expected
 
 
+def test_a_marker_command_runs_in_a_fresh_folder_with_scripts_found_in_the_repository(tmp_path):
+    # examples/bandwidth_plot.py writes bandwidth.png where it runs: never into the repository
+    root = tmp_path / "repo"
+    (root / "examples").mkdir(parents=True)
+    (root / "examples" / "where.py").write_text("import os\nopen('made.txt', 'w').write('x')\nprint(os.getcwd())\n")
+    status, out = figures.run_command("python examples/where.py", root)
+    assert status == 0 and Path(out.strip()) != root and not (root / "made.txt").exists()
+
+
 # last, so that a planted bug in the checker fails a fast test first (bench/mutation.py runs with -x)
-def test_readme_cheap_figures_are_what_the_commands_print():
+def test_readme_and_docs_cheap_figures_are_what_the_commands_print():
     # CI runs the blocks that take seconds; `python bench/readme_figures.py --check --slow` runs the rest by hand.
-    outcomes, _ = figures.check_readme(README.read_text(encoding="utf-8"), slow=False)
+    printed: dict = {}
+    outcomes = []
+    for path in DOC_FILES:
+        outcomes += figures.check_readme(path.read_text(encoding="utf-8"), slow=False, source=figures.label(path),
+                                         printed=printed)[0]
     checked = [o for o in outcomes if o.status != "measured"]
-    assert len(checked) >= 6  # per-tensor, by-scope, grouped conv, slide and no-slide, blog-conv, res2a-l1
-    stale = [f"line {o.figure.marker_line + 1}: {o.figure.command}: {o.status} {o.detail}"
+    # per-tensor, by-scope, grouped conv, slide and no-slide, blog-conv, res2a-l1, the README's demo and example,
+    # simulate demo2, the six commands' --help
+    assert len(checked) >= 15
+    stale = [f"{o.figure.source} line {o.figure.marker_line + 1}: {o.figure.command}: {o.status} {o.detail}"
              for o in checked if o.status != "ok"]
     assert not stale, "\n".join(stale)
+

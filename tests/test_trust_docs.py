@@ -58,7 +58,7 @@ def test_the_script_refuses_a_malformed_marker_in_one_line_with_exit_2(lines, ph
     assert figures.main(["--check", "--readme", str(readme)]) == 2
     out, err = capsys.readouterr()
     assert out == "" and "Traceback" not in err
-    assert err.count("\n") == 1 and err.startswith("readme_figures: README.md README line 2: ") and phrase in err
+    assert err.count("\n") == 1 and err.startswith("readme_figures: README.md line 2: ") and phrase in err
 
 
 def test_the_script_refuses_a_missing_or_undecodable_readme_in_one_line(tmp_path, capsys):
@@ -79,5 +79,5 @@ def test_a_failing_command_is_exit_1_and_its_block_is_left_alone(tmp_path, capsy
     monkeypatch.setattr(figures, "run_command", lambda command, root=figures.ROOT: (2, ""))
     assert figures.main(["--write", "--readme", str(readme)]) == 1
     out, _ = capsys.readouterr()
-    assert "failed   line 2: dsasim demo --only nothing -- exit status 2, expected 0" in out
+    assert "failed   README.md line 2: dsasim demo --only nothing -- exit status 2, expected 0" in out
     assert readme.read_text() == text
