@@ -15,7 +15,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 from dsasim import preset, run_schedule  # noqa: E402
 from dsasim.timing import simulate  # noqa: E402
-from kernels.blog_demos import SCHEDULES  # noqa: E402  (the registered blog schedules)
+from dsasim.kernels.blog_demos import SCHEDULES  # noqa: E402  (the registered blog schedules)
 
 png = sys.argv[1] if len(sys.argv) > 1 else "bandwidth.png"
 hardware = preset("blog")
