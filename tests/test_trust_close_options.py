@@ -18,6 +18,7 @@ import importlib
 import pytest
 
 from dsasim.cli import main
+from cli_helpers import one_line_error
 
 CHAIN = "gemm-chain:m=96,n=48,k=32,l=120"
 NETWORK = ["sweep-sram", "--network", "resnet18", "--sizes", "64KiB", "--quiet"]
@@ -39,16 +40,7 @@ def no_work(monkeypatch):
     monkeypatch.setattr(importlib.import_module("dsasim.architect.executor"), "open_executor", _tripwire)
 
 
-def _one_line_error(argv, capsys, expect: str) -> str:
-    """Run the CLI; assert exit 2, one stderr line naming the command and `expect`, nothing on stdout."""
-    code = main(argv)
-    out, err = capsys.readouterr()
-    assert code == 2, (argv, code, err)
-    assert "Traceback" not in err and out == "", (argv, out, err)
-    lines = err.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith(f"dsasim {argv[0]}: "), err
-    assert expect in lines[0], (expect, lines[0])
-    return lines[0]
+_one_line_error = one_line_error
 
 
 # -- search --confirm N ----------------------------------------------------------------------------------------
