@@ -1,4 +1,4 @@
-"""The README's fusion table: chains fused vs layer by layer under several SRAM sizes (simulated cycles).
+"""The fusion table of docs/model/fusion.md: chains fused vs layer by layer under several SRAM sizes (simulated cycles).
 
     python bench/fusion_table.py [--sizes 32KiB,64KiB,128KiB,512KiB,1536KiB] [--gemm-sizes ...] [CHAIN ...]
 

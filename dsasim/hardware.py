@@ -246,7 +246,7 @@ PRESETS: dict[str, Accelerator] = {
 }
 # The blog's machine with fp32 storage: the case where a conv's weights no longer fit on chip.
 PRESETS["blog-fp32"] = dataclasses.replace(PRESETS["blog"], name="blog-fp32", word_bytes=4)
-# The blog's machine with buffers next to the TensorCore (README, "Memory hierarchy": the sizes and bandwidths
+# The blog's machine with buffers next to the TensorCore (docs/model/levels.md: the sizes and bandwidths
 # and why). Per step the 16x24 TensorCore reads 16 input bytes and, unless a weight block stays put, 384 weight
 # bytes, and updates 24 accumulators.
 PRESETS["blog-l1"] = dataclasses.replace(PRESETS["blog"], name="blog-l1", inner_levels=(

@@ -366,7 +366,7 @@ def fastest_mapping(problem: ConvProblem, hardware: Accelerator) -> str:
 # -- the table -----------------------------------------------------------------------------------------------------
 
 def table_layers() -> dict[str, ConvProblem]:
-    """The layers of the README's table: ResNet-50 conv1, res2a_branch2b (3x3), res2a_branch2a (1x1), and the
+    """The layers of the table in docs/model/conv-mapping.md: ResNet-50 conv1, res2a_branch2b (3x3), res2a_branch2a (1x1), and the
     stride-2 3x3 of torchvision's ResNet-50 v1.5 (layer2.0.conv2: 128 -> 128, 56 -> 28)."""
     from dsasim.architect.layers import parse_layer
 
@@ -432,7 +432,7 @@ def format_mapping_table(rows: list[dict[str, Any]]) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """`python -m dsasim.kernels.conv_mapping [--json PATH] [--count-only]`: print the README's mapping table."""
+    """`python -m dsasim.kernels.conv_mapping [--json PATH] [--count-only]`: print the mapping table of docs/model/conv-mapping.md."""
     parser = argparse.ArgumentParser(prog="python -m dsasim.kernels.conv_mapping", description=main.__doc__)
     parser.add_argument("--json", metavar="PATH", help="also write the rows as JSON (fixed key order)")
     parser.add_argument("--count-only", action="store_true", help="skip the numeric runs (max|err| left out)")

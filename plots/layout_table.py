@@ -1,4 +1,4 @@
-"""Regenerate the README's DDR-layout table and print it: the timed cycles of some schedules with every 4-d
+"""Regenerate the DDR-layout table of the docs and print it: the timed cycles of some schedules with every 4-d
 tensor in each layout, on `blog` with 64-byte DMA bursts and 8 cycles per descriptor (one per contiguous run).
 
     .venv/bin/python plots/layout_table.py

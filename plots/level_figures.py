@@ -1,4 +1,4 @@
-"""Regenerate the memory-hierarchy table and figure of the README (written next to this script) and print them.
+"""Regenerate the memory-hierarchy table and figure of docs/model/levels.md (written next to this script) and print them.
 
     .venv/bin/python plots/level_figures.py
 

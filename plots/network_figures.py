@@ -1,4 +1,4 @@
-"""Regenerate the network SRAM-sizing figures of the README (written next to this script, as PNGs) and print
+"""Regenerate the network SRAM-sizing figures of docs/sizing-sram.md (written next to this script, as PNGs) and print
 their tables.
 
     .venv/bin/python plots/network_figures.py

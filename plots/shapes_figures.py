@@ -1,4 +1,4 @@
-"""Regenerate the dynamic-shapes figure and table of the README (written next to this script) and print them.
+"""Regenerate the dynamic-shapes figure and table of docs/model/shapes.md (written next to this script) and print them.
 
     .venv/bin/python plots/shapes_figures.py
 

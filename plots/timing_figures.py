@@ -1,4 +1,4 @@
-"""Regenerate the timing figures of the README (written next to this script, as PNGs).
+"""Regenerate the timing figures of docs/model/timing.md (written next to this script, as PNGs).
 
     .venv/bin/python plots/timing_figures.py
 

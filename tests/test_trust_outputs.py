@@ -23,7 +23,7 @@ from dsasim.traced.memory import GlobalHierarchy, Session
 from dsasim.traced.schedule import Schedule, Workload, run_schedule
 from dsasim.traced.tensorcore import VectorUnit
 
-# the README's example hardware file ("Hardware")
+# the example hardware file of docs/reference/hardware.md ("Hardware")
 MY_TOML = 'base = "blog"\nsram_bytes = 524288\nword_bytes = 2\n'
 
 # a user's schedule: y = x for a 2 x 3 tensor, one scope, one load, one store

@@ -20,7 +20,7 @@ Semantics (what `kernels/loopnest_kernel.py` executes and `dsasim.architect.anal
   its scope exits. Every later access of the tensor is a hit in that buffer.
 * Sliding-window reuse (`slide=`, per input tensor): when the innermost loop above a tensor's staging point that
   has more than one trip is the output position of one of its window axes (oh or ow; Timeloop's idea, taken per
-  tensor: loops staged inside the tensor do not break it, see the README), the tensor may keep the overlap of
+  tensor: loops staged inside the tensor do not break it, see docs/model/sliding.md), the tensor may keep the overlap of
   consecutive boxes on chip instead of reloading the box. Its scope then opens just outside that loop
   (`TENSOR@LOOP` names the loop it sits in), holding one rotating buffer sized for the largest box of the sweep,
   and every trip of the loop slides the buffer to the next box (`TracedArray.slide`): only rows the buffer does

@@ -95,7 +95,7 @@ PAIR_REACH = 2  # refinement moves two dims together by up to this many candidat
 # ------------------------------------------------------------------------------------------- work estimates
 # Work far beyond the usual (seconds) is refused unless forced: an estimate above WORK_LIMIT_SECONDS raises
 # WorkTooLargeError before the work starts. The rates are conservative figures of this project's 2-core machine
-# (README, Speed): the estimate is an order of magnitude, not a promise.
+# (docs/reference/performance.md): the estimate is an order of magnitude, not a promise.
 WORK_LIMIT_SECONDS = 600.0
 EVALUATIONS_PER_SECOND = 1.5e6  # end to end, first pass and refinement (measured 1.5-2.5 M/s)
 SECONDS_PER_CAPACITY = 0.02  # per SRAM size: refinement seeds and bookkeeping (measured ~0.01 s)

@@ -39,7 +39,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the `dsasim` console script; returns the exit status (see README "Errors").
+    """Entry point of the `dsasim` console script; returns the exit status (see docs/reference/errors.md).
 
     0: done; 1: it ran, but a schedule failed (an error; under `simulate`, also an overflow) or nothing fits;
     2: a mistake in the command line, one line `dsasim COMMAND: message` on stderr; 130: interrupted (Ctrl-C).

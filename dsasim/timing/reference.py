@@ -1,6 +1,6 @@
 """The simpy reference scheduler, with its own path from the trace to events: independent of the lowering.
 
-`build_timeline_reference(trace, hardware, graph)` reads the trace's events itself and applies the README's
+`build_timeline_reference(trace, hardware, graph)` reads the trace's events itself and applies docs/model/timing.md's
 "Timing" rules the obvious way (Python objects, plain lists, no pruning), then runs one simpy process per engine.
 It shares no rule with `model.pyx` (the lowering) or `engine.pyx` (the fast scheduler): its own dealing of loads
 to channels, its own dependencies, durations, DDR ports and slot occupancy. A bug in the lowering (a load dealt
@@ -8,7 +8,7 @@ to the wrong channel, a dependency dropped or added) therefore shows as a differ
 `simulate(..., reference=True)`. The graph is used only to number the result like the fast scheduler's (each
 operation is one trace event; a FREE node is its FREE event) and to word a deadlock's message.
 
-The rules, as the README states them (an operation starts once all it waits for have finished):
+The rules, as docs/model/timing.md states them (an operation starts once all it waits for have finished):
 
 * Engines, in program order: loads (LOAD, and a SLIDE that moves bytes) dealt round-robin to the load channels
   (the j-th such transfer to channel j mod channels); STOREs on the store engine; COMPUTEs on the TensorCore

@@ -2,7 +2,7 @@
 
 On hardware with inner levels (`Accelerator.inner_levels`, e.g. the `blog-l1` preset's TensorCore weight buffer,
 input buffer and accumulator) a schedule opens scopes at a level, in the blog's style:
-`with GlobalHierarchy(s, "tile", level="L1w"):`. The rules (the README's "Memory hierarchy" section):
+`with GlobalHierarchy(s, "tile", level="L1w"):`. The rules (docs/model/levels.md):
   1. Every tensor has an operand role: an input's is given by `Session.input(..., role=)` ("input" by
      default, "weight" for weights), outputs and intermediates are "output"; on-chip tensors have none and live in
      the SRAM only. A level holds the roles its `holds` lists; the SRAM holds every role.

@@ -1,6 +1,6 @@
 """The traced memory model: DDR tensors (`TracedArray`), SRAM scopes (`GlobalHierarchy`), buffers and tiles.
 
-Every number dsasim reports rests on these rules (see README, "Memory model"):
+Every number dsasim reports rests on these rules (see docs/model/traffic.md):
   1. A `TracedArray` is a DDR tensor; indexing it inside a scope yields a `Tile` backed by an SRAM buffer.
   2. A `GlobalHierarchy` is an SRAM scope; buffers allocated in it live until it exits. Scopes nest.
   3. `arr[region]`: a live buffer of `arr` holding a superset of region with current data is a hit (0 bytes);
