@@ -996,7 +996,7 @@ MUTANTS: list[Mutant] = [
            "    return objective.key(traffic=(ddr_traffic, int(traffic[i, j])), cycles=float(cost[i, j]))",
            "    return objective.key(traffic=int(traffic[i, j]), cycles=float(cost[i, j]))",
            OBJECTIVE_TESTS),
-    Mutant("objective: a fused segment ranked without the peak", "dsasim/architect/fused_search.py",
+    Mutant("objective: a fused segment ranked without the peak", "dsasim/architect/fused_space.py",
            "    order = objective.order(traffic=traffic, cycles=cycles, peak=peak)",
            "    order = objective.order(traffic=traffic, cycles=cycles)", OBJECTIVE_TESTS),
     Mutant("objective: a chain's partition ranked by traffic whatever the objective",
@@ -1031,7 +1031,7 @@ MUTANTS: list[Mutant] = [
            "    dma = dma_cycles(ddr_port(hardware), image_loads + weight_loads, loaded, tiles, out_elems * word)",
            "    dma = dma_cycles(ddr_port(hardware), image_loads + weight_loads + tiles, loaded + out_elems * word, 0, 0)",
            COST_TESTS),
-    Mutant("costmodel: the fused space adds loads and stores on separate ports", "dsasim/architect/fused_search.py",
+    Mutant("costmodel: the fused space adds loads and stores on separate ports", "dsasim/architect/fused_space.py",
            "    dma = dma_cycles(ddr_port(hardware), loads, loaded, tiles_n, stored)",
            "    dma = dma_cycles(ddr_port(hardware), loads + tiles_n, loaded + stored, 0, 0)", COST_TESTS),
     Mutant("costmodel: the GEMM chain adds loads and stores on separate ports", "dsasim/architect/gemm_chain.py",
@@ -1061,6 +1061,20 @@ MUTANTS: list[Mutant] = [
            ("tests/test_readme_figures.py",)),
     Mutant('docs hook: the figures of plots/ not served', 'docs/hooks.py',
            '        files.append(File(', '        0 and files.append(File(', ("tests/test_docs_build.py",)),
+    # -- issue 27: chainreg --
+    Mutant("chainreg: a chain subclass does not find its base class's kind", "dsasim/architect/chain_kinds.py",
+           "    for cls in type(chain).__mro__:", "    for cls in (type(chain),):", ("tests/test_chain_kinds.py",)),
+    Mutant("chainreg: the conv kind fuses only the whole chain", "dsasim/architect/chain_kinds.py",
+           "    name=\"conv\", chain_type=ConvChain, fused_spaces=evaluate_segment_spaces,",
+           "    name=\"conv\", chain_type=ConvChain, fused_spaces=lambda c, hw: {(0, len(c)): evaluate_segment_spaces(c, hw)[(0, len(c))]},",
+           ("tests/test_chain_kinds.py",)),
+    Mutant("chainreg: the GEMM kind's JSON extras dropped", "dsasim/architect/chain_kinds.py",
+           "    analyze=analyze_gemm_chain, part_json=_gemm_part_json,",
+           "    analyze=analyze_gemm_chain, part_json=lambda analysis: {},", ("tests/test_chain_kinds.py",)),
+    Mutant("chainreg: the search ignores a kind's fused work", "dsasim/architect/fused_search.py",
+           "    fused = chain_kind_of(chain).fused_work(chain, hw)",
+           "    fused = WorkEstimate(what=\"\", evaluations=0, traced_operations=0, seconds=0.0)",
+           ("tests/test_chain_kinds.py",)),
 ]
 
 def _run_mutant(mutant: Mutant, timeout_s: float) -> tuple[str, float, str]:
