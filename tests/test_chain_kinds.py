@@ -71,6 +71,17 @@ def test_the_conv_kind_says_why_nothing_fused_fits():
     assert "whole weights, 144 B" in CONV_CHAIN.no_fit_reason(chain, 2)
 
 
+def test_each_kind_builds_its_chain_from_a_network_run():
+    """A[8x16] @ B[16x32] = C[8x32], C @ D[32x4] = E: m=8, k=16, l=32, n=4. A second matmul reading 31 rows does
+    not connect (None). A GEMM chain has no residual (the network keeps the add); a conv chain takes it."""
+    first, second = MatmulProblem(8, 32, 16), MatmulProblem(8, 4, 32)
+    assert GEMM_CHAIN.from_layers([first, second], [True, False], True) == GemmChain(m=8, n=4, k=16, l=32, relu=True)
+    assert GEMM_CHAIN.from_layers([first, MatmulProblem(8, 4, 31)], [False, False], False) is None
+    assert GEMM_CHAIN.from_layers([first, second], [False, False], True).residual is False
+    assert CONV_CHAIN.from_layers([conv(2, 2, 4), conv(2, 2, 4)], [True, False], True).residual is True
+    assert (CONV_CHAIN.max_layers, GEMM_CHAIN.max_layers) == (None, 2)
+
+
 # ---------------------------------------------------------------------------------------- a toy third chain kind
 TOY_SPACE_EVALUATIONS = 7
 TOY_WORK_EVALUATIONS = 1234
@@ -137,7 +148,8 @@ def toy_work(chain: ToyChain, hw: Any) -> Any:
 
 TOY_KIND = ChainKind(name="toy", chain_type=ToyChain, fused_spaces=lambda chain, hw: {(0, 2): ToySpace(chain)},
                      fused_work=toy_work, analyze=toy_analysis, part_json=lambda analysis: {"toy_marker": 7},
-                     no_fit_reason=lambda chain, word_bytes: "toy", kernel=KernelRef("toy_kernel", "w", "e"))
+                     no_fit_reason=lambda chain, word_bytes: "toy", kernel=KernelRef("toy_kernel", "w", "e"),
+                     network_member=lambda layer: False, max_layers=2, from_layers=lambda p, r, residual: None)
 
 
 @pytest.fixture

@@ -79,7 +79,11 @@ class ChainKind:
     - `part_json(analysis)`: the kind's extra keys of a fused part in `dsasim search CHAIN --json`;
     - `reference_choice(space, sram_bytes)`: a published model's pick beside the search's (GEMM: Chimera), or None;
     - `no_fit_reason(chain, word_bytes)`: why nothing fused fits, for the CLI;
-    - `kernel`: its fused kernel (`KernelRef`)."""
+    - `kernel`: its fused kernel (`KernelRef`);
+    - `network_member(layer)`: whether a network layer (`network.NetworkLayer`) may be one of its chain's layers;
+    - `max_layers`: the most layers one of its chains has (None: as many as the caller allows);
+    - `from_layers(problems, relu, residual)`: its chain of those layers' problems (relu per layer, `residual`: an
+      identity residual is available), None where the shapes do not connect; ValueError where it refuses."""
 
     name: str
     chain_type: type
@@ -89,6 +93,9 @@ class ChainKind:
     part_json: Callable[[FusedAnalysis], dict[str, Any]]
     no_fit_reason: Callable[[Any, int], str]
     kernel: KernelRef
+    network_member: Callable[[Any], bool]
+    max_layers: int | None
+    from_layers: Callable[[Sequence[Any], Sequence[bool], bool], Any]
     reference_choice: Callable[[Any, int], Any] | None = None
 
     def __post_init__(self) -> None:
@@ -96,10 +103,14 @@ class ChainKind:
             raise ValueError(f"ChainKind: name must be a non-empty string, got {self.name!r}")
         if not isinstance(self.chain_type, type):
             raise ValueError(f"ChainKind {self.name!r}: chain_type must be a class, got {self.chain_type!r}")
-        for label in ("fused_spaces", "fused_work", "analyze", "part_json", "no_fit_reason"):
+        for label in ("fused_spaces", "fused_work", "analyze", "part_json", "no_fit_reason", "network_member",
+                      "from_layers"):
             if not callable(getattr(self, label)):
                 raise ValueError(f"ChainKind {self.name!r}: {label} must be callable")
         if self.reference_choice is not None and not callable(self.reference_choice):
             raise ValueError(f"ChainKind {self.name!r}: reference_choice must be callable or None")
+        if self.max_layers is not None and not (isinstance(self.max_layers, int) and self.max_layers >= 2):
+            raise ValueError(f"ChainKind {self.name!r}: max_layers must be None or an int >= 2, got "
+                             f"{self.max_layers!r}")
         if not isinstance(self.kernel, KernelRef):
             raise ValueError(f"ChainKind {self.name!r}: kernel must be a KernelRef, got {self.kernel!r}")

@@ -9,13 +9,14 @@ the `fused_kernel`) and the GEMM chain (`GemmChain`: the whole two-GEMM chain as
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Sequence
 
 from dsasim.architect.chain import ConvChain
 from dsasim.architect.chain_kind import Chain, ChainKind, KernelRef
 from dsasim.architect.fused import analyze_fused
 from dsasim.architect.fused_analysis import FusedAnalysis
 from dsasim.architect.fused_space import estimate_fused_space_work, evaluate_segment_spaces
+from dsasim.architect.loopnest import MatmulProblem
 from dsasim.architect.gemm_chain import (GemmChain, GemmChainAnalysis, GemmChainSpace, analyze_gemm_chain,
                                          estimate_gemm_chain_space_work, evaluate_gemm_chain_space)
 from dsasim.hardware import Accelerator
@@ -40,15 +41,29 @@ def _gemm_part_json(analysis: FusedAnalysis) -> dict[str, Any]:
             "chimera_mu_bytes": analysis.chimera_mu_bytes}
 
 
+def _gemm_from_layers(problems: Sequence[MatmulProblem], relu: Sequence[bool], residual: bool) -> GemmChain | None:
+    """C[m x l] = A[m x k] @ B[k x l], E[m x n] = C @ D[l x n] (None where the two do not connect); no residual in
+    a GEMM chain: the residual offered is left to the network (added beside the chain)."""
+    first, second = problems
+    if first.m != second.m or first.n != second.k:
+        return None
+    return GemmChain(m=first.m, n=second.n, k=first.k, l=first.n, relu=relu[0])
+
+
 CONV_CHAIN = ChainKind(
     name="conv", chain_type=ConvChain, fused_spaces=evaluate_segment_spaces, fused_work=estimate_fused_space_work,
     analyze=analyze_fused, part_json=lambda analysis: {}, no_fit_reason=_conv_no_fit,
-    kernel=KernelRef("dsasim.kernels.fused_kernel", "fused_workload", "execute_fused"))
+    kernel=KernelRef("dsasim.kernels.fused_kernel", "fused_workload", "execute_fused"),
+    network_member=lambda layer: layer.op == "conv2d", max_layers=None,
+    from_layers=lambda problems, relu, residual: ConvChain(problems, relu=list(relu), residual=residual))
 GEMM_CHAIN = ChainKind(
     name="gemm", chain_type=GemmChain, fused_spaces=_gemm_spaces, fused_work=estimate_gemm_chain_space_work,
     analyze=analyze_gemm_chain, part_json=_gemm_part_json,
     no_fit_reason=lambda chain, word_bytes: "even 1-element tiles of every tensor overflow the SRAM",
     kernel=KernelRef("dsasim.kernels.gemm_chain_kernel", "gemm_chain_workload", "execute_gemm_chain"),
+    network_member=lambda layer: (layer.kind == "tensorcore" and layer.count == 1
+                                  and isinstance(layer.problem, MatmulProblem)),  # a single, unbatched matmul
+    max_layers=2, from_layers=_gemm_from_layers,
     reference_choice=lambda space, sram_bytes: space.chimera_choice(sram_bytes))
 
 CHAIN_KINDS: dict[type, ChainKind] = {kind.chain_type: kind for kind in (CONV_CHAIN, GEMM_CHAIN)}
