@@ -10,6 +10,7 @@ below holds). `fused_schedule(nest)` is a `Schedule` for `run_schedule` (numeric
 
 from __future__ import annotations
 
+import importlib
 from contextlib import nullcontext
 from typing import Callable, Mapping
 
@@ -17,6 +18,7 @@ from dsasim import (Accelerator, GlobalHierarchy, RunResult, Schedule, Session, 
                     Workload, bind_tensors, run_schedule)
 from dsasim.traced.memory import Counters
 from dsasim.architect.chain import ConvChain
+from dsasim.architect.chain_kinds import chain_kind_of
 from dsasim.architect.fused import FusedNest
 from dsasim.architect.gemm_chain import GemmChainNest
 
@@ -105,11 +107,11 @@ def execute_fused(nest: FusedNest, s: Session, tensors: Mapping[str, TracedArray
 
 
 def _workload_and_body(nest: FusedNest | GemmChainNest) -> tuple[Workload, Callable[..., None]]:
-    """The workload a nest runs on and the function that executes it (a conv chain's or a GEMM chain's kernel)."""
-    if isinstance(nest, GemmChainNest):
-        from dsasim.kernels.gemm_chain_kernel import execute_gemm_chain, gemm_chain_workload
-        return gemm_chain_workload(nest.chain), execute_gemm_chain
-    return fused_workload(nest.chain), execute_fused
+    """The workload a nest runs on and the function that executes it: its chain kind's kernel (`ChainKind.kernel`;
+    a conv chain's is this module's, a GEMM chain's `gemm_chain_kernel`)."""
+    ref = chain_kind_of(nest.chain).kernel
+    module = importlib.import_module(ref.module)
+    return getattr(module, ref.workload)(nest.chain), getattr(module, ref.execute)
 
 
 def fused_schedule(nest: FusedNest | GemmChainNest, name: str | None = None, hardware: str = "blog") -> Schedule:

@@ -71,7 +71,7 @@ _PRIVATE = {1: "k", 2: "n"}
 class GemmChain:
     """C = A @ B (optionally ReLU'd), E = C @ D (module docstring); extents must be integers >= 1."""
 
-    residual = False  # (the interface of ConvChain that the chain search reads)
+    residual = False  # no identity residual in a GEMM chain (a member of `chain_kind.Chain`)
 
     def __init__(self, m: int, n: int, k: int, l: int, relu: bool = False, name: str | None = None) -> None:
         owner = f"GemmChain {name!r}" if name else "GemmChain"

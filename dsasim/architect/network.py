@@ -310,30 +310,24 @@ class _Importer:
             node = self.view_of[node]
         return node
 
-    def _chain_kind(self, i: int) -> str | None:
-        """'conv' or 'gemm' when layer i may be part of a chain (a conv; a single, unbatched matmul), else None."""
-        layer = self.layers[i]
-        if layer.op == "conv2d":
-            return "conv"
-        if layer.kind == TENSORCORE and layer.count == 1 and isinstance(layer.problem, MatmulProblem):
-            return "gemm"
-        return None
+    def _chain_kind(self, i: int) -> Any:
+        """The `ChainKind` of which layer i may be a chain's layer (its `network_member`: a conv; a single,
+        unbatched matmul), else None."""
+        from dsasim.architect.chain_kinds import CHAIN_KINDS
+        return next((kind for kind in CHAIN_KINDS.values() if kind.network_member(self.layers[i])), None)
 
     def find_chains(self, max_length: int) -> list[NetworkChain]:
         """Runs of conv layers (at most `max_length`; a longer run is cut) or pairs of matmuls (a feed-forward
         pair: x @ W1 -> activation -> @ W2) each of whose results feeds only the next, as a ConvChain or a
         GemmChain; a run ends where the shapes do not connect or the chain's constructor refuses."""
-        from dsasim.architect.chain import ConvChain
-        from dsasim.architect.gemm_chain import GemmChain
-
         runs: list[list[int]] = []
         for i in range(len(self.layers)):
             kind = self._chain_kind(i)
             if kind is None:
                 continue
             prev = self.producer.get(self.source(self.input.get(i))) if i in self.input else None
-            limit = max_length if kind == "conv" else 2
-            joins = (runs and prev is not None and runs[-1][-1] == prev and self._chain_kind(prev) == kind
+            limit = max_length if kind.max_layers is None else kind.max_layers
+            joins = (runs and prev is not None and runs[-1][-1] == prev and self._chain_kind(prev) is kind
                      and prev not in self.skip and len(self.result[prev].users) == 1 and len(runs[-1]) < limit)
             if joins:
                 runs[-1].append(i)
@@ -348,16 +342,12 @@ class _Importer:
             skip = self.skip.get(last)
             identity = skip is not None and self.source(skip) is self.source(self.input[run[0]])
             try:
-                if self._chain_kind(run[0]) == "conv":
-                    chain = ConvChain(problems, relu=[self.layers[i].relu for i in run], residual=identity)
-                else:  # C[m x l] = A[m x k] @ B[k x l], E[m x n] = C @ D[l x n]; no residual in a GEMM chain
-                    first, second = problems
-                    if first.m != second.m or first.n != second.k:
-                        continue
-                    chain = GemmChain(m=first.m, n=second.n, k=first.k, l=first.n, relu=self.layers[run[0]].relu)
-                    identity = False
+                chain = self._chain_kind(run[0]).from_layers(problems, [self.layers[i].relu for i in run], identity)
             except ValueError:  # the shapes do not connect, or an identity residual needs stride 1
                 continue
+            if chain is None:  # the kind's layers do not connect (two matmuls whose shapes do not chain)
+                continue
+            identity = chain.residual  # a kind without residuals leaves the add to the network
             extra = (0 if identity else self.layers[last].extra_read_elements) + sum(
                 self.layers[i].bias_elements for i in run)  # the chain's search knows no bias: loaded beside it
             chains.append(NetworkChain(members=tuple(run), chain=chain, extra_read_elements=extra))

@@ -184,12 +184,9 @@ def run_chain(args: argparse.Namespace) -> int:
         f = result.fused
         rows.append(("all fused", f.traffic_bytes, f.cycles, f.analysis.recomputed_macs,
                      f.analysis.intermediate_peak_bytes, f.peak_sram_bytes))
-    elif hasattr(chain, "weight_shape"):
-        import math
-        w = sum(math.prod(chain.weight_shape(i)) for i in range(len(chain))) * hardware.word_bytes
-        print(f"  all fused: nothing fits (a fused nest holds every layer's whole weights, {w:,} B, beside its tiles)")
     else:
-        print("  all fused: nothing fits (even 1-element tiles of every tensor overflow the SRAM)")
+        from dsasim.architect.chain_kinds import chain_kind_of
+        print(f"  all fused: nothing fits ({chain_kind_of(chain).no_fit_reason(chain, hardware.word_bytes)})")
     if result.layer_by_layer is not None:
         t = result.totals(result.layer_by_layer, result.fold(result.layer_by_layer))
         rows.append(("layer by layer", t["traffic_bytes"], t["cycles"], 0, 0, t["peak_sram_bytes"]))

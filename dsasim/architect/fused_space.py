@@ -1,0 +1,203 @@
+"""The fused space of a `ConvChain`: every fused nest of a chain (or of one of its segments), evaluated at once.
+
+`evaluate_fused_space(chain, hardware)` evaluates every (n, oh, ow) tile of the last output (all sizes 1 .. extent),
+halo recompute / keep, weights resident / per-tile, a 1- or 2-way tile scope, with numpy over the whole space (per
+axis and tile size the `AxisPlan` sums; the peak from the distinct tile classes). It equals `analyze_fused` on every
+field it reports (tested); its vector cycles are the floor sum(elements) / lanes. `evaluate_segment_spaces` gives
+every fused segment's space (two or more consecutive layers); `estimate_fused_space_work` their size, before any of
+it is evaluated. The conv kind of `dsasim.architect.chain_kinds` is built from these.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import numpy as np
+
+from dsasim.architect.chain import ConvChain
+from dsasim.architect.fused import HALO_POLICIES, WEIGHT_POLICIES, FusedNest, axis_plan, _axis_geometry
+from dsasim.architect.objective import DEFAULT_OBJECTIVE, Objective, objective_named
+from dsasim.cost import ddr_port, dma_cycles, overlapped_cycles, tensorcore_cycles, vector_cycles
+from dsasim.hardware import Accelerator
+
+__all__ = ["FusedSpace", "evaluate_fused_space", "evaluate_segment_spaces", "estimate_fused_space_work"]
+
+_WAYS = (1, 2)
+
+@dataclass(frozen=True)
+class FusedSpace:
+    """Every fused nest of a chain, evaluated: arrays of shape (n tiles, oh tiles, ow tiles, halo, weights, ways)."""
+
+    chain: ConvChain
+    tiles: tuple[np.ndarray, np.ndarray, np.ndarray]  # candidate tile sizes per loop
+    valid: np.ndarray
+    loaded_bytes: np.ndarray
+    stored_bytes: int
+    loads: np.ndarray
+    macs: np.ndarray
+    tensorcore_cycles: np.ndarray
+    vector_cycles_floor: np.ndarray
+    dma_cycles: np.ndarray
+    peak_sram_bytes: np.ndarray
+    seconds: float
+
+    @property
+    def evaluations(self) -> int:
+        return int(self.valid.sum())
+
+    @property
+    def traffic_bytes(self) -> np.ndarray:
+        return self.loaded_bytes + self.stored_bytes
+
+    @property
+    def estimated_cycles(self) -> np.ndarray:
+        return overlapped_cycles(self.dma_cycles, self.tensorcore_cycles + self.vector_cycles_floor)
+
+    def nest(self, index: tuple[int, ...]) -> FusedNest:
+        """The FusedNest at a grid index."""
+        a, b, c, h, w, k = index
+        return FusedNest(self.chain, {"n": int(self.tiles[0][a]), "oh": int(self.tiles[1][b]),
+                                      "ow": int(self.tiles[2][c])}, HALO_POLICIES[h], WEIGHT_POLICIES[w], _WAYS[k])
+
+    def best(self, sram_bytes: int, objective: Objective | str = DEFAULT_OBJECTIVE) -> FusedNest | None:
+        """The best valid nest by `objective` whose peak fits `sram_bytes` (None when none fits)."""
+        index = _best_index(self, sram_bytes, objective_named(objective))
+        return None if index is None else self.nest(index)
+
+
+def _axis_table(chain: ConvChain, axis: int, tiles: np.ndarray) -> dict[str, np.ndarray]:
+    """Per tile size along one axis: trips, per-level sums of held and new rows, transfers with new image rows, the
+    distinct per-level length columns (tile classes, zero-padded) and the per-level largest length."""
+    geometry = _axis_geometry(chain, axis)
+    levels = len(chain) + 1
+    plans = [axis_plan(geometry, int(t)) for t in tiles]
+    classes = [np.unique(p.lens, axis=1) for p in plans]
+    width = max(c.shape[1] for c in classes)
+    cls = np.zeros((len(tiles), levels, width), np.int64)
+    for i, c in enumerate(classes):
+        cls[i, :, :c.shape[1]] = c
+    return {"trips": np.array([p.lens.shape[1] for p in plans], np.int64),
+            "len": np.stack([p.lens.sum(axis=1) for p in plans]),
+            "new": np.stack([p.new.sum(axis=1) for p in plans]),
+            "new_transfers": np.array([int((p.new[0] > 0).sum()) for p in plans], np.int64),
+            "classes": cls, "max": np.stack([p.lens.max(axis=1) for p in plans])}
+
+
+def evaluate_fused_space(chain: ConvChain, hardware: Accelerator,
+                         tiles: tuple[Sequence[int], Sequence[int], Sequence[int]] | None = None) -> FusedSpace:
+    """Evaluate every fused nest of `chain` (tile sizes: all of 1 .. extent per loop, or `tiles`) on `hardware`."""
+    start = time.perf_counter()
+    word = hardware.word_bytes
+    L = len(chain)
+    N, _, OH, OW = chain.output_shape
+    tn, tr, tc = (np.arange(1, e + 1, dtype=np.int64) if tiles is None else np.asarray(t, np.int64)
+                  for e, t in zip((N, OH, OW), tiles or (None, None, None)))
+    R, C = _axis_table(chain, 0, tr), _axis_table(chain, 1, tc)
+    ch = np.array([chain.level_shape(i)[1] for i in range(L + 1)], np.int64)
+    w_elems = sum(math.prod(chain.weight_shape(i)) for i in range(L))
+    n_trips = -(-N // tn)
+    # broadcast shapes: (n, r, c, halo, weights, ways)
+    nt = n_trips[:, None, None, None, None, None]
+    tnb = tn[:, None, None, None, None, None]
+    rt = R["trips"][None, :, None, None, None, None]
+    ct = C["trips"][None, None, :, None, None, None]
+    tiles_n = nt * rt * ct
+    keep = np.array([False, True])[None, None, None, :, None, None]
+    slide_ow = keep & (ct > 1)
+    slide_oh = keep & (ct == 1) & (rt > 1)
+    valid = ~keep | slide_ow | slide_oh
+    per_tile = np.array([False, True])[None, None, None, None, :, None]
+    ways = np.array(_WAYS, np.int64)[None, None, None, None, None, :]
+
+    def level(table: dict, key: str, i: int, axis: int) -> np.ndarray:
+        v = table[key][:, i]
+        return v[None, :, None, None, None, None] if axis == 0 else v[None, None, :, None, None, None]
+
+    def sums(i: int) -> tuple[np.ndarray, np.ndarray]:
+        """Rows and columns of level i summed over the tiles: new along the slide loop, held otherwise."""
+        r = np.where(slide_oh, level(R, "new", i, 0), level(R, "len", i, 0))
+        c = np.where(slide_ow, level(C, "new", i, 1), level(C, "len", i, 1))
+        return r, c
+
+    r0, c0 = sums(0)
+    image = N * ch[0] * r0 * c0
+    weights = np.where(per_tile, w_elems * tiles_n, w_elems)
+    loaded = (image + weights) * word
+    image_loads = np.where(slide_ow, nt * rt * C["new_transfers"][None, None, :, None, None, None],
+                           np.where(slide_oh, nt * R["new_transfers"][None, :, None, None, None, None] * ct, tiles_n))
+    loads = image_loads + np.where(per_tile, L * tiles_n, L)
+    macs = tc_cycles = vec = 0
+    for i, layer in enumerate(chain.layers, start=1):
+        r, c = sums(i)
+        pixels = N * r * c
+        icg, ocg = layer.ic // layer.groups, layer.oc // layer.groups
+        taps = layer.kh * layer.kw
+        macs = macs + pixels * layer.oc * icg * taps
+        tc_cycles = tc_cycles + tensorcore_cycles(hardware, pixels, taps, layer.groups, icg, ocg)
+        ops = int(chain.relu[i - 1]) + int(i == L and chain.residual)
+        if ops:
+            vec = vec + ops * vector_cycles(pixels * ch[i], hardware.vector_lanes)
+    # peak SRAM, in elements
+    resident = np.where(per_tile, 0, w_elems)
+    wpt = np.where(per_tile, w_elems, 0)
+    rc, cc = R["classes"], C["classes"]  # (tiles, levels, classes)
+    grid = np.einsum("i,ria,cib->rcab", ch, rc, cc).reshape(len(tr), len(tc), -1).max(axis=2)  # recompute
+    recompute_peak = resident + ways * (tnb * grid[None, :, :, None, None, None] + wpt)
+    cmax = C["max"]  # (tc, levels)
+    # keep along ow: per row class, the sweep's line buffers (largest columns) plus the tile scope's output
+    lines = np.einsum("i,ria,ci->rca", ch[:L], rc[:, :L], cmax[:, :L])  # (r, c, classes)
+    out_tile = np.einsum("ra,c->rca", rc[:, L], ch[L] * cmax[:, L])
+    sweep_rows = tnb[..., None] * lines[None, :, :, None, None, None, :] + ways[..., None] * (
+        tnb[..., None] * out_tile[None, :, :, None, None, None, :] + wpt[..., None])
+    keep_ow_peak = resident + sweep_rows.max(axis=-1)
+    rmax = R["max"]
+    keep_oh_lines = np.einsum("i,ri,ci->rc", ch[:L], rmax[:, :L], cmax[:, :L])
+    keep_oh_peak = resident + tnb * keep_oh_lines[None, :, :, None, None, None] + ways * (
+        tnb * (ch[L] * np.outer(rmax[:, L], cmax[:, L]))[None, :, :, None, None, None] + wpt)
+    peak = np.where(slide_ow, keep_ow_peak, np.where(slide_oh, keep_oh_peak, recompute_peak)) * word
+    stored = math.prod(chain.output_shape) * word
+    dma = dma_cycles(ddr_port(hardware), loads, loaded, tiles_n, stored)
+    shape = (len(tn), len(tr), len(tc), 2, 2, 2)
+    full = lambda a: np.broadcast_to(a, shape)  # noqa: E731
+    return FusedSpace(chain=chain, tiles=(tn, tr, tc), valid=full(valid), loaded_bytes=full(loaded),
+                      stored_bytes=stored, loads=full(loads), macs=full(macs), tensorcore_cycles=full(tc_cycles),
+                      vector_cycles_floor=full(vec), dma_cycles=full(dma), peak_sram_bytes=full(peak),
+                      seconds=time.perf_counter() - start)
+
+
+def _best_index(space: FusedSpace, cap: int, objective: Objective) -> tuple[int, ...] | None:
+    """The grid index of the best valid nest by `objective` whose peak fits `cap` (equal keys: the first in the
+    grid), None when none fits."""
+    ok = space.valid & (space.peak_sram_bytes <= cap)
+    if not ok.any():
+        return None
+    flat = np.flatnonzero(ok.reshape(-1))
+    traffic = space.traffic_bytes.reshape(-1)[flat]
+    cycles = space.estimated_cycles.reshape(-1)[flat]
+    peak = space.peak_sram_bytes.reshape(-1)[flat]
+    order = objective.order(traffic=traffic, cycles=cycles, peak=peak)
+    return tuple(int(x) for x in np.unravel_index(int(flat[order[0]]), ok.shape))
+
+
+def evaluate_segment_spaces(chain: ConvChain, hw: Accelerator) -> dict[tuple[int, int], FusedSpace]:
+    """Every fused segment's space (layers [first, stop), two or more), independent of the SRAM size."""
+    spaces: dict[tuple[int, int], FusedSpace] = {}
+    L = len(chain)
+    for first in range(L):
+        for stop in range(first + 2, L + 1):
+            sub = chain if (first, stop) == (0, L) else ConvChain(
+                chain.layers[first:stop], chain.relu[first:stop], name=f"{chain.name}[{first + 1}:{stop}]")
+            spaces[(first, stop)] = evaluate_fused_space(sub, hw)
+    return spaces
+
+
+def estimate_fused_space_work(chain: ConvChain, hw: Accelerator) -> Any:
+    """The work (a `search.WorkEstimate`) of `evaluate_segment_spaces`: N x OH x OW tiles x 8 variants per segment,
+    at the search's rate (seconds)."""
+    from dsasim.architect.search import EVALUATIONS_PER_SECOND, WorkEstimate
+    N, _, OH, OW = chain.output_shape
+    n = len(chain) * (len(chain) - 1) // 2 * N * OH * OW * len(HALO_POLICIES) * len(WEIGHT_POLICIES) * len(_WAYS)
+    return WorkEstimate(what="", evaluations=n, traced_operations=0, seconds=n / EVALUATIONS_PER_SECOND)
