@@ -3,7 +3,9 @@
 Memory levels: DDR, then the global SRAM (`sram_bytes`, fed at `dram_bytes_per_cycle`), then optional
 `inner_levels` (`MemoryLevel`): buffers next to the TensorCore, each fed from its parent level. The TensorCore
 reads an operand from the innermost level that holds the operand's role (input, weight, output); with no inner
-levels it reads the SRAM, as the blog's machine does.
+levels it reads the SRAM, as the blog's machine does. The tree is one structure: `Accelerator.levels` holds the SRAM
+(a validated `MemoryLevel` of kind GLOBAL_LEVEL, built from the fields above) and the inner levels, each naming
+its parent (the SRAM's is DDR, the root); `children` and `path` walk it down from DDR with no special case.
 """
 
 from __future__ import annotations

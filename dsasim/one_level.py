@@ -45,7 +45,7 @@ _LEVEL_MODEL = ("the loop-nest model of every level is `dsasim search LAYER --ha
 
 ONE_LEVEL_FEATURES: dict[str, OneLevelFeature] = {
     "search": OneLevelFeature(
-        "this search", "(none: `dsasim search LAYER` on levels runs the per-level search)",
+        "this search", "none (`dsasim search LAYER` on levels runs the per-level search instead)",
         "`dsasim.architect.search.search`, `run_search`, `sweep_sram`",
         "search every level with `dsasim.architect.level_search.search_levels`; " + _LEVEL_MODEL),
     "chain search": OneLevelFeature(
@@ -62,7 +62,7 @@ ONE_LEVEL_FEATURES: dict[str, OneLevelFeature] = {
         "the shape sweep", "`dsasim shapes LAYER`", "`dsasim.architect.shapes.sweep_shapes`", _LEVEL_MODEL),
     "--no-simulate": OneLevelFeature(
         "--no-simulate (the one-level estimate of a checked nest's cycles)",
-        "`dsasim search LAYER --no-simulate`, `dsasim sweep-sram LAYER --no-simulate`", "(command line only)",
+        "`dsasim search LAYER --no-simulate`, `dsasim sweep-sram LAYER --no-simulate`", "none (a command-line flag)",
         "leave --no-simulate out (on levels the traced check of the best nest is timed by the timing simulator); "
         "`dsasim search` also takes --confirm 0 to leave the traced check out"),
 }
@@ -84,5 +84,5 @@ def require_one_level(hardware: Accelerator, feature: str) -> None:
 
 def one_level_features_markdown() -> str:
     """The documentation's list of the features that refuse hardware with levels below the SRAM (Markdown)."""
-    lines = [f"* **{key}**: {row.command}; library {row.library}." for key, row in ONE_LEVEL_FEATURES.items()]
+    lines = [f"* **{key}**: command line {row.command}; library {row.library}." for key, row in ONE_LEVEL_FEATURES.items()]
     return "\n".join(lines) + "\n"

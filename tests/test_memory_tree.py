@@ -146,7 +146,7 @@ def test_the_docs_list_names_every_feature():
     text = one_level_features_markdown()
     assert text.count("\n") == len(ONE_LEVEL_FEATURES)
     for key, row in ONE_LEVEL_FEATURES.items():
-        assert f"* **{key}**: {row.command}" in text
+        assert f"* **{key}**: command line {row.command}; library {row.library}." in text
 
 
 def test_a_table_row_is_validated():
