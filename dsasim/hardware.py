@@ -3,12 +3,15 @@
 Memory levels: DDR, then the global SRAM (`sram_bytes`, fed at `dram_bytes_per_cycle`), then optional
 `inner_levels` (`MemoryLevel`): buffers next to the TensorCore, each fed from its parent level. The TensorCore
 reads an operand from the innermost level that holds the operand's role (input, weight, output); with no inner
-levels it reads the SRAM, as the blog's machine does.
+levels it reads the SRAM, as the blog's machine does. The tree is one structure: `Accelerator.levels` holds the SRAM
+(a validated `MemoryLevel` of kind GLOBAL_LEVEL, built from the fields above) and the inner levels, each naming
+its parent (the SRAM's is DDR, the root); `children` and `path` walk it down from DDR with no special case.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,15 +24,22 @@ MIB = 1024 * 1024
 # The operand roles a memory level may hold: a conv's image, weight and output; a matmul's a, b and c.
 ROLES: tuple[str, ...] = ("input", "weight", "output")
 SRAM_LEVEL = "SRAM"  # the global level's name; DDR is above it
-_RESERVED_LEVEL_NAMES = {"DDR", SRAM_LEVEL}
+DDR = "DDR"  # the off-chip root of the memory tree: the SRAM's parent (unbounded, so not a MemoryLevel)
+_RESERVED_LEVEL_NAMES = {DDR, SRAM_LEVEL}
+# What a MemoryLevel is: the global SRAM (exactly one, built by `Accelerator.sram_level` from its fields) or a
+# buffer below it (`inner_levels`, the default). Only the global kind may carry the reserved name SRAM.
+GLOBAL_LEVEL, INNER_LEVEL = "global", "inner"
+LEVEL_KINDS: tuple[str, ...] = (GLOBAL_LEVEL, INNER_LEVEL)
 MAX_LEVEL_WAYS = 64  # as `dsasim simulate --ways`: more ways is a typo, not a design
 
 
 @dataclass(frozen=True)
 class MemoryLevel:
-    """An on-chip buffer level below the global SRAM: its capacity, the bandwidth of its port to its parent level
-    (bytes per cycle, loads and write-backs share it), a setup cost per transfer (cycles), which operand roles
-    it holds (`ROLES`), and the most buffering ways a scope in it may use."""
+    """An on-chip memory level: its capacity, the bandwidth of its port to its parent level (bytes per cycle,
+    loads and write-backs share it), a setup cost per transfer (cycles), which operand roles it holds (`ROLES`),
+    and the most buffering ways a scope in it may use. `kind` INNER_LEVEL (the default): a buffer below the
+    global SRAM; GLOBAL_LEVEL: the SRAM itself, fed from DDR (`Accelerator.sram_level` builds it from the
+    accelerator's fields; a hardware description never lists it)."""
 
     name: str
     capacity_bytes: int
@@ -38,14 +48,20 @@ class MemoryLevel:
     parent: str = SRAM_LEVEL
     setup_cycles: int = 0
     max_ways: int = 2
+    kind: str = dataclasses.field(default=INNER_LEVEL, kw_only=True)
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name.strip():
             raise ValueError(f"MemoryLevel: name must be a non-empty string, got {self.name!r}")
         who = f"memory level {self.name!r}"
-        if self.name in _RESERVED_LEVEL_NAMES:
+        if self.kind not in LEVEL_KINDS:
+            raise ValueError(f"{who}: kind must be one of {list(LEVEL_KINDS)}, got {self.kind!r}")
+        if self.kind == INNER_LEVEL and self.name in _RESERVED_LEVEL_NAMES:
             raise ValueError(f"{who}: the name is reserved for the level dsasim always has (DDR, and SRAM of "
                              f"sram_bytes); name the buffer after what it is, e.g. 'L1w'")
+        if self.kind == GLOBAL_LEVEL and (self.name, self.parent) != (SRAM_LEVEL, DDR):
+            raise ValueError(f"{who}: the global level is the one {SRAM_LEVEL!r}, fed from {DDR!r} (parent); got "
+                             f"name {self.name!r}, parent {self.parent!r}; a buffer below it is kind {INNER_LEVEL!r}")
         if not is_int(self.capacity_bytes) or not 1 <= self.capacity_bytes <= 1 << 50:
             raise ValueError(f"{who}: capacity_bytes must be a positive integer, got {self.capacity_bytes!r}")
         bw = self.bytes_per_cycle
@@ -180,30 +196,25 @@ class Accelerator:
                                      f"one to read, so give each role to one of them")
             above[lv.name] = lv
 
-    def require_one_level(self, what: str) -> None:
-        """ValueError when this hardware has levels below the SRAM, which `what` does not model (its figures
-        would silently leave them out)."""
-        if self.inner_levels:
-            raise ValueError(f"{what} models one on-chip level (the SRAM), but hardware {self.name!r} has levels "
-                             f"below it ({', '.join(lv.name for lv in self.inner_levels)}), which its figures would "
-                             f"leave out; the loop-nest model of every level is `dsasim search LAYER --hardware "
-                             f"{self.name}` and `dsasim sweep-sram LAYER --hardware {self.name} --level NAME`, or use "
-                             f"a one-level hardware such as 'blog'")
-
-    @property
+    @functools.cached_property
     def sram_level(self) -> MemoryLevel:
-        """The global SRAM as a level (capacity `sram_bytes`, fed from DDR at `dram_bytes_per_cycle`)."""
-        lv = object.__new__(MemoryLevel)  # the reserved name skips MemoryLevel's check, which refuses it
-        for key, value in (("name", SRAM_LEVEL), ("capacity_bytes", self.sram_bytes),
-                           ("bytes_per_cycle", self.dram_bytes_per_cycle), ("holds", ROLES), ("parent", "DDR"),
-                           ("setup_cycles", self.dma_setup_cycles), ("max_ways", MAX_LEVEL_WAYS)):
-            object.__setattr__(lv, key, value)
-        return lv
+        """The global SRAM as a validated level: capacity `sram_bytes`, fed from DDR at `dram_bytes_per_cycle` with
+        `dma_setup_cycles` per transfer, holding every role; a scope in it may use up to MAX_LEVEL_WAYS ways."""
+        return MemoryLevel(SRAM_LEVEL, self.sram_bytes, self.dram_bytes_per_cycle, holds=ROLES, parent=DDR,
+                           setup_cycles=self.dma_setup_cycles, max_ways=MAX_LEVEL_WAYS, kind=GLOBAL_LEVEL)
 
-    @property
+    @functools.cached_property
     def levels(self) -> tuple[MemoryLevel, ...]:
-        """Every on-chip level, outermost first: the SRAM, then `inner_levels`."""
+        """The memory tree's on-chip levels, parents before children: the SRAM (its parent is DDR, the root), then
+        `inner_levels`; each level's `parent` names the level above it. Index 0 is the SRAM."""
         return (self.sram_level, *self.inner_levels)
+
+    def children(self, name: str) -> tuple[MemoryLevel, ...]:
+        """The levels fed from the level called `name` (DDR: the SRAM), in `levels` order (ValueError: no such
+        level)."""
+        if name != DDR:
+            self.level(name)
+        return tuple(lv for lv in self.levels if lv.parent == name)
 
     def level(self, name: str) -> MemoryLevel:
         """The on-chip level called `name` (ValueError naming the levels there are)."""
@@ -217,12 +228,14 @@ class Accelerator:
         """The levels an operand of `role` passes through, SRAM first, down to the one the TensorCore reads."""
         if role not in ROLES:
             raise ValueError(f"unknown operand role {role!r}; roles are {list(ROLES)}")
-        chain = [self.sram_level]
-        while True:
-            child = next((lv for lv in self.inner_levels if lv.parent == chain[-1].name and role in lv.holds), None)
+        chain: list[MemoryLevel] = []
+        parent = DDR
+        while True:  # down the tree from its root: at each level the one child that holds the role
+            child = next((lv for lv in self.children(parent) if role in lv.holds), None)
             if child is None:
                 return tuple(chain)
             chain.append(child)
+            parent = child.name
 
     @property
     def sram_words(self) -> int:
@@ -302,7 +315,8 @@ def from_toml(path: str | Path) -> Accelerator:
         raise ValueError(f"hardware file {path}: {err}") from None
 
 
-_LEVEL_FIELDS = [f.name for f in dataclasses.fields(MemoryLevel)]
+# a hardware file lists only inner levels, so `kind` is not a key there (the SRAM comes from sram_bytes & co.)
+_LEVEL_FIELDS = [f.name for f in dataclasses.fields(MemoryLevel) if f.name != "kind"]
 
 
 def _levels_from_toml(path: Path, entries: object) -> tuple[MemoryLevel, ...]:

@@ -34,6 +34,7 @@ from dsasim.architect.fused_analysis import FusedAnalysis
 from dsasim.architect.fused_space import FusedSpace, _best_index, evaluate_fused_space  # noqa: F401 (re-exported)
 from dsasim.architect.objective import DEFAULT_OBJECTIVE, Objective, objective_named
 from dsasim.hardware import Accelerator
+from dsasim.one_level import require_one_level
 
 __all__ = ["FusedSpace", "evaluate_fused_space", "SegmentChoice", "ChainSearchResult", "search_chain",
            "estimate_chain_work"]
@@ -280,7 +281,7 @@ def search_chain(chain: Chain, hardware: Accelerator, sram_bytes: int | None = N
     `force` (then `warn` gets the estimate); `force` and `warn` also go to each layer's `search`. `progress` gets
     the fraction done (0..1) after each layer and after the fused spaces."""
     from dsasim.architect.search import check_work, with_capacity
-    hardware.require_one_level("the chain search")
+    require_one_level(hardware, "chain search")
     objective = objective_named(objective)
     _, hw = with_capacity(hardware, sram_bytes)
     check_work(estimate_chain_work(chain, hw), force, warn, smaller=CHAIN_SMALLER)

@@ -30,6 +30,7 @@ from dsasim.architect.objective import DEFAULT_OBJECTIVE, Objective, objective_n
 from dsasim.hardware import Accelerator
 from dsasim.architect.search import tensorcore_utilization
 from dsasim.cost import ddr_port, dma_cycles, overlapped_cycles, vector_cycles
+from dsasim.one_level import require_one_level
 
 __all__ = ["LayerOutcome", "NetworkResult", "NetworkSweep", "evaluate_network", "search_problem", "smallest_within",
            "sweep_network", "vary_hardware"]
@@ -287,7 +288,7 @@ def evaluate_network(network: Network, hardwares: Sequence[Accelerator], sizes: 
     from dsasim.architect.executor import InProcess
 
     for hw in hardwares:
-        hw.require_one_level("the network evaluation")
+        require_one_level(hw, "network evaluation")
     if not sizes:
         raise ValueError("evaluate_network needs at least one SRAM size")
     if not hardwares:

@@ -45,6 +45,7 @@ from dsasim.util import ceil_div
 from dsasim.architect.loopnest import LoopNest, Problem, tile_count
 from dsasim.architect.lower_bounds import Bound, lower_bound
 from dsasim.architect.objective import CYCLES, DEFAULT_OBJECTIVE, OBJECTIVES, TRAFFIC, Objective, objective_named
+from dsasim.one_level import require_one_level
 
 __all__ = ["Space", "chain_structures", "Candidate", "SearchResult", "search", "search_front", "evaluate_nests",
            "tile_candidates", "SearchFront", "LayerTooLargeError", "count_bound_bytes", "EXACT_COUNT_LIMIT",
@@ -762,7 +763,7 @@ def run_search(problem: Problem, hardware: Accelerator, caps: Sequence[int],
                top: int = 5, progress: Callable[[float], None] | None = None, slide: bool = True) -> SearchFront:
     """Enumerate and evaluate; return the staircases for the capacities `caps` (bytes)."""
     objective = objective_named(objective)
-    hardware.require_one_level("this search")
+    require_one_level(hardware, "search")
     start = time.perf_counter()
     space = Space(problem, hardware, exhaustive=exhaustive, slide=slide)
     caps = sorted(set(int(c) for c in caps))

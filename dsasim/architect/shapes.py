@@ -27,6 +27,7 @@ from typing import Any, Callable, Sequence
 
 from dsasim.architect.loopnest import ConvProblem, LoopNest, MatmulProblem, Problem
 from dsasim.hardware import Accelerator
+from dsasim.one_level import require_one_level
 from dsasim.util import parse_whole
 
 __all__ = ["MAX_SHAPES", "estimate_shapes_work", "shape_problems", "DispatchEntry", "ShapePoint", "ShapeSweep",
@@ -305,7 +306,7 @@ def sweep_shapes(problem: Problem, dim: str, values: Sequence[int], hardware: Ac
     from dsasim.architect.executor import InProcess
     from dsasim.architect.search import _duration as duration, check_work
 
-    hardware.require_one_level("the shape sweep")
+    require_one_level(hardware, "shape sweep")
     if not max_loss >= 0:
         raise ValueError(f"--max-loss must be >= 0 %, got {max_loss!r}")
     if not values:

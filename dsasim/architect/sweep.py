@@ -26,6 +26,7 @@ from dsasim.architect.lower_bounds import lower_bound
 from dsasim.architect.objective import DEFAULT_OBJECTIVE, Objective, objective_named
 from dsasim.architect.search import (SECONDS_PER_TRACED_SCHEDULE, Candidate, WorkEstimate, _duration, check_work,
                                      confirm, estimate_search_work, estimate_trace_work, search_front)
+from dsasim.one_level import require_one_level
 
 __all__ = ["MAX_SIZE_BYTES", "parse_bytes", "parse_sizes", "SweepPoint", "SweepResult", "sweep_sram", "ProgressBar",
            "format_bytes", "ChainSweepPoint", "ChainSweepResult", "sweep_chain",
@@ -309,7 +310,7 @@ def sweep_chain(chain: Any, hardware: Accelerator, sizes: Sequence[int],
     every chosen schedule is traced (checked against its model) and, when `simulate`, timed."""
     from dsasim.architect.fused_search import (CHAIN_SMALLER, _fused_choice, _fused_spaces, _layer_choice,
                                                _layer_segment, _partition, estimate_chain_work)
-    hardware.require_one_level("the chain sweep")
+    require_one_level(hardware, "chain sweep")
     sizes = sorted(set(int(s) for s in sizes))
     if not sizes:
         raise ValueError("sweep_chain needs at least one SRAM size")

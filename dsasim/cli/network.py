@@ -30,6 +30,7 @@ from dsasim.cli.common import (EXIT_FAILED, CliError, Command, add_objective_arg
                                json_and_plot_paths, warner, write_outputs)
 from dsasim.cli.table import format_table
 from dsasim.hardware import load_hardware
+from dsasim.one_level import require_one_level
 
 if TYPE_CHECKING:
     from dsasim.architect.network import Network
@@ -220,7 +221,7 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         hardware = load_hardware(args.hardware)
-        hardware.require_one_level("the network evaluation")
+        require_one_level(hardware, "network evaluation")
         sram = parse_bytes(args.sram) if args.sram is not None else hardware.sram_bytes
         if sram < hardware.word_bytes:
             raise ValueError(f"--sram {args.sram}: must hold at least one {hardware.word_bytes}-byte word")

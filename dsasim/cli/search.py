@@ -31,6 +31,7 @@ from dsasim.atomic import write_text_atomic
 from dsasim.hardware import PRESETS, load_hardware
 from dsasim.cli.common import (EXIT_FAILED, CliError, Command, add_objective_argument, check_outputs, int_at_least,
                                kernel_runner, output_file, warner)
+from dsasim.one_level import require_one_level
 
 if TYPE_CHECKING:
     from dsasim.architect.search import SearchResult
@@ -366,9 +367,10 @@ def run(args: argparse.Namespace) -> int:
     problem, hardware, sram, json_path = _arguments(args, parse_layer)
     if hardware.inner_levels:
         if args.no_simulate:
-            raise CliError(f"--no-simulate does not apply on {hardware.name}: its levels use the analytic model, and "
-                           f"the traced check of the best nest is timed by the timing simulator; use --confirm 0 to "
-                           f"leave the traced check out")
+            try:
+                require_one_level(hardware, "--no-simulate")
+            except ValueError as err:
+                raise CliError(str(err)) from None
         return run_levels(args, problem, hardware, sram, json_path)
     confirm = _confirm(args)
     runner = kernel_runner("loopnest") if confirm > 0 else None

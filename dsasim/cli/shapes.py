@@ -19,6 +19,7 @@ from dsasim.cli.common import (EXIT_FAILED, CliError, Command, int_at_least, jso
                                warner, write_outputs)
 from dsasim.cli.table import format_table
 from dsasim.hardware import load_hardware
+from dsasim.one_level import require_one_level
 
 if TYPE_CHECKING:
     from dsasim.architect.shapes import ShapeSweep
@@ -88,7 +89,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         problem = parse_layer(args.layer)
         hardware = load_hardware(args.hardware)
-        hardware.require_one_level("the shape sweep")
+        require_one_level(hardware, "shape sweep")
         if args.sram is not None:
             try:
                 hardware = dataclasses.replace(hardware, sram_bytes=parse_bytes(args.sram))

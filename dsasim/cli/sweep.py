@@ -22,6 +22,7 @@ from dsasim.cli.common import (EXIT_FAILED, CliError, Command, add_objective_arg
                                json_and_plot_paths, kernel_runner, parse_percent, warner, write_outputs)
 from dsasim.cli.network import add_network_source
 from dsasim.cli.table import format_table
+from dsasim.one_level import require_one_level
 
 if TYPE_CHECKING:
     from dsasim.architect.network_eval import NetworkSweep
@@ -137,7 +138,8 @@ def run(args: argparse.Namespace) -> int:
         if args.level is not None:
             hardware.level(args.level)  # no such level: say which there are
         if not chain and hardware.inner_levels:
-            _refuse(args, ("--no-simulate",), f"a sweep on {hardware.name}, whose levels use the analytic model")
+            if args.no_simulate:
+                require_one_level(hardware, "--no-simulate")
             return _run_levels(args, problem, hardware)
         if args.level not in (None, "SRAM"):
             raise ValueError(f"--level {args.level}: "
@@ -147,7 +149,8 @@ def run(args: argparse.Namespace) -> int:
             _refuse(args, ("--no-slide",), "a chain's sweep")
         elif args.objective is not None and objective_named(args.objective) != TRAFFIC:  # sweep_sram: traffic only
             _refuse(args, ("--objective",), f"a single layer's sweep on {hardware.name}")
-        hardware.require_one_level("the chain sweep" if chain else "this sweep")
+        if chain:  # (a layer on levels went to _run_levels above)
+            require_one_level(hardware, "chain sweep")
         sizes = parse_sizes(args.sizes)
         if any(s < hardware.word_bytes for s in sizes):
             raise ValueError(f"every size must hold at least one {hardware.word_bytes}-byte word")
@@ -269,7 +272,7 @@ def _run_network(args: argparse.Namespace) -> int:
             parse_dask_address(executor_spec)  # a malformed address before the network is loaded
         hardwares = vary_hardware([load_hardware(h.strip()) for h in args.hardware.split(",")], args.vary)
         for hw in hardwares:
-            hw.require_one_level("the network sweep")
+            require_one_level(hw, "network sweep")
         sizes = parse_sizes(args.sizes)
         if any(s < hw.word_bytes for s in sizes for hw in hardwares):
             raise ValueError("every size must hold at least one word of every hardware")
