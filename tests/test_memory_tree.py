@@ -159,3 +159,13 @@ def test_the_trees_of_two_accelerators_do_not_mix():
     a = Accelerator(name="a", sram_bytes=2048, word_bytes=1)
     b = dataclasses.replace(a, name="b", sram_bytes=4096)
     assert (a.sram_level.capacity_bytes, b.sram_level.capacity_bytes) == (2048, 4096)
+
+
+def test_the_levels_page_lists_the_one_level_features_as_the_table_prints_them():
+    """docs/model/levels.md holds `one_level_features_markdown()` verbatim, so the list cannot drift from the table."""
+    from pathlib import Path
+
+    from dsasim.one_level import one_level_features_markdown
+
+    page = (Path(__file__).resolve().parent.parent / "docs" / "model" / "levels.md").read_text()
+    assert one_level_features_markdown().rstrip("\n") in page
