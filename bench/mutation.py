@@ -920,7 +920,7 @@ MUTANTS: list[Mutant] = [
            "    from dsasim.traced.memory import Session\n",
            ("tests/test_layering.py",)),
     Mutant("layering: a kernel prints its table through the CLI", "kernels/conv_mapping.py",
-           "from dsasim.view.table import format_table", "from dsasim.cli.table import format_table",
+           "from dsasim.view.table import format_table", "from dsasim.cli.demo import format_table",
            ("tests/test_layering.py",)),
     Mutant("api: a public name looked up in the wrong module", "dsasim/__init__.py",
            '"simulate": "dsasim.timing",', '"simulate": "dsasim.timing.result",',

@@ -23,7 +23,7 @@ from dsasim.atomic import write_text_atomic
 from dsasim.hardware import PRESETS, Accelerator, load_hardware
 from dsasim.cli.common import (EXIT_FAILED, CliError, Command, check_outputs, find_schedule, find_schedules,
                                int_at_least, output_file, schedule_inputs)
-from dsasim.cli.table import format_table
+from dsasim.view.table import format_table
 
 if TYPE_CHECKING:
     from dsasim.view.report import ScopeTraffic

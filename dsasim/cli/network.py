@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Iterator
 from dsasim.architect.objective import DEFAULT_OBJECTIVE
 from dsasim.cli.common import (EXIT_FAILED, CliError, Command, add_objective_argument, int_at_least,
                                json_and_plot_paths, warner, write_outputs)
-from dsasim.cli.table import format_table
+from dsasim.view.table import format_table
 from dsasim.hardware import load_hardware
 from dsasim.one_level import require_one_level
 

@@ -213,7 +213,7 @@ def run_chain(args: argparse.Namespace) -> int:
 
 def format_levels(a: Any) -> str:
     """The per-level table of a `LevelAnalysis`: traffic into each level, its peak, time and bound."""
-    from dsasim.cli.table import format_table
+    from dsasim.view.table import format_table
 
     header = ("level", "from", "holds", "capacity B", "peak B", "loaded B", "stored B", "transfers", "cycles",
               "bound B", "best/bound")
@@ -306,7 +306,7 @@ def run_levels(args: argparse.Namespace, problem: Any, hardware: Any, sram: int,
     from dsasim.architect.level_search import estimate_level_search_work, search_levels
     from dsasim.architect.search import tensorcore_utilization
     from dsasim.architect.sweep import format_bytes
-    from dsasim.cli.table import format_table
+    from dsasim.view.table import format_table
 
     t0 = time.perf_counter()
     with _as_cli_errors(args.layer):

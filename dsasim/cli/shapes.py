@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from dsasim.cli.common import (EXIT_FAILED, CliError, Command, int_at_least, json_and_plot_paths, parse_percent,
                                warner, write_outputs)
-from dsasim.cli.table import format_table
+from dsasim.view.table import format_table
 from dsasim.hardware import load_hardware
 from dsasim.one_level import require_one_level
 

@@ -21,7 +21,7 @@ from dsasim.hardware import load_hardware
 from dsasim.cli.common import (EXIT_FAILED, CliError, Command, add_objective_argument, int_at_least,
                                json_and_plot_paths, kernel_runner, parse_percent, warner, write_outputs)
 from dsasim.cli.network import add_network_source
-from dsasim.cli.table import format_table
+from dsasim.view.table import format_table
 from dsasim.one_level import require_one_level
 
 if TYPE_CHECKING:
