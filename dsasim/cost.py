@@ -152,13 +152,14 @@ def overlapped_cycles(*busy: Any) -> Any:
     return functools.reduce(maximum, busy)
 
 
-def pipeline_estimate(tensorcore: Any, exposed: Any, dma: Any, fill: Any, iterations: Any) -> Any:
-    """The loop nest's cycle estimate: overlapped(TensorCore + exposed transfers, DMA) + fill / drain +
+def pipeline_estimate(compute_cycles: Any, exposed_cycles: Any, transfer_busy_cycles: Any, fill_cycles: Any,
+                      iterations: Any) -> Any:
+    """The loop nest's cycle estimate, in cycles: overlapped(TensorCore + exposed transfers, DMA) + fill / drain +
     ISSUE_CYCLES x iterations (module docstring)."""
-    return overlapped_cycles(tensorcore + exposed, dma) + fill + ISSUE_CYCLES * iterations
+    return overlapped_cycles(compute_cycles + exposed_cycles, transfer_busy_cycles) + fill_cycles + ISSUE_CYCLES * iterations
 
 
-def band_pipeline_cycles(head: int, tail: int, engines: list[int], ddr: int) -> int:
-    """A band pipeline: `head` cycles before the steady state, `tail` after it, and between them the busiest of
-    the compute engines and the DDR port's time outside the head and the tail."""
-    return head + max(*engines, ddr - head - tail, 0) + tail
+def band_pipeline_cycles(head_cycles: int, tail_cycles: int, engine_cycles: list[int], ddr_cycles: int) -> int:
+    """A band pipeline, in cycles: `head_cycles` before the steady state, `tail_cycles` after it, and between them
+    the busiest of the compute engines and the DDR port's time outside the head and the tail."""
+    return head_cycles + max(*engine_cycles, ddr_cycles - head_cycles - tail_cycles, 0) + tail_cycles
