@@ -117,8 +117,9 @@ class FusedNest:
         return tile_count(self.extents[i], self.tiles[i])
 
     @property
-    def tile_count(self) -> int:
-        """Tiles of the output (innermost iterations)."""
+    def output_tiles(self) -> int:
+        """Tiles of the output (innermost iterations); named apart from `loopnest.tile_count`, the trip count of
+        one loop, which `trips` calls."""
         return math.prod(self.trips(d) for d in _DIMS)
 
     @property

@@ -47,7 +47,7 @@ from dsasim.architect.lower_bounds import lower_bound, touched_elements
 from dsasim.cost import busy_cycles, level_port, overlapped_cycles, port_cycles
 from dsasim.hardware import ROLES, SRAM_LEVEL, Accelerator, MemoryLevel
 
-__all__ = ["InnerTiling", "LevelNest", "LevelTraffic", "LevelAnalysis", "Trigger", "tensor_role",
+__all__ = ["InnerTiling", "LevelNest", "LevelFigures", "LevelAnalysis", "Trigger", "tensor_role",
            "analyze_levels", "sram_triggers", "level_cycles", "COMPUTE"]
 
 COMPUTE = "TensorCore"  # the bottleneck's name when compute, not a level, bounds the run
@@ -264,7 +264,7 @@ class LevelNest:
 
 
 @dataclass(frozen=True)
-class LevelTraffic:
+class LevelFigures:
     """One memory level's figures: bytes moved in from its parent and written back to it, transfers, peak
     occupancy against capacity, time at its bandwidth, and its lower bound."""
 
@@ -303,7 +303,7 @@ class LevelAnalysis:
 
     nest: LevelNest
     outer: Analysis
-    levels: tuple[LevelTraffic, ...]  # SRAM first, then the inner levels in hardware order
+    levels: tuple[LevelFigures, ...]  # SRAM first, then the inner levels in hardware order
     triggers: tuple[Trigger, ...]
     macs: int
     tensorcore_cycles: int
@@ -335,7 +335,7 @@ class LevelAnalysis:
         """Whether every level's peak is within its capacity."""
         return all(lv.fits for lv in self.levels)
 
-    def level(self, name: str) -> LevelTraffic:
+    def level(self, name: str) -> LevelFigures:
         for lv in self.levels:
             if lv.level == name:
                 return lv
@@ -387,7 +387,7 @@ def analyze_levels(nest: LevelNest) -> LevelAnalysis:
     sram = hw.sram_level
     ddr_cycles = level_cycles(sram, outer.loads + outer.stores, outer.loaded_bytes, outer.stored_bytes,
                                hw.dram_shared_load_store)
-    levels = [LevelTraffic(level=SRAM_LEVEL, parent="DDR", holds=p.tensor_names, capacity_bytes=hw.sram_bytes,
+    levels = [LevelFigures(level=SRAM_LEVEL, parent="DDR", holds=p.tensor_names, capacity_bytes=hw.sram_bytes,
                            peak_bytes=outer.peak_sram_bytes, loaded_bytes=outer.loaded_bytes,
                            stored_bytes=outer.stored_bytes, rmw_bytes=outer.rmw_bytes,
                            transfers=outer.loads + outer.stores, cycles=ddr_cycles,
@@ -403,7 +403,7 @@ def analyze_levels(nest: LevelNest) -> LevelAnalysis:
         rmw = sum(counts[n].loaded_bytes for n in held if p.tensor(n).output)
         # the largest box of each tensor (one tensor per level: exact; several: an upper bound)
         peak = sum(nest.inner_ways[n] * counts[n].box_bytes for n in held)
-        levels.append(LevelTraffic(level=lv.name, parent=lv.parent, holds=tuple(held), capacity_bytes=lv.capacity_bytes,
+        levels.append(LevelFigures(level=lv.name, parent=lv.parent, holds=tuple(held), capacity_bytes=lv.capacity_bytes,
                                    peak_bytes=peak, loaded_bytes=loaded, stored_bytes=stored, rmw_bytes=rmw,
                                    transfers=transfers, cycles=level_cycles(lv, transfers, loaded, stored),
                                    bound_bytes=_inner_bound(p, held, word)))

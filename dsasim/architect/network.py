@@ -24,7 +24,8 @@ computed) and turns every node into at most one `NetworkLayer`:
   drops it silently.
 
 Tensor sizes are in elements; the evaluation (`dsasim.architect.network_eval`) turns them into bytes with the
-hardware's word size. Conv-chain fusion of whole layers (`search_chain`) is not applied to networks yet.
+hardware's word size. With `fusion` (the default), `evaluate_network` also searches each chain the
+network holds (`find_chains`) fused, layer by layer and every split between, as `search_chain` does.
 """
 
 from __future__ import annotations
