@@ -3,6 +3,7 @@ question -> command -> page table naming every command, what is not modelled, an
 pages themselves are built by tests/test_docs_build.py)."""
 
 import re
+import shlex
 from pathlib import Path
 
 from dsasim.cli import COMMANDS
@@ -40,6 +41,27 @@ def test_the_question_table_names_every_command_and_a_page_for_each_question():
     # every question leads somewhere: a docs page or a section of this README
     assert all(re.search(r"\]\((docs/[^)]+|#[a-z-]+)\)", read) for _, _, read in rows)
     assert len(rows) >= 10 and all(question.endswith("?") for question, _, _ in rows)
+
+
+def test_every_command_of_the_question_table_parses_and_names_a_real_layer():
+    """The table's commands are not run (some take minutes); their options must still exist and their layers,
+    chains and networks be real, so a renamed option or preset cannot leave the front page stale."""
+    from dsasim.architect.chain_catalogue import is_chain, parse_chain
+    from dsasim.architect.layers import parse_layer
+    from dsasim.architect.network_models import PRESETS
+    from dsasim.cli import build_parser
+
+    commands = [span for _, cell, _ in _question_table(README.read_text(encoding="utf-8"))
+                for span in re.findall(r"`(dsasim [^`]+)`", cell)]
+    assert len(commands) >= 10
+    for command in commands:
+        args = build_parser().parse_args(shlex.split(command)[1:])
+        layer = getattr(args, "layer", None) or getattr(args, "name", "")
+        if args.command in ("search", "sweep-sram", "shapes") and layer:
+            parse_chain(layer) if is_chain(layer) else parse_layer(layer)
+        network = getattr(args, "network", None) or (layer if args.command == "network" else None)
+        if network and ":" not in network:
+            assert network in PRESETS, command
 
 
 def _slug(heading: str) -> str:
