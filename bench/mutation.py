@@ -1135,6 +1135,8 @@ MUTANTS: list[Mutant] = [
            "no ONNX, Timeloop or ZigZag input.", "no ZigZag input.", ("tests/test_readme.py",)),
     Mutant("docsread: the README's not-modelled list misses a one-level refusal", "README.md",
            "sweep, the shape sweep and `--no-simulate`", "sweep and `--no-simulate`", ("tests/test_readme.py",)),
+    Mutant("docsread: the hardware page leaves a hardware-file key undescribed", "docs/reference/hardware.md",
+           "| `dram_shared_load_store` (default true", "| `dram_shared` (default true", ("tests/test_docs_reference.py",)),
 ]
 def _run_mutant(mutant: Mutant, timeout_s: float) -> tuple[str, float, str]:
     """Apply one mutant to a fresh copy of the committed tree and run its tests: (outcome, seconds, detail)."""
