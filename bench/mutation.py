@@ -1120,6 +1120,23 @@ MUTANTS: list[Mutant] = [
            'require_one_level(hardware, "--no-simulate")', 'None', ("tests/test_memory_tree.py",)),
     Mutant('one level: the network sweep refused as the network evaluation', 'dsasim/cli/sweep.py',
            'require_one_level(hw, "network sweep")', 'require_one_level(hw, "network evaluation")', ("tests/test_memory_tree.py",)),
+    # -- issue 27: docsread --
+    Mutant("docsread: the README's question table loses a command (shapes)", "README.md",
+           "| `dsasim shapes resnet50.res2a_branch2b --vary n=1:16` |", "| |", ("tests/test_readme.py",)),
+    Mutant("docsread: the question table names a chain that does not exist", "README.md",
+           "`dsasim search resnet50.res2b`", "`dsasim search resnet50.res2z`", ("tests/test_readme.py",)),
+    Mutant("docsread: the question table uses an option the CLI does not have", "README.md",
+           "--sizes 64KiB:8MiB:20 --within 10%`", "--sizes 64KiB:8MiB:20 --within-percent 10`", ("tests/test_readme.py",)),
+    Mutant("docsread: the question table names a network preset that does not exist", "README.md",
+           "`dsasim network resnet50 --sram 256KiB`", "`dsasim network resnet-50 --sram 256KiB`", ("tests/test_readme.py",)),
+    Mutant("docsread: a README link to a docs heading that is not there", "README.md",
+           "(docs/writing-schedules.md#timing-a-schedule)", "(docs/writing-schedules.md#timing)", ("tests/test_readme.py",)),
+    Mutant("docsread: the README's not-modelled list drops the file formats", "README.md",
+           "no ONNX, Timeloop or ZigZag input.", "no ZigZag input.", ("tests/test_readme.py",)),
+    Mutant("docsread: the README's not-modelled list misses a one-level refusal", "README.md",
+           "sweep, the shape sweep and `--no-simulate`", "sweep and `--no-simulate`", ("tests/test_readme.py",)),
+    Mutant("docsread: the hardware page leaves a hardware-file key undescribed", "docs/reference/hardware.md",
+           "| `dram_shared_load_store` (default true", "| `dram_shared` (default true", ("tests/test_docs_reference.py",)),
 ]
 def _run_mutant(mutant: Mutant, timeout_s: float) -> tuple[str, float, str]:
     """Apply one mutant to a fresh copy of the committed tree and run its tests: (outcome, seconds, detail)."""
