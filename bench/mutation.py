@@ -1120,6 +1120,18 @@ MUTANTS: list[Mutant] = [
            'require_one_level(hardware, "--no-simulate")', 'None', ("tests/test_memory_tree.py",)),
     Mutant('one level: the network sweep refused as the network evaluation', 'dsasim/cli/sweep.py',
            'require_one_level(hw, "network sweep")', 'require_one_level(hw, "network evaluation")', ("tests/test_memory_tree.py",)),
+    # -- issue 27: memsplit --
+    Mutant("memsplit: LevelState takes a buffer id from the session's private counter", "dsasim/traced/levels.py",
+           "        buf = Buffer(session.take_buffer_id(), arr, region, nbytes, charged)\n        buf.level = level\n",
+           "        buf = Buffer(session._next_buffer, arr, region, nbytes, charged)\n        session._next_buffer += 1\n"
+           "        buf.level = level\n", ("tests/test_traced_privates.py",)),
+    Mutant("memsplit: LevelState reads the session's private scope stack (only the LevelHost members reach it)",
+           "dsasim/traced/levels.py",
+           "        rank = self.rank[self.roles.get(arr.id)]\n        stack = session.scope_stack\n",
+           "        rank = self.rank[self.roles.get(arr.id)]\n        stack = session._stack\n", ("tests/test_levels.py",)),
+    Mutant("memsplit: the TensorCore reads the session's private level state", "dsasim/traced/tensorcore.py",
+           "        levels = session.level_state\n", "        levels = session._levels\n",
+           ("tests/test_traced_privates.py",)),
 ]
 def _run_mutant(mutant: Mutant, timeout_s: float) -> tuple[str, float, str]:
     """Apply one mutant to a fresh copy of the committed tree and run its tests: (outcome, seconds, detail)."""
