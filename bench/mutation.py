@@ -1122,13 +1122,14 @@ MUTANTS: list[Mutant] = [
            'require_one_level(hw, "network sweep")', 'require_one_level(hw, "network evaluation")', ("tests/test_memory_tree.py",)),
     # -- issue 27: memsplit --
     Mutant("memsplit: LevelState takes a buffer id from the session's private counter", "dsasim/traced/levels.py",
-           "        buf = Buffer(session.take_buffer_id(), arr, region, nbytes, charged)\n        buf.level = level\n",
-           "        buf = Buffer(session._next_buffer, arr, region, nbytes, charged)\n        session._next_buffer += 1\n"
-           "        buf.level = level\n", ("tests/test_traced_privates.py",)),
+           "        buf = Buffer(session.take_buffer_id(), arr, region, nbytes, charged)\n",
+           "        buf = Buffer(session._next_buffer, arr, region, nbytes, charged)\n"
+           "        session._next_buffer += 1\n", ("tests/test_traced_privates.py",)),
     Mutant("memsplit: LevelState reads the session's private scope stack (only the LevelHost members reach it)",
            "dsasim/traced/levels.py",
            "        rank = self.rank[self.roles.get(arr.id)]\n        stack = session.scope_stack\n",
-           "        rank = self.rank[self.roles.get(arr.id)]\n        stack = session._stack\n", ("tests/test_levels.py",)),
+           "        rank = self.rank[self.roles.get(arr.id)]\n        stack = session._stack\n",
+           ("tests/test_levels.py",)),
     Mutant("memsplit: the TensorCore reads the session's private level state", "dsasim/traced/tensorcore.py",
            "        levels = session.level_state\n", "        levels = session._levels\n",
            ("tests/test_traced_privates.py",)),

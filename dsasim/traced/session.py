@@ -15,6 +15,12 @@ Every number dsasim reports rests on these rules (see docs/model/traffic.md):
      as a rotating (line) buffer: only the rows of the new region it does not hold come by DMA; the
      first slide in a scope allocates it (sized for `capacity=`, the largest region it will hold) and loads.
 All state lives in a `Session`; two sessions never interfere.
+
+This module holds the Session: its tensors, scopes, computes and end (`finish`), and what the memory levels below
+the SRAM may use of it (the `LevelHost` protocol of level_host.py). Its SRAM accesses are its base class
+`SramAccess` (sram_access.py); the scope handle is scope.py, DDR tensors traced_array.py, tiles tile.py, index
+normalisation regions.py, a tensor's live buffers live_buffers.py and its stored elements stored_elements.py, the
+counters counters.py; the compiled core (_core.pyx) is the fast path of the common cases (`_bind_core` below).
 """
 
 from __future__ import annotations
@@ -35,7 +41,6 @@ from dsasim.errors import LevelError, SessionFinishedError, SessionStateError, U
 from dsasim.hardware import SRAM_LEVEL, Accelerator
 from dsasim.layout import DEFAULT_LAYOUT, LAYOUTS, check_layout
 from dsasim.traced.counters import Counters
-from dsasim.traced.level_host import LevelHost
 from dsasim.traced.levels import LevelState, check_role
 from dsasim.traced.scope import GlobalHierarchy
 from dsasim.traced.sram_access import ScopeInstance, SramAccess
@@ -44,7 +49,7 @@ from dsasim.traced.trace import NullLog, ScopeInfo, TensorInfo, Trace
 from dsasim.traced.traced_array import TracedArray, check_shape, check_tensor_name
 from dsasim.util import is_int, numpy_hugepages_for_tensor_data, region_elements, whole_region
 
-__all__ = ["Session", "GlobalHierarchy", "TracedArray", "Tile", "Counters", "LevelHost"]
+__all__ = ["Session"]
 
 _NO_LIMIT = 2 ** 63 - 1  # the C-integer limits' "none": `Session._sram_limit` when capacity is not enforced
 
