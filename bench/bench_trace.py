@@ -172,12 +172,12 @@ def scaling(live_tiles: int) -> float:
 
 def per_op(compiled: bool, n: int = 50_000, numeric: bool = False) -> dict[str, float]:
     """µs per operation, with a trace, through the compiled core or the pure-Python reference (the methods of
-    memory.py the core replaces), best of 3: a scope entered and left, a hit (normalising the key and checking the
-    live buffers), a load into a new buffer freed at the scope's exit (allocation), an output tile opened, written
+    session.py and sram_access.py the core replaces), best of 3: a scope entered and left, a hit (normalising the key
+    and checking the live buffers), a load into a new buffer freed at the scope's exit (allocation), an output tile opened, written
     and stored at the exit (store bookkeeping), a vector dot written into a tile (compute). Numeric: with the
     data (x is ones, tiles of 64 float32)."""
     from dsasim import VectorUnit
-    from dsasim.traced import memory, tensorcore
+    from dsasim.traced import session as session_module, tensorcore
 
     ones = np.ones((n, 64), np.float32) if numeric else None  # made once: Session.input keeps it without a copy
 
@@ -219,7 +219,7 @@ def per_op(compiled: bool, n: int = 50_000, numeric: bool = False) -> dict[str, 
             for _ in range(n):
                 t += vec.dot(a, b)
 
-    memory._bind_core(compiled)
+    session_module._bind_core(compiled)
     tensorcore._bind_core(compiled)
     gc.disable()
     try:
@@ -234,7 +234,7 @@ def per_op(compiled: bool, n: int = 50_000, numeric: bool = False) -> dict[str, 
             times[name] = best / n * 1e6
     finally:
         gc.enable()
-        memory._bind_core(True)
+        session_module._bind_core(True)
         tensorcore._bind_core(True)
     times["load+free"] -= times["scope"]
     times["open+store+free"] -= times["scope"]

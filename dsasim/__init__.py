@@ -18,10 +18,10 @@ from typing import Any
 AUDIENCES: dict[str, dict[str, str]] = {
     # writing schedules: a Session over traced DDR tensors, SRAM scopes, the TensorCore and the vector unit
     "writing schedules": {
-        "Session": "dsasim.traced.memory",
-        "GlobalHierarchy": "dsasim.traced.memory",
-        "TracedArray": "dsasim.traced.memory",
-        "Tile": "dsasim.traced.memory",
+        "Session": "dsasim.traced.session",
+        "GlobalHierarchy": "dsasim.traced.scope",
+        "TracedArray": "dsasim.traced.traced_array",
+        "Tile": "dsasim.traced.tile",
         "TensorCore": "dsasim.traced.tensorcore",
         "VectorUnit": "dsasim.traced.tensorcore",
         "Segment": "dsasim.traced.segments",
@@ -87,8 +87,8 @@ AUDIENCES: dict[str, dict[str, str]] = {
 
 # exported before the public names were grouped; still importable, with a DeprecationWarning naming their module
 DEPRECATED: dict[str, str] = {
-    "Counters": "dsasim.traced.memory",  # a Session's internal counters: read RunResult / TensorReport instead
-    "TensorTraffic": "dsasim.traced.memory",  # one tensor's internal counters: read TensorReport instead
+    "Counters": "dsasim.traced.counters",  # a Session's internal counters: read RunResult / TensorReport instead
+    "TensorTraffic": "dsasim.traced.counters",  # one tensor's internal counters: read TensorReport instead
 }
 
 _PUBLIC: dict[str, str] = {name: module for names in AUDIENCES.values() for name, module in names.items()}

@@ -16,7 +16,7 @@ from typing import Callable, Mapping
 
 from dsasim import (Accelerator, GlobalHierarchy, RunResult, Schedule, Session, TensorCore, TracedArray, VectorUnit,
                     Workload, bind_tensors, run_schedule)
-from dsasim.traced.memory import Counters
+from dsasim.traced.counters import Counters
 from dsasim.architect.chain import ConvChain
 from dsasim.architect.chain_kinds import chain_kind_of
 from dsasim.architect.fused import FusedNest

@@ -25,7 +25,7 @@ from dsasim import (Accelerator, GlobalHierarchy, RunResult, Schedule, Segment, 
 from dsasim.architect.hierarchy import LevelNest, tensor_role
 from dsasim.architect.loopnest import Axis, ConvProblem, LoopNest, MatmulProblem, Problem
 from dsasim.geometry import stepped_box, window_rows, window_step
-from dsasim.traced.memory import Counters
+from dsasim.traced.counters import Counters
 from dsasim.util import Region
 
 

@@ -110,10 +110,10 @@ def test_fused_kernel_matches_torch(case):
 
 def test_a_wrong_kept_row_is_a_wrong_number():
     """The kept rows are real data: corrupting the line buffer's held rows changes the output."""
-    from dsasim.traced import memory
+    from dsasim.traced import session
     chain, tiles, _ = NUMERIC_CASES["basic block, keep along rows"]
     nest = FusedNest(chain, tiles, halo="keep")
-    original = memory.Session.slide
+    original = session.Session.slide
 
     def shifted(self, arr, key, capacity=None):
         tile = original(self, arr, key, capacity)
@@ -121,12 +121,12 @@ def test_a_wrong_kept_row_is_a_wrong_number():
             tile.buffer.data = np.roll(tile.buffer.data, 1, axis=2)  # kept rows one row off
         return tile
 
-    memory.Session.slide = shifted
+    session.Session.slide = shifted
     try:
         with pytest.raises(AssertionError, match="differs from torch"):
             assert_schedule_matches_torch(fused_schedule(nest), BLOG)
     finally:
-        memory.Session.slide = original
+        session.Session.slide = original
 
 
 # ------------------------------------------------------------------------------ model == trace, random

@@ -1004,11 +1004,11 @@ def _random_box(rng, shape):
 
 @pytest.mark.parametrize("block_elements", [1, 5, 27, 64])
 def test_block_stored_set_agrees_with_a_dense_mask(block_elements):
-    from dsasim.traced.memory import _StoredElements
+    from dsasim.traced.stored_elements import StoredElements
     rng = np.random.default_rng(block_elements)
     for _ in range(60):
         shape = tuple(int(d) for d in rng.integers(1, 11, int(rng.integers(1, 5))))
-        stored = _StoredElements(shape, dense_max_elements=0, block_elements=block_elements)
+        stored = StoredElements(shape, dense_max_elements=0, block_elements=block_elements)
         assert stored.dense is None
         ref = np.zeros(shape, bool)                # the independent reference: a plain numpy mask
         for _ in range(int(rng.integers(1, 9))):
@@ -1131,18 +1131,18 @@ def _random_schedule_events(seed: int) -> tuple[list[tuple], str, str]:
 
 
 def test_live_buffer_index_agrees_with_visiting_every_buffer(monkeypatch):
-    from dsasim.traced import memory
+    from dsasim.traced import live_buffers
     indexed = []
     errors = hitting = 0
     # index from the first buffer, blocks of 3 rows, buffers over 1 block in the "wide" list: every index path runs
     with monkeypatch.context() as m:
-        m.setattr(memory, "_SCAN_MAX_BUFFERS", 0)
-        m.setattr(memory, "_MAX_BUCKETS", 3)
-        m.setattr(memory, "_WIDE_BLOCKS", 1)
+        m.setattr(live_buffers, "_SCAN_MAX_BUFFERS", 0)
+        m.setattr(live_buffers, "_MAX_BUCKETS", 3)
+        m.setattr(live_buffers, "_WIDE_BLOCKS", 1)
         for seed in range(1000):
             indexed.append(_random_schedule_events(seed))
     with monkeypatch.context() as m:
-        m.setattr(memory, "_SCAN_MAX_BUFFERS", 1 << 30)  # never index: the plain scan of every live buffer
+        m.setattr(live_buffers, "_SCAN_MAX_BUFFERS", 1 << 30)  # never index: the plain scan of every live buffer
         for seed in range(1000):
             scanned = _random_schedule_events(seed)
             assert indexed[seed] == scanned, seed
@@ -1204,19 +1204,19 @@ def test_columnar_log_holds_under_40_bytes_per_event():
 
 # -- the compiled core (_core.pyx) against the pure-Python methods it replaces ----------------------------------
 def _with_core(compiled: bool, run):
-    from dsasim.traced import memory, tensorcore
-    memory._bind_core(compiled)
+    from dsasim.traced import session, tensorcore
+    session._bind_core(compiled)
     tensorcore._bind_core(compiled)
     try:
         return run()
     finally:
-        memory._bind_core(True)
+        session._bind_core(True)
         tensorcore._bind_core(True)
 
 
 def test_compiled_core_equals_the_python_reference_on_random_schedules():
-    from dsasim.traced import memory
-    assert memory._core is not None, "the compiled core (dsasim/traced/_core.pyx) is not built: pip install -e ."
+    from dsasim.traced import session
+    assert session._core is not None, "the compiled core (dsasim/traced/_core.pyx) is not built: pip install -e ."
     compiled = [_random_schedule_events(seed) for seed in range(1000)]
     reference = _with_core(False, lambda: [_random_schedule_events(seed) for seed in range(1000)])
     for seed in range(1000):

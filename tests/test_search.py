@@ -220,7 +220,7 @@ def test_a_peak_equal_to_the_capacity_fits_and_one_byte_less_does_not():
     fits exactly: a and b are loaded once per (m, n, k), 125 + 125 B, c stays and is stored once per (m, n),
     25 B: 275 B. At 2 B nothing fits. Same with 4-byte words at 12 B and 11 B; the memory model agrees."""
     from dsasim.architect.analytic import fits_sram
-    from dsasim.traced.memory import SramOverflowError
+    from dsasim.errors import SramOverflowError
     assert fits_sram(3, 3) and not fits_sram(4, 3)
     p = MatmulProblem(5, 5, 5)
     for word, cap, traffic in ((1, 3, 275), (4, 12, 4 * 275)):

@@ -17,11 +17,10 @@ import random
 
 import pytest
 
-from dsasim import preset
+from dsasim import GlobalHierarchy, Session, preset
 from dsasim.errors import ScheduleError
 from dsasim.hardware import MemoryLevel
 from dsasim.timing import DeadlockError, TraceError, simulate
-from dsasim.traced.memory import GlobalHierarchy, Session
 from dsasim.traced.tensorcore import TensorCore
 from dsasim.traced.trace import (ALLOC_IN, COMPUTE, ENTER, EXIT, FREE, LOAD, OPEN, STAGE, STORE, WRITEBACK,
                                  ScopeInfo, TensorInfo, Trace)

@@ -16,10 +16,10 @@ import numpy as np
 import pytest
 import torch
 
+from dsasim import GlobalHierarchy, Session
 from dsasim.cli import main
 from dsasim.errors import LevelError, ScheduleError, SessionFinishedError, SessionStateError
 from dsasim.hardware import preset
-from dsasim.traced.memory import GlobalHierarchy, Session
 from dsasim.traced.schedule import Schedule, Workload, run_schedule
 from dsasim.traced.tensorcore import VectorUnit
 
@@ -28,7 +28,7 @@ MY_TOML = 'base = "blog"\nsram_bytes = 524288\nword_bytes = 2\n'
 
 # a user's schedule: y = x for a 2 x 3 tensor, one scope, one load, one store
 USER_SCHEDULE = textwrap.dedent('''
-    from dsasim.traced.memory import GlobalHierarchy
+    from dsasim import GlobalHierarchy
     from dsasim.traced.schedule import Schedule, Workload
     from dsasim.traced.tensorcore import VectorUnit
 

@@ -13,14 +13,13 @@ import json
 import numpy as np
 import pytest
 
-from dsasim import preset
+from dsasim import GlobalHierarchy, Session, preset
 from dsasim.errors import RegionError, ReuseError
 from dsasim.hardware import KIB, MemoryLevel
 from dsasim.timing import simulate
 from dsasim.timing.errors import TraceError
 from dsasim.timing.model import lower
 from dsasim.timing.validate import validate_trace
-from dsasim.traced.memory import GlobalHierarchy, Session
 from dsasim.traced.trace import ALLOC, EXIT, ENTER, FREE, HIT, LOAD, OPEN, STORE, ScopeInfo, TensorInfo, Trace
 
 HW = preset("blog")  # 1-byte words

@@ -54,7 +54,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def scope_names(schedule: Schedule, hardware: Accelerator) -> list[str]:
     """Names of the scopes a schedule enters (one count-only pass, capacity unchecked, nothing recorded)."""
     from dsasim.errors import ScheduleError
-    from dsasim.traced.memory import Session
+    from dsasim.traced.session import Session
     from dsasim.traced.schedule import bind_tensors
 
     session = Session(hardware, numeric=False, record_trace=False, enforce_capacity=False)

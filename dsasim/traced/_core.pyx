@@ -3,9 +3,9 @@
 
 Each function handles the plain case in C and hands everything else to the Session's pure-Python method of the
 same rule (`_access_py`, `_enter_scope_py`, `_exit_scope_py`) *before* changing any state, so the rules and
-their error messages live once, in memory.py; what runs here is a faster path to the same events and counts
-(tests/test_memory.py compares the two on every demo and on random schedules). The plain case: no reuse flag,
-no blog quirks, keys of in-range ints, Segments and unit-step slices, a non-empty scope stack.
+their error messages live once, in session.py and sram_access.py; what runs here is a faster path to the same
+events and counts (tests/test_memory.py compares the two on every demo and on random schedules). The plain case:
+no reuse flag, no blog quirks, keys of in-range ints, Segments and unit-step slices, a non-empty scope stack.
 """
 
 import numpy as np
@@ -75,7 +75,8 @@ cdef inline int _log_free(log, Buffer b) except -1:
 
 
 def bind(tile_type, session_type, null_log, pending_type):
-    """Give the core memory.py's classes and its log that records nothing (they are defined there, once)."""
+    """Give the core the Tile and Session classes, session.py's log that records nothing, and the base of compute
+    results (they are defined there, once)."""
     global _Tile, _Session, _NULL_LOG, _PendingCompute
     _Tile, _Session, _NULL_LOG = tile_type, session_type, null_log
     _PendingCompute = pending_type
@@ -130,20 +131,20 @@ cdef class ScopeInstance:
 
 
 cdef class TrafficFields:
-    """Traffic counters in C integers (`memory.TensorTraffic` adds the rest): bytes moved and counts, read and
+    """Traffic counters in C integers (`counters.TensorTraffic` adds the rest): bytes moved and counts, read and
     written as plain attributes; the core adds to them without creating Python integers."""
 
     cdef public long long loaded_bytes, stored_bytes, rmw_bytes, loads, stores, hits, opens, blog_loaded_elements
 
 
 cdef class CounterFields(TrafficFields):
-    """A run's counters (`memory.Counters`): the traffic fields, then MACs, cycles and the SRAM peak in bytes."""
+    """A run's counters (`counters.Counters`): the traffic fields, then MACs, cycles and the SRAM peak in bytes."""
 
     cdef public long long macs, padded_macs, tensorcore_cycles, vector_cycles, peak_sram_bytes
 
 
 cdef class SessionFields:
-    """The fields of a `Session` that the core uses (memory.py adds the rest and its methods; see its __init__)."""
+    """The fields of a `Session` that the core uses (session.py adds the rest and its methods; see its __init__)."""
 
     cdef public CounterFields counters
     cdef public object blog_quirks, numeric, dtype, trace, pending_products, _log, _trace_event_limit
@@ -156,13 +157,13 @@ cdef class SessionFields:
 
 
 cdef class ScopeFields:
-    """The fields of a `GlobalHierarchy` (memory.py adds its methods; see its `_init_py`)."""
+    """The fields of a `GlobalHierarchy` (scope.py adds its methods; see its `_init_py`)."""
 
     cdef public object session, name, ways, _instance, level
 
 
 cdef class ArrayFields:
-    """The fields of a `TracedArray` (memory.py adds its methods; see its __init__): the core reads them directly."""
+    """The fields of a `TracedArray` (traced_array.py adds its methods; see its __init__): the core reads them directly."""
 
     cdef public TrafficFields traffic
     cdef public object session, id, name, shape, writable, must_be_written, scratch, data, live, stored
@@ -170,13 +171,13 @@ cdef class ArrayFields:
 
 
 cdef class LiveFields:
-    """The fields of a tensor's live buffers (`memory._LiveBuffers` adds its methods; see its __init__)."""
+    """The fields of a tensor's live buffers (`live_buffers.LiveBuffers` adds its methods; see its __init__)."""
 
     cdef public object by_id, dim, block, buckets, wide, scan_max
 
 
 cdef class TileFields:
-    """The fields of a `Tile` (memory.py adds its methods): the buffer, the region it views, and the buffer's
+    """The fields of a `Tile` (tile.py adds its methods): the buffer, the region it views, and the buffer's
     generation when the tile was taken."""
 
     cdef public object buffer, region

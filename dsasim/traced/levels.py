@@ -30,7 +30,7 @@ other inner copies of those elements stale.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -38,6 +38,8 @@ from dsasim.errors import CoherenceError, LevelError, RegionError, ReuseError, S
 from dsasim.hardware import ROLES, SRAM_LEVEL, Accelerator, MemoryLevel
 from dsasim.traced._core import ArrayFields, Buffer, ScopeInstance, TileFields
 from dsasim.traced.level_host import LevelHost
+from dsasim.traced.live_buffers import LiveBuffers
+from dsasim.traced.stored_elements import StoredElements
 from dsasim.traced.trace import format_region
 from dsasim.util import format_bytes, region_elements
 
@@ -89,19 +91,16 @@ class LevelTraffic:
 class LevelState:
     """The inner levels' side of a Session: roles, live buffers, footprints, write-back marks and counters."""
 
-    def __init__(self, hardware: Accelerator, enforce_capacity: bool, live_buffers: Callable[[tuple], Any],
-                 element_set: Callable[[tuple], Any]) -> None:
-        """`live_buffers(shape)` and `element_set(shape)` make the memory model's per-tensor index of live buffers
-        and set of elements (`memory._LiveBuffers`, `memory._StoredElements`), which this level state reuses."""
-        self.live_buffers, self.element_set = live_buffers, element_set
+    def __init__(self, hardware: Accelerator, enforce_capacity: bool) -> None:
+        """The levels of `hardware` with nothing live, their capacities enforced or not (bytes)."""
         self.hardware = hardware
         self.levels: dict[str, MemoryLevel] = {lv.name: lv for lv in hardware.inner_levels}
         self.capacity = {name: (lv.capacity_bytes if enforce_capacity else float("inf"))
                          for name, lv in self.levels.items()}
         self.live_bytes = dict.fromkeys(self.levels, 0)
-        self.live: dict[tuple[str, int], Any] = {}  # (level, tensor id) -> _LiveBuffers of that level
+        self.live: dict[tuple[str, int], LiveBuffers] = {}  # (level, tensor id) -> arr's live buffers there
         self.roles: dict[int, str | None] = {}  # tensor id -> its role (None: on chip, SRAM only)
-        self.written: dict[int, Any] = {}  # tensor id -> _StoredElements: elements a compute or write-back wrote
+        self.written: dict[int, StoredElements] = {}  # tensor id -> elements a compute or write-back wrote
         self.traffic = {name: LevelTraffic(name, lv.parent) for name, lv in self.levels.items()}
         # per role, the levels of its path by depth (None: the SRAM, depth 0); an on-chip tensor (role None)
         # has the SRAM only
@@ -125,12 +124,12 @@ class LevelState:
     def target(self, session: LevelHost, arr: ArrayFields, region: tuple) -> int:
         """Index in the scope stack of the innermost scope whose level holds arr's role (rule 2)."""
         rank = self.rank[self.roles.get(arr.id)]
-        stack = session._stack
+        stack = session.scope_stack
         for idx in range(len(stack) - 1, -1, -1):
             if stack[idx].level in rank:
                 return idx
         if not stack:
-            session._current_scope(arr, region)  # the one-level error: outside any scope
+            session.current_scope(arr, region)  # the one-level error: outside any scope
         role = self.roles.get(arr.id)
         levels = sorted({inst.level for inst in stack})
         raise RegionError(f"{arr.name}{format_region(region)} (role {role}) is accessed only inside scopes at "
@@ -146,16 +145,16 @@ class LevelState:
             buf = live.containing(region) if live else None
             if buf is not None:
                 self.traffic[name].add(arr.name, "hits", 1)
-                session._log.hit(buf.id, arr.id, region, reuse)
+                session.event_log.hit(buf.id, arr.id, region, reuse)
                 return buf
         return None
 
-    def live_of(self, level: str, arr: ArrayFields) -> Any:
+    def live_of(self, level: str, arr: ArrayFields) -> LiveBuffers:
         """arr's live buffers in `level` (created empty on first use)."""
         key = (level, arr.id)
         live = self.live.get(key)
         if live is None:
-            live = self.live[key] = self.live_buffers(arr.shape)
+            live = self.live[key] = LiveBuffers(arr.shape)
         return live
 
     def check_no_dirty_copy(self, arr: ArrayFields, region: tuple, spare: "Buffer | None" = None) -> None:
@@ -173,19 +172,19 @@ class LevelState:
     def stage(self, session: LevelHost, arr: ArrayFields, region: tuple, elements: int, reuse: bool,
               idx: int) -> Buffer:
         """Resolve region in the inner-level scope at stack index `idx` (rule 2): a hit, a STAGE or a zero-fill."""
-        inst = session._stack[idx]
+        inst = session.scope_stack[idx]
         level = inst.level
         live = self.live_of(level, arr)
         traffic = self.traffic[level]
         buf = live.containing(region) if live.by_id else None
         if buf is not None:
             traffic.add(arr.name, "hits", 1)
-            session._log.hit(buf.id, arr.id, region, reuse)
+            session.event_log.hit(buf.id, arr.id, region, reuse)
             return buf
         held = inst.held.get(arr.id) if reuse else None
         self.check_no_dirty_copy(arr, region, held)
         source = self._parent_copy(session, arr, region, elements, idx, level)
-        nbytes = elements * session._word_bytes
+        nbytes = elements * session.word_bytes
         if held is None:
             buf = self._allocate(session, arr, region, nbytes, inst, live)
         else:
@@ -209,7 +208,7 @@ class LevelState:
             if session.numeric:
                 buf.data = np.zeros(tuple(b - a for a, b in region), session.dtype)
             traffic.add(arr.name, "opens", 1)
-            session._log.open(buf.id, arr.id, region, reuse)
+            session.event_log.open(buf.id, arr.id, region, reuse)
             return buf
         buf.loaded_from_ddr = True  # (from its parent level: a later write is a read-modify-write there)
         buf.load_bytes = nbytes
@@ -218,7 +217,7 @@ class LevelState:
             buf.data = view.copy() if arr.writable else view
         traffic.add(arr.name, "loaded_bytes", nbytes)
         traffic.add(arr.name, "loads", 1)
-        session._log.stage(buf.id, arr.id, region, nbytes, source.id)
+        session.event_log.stage(buf.id, arr.id, region, nbytes, source.id)
         return buf
 
     def _parent_copy(self, session: LevelHost, arr: ArrayFields, region: tuple, elements: int, idx: int,
@@ -226,11 +225,11 @@ class LevelState:
         """The parent level's buffer holding region, resolved in the parent level's innermost open scope."""
         parent = self.levels[level].parent
         want = None if parent == SRAM_LEVEL else parent
-        stack = session._stack
+        stack = session.scope_stack
         for j in range(len(stack) - 1, -1, -1):
             if stack[j].level == want:
                 if want is None:
-                    return session._access_in(arr, region, elements, False, stack[j]).buffer
+                    return session.access_in(arr, region, elements, False, stack[j]).buffer
                 return self.stage(session, arr, region, elements, False, j)
         raise RegionError(f"{arr.name}{format_region(region)} is staged into {level} in scope "
                           f"{'/'.join(stack[idx].path)}, but no scope of its parent level {parent} is open: the "
@@ -238,7 +237,7 @@ class LevelState:
                           f"`with GlobalHierarchy(s{'' if want is None else ', level=' + repr(parent)}):`)")
 
     def _allocate(self, session: LevelHost, arr: ArrayFields, region: tuple, nbytes: int,
-                  inst: ScopeInstance, live: Any) -> "Buffer":
+                  inst: ScopeInstance, live: LiveBuffers) -> "Buffer":
         """A new buffer of `inst`'s level (its own stack of bytes, like the SRAM's)."""
         level = inst.level
         charged = nbytes * inst.ways
@@ -250,20 +249,19 @@ class LevelState:
         if used > traffic.peak_bytes:
             traffic.peak_bytes = used
         address = used - charged + (inst.instance % inst.ways) * nbytes
-        buf = Buffer(session._next_buffer, arr, region, nbytes, charged)
+        buf = Buffer(session.take_buffer_id(), arr, region, nbytes, charged)
         buf.level = level
-        session._next_buffer += 1
         inst.buffers.append(buf)
         inst.held[arr.id] = buf
         live.add(buf)
-        session._log.alloc_in(buf.id, arr.id, region, nbytes, address, charged, inst.scope_id)
+        session.event_log.alloc_in(buf.id, arr.id, region, nbytes, address, charged, inst.scope_id)
         return buf
 
     def _overflow(self, session: LevelHost, arr: ArrayFields, region: tuple, charged: int,
                   inst: ScopeInstance) -> None:
         level = inst.level
         live = [(buf.tensor.name, format_region(buf.region), buf.charged_bytes, "/".join(scope.path))
-                for scope in session._stack for buf in scope.buffers if buf.level == level]
+                for scope in session.scope_stack for buf in scope.buffers if buf.level == level]
         lines = "".join(f"\n  {t}{r}: {b:,} B in scope {s}" for t, r, b, s in live) or " none"
         ways = f" ({inst.ways}-way buffered)" if inst.ways > 1 else ""
         raise SramOverflowError(
@@ -299,7 +297,7 @@ class LevelState:
     def _mark(self, arr: ArrayFields, region: tuple) -> None:
         written = self.written.get(arr.id)
         if written is None:
-            written = self.written[arr.id] = self.element_set(arr.shape)
+            written = self.written[arr.id] = StoredElements(arr.shape)
         written.add(region)
 
     def write_back(self, session: LevelHost, buf: "Buffer") -> None:
@@ -312,16 +310,16 @@ class LevelState:
                 f"{arr.name}{format_region(region)}: modified buffer {buf.id} in {buf.level} must be written back "
                 f"into {target.level or SRAM_LEVEL} buffer {target.id}, which {why} meanwhile; keep the buffer it "
                 f"was staged from live (its scope enclosing) until this one's scope ends")
-        nbytes = region_elements(region) * session._word_bytes
+        nbytes = region_elements(region) * session.word_bytes
         buf.dirty = False  # (before the parent is marked written: this copy is no rival of it)
-        session._mark_region_written(target, region)
+        session.mark_region_written(target, region)
         if target.data is not None:
             target.data[_within(region, target.region)] = buf.data
         self._mark(arr, region)
         traffic = self.traffic[buf.level]
         traffic.add(arr.name, "stored_bytes", nbytes)
         traffic.add(arr.name, "stores", 1)
-        session._log.writeback(buf.id, arr.id, region, nbytes, target.id)
+        session.event_log.writeback(buf.id, arr.id, region, nbytes, target.id)
 
     def count_rmw(self, buf: "Buffer") -> None:
         """A staged buffer of partial results is modified: its staged bytes were a read-modify-write."""

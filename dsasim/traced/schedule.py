@@ -18,7 +18,9 @@ import numpy as np
 from dsasim.errors import ScheduleError, SramOverflowError
 from dsasim.hardware import Accelerator
 from dsasim.layout import check_layout
-from dsasim.traced.memory import Counters, Session, TracedArray
+from dsasim.traced.counters import Counters
+from dsasim.traced.session import Session
+from dsasim.traced.traced_array import TracedArray
 from dsasim.traced.trace import Trace
 from dsasim.util import gc_paused, numpy_hugepages_for_tensor_data
 

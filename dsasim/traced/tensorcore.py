@@ -22,7 +22,9 @@ from typing import Callable
 import numpy as np
 
 from dsasim.errors import CrossSessionError
-from dsasim.traced.memory import PendingCompute, Session, Tile, _core
+from dsasim.traced import _core
+from dsasim.traced.session import Session
+from dsasim.traced.tile import PendingCompute, Tile
 from dsasim.traced.trace import format_region
 from dsasim.util import ceil_div, int_pair, is_int, region_elements, shape_elements
 
@@ -57,7 +59,7 @@ def _check_session(session: object, unit: str) -> Session:
 def _check_tiles(session: Session, op: str, tiles: tuple[object, ...]) -> None:
     """Operands must be Tiles of the unit's own Session (a tile of another session is a foreign buffer), and the
     Session must still be tracing (not finished, not poisoned)."""
-    if session._broken is not None:
+    if session.refusal_reason is not None:
         raise session.refusal()
     for t in tiles:  # one pass of cheap checks: every unit call comes here
         if type(t) is not Tile or t.buffer.tensor.session is not session:
@@ -106,8 +108,9 @@ class Product(_core.ProductFields, PendingCompute):
                              f"{out.buffer.tensor.name}{format_region(out.region)} has shape {out_shape}")
         session.pending_products.pop(self, None)
         in_buffers = tuple([t.check_live().id for t in self.inputs])
-        if session._levels is not None and self.unit == "tensorcore":
-            session._levels.check_operands(self, out)
+        levels = session.level_state
+        if levels is not None and self.unit == "tensorcore":
+            levels.check_operands(self, out)
         out_buffer = session.mark_written(out)
         if session.numeric:
             result = self.compute()
