@@ -20,6 +20,8 @@ from dsasim.hardware import preset
 
 SMALL_CONV = "conv:ic=16,oc=16,h=8,k=3,p=1"
 SMALL_GEMM_CHAIN = "gemm-chain:m=64,n=64,k=64,l=64"
+FIGURES = ("loaded_bytes", "stored_bytes", "traffic_bytes", "peak_sram_bytes", "macs", "cycles")
+NO_KERNELS = SearchOptions(confirm=0)  # the model's figures (no trace): fast and deterministic
 
 
 # ------------------------------------------------------------------------------------------------ the registry
@@ -106,10 +108,10 @@ class ToyTarget:
 
 @pytest.fixture
 def toy_kind(monkeypatch: pytest.MonkeyPatch) -> None:
-    from dsasim.view import choice_text
+    from dsasim.view import target_text
 
     monkeypatch.setattr(target_kinds, "TARGET_KINDS", list(target_kinds.TARGET_KINDS))
-    monkeypatch.setitem(choice_text.CHOICE_TEXTS, "toy",
+    monkeypatch.setitem(target_text.CHOICE_TEXTS, "toy",
                         lambda choice, wall_seconds: f"TOY {choice.spec}: traffic {choice.traffic_bytes} B")
     register_target_kind(TargetKind("toy", lambda spec, hw: spec.startswith("toy:"),
                                     lambda spec, hw: ToyTarget(spec, hw)))
@@ -133,9 +135,125 @@ def test_a_new_kind_refuses_its_options_and_reports_no_fit_through_the_cli(toy_k
     assert capsys.readouterr().err == "dsasim search: --confirm does not apply to a toy\n"
 
 
+# -------------------------------------------------------------------------------- the options, validated
+@pytest.mark.parametrize("kwargs, error", [
+    ({"confirm": -1}, ValueError),
+    ({"confirm": 1.5}, TypeError),
+    ({"confirm": True}, TypeError),  # a bool is not a count
+    ({"simulate": "no"}, TypeError),
+    ({"slide": 0}, TypeError),
+    ({"force": None}, TypeError),
+    ({"warn": "stderr"}, TypeError),
+    ({"kernels": 3}, TypeError),
+    ({"progress": [0.5]}, TypeError),
+])
+def test_search_options_refuse_bad_values(kwargs: dict[str, Any], error: type) -> None:
+    with pytest.raises(error, match="SearchOptions: " + next(iter(kwargs))):
+        SearchOptions(**kwargs)
+
+
+def test_each_kind_applies_its_confirm_rule() -> None:
+    blog, l1 = preset("blog"), preset("blog-l1")
+    assert target_of(SMALL_CONV, blog).confirm_count(SearchOptions()) == 3  # a layer: its top 3 by default
+    assert target_of(SMALL_CONV, blog).confirm_count(SearchOptions(confirm=5)) == 5
+    assert target_of(SMALL_GEMM_CHAIN, blog).confirm_count(SearchOptions()) == 1  # its chosen schedules
+    assert target_of(SMALL_CONV, l1).confirm_count(SearchOptions(confirm=0)) == 0
+    with pytest.raises(ValueError, match="--confirm 2 does not apply to a chain's search"):
+        target_of(SMALL_GEMM_CHAIN, blog).confirm_count(SearchOptions(confirm=2))
+    with pytest.raises(ValueError, match=r"--confirm 2 does not apply to a search on blog-l1 \(levels"):
+        target_of(SMALL_CONV, l1).confirm_count(SearchOptions(confirm=2))
+    with pytest.raises(ValueError, match="--no-slide does not apply to a chain's search"):
+        target_of(SMALL_GEMM_CHAIN, blog).confirm_count(SearchOptions(slide=False))
+    with pytest.raises(ValueError, match="--no-simulate"):
+        target_of(SMALL_CONV, l1).confirm_count(SearchOptions(simulate=False))
+
+
+def test_the_public_names() -> None:
+    import dsasim
+
+    for name in ("Target", "Choice", "SearchOptions", "target_of"):
+        assert name in dsasim.__all__ and getattr(dsasim, name) is not None
+
+
+# -------------------------------------------------------------------------------------------- the one sweep
+@dataclass
+class ToySweep:
+    sizes: list[int]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"toy_sizes": self.sizes}
+
+
+class ToySweptTarget(ToyTarget):
+    def check_sweep(self, level: str | None, objective: str | None, options: SearchOptions) -> None:
+        if level is not None:
+            raise ValueError("--level does not apply to a toy")
+
+    def check_sizes(self, sizes: Any, level: str | None) -> None:
+        if any(s % 2 for s in sizes):
+            raise ValueError("a toy takes even sizes only")
+
+    def sweep_work(self, sizes: Any, level: str | None, options: SearchOptions) -> None:
+        return None
+
+    def sweep(self, sizes: Any, level: str | None, objective: str | None, options: SearchOptions,
+              show_progress: bool) -> ToySweep:
+        return ToySweep(list(sizes))
+
+
+def test_a_new_kind_is_swept_printed_and_written_by_the_one_cli_path(monkeypatch: pytest.MonkeyPatch, tmp_path: Any,
+                                                                     capsys: pytest.CaptureFixture) -> None:
+    from dsasim.view import target_text
+
+    monkeypatch.setattr(target_kinds, "TARGET_KINDS", list(target_kinds.TARGET_KINDS))
+    monkeypatch.setitem(target_text.SWEEP_VIEWS, "toy", target_text.SweepView(
+        lambda result, n_sizes: f"TOY SWEEP of {n_sizes} sizes: {result.sizes}", "plot_sweep"))
+    register_target_kind(TargetKind("toy", lambda spec, hw: spec.startswith("toy:"),
+                                    lambda spec, hw: ToySweptTarget(spec, hw)))
+    out_json = tmp_path / "sweep.json"
+    assert main(["sweep-sram", "toy:1", "--sizes", "2,4", "--json", str(out_json)]) == 0
+    assert capsys.readouterr().out == "TOY SWEEP of 2 sizes: [2, 4]\n"
+    assert json.loads(out_json.read_text()) == {"toy_sizes": [2, 4]}
+    assert main(["sweep-sram", "toy:1", "--sizes", "2,3"]) == 2
+    assert capsys.readouterr().err == "dsasim sweep-sram: a toy takes even sizes only\n"
+
+
+def test_a_layer_and_a_chain_sweep_are_the_kind_specific_sweeps() -> None:
+    from dsasim.architect.chain_catalogue import parse_chain
+    from dsasim.architect.layers import parse_layer
+    from dsasim.architect.sweep import sweep_chain, sweep_sram
+
+    hw, sizes = preset("blog"), [8 * 1024, 32 * 1024]
+    layer = target_of(SMALL_CONV, hw).sweep(sizes, None, None, NO_KERNELS, show_progress=False)
+    assert layer.to_json() == sweep_sram(parse_layer(SMALL_CONV), hw, sizes, layer=SMALL_CONV).to_json()
+    chain = target_of(SMALL_GEMM_CHAIN, hw).sweep(sizes, None, "cycles", NO_KERNELS, show_progress=False)
+    assert chain.to_json() == sweep_chain(parse_chain(SMALL_GEMM_CHAIN), hw, sizes, name=SMALL_GEMM_CHAIN,
+                                          objective="cycles").to_json()
+
+
+def test_each_kind_applies_its_sweep_rules() -> None:
+    blog, l1 = preset("blog"), preset("blog-l1")
+    layer, chain, levels = target_of(SMALL_CONV, blog), target_of(SMALL_GEMM_CHAIN, blog), target_of(SMALL_CONV, l1)
+    layer.check_sweep("SRAM", "traffic", SearchOptions())  # the SRAM, ranked by traffic: taken
+    with pytest.raises(ValueError, match="--level L1w: on blog, a layer is swept over the SRAM only"):
+        layer.check_sweep("L1w", None, SearchOptions())
+    with pytest.raises(ValueError, match="--objective does not apply to a single layer's sweep on blog"):
+        layer.check_sweep(None, "cycles", SearchOptions())
+    layer.check_sizes([1], None)
+    with pytest.raises(ValueError, match="every size must hold at least one 1-byte word"):
+        layer.check_sizes([0], None)  # blog's word: 1 byte
+    with pytest.raises(ValueError, match="--no-slide does not apply to a chain's sweep"):
+        chain.check_sweep(None, None, SearchOptions(slide=False))
+    with pytest.raises(ValueError, match="chain sweep"):
+        target_of(SMALL_GEMM_CHAIN, l1).check_sweep(None, None, SearchOptions())
+    with pytest.raises(ValueError, match="--no-simulate"):
+        levels.check_sweep(None, None, SearchOptions(simulate=False))
+    levels.check_sizes([1024, 2048], "L1w")
+    with pytest.raises(ValueError, match="--level L1w at 1 GiB: "):  # an L1 larger than the SRAM above it
+        levels.check_sizes([1 << 30], "L1w")
+
+
 # ------------------------------------------------------------- the choice's figures are its search's figures
-FIGURES = ("loaded_bytes", "stored_bytes", "traffic_bytes", "peak_sram_bytes", "macs", "cycles")
-NO_KERNELS = SearchOptions(confirm=0)  # the model's figures (no trace): fast and deterministic
 
 
 def test_a_layer_choice_carries_the_search_candidate() -> None:
@@ -183,43 +301,3 @@ def test_a_level_choice_carries_the_sram_levels_figures() -> None:
     assert choice.cycles == round(direct.best.cycles) and choice.macs == 16 * 16 * 22 * 22
     assert choice.traced is None and choice.cycles_source == "estimate"
     assert choice.to_json()["levels"] == [lv.to_json() for lv in direct.best.levels]
-
-
-# -------------------------------------------------------------------------------- the options, validated
-@pytest.mark.parametrize("kwargs, error", [
-    ({"confirm": -1}, ValueError),
-    ({"confirm": 1.5}, TypeError),
-    ({"confirm": True}, TypeError),  # a bool is not a count
-    ({"simulate": "no"}, TypeError),
-    ({"slide": 0}, TypeError),
-    ({"force": None}, TypeError),
-    ({"warn": "stderr"}, TypeError),
-    ({"kernels": 3}, TypeError),
-    ({"progress": [0.5]}, TypeError),
-])
-def test_search_options_refuse_bad_values(kwargs: dict[str, Any], error: type) -> None:
-    with pytest.raises(error, match="SearchOptions: " + next(iter(kwargs))):
-        SearchOptions(**kwargs)
-
-
-def test_each_kind_applies_its_confirm_rule() -> None:
-    blog, l1 = preset("blog"), preset("blog-l1")
-    assert target_of(SMALL_CONV, blog).confirm_count(SearchOptions()) == 3  # a layer: its top 3 by default
-    assert target_of(SMALL_CONV, blog).confirm_count(SearchOptions(confirm=5)) == 5
-    assert target_of(SMALL_GEMM_CHAIN, blog).confirm_count(SearchOptions()) == 1  # its chosen schedules
-    assert target_of(SMALL_CONV, l1).confirm_count(SearchOptions(confirm=0)) == 0
-    with pytest.raises(ValueError, match="--confirm 2 does not apply to a chain's search"):
-        target_of(SMALL_GEMM_CHAIN, blog).confirm_count(SearchOptions(confirm=2))
-    with pytest.raises(ValueError, match=r"--confirm 2 does not apply to a search on blog-l1 \(levels"):
-        target_of(SMALL_CONV, l1).confirm_count(SearchOptions(confirm=2))
-    with pytest.raises(ValueError, match="--no-slide does not apply to a chain's search"):
-        target_of(SMALL_GEMM_CHAIN, blog).confirm_count(SearchOptions(slide=False))
-    with pytest.raises(ValueError, match="--no-simulate"):
-        target_of(SMALL_CONV, l1).confirm_count(SearchOptions(simulate=False))
-
-
-def test_the_public_names() -> None:
-    import dsasim
-
-    for name in ("Target", "Choice", "SearchOptions", "target_of"):
-        assert name in dsasim.__all__ and getattr(dsasim, name) is not None

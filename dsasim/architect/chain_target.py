@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Sequence
 
 from dsasim.architect.fused_search import ChainSearchResult
 from dsasim.architect.objective import Objective
 from dsasim.architect.target import ConfirmRule, SearchOptions
 from dsasim.hardware import Accelerator
+from dsasim.one_level import require_one_level
 
 __all__ = ["CHAIN_CONFIRM", "ChainChoice", "ChainTarget", "load_chain_target"]
 
@@ -27,7 +28,7 @@ class ChainChoice:
     spec: str
     result: ChainSearchResult
 
-    kind = "chain"  # its text: dsasim.view.choice_text.CHOICE_TEXTS["chain"]
+    kind = "chain"  # its text: dsasim.view.target_text.CHOICE_TEXTS["chain"]
 
     @property
     def fits(self) -> bool:
@@ -128,6 +129,40 @@ class ChainTarget:
                               loopnest_runner=options.kernel("loopnest") if simulate else None, force=options.force,
                               warn=options.warn, progress=options.progress)
         return ChainChoice(self.spec, result)
+
+
+    # -- sweep-sram: the chain across SRAM sizes (`sweep.sweep_chain`)
+    def check_sweep(self, level: str | None, objective: str | None, options: SearchOptions) -> None:
+        """ValueError for a --level other than the SRAM, slide=False, or hardware with levels below the SRAM."""
+        if level not in (None, "SRAM"):
+            raise ValueError(f"--level {level}: chains are swept over the SRAM only (hardware with levels below the "
+                             f"SRAM, e.g. blog-l1, sweeps others)")
+        if not options.slide:
+            raise ValueError("--no-slide does not apply to a chain's sweep: it applies to a single layer's sweep "
+                             "(with or without --level); leave it out")
+        require_one_level(self.hardware, "chain sweep")
+
+    def check_sizes(self, sizes: Sequence[int], level: str | None) -> None:
+        """ValueError for an SRAM size (bytes) below one word."""
+        if any(s < self.hardware.word_bytes for s in sizes):
+            raise ValueError(f"every size must hold at least one {self.hardware.word_bytes}-byte word")
+
+    def sweep_work(self, sizes: Sequence[int], level: str | None, options: SearchOptions) -> None:
+        """None: `sweep_chain` estimates its work and draws its own bar."""
+        return None
+
+    def sweep(self, sizes: Sequence[int], level: str | None, objective: str | None, options: SearchOptions,
+              show_progress: bool) -> Any:
+        """`sweep.sweep_chain` (a `ChainSweepResult`): with `options.simulate` every chosen schedule is traced and
+        timed ("fused" and "loopnest" kernels)."""
+        from dsasim.architect.objective import DEFAULT_OBJECTIVE
+        from dsasim.architect.sweep import sweep_chain
+
+        simulate = options.simulate
+        return sweep_chain(self.chain, self.hardware, sizes, options.kernel("fused") if simulate else None,
+                           options.kernel("loopnest") if simulate else None, simulate, progress=show_progress,
+                           name=self.spec, force=options.force, warn=options.warn,
+                           objective=objective or DEFAULT_OBJECTIVE.name)
 
 
 def load_chain_target(spec: str, hardware: Accelerator) -> ChainTarget:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Sequence
 
 from dsasim.architect.objective import Objective
 from dsasim.architect.target import ConfirmRule, SearchOptions
@@ -26,7 +26,7 @@ class LayerChoice:
     spec: str
     result: SearchResult
 
-    kind = "layer"  # its text: dsasim.view.choice_text.CHOICE_TEXTS["layer"]
+    kind = "layer"  # its text: dsasim.view.target_text.CHOICE_TEXTS["layer"]
 
     @property
     def fits(self) -> bool:
@@ -154,6 +154,39 @@ class LayerTarget:
                         confirm_top=max(confirm, 1), simulate=options.simulate, force=options.force,
                         warn=options.warn, slide=options.slide, progress=options.progress)
         return LayerChoice(self.spec, result)
+
+
+    # -- sweep-sram: one layer across SRAM sizes (`sweep.sweep_sram`, ranked by traffic)
+    def check_sweep(self, level: str | None, objective: str | None, options: SearchOptions) -> None:
+        """ValueError for a --level other than the SRAM or an objective other than traffic (this sweep ranks by
+        traffic: its points come from one search front for all sizes)."""
+        from dsasim.architect.objective import TRAFFIC, objective_named
+
+        if level not in (None, "SRAM"):
+            raise ValueError(f"--level {level}: on {self.hardware.name}, a layer is swept over the SRAM only "
+                             f"(hardware with levels below the SRAM, e.g. blog-l1, sweeps others)")
+        if objective is not None and objective_named(objective) != TRAFFIC:
+            raise ValueError(f"--objective does not apply to a single layer's sweep on {self.hardware.name}: it "
+                             f"applies to --network, chain and --level sweeps (a single layer's sweep on one-level "
+                             f"hardware ranks by traffic); leave it out")
+
+    def check_sizes(self, sizes: Sequence[int], level: str | None) -> None:
+        """ValueError for an SRAM size (bytes) below one word."""
+        if any(s < self.hardware.word_bytes for s in sizes):
+            raise ValueError(f"every size must hold at least one {self.hardware.word_bytes}-byte word")
+
+    def sweep_work(self, sizes: Sequence[int], level: str | None, options: SearchOptions) -> None:
+        """None: `sweep_sram` estimates its work and draws its own bar."""
+        return None
+
+    def sweep(self, sizes: Sequence[int], level: str | None, objective: str | None, options: SearchOptions,
+              show_progress: bool) -> Any:
+        """`sweep.sweep_sram` of the layer (a `SweepResult`): every size's best schedule traced and timed with the
+        "loopnest" kernel."""
+        from dsasim.architect.sweep import sweep_sram
+        return sweep_sram(self.problem, self.hardware, sizes, runner=options.kernel("loopnest"),
+                          simulate=options.simulate, progress=show_progress, layer=self.spec, force=options.force,
+                          warn=options.warn, slide=options.slide)
 
 
 def load_layer_target(spec: str, hardware: Accelerator) -> LayerTarget:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Sequence
 
 from dsasim.architect.level_search import LevelSearchResult
 from dsasim.architect.objective import Objective
@@ -57,7 +57,7 @@ class LevelChoice:
     sram_bytes: int
     traced: str | None = None
 
-    kind = "levels"  # its text: dsasim.view.choice_text.CHOICE_TEXTS["levels"]
+    kind = "levels"  # its text: dsasim.view.target_text.CHOICE_TEXTS["levels"]
     cycles_source = "estimate"  # the analytic model of every level (the traced run is reported beside it)
 
     @property
@@ -162,6 +162,39 @@ class LevelTarget:
         runner = options.kernel("levelnest") if confirm > 0 and result.best is not None else None
         traced = trace_levels(result.best, runner, options.force) if runner is not None else None
         return LevelChoice(self.spec, result, sram_bytes, traced)
+
+
+    # -- sweep-sram: one level's size swept (`level_search.sweep_levels`)
+    def check_sweep(self, level: str | None, objective: str | None, options: SearchOptions) -> None:
+        """simulate=False is refused (the level sweep's cycles come from the model; one-level hardware only)."""
+        if not options.simulate:
+            require_one_level(self.hardware, "--no-simulate")
+
+    def check_sizes(self, sizes: Sequence[int], level: str | None) -> None:
+        """ValueError for a size (bytes) of `level` (default SRAM) that makes no valid hierarchy."""
+        from dsasim.architect.level_search import with_level_capacity
+        from dsasim.architect.sweep import format_bytes
+
+        for size in sizes:
+            try:
+                with_level_capacity(self.hardware, level or "SRAM", size)
+            except ValueError as err:
+                raise ValueError(f"--level {level or 'SRAM'} at {format_bytes(size)}: {err}") from None
+
+    def sweep_work(self, sizes: Sequence[int], level: str | None, options: SearchOptions) -> Any:
+        """The sweep's work (a `search.WorkEstimate`), for the caller's bar (`options.progress`)."""
+        from dsasim.architect.level_search import estimate_level_search_work
+        return estimate_level_search_work(self.problem, self.hardware, n_searches=len(sizes), slide=options.slide)
+
+    def sweep(self, sizes: Sequence[int], level: str | None, objective: str | None, options: SearchOptions,
+              show_progress: bool) -> Any:
+        """`sweep_levels` over the sizes of `level` (default SRAM): a `LevelSweep`; progress to `options.progress`."""
+        from dsasim.architect.level_search import sweep_levels
+        from dsasim.architect.objective import DEFAULT_OBJECTIVE
+
+        return sweep_levels(self.problem, self.hardware, level or "SRAM", sizes, objective or DEFAULT_OBJECTIVE.name,
+                            layer=self.spec, force=options.force, warn=options.warn, slide=options.slide,
+                            progress=options.progress)
 
 
 def load_level_target(spec: str, hardware: Accelerator) -> LevelTarget:

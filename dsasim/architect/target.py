@@ -5,7 +5,7 @@ A target is what the command line names (`resnet50.res2a_branch2b`, `gemm:m=512,
 bound to the hardware it runs on; its kind is picked by the registry `dsasim.architect.target_kinds` (`target_of`).
 Every kind answers the same questions (its work estimate, its search, its rules for the options) and its choice the
 same figures (traffic, peak SRAM, MACs, cycles and whether they were simulated, the lower and compulsory bounds, the
-schedule) and its JSON (`to_json`); its text is a view (`dsasim.view.choice_text`, by the choice's `kind`): the
+schedule) and its JSON (`to_json`); its text is a view (`dsasim.view.target_text`, by the choice's `kind`): the
 command line has one path for every kind.
 """
 
@@ -100,7 +100,7 @@ class Choice(Protocol):
     `fits` is False when no schedule fits (then the figures are None and `no_fit_reason` says why)."""
 
     spec: str  # the target as named, e.g. "resnet18.layer1.0"
-    kind: str  # its target kind: its text is dsasim.view.choice_text.CHOICE_TEXTS[kind]
+    kind: str  # its target kind: its text is dsasim.view.target_text.CHOICE_TEXTS[kind]
     schedule: Any  # the LoopNest, LevelNest or the chain's segments (None when nothing fits)
     cycles_source: str  # "simulated" or "estimate"
 

@@ -133,9 +133,9 @@ def _target(args: argparse.Namespace) -> tuple[Target, int]:
 
 def run(args: argparse.Namespace) -> int:
     """Handle `dsasim search` for every target kind (`dsasim.architect.target_kinds`): parse the target, check the
-    options and outputs, estimate the work, search, print its text (`dsasim.view.choice_text`), write `choice.to_json()`. An exit
+    options and outputs, estimate the work, search, print its text (`dsasim.view.target_text`), write `choice.to_json()`. An exit
     status; a mistake in the command line raises CliError (exit 2)."""
-    from dsasim.view.choice_text import format_choice
+    from dsasim.view.target_text import format_choice
 
     if args.no_simulate and args.confirm == 0:
         raise CliError("--no-simulate does not apply with --confirm 0 (nothing is traced, so nothing is timed); "

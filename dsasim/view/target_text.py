@@ -1,12 +1,14 @@
-"""The text `dsasim search` prints for a target's choice (`dsasim.architect.target.Choice`), one function per
-target kind, looked up by the choice's `kind` in `CHOICE_TEXTS` (text is a view: the choices live in
-`dsasim.architect`, which does not import the table formatter).
+"""The text `dsasim search` and `dsasim sweep-sram` print for a target (`dsasim.architect.target`), per target
+kind: its choice's text in `CHOICE_TEXTS` (by the choice's `kind`), its sweep's text and plot in `SWEEP_VIEWS` (by
+the target's `kind`). Text is a view: the targets live in `dsasim.architect`, which does not import the table
+formatter.
 
-A new target kind adds its function here, one entry: `CHOICE_TEXTS["mykind"] = format_my_choice`.
+A new target kind adds its functions here, one entry in each table.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable
 
 from dsasim.view.table import format_table
@@ -15,9 +17,10 @@ if TYPE_CHECKING:
     from dsasim.architect.chain_target import ChainChoice
     from dsasim.architect.layer_target import LayerChoice
     from dsasim.architect.level_target import LevelChoice
+    from dsasim.architect.sweep import ChainSweepResult, SweepResult
 
-__all__ = ["CHOICE_TEXTS", "format_choice", "format_chain_choice", "format_layer_choice", "format_level_choice",
-           "format_levels"]
+__all__ = ["CHOICE_TEXTS", "SWEEP_VIEWS", "SweepView", "format_chain_choice", "format_chain_sweep", "format_choice",
+           "format_layer_choice", "format_level_choice", "format_level_sweep", "format_levels", "format_sweep"]
 
 
 def format_layer_choice(choice: LayerChoice, wall_seconds: float) -> str:
@@ -170,5 +173,78 @@ def format_choice(choice: Any, wall_seconds: float) -> str:
         text = CHOICE_TEXTS[choice.kind]
     except KeyError:
         raise KeyError(f"no text for target kind {choice.kind!r} (known: {', '.join(CHOICE_TEXTS)}); add it to "
-                       f"dsasim.view.choice_text.CHOICE_TEXTS") from None
+                       f"dsasim.view.target_text.CHOICE_TEXTS") from None
     return text(choice, wall_seconds)
+
+
+# ------------------------------------------------------------------------------------------------ sweeps
+def format_sweep(result: SweepResult) -> str:
+    """The sweep table: one row per SRAM size; '-' where nothing fits, '(est)' on estimated cycles."""
+    from dsasim.architect.sweep import format_bytes
+
+    header = ("SRAM", "traffic B", "lower bound B", "compulsory B", "best/bound", "peak SRAM B", "cycles")
+    rows = [(format_bytes(p.sram_bytes), p.traffic_bytes, p.lower_bound_bytes, p.compulsory_bytes,
+             None if p.traffic_bytes is None else f"{p.traffic_bytes / p.lower_bound_bytes:.3f}",
+             p.peak_sram_bytes,
+             None if p.cycles is None else f"{p.cycles:,}" + ("" if p.cycles_source == "simulated" else " (est)"))
+            for p in result.points]
+    return format_table(header, rows)
+
+
+def format_chain_sweep(result: ChainSweepResult) -> str:
+    """The chain sweep table: per SRAM size the best partition, its traffic beside all fused and layer by layer."""
+    from dsasim.architect.sweep import format_bytes
+
+    header = ("SRAM", "best", "traffic B", "all fused B", "layer by layer B", "compulsory B", "best/bound", "cycles")
+    rows = [(format_bytes(p.sram_bytes), p.partition, p.traffic_bytes, p.fused_bytes, p.layer_by_layer_bytes,
+             p.compulsory_bytes, None if p.traffic_bytes is None else f"{p.traffic_bytes / p.compulsory_bytes:.3f}",
+             None if p.cycles is None else f"{p.cycles:,}" + ("" if p.cycles_source == "simulated" else " (est)"))
+            for p in result.points]
+    return format_table(header, rows)
+
+
+def _layer_sweep_text(result: SweepResult, n_sizes: int) -> str:
+    return (f"{format_sweep(result)}\n"
+            f"{n_sizes} sizes, {result.evaluations:,} candidates evaluated, {result.seconds:.2f} s")
+
+
+def _chain_sweep_text(result: ChainSweepResult, n_sizes: int) -> str:
+    return (f"{format_chain_sweep(result)}\n"
+            f"{n_sizes} sizes, {result.evaluations:,} candidates evaluated (fused nests and single-layer nests), "
+            f"{result.seconds:.2f} s; a bracket is one schedule: layers in one bracket are fused")
+
+
+def format_level_sweep(sweep: Any, n_sizes: int) -> str:
+    """A `LevelSweep`: per size of its level the traffic into every level, the cycles and the bottleneck."""
+    from dsasim.architect.sweep import format_bytes
+
+    names = [lv.name for lv in sweep.hardware.levels]
+    header = (sweep.level, *(f"{n} B" for n in names), "cycles", "bottleneck")
+    rows = [(format_bytes(size), *((a.level(n).traffic_bytes for n in names) if a else [None] * len(names)),
+             round(a.cycles) if a else None, a.bottleneck if a else "nothing fits")
+            for size, a in zip(sweep.sizes, sweep.best)]
+    return "\n".join([
+        f"{sweep.layer} on {sweep.hardware.name}: traffic into each level and cycles vs the size of {sweep.level} "
+        f"(objective {sweep.objective.name}; the analytic model of every level)",
+        format_table(header, rows),
+        f"{n_sizes} sizes, {sweep.evaluations:,} nests evaluated, {sweep.seconds:.2f} s"])
+
+
+@dataclass(frozen=True)
+class SweepView:
+    """How a kind's sweep is shown: `text(result, n_sizes)` (the table and its summary; `n_sizes` as given on the
+    command line) and the name of its plot in `dsasim.view.plot`."""
+
+    text: Callable[[Any, int], str]
+    plot: str
+
+    def __post_init__(self) -> None:
+        if not callable(self.text) or not isinstance(self.plot, str) or not self.plot:
+            raise ValueError(f"SweepView: a text function and a plot name, got {self.text!r}, {self.plot!r}")
+
+
+SWEEP_VIEWS: dict[str, SweepView] = {
+    "layer": SweepView(_layer_sweep_text, "plot_sweep"),
+    "chain": SweepView(_chain_sweep_text, "plot_sweep"),
+    "levels": SweepView(format_level_sweep, "plot_level_sweep"),
+}
