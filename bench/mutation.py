@@ -1153,6 +1153,8 @@ MUTANTS: list[Mutant] = [
            "    if False:\n        write_text_atomic(json_path, json.dumps(choice.to_json()", TARGET_TESTS),
     Mutant("target: sweep-sram shows every kind's sweep as a layer's", "dsasim/cli/sweep.py",
            "    view = SWEEP_VIEWS[target.kind]", '    view = SWEEP_VIEWS["layer"]', TARGET_TESTS),
+    Mutant("target: sweep-sram takes a target without a sweep", "dsasim/cli/sweep.py",
+           "        if not isinstance(target, SweptTarget):", "        if False:", TARGET_TESTS),
     Mutant("target: sweep-sram skips the kind's size check", "dsasim/cli/sweep.py",
            "        target.check_sizes(sizes, args.level)\n", "", TARGET_TESTS),
     Mutant("target: a layer's sweep takes a level below the SRAM", "dsasim/architect/layer_target.py",

@@ -12,7 +12,7 @@ import pytest
 from dsasim.architect.chain_target import ChainTarget
 from dsasim.architect.layer_target import LayerTarget
 from dsasim.architect.level_target import LevelTarget
-from dsasim.architect.target import Choice, SearchOptions, Target, TargetKind
+from dsasim.architect.target import Choice, SearchOptions, SweptTarget, Target, TargetKind
 from dsasim.architect import target_kinds
 from dsasim.architect.target_kinds import register_target_kind, target_of
 from dsasim.cli import main
@@ -36,7 +36,7 @@ NO_KERNELS = SearchOptions(confirm=0)  # the model's figures (no trace): fast an
 def test_target_of_picks_the_kind(spec: str, hardware: str, expected: type) -> None:
     target = target_of(spec, preset(hardware))
     assert type(target) is expected
-    assert isinstance(target, Target)
+    assert isinstance(target, Target) and isinstance(target, SweptTarget)
     assert target.spec == spec and target.hardware.name == hardware
 
 
@@ -125,6 +125,13 @@ def test_a_new_kind_is_searched_printed_and_written_by_the_one_cli_path(toy_kind
     assert out == "TOY toy:100: traffic 200 B\n"  # 100 loaded + 100 stored
     assert json.loads(out_json.read_text()) == {"toy": "toy:100", "traffic_bytes": 200, "sram_bytes": 1024}
     assert isinstance(ToyTarget("toy:1", None), Target) and isinstance(ToyChoice("toy:1", 1, 1), Choice)
+    assert not isinstance(ToyTarget("toy:1", None), SweptTarget)  # no sweep methods: search only
+
+
+def test_a_kind_without_a_sweep_is_refused_by_sweep_sram(toy_kind: None, capsys: pytest.CaptureFixture) -> None:
+    assert main(["sweep-sram", "toy:1", "--sizes", "2"]) == 2
+    assert capsys.readouterr().err == ("dsasim sweep-sram: toy:1 is a toy target, which sweep-sram cannot sweep; "
+                                       "search it at each size with dsasim search --sram\n")
 
 
 def test_a_new_kind_refuses_its_options_and_reports_no_fit_through_the_cli(toy_kind: None,

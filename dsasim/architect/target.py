@@ -12,12 +12,12 @@ command line has one path for every kind.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Protocol, runtime_checkable
+from typing import Any, Callable, Protocol, Sequence, runtime_checkable
 
 from dsasim.architect.objective import Objective
 from dsasim.hardware import Accelerator
 
-__all__ = ["Choice", "ConfirmRule", "SearchOptions", "Target", "TargetKind"]
+__all__ = ["Choice", "ConfirmRule", "SearchOptions", "SweptTarget", "Target", "TargetKind"]
 
 
 def _check_bool(name: str, value: object) -> None:
@@ -169,6 +169,28 @@ class Target(Protocol):
 
     def search(self, sram_bytes: int, objective: Objective | str, options: SearchOptions) -> Choice:
         """The best schedule under `sram_bytes` (bytes) by `objective`; ValueError for what cannot be searched."""
+        ...
+
+
+@runtime_checkable
+class SweptTarget(Target, Protocol):
+    """A target `dsasim sweep-sram` can sweep across sizes (bytes) of the SRAM or of one `level` below it."""
+
+    def check_sweep(self, level: str | None, objective: str | None, options: SearchOptions) -> None:
+        """ValueError for a level, objective or option the kind's sweep does not take, before any work."""
+        ...
+
+    def check_sizes(self, sizes: Sequence[int], level: str | None) -> None:
+        """ValueError for a size (bytes) the kind cannot sweep, before any work."""
+        ...
+
+    def sweep_work(self, sizes: Sequence[int], level: str | None, options: SearchOptions) -> Any:
+        """The sweep's work estimate for the caller's progress bar, or None when the sweep draws its own."""
+        ...
+
+    def sweep(self, sizes: Sequence[int], level: str | None, objective: str | None, options: SearchOptions,
+              show_progress: bool) -> Any:
+        """The sweep's result (its `to_json()` is the JSON `--json` writes; its text and plot by the kind)."""
         ...
 
 

@@ -19,7 +19,7 @@ from contextlib import nullcontext
 from typing import TYPE_CHECKING
 
 from dsasim.architect.objective import DEFAULT_OBJECTIVE
-from dsasim.architect.target import SearchOptions
+from dsasim.architect.target import SearchOptions, SweptTarget
 from dsasim.hardware import load_hardware
 from dsasim.cli.common import (EXIT_FAILED, CliError, Command, add_objective_argument, int_at_least,
                                json_and_plot_paths, kernel_runner, parse_percent, warner, write_outputs)
@@ -114,6 +114,9 @@ def run(args: argparse.Namespace) -> int:
     try:
         hardware = load_hardware(args.hardware)
         target = target_of(args.layer, hardware)
+        if not isinstance(target, SweptTarget):
+            raise ValueError(f"{args.layer} is a {target.kind} target, which sweep-sram cannot sweep; search it at "
+                             f"each size with dsasim search --sram")
         if args.level is not None:
             hardware.level(args.level)  # no such level: say which there are
         target.check_sweep(args.level, args.objective, options)
