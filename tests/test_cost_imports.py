@@ -64,5 +64,5 @@ def test_the_layers_of_the_chain_kinds():
     a = "dsasim.architect."
     assert graph["dsasim.cost"] <= {"dsasim.hardware", "dsasim.util"}  # the cost rules: the hardware only
     assert a + "fused" not in graph[a + "gemm_chain"] and a + "gemm_chain" not in graph[a + "chain"]
-    assert a + "chain" not in graph[a + "fused_analysis"] and a + "chain_catalogue" in graph["dsasim.cli.search"]
+    assert a + "chain" not in graph[a + "fused_analysis"] and a + "chain_catalogue" in graph[a + "chain_target"]
     assert {a + "chain", a + "gemm_chain"} <= graph[a + "chain_catalogue"]

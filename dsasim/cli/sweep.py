@@ -13,10 +13,13 @@ a warning, even with --quiet. The search and matplotlib are imported by the run,
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
+from contextlib import nullcontext
 from typing import TYPE_CHECKING
 
-from dsasim.architect.objective import DEFAULT_OBJECTIVE, TRAFFIC, objective_named
+from dsasim.architect.objective import DEFAULT_OBJECTIVE
+from dsasim.architect.target import SearchOptions, SweptTarget
 from dsasim.hardware import load_hardware
 from dsasim.cli.common import (EXIT_FAILED, CliError, Command, add_objective_argument, int_at_least,
                                json_and_plot_paths, kernel_runner, parse_percent, warner, write_outputs)
@@ -26,9 +29,8 @@ from dsasim.one_level import require_one_level
 
 if TYPE_CHECKING:
     from dsasim.architect.network_eval import NetworkSweep
-    from dsasim.architect.sweep import ChainSweepResult, SweepResult
 
-__all__ = ["COMMAND", "format_chain_sweep", "format_network_sweep", "format_sweep"]
+__all__ = ["COMMAND", "format_network_sweep"]
 
 
 def add_arguments(s: argparse.ArgumentParser) -> None:
@@ -70,31 +72,6 @@ def add_arguments(s: argparse.ArgumentParser) -> None:
                                                           "instead of refusing it; the estimate is still printed")
 
 
-def format_sweep(result: SweepResult) -> str:
-    """The sweep table: one row per SRAM size; '-' where nothing fits, '(est)' on estimated cycles."""
-    from dsasim.architect.sweep import format_bytes
-
-    header = ("SRAM", "traffic B", "lower bound B", "compulsory B", "best/bound", "peak SRAM B", "cycles")
-    rows = [(format_bytes(p.sram_bytes), p.traffic_bytes, p.lower_bound_bytes, p.compulsory_bytes,
-             None if p.traffic_bytes is None else f"{p.traffic_bytes / p.lower_bound_bytes:.3f}",
-             p.peak_sram_bytes,
-             None if p.cycles is None else f"{p.cycles:,}" + ("" if p.cycles_source == "simulated" else " (est)"))
-            for p in result.points]
-    return format_table(header, rows)
-
-
-def format_chain_sweep(result: ChainSweepResult) -> str:
-    """The chain sweep table: per SRAM size the best partition, its traffic beside all fused and layer by layer."""
-    from dsasim.architect.sweep import format_bytes
-
-    header = ("SRAM", "best", "traffic B", "all fused B", "layer by layer B", "compulsory B", "best/bound", "cycles")
-    rows = [(format_bytes(p.sram_bytes), p.partition, p.traffic_bytes, p.fused_bytes, p.layer_by_layer_bytes,
-             p.compulsory_bytes, None if p.traffic_bytes is None else f"{p.traffic_bytes / p.compulsory_bytes:.3f}",
-             None if p.cycles is None else f"{p.cycles:,}" + ("" if p.cycles_source == "simulated" else " (est)"))
-            for p in result.points]
-    return format_table(header, rows)
-
-
 # Every option of sweep-sram applies to some of its four sweeps (a network, a layer, a chain, a layer on hardware
 # with levels); given to another, it is refused rather than silently ignored. flag -> (attribute, where it applies)
 _OPTIONS = {"--within": ("within", "--network sweeps"), "--input-shape": ("input_shape", "--network sweeps"),
@@ -104,9 +81,7 @@ _OPTIONS = {"--within": ("within", "--network sweeps"), "--input-shape": ("input
             "--level": ("level", "a LAYER's sweep"),
             "--no-slide": ("no_slide", "a single layer's sweep (with or without --level)"),
             "--no-simulate": ("no_simulate", "a layer's or a chain's sweep (--network and --level cycles are "
-                                             "estimates)"),
-            "--objective": ("objective", "--network, chain and --level sweeps (a single layer's sweep on one-level "
-                                         "hardware ranks by traffic)")}
+                                             "estimates)")}
 
 
 def _refuse(args: argparse.Namespace, flags: tuple[str, ...], sweep: str) -> None:
@@ -118,10 +93,13 @@ def _refuse(args: argparse.Namespace, flags: tuple[str, ...], sweep: str) -> Non
 
 
 def run(args: argparse.Namespace) -> int:
-    """Handle `dsasim sweep-sram`: an exit status; a mistake in the command line raises CliError (exit 2)."""
-    from dsasim.architect.chain_catalogue import is_chain, parse_chain
-    from dsasim.architect.layers import parse_layer
-    from dsasim.architect.sweep import parse_sizes, sweep_chain, sweep_sram
+    """Handle `dsasim sweep-sram`: an exit status; a mistake in the command line raises CliError (exit 2). A LAYER
+    (or CHAIN) is swept by its target kind (`dsasim.architect.target_kinds`): its rules for the options, its sizes,
+    its sweep; its text and plot from `dsasim.view.target_text.SWEEP_VIEWS`."""
+    from dsasim.architect.sweep import parse_sizes
+    from dsasim.architect.target_kinds import target_of
+    from dsasim.cli.search import progress_callback
+    from dsasim.view.target_text import SWEEP_VIEWS
 
     if args.network is not None:
         if args.layer is not None:
@@ -131,95 +109,34 @@ def run(args: argparse.Namespace) -> int:
         raise CliError("give a LAYER (or CHAIN) to sweep, or --network NAME")
     _refuse(args, ("--within", "--input-shape", "--vary", "--no-fusion", "--executor", "--jobs", "--verbose"),
             "a LAYER's sweep")
-    chain = is_chain(args.layer)
+    options = SearchOptions(simulate=not args.no_simulate, slide=not args.no_slide, force=args.force,
+                            warn=warner("sweep-sram"), kernels=kernel_runner)
     try:
-        problem = parse_chain(args.layer) if chain else parse_layer(args.layer)
         hardware = load_hardware(args.hardware)
+        target = target_of(args.layer, hardware)
+        if not isinstance(target, SweptTarget):
+            raise ValueError(f"{args.layer} is a {target.kind} target, which sweep-sram cannot sweep; search it at "
+                             f"each size with dsasim search --sram")
         if args.level is not None:
             hardware.level(args.level)  # no such level: say which there are
-        if not chain and hardware.inner_levels:
-            if args.no_simulate:
-                require_one_level(hardware, "--no-simulate")
-            return _run_levels(args, problem, hardware)
-        if args.level not in (None, "SRAM"):
-            raise ValueError(f"--level {args.level}: "
-                             + ("chains are" if chain else f"on {hardware.name}, a layer is") + " swept over the "
-                             f"SRAM only (hardware with levels below the SRAM, e.g. blog-l1, sweeps others)")
-        if chain:
-            _refuse(args, ("--no-slide",), "a chain's sweep")
-        elif args.objective is not None and objective_named(args.objective) != TRAFFIC:  # sweep_sram: traffic only
-            _refuse(args, ("--objective",), f"a single layer's sweep on {hardware.name}")
-        if chain:  # (a layer on levels went to _run_levels above)
-            require_one_level(hardware, "chain sweep")
+        target.check_sweep(args.level, args.objective, options)
         sizes = parse_sizes(args.sizes)
-        if any(s < hardware.word_bytes for s in sizes):
-            raise ValueError(f"every size must hold at least one {hardware.word_bytes}-byte word")
+        target.check_sizes(sizes, args.level)
     except ValueError as err:
         raise CliError(str(err)) from None
     json_path, plot_path = json_and_plot_paths(args)
-    if chain:
-        simulate = not args.no_simulate
-        try:
-            chain_result = sweep_chain(problem, hardware, sizes, kernel_runner("fused") if simulate else None,
-                                       kernel_runner("loopnest") if simulate else None, simulate, progress=not args.quiet,
-                                       name=args.layer, force=args.force, warn=warner("sweep-sram"),
-                                       objective=args.objective or DEFAULT_OBJECTIVE.name)
-        except ValueError as err:
-            raise CliError(str(err)) from None
-        print(format_chain_sweep(chain_result))
-        print(f"{len(sizes)} sizes, {chain_result.evaluations:,} candidates evaluated (fused nests and single-layer "
-              f"nests), {chain_result.seconds:.2f} s; a bracket is one schedule: layers in one bracket are fused")
-        write_outputs(chain_result, json_path, plot_path, "plot_sweep")
-        return 0
-    runner = kernel_runner("loopnest")
     try:
-        result = sweep_sram(problem, hardware, sizes, runner=runner, simulate=not args.no_simulate,
-                            progress=not args.quiet, layer=args.layer, force=args.force, warn=warner("sweep-sram"),
-                            slide=not args.no_slide)
+        work = target.sweep_work(sizes, args.level, options)  # None: the sweep draws its own bar
+        bar = (progress_callback(f"sweep {args.layer} on {hardware.name}", work, not args.quiet, 0.0)
+               if work is not None else nullcontext(None))
+        with bar as progress:
+            result = target.sweep(sizes, args.level, args.objective, dataclasses.replace(options, progress=progress),
+                                  show_progress=not args.quiet)
     except ValueError as err:
         raise CliError(str(err)) from None
-    print(format_sweep(result))
-    print(f"{len(sizes)} sizes, {result.evaluations:,} candidates evaluated, {result.seconds:.2f} s")
-    write_outputs(result, json_path, plot_path, "plot_sweep")
-    return 0
-
-
-def _run_levels(args: argparse.Namespace, problem: object, hardware: object) -> int:
-    """`dsasim sweep-sram LAYER --level NAME` on hardware with levels below the SRAM: per size of that level the
-    best nest with one tiling per level (the analytic model), its per-level traffic, cycles and bottleneck."""
-    from dsasim.architect.level_search import estimate_level_search_work, sweep_levels, with_level_capacity
-    from dsasim.architect.sweep import format_bytes, parse_sizes
-    from dsasim.cli.search import progress_callback
-
-    level = args.level or "SRAM"
-    try:
-        sizes = parse_sizes(args.sizes)
-    except ValueError as err:
-        raise CliError(str(err)) from None
-    for size in sizes:
-        try:
-            with_level_capacity(hardware, level, size)
-        except ValueError as err:
-            raise CliError(f"--level {level} at {format_bytes(size)}: {err}") from None
-    json_path, plot_path = json_and_plot_paths(args)
-    try:
-        work = estimate_level_search_work(problem, hardware, n_searches=len(sizes), slide=not args.no_slide)
-        with progress_callback(f"sweep {args.layer} on {hardware.name}", work, not args.quiet, 0.0) as progress:
-            sweep = sweep_levels(problem, hardware, level, sizes, args.objective or DEFAULT_OBJECTIVE.name,
-                                 layer=args.layer, force=args.force, warn=warner("sweep-sram"),
-                                 slide=not args.no_slide, progress=progress)
-    except ValueError as err:
-        raise CliError(str(err)) from None
-    names = [lv.name for lv in hardware.levels]
-    header = (level, *(f"{n} B" for n in names), "cycles", "bottleneck")
-    rows = [(format_bytes(size), *((a.level(n).traffic_bytes for n in names) if a else [None] * len(names)),
-             round(a.cycles) if a else None, a.bottleneck if a else "nothing fits")
-            for size, a in zip(sweep.sizes, sweep.best)]
-    print(f"{args.layer} on {hardware.name}: traffic into each level and cycles vs the size of {level} "
-          f"(objective {args.objective or DEFAULT_OBJECTIVE.name}; the analytic model of every level)")
-    print(format_table(header, rows))
-    print(f"{len(sizes)} sizes, {sweep.evaluations:,} nests evaluated, {sweep.seconds:.2f} s")
-    write_outputs(sweep, json_path, plot_path, "plot_level_sweep")
+    view = SWEEP_VIEWS[target.kind]
+    print(view.text(result, len(sizes)))
+    write_outputs(result, json_path, plot_path, view.plot)
     return 0
 
 

@@ -1,0 +1,171 @@
+"""The chain target: consecutive layers to fuse (a conv chain such as resnet18.layer1.0, a GEMM chain
+gemm-chain:m=..,n=..,k=..,l=..; `dsasim.architect.chain_catalogue`), searched by
+`dsasim.architect.fused_search.search_chain`; its choice is the best partition into fused segments and single
+layers, with the whole chain fused and layer by layer beside it."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+from dsasim.architect.fused_search import ChainSearchResult
+from dsasim.architect.objective import Objective
+from dsasim.architect.target import ConfirmRule, SearchOptions
+from dsasim.hardware import Accelerator
+from dsasim.one_level import require_one_level
+
+__all__ = ["CHAIN_CONFIRM", "ChainChoice", "ChainTarget", "load_chain_target"]
+
+CHAIN_CONFIRM = ConfirmRule(default=1, at_most=1, where="a chain's search",
+                            chosen="each layer's and fused segment's chosen schedule")
+
+
+@dataclass(frozen=True)
+class ChainChoice:
+    """The best partition of a chain (`result.best`, its `SegmentChoice`s) and the search that found it."""
+
+    spec: str
+    result: ChainSearchResult
+
+    kind = "chain"  # its text: dsasim.view.target_text.CHOICE_TEXTS["chain"]
+
+    @property
+    def fits(self) -> bool:
+        return self.result.best is not None
+
+    @property
+    def no_fit_reason(self) -> str:
+        return f"no schedule of {self.spec} fits in {self.result.sram_bytes:,} B of SRAM"
+
+    @property
+    def schedule(self) -> Any:
+        return self.result.best
+
+    def _total(self, key: str) -> int | None:
+        r = self.result
+        totals = r.totals(r.best, r.fold(r.best))
+        return None if totals is None else totals[key]
+
+    @property
+    def loaded_bytes(self) -> int | None:
+        return self._total("loaded_bytes")
+
+    @property
+    def stored_bytes(self) -> int | None:
+        return self._total("stored_bytes")
+
+    @property
+    def traffic_bytes(self) -> int | None:
+        return self._total("traffic_bytes")
+
+    @property
+    def peak_sram_bytes(self) -> int | None:
+        return self._total("peak_sram_bytes")
+
+    @property
+    def macs(self) -> int | None:
+        return self._total("macs")
+
+    @property
+    def cycles(self) -> int | None:
+        return self._total("cycles")
+
+    @property
+    def cycles_source(self) -> str:
+        best = self.result.best
+        return "simulated" if best and all(p.cycles_source == "simulated" for p in best) else "estimate"
+
+    @property
+    def lower_bound_bytes(self) -> int:
+        return self.result.compulsory_bytes  # the chain's bound is its compulsory traffic
+
+    @property
+    def compulsory_bytes(self) -> int:
+        return self.result.compulsory_bytes
+
+    @property
+    def evaluations(self) -> int:
+        return self.result.evaluations
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON object of `dsasim search CHAIN --json` (`ChainSearchResult.to_json`)."""
+        return self.result.to_json(self.spec)
+
+
+@dataclass(frozen=True)
+class ChainTarget:
+    """A chain (`chain`, a `chain_kind.Chain`: ConvChain, GemmChain) on one-level `hardware`."""
+
+    spec: str
+    chain: Any
+    hardware: Accelerator
+
+    kind = "chain"
+
+    @property
+    def progress_label(self) -> str:
+        return f"search {self.spec}"
+
+    def confirm_count(self, options: SearchOptions) -> int:
+        """slide=False is refused (a chain's fused nests keep their own line buffers)."""
+        if not options.slide:
+            raise ValueError("--no-slide does not apply to a chain's search (its fused nests keep their own line "
+                             "buffers); leave it out")
+        return CHAIN_CONFIRM.count(options.confirm)
+
+    def estimate_work(self, sram_bytes: int, options: SearchOptions) -> Any:
+        from dsasim.architect.fused_search import estimate_chain_work
+        return estimate_chain_work(self.chain, dataclasses.replace(self.hardware, sram_bytes=sram_bytes))
+
+    def search(self, sram_bytes: int, objective: Objective | str, options: SearchOptions) -> ChainChoice:
+        """`search_chain`: with confirm 1 and simulate every chosen schedule is traced and timed ("fused" and
+        "loopnest" kernels)."""
+        from dsasim.architect.fused_search import search_chain
+
+        simulate = self.confirm_count(options) > 0 and options.simulate
+        result = search_chain(self.chain, self.hardware, sram_bytes, objective,
+                              fused_runner=options.kernel("fused") if simulate else None,
+                              loopnest_runner=options.kernel("loopnest") if simulate else None, force=options.force,
+                              warn=options.warn, progress=options.progress)
+        return ChainChoice(self.spec, result)
+
+
+    # -- sweep-sram: the chain across SRAM sizes (`sweep.sweep_chain`)
+    def check_sweep(self, level: str | None, objective: str | None, options: SearchOptions) -> None:
+        """ValueError for a --level other than the SRAM, slide=False, or hardware with levels below the SRAM."""
+        if level not in (None, "SRAM"):
+            raise ValueError(f"--level {level}: chains are swept over the SRAM only (hardware with levels below the "
+                             f"SRAM, e.g. blog-l1, sweeps others)")
+        if not options.slide:
+            raise ValueError("--no-slide does not apply to a chain's sweep: it applies to a single layer's sweep "
+                             "(with or without --level); leave it out")
+        require_one_level(self.hardware, "chain sweep")
+
+    def check_sizes(self, sizes: Sequence[int], level: str | None) -> None:
+        """ValueError for an SRAM size (bytes) below one word."""
+        if any(s < self.hardware.word_bytes for s in sizes):
+            raise ValueError(f"every size must hold at least one {self.hardware.word_bytes}-byte word")
+
+    def sweep_work(self, sizes: Sequence[int], level: str | None, options: SearchOptions) -> None:
+        """None: `sweep_chain` estimates its work and draws its own bar."""
+        return None
+
+    def sweep(self, sizes: Sequence[int], level: str | None, objective: str | None, options: SearchOptions,
+              show_progress: bool) -> Any:
+        """`sweep.sweep_chain` (a `ChainSweepResult`): with `options.simulate` every chosen schedule is traced and
+        timed ("fused" and "loopnest" kernels)."""
+        from dsasim.architect.objective import DEFAULT_OBJECTIVE
+        from dsasim.architect.sweep import sweep_chain
+
+        simulate = options.simulate
+        return sweep_chain(self.chain, self.hardware, sizes, options.kernel("fused") if simulate else None,
+                           options.kernel("loopnest") if simulate else None, simulate, progress=show_progress,
+                           name=self.spec, force=options.force, warn=options.warn,
+                           objective=objective or DEFAULT_OBJECTIVE.name)
+
+
+def load_chain_target(spec: str, hardware: Accelerator) -> ChainTarget:
+    """The chain named by `spec` on `hardware`; ValueError (one line) for a bad chain spec."""
+    from dsasim.architect.chain_catalogue import parse_chain
+    return ChainTarget(spec, parse_chain(spec), hardware)

@@ -1,0 +1,195 @@
+"""The layer target: one layer (a built-in name or a shape spec, `dsasim.architect.layers`) on one-level hardware,
+searched by `dsasim.architect.search.search`; its choice is the best `Candidate` with the search's figures."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Sequence
+
+from dsasim.architect.objective import Objective
+from dsasim.architect.target import ConfirmRule, SearchOptions
+from dsasim.hardware import Accelerator
+
+if TYPE_CHECKING:  # the search is imported by a search, not with the kind (`dsasim search --help` stays fast)
+    from dsasim.architect.search import SearchResult
+
+__all__ = ["LAYER_CONFIRM", "LayerChoice", "LayerTarget", "load_layer_target"]
+
+LAYER_CONFIRM = ConfirmRule(default=3)  # a single layer's search on one-level hardware re-runs its top 3 candidates
+
+
+@dataclass(frozen=True)
+class LayerChoice:
+    """The best schedule of a layer (`result.best`, a `search.Candidate`) and the search that found it."""
+
+    spec: str
+    result: SearchResult
+
+    kind = "layer"  # its text: dsasim.view.target_text.CHOICE_TEXTS["layer"]
+
+    @property
+    def fits(self) -> bool:
+        return self.result.best is not None
+
+    @property
+    def no_fit_reason(self) -> str:
+        return (f"no schedule of {self.spec} fits in {self.result.sram_bytes:,} B of SRAM (even the smallest tiles "
+                f"overflow it)")
+
+    @property
+    def schedule(self) -> Any:
+        return None if self.result.best is None else self.result.best.nest
+
+    def _best(self, name: str) -> int | None:
+        return None if self.result.best is None else getattr(self.result.best, name)
+
+    @property
+    def loaded_bytes(self) -> int | None:
+        return self._best("loaded_bytes")
+
+    @property
+    def stored_bytes(self) -> int | None:
+        return self._best("stored_bytes")
+
+    @property
+    def traffic_bytes(self) -> int | None:
+        return self._best("traffic_bytes")
+
+    @property
+    def peak_sram_bytes(self) -> int | None:
+        return self._best("peak_sram_bytes")
+
+    @property
+    def macs(self) -> int | None:
+        return self._best("macs")
+
+    @property
+    def cycles(self) -> int | None:
+        return self._best("cycles")
+
+    @property
+    def cycles_source(self) -> str:
+        best = self.result.best
+        return "simulated" if best is not None and best.simulated_cycles is not None else "estimate"
+
+    @property
+    def lower_bound_bytes(self) -> int:
+        return self.result.bound.bytes
+
+    @property
+    def compulsory_bytes(self) -> int:
+        return self.result.bound.compulsory_bytes
+
+    @property
+    def evaluations(self) -> int:
+        return self.result.evaluations
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON object of `dsasim search LAYER --json` (stable key order, no wall times)."""
+        from dsasim.architect.analytic import analyze
+        from dsasim.architect.hierarchy import sram_triggers
+
+        result = self.result
+        best = result.best
+        assert best is not None, "to_json() of a choice that does not fit"
+        hw = result.hardware
+        return {
+            "layer": self.spec,
+            "hardware": hw.name,
+            "word_bytes": hw.word_bytes,
+            "objective": result.objective.name,
+            "sram_bytes": result.sram_bytes,
+            "loaded_bytes": best.loaded_bytes,
+            "stored_bytes": best.stored_bytes,
+            "rmw_bytes": best.rmw_bytes,
+            "traffic_bytes": best.traffic_bytes,
+            "peak_sram_bytes": best.peak_sram_bytes,
+            "lower_bound_bytes": result.bound.bytes,
+            "lower_bound_kind": result.bound.kind,
+            "compulsory_bytes": result.bound.compulsory_bytes,
+            "cycles": best.cycles,
+            "cycles_source": self.cycles_source,
+            "tensorcore_cycles": best.tensorcore_cycles,
+            "macs": best.macs,
+            "padded_macs": best.tensorcore_cycles * hw.tensorcore_in_channels * hw.tensorcore_out_channels,
+            "tensorcore_utilization": round(best.tensorcore_utilization(hw), 6),
+            "evaluations": result.evaluations,
+            "pareto": [{"peak_sram_bytes": c.peak_sram_bytes, "traffic_bytes": c.traffic_bytes}
+                       for c in result.pareto],
+            "loop_nest": best.nest.to_json(),
+            "triggers": [t.to_json() for t in sram_triggers(analyze(best.nest, hw))],
+        }
+
+
+@dataclass(frozen=True)
+class LayerTarget:
+    """A layer (`problem`, a ConvProblem or MatmulProblem) on one-level `hardware`."""
+
+    spec: str
+    problem: Any
+    hardware: Accelerator
+
+    kind = "layer"
+
+    @property
+    def progress_label(self) -> str:
+        return f"search {self.spec}"
+
+    def confirm_count(self, options: SearchOptions) -> int:
+        return LAYER_CONFIRM.count(options.confirm)
+
+    def estimate_work(self, sram_bytes: int, options: SearchOptions) -> Any:
+        from dsasim.architect.search import estimate_search_work
+        return estimate_search_work(self.problem, dataclasses.replace(self.hardware, sram_bytes=sram_bytes),
+                                    slide=options.slide)
+
+    def search(self, sram_bytes: int, objective: Objective | str, options: SearchOptions) -> LayerChoice:
+        """`search.search` of the layer: the top `confirm_count` candidates re-run through the "loopnest" kernel."""
+        from dsasim.architect.search import search
+
+        confirm = self.confirm_count(options)
+        runner = options.kernel("loopnest") if confirm > 0 else None
+        result = search(self.problem, self.hardware, sram_bytes, objective, runner=runner,
+                        confirm_top=max(confirm, 1), simulate=options.simulate, force=options.force,
+                        warn=options.warn, slide=options.slide, progress=options.progress)
+        return LayerChoice(self.spec, result)
+
+
+    # -- sweep-sram: one layer across SRAM sizes (`sweep.sweep_sram`, ranked by traffic)
+    def check_sweep(self, level: str | None, objective: str | None, options: SearchOptions) -> None:
+        """ValueError for a --level other than the SRAM or an objective other than traffic (this sweep ranks by
+        traffic: its points come from one search front for all sizes)."""
+        from dsasim.architect.objective import TRAFFIC, objective_named
+
+        if level not in (None, "SRAM"):
+            raise ValueError(f"--level {level}: on {self.hardware.name}, a layer is swept over the SRAM only "
+                             f"(hardware with levels below the SRAM, e.g. blog-l1, sweeps others)")
+        if objective is not None and objective_named(objective) != TRAFFIC:
+            raise ValueError(f"--objective does not apply to a single layer's sweep on {self.hardware.name}: it "
+                             f"applies to --network, chain and --level sweeps (a single layer's sweep on one-level "
+                             f"hardware ranks by traffic); leave it out")
+
+    def check_sizes(self, sizes: Sequence[int], level: str | None) -> None:
+        """ValueError for an SRAM size (bytes) below one word."""
+        if any(s < self.hardware.word_bytes for s in sizes):
+            raise ValueError(f"every size must hold at least one {self.hardware.word_bytes}-byte word")
+
+    def sweep_work(self, sizes: Sequence[int], level: str | None, options: SearchOptions) -> None:
+        """None: `sweep_sram` estimates its work and draws its own bar."""
+        return None
+
+    def sweep(self, sizes: Sequence[int], level: str | None, objective: str | None, options: SearchOptions,
+              show_progress: bool) -> Any:
+        """`sweep.sweep_sram` of the layer (a `SweepResult`): every size's best schedule traced and timed with the
+        "loopnest" kernel."""
+        from dsasim.architect.sweep import sweep_sram
+        return sweep_sram(self.problem, self.hardware, sizes, runner=options.kernel("loopnest"),
+                          simulate=options.simulate, progress=show_progress, layer=self.spec, force=options.force,
+                          warn=options.warn, slide=options.slide)
+
+
+def load_layer_target(spec: str, hardware: Accelerator) -> LayerTarget:
+    """The layer named by `spec` on `hardware`; ValueError (one line) for a spec that names no layer."""
+    from dsasim.architect.layers import parse_layer
+    return LayerTarget(spec, parse_layer(spec), hardware)

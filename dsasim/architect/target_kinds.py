@@ -1,0 +1,63 @@
+"""The registry of target kinds (`TARGET_KINDS`), tried in order by `target_of(spec, hardware)`: the first kind
+whose `can_load` takes the spec on that hardware loads it.
+
+- chain: a chain preset or spec (`chain_catalogue.is_chain`; conv and GEMM chains, `chain_kinds`), `ChainTarget`;
+- levels: a layer on hardware with levels below the SRAM (e.g. blog-l1), `LevelTarget`;
+- layer: a layer on one-level hardware, `LayerTarget`.
+
+A new kind is one adapter module (a `Target` and its `Choice`, `dsasim.architect.target`) and one
+`register_target_kind` call; the command line (`dsasim search`) reads only the protocols.
+"""
+
+from __future__ import annotations
+
+from dsasim.architect.target import Target, TargetKind
+from dsasim.hardware import Accelerator
+
+__all__ = ["CHAIN_TARGET", "LAYER_TARGET", "LEVEL_TARGET", "TARGET_KINDS", "register_target_kind", "target_of"]
+
+
+def _is_chain(spec: str, hardware: Accelerator) -> bool:
+    from dsasim.architect.chain_catalogue import is_chain
+    return is_chain(spec)
+
+
+def _load_chain(spec: str, hardware: Accelerator) -> Target:
+    from dsasim.architect.chain_target import load_chain_target
+    return load_chain_target(spec, hardware)
+
+
+def _load_level(spec: str, hardware: Accelerator) -> Target:
+    from dsasim.architect.level_target import load_level_target
+    return load_level_target(spec, hardware)
+
+
+def _load_layer(spec: str, hardware: Accelerator) -> Target:
+    from dsasim.architect.layer_target import load_layer_target
+    return load_layer_target(spec, hardware)
+
+
+# the adapters are imported when a spec is loaded, not with the registry (`dsasim search --help` stays fast)
+CHAIN_TARGET = TargetKind("chain", _is_chain, _load_chain)
+LEVEL_TARGET = TargetKind("levels", lambda spec, hardware: bool(hardware.inner_levels), _load_level)
+LAYER_TARGET = TargetKind("layer", lambda spec, hardware: not hardware.inner_levels, _load_layer)
+
+TARGET_KINDS: list[TargetKind] = [CHAIN_TARGET, LEVEL_TARGET, LAYER_TARGET]
+
+
+def register_target_kind(kind: TargetKind) -> None:
+    """Add a kind, tried before the built-in ones (its `can_load` should take only its own specs); a name already
+    registered raises ValueError."""
+    if any(k.name == kind.name for k in TARGET_KINDS):
+        raise ValueError(f"register_target_kind: a target kind named {kind.name!r} is already registered")
+    TARGET_KINDS.insert(0, kind)
+
+
+def target_of(spec: str, hardware: Accelerator) -> Target:
+    """The target `spec` names on `hardware`, loaded by the first kind of TARGET_KINDS that takes it; ValueError
+    (one line: what is wrong and what would be right) for a spec its kind cannot load, or that no kind takes."""
+    for kind in TARGET_KINDS:
+        if kind.can_load(spec, hardware):
+            return kind.load(spec, hardware)
+    known = ", ".join(k.name for k in TARGET_KINDS)
+    raise ValueError(f"no target kind takes {spec!r} on {hardware.name} (kinds: {known})")
