@@ -2,11 +2,11 @@
 
 `evaluate_network(network, hardwares, sizes, executor=...)` searches every distinct tensorcore problem of the
 network once per hardware (`search_front`: one enumeration serves every SRAM size), spreads those searches over an
-executor (`dsasim.architect.executor`: in process, a process pool, or a Dask cluster) and assembles, per hardware
+executor (`dsasim.architect.studies.executor`: in process, a process pool, or a Dask cluster) and assembles, per hardware
 and SRAM size, a `NetworkResult`: per layer its best schedule by traffic (ties: estimated cycles; or by cycles),
 its estimated cycles, its lower bound and compulsory traffic, TensorCore utilization and padding waste; network totals.
 
-Per layer kind (see `dsasim.architect.network`):
+Per layer kind (see `dsasim.architect.studies.network`):
 - tensorcore: the search's best nest by traffic under the SRAM size; cycles are the analytic model's estimate
   (max of TensorCore, vector and DDR time with the nest's buffering), at least the fused epilogue's vector time;
   its bound is `lower_bound` (max of compulsory and the dataflow bound). A batched layer counts `count` times.
@@ -24,11 +24,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any, Sequence
 
-from dsasim.architect.network import CHAIN, TENSORCORE, UNMODELLED, VECTOR, Network, NetworkChain, NetworkLayer
-from dsasim.architect.loopnest import Problem
-from dsasim.architect.objective import DEFAULT_OBJECTIVE, Objective, objective_named
+from dsasim.architect.studies.network import CHAIN, TENSORCORE, UNMODELLED, VECTOR, Network, NetworkChain, NetworkLayer
+from dsasim.architect.nests.loopnest import Problem
+from dsasim.architect.search.objective import DEFAULT_OBJECTIVE, Objective, objective_named
 from dsasim.hardware import Accelerator
-from dsasim.architect.search import tensorcore_utilization
+from dsasim.architect.search.layer_search import tensorcore_utilization
 from dsasim.cost import ddr_port, dma_cycles, overlapped_cycles, vector_cycles
 from dsasim.one_level import require_one_level
 
@@ -56,8 +56,8 @@ def search_problem(problem: Problem, hardware: Accelerator, sizes: tuple[int, ..
     """Per SRAM size (bytes), the best nest's figures by `objective` (traffic: least loaded + stored bytes, ties
     estimated cycles; cycles: least estimated cycles, ties traffic), or a string saying why nothing fits (the
     task an executor runs; module-level so that worker processes and Dask import it by name)."""
-    from dsasim.architect.lower_bounds import lower_bound
-    from dsasim.architect.search import search_front
+    from dsasim.architect.model.lower_bounds import lower_bound
+    from dsasim.architect.search.layer_search import search_front
     from dsasim.util import numpy_hugepages_off
 
     numpy_hugepages_off()  # a Dask worker is a fresh process: the search's arrays are fresh memory there
@@ -100,7 +100,7 @@ def search_chain_task(chain: Any, hardware: Accelerator, sizes: tuple[int, ...],
                       objective: Objective | str = DEFAULT_OBJECTIVE) -> list[ChainFigures | str]:
     """Per SRAM size (bytes), the best partition of a chain into fused segments and single layers (`sweep_chain`
     by `objective`, estimated cycles), or a string saying why nothing fits (an executor's task)."""
-    from dsasim.architect.sweep import sweep_chain
+    from dsasim.architect.studies.sweep import sweep_chain
     from dsasim.util import numpy_hugepages_off
 
     numpy_hugepages_off()
@@ -279,13 +279,13 @@ def evaluate_network(network: Network, hardwares: Sequence[Accelerator], sizes: 
                      estimated_seconds: float | None = None) -> list[list[NetworkResult]]:
     """Per hardware (outer) and SRAM size in bytes (inner), the network's NetworkResult.
 
-    `executor` is an `dsasim.architect.executor.Executor` (default: in this process). Every distinct problem is
+    `executor` is an `dsasim.architect.studies.executor.Executor` (default: in this process). Every distinct problem is
     searched once per hardware (a cache by shape: ResNet-50's 53 convs are 20 to 23 searches). With `fusion`, each
     of the network's chains (`Network.chains`) gets its best partition into fused segments and single layers
     (`sweep_chain`, by the same objective) and is one entry; its layers are not searched on their own. With
     `progress`, the executor's bar on stderr counts the searches, labelled with `estimated_seconds` when given
     (the caller's `sweep.estimate_network_sweep_work`)."""
-    from dsasim.architect.executor import InProcess
+    from dsasim.architect.studies.executor import InProcess
 
     for hw in hardwares:
         require_one_level(hw, "network evaluation")
@@ -305,7 +305,7 @@ def evaluate_network(network: Network, hardwares: Sequence[Accelerator], sizes: 
     runner = executor if executor is not None else InProcess()
     label = f"{network.name}: searches"
     if estimated_seconds is not None:
-        from dsasim.architect.search import _duration
+        from dsasim.architect.search.layer_search import _duration
         label += f" (estimated {_duration(estimated_seconds)})"
     found = runner.run(_call, tasks, label=label, progress=progress)
     per_hw = {}
