@@ -1196,6 +1196,16 @@ MUTANTS: list[Mutant] = [
     Mutant("target: a chain's sweep ignores its objective", "dsasim/architect/search/chain_target.py",
            "                           objective=objective or DEFAULT_OBJECTIVE.name)",
            "                           objective=DEFAULT_OBJECTIVE.name)", TARGET_TESTS),
+    # -- issue 27: layout --
+    Mutant("layout: the model imports the search (against the flow)", "dsasim/architect/model/analytic.py",
+           "from dsasim.architect.nests.loopnest import LoopNest, Problem, last_tile, tile_count\n",
+           "from dsasim.architect.nests.loopnest import LoopNest, Problem, last_tile, tile_count\n"
+           "from dsasim.architect.search.objective import OBJECTIVES  # noqa: F401\n", ("tests/test_layering.py",)),
+    Mutant("layout: a study imported lazily by a problem", "dsasim/architect/problems/layers.py",
+           "from dsasim.architect.nests.loopnest import ConvProblem, MatmulProblem, Problem\n",
+           "from dsasim.architect.nests.loopnest import ConvProblem, MatmulProblem, Problem\n\n\n"
+           "def _planted():\n    from dsasim.architect.studies.executor import InProcess  # noqa: F401\n",
+           ("tests/test_layering.py",)),
 ]
 def _run_mutant(mutant: Mutant, timeout_s: float) -> tuple[str, float, str]:
     """Apply one mutant to a fresh copy of the committed tree and run its tests: (outcome, seconds, detail)."""

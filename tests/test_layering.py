@@ -1,5 +1,5 @@
 """The folder tree is the data flow: each package imports only the layers below it, and nothing imports in a
-cycle. The kernels (kernels/, installed as dsasim.kernels) sit beside the command line, above the library: they may
+cycle. Inside architect/ the subpackages are the flow again (problems <- nests <- model <- search <- studies). The kernels (kernels/, installed as dsasim.kernels) sit beside the command line, above the library: they may
 import any of it but the CLI, and the library reaches them only through entry points. Read from the source with
 `ast`, so a lazy import inside a function and a type-only import count as dependencies too."""
 
@@ -17,6 +17,24 @@ LAYERS = ("base", "traced", "timing", "architect", "view", "cli")
 # Import cycles known and being removed elsewhere, each the exact set of modules of one strongly connected part of
 # the import graph. An entry that no longer occurs as it is written fails the test too (delete it then).
 KNOWN_CYCLES: dict[str, frozenset[str]] = {}
+# Inside architect/, lowest first: what is computed, how it is scheduled (nests as data), the closed forms, which
+# schedule is best, many searches (sweeps, networks, shapes). A module may import its own step and those before it.
+ARCHITECT = "dsasim.architect"
+ARCHITECT_FLOW = ("problems", "nests", "model", "search", "studies")
+# Imports against that flow, each made because a file still holds two concepts and sits with the higher one
+# (bench/relayout.py's HOME); the split named removes the entry. An entry that no longer occurs fails the test too.
+KNOWN_UPWARD: dict[str, str] = {
+    "dsasim.architect.problems.layers -> dsasim.architect.nests.loopnest":
+        "split loopnest.py: the problems (Axis, TensorSpec, Problem, ConvProblem, MatmulProblem, problem_from_json) "
+        "into problems/problem.py",
+    "dsasim.architect.problems.chain -> dsasim.architect.nests.loopnest": "the same loopnest.py split",
+    "dsasim.architect.problems.chain_catalogue -> dsasim.architect.nests.loopnest": "the same loopnest.py split",
+    "dsasim.architect.problems.chain -> dsasim.architect.model.lower_bounds":
+        "ConvChain.compulsory_bytes is a bound: move it to model/lower_bounds.py (chain_compulsory_bytes)",
+    "dsasim.architect.problems.chain_catalogue -> dsasim.architect.search.gemm_chain":
+        "split gemm_chain.py: GemmChain and parse_gemm_chain into problems/, GemmChainNest into nests/, "
+        "analyze_gemm_chain into model/, GemmChainSpace stays in search/",
+}
 
 
 def _module_name(path: Path) -> str:
@@ -90,6 +108,45 @@ def test_each_package_imports_only_the_layers_below_it():
                     if a != "dsasim" and not _is_kernels(a) and not _is_kernels(b)  # the facade re-exports all
                     and LAYERS.index(_layer(b)) > LAYERS.index(_layer(a)))
     assert not upward, f"imports against the data flow {' < '.join(LAYERS)}: {upward}"
+
+
+def _flow_step(module: str) -> int | None:
+    """Where an architect module sits in the flow (0 = problems), None outside architect/ or outside the flow."""
+    parts = module.split(".")
+    if ".".join(parts[:2]) != ARCHITECT or len(parts) < 3 or parts[2] not in ARCHITECT_FLOW:
+        return None
+    return ARCHITECT_FLOW.index(parts[2])
+
+
+def test_every_architect_module_sits_in_one_step_of_the_flow():
+    """A module straight in architect/ (or in a folder that is no step) would escape the flow check below."""
+    loose = sorted(m for m in MODULES if m.startswith(ARCHITECT + ".") and _flow_step(m) is None)
+    assert not loose, f"architect modules outside {'/, '.join(ARCHITECT_FLOW)}/: {loose}"
+
+
+def test_architect_imports_follow_the_flow():
+    """Nothing in architect/ imports a later step (problems <- nests <- model <- search <- studies), lazy and
+    type-only imports included, but the known entries, each of which must still occur as written."""
+    edges = _edges()
+    upward = sorted(f"{a} -> {b}" for a, bs in edges.items() for b in bs
+                    if _flow_step(a) is not None and _flow_step(b) is not None and _flow_step(b) > _flow_step(a))
+    unknown = [edge for edge in upward if edge not in KNOWN_UPWARD]
+    assert not unknown, f"imports against the flow {' < '.join(ARCHITECT_FLOW)}: {unknown}"
+    gone = sorted(edge for edge in KNOWN_UPWARD if edge not in upward)
+    assert not gone, f"known upward imports no longer found as written, delete them from KNOWN_UPWARD: {gone}"
+
+
+def test_the_layout_page_names_every_architect_module_in_its_step():
+    """docs/reference/layout.md lists, under each step's bullet (`  - `problems/` — ...`), exactly the modules that
+    step's folder holds: a module added, moved or renamed without the page fails here."""
+    import re
+
+    page = (ROOT.parent / "docs" / "reference" / "layout.md").read_text()
+    bullets = re.split(r"\n  - `(\w+)/`", page.split("- `dsasim/architect/`", 1)[1].split("\n- `", 1)[0])
+    named = {step: set(re.findall(r"`(\w+)\.py`", text)) for step, text in zip(bullets[1::2], bullets[2::2])}
+    held = {step: {p.stem for p in (ROOT / "architect" / step).glob("*.py") if p.name != "__init__.py"}
+            for step in ARCHITECT_FLOW}
+    assert named == held
 
 
 def _cycles(edges: dict[str, set[str]]) -> list[frozenset[str]]:
@@ -181,3 +238,41 @@ def test_the_checks_see_planted_cycles_and_planted_forbidden_imports(tmp_path):
             test_the_library_never_imports_kernels_and_only_the_cli_imports_the_cli()
     finally:
         ROOT, KERNELS, MODULES, KNOWN_CYCLES = saved
+
+
+def test_the_flow_check_sees_planted_upward_and_loose_modules(tmp_path):
+    """The architect checks find what they look for: a model module importing search lazily, a problems module
+    importing a study under TYPE_CHECKING, a module straight in architect/; a known entry that no longer occurs."""
+    folder = tmp_path / "dsasim" / "architect"
+    for step in ARCHITECT_FLOW:
+        (folder / step).mkdir(parents=True)
+        (folder / step / "__init__.py").write_text("")
+    (tmp_path / "kernels").mkdir()
+    for init in ("dsasim/__init__.py", "dsasim/architect/__init__.py", "kernels/__init__.py"):
+        (tmp_path / init).write_text("")
+    (folder / "search" / "s.py").write_text("from dsasim.architect.model import m\nfrom dsasim.architect.problems.p "
+                                            "import P\n")
+    (folder / "model" / "m.py").write_text("def f():\n    from dsasim.architect.search.s import best\n")
+    (folder / "problems" / "p.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+                                              "    import dsasim.architect.studies.w\n")
+    (folder / "studies" / "w.py").write_text("import dsasim.architect.search.s\n")
+    (folder / "loose.py").write_text("")
+    global ROOT, KERNELS, MODULES, KNOWN_UPWARD
+    saved = ROOT, KERNELS, MODULES, KNOWN_UPWARD
+    ROOT, KERNELS = tmp_path / "dsasim", tmp_path / "kernels"
+    KNOWN_UPWARD = {"dsasim.architect.nests.n -> dsasim.architect.model.m": "planted known"}
+    MODULES = {_module_name(p): p for p in _sources()}
+    try:
+        with pytest.raises(AssertionError, match=r"outside problems/, nests/, model/, search/, studies/: "
+                                                 r"\['dsasim.architect.loose'\]"):
+            test_every_architect_module_sits_in_one_step_of_the_flow()
+        with pytest.raises(AssertionError, match=r"against the flow .*\['dsasim.architect.model.m -> "
+                                                 r"dsasim.architect.search.s', 'dsasim.architect.problems.p -> "
+                                                 r"dsasim.architect.studies.w'\]\n"):
+            test_architect_imports_follow_the_flow()
+        MODULES = {m: p for m, p in MODULES.items()
+                   if m not in ("dsasim.architect.model.m", "dsasim.architect.problems.p")}
+        with pytest.raises(AssertionError, match=r"no longer found.*\['dsasim.architect.nests.n -> "):
+            test_architect_imports_follow_the_flow()
+    finally:
+        ROOT, KERNELS, MODULES, KNOWN_UPWARD = saved
