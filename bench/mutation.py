@@ -1206,6 +1206,15 @@ MUTANTS: list[Mutant] = [
            "from dsasim.architect.nests.loopnest import ConvProblem, MatmulProblem, Problem\n\n\n"
            "def _planted():\n    from dsasim.architect.studies.executor import InProcess  # noqa: F401\n",
            ("tests/test_layering.py",)),
+    Mutant("layout: the relayout script drops a renamed module's local name", "bench/relayout.py",
+           'name if name == bound else f"{name} as {bound}"', "name", ("tests/test_relayout.py",)),
+    Mutant("layout: the relayout script reads the new search/ package as the old search module", "bench/relayout.py",
+           "if name in self.members and rest and rest.group(1) in self.members[name]:", "if False:",
+           ("tests/test_relayout.py",)),
+    Mutant("layout: the relayout script moves a dirty tree", "bench/relayout.py",
+           "if dirty and not dry_run:", "if False:", ("tests/test_relayout.py",)),
+    Mutant("layout: the relayout script resolves `from ..x` one package too high", "bench/relayout.py",
+           "base[:len(base) - (node.level - 1)]", "base[:len(base) - node.level]", ("tests/test_relayout.py",)),
 ]
 def _run_mutant(mutant: Mutant, timeout_s: float) -> tuple[str, float, str]:
     """Apply one mutant to a fresh copy of the committed tree and run its tests: (outcome, seconds, detail)."""
