@@ -19,7 +19,8 @@ AUDIENCES: dict[str, dict[str, str]] = {
     # writing schedules: a Session over traced DDR tensors, SRAM scopes, the TensorCore and the vector unit
     "writing schedules": {
         "Session": "dsasim.traced.session",
-        "GlobalHierarchy": "dsasim.traced.scope",
+        "GlobalHierarchy": "dsasim.traced.scope",  # the blog's name of a Scope (an alias)
+        "Scope": "dsasim.traced.scope",
         "TracedArray": "dsasim.traced.traced_array",
         "Tile": "dsasim.traced.tile",
         "TensorCore": "dsasim.traced.tensorcore",

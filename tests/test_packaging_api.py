@@ -75,3 +75,15 @@ def test_the_kernels_use_no_deprecated_name():
              "dsasim.kernels.loopnest_kernel, dsasim.kernels.fused_kernel, dsasim.kernels.gemm_chain_kernel")
     run = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
     assert run.returncode == 0, run.stderr[-500:]
+
+
+def test_scope_is_the_class_and_global_hierarchy_the_blogs_alias_of_it():
+    """`Scope` names what the blog calls `GlobalHierarchy` (one scope, not a hierarchy): the same class, both
+    exported, and a session's `scope()` makes one."""
+    import dsasim
+    from dsasim import GlobalHierarchy, Scope, Session, preset
+
+    assert GlobalHierarchy is Scope
+    assert {"Scope", "GlobalHierarchy"} <= set(dsasim.AUDIENCES["writing schedules"])
+    s = Session(preset("blog"), numeric=False)
+    assert type(s.scope("a")) is Scope

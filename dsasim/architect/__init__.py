@@ -1,1 +1,4 @@
-"""The architects' loop: what the best schedule could do (loop nests as data, the analytic model, lower bounds, the search and SRAM sweeps, layer specs)."""
+"""The architects' loop: what the best schedule could do, in five steps that are the flow (each imports only the
+earlier ones): `problems` (what is computed) <- `nests` (how it is scheduled) <- `model` (closed forms: traffic,
+cycles, bounds) <- `search` (which schedule is best, per `Target`) <- `studies` (many searches: sweeps, networks,
+shapes)."""

@@ -1,4 +1,5 @@
-"""SRAM scopes (`GlobalHierarchy`, the blog's name): `with GlobalHierarchy(session):` opens a scope instance whose
+"""SRAM scopes (`Scope`; `GlobalHierarchy` is the blog's name for it, kept as an alias): `with Scope(session):` or
+`with GlobalHierarchy(session):` opens a scope instance whose
 buffers live until it exits (rule 2 of `dsasim.traced.session`), N-way buffered with `ways=N`, or in a memory
 level below the SRAM with `level=`. The Session keeps the scope stack; this is the `with` statement's handle."""
 
@@ -14,13 +15,14 @@ from dsasim.traced import _core
 from dsasim.traced.tile import Tile
 from dsasim.util import is_int
 
-__all__ = ["GlobalHierarchy"]
+__all__ = ["GlobalHierarchy", "Scope"]
 
 ScopeInstance = _core.ScopeInstance  # one execution of a scope (a C class: the compiled core reads its fields)
 
 
-class GlobalHierarchy(_core.ScopeFields):
-    """An SRAM scope (the blog's name): `with GlobalHierarchy(session):` frees its buffers on exit.
+class Scope(_core.ScopeFields):
+    """An SRAM scope: `with Scope(session):` (the blog writes `GlobalHierarchy(session)`) frees its buffers on exit.
+    It is one scope, not a hierarchy, and global only without `level=`: hence the name; the blog's stays an alias.
 
     `level="L1w"` opens it in a memory level below the SRAM instead, on hardware that has one (`dsasim.traced.levels`).
 
@@ -64,7 +66,7 @@ class GlobalHierarchy(_core.ScopeFields):
         self.level = level
         self._instance: ScopeInstance | None = None
 
-    def _enter_py(self) -> "GlobalHierarchy":
+    def _enter_py(self) -> "Scope":
         """Open an instance of this scope (the reference; see `session._bind_core`)."""
         self._instance = self.session.open_scope(self.name, self.ways, self.level)
         return self
@@ -80,3 +82,6 @@ class GlobalHierarchy(_core.ScopeFields):
     def scratch(self, name: str, shape: tuple[int, ...], reuse: bool = False) -> Tile:
         """An on-chip-only zeroed buffer (no DDR backing, never loaded or stored); see Session.scratch."""
         return self.session.scratch(name, shape, reuse)
+
+
+GlobalHierarchy = Scope  # the blog's name of a scope (its demos and ours use it): the same class

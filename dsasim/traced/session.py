@@ -42,7 +42,7 @@ from dsasim.hardware import SRAM_LEVEL, Accelerator
 from dsasim.layout import DEFAULT_LAYOUT, LAYOUTS, check_layout
 from dsasim.traced.counters import Counters
 from dsasim.traced.levels import LevelState, check_role
-from dsasim.traced.scope import GlobalHierarchy
+from dsasim.traced.scope import GlobalHierarchy, Scope
 from dsasim.traced.sram_access import ScopeInstance, SramAccess
 from dsasim.traced.tile import Buffer, PendingCompute, Tile
 from dsasim.traced.trace import NullLog, ScopeInfo, TensorInfo, Trace
@@ -246,13 +246,13 @@ class Session(SramAccess):
 
     # -- scopes ----------------------------------------------------------------------------------------------
     def scope(self, name: str | None = None, ways: int | None = None,
-              buffers: int | None = None, level: str | None = None) -> GlobalHierarchy:
+              buffers: int | None = None, level: str | None = None) -> Scope:
         """A new scope in this session (same as GlobalHierarchy(session, ...); `buffers` aliases `ways`; `level`
         names a memory level below the SRAM, on hardware that has one)."""
         if name is None:
             caller = sys._getframe(1)
             name = f"{os.path.basename(caller.f_code.co_filename)}:{caller.f_lineno}"
-        return GlobalHierarchy(self, name, ways, buffers, level)
+        return Scope(self, name, ways, buffers, level)
 
     def _enter_scope_py(self, name: str, declared_ways: int | None, level: str | None = None) -> ScopeInstance:
         """Open a scope instance (the reference; see `_bind_core`), in the SRAM or (level) an inner level."""
