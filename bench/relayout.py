@@ -76,12 +76,12 @@ HOME: dict[str, str] = {
     "chain_kind": "search",          # the Chain interface the chain search reads
     "chain_kinds": "search",         # the registry CHAIN_KINDS
     "gemm_chain": "search",          # GemmChainSpace (and, until split, GemmChain, its nest and model)
-    "target": "search",              # (branch target) what `dsasim search` searches
-    "target_kinds": "search",
-    "layer_target": "search",
-    "level_target": "search",
-    "chain_target": "search",
-    # studies: many searches
+    # studies: many searches, all over targets
+    "target": "studies",             # Target, Choice, SearchOptions: what search, sweeps and networks take
+    "target_kinds": "studies",       # the registry TARGET_KINDS, target_of
+    "layer_target": "studies",       # one adapter per target kind (its search, sweep, JSON)
+    "level_target": "studies",
+    "chain_target": "studies",
     "sweep": "studies",              # SRAM sweeps of a layer or chain
     "network": "studies",            # the torch.fx import of a network
     "network_models": "studies",     # the preset networks

@@ -69,5 +69,5 @@ def test_the_layers_of_the_chain_kinds():
     graph = _graph()
     assert graph["dsasim.cost"] <= {"dsasim.hardware", "dsasim.util"}  # the cost rules: the hardware only
     assert FUSED not in graph[GEMM_CHAIN] and GEMM_CHAIN not in graph[CHAIN]
-    assert CHAIN not in graph[FUSED_ANALYSIS] and CHAIN_CATALOGUE in graph["dsasim.architect.search.chain_target"]
+    assert CHAIN not in graph[FUSED_ANALYSIS] and CHAIN_CATALOGUE in graph["dsasim.architect.studies.chain_target"]
     assert {CHAIN, GEMM_CHAIN} <= graph[CHAIN_CATALOGUE]

@@ -9,12 +9,12 @@ from typing import Any
 
 import pytest
 
-from dsasim.architect.search.chain_target import ChainTarget
-from dsasim.architect.search.layer_target import LayerTarget
-from dsasim.architect.search.level_target import LevelTarget
-from dsasim.architect.search.target import Choice, SearchOptions, SweptTarget, Target, TargetKind
-from dsasim.architect.search import target_kinds
-from dsasim.architect.search.target_kinds import register_target_kind, target_of
+from dsasim.architect.studies.chain_target import ChainTarget
+from dsasim.architect.studies.layer_target import LayerTarget
+from dsasim.architect.studies.level_target import LevelTarget
+from dsasim.architect.studies.target import Choice, SearchOptions, SweptTarget, Target, TargetKind
+from dsasim.architect.studies import target_kinds
+from dsasim.architect.studies.target_kinds import register_target_kind, target_of
 from dsasim.cli import main
 from dsasim.hardware import preset
 

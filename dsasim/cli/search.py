@@ -26,16 +26,16 @@ import time
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Iterator
 
-from dsasim.architect.search.layer_target import LAYER_CONFIRM
+from dsasim.architect.studies.layer_target import LAYER_CONFIRM
 from dsasim.architect.search.objective import DEFAULT_OBJECTIVE
-from dsasim.architect.search.target import SearchOptions
+from dsasim.architect.studies.target import SearchOptions
 from dsasim.atomic import write_text_atomic
 from dsasim.hardware import PRESETS, load_hardware
 from dsasim.cli.common import (EXIT_FAILED, CliError, Command, add_objective_argument, check_outputs, int_at_least,
                                kernel_runner, output_file, warner)
 
 if TYPE_CHECKING:
-    from dsasim.architect.search.target import Target
+    from dsasim.architect.studies.target import Target
 
 __all__ = ["COMMAND", "progress_callback"]
 
@@ -117,7 +117,7 @@ def _as_cli_errors(layer: str) -> Iterator[None]:
 def _target(args: argparse.Namespace) -> tuple[Target, int]:
     """The target LAYER names on --hardware (its kind picked by `target_of`) and the --sram size (default: the
     hardware's), checked before any search; a mistake raises CliError."""
-    from dsasim.architect.search.target_kinds import target_of
+    from dsasim.architect.studies.target_kinds import target_of
 
     try:
         hardware = load_hardware(args.hardware)
@@ -132,7 +132,7 @@ def _target(args: argparse.Namespace) -> tuple[Target, int]:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Handle `dsasim search` for every target kind (`dsasim.architect.search.target_kinds`): parse the target, check the
+    """Handle `dsasim search` for every target kind (`dsasim.architect.studies.target_kinds`): parse the target, check the
     options and outputs, estimate the work, search, print its text (`dsasim.view.target_text`), write `choice.to_json()`. An exit
     status; a mistake in the command line raises CliError (exit 2)."""
     from dsasim.view.target_text import format_choice

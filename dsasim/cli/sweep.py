@@ -19,7 +19,7 @@ from contextlib import nullcontext
 from typing import TYPE_CHECKING
 
 from dsasim.architect.search.objective import DEFAULT_OBJECTIVE
-from dsasim.architect.search.target import SearchOptions, SweptTarget
+from dsasim.architect.studies.target import SearchOptions, SweptTarget
 from dsasim.hardware import load_hardware
 from dsasim.cli.common import (EXIT_FAILED, CliError, Command, add_objective_argument, int_at_least,
                                json_and_plot_paths, kernel_runner, parse_percent, warner, write_outputs)
@@ -94,10 +94,10 @@ def _refuse(args: argparse.Namespace, flags: tuple[str, ...], sweep: str) -> Non
 
 def run(args: argparse.Namespace) -> int:
     """Handle `dsasim sweep-sram`: an exit status; a mistake in the command line raises CliError (exit 2). A LAYER
-    (or CHAIN) is swept by its target kind (`dsasim.architect.search.target_kinds`): its rules for the options, its sizes,
+    (or CHAIN) is swept by its target kind (`dsasim.architect.studies.target_kinds`): its rules for the options, its sizes,
     its sweep; its text and plot from `dsasim.view.target_text.SWEEP_VIEWS`."""
     from dsasim.architect.studies.sweep import parse_sizes
-    from dsasim.architect.search.target_kinds import target_of
+    from dsasim.architect.studies.target_kinds import target_of
     from dsasim.cli.search import progress_callback
     from dsasim.view.target_text import SWEEP_VIEWS
 

@@ -1,4 +1,4 @@
-"""The text `dsasim search` and `dsasim sweep-sram` print for a target (`dsasim.architect.search.target`), per target
+"""The text `dsasim search` and `dsasim sweep-sram` print for a target (`dsasim.architect.studies.target`), per target
 kind: its choice's text in `CHOICE_TEXTS` (by the choice's `kind`), its sweep's text and plot in `SWEEP_VIEWS` (by
 the target's `kind`). Text is a view: the targets live in `dsasim.architect`, which does not import the table
 formatter.
@@ -14,9 +14,9 @@ from typing import TYPE_CHECKING, Any, Callable
 from dsasim.view.table import format_table
 
 if TYPE_CHECKING:
-    from dsasim.architect.search.chain_target import ChainChoice
-    from dsasim.architect.search.layer_target import LayerChoice
-    from dsasim.architect.search.level_target import LevelChoice
+    from dsasim.architect.studies.chain_target import ChainChoice
+    from dsasim.architect.studies.layer_target import LayerChoice
+    from dsasim.architect.studies.level_target import LevelChoice
     from dsasim.architect.studies.sweep import ChainSweepResult, SweepResult
 
 __all__ = ["CHOICE_TEXTS", "SWEEP_VIEWS", "SweepView", "format_chain_choice", "format_chain_sweep", "format_choice",

@@ -1,2 +1,1 @@
-"""Which schedule is best: objectives, the searches of layers, levels and chains, their spaces, and the `Target`
-that names what is searched (one adapter per kind)."""
+"""Which schedule is best: objectives, the searches of layers, levels and chains, and their spaces."""

@@ -5,13 +5,13 @@ whose `can_load` takes the spec on that hardware loads it.
 - levels: a layer on hardware with levels below the SRAM (e.g. blog-l1), `LevelTarget`;
 - layer: a layer on one-level hardware, `LayerTarget`.
 
-A new kind is one adapter module (a `Target` and its `Choice`, `dsasim.architect.search.target`) and one
+A new kind is one adapter module (a `Target` and its `Choice`, `dsasim.architect.studies.target`) and one
 `register_target_kind` call; the command line (`dsasim search`) reads only the protocols.
 """
 
 from __future__ import annotations
 
-from dsasim.architect.search.target import Target, TargetKind
+from dsasim.architect.studies.target import Target, TargetKind
 from dsasim.hardware import Accelerator
 
 __all__ = ["CHAIN_TARGET", "LAYER_TARGET", "LEVEL_TARGET", "TARGET_KINDS", "register_target_kind", "target_of"]
@@ -23,17 +23,17 @@ def _is_chain(spec: str, hardware: Accelerator) -> bool:
 
 
 def _load_chain(spec: str, hardware: Accelerator) -> Target:
-    from dsasim.architect.search.chain_target import load_chain_target
+    from dsasim.architect.studies.chain_target import load_chain_target
     return load_chain_target(spec, hardware)
 
 
 def _load_level(spec: str, hardware: Accelerator) -> Target:
-    from dsasim.architect.search.level_target import load_level_target
+    from dsasim.architect.studies.level_target import load_level_target
     return load_level_target(spec, hardware)
 
 
 def _load_layer(spec: str, hardware: Accelerator) -> Target:
-    from dsasim.architect.search.layer_target import load_layer_target
+    from dsasim.architect.studies.layer_target import load_layer_target
     return load_layer_target(spec, hardware)
 
 

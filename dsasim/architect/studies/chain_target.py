@@ -11,7 +11,7 @@ from typing import Any, Sequence
 
 from dsasim.architect.search.fused_search import ChainSearchResult
 from dsasim.architect.search.objective import Objective
-from dsasim.architect.search.target import ConfirmRule, SearchOptions
+from dsasim.architect.studies.target import ConfirmRule, SearchOptions
 from dsasim.hardware import Accelerator
 from dsasim.one_level import require_one_level
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Sequence
 
 from dsasim.architect.search.objective import Objective
-from dsasim.architect.search.target import ConfirmRule, SearchOptions
+from dsasim.architect.studies.target import ConfirmRule, SearchOptions
 from dsasim.hardware import Accelerator
 
 if TYPE_CHECKING:  # the search is imported by a search, not with the kind (`dsasim search --help` stays fast)

@@ -2,7 +2,7 @@
 a chain of layers to fuse), the `Choice` its search returns, and the `SearchOptions` that steer the search.
 
 A target is what the command line names (`resnet50.res2a_branch2b`, `gemm:m=512,n=512,k=512`, `resnet18.layer1.0`)
-bound to the hardware it runs on; its kind is picked by the registry `dsasim.architect.search.target_kinds` (`target_of`).
+bound to the hardware it runs on; its kind is picked by the registry `dsasim.architect.studies.target_kinds` (`target_of`).
 Every kind answers the same questions (its work estimate, its search, its rules for the options) and its choice the
 same figures (traffic, peak SRAM, MACs, cycles and whether they were simulated, the lower and compulsory bounds, the
 schedule) and its JSON (`to_json`); its text is a view (`dsasim.view.target_text`, by the choice's `kind`): the
@@ -196,7 +196,7 @@ class SweptTarget(Target, Protocol):
 
 @dataclass(frozen=True)
 class TargetKind:
-    """One entry of `dsasim.architect.search.target_kinds.TARGET_KINDS`: which specs it takes on which hardware
+    """One entry of `dsasim.architect.studies.target_kinds.TARGET_KINDS`: which specs it takes on which hardware
     (`can_load(spec, hardware)`, cheap: no parsing errors) and how it makes a `Target` of one (`load(spec,
     hardware)`, ValueError with a one-line message for a bad spec)."""
 
