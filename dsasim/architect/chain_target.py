@@ -36,7 +36,7 @@ class ChainChoice:
 
     @property
     def no_fit_reason(self) -> str:
-        return f"no schedule of {self.spec} fits in {self.result.sram_bytes:,} B of SRAM"
+        return f"no schedule of the chain {self.spec} fits in {self.result.sram_bytes:,} B of SRAM"
 
     @property
     def schedule(self) -> Any:
