@@ -153,8 +153,11 @@ def test_the_task_gives_a_chains_partition_and_reason() -> None:
     assert tiny == f"no schedule of the chain {chain.spec()} fits in 2 B of SRAM"
     assert isinstance(fits, TargetFigures)
     assert fits.label == fits.schedule["partition"] and fits.label.startswith("[")
-    # both GEMMs (2 x 64^3 MACs), whatever the partition
+    # both GEMMs (2 x 64^3 MACs), whatever the partition; the TensorCore (16 in x 24 out lanes) takes per GEMM at
+    # least 64 rows x ceil(64 / 16) x ceil(64 / 24) = 64 x 4 x 3 = 768 cycles, and with 1 MiB nothing forces
+    # smaller tiles (more padding): 2 x 768 = 1,536
     assert fits.macs == 2 * 64 ** 3
+    assert fits.tensorcore_cycles == 1536
 
 
 def test_figures_refuse_a_choice_that_does_not_fit_and_bad_values() -> None:
