@@ -166,3 +166,13 @@ def test_figures_refuse_a_choice_that_does_not_fit_and_bad_values() -> None:
     with pytest.raises(ValueError, match="loaded_bytes must be a whole number"):
         TargetFigures(loaded_bytes=-1, stored_bytes=0, cycles=0, tensorcore_cycles=0, macs=0, peak_sram_bytes=0,
                       lower_bound_bytes=0, compulsory_bytes=0, label="", schedule={})
+
+
+def test_a_registered_kind_is_asked_before_the_built_in_ones(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A kind registered for a piece the layer kind also takes (a GEMM's problem) gets it: registered kinds come
+    first, as for `target_of`."""
+    problem = parse_layer("gemm:m=64,n=64,k=64")
+    mine = TargetKind("mine", lambda spec, hardware: False, lambda spec, hardware: None,
+                      lambda piece, hardware: ToyTarget("mine", piece, hardware))
+    monkeypatch.setattr(target_kinds, "TARGET_KINDS", [mine, *target_kinds.TARGET_KINDS])
+    assert network_target_of(problem, BLOG) == ToyTarget("mine", problem, BLOG)
