@@ -24,7 +24,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from timing_utils import ROOT, export_revision  # noqa: E402
 
-HEAVY = ("torch", "matplotlib", "simpy", "dsasim.traced.schedule", "dsasim.architect.search", "dsasim.architect.sweep", "dsasim.timing",
+HEAVY = ("torch", "matplotlib", "simpy", "dsasim.traced.schedule", "dsasim.architect.search.layer_search", "dsasim.architect.studies.sweep", "dsasim.timing",
          "dsasim.view.plot", "dsasim.kernels")
 CASES = [
     ("python -c 'import numpy'", ["-c", "import numpy"]),

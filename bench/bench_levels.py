@@ -13,8 +13,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from dsasim.architect.layers import parse_layer  # noqa: E402
-from dsasim.architect.level_search import search_levels  # noqa: E402
+from dsasim.architect.problems.layers import parse_layer  # noqa: E402
+from dsasim.architect.search.level_search import search_levels  # noqa: E402
 from dsasim.hardware import preset  # noqa: E402
 
 

@@ -16,10 +16,10 @@ import argparse
 import json
 import time
 
-from dsasim.architect.executor import open_executor
-from dsasim.architect.network import load_network
-from dsasim.architect.network_eval import sweep_network  # fusion on: chains swept as chains
-from dsasim.architect.sweep import parse_sizes
+from dsasim.architect.studies.executor import open_executor
+from dsasim.architect.studies.network import load_network
+from dsasim.architect.studies.network_eval import sweep_network  # fusion on: chains swept as chains
+from dsasim.architect.studies.sweep import parse_sizes
 from dsasim.hardware import preset
 
 

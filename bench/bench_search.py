@@ -33,11 +33,11 @@ import numpy as np  # noqa: E402
 
 from timing_utils import best_of  # noqa: E402
 from dsasim import preset, run_schedule  # noqa: E402
-from dsasim.architect.layers import distinct_resnet50, parse_layer  # noqa: E402
-from dsasim.architect.loopnest import ConvProblem  # noqa: E402
-from dsasim.architect.lower_bounds import lower_bound  # noqa: E402
-from dsasim.architect.search import Space, _batches, run_search, search  # noqa: E402
-from dsasim.architect.sweep import format_bytes, parse_sizes, sweep_sram  # noqa: E402
+from dsasim.architect.problems.layers import distinct_resnet50, parse_layer  # noqa: E402
+from dsasim.architect.nests.loopnest import ConvProblem  # noqa: E402
+from dsasim.architect.model.lower_bounds import lower_bound  # noqa: E402
+from dsasim.architect.search.layer_search import Space, _batches, run_search, search  # noqa: E402
+from dsasim.architect.studies.sweep import format_bytes, parse_sizes, sweep_sram  # noqa: E402
 from dsasim.kernels import blog_demos  # noqa: E402
 from dsasim.kernels.loopnest_kernel import run_loopnest  # noqa: E402
 
@@ -88,7 +88,7 @@ def bench_table() -> list[dict]:
     rows = []
     for prob, names in distinct_resnet50():
         t = time.perf_counter()
-        from dsasim.architect.search import search_front
+        from dsasim.architect.search.layer_search import search_front
         _, best = search_front(prob, BLOG, TABLE_SIZES)
         seconds = time.perf_counter() - t
         cells = []

@@ -14,9 +14,9 @@ import argparse
 import time
 
 from dsasim import preset
-from dsasim.architect.chain_catalogue import parse_chain
-from dsasim.architect.fused_search import evaluate_fused_space, search_chain
-from dsasim.architect.sweep import format_bytes, parse_bytes
+from dsasim.architect.problems.chain_catalogue import parse_chain
+from dsasim.architect.search.fused_search import evaluate_fused_space, search_chain
+from dsasim.architect.studies.sweep import format_bytes, parse_bytes
 from dsasim.kernels.fused_kernel import run_fused
 from dsasim.kernels.loopnest_kernel import run_loopnest
 
@@ -29,7 +29,7 @@ GEMM_CHAINS = {"attention head": "gemm-chain:m=512,n=64,k=64,l=512",
 
 def gemm_table(sizes: list[str]) -> None:
     """The GEMM-chain table (markdown): fused vs layer by layer, and what Chimera's own model would pick."""
-    from dsasim.architect.gemm_chain import analyze_gemm_chain
+    from dsasim.architect.search.gemm_chain import analyze_gemm_chain
     hw = preset("blog")
     print("| chain | SRAM | best | best / bound | all fused: traffic B, cycles, nest (order, tiles m l k n) | "
           "layer by layer: traffic B, cycles | Chimera's pick: its DV B, traced B, est. cycles |")

@@ -46,20 +46,20 @@ _LEVEL_MODEL = ("the loop-nest model of every level is `dsasim search LAYER --ha
 ONE_LEVEL_FEATURES: dict[str, OneLevelFeature] = {
     "search": OneLevelFeature(
         "this search", "none (`dsasim search LAYER` on levels runs the per-level search instead)",
-        "`dsasim.architect.search.search`, `run_search`, `sweep_sram`",
-        "search every level with `dsasim.architect.level_search.search_levels`; " + _LEVEL_MODEL),
+        "`dsasim.architect.search.layer_search.search`, `run_search`, `sweep_sram`",
+        "search every level with `dsasim.architect.search.level_search.search_levels`; " + _LEVEL_MODEL),
     "chain search": OneLevelFeature(
-        "the chain search", "`dsasim search CHAIN`", "`dsasim.architect.fused_search.search_chain`", _LEVEL_MODEL),
+        "the chain search", "`dsasim search CHAIN`", "`dsasim.architect.search.fused_search.search_chain`", _LEVEL_MODEL),
     "chain sweep": OneLevelFeature(
-        "the chain sweep", "`dsasim sweep-sram CHAIN`", "`dsasim.architect.sweep.sweep_chain`", _LEVEL_MODEL),
+        "the chain sweep", "`dsasim sweep-sram CHAIN`", "`dsasim.architect.studies.sweep.sweep_chain`", _LEVEL_MODEL),
     "network evaluation": OneLevelFeature(
-        "the network evaluation", "`dsasim network NAME`", "`dsasim.architect.network_eval.evaluate_network`",
+        "the network evaluation", "`dsasim network NAME`", "`dsasim.architect.studies.network_eval.evaluate_network`",
         _LEVEL_MODEL),
     "network sweep": OneLevelFeature(
-        "the network sweep", "`dsasim sweep-sram --network NAME`", "`dsasim.architect.network_eval.evaluate_network`",
+        "the network sweep", "`dsasim sweep-sram --network NAME`", "`dsasim.architect.studies.network_eval.evaluate_network`",
         _LEVEL_MODEL),
     "shape sweep": OneLevelFeature(
-        "the shape sweep", "`dsasim shapes LAYER`", "`dsasim.architect.shapes.sweep_shapes`", _LEVEL_MODEL),
+        "the shape sweep", "`dsasim shapes LAYER`", "`dsasim.architect.studies.shapes.sweep_shapes`", _LEVEL_MODEL),
     "--no-simulate": OneLevelFeature(
         "--no-simulate (the one-level estimate of a checked nest's cycles)",
         "`dsasim search LAYER --no-simulate`, `dsasim sweep-sram LAYER --no-simulate`", "none (a command-line flag)",

@@ -11,8 +11,8 @@ import torch
 from torch import nn
 
 from dsasim import preset
-from dsasim.architect.network import import_network
-from dsasim.architect.network_eval import smallest_within, sweep_network
+from dsasim.architect.studies.network import import_network
+from dsasim.architect.studies.network_eval import smallest_within, sweep_network
 
 
 class SmallNet(nn.Module):

@@ -368,7 +368,7 @@ def fastest_mapping(problem: ConvProblem, hardware: Accelerator) -> str:
 def table_layers() -> dict[str, ConvProblem]:
     """The layers of the table in docs/model/conv-mapping.md: ResNet-50 conv1, res2a_branch2b (3x3), res2a_branch2a (1x1), and the
     stride-2 3x3 of torchvision's ResNet-50 v1.5 (layer2.0.conv2: 128 -> 128, 56 -> 28)."""
-    from dsasim.architect.layers import parse_layer
+    from dsasim.architect.problems.layers import parse_layer
 
     layers = {name: parse_layer(f"resnet50.{name}") for name in ("conv1", "res2a_branch2b", "res2a_branch2a")}
     layers["layer2.0.conv2"] = ConvProblem(1, 128, 128, 56, 56, 3, stride=2, padding=1,
@@ -449,7 +449,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 # -- registered schedules (`dsasim demo`), listed by kernels.resnet_schedules -------------------------------------
 
 def _registered() -> list[Schedule]:
-    from dsasim.architect.layers import parse_layer
+    from dsasim.architect.problems.layers import parse_layer
 
     conv1, res2a = parse_layer("resnet50.conv1"), parse_layer("resnet50.res2a_branch2b")
     out = [conv_mapping_schedule(conv1, m, name=f"conv1-{m}") for m in MAPPINGS]

@@ -1,6 +1,6 @@
 """The fused kernel: executes any `FusedNest` (a chain of convs, intermediates on chip) on the traced memory model.
 
-Semantics are those of `dsasim.architect.fused` (module docstring): one loop each over n, oh and ow of the last
+Semantics are those of `dsasim.architect.model.fused` (module docstring): one loop each over n, oh and ow of the last
 layer's output; per tile, the image box through the whole chain, every intermediate's box computed on chip
 (`Session.on_chip` tensors `mid1` ..), the output tile computed, residual-added and stored. With halo='keep' the
 image and the intermediates are rotating buffers in a `sweep` scope just outside the slide loop: the image slides
@@ -17,10 +17,10 @@ from typing import Callable, Mapping
 from dsasim import (Accelerator, GlobalHierarchy, RunResult, Schedule, Session, TensorCore, TracedArray, VectorUnit,
                     Workload, bind_tensors, run_schedule)
 from dsasim.traced.counters import Counters
-from dsasim.architect.chain import ConvChain
-from dsasim.architect.chain_kinds import chain_kind_of
-from dsasim.architect.fused import FusedNest
-from dsasim.architect.gemm_chain import GemmChainNest
+from dsasim.architect.problems.chain import ConvChain
+from dsasim.architect.search.chain_kinds import chain_kind_of
+from dsasim.architect.model.fused import FusedNest
+from dsasim.architect.search.gemm_chain import GemmChainNest
 
 
 def fused_workload(chain: ConvChain) -> Workload:

@@ -1,6 +1,6 @@
 """The GEMM-chain kernel: executes any `GemmChainNest` (C = A·B, E = C·D, C on chip) on the traced memory model.
 
-Semantics are those of `dsasim.architect.gemm_chain` (module docstring): the shared loops m and l in the nest's
+Semantics are those of `dsasim.architect.search.gemm_chain` (module docstring): the shared loops m and l in the nest's
 order, a scope per depth (`top`, `@<outer loop>`, `@<inner loop>`, then `gemm1` / `gemm2` with the nest's ways), each
 tensor staged (accessed) when the scope of its depth opens and used from there (hits); the C tile is an on-chip
 tensor (`Session.on_chip`) opened in the inner shared scope, accumulated over k on the TensorCore, optionally
@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Iterator, Mapping
 
 from dsasim import GlobalHierarchy, Session, TensorCore, TracedArray, VectorUnit, Workload
-from dsasim.architect.gemm_chain import GemmChain, GemmChainNest
+from dsasim.architect.search.gemm_chain import GemmChain, GemmChainNest
 
 _INDEXES = {"A": ("m", "k"), "B": ("k", "l"), "C": ("m", "l"), "D": ("l", "n"), "E": ("m", "n")}
 _GEMM_OF = {"A": 1, "B": 1, "D": 2, "E": 2}

@@ -1,6 +1,6 @@
 """The generic kernel: executes any `LoopNest` (conv or matmul) on the traced memory model.
 
-Semantics are those of `dsasim.architect.loopnest` (module docstring): one loop per dimension in the nest's order; each
+Semantics are those of `dsasim.architect.nests.loopnest` (module docstring): one loop per dimension in the nest's order; each
 tensor's buffer staged in its own `GlobalHierarchy` scope (`TENSOR@LOOP`, `ways=`) at its depth, holding
 the tensor's box for every loop inside; the TensorCore computes one tile at the innermost point, taking its
 operands from the staged buffers (hits). Run it like a hand-written schedule: `loopnest_schedule(nest)` is a
@@ -22,8 +22,8 @@ from typing import Any, Callable, Mapping, Sequence
 
 from dsasim import (Accelerator, GlobalHierarchy, RunResult, Schedule, Segment, Session, TensorCore, TracedArray,
                     Workload, bind_tensors, run_schedule)
-from dsasim.architect.hierarchy import LevelNest, tensor_role
-from dsasim.architect.loopnest import Axis, ConvProblem, LoopNest, MatmulProblem, Problem
+from dsasim.architect.model.hierarchy import LevelNest, tensor_role
+from dsasim.architect.nests.loopnest import Axis, ConvProblem, LoopNest, MatmulProblem, Problem
 from dsasim.geometry import stepped_box, window_rows, window_step
 from dsasim.traced.counters import Counters
 from dsasim.util import Region
@@ -347,7 +347,7 @@ def res2a_l1_nest() -> LevelNest:
     image whole in SRAM, 22-channel weight tiles held in L1w, 2-row slabs of image (with halo) in L1i and of
     output in L1acc, all 2-way; the TensorCore steps one output row at a time (the search's inner tiles are
     one pixel: the same traffic at every level, 56x the steps to trace)."""
-    from dsasim.architect.hierarchy import InnerTiling
+    from dsasim.architect.model.hierarchy import InnerTiling
     from dsasim.hardware import preset
 
     p = ConvProblem(1, 64, 64, 56, 56, 3, padding=1, name="resnet50.res2a_branch2b")

@@ -19,8 +19,8 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
-from dsasim.architect.layers import parse_layer  # noqa: E402
-from dsasim.architect.level_search import search_levels, sweep_levels  # noqa: E402
+from dsasim.architect.problems.layers import parse_layer  # noqa: E402
+from dsasim.architect.search.level_search import search_levels, sweep_levels  # noqa: E402
 from dsasim.hardware import preset  # noqa: E402
 from dsasim.timing import simulate  # noqa: E402
 from dsasim.view.plot import plot_level_sweep  # noqa: E402

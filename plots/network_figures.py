@@ -18,10 +18,10 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
-from dsasim.architect.executor import open_executor  # noqa: E402
-from dsasim.architect.network import load_network  # noqa: E402
-from dsasim.architect.network_eval import sweep_network  # noqa: E402
-from dsasim.architect.sweep import parse_sizes  # noqa: E402
+from dsasim.architect.studies.executor import open_executor  # noqa: E402
+from dsasim.architect.studies.network import load_network  # noqa: E402
+from dsasim.architect.studies.network_eval import sweep_network  # noqa: E402
+from dsasim.architect.studies.sweep import parse_sizes  # noqa: E402
 from dsasim.cli.sweep import format_network_sweep  # noqa: E402
 from dsasim.hardware import preset  # noqa: E402
 from dsasim.view.plot import plot_network_sweep  # noqa: E402

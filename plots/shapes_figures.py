@@ -19,9 +19,9 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
-from dsasim.architect.executor import open_executor  # noqa: E402
-from dsasim.architect.layers import parse_layer  # noqa: E402
-from dsasim.architect.shapes import parse_vary, sweep_shapes  # noqa: E402
+from dsasim.architect.studies.executor import open_executor  # noqa: E402
+from dsasim.architect.problems.layers import parse_layer  # noqa: E402
+from dsasim.architect.studies.shapes import parse_vary, sweep_shapes  # noqa: E402
 from dsasim.hardware import preset  # noqa: E402
 
 CASES = [  # (label, layer, vary)

@@ -11,9 +11,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dsasim import Accelerator, preset
-from dsasim.architect.analytic import analyze, group_stats, reconcile
-from dsasim.architect.loopnest import ConvProblem, LoopNest, MatmulProblem, tile_count, window_rows
-from dsasim.architect.search import evaluate_nests
+from dsasim.architect.model.analytic import analyze, group_stats, reconcile
+from dsasim.architect.nests.loopnest import ConvProblem, LoopNest, MatmulProblem, tile_count, window_rows
+from dsasim.architect.search.layer_search import evaluate_nests
 from dsasim.kernels import loopnest_kernel
 from dsasim.kernels.loopnest_kernel import blog_demo_nest, run_loopnest
 

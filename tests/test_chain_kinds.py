@@ -1,4 +1,4 @@
-"""The chain-kind registry (`dsasim.architect.chain_kinds`): a chain's kind is looked up by its class, the two
+"""The chain-kind registry (`dsasim.architect.search.chain_kinds`): a chain's kind is looked up by its class, the two
 kinds' entries hold what differs between them, and a third kind registered here (in the test only) is searched by
 `search_chain` and estimated by `estimate_chain_work` without any library file knowing it."""
 
@@ -9,12 +9,12 @@ from typing import Any
 
 import pytest
 
-from dsasim.architect.chain import ConvChain
-from dsasim.architect.chain_kind import Chain, ChainKind, KernelRef
-from dsasim.architect.chain_kinds import CHAIN_KINDS, CONV_CHAIN, GEMM_CHAIN, chain_kind_of, register_chain_kind
-from dsasim.architect.fused_analysis import FusedAnalysis
-from dsasim.architect.gemm_chain import GemmChain
-from dsasim.architect.loopnest import ConvProblem, MatmulProblem
+from dsasim.architect.problems.chain import ConvChain
+from dsasim.architect.search.chain_kind import Chain, ChainKind, KernelRef
+from dsasim.architect.search.chain_kinds import CHAIN_KINDS, CONV_CHAIN, GEMM_CHAIN, chain_kind_of, register_chain_kind
+from dsasim.architect.model.fused_analysis import FusedAnalysis
+from dsasim.architect.search.gemm_chain import GemmChain
+from dsasim.architect.nests.loopnest import ConvProblem, MatmulProblem
 from dsasim.hardware import load_hardware
 
 BLOG = load_hardware("blog")
@@ -58,7 +58,7 @@ def test_the_conv_kind_fuses_every_run_of_two_or_more_layers_the_gemm_kind_the_w
 
 def test_the_gemm_kind_adds_its_rmw_and_chimera_figures_to_a_fused_part():
     """Only the GEMM kind's fused parts carry rmw and Chimera's DV / MU (the conv kind adds nothing)."""
-    from dsasim.architect.fused_search import search_chain
+    from dsasim.architect.search.fused_search import search_chain
     data = search_chain(GemmChain(m=8, n=8, k=8, l=8), BLOG, 64 * 1024).to_json("g")
     fused = [p for p in data["parts"] if p["fused"]]
     assert fused and all({"rmw_bytes", "chimera_dv_bytes", "chimera_mu_bytes"} <= set(p) for p in fused)
@@ -142,7 +142,7 @@ def toy_analysis(nest: ToyNest, hw: Any) -> FusedAnalysis:
 
 
 def toy_work(chain: ToyChain, hw: Any) -> Any:
-    from dsasim.architect.search import WorkEstimate
+    from dsasim.architect.search.layer_search import WorkEstimate
     return WorkEstimate(what="", evaluations=TOY_WORK_EVALUATIONS, traced_operations=0, seconds=0.0)
 
 
@@ -160,8 +160,8 @@ def toy_registered(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_a_registered_toy_kind_is_searched_through_its_entry(toy_registered: None):
     """search_chain reaches the toy kind's space (its 7 evaluations), its analysis (16 B, max(5, 20) = 20 cycles)
     and its JSON extras; the layer-by-layer half is each layer's own search (the two layers are equal)."""
-    from dsasim.architect.fused_search import search_chain
-    from dsasim.architect.search import search
+    from dsasim.architect.search.fused_search import search_chain
+    from dsasim.architect.search.layer_search import search
     assert isinstance(ToyChain(), Chain)
     result = search_chain(ToyChain(), BLOG, 64 * 1024)
     one_layer = search(ToyChain().layers[0], BLOG, 64 * 1024)
@@ -176,7 +176,7 @@ def test_a_registered_toy_kind_is_searched_through_its_entry(toy_registered: Non
 
 def test_a_registered_toy_kind_is_estimated_through_its_entry(toy_registered: None):
     """estimate_chain_work: the one distinct layer's search plus the toy kind's fused work (1234 evaluations)."""
-    from dsasim.architect.fused_search import estimate_chain_work
-    from dsasim.architect.search import estimate_search_work
+    from dsasim.architect.search.fused_search import estimate_chain_work
+    from dsasim.architect.search.layer_search import estimate_search_work
     layer = estimate_search_work(ToyChain().layers[0], BLOG, 1)
     assert estimate_chain_work(ToyChain(), BLOG).evaluations == layer.evaluations + TOY_WORK_EVALUATIONS

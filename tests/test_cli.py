@@ -232,8 +232,8 @@ import dsasim.cli
 for action in dsasim.cli.build_parser()._subparsers._group_actions:
     for sub in action.choices.values():
         sub.format_help()
-heavy = ("torch", "matplotlib", "simpy", "dsasim.kernels", "dsasim.traced.schedule", "dsasim.architect.search", "dsasim.architect.sweep",
-         "dsasim.timing", "dsasim.traced.session", "dsasim.view.plot", "dsasim.architect.layers")
+heavy = ("torch", "matplotlib", "simpy", "dsasim.kernels", "dsasim.traced.schedule", "dsasim.architect.search.layer_search", "dsasim.architect.studies.sweep",
+         "dsasim.timing", "dsasim.traced.session", "dsasim.view.plot", "dsasim.architect.problems.layers")
 print(sorted(m for m in sys.modules if any(m == h or m.startswith(h + ".") for h in heavy)))
 """
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout

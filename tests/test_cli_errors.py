@@ -40,9 +40,9 @@ def no_work(monkeypatch):
     monkeypatch.setattr(dsasim.cli.demo, "_demo_one", _tripwire)
     monkeypatch.setattr(importlib.import_module("dsasim.traced.schedule"), "run_schedule", _tripwire)
     monkeypatch.setattr(dsasim.cli.simulate, "scope_names", _tripwire)
-    monkeypatch.setattr(importlib.import_module("dsasim.architect.search"), "search", _tripwire)
-    monkeypatch.setattr(importlib.import_module("dsasim.architect.sweep"), "sweep_sram", _tripwire)
-    levels = importlib.import_module("dsasim.architect.level_search")
+    monkeypatch.setattr(importlib.import_module("dsasim.architect.search.layer_search"), "search", _tripwire)
+    monkeypatch.setattr(importlib.import_module("dsasim.architect.studies.sweep"), "sweep_sram", _tripwire)
+    levels = importlib.import_module("dsasim.architect.search.level_search")
     monkeypatch.setattr(levels, "search_levels", _tripwire)
     monkeypatch.setattr(levels, "sweep_levels", _tripwire)
 

@@ -14,7 +14,7 @@ import pytest
 from helpers import assert_schedule_matches_torch
 
 from dsasim import ConvProblem, Schedule, preset, run_schedule
-from dsasim.architect.layers import parse_layer
+from dsasim.architect.problems.layers import parse_layer
 from dsasim.timing import simulate
 from dsasim.kernels.conv_mapping import (MAPPINGS, SCHEDULES, conv_mapping_schedule, estimate_mapping, fastest_mapping,
                                   footprint_bytes, format_mapping_table, mapping_table)

@@ -50,12 +50,12 @@ def _cycles_through(graph: dict[str, set[str]], among: set[str]) -> list[list[st
 
 
 # full dotted paths, so that bench/relayout.py can rewrite them when the modules move
-CHAIN = "dsasim.architect.chain"
-CHAIN_CATALOGUE = "dsasim.architect.chain_catalogue"
-FUSED = "dsasim.architect.fused"
-FUSED_ANALYSIS = "dsasim.architect.fused_analysis"
-GEMM_CHAIN = "dsasim.architect.gemm_chain"
-CHAIN_MODULES = {CHAIN, CHAIN_CATALOGUE, FUSED, FUSED_ANALYSIS, "dsasim.architect.fused_search", GEMM_CHAIN,
+CHAIN = "dsasim.architect.problems.chain"
+CHAIN_CATALOGUE = "dsasim.architect.problems.chain_catalogue"
+FUSED = "dsasim.architect.model.fused"
+FUSED_ANALYSIS = "dsasim.architect.model.fused_analysis"
+GEMM_CHAIN = "dsasim.architect.search.gemm_chain"
+CHAIN_MODULES = {CHAIN, CHAIN_CATALOGUE, FUSED, FUSED_ANALYSIS, "dsasim.architect.search.fused_search", GEMM_CHAIN,
                  "dsasim.cost"}
 
 
@@ -69,5 +69,5 @@ def test_the_layers_of_the_chain_kinds():
     graph = _graph()
     assert graph["dsasim.cost"] <= {"dsasim.hardware", "dsasim.util"}  # the cost rules: the hardware only
     assert FUSED not in graph[GEMM_CHAIN] and GEMM_CHAIN not in graph[CHAIN]
-    assert CHAIN not in graph[FUSED_ANALYSIS] and CHAIN_CATALOGUE in graph["dsasim.architect.chain_target"]
+    assert CHAIN not in graph[FUSED_ANALYSIS] and CHAIN_CATALOGUE in graph["dsasim.architect.studies.chain_target"]
     assert {CHAIN, GEMM_CHAIN} <= graph[CHAIN_CATALOGUE]

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import math
 
-from dsasim.architect.analytic import analyze
-from dsasim.architect.chain import ConvChain
-from dsasim.architect.fused_search import search_chain
-from dsasim.architect.loopnest import ConvProblem
+from dsasim.architect.model.analytic import analyze
+from dsasim.architect.problems.chain import ConvChain
+from dsasim.architect.search.fused_search import search_chain
+from dsasim.architect.nests.loopnest import ConvProblem
 from dsasim.cost import ISSUE_CYCLES, ddr_port, dma_cycles, overlapped_cycles
 from dsasim.hardware import preset
 

@@ -9,11 +9,11 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from dsasim.architect.chain import ConvChain
-from dsasim.architect.fused import FusedNest, analyze_fused
-from dsasim.architect.fused_search import evaluate_fused_space
-from dsasim.architect.gemm_chain import GemmChain, GemmChainNest, analyze_gemm_chain, evaluate_gemm_chain_space
-from dsasim.architect.loopnest import ConvProblem
+from dsasim.architect.problems.chain import ConvChain
+from dsasim.architect.model.fused import FusedNest, analyze_fused
+from dsasim.architect.search.fused_search import evaluate_fused_space
+from dsasim.architect.search.gemm_chain import GemmChain, GemmChainNest, analyze_gemm_chain, evaluate_gemm_chain_space
+from dsasim.architect.nests.loopnest import ConvProblem
 from dsasim.hardware import preset
 
 BLOG = preset("blog")  # 1-byte words, 32 B/cycle, 64 setup cycles, 16 x 24 TensorCore

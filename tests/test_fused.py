@@ -11,11 +11,11 @@ import numpy as np
 import pytest
 
 from dsasim import GlobalHierarchy, Session, VectorUnit, preset
-from dsasim.architect.chain import ConvChain
-from dsasim.architect.chain_catalogue import chain_names, parse_chain
-from dsasim.architect.fused import FusedNest, analyze_fused
-from dsasim.architect.loopnest import ConvProblem
-from dsasim.architect.objective import TRAFFIC
+from dsasim.architect.problems.chain import ConvChain
+from dsasim.architect.problems.chain_catalogue import chain_names, parse_chain
+from dsasim.architect.model.fused import FusedNest, analyze_fused
+from dsasim.architect.nests.loopnest import ConvProblem
+from dsasim.architect.search.objective import TRAFFIC
 from dsasim.errors import ReuseError
 from dsasim.timing import TraceError, simulate
 from dsasim.kernels.fused_kernel import count_fused, fused_schedule, run_fused
@@ -306,7 +306,7 @@ def test_presets():
 # ------------------------------------------------------------------------------------------- search
 def test_vectorised_space_equals_the_scalar_model():
     """Every valid candidate of the vectorised space equals analyze_fused (vector cycles: a floor of it)."""
-    from dsasim.architect.fused_search import evaluate_fused_space
+    from dsasim.architect.search.fused_search import evaluate_fused_space
     rng = random.Random(3)
     hw = preset("blog")
     checked = 0
@@ -339,7 +339,7 @@ def test_search_chain_fuses_a_basic_block_to_compulsory_and_beats_layer_by_layer
     """A 16-channel basic block on 12 x 12 (1-byte words): fused with kept halos it moves the image, both weights
     and the output once (the compulsory 2,304 + 2,304 + 2 x 2,304 B); layer by layer also stores and reloads the
     intermediate (2 x 2,304 B) and loads the input again for the residual (2,304 B)."""
-    from dsasim.architect.fused_search import search_chain
+    from dsasim.architect.search.fused_search import search_chain
     from dsasim.kernels.fused_kernel import run_fused as fused_runner
     from dsasim.kernels.loopnest_kernel import run_loopnest
     chain = two_3x3(c=16, h=12, relu=True, residual=True)
@@ -358,7 +358,7 @@ def test_search_picks_the_least_traffic_that_fits_by_brute_force():
     least traffic of every fused nest that fits, found by the scalar model nest by nest. (The cycles objective
     ranks by an estimate whose vector term is a floor; it is not checked against a brute force here.)"""
     import itertools
-    from dsasim.architect.fused_search import _fused_choice, evaluate_fused_space
+    from dsasim.architect.search.fused_search import _fused_choice, evaluate_fused_space
     rng = random.Random(9)
     done = 0
     while done < 8:

@@ -11,9 +11,9 @@ import random
 import pytest
 
 from dsasim import preset
-from dsasim.architect.chain_catalogue import is_chain, parse_chain
-from dsasim.architect.fused_search import search_chain
-from dsasim.architect.gemm_chain import (GEMM_ORDERS, GemmChain, GemmChainNest, analyze_gemm_chain,
+from dsasim.architect.problems.chain_catalogue import is_chain, parse_chain
+from dsasim.architect.search.fused_search import search_chain
+from dsasim.architect.search.gemm_chain import (GEMM_ORDERS, GemmChain, GemmChainNest, analyze_gemm_chain,
                                          evaluate_gemm_chain_space, parse_gemm_chain)
 from dsasim.cli import main
 from dsasim.timing import simulate
@@ -271,9 +271,9 @@ def test_nest_json_round_trips():
 def test_chain_sweep_equals_a_search_per_size_and_never_worsens():
     """One evaluation for all sizes (search fronts, the fused space once) gives, at every size, the traffic of a
     separate `search_chain` at that size; traffic never rises with SRAM and never drops below compulsory."""
-    from dsasim.architect.chain import ConvChain
-    from dsasim.architect.loopnest import ConvProblem
-    from dsasim.architect.sweep import sweep_chain
+    from dsasim.architect.problems.chain import ConvChain
+    from dsasim.architect.nests.loopnest import ConvProblem
+    from dsasim.architect.studies.sweep import sweep_chain
     conv_chain = ConvChain([ConvProblem(1, 8, 8, 12, 12, 3, padding=1), ConvProblem(1, 8, 16, 12, 12, 1)],
                            relu=True)
     for chain, sizes in ((GemmChain(96, 48, 32, 120, relu=True), [512, 4096, 65536]),

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from dsasim.architect.loopnest import ConvProblem
+from dsasim.architect.nests.loopnest import ConvProblem
 from dsasim.geometry import Conv2dShape, Window, conv_output_size, tap_outputs, window
 from dsasim.traced.bounds import Conv2dBoundsInfer
 

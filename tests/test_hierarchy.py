@@ -10,8 +10,8 @@ import zlib
 import numpy as np
 import pytest
 
-from dsasim.architect.hierarchy import COMPUTE, InnerTiling, LevelNest, analyze_levels, tensor_role
-from dsasim.architect.loopnest import ConvProblem, LoopNest, MatmulProblem
+from dsasim.architect.model.hierarchy import COMPUTE, InnerTiling, LevelNest, analyze_levels, tensor_role
+from dsasim.architect.nests.loopnest import ConvProblem, LoopNest, MatmulProblem
 from dsasim.hardware import KIB, PRESETS, MemoryLevel, from_toml, load_hardware
 
 BLOG = PRESETS["blog"]
@@ -317,8 +317,8 @@ def test_the_inner_search_finds_the_cheapest_inner_tiling_of_a_small_space(level
     analysed on its own: the search's inner tiling costs the least among those that fit every level."""
     import itertools
 
-    from dsasim.architect.level_search import _inner_search
-    from dsasim.architect.objective import CYCLES
+    from dsasim.architect.search.level_search import _inner_search
+    from dsasim.architect.search.objective import CYCLES
 
     hw = dataclasses.replace(L1, dram_bytes_per_cycle=1024.0, dma_setup_cycles=0, inner_levels=SMALL_LEVELS[levels])
     p = MatmulProblem(8, 8, 8)
@@ -355,9 +355,9 @@ def test_search_levels_on_blog_l1():
     """res2a_branch2b: the SRAM level is the one-level search's best; each level moves at least its bound; the
     result is the model of its own nest; with a weight buffer too small for the layer's weights the weights are
     streamed through it more than once."""
-    from dsasim.architect.layers import parse_layer
-    from dsasim.architect.level_search import search_levels
-    from dsasim.architect.search import search
+    from dsasim.architect.problems.layers import parse_layer
+    from dsasim.architect.search.level_search import search_levels
+    from dsasim.architect.search.layer_search import search
 
     p = parse_layer("resnet50.res2a_branch2b")
     r = search_levels(p, L1, objective="traffic")
@@ -377,7 +377,7 @@ def test_search_levels_on_blog_l1():
 
 
 def test_one_level_paths_refuse_inner_levels():
-    from dsasim.architect.search import search
+    from dsasim.architect.search.layer_search import search
 
     with pytest.raises(ValueError, match="this search models one on-chip level"):
         search(MatmulProblem(8, 8, 8), L1)
@@ -388,7 +388,7 @@ def test_the_command_line_on_blog_l1(tmp_path, capsys):
     run to run, its nest reloadable and equal to its figures, each swept size the level's capacity."""
     import json
 
-    from dsasim.architect.level_search import with_level_capacity
+    from dsasim.architect.search.level_search import with_level_capacity
     from dsasim.cli import main
 
     layer = "gemm:m=64,n=48,k=64"

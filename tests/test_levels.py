@@ -13,7 +13,7 @@ import pytest
 
 from dsasim import (CoherenceError, GlobalHierarchy, RegionError, Session, SramOverflowError, TensorCore, Workload,
                     bind_tensors, preset)
-from dsasim.architect.hierarchy import analyze_levels
+from dsasim.architect.model.hierarchy import analyze_levels
 from dsasim.hardware import MemoryLevel
 from dsasim.traced import trace as trace_module
 from dsasim.traced.schedule import Schedule
@@ -371,8 +371,8 @@ def test_the_level_models_cycles_track_the_timing_simulator():
     accumulator is 1-way its partial sums move in and out with the TensorCore waiting, and the TensorCore alone
     is more than 40 % short. (The 2-way nest also needs the timing's region rule: a partial sum is staged back
     once its own tile is home, not after every tile written back into the same SRAM buffer.)"""
-    from dsasim.architect.hierarchy import InnerTiling, LevelNest
-    from dsasim.architect.level_search import search_levels
+    from dsasim.architect.model.hierarchy import InnerTiling, LevelNest
+    from dsasim.architect.search.level_search import search_levels
     from dsasim.timing import simulate
     from dsasim.kernels.loopnest_kernel import blog_conv, run_levelnest
 
@@ -391,7 +391,7 @@ def test_the_level_models_cycles_track_the_timing_simulator():
 def test_search_on_levels_does_not_start_a_trace_of_hours(capsys):
     """A 20,000^3 matmul's best two-level nest has 1.6 G TensorCore steps (20,000^3 / (m x n x k inner tile)):
     at ~50 us a step its trace would take ~22 hours, so `dsasim search` says so instead of starting it."""
-    from dsasim.architect.level_search import LEVEL_TRACE_SECONDS_PER_STEP
+    from dsasim.architect.search.level_search import LEVEL_TRACE_SECONDS_PER_STEP
     from dsasim.cli import main
 
     assert main(["search", "gemm:m=20000,n=20000,k=20000", "--hardware", "blog-l1"]) == 0

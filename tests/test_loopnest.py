@@ -11,9 +11,9 @@ import pytest
 from helpers import assert_schedule_matches_torch
 
 from dsasim import Session, preset, run_schedule
-from dsasim.architect.analytic import analyze
-from dsasim.architect.layers import distinct_resnet50, layer_names, parse_layer, resnet50_layers
-from dsasim.architect.loopnest import ConvProblem, LoopNest, MatmulProblem, problem_from_json, window_rows
+from dsasim.architect.model.analytic import analyze
+from dsasim.architect.problems.layers import distinct_resnet50, layer_names, parse_layer, resnet50_layers
+from dsasim.architect.nests.loopnest import ConvProblem, LoopNest, MatmulProblem, problem_from_json, window_rows
 from dsasim.traced.schedule import bind_tensors
 from dsasim.kernels import blog_demos
 from dsasim.kernels.loopnest_kernel import (BLOG_DEMO_NAMES, blog_conv, blog_demo_nest, count_loopnest, execute,

@@ -9,12 +9,12 @@ import random
 import pytest
 
 from dsasim import Accelerator
-from dsasim.architect.analytic import analyze
-from dsasim.architect.layers import parse_layer
-from dsasim.architect.loopnest import ConvProblem, LoopNest, MatmulProblem
-from dsasim.architect.lower_bounds import (compulsory_bytes, lower_bound, matmul_bound_elements, real_macs,
+from dsasim.architect.model.analytic import analyze
+from dsasim.architect.problems.layers import parse_layer
+from dsasim.architect.nests.loopnest import ConvProblem, LoopNest, MatmulProblem
+from dsasim.architect.model.lower_bounds import (compulsory_bytes, lower_bound, matmul_bound_elements, real_macs,
                                  touched_elements, window_reuse)
-from dsasim.architect.search import run_search, search
+from dsasim.architect.search.layer_search import run_search, search
 from dsasim.kernels.loopnest_kernel import count_loopnest
 
 

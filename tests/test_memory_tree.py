@@ -114,13 +114,13 @@ def test_each_refusal_in_the_library(feature):
 
 
 def test_the_library_entry_points_refuse_before_any_work():
-    from dsasim.architect.chain_catalogue import parse_chain
-    from dsasim.architect.fused_search import search_chain
-    from dsasim.architect.layers import MatmulProblem
-    from dsasim.architect.network_eval import evaluate_network
-    from dsasim.architect.search import search
-    from dsasim.architect.shapes import sweep_shapes
-    from dsasim.architect.sweep import sweep_chain
+    from dsasim.architect.problems.chain_catalogue import parse_chain
+    from dsasim.architect.search.fused_search import search_chain
+    from dsasim.architect.problems.layers import MatmulProblem
+    from dsasim.architect.studies.network_eval import evaluate_network
+    from dsasim.architect.search.layer_search import search
+    from dsasim.architect.studies.shapes import sweep_shapes
+    from dsasim.architect.studies.sweep import sweep_chain
 
     chain = parse_chain("resnet18.layer1.0")
     calls = {

@@ -1,7 +1,7 @@
 """Whole networks: the torch.fx import, the per-layer evaluation, the executors and the two commands.
 
 Expected values come from hand derivation (noted beside each), from the paper's ResNet-50 table in
-dsasim.architect.layers (an independent source: written from He et al. 2016, not from the modules), or from a
+dsasim.architect.problems.layers (an independent source: written from He et al. 2016, not from the modules), or from a
 separate single-layer `search` of the same shape.
 """
 
@@ -16,12 +16,12 @@ import torch
 import torch.nn as nn
 
 from dsasim import preset
-from dsasim.architect.executor import InProcess, open_executor
-from dsasim.architect.layers import resnet50_layers
-from dsasim.architect.loopnest import ConvProblem, MatmulProblem
-from dsasim.architect.network import NetworkImportError, import_network, load_network
-from dsasim.architect.network_eval import evaluate_network, smallest_within, sweep_network, vary_hardware
-from dsasim.architect.search import search
+from dsasim.architect.studies.executor import InProcess, open_executor
+from dsasim.architect.problems.layers import resnet50_layers
+from dsasim.architect.nests.loopnest import ConvProblem, MatmulProblem
+from dsasim.architect.studies.network import NetworkImportError, import_network, load_network
+from dsasim.architect.studies.network_eval import evaluate_network, smallest_within, sweep_network, vary_hardware
+from dsasim.architect.search.layer_search import search
 from dsasim.cli import main
 
 BLOG = preset("blog")
@@ -92,8 +92,8 @@ class Block(nn.Module):
 
 
 def test_a_conv_run_with_an_identity_residual_becomes_a_chain_and_fusion_never_costs_traffic():
-    from dsasim.architect.chain import ConvChain
-    from dsasim.architect.fused_search import search_chain
+    from dsasim.architect.problems.chain import ConvChain
+    from dsasim.architect.search.fused_search import search_chain
     net = import_network(Block(), (1, 8, 12, 12))
     (nc,) = net.chains
     layer = ConvProblem(n=1, ic=8, oc=8, h=12, w=12, kh=3, padding=1)
@@ -128,7 +128,7 @@ class ProjectionBlock(nn.Module):
 
 
 def test_a_projection_skip_is_loaded_by_the_chain_and_the_projection_is_a_layer():
-    from dsasim.architect.fused_search import search_chain
+    from dsasim.architect.search.fused_search import search_chain
     net = import_network(ProjectionBlock(), (1, 4, 12, 12))
     (nc,) = net.chains
     assert [net.layers[i].name for i in nc.members] == ["a", "b"] and not nc.chain.residual
@@ -474,8 +474,8 @@ def test_a_list_of_hardware_files_is_a_grid(tmp_path, capsys):
 
 
 def test_bert_feed_forward_pair_is_a_gemm_chain_with_its_residual_loaded():
-    from dsasim.architect.fused_search import search_chain
-    from dsasim.architect.gemm_chain import GemmChain
+    from dsasim.architect.search.fused_search import search_chain
+    from dsasim.architect.search.gemm_chain import GemmChain
     net = load_network("bert-base-layer:seq=16")
     (nc,) = net.chains  # q, k, v and the attention products share inputs or are batched: no other pair
     assert [net.layers[i].name for i in nc.members] == ["ffn_in", "ffn_out"]

@@ -11,7 +11,7 @@ import torch.fx
 from torch import nn
 from torch.fx.passes.shape_prop import ShapeProp
 
-from dsasim.architect.network_models import PRESETS, bert_layer, mobilenet_v2, resnet18, resnet50
+from dsasim.architect.studies.network_models import PRESETS, bert_layer, mobilenet_v2, resnet18, resnet50
 
 
 def _parameter_count(model: nn.Module) -> int:

@@ -11,16 +11,16 @@ from typing import Any, Sequence
 import pytest
 
 from dsasim import preset
-from dsasim.architect import target_kinds
-from dsasim.architect.chain_catalogue import parse_chain
-from dsasim.architect.chain_target import ChainTarget
-from dsasim.architect.layer_target import LayerTarget
-from dsasim.architect.layers import parse_layer
-from dsasim.architect.network import TENSORCORE, Network, NetworkLayer
-from dsasim.architect.network_eval import evaluate_network
-from dsasim.architect.target import TargetKind
-from dsasim.architect.target_figures import NetworkChoice, NetworkTarget, TargetFigures, sweep_target_task
-from dsasim.architect.target_kinds import network_target_of
+from dsasim.architect.studies import target_kinds
+from dsasim.architect.problems.chain_catalogue import parse_chain
+from dsasim.architect.studies.chain_target import ChainTarget
+from dsasim.architect.studies.layer_target import LayerTarget
+from dsasim.architect.problems.layers import parse_layer
+from dsasim.architect.studies.network import TENSORCORE, Network, NetworkLayer
+from dsasim.architect.studies.network_eval import evaluate_network
+from dsasim.architect.studies.target import TargetKind
+from dsasim.architect.studies.target_figures import NetworkChoice, NetworkTarget, TargetFigures, sweep_target_task
+from dsasim.architect.studies.target_kinds import network_target_of
 
 BLOG = preset("blog")
 

@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from dsasim.architect.objective import (CYCLES, DEFAULT_OBJECTIVE, OBJECTIVES, TRAFFIC, Objective,
+from dsasim.architect.search.objective import (CYCLES, DEFAULT_OBJECTIVE, OBJECTIVES, TRAFFIC, Objective,
                                         UnknownObjectiveError, describe_objectives, lexicographic_less,
                                         objective_named)
 from dsasim.hardware import load_hardware
@@ -115,7 +115,7 @@ def test_a_fused_space_is_ranked_by_the_objective_with_the_peak_last():
     (0,1) t=50 c=7 p=90, (0,2) t=40 c=9 p=200 (too large), (1,0) t=60 c=5 p=10, (1,1) t=50 c=7 p=60.
     By traffic: 50s; of them cycles 7: (0,1) p=90 and (1,1) p=60: the smaller peak, (1,1).
     By cycles: (1,0) (5 cycles)."""
-    from dsasim.architect.fused_search import _best_index
+    from dsasim.architect.search.fused_search import _best_index
 
     space = SimpleNamespace(valid=np.array([[True, True, True], [True, True, False]]),
                             traffic_bytes=np.array([[50, 50, 40], [60, 50, 1]]),
@@ -129,7 +129,7 @@ def test_a_fused_space_is_ranked_by_the_objective_with_the_peak_last():
 def test_an_inner_search_ranks_by_the_objective_across_outer_nests():
     """Three inner candidates (1 x 3; the last does not fit): cost 30, 20, 1; inner traffic 7, 9, 0. By traffic
     the first (7 B), key (DDR 100, 7, 30.0); by cycles the second (20), key (20.0, DDR 100, 9)."""
-    from dsasim.architect.level_search import _ranked
+    from dsasim.architect.search.level_search import _ranked
 
     result = {"cost": np.array([[30.0, 20.0, 1.0]]), "traffic": np.array([[7, 9, 0]]),
               "fits": np.array([[True, True, False]])}
@@ -139,13 +139,13 @@ def test_an_inner_search_ranks_by_the_objective_across_outer_nests():
 
 
 def test_the_library_refuses_an_unknown_objective_before_any_work():
-    from dsasim.architect.chain_catalogue import parse_chain
-    from dsasim.architect.fused_search import search_chain
-    from dsasim.architect.layers import parse_layer
-    from dsasim.architect.level_search import search_levels, sweep_levels
-    from dsasim.architect.network_eval import evaluate_network
-    from dsasim.architect.search import run_search, search, search_front
-    from dsasim.architect.sweep import sweep_chain
+    from dsasim.architect.problems.chain_catalogue import parse_chain
+    from dsasim.architect.search.fused_search import search_chain
+    from dsasim.architect.problems.layers import parse_layer
+    from dsasim.architect.search.level_search import search_levels, sweep_levels
+    from dsasim.architect.studies.network_eval import evaluate_network
+    from dsasim.architect.search.layer_search import run_search, search, search_front
+    from dsasim.architect.studies.sweep import sweep_chain
 
     blog, l1 = load_hardware("blog"), load_hardware("blog-l1")
     gemm = parse_layer("gemm:m=8,n=8,k=8")
@@ -167,7 +167,7 @@ def test_a_partition_is_ranked_by_the_objective_first_split_on_ties():
     """A two-layer chain: all fused moves 100 B in 50 cycles; layer by layer 60 + 60 = 120 B in 10 + 10 = 20
     cycles. By traffic: fused (100 < 120); by cycles: layer by layer (20 < 50). Fused at 120 B and 20 cycles
     ties layer by layer outright: the first split tried, all fused, is kept."""
-    from dsasim.architect.fused_search import SegmentChoice, _partition
+    from dsasim.architect.search.fused_search import SegmentChoice, _partition
 
     class TwoLayers:
         layers, residual = ("a", "b"), False
@@ -193,8 +193,8 @@ def test_a_partition_is_ranked_by_the_objective_first_split_on_ties():
 def test_result_best_follows_the_objective():
     """gemm m=128, n=96, k=64 under 16 KiB: the least-traffic nest is not the fastest (the fastest double-buffers
     every tensor and moves more), so the two objectives' `best` differ, each its own ranking's winner."""
-    from dsasim.architect.layers import parse_layer
-    from dsasim.architect.search import search
+    from dsasim.architect.problems.layers import parse_layer
+    from dsasim.architect.search.layer_search import search
 
     blog = load_hardware("blog")
     gemm = parse_layer("gemm:m=128,n=96,k=64")
@@ -223,8 +223,8 @@ def test_every_search_defaults_to_the_same_objective():
     sweep_levels defaulted to cycles before issue 27."""
     import inspect
 
-    from dsasim.architect import (fused_search, gemm_chain, level_search, network_eval, search, sweep,
-                                  target_figures)
+    from dsasim.architect.search import fused_search, gemm_chain, level_search, layer_search as search
+    from dsasim.architect.studies import network_eval, sweep, target_figures
 
     functions = [search.search, search.search_front, search.run_search, fused_search.search_chain,
                  sweep.sweep_chain, target_figures.sweep_target_task,
@@ -239,8 +239,8 @@ def test_search_levels_by_default_now_ranks_by_traffic():
     compulsory traffic is 128 x 64 + 64 x 96 + 128 x 96 = 8,192 + 6,144 + 12,288 = 26,624 B, which nothing
     beats; the default (traffic) reaches it. By cycles the search trades traffic for time: more SRAM traffic, fewer
     cycles. Before issue 27 the default was cycles (then 34,816 B, 2,496 cycles; now 26,624 B, 3,008 cycles)."""
-    from dsasim.architect.layers import parse_layer
-    from dsasim.architect.level_search import search_levels, with_level_capacity
+    from dsasim.architect.problems.layers import parse_layer
+    from dsasim.architect.search.level_search import search_levels, with_level_capacity
 
     hw = load_hardware("blog-l1")
     for level, capacity in (("L1w", 4096), ("L1i", 2048), ("L1acc", 2048)):

@@ -46,9 +46,9 @@ def test_the_question_table_names_every_command_and_a_page_for_each_question():
 def test_every_command_of_the_question_table_parses_and_names_a_real_layer():
     """The table's commands are not run (some take minutes); their options must still exist and their layers,
     chains and networks be real, so a renamed option or preset cannot leave the front page stale."""
-    from dsasim.architect.chain_catalogue import is_chain, parse_chain
-    from dsasim.architect.layers import parse_layer
-    from dsasim.architect.network_models import PRESETS
+    from dsasim.architect.problems.chain_catalogue import is_chain, parse_chain
+    from dsasim.architect.problems.layers import parse_layer
+    from dsasim.architect.studies.network_models import PRESETS
     from dsasim.cli import build_parser
 
     commands = [span for _, cell, _ in _question_table(README.read_text(encoding="utf-8"))

@@ -10,12 +10,12 @@ import time
 import pytest
 
 from dsasim import Accelerator, preset
-from dsasim.architect.analytic import analyze
-from dsasim.architect.layers import parse_layer
-from dsasim.architect.loopnest import ConvProblem, LoopNest, MatmulProblem
-from dsasim.architect.lower_bounds import lower_bound
-from dsasim.architect.search import run_search, search, tile_candidates
-from dsasim.architect.sweep import parse_bytes, parse_sizes, sweep_sram
+from dsasim.architect.model.analytic import analyze
+from dsasim.architect.problems.layers import parse_layer
+from dsasim.architect.nests.loopnest import ConvProblem, LoopNest, MatmulProblem
+from dsasim.architect.model.lower_bounds import lower_bound
+from dsasim.architect.search.layer_search import run_search, search, tile_candidates
+from dsasim.architect.studies.sweep import parse_bytes, parse_sizes, sweep_sram
 from dsasim.kernels.loopnest_kernel import count_loopnest, load_nest, run_loopnest
 
 BLOG = preset("blog")
@@ -219,7 +219,7 @@ def test_a_peak_equal_to_the_capacity_fits_and_one_byte_less_does_not():
     """gemm 5x5x5: the smallest footprint is one element of each tensor (every tile 1): 3 words. At 3 B it
     fits exactly: a and b are loaded once per (m, n, k), 125 + 125 B, c stays and is stored once per (m, n),
     25 B: 275 B. At 2 B nothing fits. Same with 4-byte words at 12 B and 11 B; the memory model agrees."""
-    from dsasim.architect.analytic import fits_sram
+    from dsasim.architect.model.analytic import fits_sram
     from dsasim.errors import SramOverflowError
     assert fits_sram(3, 3) and not fits_sram(4, 3)
     p = MatmulProblem(5, 5, 5)
@@ -275,7 +275,7 @@ def test_pareto_members_never_exceed_the_capacity(cap):
 def test_counts_are_exact_up_to_two_to_the_53():
     """count_bound_bytes = (tensors + 1) x word x prod(extents): a gemm of 2**17 cubed with 1-byte words is
     4 x 2**51 = 2**53 exactly (searched); one more row is refused before any evaluation."""
-    from dsasim.architect.search import EXACT_COUNT_LIMIT, LayerTooLargeError, Space, count_bound_bytes, evaluate_nests
+    from dsasim.architect.search.layer_search import EXACT_COUNT_LIMIT, LayerTooLargeError, Space, count_bound_bytes, evaluate_nests
     edge = MatmulProblem(2 ** 17, 2 ** 17, 2 ** 17)
     assert count_bound_bytes(edge, 1) == 2 ** 53 == EXACT_COUNT_LIMIT
     hw = Accelerator("t", sram_bytes=1536 * 1024, word_bytes=1)
@@ -304,7 +304,7 @@ def test_search_command_refuses_a_layer_too_large_for_exact_counts(capsys):
 
 # ------------------------------------------------------------------------------------------ work estimates
 def test_work_estimates_by_hand():
-    from dsasim.architect.search import (SECONDS_PER_TRACED_SCHEDULE, TRACED_OPERATIONS_PER_SECOND, Space, _batches,
+    from dsasim.architect.search.layer_search import (SECONDS_PER_TRACED_SCHEDULE, TRACED_OPERATIONS_PER_SECOND, Space, _batches,
                                estimate_search_work, estimate_trace_work, first_pass_size)
     # gemm 4x4x4, every tile 1, all innermost: 64 computes, each touching 3 tensors, 64 scope instances of each
     # tensor (entered and left): 64 x 4 + 2 x 3 x 64 = 640 operations
@@ -320,8 +320,8 @@ def test_work_estimates_by_hand():
 
 
 def test_hours_of_work_are_refused_up_front_unless_forced(monkeypatch, capsys):
-    search_module = importlib.import_module("dsasim.architect.search")
-    from dsasim.architect.search import WorkTooLargeError
+    search_module = importlib.import_module("dsasim.architect.search.layer_search")
+    from dsasim.architect.search.layer_search import WorkTooLargeError
     # 100,000 SRAM sizes: refused before any search (a fixed cost per traced size alone is hours)
     start = time.perf_counter()
     sizes = ",".join(str(s) for s in range(1, 100_001))
@@ -355,7 +355,7 @@ def test_top_k_keeps_one_candidate_per_structure():
     """The top-k lists keep the best candidate of each structure (the above-sets of all tensors): two candidates
     whose tensors have the same above bits but on different tensors are different structures."""
     import numpy as np
-    from dsasim.architect.search import Space, _TopK
+    from dsasim.architect.search.layer_search import Space, _TopK
     space = Space(parse_layer("gemm-64"), BLOG)
     rows = np.zeros((3, space.width), np.int64)
     rows[0, space.nd:space.nd + 2] = (1, 0)  # loop 0 above the first tensor only

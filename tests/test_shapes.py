@@ -13,11 +13,11 @@ import math
 import pytest
 
 from dsasim import preset
-from dsasim.architect.analytic import analyze
-from dsasim.architect.layers import parse_layer
-from dsasim.architect.loopnest import ConvProblem, LoopNest, MatmulProblem
-from dsasim.architect.search import search
-from dsasim.architect.shapes import parse_vary, sweep_shapes, vary_problem
+from dsasim.architect.model.analytic import analyze
+from dsasim.architect.problems.layers import parse_layer
+from dsasim.architect.nests.loopnest import ConvProblem, LoopNest, MatmulProblem
+from dsasim.architect.search.layer_search import search
+from dsasim.architect.studies.shapes import parse_vary, sweep_shapes, vary_problem
 from dsasim.cli import main
 
 HW = dataclasses.replace(preset("blog"), sram_bytes=64 * 1024)

@@ -16,10 +16,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dsasim import GlobalHierarchy, Session, TensorCore, VectorUnit, preset
-from dsasim.architect.analytic import analyze, reconcile, slide_stats
-from dsasim.architect.layers import parse_layer
-from dsasim.architect.loopnest import ConvProblem, LoopNest, MatmulProblem
-from dsasim.architect.search import Space, evaluate_nests, search
+from dsasim.architect.model.analytic import analyze, reconcile, slide_stats
+from dsasim.architect.problems.layers import parse_layer
+from dsasim.architect.nests.loopnest import ConvProblem, LoopNest, MatmulProblem
+from dsasim.architect.search.layer_search import Space, evaluate_nests, search
 from dsasim.errors import RegionError, ReuseError, SramOverflowError, StaleTileError
 from dsasim.timing import lower, simulate
 from dsasim.traced.trace import ENTER, LOAD, SLIDE

@@ -9,12 +9,12 @@ from typing import Any
 
 import pytest
 
-from dsasim.architect.chain_target import ChainTarget
-from dsasim.architect.layer_target import LayerTarget
-from dsasim.architect.level_target import LevelTarget
-from dsasim.architect.target import Choice, SearchOptions, SweptTarget, Target, TargetKind
-from dsasim.architect import target_kinds
-from dsasim.architect.target_kinds import register_target_kind, target_of
+from dsasim.architect.studies.chain_target import ChainTarget
+from dsasim.architect.studies.layer_target import LayerTarget
+from dsasim.architect.studies.level_target import LevelTarget
+from dsasim.architect.studies.target import Choice, SearchOptions, SweptTarget, Target, TargetKind
+from dsasim.architect.studies import target_kinds
+from dsasim.architect.studies.target_kinds import register_target_kind, target_of
 from dsasim.cli import main
 from dsasim.hardware import preset
 
@@ -41,8 +41,8 @@ def test_target_of_picks_the_kind(spec: str, hardware: str, expected: type) -> N
 
 
 def test_target_of_keeps_the_parsers_messages() -> None:
-    from dsasim.architect.chain_catalogue import parse_chain
-    from dsasim.architect.layers import parse_layer
+    from dsasim.architect.problems.chain_catalogue import parse_chain
+    from dsasim.architect.problems.layers import parse_layer
 
     for spec, parse in (("no-such-layer", parse_layer), ("resnet18.layer9.9", parse_chain)):
         with pytest.raises(ValueError) as direct:
@@ -99,7 +99,7 @@ class ToyTarget:
         return 0
 
     def estimate_work(self, sram_bytes: int, options: SearchOptions) -> Any:
-        from dsasim.architect.search import WorkEstimate
+        from dsasim.architect.search.layer_search import WorkEstimate
         return WorkEstimate(what="a toy", evaluations=1, traced_operations=0, seconds=0.0)
 
     def search(self, sram_bytes: int, objective: Any, options: SearchOptions) -> ToyChoice:
@@ -226,9 +226,9 @@ def test_a_new_kind_is_swept_printed_and_written_by_the_one_cli_path(monkeypatch
 
 
 def test_a_layer_and_a_chain_sweep_are_the_kind_specific_sweeps() -> None:
-    from dsasim.architect.chain_catalogue import parse_chain
-    from dsasim.architect.layers import parse_layer
-    from dsasim.architect.sweep import sweep_chain, sweep_sram
+    from dsasim.architect.problems.chain_catalogue import parse_chain
+    from dsasim.architect.problems.layers import parse_layer
+    from dsasim.architect.studies.sweep import sweep_chain, sweep_sram
 
     hw, sizes = preset("blog"), [8 * 1024, 32 * 1024]
     layer = target_of(SMALL_CONV, hw).sweep(sizes, None, None, NO_KERNELS, show_progress=False)
@@ -264,8 +264,8 @@ def test_each_kind_applies_its_sweep_rules() -> None:
 
 
 def test_a_layer_choice_carries_the_search_candidate() -> None:
-    from dsasim.architect.layers import parse_layer
-    from dsasim.architect.search import search
+    from dsasim.architect.problems.layers import parse_layer
+    from dsasim.architect.search.layer_search import search
 
     hw = preset("blog")
     direct = search(parse_layer(SMALL_CONV), hw, 16 * 1024, "traffic")
@@ -279,8 +279,8 @@ def test_a_layer_choice_carries_the_search_candidate() -> None:
 
 
 def test_a_chain_choice_carries_the_best_partitions_totals() -> None:
-    from dsasim.architect.chain_catalogue import parse_chain
-    from dsasim.architect.fused_search import search_chain
+    from dsasim.architect.problems.chain_catalogue import parse_chain
+    from dsasim.architect.search.fused_search import search_chain
 
     hw = preset("blog")
     direct = search_chain(parse_chain(SMALL_GEMM_CHAIN), hw, 64 * 1024, "traffic")
@@ -295,8 +295,8 @@ def test_a_chain_choice_carries_the_best_partitions_totals() -> None:
 
 
 def test_a_level_choice_carries_the_sram_levels_figures() -> None:
-    from dsasim.architect.layers import parse_layer
-    from dsasim.architect.level_search import search_levels
+    from dsasim.architect.problems.layers import parse_layer
+    from dsasim.architect.search.level_search import search_levels
 
     hw = preset("blog-l1")
     direct = search_levels(parse_layer(SMALL_CONV), hw, 64 * 1024, "traffic")

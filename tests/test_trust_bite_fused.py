@@ -6,9 +6,9 @@ from __future__ import annotations
 import dataclasses
 
 from dsasim import preset
-from dsasim.architect.chain import ConvChain
-from dsasim.architect.fused import FusedNest, analyze_fused
-from dsasim.architect.loopnest import ConvProblem
+from dsasim.architect.problems.chain import ConvChain
+from dsasim.architect.model.fused import FusedNest, analyze_fused
+from dsasim.architect.nests.loopnest import ConvProblem
 from dsasim.kernels.fused_kernel import count_fused
 
 BLOG = preset("blog")  # 32 vector lanes

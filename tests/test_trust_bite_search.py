@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 
 from dsasim import preset
-from dsasim.architect import search as search_module
-from dsasim.architect.analytic import ISSUE_CYCLES, analyze
-from dsasim.architect.loopnest import LoopNest, MatmulProblem
-from dsasim.architect.search import _best_buffering, _Front, search, with_capacity
+from dsasim.architect.search import layer_search as search_module
+from dsasim.architect.model.analytic import ISSUE_CYCLES, analyze
+from dsasim.architect.nests.loopnest import LoopNest, MatmulProblem
+from dsasim.architect.search.layer_search import _best_buffering, _Front, search, with_capacity
 from dsasim.hardware import Accelerator
 
 BLOG = preset("blog")

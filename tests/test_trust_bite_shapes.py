@@ -8,8 +8,8 @@ import dataclasses
 import math
 
 from dsasim import preset
-from dsasim.architect.loopnest import LoopNest, MatmulProblem
-from dsasim.architect.shapes import DispatchEntry, ShapePoint, _cost, _cover, _template
+from dsasim.architect.nests.loopnest import LoopNest, MatmulProblem
+from dsasim.architect.studies.shapes import DispatchEntry, ShapePoint, _cost, _cover, _template
 
 BLOG = preset("blog")  # TensorCore blocks: 16 input channels (k of a matmul) x 24 output channels (n)
 

@@ -32,12 +32,12 @@ def _tripwire(*_args, **_kwargs):
 @pytest.fixture
 def no_work(monkeypatch):
     """The searches, the network loader and the shape sweep's executor replaced by tripwires."""
-    monkeypatch.setattr(importlib.import_module("dsasim.architect.search"), "search", _tripwire)
-    monkeypatch.setattr(importlib.import_module("dsasim.architect.fused_search"), "search_chain", _tripwire)
-    levels = importlib.import_module("dsasim.architect.level_search")
+    monkeypatch.setattr(importlib.import_module("dsasim.architect.search.layer_search"), "search", _tripwire)
+    monkeypatch.setattr(importlib.import_module("dsasim.architect.search.fused_search"), "search_chain", _tripwire)
+    levels = importlib.import_module("dsasim.architect.search.level_search")
     monkeypatch.setattr(levels, "search_levels", _tripwire)
     monkeypatch.setattr(importlib.import_module("dsasim.cli.network"), "load_network_quietly", _tripwire)
-    monkeypatch.setattr(importlib.import_module("dsasim.architect.executor"), "open_executor", _tripwire)
+    monkeypatch.setattr(importlib.import_module("dsasim.architect.studies.executor"), "open_executor", _tripwire)
 
 
 _one_line_error = one_line_error
@@ -69,7 +69,7 @@ def test_a_chain_confirms_with_the_default_and_with_one_and_not_with_zero(capsys
 
 def test_a_single_layer_still_confirms_its_top_n(monkeypatch, capsys):
     """On one-level hardware the count reaches the search as given (default 3), and a runner only when N > 0."""
-    module = importlib.import_module("dsasim.architect.search")
+    module = importlib.import_module("dsasim.architect.search.layer_search")
     real, seen = module.search, []
 
     def spy(*args, **kwargs):

@@ -14,8 +14,8 @@ import importlib
 import pytest
 
 from dsasim import preset
-from dsasim.architect.layers import parse_layer
-from dsasim.architect.level_search import OUTER_PROGRESS_SHARE, search_levels, sweep_levels
+from dsasim.architect.problems.layers import parse_layer
+from dsasim.architect.search.level_search import OUTER_PROGRESS_SHARE, search_levels, sweep_levels
 from dsasim.cli import main
 
 LAYER = "gemm-64"

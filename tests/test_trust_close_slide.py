@@ -28,9 +28,9 @@ import numpy as np
 import pytest
 
 from dsasim import preset
-from dsasim.architect.analytic import analyze
-from dsasim.architect.loopnest import ConvProblem, LoopNest
-from dsasim.architect.search import Space, _neighbours
+from dsasim.architect.model.analytic import analyze
+from dsasim.architect.nests.loopnest import ConvProblem, LoopNest
+from dsasim.architect.search.layer_search import Space, _neighbours
 
 HW = dataclasses.replace(preset("blog"), sram_bytes=1 << 40, word_bytes=2)
 PROBLEM = ConvProblem(1, 2, 4, 6, 1, 3, kw=1, padding=(1, 0))

@@ -26,13 +26,13 @@ def _tripwire(*_args, **_kwargs):
 @pytest.fixture
 def no_work(monkeypatch):
     """Every search a command could start is a tripwire (the estimates are not: they must run to refuse)."""
-    for module, names in (("dsasim.architect.search", ("search",)),
-                          ("dsasim.architect.sweep", ("sweep_sram", "search_front")),
-                          ("dsasim.architect.shapes", ("_best_of",)),
-                          ("dsasim.architect.fused_search", ("_layer_choice", "_fused_spaces")),
-                          ("dsasim.architect.gemm_chain", ("evaluate_gemm_chain_space",)),
-                          ("dsasim.architect.network_eval", ("sweep_network",)),
-                          ("dsasim.architect.level_search", ("search_levels", "sweep_levels"))):
+    for module, names in (("dsasim.architect.search.layer_search", ("search",)),
+                          ("dsasim.architect.studies.sweep", ("sweep_sram", "search_front")),
+                          ("dsasim.architect.studies.shapes", ("_best_of",)),
+                          ("dsasim.architect.search.fused_search", ("_layer_choice", "_fused_spaces")),
+                          ("dsasim.architect.search.gemm_chain", ("evaluate_gemm_chain_space",)),
+                          ("dsasim.architect.studies.network_eval", ("sweep_network",)),
+                          ("dsasim.architect.search.level_search", ("search_levels", "sweep_levels"))):
         for name in names:
             monkeypatch.setattr(importlib.import_module(module), name, _tripwire)
 
@@ -120,10 +120,10 @@ def test_work_far_beyond_the_usual_is_refused_with_its_estimate(argv, expect, ca
 def test_the_estimates_scale_as_derived():
     """estimate_shapes_work counts exactly at up to 5 shapes (= the per-shape search estimates summed), and the
     GEMM-chain grid it counts is the grid evaluated; a network sweep's per-size share is 0.02 s per size."""
-    from dsasim.architect.gemm_chain import evaluate_gemm_chain_space, gemm_chain_space_size, parse_gemm_chain
-    from dsasim.architect.layers import parse_layer
-    from dsasim.architect.search import SECONDS_PER_CAPACITY, estimate_search_work
-    from dsasim.architect.shapes import estimate_shapes_work, shape_problems
+    from dsasim.architect.search.gemm_chain import evaluate_gemm_chain_space, gemm_chain_space_size, parse_gemm_chain
+    from dsasim.architect.problems.layers import parse_layer
+    from dsasim.architect.search.layer_search import SECONDS_PER_CAPACITY, estimate_search_work
+    from dsasim.architect.studies.shapes import estimate_shapes_work, shape_problems
     from dsasim.hardware import load_hardware
 
     hw = load_hardware("blog")
@@ -145,7 +145,7 @@ def test_the_estimates_scale_as_derived():
 def test_the_gemm_chain_space_is_evaluated_in_bounded_chunks():
     """_grid_chunks never gives more than chunk_nests nests (or one row of the last axis), covers every grid index
     exactly once; a chunked evaluation keeps the same fronts as one chunk."""
-    from dsasim.architect.gemm_chain import _grid_chunks, evaluate_gemm_chain_space, parse_gemm_chain
+    from dsasim.architect.search.gemm_chain import _grid_chunks, evaluate_gemm_chain_space, parse_gemm_chain
     from dsasim.hardware import load_hardware
 
     sizes = [3, 4, 5, 6]  # 360 nests; one m index holds 120, one (m, l) pair 30, one (m, l, k) row 6
@@ -169,7 +169,7 @@ def test_the_gemm_chain_space_is_evaluated_in_bounded_chunks():
 
 
 def test_a_chain_search_prints_its_header_once(capsys):
-    from dsasim.architect.gemm_chain import parse_gemm_chain
+    from dsasim.architect.search.gemm_chain import parse_gemm_chain
 
     spec = "gemm-chain:m=48,n=24,k=16,l=48"
     assert main(["search", spec, "--confirm", "0"]) == 0
@@ -179,7 +179,7 @@ def test_a_chain_search_prints_its_header_once(capsys):
 
 # -------------------------------------------------------------------------------------------- library errors
 def test_sizes_and_whole_numbers_are_read_exactly():
-    from dsasim.architect.sweep import MAX_SIZE_BYTES, parse_bytes
+    from dsasim.architect.studies.sweep import MAX_SIZE_BYTES, parse_bytes
     from dsasim.util import is_ascii_whole, parse_whole
 
     # 1.0009765625 KiB = 1.0009765625 x 1024 = 1024 + 1 = 1025 B (0.0009765625 = 1/1024); 8 GiB = 2**33
@@ -195,7 +195,7 @@ def test_sizes_and_whole_numbers_are_read_exactly():
 
 
 def test_parse_vary_counts_before_building():
-    from dsasim.architect.shapes import parse_vary
+    from dsasim.architect.studies.shapes import parse_vary
 
     with pytest.raises(ValueError, match="1,000,000,000,000 shapes"):
         parse_vary("m=1:1000000000000")  # a list of 10**12 ints would be a MemoryError
@@ -205,7 +205,7 @@ def test_parse_vary_counts_before_building():
 
 
 def test_dask_addresses_are_checked():
-    from dsasim.architect.executor import open_executor, parse_dask_address
+    from dsasim.architect.studies.executor import open_executor, parse_dask_address
 
     assert parse_dask_address("dask://127.0.0.1:8786") == "tcp://127.0.0.1:8786"
     assert parse_dask_address("dask://[::1]:1") == "tcp://[::1]:1"
@@ -216,15 +216,15 @@ def test_dask_addresses_are_checked():
 
 
 def _loopnest_json() -> dict:
-    from dsasim.architect.layers import parse_layer
-    from dsasim.architect.loopnest import LoopNest
+    from dsasim.architect.problems.layers import parse_layer
+    from dsasim.architect.nests.loopnest import LoopNest
 
     p = parse_layer("gemm:m=32,n=48,k=16")
     return LoopNest(p, ["m", "n", "k"], {"m": 16}, {"a": "m", "b": "top", "c": "m"}).to_json()
 
 
 def test_loopnest_from_json_names_missing_keys():
-    from dsasim.architect.loopnest import LoopNest
+    from dsasim.architect.nests.loopnest import LoopNest
 
     good = _loopnest_json()
     assert LoopNest.from_json(good).to_json() == good
@@ -240,9 +240,9 @@ def test_loopnest_from_json_names_missing_keys():
 
 
 def test_levelnest_from_json_names_missing_keys_and_checks_its_levels():
-    from dsasim.architect.hierarchy import LevelNest
-    from dsasim.architect.layers import parse_layer
-    from dsasim.architect.level_search import search_levels
+    from dsasim.architect.model.hierarchy import LevelNest
+    from dsasim.architect.problems.layers import parse_layer
+    from dsasim.architect.search.level_search import search_levels
     from dsasim.hardware import load_hardware
 
     hw = load_hardware("blog-l1")

@@ -30,7 +30,7 @@ def _die(_x: int) -> int:
 
 def test_a_cluster_without_workers_ends_the_run_after_the_stated_timeout():
     pytest.importorskip("distributed")
-    from dsasim.architect.executor import DaskExecutor, WorkersLostError
+    from dsasim.architect.studies.executor import DaskExecutor, WorkersLostError
 
     executor = DaskExecutor(1, workerless_timeout_seconds=2)
     try:
@@ -50,7 +50,7 @@ def test_a_task_that_kills_its_workers_ends_the_run():
     pytest.importorskip("distributed")
     import dask
 
-    from dsasim.architect.executor import DaskExecutor, WorkersLostError
+    from dsasim.architect.studies.executor import DaskExecutor, WorkersLostError
 
     with dask.config.set({"distributed.scheduler.allowed-failures": 0}):  # the first death gives up on the task
         executor = DaskExecutor(1)
@@ -110,7 +110,7 @@ def test_ctrl_c_under_dask_is_one_line_exit_130_and_closes_the_workers():
 
 
 def test_a_pool_worker_that_dies_ends_the_run():
-    from dsasim.architect.executor import ProcessPool, WorkersLostError
+    from dsasim.architect.studies.executor import ProcessPool, WorkersLostError
 
     pool = ProcessPool(2)
     try:

@@ -13,8 +13,8 @@ import torch
 import torch.nn as nn
 
 from dsasim import preset
-from dsasim.architect.network import NetworkImportError, import_network, load_network
-from dsasim.architect.network_eval import evaluate_network
+from dsasim.architect.studies.network import NetworkImportError, import_network, load_network
+from dsasim.architect.studies.network_eval import evaluate_network
 from dsasim.cli import main
 
 BLOG = preset("blog")

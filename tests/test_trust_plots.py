@@ -13,8 +13,8 @@ import pytest
 from matplotlib.colors import to_rgba
 
 from dsasim import GlobalHierarchy, Schedule, Session, TensorCore, Workload, preset, run_schedule
-from dsasim.architect.network import Network, NetworkLayer
-from dsasim.architect.network_eval import LayerOutcome, NetworkResult
+from dsasim.architect.studies.network import Network, NetworkLayer
+from dsasim.architect.studies.network_eval import LayerOutcome, NetworkResult
 from dsasim.traced.segments import Segment
 from dsasim.timing import simulate
 from dsasim.view import plot

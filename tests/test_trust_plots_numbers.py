@@ -48,7 +48,7 @@ def test_format_bytes_refuses_what_is_not_a_byte_count(bad):
 
 
 def test_the_sweep_tables_use_the_same_rule():
-    from dsasim.architect import sweep
+    from dsasim.architect.studies import sweep
     assert sweep.format_bytes is format_bytes
 
 
@@ -138,7 +138,7 @@ def test_reuse_error_text_separates_thousands():
 
 
 def test_sizes_refused_by_parse_sizes_print_with_separators():
-    from dsasim.architect.sweep import parse_sizes
+    from dsasim.architect.studies.sweep import parse_sizes
     # 8 MiB = 8,388,608 B; 1 MiB = 1,048,576 B
     with pytest.raises(ValueError, match=r"HI \(1,048,576 B\) is below LO \(8,388,608 B\)"):
         parse_sizes("8MiB:1MiB")

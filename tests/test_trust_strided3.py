@@ -12,9 +12,9 @@ import random
 import pytest
 
 from dsasim import preset
-from dsasim.architect.analytic import analyze, group_stats, reconcile
-from dsasim.architect.loopnest import ConvProblem, LoopNest
-from dsasim.architect.search import search
+from dsasim.architect.model.analytic import analyze, group_stats, reconcile
+from dsasim.architect.nests.loopnest import ConvProblem, LoopNest
+from dsasim.architect.search.layer_search import search
 from dsasim.kernels.loopnest_kernel import count_loopnest, run_loopnest
 
 HW = preset("blog")  # 1-byte words

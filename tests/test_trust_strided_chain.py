@@ -9,10 +9,10 @@ at 64 KiB: 709,760 simulated cycles against the search's 698,028). Each size's l
 from __future__ import annotations
 
 from dsasim import preset
-from dsasim.architect.chain import ConvChain
-from dsasim.architect.fused_search import search_chain
-from dsasim.architect.loopnest import ConvProblem
-from dsasim.architect.sweep import sweep_chain
+from dsasim.architect.problems.chain import ConvChain
+from dsasim.architect.search.fused_search import search_chain
+from dsasim.architect.nests.loopnest import ConvProblem
+from dsasim.architect.studies.sweep import sweep_chain
 
 BLOG = preset("blog")
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 import itertools
 import random
 
-from dsasim.architect.layers import parse_layer
-from dsasim.architect.lower_bounds import compulsory_bytes, touched_elements
+from dsasim.architect.problems.layers import parse_layer
+from dsasim.architect.model.lower_bounds import compulsory_bytes, touched_elements
 from dsasim.geometry import stepped_rows, window_rows, window_step
 
 

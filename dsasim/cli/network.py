@@ -25,7 +25,7 @@ import sys
 import tempfile
 from typing import TYPE_CHECKING, Iterator
 
-from dsasim.architect.objective import DEFAULT_OBJECTIVE
+from dsasim.architect.search.objective import DEFAULT_OBJECTIVE
 from dsasim.cli.common import (EXIT_FAILED, CliError, Command, add_objective_argument, int_at_least,
                                json_and_plot_paths, warner, write_outputs)
 from dsasim.view.table import format_table
@@ -33,8 +33,8 @@ from dsasim.hardware import load_hardware
 from dsasim.one_level import require_one_level
 
 if TYPE_CHECKING:
-    from dsasim.architect.network import Network
-    from dsasim.architect.network_eval import LayerOutcome, NetworkResult
+    from dsasim.architect.studies.network import Network
+    from dsasim.architect.studies.network_eval import LayerOutcome, NetworkResult
 
 __all__ = ["COMMAND", "add_network_source", "format_network", "load_network_quietly", "short_layer_name", "short_op",
            "warn_partial"]
@@ -109,7 +109,7 @@ def verbose_wanted(args: argparse.Namespace) -> bool:
 def load_network_quietly(args: argparse.Namespace) -> Network:
     """The network of `args.network` and `args.input_shape`, torch's own messages held back (shown with
     --verbose); CliError (one line) for anything wrong with it, whatever the user's module raised."""
-    from dsasim.architect.network import NetworkImportError, load_network, parse_input_shape
+    from dsasim.architect.studies.network import NetworkImportError, load_network, parse_input_shape
 
     verbose = verbose_wanted(args)
     try:
@@ -166,7 +166,7 @@ def format_network(result: NetworkResult, top: int = 5, wide: bool = False) -> s
     """The per-layer table, the totals and the dominant layers, within 120 columns (long names and ops cut in the
     middle; a layer left out reads 'unmodelled' or 'unplaceable' in its traffic cell); `wide`: full names, each
     layer's shape, status and padding waste. The totals say 'PARTIAL' and name the layers left out when any is."""
-    from dsasim.architect.sweep import format_bytes
+    from dsasim.architect.studies.sweep import format_bytes
 
     header = ["layer", "op", "traffic B", "bound B", "compulsory B", "cycles (est)", "TC util"]
     if wide:
@@ -215,9 +215,9 @@ def _pct(value: float | None) -> str | None:
 def run(args: argparse.Namespace) -> int:
     """Handle `dsasim network`: 0, or 1 when the result is partial (a layer unmodelled or unplaceable: the rest
     is reported, the layers left out are named on stderr)."""
-    from dsasim.architect.executor import open_executor
-    from dsasim.architect.network_eval import evaluate_network
-    from dsasim.architect.sweep import parse_bytes
+    from dsasim.architect.studies.executor import open_executor
+    from dsasim.architect.studies.network_eval import evaluate_network
+    from dsasim.architect.studies.sweep import parse_bytes
 
     try:
         hardware = load_hardware(args.hardware)

@@ -4,8 +4,8 @@
                         [--confirm N] [--no-simulate] [--force]
 
 LAYER is a built-in name (blog-conv, resnet50.res2a_branch2b, ..., gemm-1024) or a shape spec such as
-conv:ic=64,oc=64,h=56,k=3,p=1 or gemm:m=512,n=512,k=512 (see `dsasim.architect.layers`), or a chain of layers to
-fuse (resnet18.layer1.0, resnet50.res2a, resnet50.res2b, mobilenetv2.features.1 .. 17; `dsasim.architect.chain`):
+conv:ic=64,oc=64,h=56,k=3,p=1 or gemm:m=512,n=512,k=512 (see `dsasim.architect.problems.layers`), or a chain of layers to
+fuse (resnet18.layer1.0, resnet50.res2a, resnet50.res2b, mobilenetv2.features.1 .. 17; `dsasim.architect.problems.chain`):
 then the search compares the whole chain fused, layer by layer and every split between (`ChainSearchResult.to_json`: keys
 fused, partition, layer_by_layer_bytes, recomputed_macs, intermediate_peak_bytes, parts). Sizes accept 65536, 64KiB,
 1.5MiB. `--json` writes the best schedule with its figures; its `loop_nest` key is loadable by
@@ -26,16 +26,16 @@ import time
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Iterator
 
-from dsasim.architect.layer_target import LAYER_CONFIRM
-from dsasim.architect.objective import DEFAULT_OBJECTIVE
-from dsasim.architect.target import SearchOptions
+from dsasim.architect.studies.layer_target import LAYER_CONFIRM
+from dsasim.architect.search.objective import DEFAULT_OBJECTIVE
+from dsasim.architect.studies.target import SearchOptions
 from dsasim.atomic import write_text_atomic
 from dsasim.hardware import PRESETS, load_hardware
 from dsasim.cli.common import (EXIT_FAILED, CliError, Command, add_objective_argument, check_outputs, int_at_least,
                                kernel_runner, output_file, warner)
 
 if TYPE_CHECKING:
-    from dsasim.architect.target import Target
+    from dsasim.architect.studies.target import Target
 
 __all__ = ["COMMAND", "progress_callback"]
 
@@ -64,7 +64,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def _size(flag: str, text: str) -> int:
     """A size option in bytes; ValueError naming the flag (too large, not a size)."""
-    from dsasim.architect.sweep import parse_bytes
+    from dsasim.architect.studies.sweep import parse_bytes
     try:
         return parse_bytes(text)
     except ValueError as err:
@@ -81,8 +81,8 @@ def progress_callback(label: str, work: Any, enabled: bool = True,
     estimate when `enabled` and the estimate (work.seconds) is longer than `min_seconds` (default
     PROGRESS_SECONDS), shown from the first progress on (so that a refusal before the work starts stays one line);
     a no-op otherwise."""
-    from dsasim.architect.search import _duration
-    from dsasim.architect.sweep import ProgressBar
+    from dsasim.architect.search.layer_search import _duration
+    from dsasim.architect.studies.sweep import ProgressBar
 
     bars: list[ProgressBar] = []
     min_seconds = PROGRESS_SECONDS if min_seconds is None else min_seconds
@@ -117,7 +117,7 @@ def _as_cli_errors(layer: str) -> Iterator[None]:
 def _target(args: argparse.Namespace) -> tuple[Target, int]:
     """The target LAYER names on --hardware (its kind picked by `target_of`) and the --sram size (default: the
     hardware's), checked before any search; a mistake raises CliError."""
-    from dsasim.architect.target_kinds import target_of
+    from dsasim.architect.studies.target_kinds import target_of
 
     try:
         hardware = load_hardware(args.hardware)
@@ -132,7 +132,7 @@ def _target(args: argparse.Namespace) -> tuple[Target, int]:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Handle `dsasim search` for every target kind (`dsasim.architect.target_kinds`): parse the target, check the
+    """Handle `dsasim search` for every target kind (`dsasim.architect.studies.target_kinds`): parse the target, check the
     options and outputs, estimate the work, search, print its text (`dsasim.view.target_text`), write `choice.to_json()`. An exit
     status; a mistake in the command line raises CliError (exit 2)."""
     from dsasim.view.target_text import format_choice

@@ -22,7 +22,7 @@ from dsasim.hardware import load_hardware
 from dsasim.one_level import require_one_level
 
 if TYPE_CHECKING:
-    from dsasim.architect.shapes import ShapeSweep
+    from dsasim.architect.studies.shapes import ShapeSweep
 
 __all__ = ["COMMAND", "format_shapes"]
 
@@ -81,10 +81,10 @@ def run(args: argparse.Namespace) -> int:
     """Handle `dsasim shapes`: 0, or 1 when some shape fits no schedule (the rest is reported)."""
     import dataclasses
 
-    from dsasim.architect.executor import WorkersLostError, open_executor
-    from dsasim.architect.layers import parse_layer
-    from dsasim.architect.shapes import parse_vary, shape_problems, sweep_shapes
-    from dsasim.architect.sweep import parse_bytes
+    from dsasim.architect.studies.executor import WorkersLostError, open_executor
+    from dsasim.architect.problems.layers import parse_layer
+    from dsasim.architect.studies.shapes import parse_vary, shape_problems, sweep_shapes
+    from dsasim.architect.studies.sweep import parse_bytes
 
     try:
         problem = parse_layer(args.layer)

@@ -18,8 +18,8 @@ import sys
 from contextlib import nullcontext
 from typing import TYPE_CHECKING
 
-from dsasim.architect.objective import DEFAULT_OBJECTIVE
-from dsasim.architect.target import SearchOptions, SweptTarget
+from dsasim.architect.search.objective import DEFAULT_OBJECTIVE
+from dsasim.architect.studies.target import SearchOptions, SweptTarget
 from dsasim.hardware import load_hardware
 from dsasim.cli.common import (EXIT_FAILED, CliError, Command, add_objective_argument, int_at_least,
                                json_and_plot_paths, kernel_runner, parse_percent, warner, write_outputs)
@@ -28,7 +28,7 @@ from dsasim.view.table import format_table
 from dsasim.one_level import require_one_level
 
 if TYPE_CHECKING:
-    from dsasim.architect.network_eval import NetworkSweep
+    from dsasim.architect.studies.network_eval import NetworkSweep
 
 __all__ = ["COMMAND", "format_network_sweep"]
 
@@ -94,10 +94,10 @@ def _refuse(args: argparse.Namespace, flags: tuple[str, ...], sweep: str) -> Non
 
 def run(args: argparse.Namespace) -> int:
     """Handle `dsasim sweep-sram`: an exit status; a mistake in the command line raises CliError (exit 2). A LAYER
-    (or CHAIN) is swept by its target kind (`dsasim.architect.target_kinds`): its rules for the options, its sizes,
+    (or CHAIN) is swept by its target kind (`dsasim.architect.studies.target_kinds`): its rules for the options, its sizes,
     its sweep; its text and plot from `dsasim.view.target_text.SWEEP_VIEWS`."""
-    from dsasim.architect.sweep import parse_sizes
-    from dsasim.architect.target_kinds import target_of
+    from dsasim.architect.studies.sweep import parse_sizes
+    from dsasim.architect.studies.target_kinds import target_of
     from dsasim.cli.search import progress_callback
     from dsasim.view.target_text import SWEEP_VIEWS
 
@@ -143,7 +143,7 @@ def run(args: argparse.Namespace) -> int:
 def format_network_sweep(sweep: NetworkSweep) -> str:
     """One row per hardware and SRAM size: totals, the summed bounds and how many layers are left out of them
     (unmodelled or unplaceable); the smallest size within X % says 'partial' when its totals leave layers out."""
-    from dsasim.architect.sweep import format_bytes
+    from dsasim.architect.studies.sweep import format_bytes
 
     header = ("hardware", "SRAM", "traffic B", "lower bound B", "compulsory B", "traffic/compulsory", "cycles (est)",
               "left out")
@@ -172,10 +172,10 @@ _NETWORK_SMALLER = "fewer SRAM sizes, fewer hardware (--vary values), or more wo
 def _run_network(args: argparse.Namespace) -> int:
     """`dsasim sweep-sram --network`: 0, or 1 when some result is partial (a layer unplaceable at some size or
     unmodelled; a warning on stderr names them)."""
-    from dsasim.architect.executor import WorkersLostError, open_executor, parse_dask_address
-    from dsasim.architect.network_eval import sweep_network, vary_hardware
-    from dsasim.architect.search import check_work
-    from dsasim.architect.sweep import estimate_network_sweep_work, parse_sizes
+    from dsasim.architect.studies.executor import WorkersLostError, open_executor, parse_dask_address
+    from dsasim.architect.studies.network_eval import sweep_network, vary_hardware
+    from dsasim.architect.search.layer_search import check_work
+    from dsasim.architect.studies.sweep import estimate_network_sweep_work, parse_sizes
     from dsasim.cli.network import load_network_quietly, warn_partial
 
     _refuse(args, ("--level", "--no-slide", "--no-simulate"), "a --network sweep")

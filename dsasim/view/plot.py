@@ -33,7 +33,7 @@ from dsasim.timing.result import SimResult
 from dsasim.util import format_bytes
 
 if TYPE_CHECKING:
-    from dsasim.architect.sweep import ChainSweepResult, SweepResult
+    from dsasim.architect.studies.sweep import ChainSweepResult, SweepResult
 
 _MAX_BARS = 300  # an engine with more operations is drawn as a busy-fraction profile
 _PROFILE_BINS = 400

@@ -1,4 +1,4 @@
-"""The text `dsasim search` and `dsasim sweep-sram` print for a target (`dsasim.architect.target`), per target
+"""The text `dsasim search` and `dsasim sweep-sram` print for a target (`dsasim.architect.studies.target`), per target
 kind: its choice's text in `CHOICE_TEXTS` (by the choice's `kind`), its sweep's text and plot in `SWEEP_VIEWS` (by
 the target's `kind`). Text is a view: the targets live in `dsasim.architect`, which does not import the table
 formatter.
@@ -14,10 +14,10 @@ from typing import TYPE_CHECKING, Any, Callable
 from dsasim.view.table import format_table
 
 if TYPE_CHECKING:
-    from dsasim.architect.chain_target import ChainChoice
-    from dsasim.architect.layer_target import LayerChoice
-    from dsasim.architect.level_target import LevelChoice
-    from dsasim.architect.sweep import ChainSweepResult, SweepResult
+    from dsasim.architect.studies.chain_target import ChainChoice
+    from dsasim.architect.studies.layer_target import LayerChoice
+    from dsasim.architect.studies.level_target import LevelChoice
+    from dsasim.architect.studies.sweep import ChainSweepResult, SweepResult
 
 __all__ = ["CHOICE_TEXTS", "SWEEP_VIEWS", "SweepView", "format_chain_choice", "format_chain_sweep", "format_choice",
            "format_layer_choice", "format_level_choice", "format_level_sweep", "format_levels", "format_sweep"]
@@ -25,7 +25,7 @@ __all__ = ["CHOICE_TEXTS", "SWEEP_VIEWS", "SweepView", "format_chain_choice", "f
 
 def format_layer_choice(choice: LayerChoice, wall_seconds: float) -> str:
     """The text of `dsasim search LAYER`: the nest as loops, then its figures beside the bound."""
-    from dsasim.architect.sweep import format_bytes
+    from dsasim.architect.studies.sweep import format_bytes
 
     result, best, hardware = choice.result, choice.result.best, choice.result.hardware
     assert best is not None, "format() of a choice that does not fit"
@@ -69,8 +69,8 @@ def format_levels(a: Any) -> str:
 
 def format_level_choice(choice: LevelChoice, wall_seconds: float) -> str:
     """The text of `dsasim search LAYER` on levels: the nest, the per-level table, the bottleneck, triggers."""
-    from dsasim.architect.search import tensorcore_utilization
-    from dsasim.architect.sweep import format_bytes
+    from dsasim.architect.search.layer_search import tensorcore_utilization
+    from dsasim.architect.studies.sweep import format_bytes
 
     result, a, hardware, sram = choice.result, choice.result.best, choice.result.hardware, choice.sram_bytes
     assert a is not None, "format() of a choice that does not fit"
@@ -102,7 +102,7 @@ def format_level_choice(choice: LevelChoice, wall_seconds: float) -> str:
 def format_chain_choice(choice: ChainChoice, wall_seconds: float) -> str:
     """The text of `dsasim search CHAIN`: every segment's nest, the best partition beside all fused and layer
     by layer (and Chimera's pick for a GEMM chain)."""
-    from dsasim.architect.sweep import format_bytes
+    from dsasim.architect.studies.sweep import format_bytes
 
     result, hardware, sram = choice.result, choice.result.hardware, choice.result.sram_bytes
     assert result.best is not None, "format() of a choice that does not fit"
@@ -135,7 +135,7 @@ def format_chain_choice(choice: ChainChoice, wall_seconds: float) -> str:
         rows.append(("all fused", f.traffic_bytes, f.cycles, f.analysis.recomputed_macs,
                      f.analysis.intermediate_peak_bytes, f.peak_sram_bytes))
     else:
-        from dsasim.architect.chain_kinds import chain_kind_of
+        from dsasim.architect.search.chain_kinds import chain_kind_of
         lines.append(f"  all fused: nothing fits "
                      f"({chain_kind_of(result.chain).no_fit_reason(result.chain, hardware.word_bytes)})")
     if result.layer_by_layer is not None:
@@ -151,7 +151,7 @@ def format_chain_choice(choice: ChainChoice, wall_seconds: float) -> str:
         lines.append(f"  layer by layer's own bound (the layers' bounds summed; not a bound on fusion): "
                      f"{lbl_bound:,} B; layer by layer / it = {rows[-1][1] / lbl_bound:.3f}")
     if result.chimera is not None:
-        from dsasim.architect.gemm_chain import analyze_gemm_chain
+        from dsasim.architect.search.gemm_chain import analyze_gemm_chain
         c = analyze_gemm_chain(result.chimera, result.hardware)
         tiles = ", ".join(f"{d}={t}" for d, t in zip("mlkn", result.chimera.tiles))
         lines.append(f"  Chimera's model (least DV with MU <= SRAM) picks order {result.chimera.order}, tiles "
@@ -180,7 +180,7 @@ def format_choice(choice: Any, wall_seconds: float) -> str:
 # ------------------------------------------------------------------------------------------------ sweeps
 def format_sweep(result: SweepResult) -> str:
     """The sweep table: one row per SRAM size; '-' where nothing fits, '(est)' on estimated cycles."""
-    from dsasim.architect.sweep import format_bytes
+    from dsasim.architect.studies.sweep import format_bytes
 
     header = ("SRAM", "traffic B", "lower bound B", "compulsory B", "best/bound", "peak SRAM B", "cycles")
     rows = [(format_bytes(p.sram_bytes), p.traffic_bytes, p.lower_bound_bytes, p.compulsory_bytes,
@@ -193,7 +193,7 @@ def format_sweep(result: SweepResult) -> str:
 
 def format_chain_sweep(result: ChainSweepResult) -> str:
     """The chain sweep table: per SRAM size the best partition, its traffic beside all fused and layer by layer."""
-    from dsasim.architect.sweep import format_bytes
+    from dsasim.architect.studies.sweep import format_bytes
 
     header = ("SRAM", "best", "traffic B", "all fused B", "layer by layer B", "compulsory B", "best/bound", "cycles")
     rows = [(format_bytes(p.sram_bytes), p.partition, p.traffic_bytes, p.fused_bytes, p.layer_by_layer_bytes,
@@ -216,7 +216,7 @@ def _chain_sweep_text(result: ChainSweepResult, n_sizes: int) -> str:
 
 def format_level_sweep(sweep: Any, n_sizes: int) -> str:
     """A `LevelSweep`: per size of its level the traffic into every level, the cycles and the bottleneck."""
-    from dsasim.architect.sweep import format_bytes
+    from dsasim.architect.studies.sweep import format_bytes
 
     names = [lv.name for lv in sweep.hardware.levels]
     header = (sweep.level, *(f"{n} B" for n in names), "cycles", "bottleneck")

@@ -21,10 +21,10 @@ from typing import Any, Callable, Sequence
 
 from dsasim.util import format_bytes  # (re-exported: the one rule for sizes people read)
 from dsasim.hardware import Accelerator
-from dsasim.architect.loopnest import LoopNest, Problem
-from dsasim.architect.lower_bounds import lower_bound
-from dsasim.architect.objective import DEFAULT_OBJECTIVE, Objective, objective_named
-from dsasim.architect.search import (SECONDS_PER_TRACED_SCHEDULE, Candidate, WorkEstimate, _duration, check_work,
+from dsasim.architect.nests.loopnest import LoopNest, Problem
+from dsasim.architect.model.lower_bounds import lower_bound
+from dsasim.architect.search.objective import DEFAULT_OBJECTIVE, Objective, objective_named
+from dsasim.architect.search.layer_search import (SECONDS_PER_TRACED_SCHEDULE, Candidate, WorkEstimate, _duration, check_work,
                                      confirm, estimate_search_work, estimate_trace_work, search_front)
 from dsasim.one_level import require_one_level
 
@@ -232,7 +232,7 @@ class ChainSweepPoint:
     fused and layer by layer beside it (`result`: the `ChainSearchResult` at that size)."""
 
     sram_bytes: int
-    result: Any  # dsasim.architect.fused_search.ChainSearchResult
+    result: Any  # dsasim.architect.search.fused_search.ChainSearchResult
 
     def _total(self, parts: Any, key: str) -> int | None:
         """A total of a partition (the residual fold included), None when it does not fit."""
@@ -308,7 +308,7 @@ def sweep_chain(chain: Any, hardware: Accelerator, sizes: Sequence[int],
     objective, but where nests tie in traffic the front may keep another than the one-size search (the two
     enumerations rank 2-way buffering and refine around different seeds), so its cycles can differ. With runners
     every chosen schedule is traced (checked against its model) and, when `simulate`, timed."""
-    from dsasim.architect.fused_search import (CHAIN_SMALLER, _fused_choice, _fused_spaces, _layer_choice,
+    from dsasim.architect.search.fused_search import (CHAIN_SMALLER, _fused_choice, _fused_spaces, _layer_choice,
                                                _layer_segment, _partition, estimate_chain_work)
     require_one_level(hardware, "chain sweep")
     sizes = sorted(set(int(s) for s in sizes))
@@ -372,7 +372,7 @@ def estimate_network_sweep_work(network: Any, hardwares: Sequence[Accelerator], 
     layer's search (`estimate_search_work`) and, with `fusion`, every distinct chain's (`estimate_chain_work`),
     the tasks spread over `workers`. Hardware that differs only in fields the search's space does not depend on
     (bandwidths, setup cycles) shares one count."""
-    from dsasim.architect.fused_search import estimate_chain_work
+    from dsasim.architect.search.fused_search import estimate_chain_work
 
     if n_sizes < 1 or workers < 1:
         raise ValueError(f"estimate_network_sweep_work: n_sizes and workers must be >= 1, got {n_sizes}, {workers}")

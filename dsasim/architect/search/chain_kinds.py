@@ -3,7 +3,7 @@
 The conv chain (`ConvChain`: fused segments of every two or more consecutive layers, `fused_space`, `analyze_fused`,
 the `fused_kernel`) and the GEMM chain (`GemmChain`: the whole two-GEMM chain as its one fused segment,
 `evaluate_gemm_chain_space`, `analyze_gemm_chain`, its rmw and Chimera's DV / MU in the JSON, the
-`gemm_chain_kernel`). A new kind registers itself with `register_chain_kind` (see `dsasim.architect.chain_kind`).
+`gemm_chain_kernel`). A new kind registers itself with `register_chain_kind` (see `dsasim.architect.search.chain_kind`).
 """
 
 from __future__ import annotations
@@ -11,13 +11,13 @@ from __future__ import annotations
 import math
 from typing import Any, Sequence
 
-from dsasim.architect.chain import ConvChain
-from dsasim.architect.chain_kind import Chain, ChainKind, KernelRef
-from dsasim.architect.fused import analyze_fused
-from dsasim.architect.fused_analysis import FusedAnalysis
-from dsasim.architect.fused_space import estimate_fused_space_work, evaluate_segment_spaces
-from dsasim.architect.loopnest import MatmulProblem
-from dsasim.architect.gemm_chain import (GemmChain, GemmChainAnalysis, GemmChainSpace, analyze_gemm_chain,
+from dsasim.architect.problems.chain import ConvChain
+from dsasim.architect.search.chain_kind import Chain, ChainKind, KernelRef
+from dsasim.architect.model.fused import analyze_fused
+from dsasim.architect.model.fused_analysis import FusedAnalysis
+from dsasim.architect.search.fused_space import estimate_fused_space_work, evaluate_segment_spaces
+from dsasim.architect.nests.loopnest import MatmulProblem
+from dsasim.architect.search.gemm_chain import (GemmChain, GemmChainAnalysis, GemmChainSpace, analyze_gemm_chain,
                                          estimate_gemm_chain_space_work, evaluate_gemm_chain_space)
 from dsasim.hardware import Accelerator
 
@@ -85,4 +85,4 @@ def chain_kind_of(chain: Chain) -> ChainKind:
             return kind
     known = ", ".join(sorted(k.__name__ for k in CHAIN_KINDS))
     raise TypeError(f"{type(chain).__name__} is not a registered chain kind (known: {known}); register one with "
-                    f"dsasim.architect.chain_kinds.register_chain_kind")
+                    f"dsasim.architect.search.chain_kinds.register_chain_kind")

@@ -23,7 +23,7 @@ computed) and turns every node into at most one `NetworkLayer`:
 - anything else is an **unmodelled** layer, listed by name with the op it calls; the report counts it and never
   drops it silently.
 
-Tensor sizes are in elements; the evaluation (`dsasim.architect.network_eval`) turns them into bytes with the
+Tensor sizes are in elements; the evaluation (`dsasim.architect.studies.network_eval`) turns them into bytes with the
 hardware's word size. With `fusion` (the default), `evaluate_network` also searches each chain the
 network holds (`find_chains`) fused, layer by layer and every split between, as `search_chain` does.
 """
@@ -35,7 +35,7 @@ import operator
 from dataclasses import dataclass, field, replace
 from typing import Any, Iterable, Mapping, Sequence
 
-from dsasim.architect.loopnest import ConvProblem, MatmulProblem, Problem
+from dsasim.architect.nests.loopnest import ConvProblem, MatmulProblem, Problem
 from dsasim.util import is_ascii_whole
 
 __all__ = ["Network", "NetworkChain", "NetworkImportError", "NetworkLayer", "import_network", "load_network"]
@@ -117,7 +117,7 @@ class NetworkChain:
     every member's bias is loaded once (both in `extra_read_elements`)."""
 
     members: tuple[int, ...]
-    chain: Any  # dsasim.architect.chain.ConvChain or dsasim.architect.gemm_chain.GemmChain
+    chain: Any  # dsasim.architect.problems.chain.ConvChain or dsasim.architect.search.gemm_chain.GemmChain
     extra_read_elements: int = 0
 
     @property
@@ -314,7 +314,7 @@ class _Importer:
     def _chain_kind(self, i: int) -> Any:
         """The `ChainKind` of which layer i may be a chain's layer (its `network_member`: a conv; a single,
         unbatched matmul), else None."""
-        from dsasim.architect.chain_kinds import CHAIN_KINDS
+        from dsasim.architect.search.chain_kinds import CHAIN_KINDS
         return next((kind for kind in CHAIN_KINDS.values() if kind.network_member(self.layers[i])), None)
 
     def find_chains(self, max_length: int) -> list[NetworkChain]:
@@ -577,7 +577,7 @@ def parse_input_shape(text: str) -> tuple[int, ...]:
 
 def network_names() -> list[str]:
     """The preset networks' names."""
-    from dsasim.architect.network_models import PRESETS
+    from dsasim.architect.studies.network_models import PRESETS
 
     return list(PRESETS)
 
@@ -586,7 +586,7 @@ def load_network(spec: str, input_shape: Sequence[int] | None = None) -> Network
     """A preset by name (bert-base-layer takes a sequence length: bert-base-layer:seq=384) or a user's module
     `MODULE:ATTR` (an nn.Module instance, class or factory; its example input shape from `input_shape`, else from
     an `example_input_shape` attribute of the object or its module) -> Network."""
-    from dsasim.architect.network_models import PRESETS
+    from dsasim.architect.studies.network_models import PRESETS
 
     spec = spec.strip()
     head, _, tail = spec.partition(":")

@@ -10,7 +10,7 @@ Tensors of a chain (NCHW; grouped weights as torch's (OC, IC / groups, KH, KW)):
 `weight1` .. `weightL`, `output` (the last layer's output); the intermediates `mid1` .. `mid{L-1}` live on chip.
 
 The built-in chains (ResNet and MobileNetV2 blocks) and the parser of every chain kind live in
-`dsasim.architect.chain_catalogue`, above this module and `gemm_chain`.
+`dsasim.architect.problems.chain_catalogue`, above this module and `gemm_chain`.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 from typing import Any, Mapping, Sequence
 
-from dsasim.architect.loopnest import ConvProblem
+from dsasim.architect.nests.loopnest import ConvProblem
 from dsasim.geometry import window_rows
 
 __all__ = ["ConvChain"]
@@ -136,7 +136,7 @@ class ConvChain:
         """The chain's compulsory DDR traffic, in bytes: every image element some output reads through the chain
         and every weight element that meets a real input loaded once, the output stored once; the intermediates
         never touch DDR. No schedule of the chain moves less (fused or not)."""
-        from dsasim.architect.lower_bounds import touched_elements
+        from dsasim.architect.model.lower_bounds import touched_elements
         n, c, _, _ = self.input_shape
         elements = n * c * self.touched_image_lines(0) * self.touched_image_lines(1) + math.prod(self.output_shape)
         elements += sum(touched_elements(layer)["weight"] for layer in self.layers)
@@ -157,7 +157,7 @@ class ConvChain:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> "ConvChain":
-        from dsasim.architect.loopnest import problem_from_json
+        from dsasim.architect.nests.loopnest import problem_from_json
         return cls([problem_from_json(layer) for layer in data["layers"]], data.get("relu", False),
                    data.get("residual", False), name=data.get("name"))
 

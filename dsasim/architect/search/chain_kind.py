@@ -1,5 +1,5 @@
 """What every chain kind shares (`Chain`, the interface the chain search reads) and what one kind supplies
-(`ChainKind`, an entry of the registry `dsasim.architect.chain_kinds.CHAIN_KINDS`).
+(`ChainKind`, an entry of the registry `dsasim.architect.search.chain_kinds.CHAIN_KINDS`).
 
 A chain is consecutive layers whose intermediates a fused schedule keeps on chip (`ConvChain`, `GemmChain`). The
 chain search (`fused_search.search_chain`) reads only `Chain` and the chain's `ChainKind`: a new kind is a class
@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Protocol, Sequence, runtime_checkable
 
-from dsasim.architect.fused_analysis import FusedAnalysis
+from dsasim.architect.model.fused_analysis import FusedAnalysis
 from dsasim.hardware import Accelerator
 
 __all__ = ["Chain", "ChainKind", "KernelRef", "FusedSpaceLike"]

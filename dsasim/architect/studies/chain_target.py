@@ -1,6 +1,6 @@
 """The chain target: consecutive layers to fuse (a conv chain such as resnet18.layer1.0, a GEMM chain
-gemm-chain:m=..,n=..,k=..,l=..; `dsasim.architect.chain_catalogue`), searched by
-`dsasim.architect.fused_search.search_chain`; its choice is the best partition into fused segments and single
+gemm-chain:m=..,n=..,k=..,l=..; `dsasim.architect.problems.chain_catalogue`), searched by
+`dsasim.architect.search.fused_search.search_chain`; its choice is the best partition into fused segments and single
 layers, with the whole chain fused and layer by layer beside it."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from dsasim.architect.fused_search import ChainSearchResult
-from dsasim.architect.objective import Objective
-from dsasim.architect.target import ConfirmRule, SearchOptions
+from dsasim.architect.search.fused_search import ChainSearchResult
+from dsasim.architect.search.objective import Objective
+from dsasim.architect.studies.target import ConfirmRule, SearchOptions
 from dsasim.hardware import Accelerator
 from dsasim.one_level import require_one_level
 
@@ -126,13 +126,13 @@ class ChainTarget:
         return CHAIN_CONFIRM.count(options.confirm)
 
     def estimate_work(self, sram_bytes: int, options: SearchOptions) -> Any:
-        from dsasim.architect.fused_search import estimate_chain_work
+        from dsasim.architect.search.fused_search import estimate_chain_work
         return estimate_chain_work(self.chain, dataclasses.replace(self.hardware, sram_bytes=sram_bytes))
 
     def search(self, sram_bytes: int, objective: Objective | str, options: SearchOptions) -> ChainChoice:
         """`search_chain`: with confirm 1 and simulate every chosen schedule is traced and timed ("fused" and
         "loopnest" kernels)."""
-        from dsasim.architect.fused_search import search_chain
+        from dsasim.architect.search.fused_search import search_chain
 
         simulate = self.confirm_count(options) > 0 and options.simulate
         result = search_chain(self.chain, self.hardware, sram_bytes, objective,
@@ -141,11 +141,11 @@ class ChainTarget:
                               warn=options.warn, progress=options.progress)
         return ChainChoice(self.spec, result)
 
-    # -- network evaluation (`dsasim.architect.target_figures`)
+    # -- network evaluation (`dsasim.architect.studies.target_figures`)
     def network_choices(self, sizes: Sequence[int], objective: Objective | str) -> list[ChainChoice]:
         """Per SRAM size (bytes), the best partition by `objective` (`sweep_chain`: the layers' search fronts serve
         every size; nothing re-run, no work limit)."""
-        from dsasim.architect.sweep import sweep_chain
+        from dsasim.architect.studies.sweep import sweep_chain
 
         sweep = sweep_chain(self.chain, self.hardware, [int(s) for s in sizes], force=True, objective=objective,
                             layer_fronts=True)
@@ -176,8 +176,8 @@ class ChainTarget:
               show_progress: bool) -> Any:
         """`sweep.sweep_chain` (a `ChainSweepResult`): with `options.simulate` every chosen schedule is traced and
         timed ("fused" and "loopnest" kernels)."""
-        from dsasim.architect.objective import DEFAULT_OBJECTIVE
-        from dsasim.architect.sweep import sweep_chain
+        from dsasim.architect.search.objective import DEFAULT_OBJECTIVE
+        from dsasim.architect.studies.sweep import sweep_chain
 
         simulate = options.simulate
         return sweep_chain(self.chain, self.hardware, sizes, options.kernel("fused") if simulate else None,
@@ -188,5 +188,5 @@ class ChainTarget:
 
 def load_chain_target(spec: str, hardware: Accelerator) -> ChainTarget:
     """The chain named by `spec` on `hardware`; ValueError (one line) for a bad chain spec."""
-    from dsasim.architect.chain_catalogue import parse_chain
+    from dsasim.architect.problems.chain_catalogue import parse_chain
     return ChainTarget(spec, parse_chain(spec), hardware)

@@ -4,7 +4,7 @@ A `LoopNest` is one loop per problem dimension, in a chosen order (outermost fir
 (single-level tiling: the last tile of a dimension may be ragged), plus, for every tensor, the loop depth at
 which its SRAM buffer is staged and the buffering ways of that buffer's scope.
 
-Semantics (what `kernels/loopnest_kernel.py` executes and `dsasim.architect.analytic` counts in closed form):
+Semantics (what `kernels/loopnest_kernel.py` executes and `dsasim.architect.model.analytic` counts in closed form):
 
 * Depth k (0 <= k <= len(order)) is the point just inside the first k loops; depth 0 is above every loop,
   depth len(order) is the innermost point where the compute happens.
@@ -159,7 +159,7 @@ class Problem:
         raise NotImplementedError
 
     def spec(self) -> str:
-        """The command-line shape spec of this problem (see `dsasim.architect.layers.parse_layer`)."""
+        """The command-line shape spec of this problem (see `dsasim.architect.problems.layers.parse_layer`)."""
         raise NotImplementedError
 
     def reference(self, **tensors: Any) -> Any:

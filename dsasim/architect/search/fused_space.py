@@ -5,7 +5,7 @@ halo recompute / keep, weights resident / per-tile, a 1- or 2-way tile scope, wi
 axis and tile size the `AxisPlan` sums; the peak from the distinct tile classes). It equals `analyze_fused` on every
 field it reports (tested); its vector cycles are the floor sum(elements) / lanes. `evaluate_segment_spaces` gives
 every fused segment's space (two or more consecutive layers); `estimate_fused_space_work` their size, before any of
-it is evaluated. The conv kind of `dsasim.architect.chain_kinds` is built from these.
+it is evaluated. The conv kind of `dsasim.architect.search.chain_kinds` is built from these.
 """
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from dsasim.architect.chain import ConvChain
-from dsasim.architect.fused import HALO_POLICIES, WEIGHT_POLICIES, FusedNest, axis_plan, _axis_geometry
-from dsasim.architect.objective import DEFAULT_OBJECTIVE, Objective, objective_named
+from dsasim.architect.problems.chain import ConvChain
+from dsasim.architect.model.fused import HALO_POLICIES, WEIGHT_POLICIES, FusedNest, axis_plan, _axis_geometry
+from dsasim.architect.search.objective import DEFAULT_OBJECTIVE, Objective, objective_named
 from dsasim.cost import ddr_port, dma_cycles, overlapped_cycles, tensorcore_cycles, vector_cycles
 from dsasim.hardware import Accelerator
 
@@ -197,7 +197,7 @@ def evaluate_segment_spaces(chain: ConvChain, hw: Accelerator) -> dict[tuple[int
 def estimate_fused_space_work(chain: ConvChain, hw: Accelerator) -> Any:
     """The work (a `search.WorkEstimate`) of `evaluate_segment_spaces`: N x OH x OW tiles x 8 variants per segment,
     at the search's rate (seconds)."""
-    from dsasim.architect.search import EVALUATIONS_PER_SECOND, WorkEstimate
+    from dsasim.architect.search.layer_search import EVALUATIONS_PER_SECOND, WorkEstimate
     N, _, OH, OW = chain.output_shape
     n = len(chain) * (len(chain) - 1) // 2 * N * OH * OW * len(HALO_POLICIES) * len(WEIGHT_POLICIES) * len(_WAYS)
     return WorkEstimate(what="", evaluations=n, traced_operations=0, seconds=n / EVALUATIONS_PER_SECOND)

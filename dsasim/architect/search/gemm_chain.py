@@ -50,9 +50,9 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from dsasim.architect.fused_analysis import FusedAnalysis
-from dsasim.architect.loopnest import MatmulProblem, tile_count
-from dsasim.architect.objective import DEFAULT_OBJECTIVE, OBJECTIVES, Objective, objective_named
+from dsasim.architect.model.fused_analysis import FusedAnalysis
+from dsasim.architect.nests.loopnest import MatmulProblem, tile_count
+from dsasim.architect.search.objective import DEFAULT_OBJECTIVE, OBJECTIVES, Objective, objective_named
 from dsasim.cost import ddr_port, dma_cycles, overlapped_cycles, padded_macs, tile_blocks, vector_cycles
 from dsasim.hardware import Accelerator
 from dsasim.util import check_int, is_ascii_whole
@@ -282,7 +282,7 @@ class GemmChainAnalysis(FusedAnalysis):
 def _check_exact(chain: GemmChain, hw: Accelerator) -> None:
     """LayerTooLargeError (a ValueError) when a count could pass int64's exact range: every figure here is at most
     a few times a GEMM's MACs x word bytes (Chimera's DV at most 8 x), the bound the layer search checks."""
-    from dsasim.architect.search import _check_exact as check_layer
+    from dsasim.architect.search.layer_search import _check_exact as check_layer
     for layer in chain.layers:
         check_layer(layer, 8 * hw.word_bytes)
 
@@ -367,7 +367,7 @@ def analyze_gemm_chain(nest: GemmChainNest, hardware: Accelerator) -> GemmChainA
 def _candidates(chain: GemmChain, hw: Accelerator) -> dict[str, np.ndarray]:
     """Tile sizes per loop: the search's balanced sizes, aligned to the TensorCore block each loop feeds (k: its
     inputs, n: its outputs, l: both)."""
-    from dsasim.architect.search import tile_candidates
+    from dsasim.architect.search.layer_search import tile_candidates
     ic, oc = hw.tensorcore_in_channels, hw.tensorcore_out_channels
     align = {"m": 1, "k": ic, "n": oc, "l": ic * oc // math.gcd(ic, oc)}
     return {d: np.array(tile_candidates(chain.extents[d], align[d]), np.int64) for d in _DIMS}
@@ -453,7 +453,7 @@ def gemm_chain_space_size(chain: GemmChain, hardware: Accelerator) -> int:
 def estimate_gemm_chain_space_work(chain: GemmChain, hardware: Accelerator) -> Any:
     """The work (a `search.WorkEstimate`) of `evaluate_gemm_chain_space`: every nest of the grid, counted, at
     GEMM_CHAIN_EVALUATIONS_PER_SECOND."""
-    from dsasim.architect.search import WorkEstimate
+    from dsasim.architect.search.layer_search import WorkEstimate
 
     n = gemm_chain_space_size(chain, hardware)
     return WorkEstimate(what=f"the fused space of {chain.name}", evaluations=n, traced_operations=0,

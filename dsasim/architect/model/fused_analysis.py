@@ -15,8 +15,8 @@ __all__ = ["FusedAnalysis"]
 
 @dataclass(frozen=True)
 class FusedAnalysis:
-    """What a fused nest moves and computes, in closed form (bytes, counts, cycles; see `dsasim.architect.fused`
-    and `dsasim.architect.gemm_chain`)."""
+    """What a fused nest moves and computes, in closed form (bytes, counts, cycles; see `dsasim.architect.model.fused`
+    and `dsasim.architect.search.gemm_chain`)."""
 
     loaded_bytes: int
     stored_bytes: int

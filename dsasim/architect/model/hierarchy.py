@@ -7,7 +7,7 @@ its own loop order and tiles over the outer tile, and for every tensor whose ope
 The TensorCore computes one inner tile at the innermost point, reading each operand from the innermost level
 that holds it.
 
-Semantics, level by level (the one-level rules of `dsasim.architect.loopnest`, applied at each level): a tensor
+Semantics, level by level (the one-level rules of `dsasim.architect.nests.loopnest`, applied at each level): a tensor
 staged in a level at depth k gets a scope there once per iteration of every loop above k (all outer loops, then
 the inner ones above k); on entry its box is moved from the parent level (an input's load; an output's box
 opens as zeros the first time and is loaded, a read-modify-write, on later visits); an output is written back
@@ -41,9 +41,9 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from dsasim.architect.analytic import Analysis, Batch, Evaluator, analyze
-from dsasim.architect.loopnest import LoopNest, Problem, tile_count
-from dsasim.architect.lower_bounds import lower_bound, touched_elements
+from dsasim.architect.model.analytic import Analysis, Batch, Evaluator, analyze
+from dsasim.architect.nests.loopnest import LoopNest, Problem, tile_count
+from dsasim.architect.model.lower_bounds import lower_bound, touched_elements
 from dsasim.cost import busy_cycles, level_port, overlapped_cycles, port_cycles
 from dsasim.hardware import ROLES, SRAM_LEVEL, Accelerator, MemoryLevel
 
@@ -219,7 +219,7 @@ class LevelNest:
     @classmethod
     def from_json(cls, data: Mapping[str, Any], hardware: Accelerator) -> "LevelNest":
         """Rebuild a nest from `to_json()` (also accepts `dsasim search --json` output, with its `nest` key)."""
-        from dsasim.architect.loopnest import json_object
+        from dsasim.architect.nests.loopnest import json_object
 
         if isinstance(data, Mapping) and "nest" in data and "outer" not in data:
             data = data["nest"]

@@ -1,4 +1,4 @@
-"""The search over fused schedules of a chain (any kind registered in `dsasim.architect.chain_kinds`: a `ConvChain`,
+"""The search over fused schedules of a chain (any kind registered in `dsasim.architect.search.chain_kinds`: a `ConvChain`,
 a `GemmChain`), beside the best layer-by-layer schedules of its layers. What differs between kinds (which segments
 fuse, their spaces, analysis, work estimate, JSON extras) is read from the chain's `ChainKind`, never branched on.
 
@@ -6,11 +6,11 @@ fuse, their spaces, analysis, work estimate, JSON extras) is read from the chain
 
 * Fused candidates: every (n, oh, ow) tile of the last output (all sizes 1 .. extent), halo recompute / keep,
   weights resident / per-tile, a 1- or 2-way tile scope, evaluated at once by `evaluate_fused_space` (numpy over
-  the whole space, `dsasim.architect.fused_space`; the peak from the distinct tile classes). It equals
+  the whole space, `dsasim.architect.search.fused_space`; the peak from the distinct tile classes). It equals
   `analyze_fused` on every field it reports (tested); its vector cycles are the floor sum(elements) / lanes.
 * A `GemmChain`'s fused candidates: every 1-way `GemmChainNest` of `evaluate_gemm_chain_space` (both shared-loop
   orders, aligned tile sizes per loop; exact vector cycles; kept as fronts).
-* Layer by layer: each layer's best `LoopNest` from `dsasim.architect.search.search` (its intermediate stored to
+* Layer by layer: each layer's best `LoopNest` from `dsasim.architect.search.layer_search.search` (its intermediate stored to
   and loaded from DDR); an identity residual is folded into the last layer's store, which loads the block's input
   once more (|input| bytes, added analytically: the LoopNest kernel has no residual).
 * Fusion depth: every split of the chain into consecutive segments, each segment fused (two or more layers) or a
@@ -28,11 +28,11 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
-from dsasim.architect.chain_kind import Chain, FusedSpaceLike
-from dsasim.architect.chain_kinds import chain_kind_of
-from dsasim.architect.fused_analysis import FusedAnalysis
-from dsasim.architect.fused_space import FusedSpace, _best_index, evaluate_fused_space  # noqa: F401 (re-exported)
-from dsasim.architect.objective import DEFAULT_OBJECTIVE, Objective, objective_named
+from dsasim.architect.search.chain_kind import Chain, FusedSpaceLike
+from dsasim.architect.search.chain_kinds import chain_kind_of
+from dsasim.architect.model.fused_analysis import FusedAnalysis
+from dsasim.architect.search.fused_space import FusedSpace, _best_index, evaluate_fused_space  # noqa: F401 (re-exported)
+from dsasim.architect.search.objective import DEFAULT_OBJECTIVE, Objective, objective_named
 from dsasim.hardware import Accelerator
 from dsasim.one_level import require_one_level
 
@@ -53,7 +53,7 @@ class SegmentChoice:
     stop: int
     fused: Any  # the chain kind's fused nest (a FusedNest, a GemmChainNest), None for a single layer
     analysis: FusedAnalysis | None  # the chain kind's analysis of `fused` (a GemmChainAnalysis for a GEMM chain)
-    candidate: Any  # dsasim.architect.search.Candidate for a single layer
+    candidate: Any  # dsasim.architect.search.layer_search.Candidate for a single layer
     loaded_bytes: int
     stored_bytes: int
     peak_sram_bytes: int
@@ -102,7 +102,7 @@ class ChainSearchResult:
         """A lower bound on layer-by-layer execution only: each layer's own bound (`lower_bound`: its intermediate
         input loaded, its output stored) summed. Not a bound on a fused schedule, which computes a layer's input on
         chip: the segment arguments behind the single-layer bounds count every operand at hand as transferred."""
-        from dsasim.architect.lower_bounds import lower_bound
+        from dsasim.architect.model.lower_bounds import lower_bound
         return sum(lower_bound(layer, self.sram_bytes, self.hardware.word_bytes).bytes for layer in self.chain.layers)
 
     def fold(self, parts: list[SegmentChoice] | None) -> int:
@@ -184,7 +184,7 @@ def estimate_chain_work(chain: Chain, hw: Accelerator, n_capacities: int = 1,
     SRAM sizes (`sweep_chain`): each distinct layer's search plus the fused spaces (the chain kind's `fused_work`:
     a GEMM chain's grid, counted exactly; a conv chain's fused spaces, N x OH x OW tiles x 8 variants per segment).
     `layer_work(problem)` replaces `estimate_search_work` for the layers (a caller's cache over many chains)."""
-    from dsasim.architect.search import WorkEstimate, estimate_search_work
+    from dsasim.architect.search.layer_search import WorkEstimate, estimate_search_work
 
     distinct = {layer.spec(): layer for layer in chain.layers}
     layers = [estimate_search_work(layer, hw, n_capacities) if layer_work is None else layer_work(layer)
@@ -221,7 +221,7 @@ def _layer_choice(chain: Chain, i: int, hw: Accelerator, objective: Objective,
                   warn: Callable[[str], None] | None, simulate: bool = True) -> SegmentChoice | None:
     """Layer i's best single-layer schedule under hw.sram_bytes (`search`; traced, and timed when `simulate`, with
     a runner); counter[0] gains its evaluations."""
-    from dsasim.architect.search import search
+    from dsasim.architect.search.layer_search import search
     result = search(chain.layers[i], hw, hw.sram_bytes, objective, runner=runner, confirm_top=1,
                     simulate=simulate and runner is not None, force=force, warn=warn)
     counter[0] += result.evaluations
@@ -280,7 +280,7 @@ def search_chain(chain: Chain, hardware: Accelerator, sram_bytes: int | None = N
     The whole work is estimated first (`estimate_chain_work`): beyond the usual it raises WorkTooLargeError unless
     `force` (then `warn` gets the estimate); `force` and `warn` also go to each layer's `search`. `progress` gets
     the fraction done (0..1) after each layer and after the fused spaces."""
-    from dsasim.architect.search import check_work, with_capacity
+    from dsasim.architect.search.layer_search import check_work, with_capacity
     require_one_level(hardware, "chain search")
     objective = objective_named(objective)
     _, hw = with_capacity(hardware, sram_bytes)

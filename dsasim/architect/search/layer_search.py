@@ -1,7 +1,7 @@
 """Schedule search: enumerate LoopNests, evaluate them with the analytic model in numpy, keep the best.
 
 The space. A LoopNest's counts depend on its loop order only through, for every tensor, the set of loops above
-its staging point (`dsasim.architect.analytic`), and those sets are nested (they are prefixes of one order). The search
+its staging point (`dsasim.architect.model.analytic`), and those sets are nested (they are prefixes of one order). The search
 therefore enumerates, for every subset of tiled dimensions (a tiled dimension has more than one trip), every
 chain of above-sets and every combination of tile sizes:
 
@@ -37,14 +37,14 @@ from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
-from dsasim.architect.analytic import (Analysis, Batch, Evaluation, Evaluator, analyze, fits_sram, flat, reconcile,
+from dsasim.architect.model.analytic import (Analysis, Batch, Evaluation, Evaluator, analyze, fits_sram, flat, reconcile,
                                        tensorcore_blocks)
 from dsasim.hardware import Accelerator
 from dsasim.traced.schedule import Status
 from dsasim.util import ceil_div
-from dsasim.architect.loopnest import LoopNest, Problem, tile_count
-from dsasim.architect.lower_bounds import Bound, lower_bound
-from dsasim.architect.objective import CYCLES, DEFAULT_OBJECTIVE, OBJECTIVES, TRAFFIC, Objective, objective_named
+from dsasim.architect.nests.loopnest import LoopNest, Problem, tile_count
+from dsasim.architect.model.lower_bounds import Bound, lower_bound
+from dsasim.architect.search.objective import CYCLES, DEFAULT_OBJECTIVE, OBJECTIVES, TRAFFIC, Objective, objective_named
 from dsasim.one_level import require_one_level
 
 __all__ = ["Space", "chain_structures", "Candidate", "SearchResult", "search", "search_front", "evaluate_nests",
@@ -82,7 +82,7 @@ def _check_exact(problem: Problem, word_bytes: int) -> None:
             f"{word_bytes}-byte words) can move up to {len(problem.tensors) + 1} x {word_bytes} x {problem.macs:,} "
             f"= {bound:.3g} B, above 2**53 = {EXACT_COUNT_LIMIT:,} B, the largest count the vectorised search "
             f"evaluates exactly; split the layer (e.g. search one batch or a slice of its rows), or count a given "
-            f"LoopNest exactly with dsasim.architect.analytic.analyze (Python integers)")
+            f"LoopNest exactly with dsasim.architect.model.analytic.analyze (Python integers)")
 
 CHUNK = 1 << 18
 # first-pass trip counts (the balanced tile for each); the refinement pass visits every balanced/aligned size

@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 import re
 
-from dsasim.architect.loopnest import ConvProblem, MatmulProblem, Problem
+from dsasim.architect.nests.loopnest import ConvProblem, MatmulProblem, Problem
 
 __all__ = ["RESNET50", "GROUPED_LAYERS", "layer_names", "parse_layer", "resnet50_layers", "distinct_resnet50"]
 

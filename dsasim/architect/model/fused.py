@@ -41,9 +41,9 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from dsasim.architect.chain import ConvChain
-from dsasim.architect.fused_analysis import FusedAnalysis
-from dsasim.architect.loopnest import tile_count
+from dsasim.architect.problems.chain import ConvChain
+from dsasim.architect.model.fused_analysis import FusedAnalysis
+from dsasim.architect.nests.loopnest import tile_count
 from dsasim.cost import ddr_port, dma_cycles, padded_macs, tensorcore_cycles, vector_cycles
 from dsasim.geometry import window_rows
 from dsasim.hardware import Accelerator

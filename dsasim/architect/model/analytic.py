@@ -60,7 +60,7 @@ from dsasim.traced.schedule import Status
 from dsasim.traced.trace import ENTER, EXIT, LOAD, OPEN, SLIDE
 from dsasim.util import ceil_div, region_elements
 from dsasim.geometry import stepped_rows, window_rows, window_step
-from dsasim.architect.loopnest import LoopNest, Problem, last_tile, tile_count
+from dsasim.architect.nests.loopnest import LoopNest, Problem, last_tile, tile_count
 
 __all__ = ["fits_sram", "GroupStats", "group_stats", "SlideStats", "slide_stats", "TensorModel", "Analysis", "analyze", "Evaluator", "Evaluation",
            "TensorCounts", "Batch", "flat", "Mismatch",

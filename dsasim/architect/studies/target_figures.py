@@ -15,8 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Protocol, Sequence, runtime_checkable
 
-from dsasim.architect.objective import DEFAULT_OBJECTIVE, Objective
-from dsasim.architect.target import Choice, Target
+from dsasim.architect.search.objective import DEFAULT_OBJECTIVE, Objective
+from dsasim.architect.studies.target import Choice, Target
 
 __all__ = ["NetworkChoice", "NetworkTarget", "TargetFigures", "sweep_target_task"]
 

@@ -2,7 +2,7 @@
 a chain of layers to fuse), the `Choice` its search returns, and the `SearchOptions` that steer the search.
 
 A target is what the command line names (`resnet50.res2a_branch2b`, `gemm:m=512,n=512,k=512`, `resnet18.layer1.0`)
-bound to the hardware it runs on; its kind is picked by the registry `dsasim.architect.target_kinds` (`target_of`).
+bound to the hardware it runs on; its kind is picked by the registry `dsasim.architect.studies.target_kinds` (`target_of`).
 Every kind answers the same questions (its work estimate, its search, its rules for the options) and its choice the
 same figures (traffic, peak SRAM, MACs, cycles and whether they were simulated, the lower and compulsory bounds, the
 schedule) and its JSON (`to_json`); its text is a view (`dsasim.view.target_text`, by the choice's `kind`): the
@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Protocol, Sequence, runtime_checkable
 
-from dsasim.architect.objective import Objective
+from dsasim.architect.search.objective import Objective
 from dsasim.hardware import Accelerator
 
 __all__ = ["Choice", "ConfirmRule", "SearchOptions", "SweptTarget", "Target", "TargetKind"]
@@ -196,11 +196,11 @@ class SweptTarget(Target, Protocol):
 
 @dataclass(frozen=True)
 class TargetKind:
-    """One entry of `dsasim.architect.target_kinds.TARGET_KINDS`: which specs it takes on which hardware
+    """One entry of `dsasim.architect.studies.target_kinds.TARGET_KINDS`: which specs it takes on which hardware
     (`can_load(spec, hardware)`, cheap: no parsing errors) and how it makes a `Target` of one (`load(spec,
     hardware)`, ValueError with a one-line message for a bad spec); for a kind the network evaluation searches,
     `of_network(piece, hardware)`: the target of a network's piece (a layer's problem, a chain) when the kind takes
-    that piece, else None (`dsasim.architect.target_kinds.network_target_of`)."""
+    that piece, else None (`dsasim.architect.studies.target_kinds.network_target_of`)."""
 
     name: str
     can_load: Callable[[str, Accelerator], bool]

@@ -5,7 +5,7 @@ whose `can_load` takes the spec on that hardware loads it.
 - levels: a layer on hardware with levels below the SRAM (e.g. blog-l1), `LevelTarget`;
 - layer: a layer on one-level hardware, `LayerTarget`.
 
-A new kind is one adapter module (a `Target` and its `Choice`, `dsasim.architect.target`) and one
+A new kind is one adapter module (a `Target` and its `Choice`, `dsasim.architect.studies.target`) and one
 `register_target_kind` call; the command line (`dsasim search`) reads only the protocols. The network evaluation
 finds the target of each piece it searches (a layer's problem, a chain) with `network_target_of`, by the kinds'
 `of_network`: a kind that gives one is evaluated in a network without a change to `network_eval`.
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from dsasim.architect.target import Target, TargetKind
+from dsasim.architect.studies.target import Target, TargetKind
 from dsasim.hardware import Accelerator
 
 __all__ = ["CHAIN_TARGET", "LAYER_TARGET", "LEVEL_TARGET", "TARGET_KINDS", "network_target_of",
@@ -23,40 +23,40 @@ __all__ = ["CHAIN_TARGET", "LAYER_TARGET", "LEVEL_TARGET", "TARGET_KINDS", "netw
 
 
 def _is_chain(spec: str, hardware: Accelerator) -> bool:
-    from dsasim.architect.chain_catalogue import is_chain
+    from dsasim.architect.problems.chain_catalogue import is_chain
     return is_chain(spec)
 
 
 def _load_chain(spec: str, hardware: Accelerator) -> Target:
-    from dsasim.architect.chain_target import load_chain_target
+    from dsasim.architect.studies.chain_target import load_chain_target
     return load_chain_target(spec, hardware)
 
 
 def _load_level(spec: str, hardware: Accelerator) -> Target:
-    from dsasim.architect.level_target import load_level_target
+    from dsasim.architect.studies.level_target import load_level_target
     return load_level_target(spec, hardware)
 
 
 def _load_layer(spec: str, hardware: Accelerator) -> Target:
-    from dsasim.architect.layer_target import load_layer_target
+    from dsasim.architect.studies.layer_target import load_layer_target
     return load_layer_target(spec, hardware)
 
 
 def _network_chain(piece: Any, hardware: Accelerator) -> Target | None:
     """A chain target of a network's chain (a registered chain kind's `Chain`), else None."""
-    from dsasim.architect.chain_kinds import CHAIN_KINDS
+    from dsasim.architect.search.chain_kinds import CHAIN_KINDS
     if not any(cls in CHAIN_KINDS for cls in type(piece).__mro__):
         return None
-    from dsasim.architect.chain_target import ChainTarget
+    from dsasim.architect.studies.chain_target import ChainTarget
     return ChainTarget(piece.spec(), piece, hardware)
 
 
 def _network_layer(piece: Any, hardware: Accelerator) -> Target | None:
     """A layer target of a network's tensorcore layer (its `loopnest.Problem`), else None."""
-    from dsasim.architect.loopnest import Problem
+    from dsasim.architect.nests.loopnest import Problem
     if not isinstance(piece, Problem):
         return None
-    from dsasim.architect.layer_target import LayerTarget
+    from dsasim.architect.studies.layer_target import LayerTarget
     return LayerTarget(piece.spec(), piece, hardware)
 
 

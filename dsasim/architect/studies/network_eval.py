@@ -3,11 +3,11 @@
 `evaluate_network(network, hardwares, sizes, executor=...)` searches every distinct tensorcore problem and chain of
 the network once per hardware, each as a target (`target_kinds.network_target_of`: the kind that evaluates it; one
 task, `target_figures.sweep_target_task`, for every kind; a layer's search front serves every SRAM size), spreads
-those searches over an executor (`dsasim.architect.executor`: in process, a process pool, or a Dask cluster) and assembles, per hardware
+those searches over an executor (`dsasim.architect.studies.executor`: in process, a process pool, or a Dask cluster) and assembles, per hardware
 and SRAM size, a `NetworkResult`: per layer its best schedule by traffic (ties: estimated cycles; or by cycles),
 its estimated cycles, its lower bound and compulsory traffic, TensorCore utilization and padding waste; network totals.
 
-Per layer kind (see `dsasim.architect.network`):
+Per layer kind (see `dsasim.architect.studies.network`):
 - tensorcore: the search's best nest by traffic under the SRAM size; cycles are the analytic model's estimate
   (max of TensorCore, vector and DDR time with the nest's buffering), at least the fused epilogue's vector time;
   its bound is `lower_bound` (max of compulsory and the dataflow bound). A batched layer counts `count` times.
@@ -25,12 +25,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any, Sequence
 
-from dsasim.architect.network import CHAIN, TENSORCORE, UNMODELLED, VECTOR, Network, NetworkChain, NetworkLayer
-from dsasim.architect.objective import DEFAULT_OBJECTIVE, Objective, objective_named
-from dsasim.architect.target_figures import TargetFigures, sweep_target_task
-from dsasim.architect.target_kinds import network_target_of
+from dsasim.architect.studies.network import CHAIN, TENSORCORE, UNMODELLED, VECTOR, Network, NetworkChain, NetworkLayer
+from dsasim.architect.search.objective import DEFAULT_OBJECTIVE, Objective, objective_named
+from dsasim.architect.studies.target_figures import TargetFigures, sweep_target_task
+from dsasim.architect.studies.target_kinds import network_target_of
 from dsasim.hardware import Accelerator
-from dsasim.architect.search import tensorcore_utilization
+from dsasim.architect.search.layer_search import tensorcore_utilization
 from dsasim.cost import ddr_port, dma_cycles, overlapped_cycles, vector_cycles
 from dsasim.one_level import require_one_level
 
@@ -191,13 +191,13 @@ def evaluate_network(network: Network, hardwares: Sequence[Accelerator], sizes: 
                      estimated_seconds: float | None = None) -> list[list[NetworkResult]]:
     """Per hardware (outer) and SRAM size in bytes (inner), the network's NetworkResult.
 
-    `executor` is an `dsasim.architect.executor.Executor` (default: in this process). Every distinct problem is
+    `executor` is an `dsasim.architect.studies.executor.Executor` (default: in this process). Every distinct problem is
     searched once per hardware (a cache by shape: ResNet-50's 53 convs are 20 to 23 searches). With `fusion`, each
     of the network's chains (`Network.chains`) gets its best partition into fused segments and single layers
     (`sweep_chain`, by the same objective) and is one entry; its layers are not searched on their own. With
     `progress`, the executor's bar on stderr counts the searches, labelled with `estimated_seconds` when given
     (the caller's `sweep.estimate_network_sweep_work`)."""
-    from dsasim.architect.executor import InProcess
+    from dsasim.architect.studies.executor import InProcess
 
     for hw in hardwares:
         require_one_level(hw, "network evaluation")
@@ -219,7 +219,7 @@ def evaluate_network(network: Network, hardwares: Sequence[Accelerator], sizes: 
     runner = executor if executor is not None else InProcess()
     label = f"{network.name}: searches"
     if estimated_seconds is not None:
-        from dsasim.architect.search import _duration
+        from dsasim.architect.search.layer_search import _duration
         label += f" (estimated {_duration(estimated_seconds)})"
     found = runner.run(_call, tasks, label=label, progress=progress)
     per_hw = dict(zip(keys, found))

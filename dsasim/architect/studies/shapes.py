@@ -25,7 +25,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
-from dsasim.architect.loopnest import ConvProblem, LoopNest, MatmulProblem, Problem
+from dsasim.architect.nests.loopnest import ConvProblem, LoopNest, MatmulProblem, Problem
 from dsasim.hardware import Accelerator
 from dsasim.one_level import require_one_level
 from dsasim.util import parse_whole
@@ -79,7 +79,7 @@ def parse_vary(text: str) -> tuple[str, list[int]]:
 def vary_problem(problem: Problem, dim: str, value: int) -> Problem:
     """`problem` with dimension `dim` set to `value` (conv: n, ic, oc, h, w or hw for both; matmul: m, n, k;
     several joined by '+' move together, e.g. m+n for attention's scores over the sequence length)."""
-    from dsasim.architect.layers import parse_layer
+    from dsasim.architect.problems.layers import parse_layer
 
     if isinstance(problem, ConvProblem):
         keys = _CONV_KEYS + ("hw",)
@@ -187,8 +187,8 @@ class ShapeSweep:
 def _best_of(problem: Problem, hardware: Accelerator) -> ShapePoint | str:
     """The per-shape optimum (search by estimated cycles) as a partial ShapePoint, or why nothing fits (the task
     an executor runs)."""
-    from dsasim.architect.objective import CYCLES
-    from dsasim.architect.search import search
+    from dsasim.architect.search.objective import CYCLES
+    from dsasim.architect.search.layer_search import search
     from dsasim.util import numpy_hugepages_off
 
     numpy_hugepages_off()
@@ -224,7 +224,7 @@ def _instantiate(template: dict[str, Any], problem: Problem) -> LoopNest | None:
 
 
 def _cost(template: dict[str, Any], problem: Problem, hardware: Accelerator) -> float:
-    from dsasim.architect.analytic import analyze
+    from dsasim.architect.model.analytic import analyze
 
     nest = _instantiate(template, problem)
     if nest is None:
@@ -278,7 +278,7 @@ def estimate_shapes_work(problems: Sequence[Problem], hardware: Accelerator, job
     """The per-shape searches' work (a `search.WorkEstimate`): first-pass candidates counted exactly at up to
     SHAPE_SAMPLES shapes spread over the sweep (its ends included) and interpolated linearly between them by
     position, each shape's search at the search's rates, spread over `jobs` workers."""
-    from dsasim.architect.search import EVALUATIONS_PER_SECOND, SECONDS_PER_CAPACITY, WorkEstimate, \
+    from dsasim.architect.search.layer_search import EVALUATIONS_PER_SECOND, SECONDS_PER_CAPACITY, WorkEstimate, \
         estimate_search_work
 
     if not problems:
@@ -303,8 +303,8 @@ def sweep_shapes(problem: Problem, dim: str, values: Sequence[int], hardware: Ac
     (0.05: 5 %); see the module docstring. `executor`: where the per-shape searches run (default: here), on `jobs`
     workers. The whole work is estimated first (`estimate_shapes_work`): beyond the usual it raises
     WorkTooLargeError unless `force` (then `warn` gets the estimate)."""
-    from dsasim.architect.executor import InProcess
-    from dsasim.architect.search import _duration as duration, check_work
+    from dsasim.architect.studies.executor import InProcess
+    from dsasim.architect.search.layer_search import _duration as duration, check_work
 
     require_one_level(hardware, "shape sweep")
     if not max_loss >= 0:

@@ -1,5 +1,5 @@
 """The layer-on-levels target: one layer on hardware with memory levels below the SRAM (e.g. blog-l1), searched by
-`dsasim.architect.level_search.search_levels` (one tiling per level, the analytic model of every level); its choice
+`dsasim.architect.search.level_search.search_levels` (one tiling per level, the analytic model of every level); its choice
 is the best `LevelAnalysis`, optionally re-run through the traced memory model ("levelnest" kernel)."""
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ import time
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from dsasim.architect.level_search import LevelSearchResult
-from dsasim.architect.objective import Objective
-from dsasim.architect.target import ConfirmRule, SearchOptions
+from dsasim.architect.search.level_search import LevelSearchResult
+from dsasim.architect.search.objective import Objective
+from dsasim.architect.studies.target import ConfirmRule, SearchOptions
 from dsasim.hardware import Accelerator
 from dsasim.one_level import require_one_level
 
@@ -21,8 +21,8 @@ def trace_levels(a: Any, runner: Any, force: bool) -> str:
     """Run the best `LevelNest` through the traced memory model (`runner`, the "levelnest" kernel) and compare
     every level's bytes with the model's: a line saying they agree, or that tracing would take too long (unless
     `force`); ValueError when they differ (a bug, never a finding)."""
-    from dsasim.architect.level_search import estimate_level_trace_work
-    from dsasim.architect.search import WORK_LIMIT_SECONDS
+    from dsasim.architect.search.level_search import estimate_level_trace_work
+    from dsasim.architect.search.layer_search import WORK_LIMIT_SECONDS
 
     work = estimate_level_trace_work(a.nest)
     if work.seconds > WORK_LIMIT_SECONDS and not force:
@@ -102,12 +102,12 @@ class LevelChoice:
 
     @property
     def lower_bound_bytes(self) -> int:
-        from dsasim.architect.lower_bounds import lower_bound
+        from dsasim.architect.model.lower_bounds import lower_bound
         return lower_bound(self.result.problem, self.sram_bytes, self.result.hardware.word_bytes).bytes
 
     @property
     def compulsory_bytes(self) -> int:
-        from dsasim.architect.lower_bounds import lower_bound
+        from dsasim.architect.model.lower_bounds import lower_bound
         return lower_bound(self.result.problem, self.sram_bytes, self.result.hardware.word_bytes).compulsory_bytes
 
     @property
@@ -149,12 +149,12 @@ class LevelTarget:
         return self.confirm_rule.count(options.confirm)
 
     def estimate_work(self, sram_bytes: int, options: SearchOptions) -> Any:
-        from dsasim.architect.level_search import estimate_level_search_work
+        from dsasim.architect.search.level_search import estimate_level_search_work
         return estimate_level_search_work(self.problem, self.hardware, sram_bytes, slide=options.slide)
 
     def search(self, sram_bytes: int, objective: Objective | str, options: SearchOptions) -> LevelChoice:
         """`search_levels` of the layer; with confirm 1 and a "levelnest" kernel its best nest is traced."""
-        from dsasim.architect.level_search import search_levels
+        from dsasim.architect.search.level_search import search_levels
 
         confirm = self.confirm_count(options)
         result = search_levels(self.problem, self.hardware, sram_bytes, objective, force=options.force,
@@ -172,8 +172,8 @@ class LevelTarget:
 
     def check_sizes(self, sizes: Sequence[int], level: str | None) -> None:
         """ValueError for a size (bytes) of `level` (default SRAM) that makes no valid hierarchy."""
-        from dsasim.architect.level_search import with_level_capacity
-        from dsasim.architect.sweep import format_bytes
+        from dsasim.architect.search.level_search import with_level_capacity
+        from dsasim.architect.studies.sweep import format_bytes
 
         for size in sizes:
             try:
@@ -183,14 +183,14 @@ class LevelTarget:
 
     def sweep_work(self, sizes: Sequence[int], level: str | None, options: SearchOptions) -> Any:
         """The sweep's work (a `search.WorkEstimate`), for the caller's bar (`options.progress`)."""
-        from dsasim.architect.level_search import estimate_level_search_work
+        from dsasim.architect.search.level_search import estimate_level_search_work
         return estimate_level_search_work(self.problem, self.hardware, n_searches=len(sizes), slide=options.slide)
 
     def sweep(self, sizes: Sequence[int], level: str | None, objective: str | None, options: SearchOptions,
               show_progress: bool) -> Any:
         """`sweep_levels` over the sizes of `level` (default SRAM): a `LevelSweep`; progress to `options.progress`."""
-        from dsasim.architect.level_search import sweep_levels
-        from dsasim.architect.objective import DEFAULT_OBJECTIVE
+        from dsasim.architect.search.level_search import sweep_levels
+        from dsasim.architect.search.objective import DEFAULT_OBJECTIVE
 
         return sweep_levels(self.problem, self.hardware, level or "SRAM", sizes, objective or DEFAULT_OBJECTIVE.name,
                             layer=self.spec, force=options.force, warn=options.warn, slide=options.slide,
@@ -199,5 +199,5 @@ class LevelTarget:
 
 def load_level_target(spec: str, hardware: Accelerator) -> LevelTarget:
     """The layer named by `spec` on `hardware` (with levels below the SRAM); ValueError for a bad spec."""
-    from dsasim.architect.layers import parse_layer
+    from dsasim.architect.problems.layers import parse_layer
     return LevelTarget(spec, parse_layer(spec), hardware)

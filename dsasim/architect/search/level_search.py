@@ -29,13 +29,13 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from dsasim.architect.analytic import Batch, Evaluator, tensorcore_blocks
-from dsasim.architect.hierarchy import (InnerTiling, LevelAnalysis, LevelNest, analyze_levels, exposed_cycles,
+from dsasim.architect.model.analytic import Batch, Evaluator, tensorcore_blocks
+from dsasim.architect.model.hierarchy import (InnerTiling, LevelAnalysis, LevelNest, analyze_levels, exposed_cycles,
                                         level_cycles, tensor_role)
-from dsasim.architect.loopnest import LoopNest, Problem, tile_count
-from dsasim.architect import search as one_level
-from dsasim.architect.objective import DEFAULT_OBJECTIVE, Objective, lexicographic_less, objective_named
-from dsasim.architect.search import chain_structures, tile_candidates
+from dsasim.architect.nests.loopnest import LoopNest, Problem, tile_count
+from dsasim.architect.search import layer_search as one_level
+from dsasim.architect.search.objective import DEFAULT_OBJECTIVE, Objective, lexicographic_less, objective_named
+from dsasim.architect.search.layer_search import chain_structures, tile_candidates
 from dsasim.hardware import SRAM_LEVEL, Accelerator
 
 __all__ = ["LevelSearchResult", "search_levels", "OUTER_CANDIDATES", "COARSE_PER_DIM"]

@@ -39,7 +39,7 @@ import math
 from dataclasses import dataclass
 from typing import Mapping
 
-from dsasim.architect.loopnest import Axis, Problem
+from dsasim.architect.nests.loopnest import Axis, Problem
 from dsasim.geometry import tap_outputs
 
 __all__ = ["Bound", "touched_elements", "compulsory_bytes", "lower_bound", "window_reuse", "real_macs",

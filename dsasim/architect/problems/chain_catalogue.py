@@ -10,9 +10,9 @@ residual), `mobilenetv2.features.N` for N = 1 .. 17 (the inverted residual block
 
 from __future__ import annotations
 
-from dsasim.architect.chain import ConvChain
-from dsasim.architect.gemm_chain import GemmChain, parse_gemm_chain
-from dsasim.architect.loopnest import ConvProblem
+from dsasim.architect.problems.chain import ConvChain
+from dsasim.architect.search.gemm_chain import GemmChain, parse_gemm_chain
+from dsasim.architect.nests.loopnest import ConvProblem
 from dsasim.util import is_ascii_whole
 
 __all__ = ["chain_names", "is_chain", "parse_chain", "MOBILENETV2_BLOCKS"]
@@ -64,7 +64,7 @@ def _resnet18_block() -> ConvChain:
 
 
 def _resnet50_block(block: str) -> ConvChain:
-    from dsasim.architect.layers import parse_layer
+    from dsasim.architect.problems.layers import parse_layer
     name = f"resnet50.{block}"
     layers = [parse_layer(f"resnet50.{block}_branch{b}") for b in ("2a", "2b", "2c")]
     assert all(isinstance(layer, ConvProblem) for layer in layers)
@@ -85,7 +85,7 @@ def is_chain(text: str) -> bool:
 
 def parse_chain(text: str) -> ConvChain | GemmChain:
     """A built-in chain by name (see the module docstring) or a GEMM chain spec
-    (`gemm-chain:m=..,n=..,k=..,l=..[,relu=1]`, `dsasim.architect.gemm_chain`); ValueError listing the names
+    (`gemm-chain:m=..,n=..,k=..,l=..[,relu=1]`, `dsasim.architect.search.gemm_chain`); ValueError listing the names
     otherwise."""
     name = text.strip()
     if name.startswith("gemm-chain"):

@@ -1,5 +1,5 @@
-"""The layer target: one layer (a built-in name or a shape spec, `dsasim.architect.layers`) on one-level hardware,
-searched by `dsasim.architect.search.search`; its choice is the best `Candidate` with the search's figures."""
+"""The layer target: one layer (a built-in name or a shape spec, `dsasim.architect.problems.layers`) on one-level hardware,
+searched by `dsasim.architect.search.layer_search.search`; its choice is the best `Candidate` with the search's figures."""
 
 from __future__ import annotations
 
@@ -7,12 +7,12 @@ import dataclasses
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Sequence
 
-from dsasim.architect.objective import Objective
-from dsasim.architect.target import ConfirmRule, SearchOptions
+from dsasim.architect.search.objective import Objective
+from dsasim.architect.studies.target import ConfirmRule, SearchOptions
 from dsasim.hardware import Accelerator
 
 if TYPE_CHECKING:  # the search is imported by a search, not with the kind (`dsasim search --help` stays fast)
-    from dsasim.architect.search import SearchResult
+    from dsasim.architect.search.layer_search import SearchResult
 
 __all__ = ["LAYER_CONFIRM", "LayerChoice", "LayerFrontChoice", "LayerTarget", "load_layer_target"]
 
@@ -87,8 +87,8 @@ class LayerChoice:
 
     def to_json(self) -> dict[str, Any]:
         """The JSON object of `dsasim search LAYER --json` (stable key order, no wall times)."""
-        from dsasim.architect.analytic import analyze
-        from dsasim.architect.hierarchy import sram_triggers
+        from dsasim.architect.model.analytic import analyze
+        from dsasim.architect.model.hierarchy import sram_triggers
 
         result = self.result
         best = result.best
@@ -170,7 +170,7 @@ class LayerFrontChoice:
 
     @property
     def _bound(self) -> Any:
-        from dsasim.architect.lower_bounds import lower_bound
+        from dsasim.architect.model.lower_bounds import lower_bound
         return lower_bound(self.problem, self.sram_bytes, self.hardware.word_bytes)
 
     @property
@@ -216,13 +216,13 @@ class LayerTarget:
         return LAYER_CONFIRM.count(options.confirm)
 
     def estimate_work(self, sram_bytes: int, options: SearchOptions) -> Any:
-        from dsasim.architect.search import estimate_search_work
+        from dsasim.architect.search.layer_search import estimate_search_work
         return estimate_search_work(self.problem, dataclasses.replace(self.hardware, sram_bytes=sram_bytes),
                                     slide=options.slide)
 
     def search(self, sram_bytes: int, objective: Objective | str, options: SearchOptions) -> LayerChoice:
         """`search.search` of the layer: the top `confirm_count` candidates re-run through the "loopnest" kernel."""
-        from dsasim.architect.search import search
+        from dsasim.architect.search.layer_search import search
 
         confirm = self.confirm_count(options)
         runner = options.kernel("loopnest") if confirm > 0 else None
@@ -231,10 +231,10 @@ class LayerTarget:
                         warn=options.warn, slide=options.slide, progress=options.progress)
         return LayerChoice(self.spec, result)
 
-    # -- network evaluation: every size from one search front (`dsasim.architect.target_figures`)
+    # -- network evaluation: every size from one search front (`dsasim.architect.studies.target_figures`)
     def network_choices(self, sizes: Sequence[int], objective: Objective | str) -> list[LayerFrontChoice]:
         """Per SRAM size (bytes), the best candidate by `objective` from one `search_front` over all sizes."""
-        from dsasim.architect.search import search_front
+        from dsasim.architect.search.layer_search import search_front
 
         caps = [int(s) for s in sizes]
         st, best = search_front(self.problem, self.hardware, caps, objective=objective)
@@ -247,7 +247,7 @@ class LayerTarget:
     def check_sweep(self, level: str | None, objective: str | None, options: SearchOptions) -> None:
         """ValueError for a --level other than the SRAM or an objective other than traffic (this sweep ranks by
         traffic: its points come from one search front for all sizes)."""
-        from dsasim.architect.objective import TRAFFIC, objective_named
+        from dsasim.architect.search.objective import TRAFFIC, objective_named
 
         if level not in (None, "SRAM"):
             raise ValueError(f"--level {level}: on {self.hardware.name}, a layer is swept over the SRAM only "
@@ -270,7 +270,7 @@ class LayerTarget:
               show_progress: bool) -> Any:
         """`sweep.sweep_sram` of the layer (a `SweepResult`): every size's best schedule traced and timed with the
         "loopnest" kernel."""
-        from dsasim.architect.sweep import sweep_sram
+        from dsasim.architect.studies.sweep import sweep_sram
         return sweep_sram(self.problem, self.hardware, sizes, runner=options.kernel("loopnest"),
                           simulate=options.simulate, progress=show_progress, layer=self.spec, force=options.force,
                           warn=options.warn, slide=options.slide)
@@ -278,5 +278,5 @@ class LayerTarget:
 
 def load_layer_target(spec: str, hardware: Accelerator) -> LayerTarget:
     """The layer named by `spec` on `hardware`; ValueError (one line) for a spec that names no layer."""
-    from dsasim.architect.layers import parse_layer
+    from dsasim.architect.problems.layers import parse_layer
     return LayerTarget(spec, parse_layer(spec), hardware)

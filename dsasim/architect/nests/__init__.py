@@ -1,0 +1,1 @@
+"""How a problem is scheduled: loop nests as data."""
