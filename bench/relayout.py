@@ -82,6 +82,7 @@ HOME: dict[str, str] = {
     "layer_target": "studies",       # one adapter per target kind (its search, sweep, JSON)
     "level_target": "studies",
     "chain_target": "studies",
+    "target_figures": "studies",     # the figures a network keeps of a target's choice, and its one executor task
     "sweep": "studies",              # SRAM sweeps of a layer or chain
     "network": "studies",            # the torch.fx import of a network
     "network_models": "studies",     # the preset networks

@@ -224,10 +224,10 @@ def test_every_search_defaults_to_the_same_objective():
     import inspect
 
     from dsasim.architect.search import fused_search, gemm_chain, level_search, layer_search as search
-    from dsasim.architect.studies import network_eval, sweep
+    from dsasim.architect.studies import network_eval, sweep, target_figures
 
     functions = [search.search, search.search_front, search.run_search, fused_search.search_chain,
-                 sweep.sweep_chain, network_eval.search_problem, network_eval.search_chain_task,
+                 sweep.sweep_chain, target_figures.sweep_target_task,
                  network_eval.evaluate_network, network_eval.sweep_network, level_search.search_levels,
                  level_search.sweep_levels, gemm_chain.GemmChainSpace.best]
     for f in functions:

@@ -308,3 +308,13 @@ def test_a_level_choice_carries_the_sram_levels_figures() -> None:
     assert choice.cycles == round(direct.best.cycles) and choice.macs == 16 * 16 * 22 * 22
     assert choice.traced is None and choice.cycles_source == "estimate"
     assert choice.to_json()["levels"] == [lv.to_json() for lv in direct.best.levels]
+
+
+def test_a_chain_that_does_not_fit_says_it_is_a_chain() -> None:
+    """2 B of SRAM hold not even one 1-byte element of each operand of the first GEMM (a, b and its output: 3 B),
+    so no partition fits; the reason names the chain as the network evaluation's reason always did (issue 27: the
+    network now reads this reason from the choice; before, `dsasim search` said 'no schedule of gemm-chain:...')."""
+    target = target_of(SMALL_GEMM_CHAIN, preset("blog"))
+    choice = target.search(2, "traffic", NO_KERNELS)
+    assert not choice.fits
+    assert choice.no_fit_reason == f"no schedule of the chain {SMALL_GEMM_CHAIN} fits in 2 B of SRAM"

@@ -36,7 +36,7 @@ class ChainChoice:
 
     @property
     def no_fit_reason(self) -> str:
-        return f"no schedule of {self.spec} fits in {self.result.sram_bytes:,} B of SRAM"
+        return f"no schedule of the chain {self.spec} fits in {self.result.sram_bytes:,} B of SRAM"
 
     @property
     def schedule(self) -> Any:
@@ -92,6 +92,17 @@ class ChainChoice:
         """The JSON object of `dsasim search CHAIN --json` (`ChainSearchResult.to_json`)."""
         return self.result.to_json(self.spec)
 
+    @property
+    def tensorcore_cycles(self) -> int | None:
+        """The TensorCore cycles of the chosen segments, summed (None when nothing fits)."""
+        best = self.result.best
+        return None if best is None else sum(p.tensorcore_cycles for p in best)
+
+    def network_schedule(self) -> tuple[str, dict[str, Any]]:
+        """(the partition, e.g. "[1] [2 3]"; {"partition", "segments": per segment as `search CHAIN --json`})."""
+        partition = self.result.label(self.result.best)
+        return partition, {"partition": partition, "segments": self.result.to_json("chain")["parts"]}
+
 
 @dataclass(frozen=True)
 class ChainTarget:
@@ -130,6 +141,16 @@ class ChainTarget:
                               warn=options.warn, progress=options.progress)
         return ChainChoice(self.spec, result)
 
+    # -- network evaluation (`dsasim.architect.studies.target_figures`)
+    def network_choices(self, sizes: Sequence[int], objective: Objective | str) -> list[ChainChoice]:
+        """Per SRAM size (bytes), the best partition by `objective` (`sweep_chain`: the layers' search fronts serve
+        every size; nothing re-run, no work limit)."""
+        from dsasim.architect.studies.sweep import sweep_chain
+
+        sweep = sweep_chain(self.chain, self.hardware, [int(s) for s in sizes], force=True, objective=objective,
+                            layer_fronts=True)
+        by_size = {point.sram_bytes: point.result for point in sweep.points}
+        return [ChainChoice(self.spec, by_size[int(cap)]) for cap in sizes]
 
     # -- sweep-sram: the chain across SRAM sizes (`sweep.sweep_chain`)
     def check_sweep(self, level: str | None, objective: str | None, options: SearchOptions) -> None:

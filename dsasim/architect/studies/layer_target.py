@@ -14,7 +14,7 @@ from dsasim.hardware import Accelerator
 if TYPE_CHECKING:  # the search is imported by a search, not with the kind (`dsasim search --help` stays fast)
     from dsasim.architect.search.layer_search import SearchResult
 
-__all__ = ["LAYER_CONFIRM", "LayerChoice", "LayerTarget", "load_layer_target"]
+__all__ = ["LAYER_CONFIRM", "LayerChoice", "LayerFrontChoice", "LayerTarget", "load_layer_target"]
 
 LAYER_CONFIRM = ConfirmRule(default=3)  # a single layer's search on one-level hardware re-runs its top 3 candidates
 
@@ -123,6 +123,82 @@ class LayerChoice:
 
 
 @dataclass(frozen=True)
+class LayerFrontChoice:
+    """The best schedule of a layer under one SRAM size, picked from a search front shared by every size
+    (`search.search_front`: the model's figures, nothing re-run), as the network evaluation reads it.
+
+    `candidate` is the `search.Candidate` (None when nothing fits); `smallest_peak_bytes` is the least peak SRAM
+    of any schedule the front holds (None when it holds none) and `largest_sram_bytes` the largest size swept,
+    both for the reason nothing fits."""
+
+    spec: str
+    problem: Any
+    hardware: Accelerator
+    sram_bytes: int
+    candidate: Any
+    smallest_peak_bytes: int | None
+    largest_sram_bytes: int
+    evaluations: int
+
+    kind = "layer"
+    cycles_source = "estimate"
+
+    @property
+    def fits(self) -> bool:
+        return self.candidate is not None
+
+    @property
+    def no_fit_reason(self) -> str:
+        need = (f"the smallest schedule found needs {self.smallest_peak_bytes:,} B"
+                if self.smallest_peak_bytes is not None else f"none fits even in {self.largest_sram_bytes:,} B")
+        return f"no tiling of {self.spec} fits in {self.sram_bytes:,} B of SRAM ({need})"
+
+    @property
+    def schedule(self) -> Any:
+        return None if self.candidate is None else self.candidate.nest
+
+    def _best(self, name: str) -> int | None:
+        return None if self.candidate is None else getattr(self.candidate, name)
+
+    loaded_bytes = property(lambda self: self._best("loaded_bytes"), doc="bytes loaded from DDR")
+    stored_bytes = property(lambda self: self._best("stored_bytes"), doc="bytes stored to DDR")
+    traffic_bytes = property(lambda self: self._best("traffic_bytes"), doc="loaded + stored bytes")
+    peak_sram_bytes = property(lambda self: self._best("peak_sram_bytes"), doc="peak SRAM bytes")
+    macs = property(lambda self: self._best("macs"), doc="MACs the schedule runs")
+    cycles = property(lambda self: self._best("estimated_cycles"), doc="the model's estimated cycles")
+    tensorcore_cycles = property(lambda self: self._best("tensorcore_cycles"), doc="TensorCore cycles, padded")
+
+    @property
+    def _bound(self) -> Any:
+        from dsasim.architect.model.lower_bounds import lower_bound
+        return lower_bound(self.problem, self.sram_bytes, self.hardware.word_bytes)
+
+    @property
+    def lower_bound_bytes(self) -> int:
+        return self._bound.bytes
+
+    @property
+    def compulsory_bytes(self) -> int:
+        return self._bound.compulsory_bytes
+
+    def network_schedule(self) -> tuple[str, dict[str, Any]]:
+        """('', the nest's JSON)."""
+        return "", self.candidate.nest.to_json()
+
+    def to_json(self) -> dict[str, Any]:
+        """The layer, the SRAM size, the model's figures and the loop nest (no confirmation, no Pareto front)."""
+        assert self.candidate is not None, "to_json() of a choice that does not fit"
+        bound = self._bound
+        return {"layer": self.spec, "hardware": self.hardware.name, "sram_bytes": self.sram_bytes,
+                "loaded_bytes": self.loaded_bytes, "stored_bytes": self.stored_bytes,
+                "traffic_bytes": self.traffic_bytes, "peak_sram_bytes": self.peak_sram_bytes,
+                "lower_bound_bytes": bound.bytes, "compulsory_bytes": bound.compulsory_bytes,
+                "cycles": self.cycles, "cycles_source": self.cycles_source,
+                "tensorcore_cycles": self.tensorcore_cycles, "macs": self.macs,
+                "loop_nest": self.candidate.nest.to_json()}
+
+
+@dataclass(frozen=True)
 class LayerTarget:
     """A layer (`problem`, a ConvProblem or MatmulProblem) on one-level `hardware`."""
 
@@ -155,6 +231,17 @@ class LayerTarget:
                         warn=options.warn, slide=options.slide, progress=options.progress)
         return LayerChoice(self.spec, result)
 
+    # -- network evaluation: every size from one search front (`dsasim.architect.studies.target_figures`)
+    def network_choices(self, sizes: Sequence[int], objective: Objective | str) -> list[LayerFrontChoice]:
+        """Per SRAM size (bytes), the best candidate by `objective` from one `search_front` over all sizes."""
+        from dsasim.architect.search.layer_search import search_front
+
+        caps = [int(s) for s in sizes]
+        st, best = search_front(self.problem, self.hardware, caps, objective=objective)
+        smallest = int(st.traffic.peak.min()) if len(st.traffic.peak) else None
+        return [LayerFrontChoice(self.spec, self.problem, self.hardware, cap, cand, smallest, max(caps),
+                                 st.evaluations)
+                for cap, cand in zip(caps, best)]
 
     # -- sweep-sram: one layer across SRAM sizes (`sweep.sweep_sram`, ranked by traffic)
     def check_sweep(self, level: str | None, objective: str | None, options: SearchOptions) -> None:

@@ -1,8 +1,9 @@
 """A network's traffic and cycles under one or many SRAM sizes: the best schedule per layer, summed.
 
-`evaluate_network(network, hardwares, sizes, executor=...)` searches every distinct tensorcore problem of the
-network once per hardware (`search_front`: one enumeration serves every SRAM size), spreads those searches over an
-executor (`dsasim.architect.studies.executor`: in process, a process pool, or a Dask cluster) and assembles, per hardware
+`evaluate_network(network, hardwares, sizes, executor=...)` searches every distinct tensorcore problem and chain of
+the network once per hardware, each as a target (`target_kinds.network_target_of`: the kind that evaluates it; one
+task, `target_figures.sweep_target_task`, for every kind; a layer's search front serves every SRAM size), spreads
+those searches over an executor (`dsasim.architect.studies.executor`: in process, a process pool, or a Dask cluster) and assembles, per hardware
 and SRAM size, a `NetworkResult`: per layer its best schedule by traffic (ties: estimated cycles; or by cycles),
 its estimated cycles, its lower bound and compulsory traffic, TensorCore utilization and padding waste; network totals.
 
@@ -25,106 +26,16 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Sequence
 
 from dsasim.architect.studies.network import CHAIN, TENSORCORE, UNMODELLED, VECTOR, Network, NetworkChain, NetworkLayer
-from dsasim.architect.nests.loopnest import Problem
 from dsasim.architect.search.objective import DEFAULT_OBJECTIVE, Objective, objective_named
+from dsasim.architect.studies.target_figures import TargetFigures, sweep_target_task
+from dsasim.architect.studies.target_kinds import network_target_of
 from dsasim.hardware import Accelerator
 from dsasim.architect.search.layer_search import tensorcore_utilization
 from dsasim.cost import ddr_port, dma_cycles, overlapped_cycles, vector_cycles
 from dsasim.one_level import require_one_level
 
-__all__ = ["LayerOutcome", "NetworkResult", "NetworkSweep", "evaluate_network", "search_problem", "smallest_within",
-           "sweep_network", "vary_hardware"]
-
-
-@dataclass(frozen=True)
-class ProblemFigures:
-    """What the search found for one problem under one SRAM size (per repeat; None fields: nothing fits)."""
-
-    loaded_bytes: int
-    stored_bytes: int
-    estimated_cycles: int
-    tensorcore_cycles: int
-    macs: int
-    peak_sram_bytes: int
-    nest: dict[str, Any]
-    bound_bytes: int
-    compulsory_bytes: int
-
-
-def search_problem(problem: Problem, hardware: Accelerator, sizes: tuple[int, ...],
-                   objective: Objective | str = DEFAULT_OBJECTIVE) -> list[ProblemFigures | str]:
-    """Per SRAM size (bytes), the best nest's figures by `objective` (traffic: least loaded + stored bytes, ties
-    estimated cycles; cycles: least estimated cycles, ties traffic), or a string saying why nothing fits (the
-    task an executor runs; module-level so that worker processes and Dask import it by name)."""
-    from dsasim.architect.model.lower_bounds import lower_bound
-    from dsasim.architect.search.layer_search import search_front
-    from dsasim.util import numpy_hugepages_off
-
-    numpy_hugepages_off()  # a Dask worker is a fresh process: the search's arrays are fresh memory there
-    try:
-        st, best = search_front(problem, hardware, list(sizes), objective=objective)
-    except ValueError as err:  # e.g. LayerTooLargeError: counts past exact integers
-        return [f"{problem.spec()}: {err}"] * len(sizes)
-    smallest = int(st.traffic.peak.min()) if len(st.traffic.peak) else None
-    out: list[ProblemFigures | str] = []
-    for cap, cand in zip(sizes, best):
-        if cand is None:
-            need = (f"the smallest schedule found needs {smallest:,} B" if smallest is not None
-                    else f"none fits even in {max(sizes):,} B")
-            out.append(f"no tiling of {problem.spec()} fits in {cap:,} B of SRAM ({need})")
-            continue
-        bound = lower_bound(problem, cap, hardware.word_bytes)
-        out.append(ProblemFigures(
-            loaded_bytes=cand.loaded_bytes, stored_bytes=cand.stored_bytes, estimated_cycles=cand.estimated_cycles,
-            tensorcore_cycles=cand.tensorcore_cycles, macs=cand.macs, peak_sram_bytes=cand.peak_sram_bytes,
-            nest=cand.nest.to_json(), bound_bytes=bound.bytes, compulsory_bytes=bound.compulsory_bytes))
-    return out
-
-
-@dataclass(frozen=True)
-class ChainFigures:
-    """What the chain sweep found for one chain under one SRAM size: its best partition's totals."""
-
-    loaded_bytes: int
-    stored_bytes: int
-    cycles: int
-    macs: int
-    tensorcore_cycles: int
-    peak_sram_bytes: int
-    compulsory_bytes: int
-    partition: str  # e.g. "[1 2 3]" (all fused) or "[1] [2 3]"
-    parts: list[dict[str, Any]]  # per segment, as `dsasim search CHAIN --json` gives them
-
-
-def search_chain_task(chain: Any, hardware: Accelerator, sizes: tuple[int, ...],
-                      objective: Objective | str = DEFAULT_OBJECTIVE) -> list[ChainFigures | str]:
-    """Per SRAM size (bytes), the best partition of a chain into fused segments and single layers (`sweep_chain`
-    by `objective`, estimated cycles), or a string saying why nothing fits (an executor's task)."""
-    from dsasim.architect.studies.sweep import sweep_chain
-    from dsasim.util import numpy_hugepages_off
-
-    numpy_hugepages_off()
-    try:
-        sweep = sweep_chain(chain, hardware, list(sizes), force=True, objective=objective,
-                            layer_fronts=True)
-    except ValueError as err:
-        return [f"{chain.spec()}: {err}"] * len(sizes)
-    by_size = {point.sram_bytes: point.result for point in sweep.points}
-    out: list[ChainFigures | str] = []
-    for cap in sizes:
-        result = by_size[cap]
-        best = result.best
-        if best is None:
-            out.append(f"no schedule of the chain {chain.spec()} fits in {cap:,} B of SRAM")
-            continue
-        totals = result.totals(best, result.fold(best))
-        parts = result.to_json("chain")["parts"]
-        out.append(ChainFigures(
-            loaded_bytes=totals["loaded_bytes"], stored_bytes=totals["stored_bytes"], cycles=totals["cycles"],
-            macs=totals["macs"], tensorcore_cycles=sum(p.tensorcore_cycles for p in best),
-            peak_sram_bytes=totals["peak_sram_bytes"], compulsory_bytes=result.compulsory_bytes,
-            partition=result.label(best), parts=parts))
-    return out
+__all__ = ["LayerOutcome", "NetworkResult", "NetworkSweep", "evaluate_network", "smallest_within", "sweep_network",
+           "vary_hardware"]
 
 
 @dataclass(frozen=True)
@@ -235,7 +146,7 @@ def _vector_outcome(layer: NetworkLayer, hardware: Accelerator) -> LayerOutcome:
                         lower_bound_bytes=loaded + stored, compulsory_bytes=loaded + stored)
 
 
-def _tensorcore_outcome(layer: NetworkLayer, hardware: Accelerator, found: ProblemFigures | str) -> LayerOutcome:
+def _tensorcore_outcome(layer: NetworkLayer, hardware: Accelerator, found: TargetFigures | str) -> LayerOutcome:
     if isinstance(found, str):
         return LayerOutcome(layer=layer, status="unplaceable", reason=found)
     c = layer.count
@@ -243,22 +154,23 @@ def _tensorcore_outcome(layer: NetworkLayer, hardware: Accelerator, found: Probl
     # a fused residual add's other operand and the bias: loaded once for the layer (a batched layer's operand is
     # already its whole batch; a bias is never batched)
     extra = (layer.extra_read_elements + layer.bias_elements) * hardware.word_bytes
+    schedule = found.schedule
+    if "problem" in schedule:  # one search serves every layer of this shape: the nest is labelled with this name
+        schedule = {**schedule, "problem": {**schedule["problem"], "name": layer.name}}
     return LayerOutcome(
         layer=layer, status="ok", loaded_bytes=c * found.loaded_bytes + extra, stored_bytes=c * found.stored_bytes,
-        cycles=overlapped_cycles(c * found.estimated_cycles, epilogue),
-        lower_bound_bytes=c * found.bound_bytes + extra,
+        cycles=overlapped_cycles(c * found.cycles, epilogue),
+        lower_bound_bytes=c * found.lower_bound_bytes + extra,
         compulsory_bytes=c * found.compulsory_bytes + extra, macs=c * found.macs,
         tensorcore_utilization=tensorcore_utilization(found.macs, found.tensorcore_cycles, hardware),
-        peak_sram_bytes=found.peak_sram_bytes,
-        # (one search serves every layer of this shape: the nest is labelled with this layer's name)
-        schedule={**found.nest, "problem": {**found.nest["problem"], "name": layer.name}})
+        peak_sram_bytes=found.peak_sram_bytes, schedule=schedule)
 
 
 def _chain_outcome(network: Network, nc: NetworkChain, hardware: Accelerator,
-                   found: ChainFigures | str) -> LayerOutcome:
+                   found: TargetFigures | str) -> LayerOutcome:
     """One entry for a chain of layers (its members named; its best partition in `schedule`)."""
     members = [network.layers[i] for i in nc.members]
-    partition = "" if isinstance(found, str) else f" {found.partition}"  # [1 2 3]: all fused; [1] [2 3] ...
+    partition = "" if isinstance(found, str) else f" {found.label}"  # [1 2 3]: all fused; [1] [2 3] ...
     layer = NetworkLayer(name="+".join(m.name for m in members), op="chain" + partition, kind=CHAIN,
                          shape=nc.chain.spec() + (" (+ identity residual)" if nc.chain.residual else ""),
                          fused=tuple(f for m in members for f in (m.name,) + m.fused))
@@ -267,10 +179,10 @@ def _chain_outcome(network: Network, nc: NetworkChain, hardware: Accelerator,
     extra = nc.extra_read_elements * hardware.word_bytes  # a projection's output and the members' biases
     return LayerOutcome(
         layer=layer, status="ok", loaded_bytes=found.loaded_bytes + extra, stored_bytes=found.stored_bytes,
-        cycles=found.cycles, lower_bound_bytes=found.compulsory_bytes + extra,
+        cycles=found.cycles, lower_bound_bytes=found.lower_bound_bytes + extra,
         compulsory_bytes=found.compulsory_bytes + extra, macs=found.macs,
         tensorcore_utilization=tensorcore_utilization(found.macs, found.tensorcore_cycles, hardware),
-        peak_sram_bytes=found.peak_sram_bytes, schedule={"partition": found.partition, "segments": found.parts})
+        peak_sram_bytes=found.peak_sram_bytes, schedule=found.schedule)
 
 
 def evaluate_network(network: Network, hardwares: Sequence[Accelerator], sizes: Sequence[int],
@@ -297,20 +209,20 @@ def evaluate_network(network: Network, hardwares: Sequence[Accelerator], sizes: 
     caps = tuple(int(s) for s in sizes)
     chains = network.chains if fusion else ()
     in_chain = {i: nc for nc in chains for i in nc.members}
-    problems = list(dict.fromkeys(layer.problem for i, layer in enumerate(network.layers)
-                                  if layer.problem is not None and i not in in_chain))
-    distinct_chains = list(dict.fromkeys(nc.chain for nc in chains))
-    tasks = [(search_problem, (p, hw, caps, objective)) for hw in hardwares for p in problems]
-    tasks += [(search_chain_task, (c, hw, caps, objective)) for hw in hardwares for c in distinct_chains]
+    # the pieces searched: every distinct problem of a layer outside the chains, then every distinct chain; each
+    # is one target (`network_target_of`: the kind that evaluates it) and one task per hardware
+    pieces = list(dict.fromkeys(layer.problem for i, layer in enumerate(network.layers)
+                                if layer.problem is not None and i not in in_chain))
+    pieces += list(dict.fromkeys(nc.chain for nc in chains))
+    keys = [(hw, piece) for hw in hardwares for piece in pieces]
+    tasks = [(sweep_target_task, (network_target_of(piece, hw), caps, objective)) for hw, piece in keys]
     runner = executor if executor is not None else InProcess()
     label = f"{network.name}: searches"
     if estimated_seconds is not None:
         from dsasim.architect.search.layer_search import _duration
         label += f" (estimated {_duration(estimated_seconds)})"
     found = runner.run(_call, tasks, label=label, progress=progress)
-    per_hw = {}
-    for (_, (key, hw, *_)), figures in zip(tasks, found):
-        per_hw[(hw, key)] = figures
+    per_hw = dict(zip(keys, found))
     results: list[list[NetworkResult]] = []
     for hw in hardwares:
         row = []

@@ -198,11 +198,14 @@ class SweptTarget(Target, Protocol):
 class TargetKind:
     """One entry of `dsasim.architect.studies.target_kinds.TARGET_KINDS`: which specs it takes on which hardware
     (`can_load(spec, hardware)`, cheap: no parsing errors) and how it makes a `Target` of one (`load(spec,
-    hardware)`, ValueError with a one-line message for a bad spec)."""
+    hardware)`, ValueError with a one-line message for a bad spec); for a kind the network evaluation searches,
+    `of_network(piece, hardware)`: the target of a network's piece (a layer's problem, a chain) when the kind takes
+    that piece, else None (`dsasim.architect.studies.target_kinds.network_target_of`)."""
 
     name: str
     can_load: Callable[[str, Accelerator], bool]
     load: Callable[[str, Accelerator], Target]
+    of_network: Callable[[Any, Accelerator], Target | None] | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
@@ -210,3 +213,5 @@ class TargetKind:
         for label in ("can_load", "load"):
             if not callable(getattr(self, label)):
                 raise TypeError(f"TargetKind {self.name!r}: {label} must be a function")
+        if self.of_network is not None and not callable(self.of_network):
+            raise TypeError(f"TargetKind {self.name!r}: of_network must be a function or None")

@@ -6,15 +6,20 @@ whose `can_load` takes the spec on that hardware loads it.
 - layer: a layer on one-level hardware, `LayerTarget`.
 
 A new kind is one adapter module (a `Target` and its `Choice`, `dsasim.architect.studies.target`) and one
-`register_target_kind` call; the command line (`dsasim search`) reads only the protocols.
+`register_target_kind` call; the command line (`dsasim search`) reads only the protocols. The network evaluation
+finds the target of each piece it searches (a layer's problem, a chain) with `network_target_of`, by the kinds'
+`of_network`: a kind that gives one is evaluated in a network without a change to `network_eval`.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 from dsasim.architect.studies.target import Target, TargetKind
 from dsasim.hardware import Accelerator
 
-__all__ = ["CHAIN_TARGET", "LAYER_TARGET", "LEVEL_TARGET", "TARGET_KINDS", "register_target_kind", "target_of"]
+__all__ = ["CHAIN_TARGET", "LAYER_TARGET", "LEVEL_TARGET", "TARGET_KINDS", "network_target_of",
+           "register_target_kind", "target_of"]
 
 
 def _is_chain(spec: str, hardware: Accelerator) -> bool:
@@ -37,10 +42,28 @@ def _load_layer(spec: str, hardware: Accelerator) -> Target:
     return load_layer_target(spec, hardware)
 
 
+def _network_chain(piece: Any, hardware: Accelerator) -> Target | None:
+    """A chain target of a network's chain (a registered chain kind's `Chain`), else None."""
+    from dsasim.architect.search.chain_kinds import CHAIN_KINDS
+    if not any(cls in CHAIN_KINDS for cls in type(piece).__mro__):
+        return None
+    from dsasim.architect.studies.chain_target import ChainTarget
+    return ChainTarget(piece.spec(), piece, hardware)
+
+
+def _network_layer(piece: Any, hardware: Accelerator) -> Target | None:
+    """A layer target of a network's tensorcore layer (its `loopnest.Problem`), else None."""
+    from dsasim.architect.nests.loopnest import Problem
+    if not isinstance(piece, Problem):
+        return None
+    from dsasim.architect.studies.layer_target import LayerTarget
+    return LayerTarget(piece.spec(), piece, hardware)
+
+
 # the adapters are imported when a spec is loaded, not with the registry (`dsasim search --help` stays fast)
-CHAIN_TARGET = TargetKind("chain", _is_chain, _load_chain)
+CHAIN_TARGET = TargetKind("chain", _is_chain, _load_chain, _network_chain)
 LEVEL_TARGET = TargetKind("levels", lambda spec, hardware: bool(hardware.inner_levels), _load_level)
-LAYER_TARGET = TargetKind("layer", lambda spec, hardware: not hardware.inner_levels, _load_layer)
+LAYER_TARGET = TargetKind("layer", lambda spec, hardware: not hardware.inner_levels, _load_layer, _network_layer)
 
 TARGET_KINDS: list[TargetKind] = [CHAIN_TARGET, LEVEL_TARGET, LAYER_TARGET]
 
@@ -61,3 +84,16 @@ def target_of(spec: str, hardware: Accelerator) -> Target:
             return kind.load(spec, hardware)
     known = ", ".join(k.name for k in TARGET_KINDS)
     raise ValueError(f"no target kind takes {spec!r} on {hardware.name} (kinds: {known})")
+
+
+def network_target_of(piece: Any, hardware: Accelerator) -> Target:
+    """The target of a network's searched piece (a tensorcore layer's problem, a chain) on `hardware`: the first
+    kind of TARGET_KINDS whose `of_network` takes it; TypeError when none does (a network importer made a piece no
+    kind evaluates)."""
+    for kind in TARGET_KINDS:
+        if kind.of_network is not None:
+            target = kind.of_network(piece, hardware)
+            if target is not None:
+                return target
+    known = ", ".join(k.name for k in TARGET_KINDS if k.of_network is not None)
+    raise TypeError(f"no target kind evaluates a {type(piece).__name__} in a network (kinds that do: {known})")
