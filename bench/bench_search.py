@@ -37,6 +37,7 @@ from dsasim.architect.problems.layers import distinct_resnet50, parse_layer  # n
 from dsasim.architect.nests.loopnest import ConvProblem  # noqa: E402
 from dsasim.architect.model.lower_bounds import lower_bound  # noqa: E402
 from dsasim.architect.search.layer_search import Space, _batches, run_search, search  # noqa: E402
+from dsasim.architect.studies.layer_target import LayerTarget  # noqa: E402
 from dsasim.architect.studies.sweep import format_bytes, parse_sizes, sweep_sram  # noqa: E402
 from dsasim.kernels import blog_demos  # noqa: E402
 from dsasim.kernels.loopnest_kernel import run_loopnest  # noqa: E402
@@ -118,9 +119,9 @@ def bench_sweeps(repeat: int) -> list[dict]:
     sizes = parse_sizes("64KiB:8MiB:20")
     for layer in ("resnet50.res2a_branch2b", "blog-conv", "resnet50.conv1", "gemm-1024"):
         p = parse_layer(layer)
-        seconds, result = best_of(repeat, lambda: sweep_sram(p, BLOG, sizes, runner=run_loopnest))
+        seconds, result = best_of(repeat, lambda: sweep_sram(LayerTarget(layer, p, BLOG), sizes, runner=run_loopnest))
         rows.append({"layer": layer, "points": len(sizes), "seconds": seconds,
-                     "all_simulated": all(pt.cycles_source == "simulated" for pt in result.points),
+                     "all_simulated": all(pt.cycles_source == "simulated" for pt in result.choices),
                      "evaluations": result.evaluations})
     return rows
 

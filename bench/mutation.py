@@ -553,8 +553,8 @@ MUTANTS: list[Mutant] = [
            'return self.setup + runs * self.run_cycles + (moved', 'return self.setup + (moved', LAYOUT_TESTS),
     # -- trust round two: strided -----------------------------------------------------------------------------
     Mutant("strided: the chain sweep takes its layers from the shared fronts again", "dsasim/architect/studies/sweep.py",
-           "                layer_fronts: bool = False) -> ChainSweepResult:",
-           "                layer_fronts: bool = True) -> ChainSweepResult:", ("tests/test_trust_strided_chain.py",)),
+           "                layer_fronts: bool = False) -> TargetSweep:",
+           "                layer_fronts: bool = True) -> TargetSweep:", ("tests/test_trust_strided_chain.py",)),
     Mutant("strided: a window's step ignores which ranges move", "dsasim/geometry.py",
            "return math.gcd(stride if o_len > 1 else 0, dilation if t_len > 1 else 0) or 1",
            "return math.gcd(stride, dilation)", ("tests/test_trust_strided_geometry.py",)),

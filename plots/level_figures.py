@@ -20,7 +20,9 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
 from dsasim.architect.problems.layers import parse_layer  # noqa: E402
-from dsasim.architect.search.level_search import search_levels, sweep_levels  # noqa: E402
+from dsasim.architect.search.level_search import search_levels  # noqa: E402
+from dsasim.architect.studies.target import SearchOptions  # noqa: E402
+from dsasim.architect.studies.target_kinds import target_of  # noqa: E402
 from dsasim.hardware import preset  # noqa: E402
 from dsasim.timing import simulate  # noqa: E402
 from dsasim.view.plot import plot_level_sweep  # noqa: E402
@@ -47,8 +49,8 @@ def main() -> None:
                          f"{lead[1]} |")
     print("\n".join(lines))
     sizes = [16 << 10, 32 << 10, 64 << 10, 128 << 10, 256 << 10, 512 << 10, 1 << 20]
-    sweep = sweep_levels(parse_layer("blog-conv"), hw, "L1w", sizes, "traffic", layer="blog-conv")
-    for size, a in zip(sweep.sizes, sweep.best):
+    sweep = target_of("blog-conv", hw).sweep(sizes, "L1w", "traffic", SearchOptions(), show_progress=False)
+    for size, a in zip(sweep.sizes, sweep.choices):
         print(f"L1w {size >> 10:>5} KiB: " + ", ".join(f"{lv.level} {lv.traffic_bytes:,}" for lv in a.levels)
               + f"; cycles {round(a.cycles):,} ({a.bottleneck})")
     print(plot_level_sweep(sweep, HERE / "levels-blog-conv-L1w.png"))

@@ -273,21 +273,22 @@ def test_chain_sweep_equals_a_search_per_size_and_never_worsens():
     separate `search_chain` at that size; traffic never rises with SRAM and never drops below compulsory."""
     from dsasim.architect.problems.chain import ConvChain
     from dsasim.architect.nests.loopnest import ConvProblem
+    from dsasim.architect.studies.chain_target import ChainTarget
     from dsasim.architect.studies.sweep import sweep_chain
     conv_chain = ConvChain([ConvProblem(1, 8, 8, 12, 12, 3, padding=1), ConvProblem(1, 8, 16, 12, 12, 1)],
                            relu=True)
     for chain, sizes in ((GemmChain(96, 48, 32, 120, relu=True), [512, 4096, 65536]),
                          (conv_chain, [256, 2048, 16384])):
-        result = sweep_chain(chain, BLOG, sizes)
-        traffic = [p.traffic_bytes for p in result.points]
-        for size, point in zip(sizes, result.points):
+        result = sweep_chain(ChainTarget(chain.name, chain, BLOG), sizes)
+        traffic = [p.traffic_bytes for p in result.choices]
+        for size, point in zip(sizes, result.choices):
             alone = search_chain(chain, BLOG, size)
             want = alone.totals(alone.best, alone.fold(alone.best))
             assert point.traffic_bytes == (want["traffic_bytes"] if want else None), (chain, size)
             assert point.layer_by_layer_bytes == alone.totals(alone.layer_by_layer)["traffic_bytes"]
         known = [t for t in traffic if t is not None]
         assert known == sorted(known, reverse=True) and known[-1] >= chain.compulsory_bytes(1)
-        assert result.points[-1].traffic_bytes == chain.compulsory_bytes(1)  # everything fits at the largest size
+        assert result.choices[-1].traffic_bytes == chain.compulsory_bytes(1)  # everything fits at the largest size
 
 
 def test_cli_sweep_sram_over_a_chain(tmp_path, capsys):

@@ -120,13 +120,14 @@ def test_the_library_entry_points_refuse_before_any_work():
     from dsasim.architect.studies.network_eval import evaluate_network
     from dsasim.architect.search.layer_search import search
     from dsasim.architect.studies.shapes import sweep_shapes
+    from dsasim.architect.studies.chain_target import ChainTarget
     from dsasim.architect.studies.sweep import sweep_chain
 
     chain = parse_chain("resnet18.layer1.0")
     calls = {
         "search": lambda: search(MatmulProblem(8, 8, 8), L1),
         "chain search": lambda: search_chain(chain, L1),
-        "chain sweep": lambda: sweep_chain(chain, L1, [1 << 20]),
+        "chain sweep": lambda: sweep_chain(ChainTarget("c", chain, L1), [1 << 20]),
         # the refusal comes before the network is looked at, so none is needed
         "network evaluation": lambda: evaluate_network(None, [BLOG, L1], [1 << 20]),
         "shape sweep": lambda: sweep_shapes(MatmulProblem(8, 8, 8), "m", [1, 2], L1),

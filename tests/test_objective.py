@@ -145,6 +145,7 @@ def test_the_library_refuses_an_unknown_objective_before_any_work():
     from dsasim.architect.search.level_search import search_levels, sweep_levels
     from dsasim.architect.studies.network_eval import evaluate_network
     from dsasim.architect.search.layer_search import run_search, search, search_front
+    from dsasim.architect.studies.chain_target import ChainTarget
     from dsasim.architect.studies.sweep import sweep_chain
 
     blog, l1 = load_hardware("blog"), load_hardware("blog-l1")
@@ -154,7 +155,7 @@ def test_the_library_refuses_an_unknown_objective_before_any_work():
              lambda: search_front(gemm, blog, [4096], objective="fast"),
              lambda: run_search(gemm, blog, [4096], "fast"),
              lambda: search_chain(chain, blog, objective="fast"),
-             lambda: sweep_chain(chain, blog, [4096], objective="fast"),
+             lambda: sweep_chain(ChainTarget("c", chain, blog), [4096], objective="fast"),
              lambda: evaluate_network(SimpleNamespace(chains=()), [blog], [4096], objective="fast"),
              lambda: search_levels(gemm, l1, objective="fast"),
              lambda: sweep_levels(gemm, l1, "SRAM", [65536], objective="fast")]

@@ -15,6 +15,7 @@ from dsasim.architect.problems.layers import parse_layer
 from dsasim.architect.nests.loopnest import ConvProblem, LoopNest, MatmulProblem
 from dsasim.architect.model.lower_bounds import lower_bound
 from dsasim.architect.search.layer_search import run_search, search, tile_candidates
+from dsasim.architect.studies.layer_target import LayerTarget
 from dsasim.architect.studies.sweep import parse_bytes, parse_sizes, sweep_sram
 from dsasim.kernels.loopnest_kernel import count_loopnest, load_nest, run_loopnest
 
@@ -82,11 +83,11 @@ def test_search_reports_impossible_capacities():
 def test_sweep_is_monotone_and_never_below_the_bound():
     problem = parse_layer("conv:ic=32,oc=64,h=28,k=3,p=1")
     sizes = parse_sizes("4KiB:256KiB:8")
-    result = sweep_sram(problem, BLOG, sizes, runner=run_loopnest)
-    traffic = [p.traffic_bytes for p in result.points]
+    result = sweep_sram(LayerTarget(problem.name, problem, BLOG), sizes, runner=run_loopnest)
+    traffic = [p.traffic_bytes for p in result.choices]
     assert all(a >= b for a, b in zip(traffic, traffic[1:]))
     # compulsory by hand: image 32*28*28 + weight 64*32*9 + output 64*28*28 = 25,088 + 18,432 + 50,176
-    for p in result.points:
+    for p in result.choices:
         assert p.traffic_bytes >= p.lower_bound_bytes >= p.compulsory_bytes == 93_696
         assert p.peak_sram_bytes <= p.sram_bytes and p.cycles_source == "simulated" and p.cycles > 0
         assert count_loopnest(p.loop_nest, Accelerator("c", sram_bytes=p.sram_bytes, word_bytes=1)).loaded_bytes \
@@ -235,8 +236,8 @@ def test_a_peak_equal_to_the_capacity_fits_and_one_byte_less_does_not():
             with pytest.raises(SramOverflowError):
                 count_loopnest(best.nest, Accelerator("t", sram_bytes=cap - 1, word_bytes=word))
     assert search(p, Accelerator("t", sram_bytes=2, word_bytes=1)).best_traffic is None
-    sweep = sweep_sram(p, Accelerator("t", sram_bytes=3, word_bytes=1), [2, 3])
-    assert [(q.traffic_bytes, q.peak_sram_bytes) for q in sweep.points] == [(None, None), (275, 3)]
+    sweep = sweep_sram(LayerTarget(p.name, p, Accelerator("t", sram_bytes=3, word_bytes=1)), [2, 3])
+    assert [(q.traffic_bytes, q.peak_sram_bytes) for q in sweep.choices] == [(None, None), (275, 3)]
 
 
 @pytest.mark.parametrize("problem", [MatmulProblem(5, 5, 5), ConvProblem(1, 5, 5, 5, 5, 3, padding=1),
@@ -248,8 +249,8 @@ def test_search_and_sweep_agree_at_tiny_sizes(problem):
     caps = list(range(2, 26))
     hw = Accelerator("t", sram_bytes=max(caps), word_bytes=1)
     exhaustive = run_search(problem, hw, caps, exhaustive=True)
-    sweep = sweep_sram(problem, hw, caps)
-    for cap, point in zip(caps, sweep.points):
+    sweep = sweep_sram(LayerTarget(problem.name, problem, hw), caps)
+    for cap, point in zip(caps, sweep.choices):
         i = exhaustive.traffic.best_at(cap)
         want = None if i is None else int(exhaustive.traffic.k1[i])
         got = search(problem, Accelerator("t", sram_bytes=cap, word_bytes=1)).best_traffic

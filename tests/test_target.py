@@ -15,6 +15,7 @@ from dsasim.architect.studies.level_target import LevelTarget
 from dsasim.architect.studies.target import Choice, SearchOptions, SweptTarget, Target, TargetKind
 from dsasim.architect.studies import target_kinds
 from dsasim.architect.studies.target_kinds import register_target_kind, target_of
+from dsasim.architect.studies.target_sweep import TargetSweep
 from dsasim.cli import main
 from dsasim.hardware import preset
 
@@ -183,14 +184,6 @@ def test_the_public_names() -> None:
 
 
 # -------------------------------------------------------------------------------------------- the one sweep
-@dataclass
-class ToySweep:
-    sizes: list[int]
-
-    def to_json(self) -> dict[str, Any]:
-        return {"toy_sizes": self.sizes}
-
-
 class ToySweptTarget(ToyTarget):
     def check_sweep(self, level: str | None, objective: str | None, options: SearchOptions) -> None:
         if level is not None:
@@ -204,8 +197,17 @@ class ToySweptTarget(ToyTarget):
         return None
 
     def sweep(self, sizes: Any, level: str | None, objective: str | None, options: SearchOptions,
-              show_progress: bool) -> ToySweep:
-        return ToySweep(list(sizes))
+              show_progress: bool) -> TargetSweep:
+        choices = tuple(self.search(s, objective, options) for s in sizes)
+        return TargetSweep(self, tuple(sizes), choices, evaluations=len(sizes), seconds=0.0)
+
+    def sweep_json(self, sweep: TargetSweep) -> dict[str, Any]:
+        return {"toy_sizes": list(sweep.sizes), "points": [c.to_json() for c in sweep.choices]}
+
+
+def _toy_sweep_text(sweep: TargetSweep, n_sizes: int) -> str:
+    return f"TOY SWEEP of {n_sizes} sizes: " + ", ".join(
+        f"{c.sram_bytes} B " + (f"{c.traffic_bytes} B" if c.fits else "-") for c in sweep.choices)
 
 
 def test_a_new_kind_is_swept_printed_and_written_by_the_one_cli_path(monkeypatch: pytest.MonkeyPatch, tmp_path: Any,
@@ -213,16 +215,44 @@ def test_a_new_kind_is_swept_printed_and_written_by_the_one_cli_path(monkeypatch
     from dsasim.view import target_text
 
     monkeypatch.setattr(target_kinds, "TARGET_KINDS", list(target_kinds.TARGET_KINDS))
-    monkeypatch.setitem(target_text.SWEEP_VIEWS, "toy", target_text.SweepView(
-        lambda result, n_sizes: f"TOY SWEEP of {n_sizes} sizes: {result.sizes}", "plot_sweep"))
+    monkeypatch.setitem(target_text.SWEEP_VIEWS, "toy", target_text.SweepView(_toy_sweep_text, "plot_sweep"))
     register_target_kind(TargetKind("toy", lambda spec, hw: spec.startswith("toy:"),
                                     lambda spec, hw: ToySweptTarget(spec, hw)))
-    out_json = tmp_path / "sweep.json"
-    assert main(["sweep-sram", "toy:1", "--sizes", "2,4", "--json", str(out_json)]) == 0
-    assert capsys.readouterr().out == "TOY SWEEP of 2 sizes: [2, 4]\n"
-    assert json.loads(out_json.read_text()) == {"toy_sizes": [2, 4]}
+    out_json, out_png = tmp_path / "sweep.json", tmp_path / "sweep.png"
+    assert main(["sweep-sram", "toy:3", "--sizes", "2,4", "--json", str(out_json), "--plot", str(out_png)]) == 0
+    # toy:3 needs 3 B: it does not fit in 2 B; in 4 B it moves 3 loaded + 3 stored = 6 B
+    assert capsys.readouterr().out == "TOY SWEEP of 2 sizes: 2 B -, 4 B 6 B\n"
+    assert json.loads(out_json.read_text()) == {"toy_sizes": [2, 4], "points": [
+        {"toy": "toy:3", "traffic_bytes": 6, "sram_bytes": 2}, {"toy": "toy:3", "traffic_bytes": 6, "sram_bytes": 4}]}
+    assert out_png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"  # the kind's plot, through the one entry point
     assert main(["sweep-sram", "toy:1", "--sizes", "2,3"]) == 2
     assert capsys.readouterr().err == "dsasim sweep-sram: a toy takes even sizes only\n"
+
+
+def test_a_kind_whose_sweep_returns_another_type_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    class OldStyleTarget(ToySweptTarget):
+        def sweep(self, *args: Any, **kwargs: Any) -> Any:
+            return {"sizes": [2]}
+
+    monkeypatch.setattr(target_kinds, "TARGET_KINDS", list(target_kinds.TARGET_KINDS))
+    register_target_kind(TargetKind("toy", lambda spec, hw: spec.startswith("toy:"),
+                                    lambda spec, hw: OldStyleTarget(spec, hw)))
+    with pytest.raises(TypeError, match="the toy target's sweep returned a dict, not a TargetSweep"):
+        main(["sweep-sram", "toy:1", "--sizes", "2"])
+
+
+def test_target_sweep_refuses_an_inconsistent_value() -> None:
+    toy = ToySweptTarget("toy:1", None)
+    one = (ToyChoice("toy:1", 1, 2),)
+    assert TargetSweep(toy, (2,), one, 1, 0.0).kind == "toy"
+    for sizes, choices, evaluations, match in (
+            ((), (), 0, "at least one size"), ((2, 4), one, 1, "one choice per size"),
+            ((4, 2), one * 2, 1, "increasing and distinct"), ((0,), one, 1, "positive whole numbers"),
+            ((2,), one, -1, "evaluations must be")):
+        with pytest.raises(ValueError, match=match):
+            TargetSweep(toy, sizes, choices, evaluations, 0.0)
+    with pytest.raises(TypeError, match="tuples"):
+        TargetSweep(toy, [2], list(one), 1, 0.0)  # type: ignore[arg-type]
 
 
 def test_a_layer_and_a_chain_sweep_are_the_kind_specific_sweeps() -> None:
@@ -232,10 +262,27 @@ def test_a_layer_and_a_chain_sweep_are_the_kind_specific_sweeps() -> None:
 
     hw, sizes = preset("blog"), [8 * 1024, 32 * 1024]
     layer = target_of(SMALL_CONV, hw).sweep(sizes, None, None, NO_KERNELS, show_progress=False)
-    assert layer.to_json() == sweep_sram(parse_layer(SMALL_CONV), hw, sizes, layer=SMALL_CONV).to_json()
+    assert layer.to_json() == sweep_sram(LayerTarget(SMALL_CONV, parse_layer(SMALL_CONV), hw), sizes).to_json()
     chain = target_of(SMALL_GEMM_CHAIN, hw).sweep(sizes, None, "cycles", NO_KERNELS, show_progress=False)
-    assert chain.to_json() == sweep_chain(parse_chain(SMALL_GEMM_CHAIN), hw, sizes, name=SMALL_GEMM_CHAIN,
+    assert chain.to_json() == sweep_chain(ChainTarget(SMALL_GEMM_CHAIN, parse_chain(SMALL_GEMM_CHAIN), hw), sizes,
                                           objective="cycles").to_json()
+
+
+def test_every_kind_sweeps_to_the_one_type_and_a_level_sweep_keeps_its_json() -> None:
+    from dsasim.architect.problems.layers import parse_layer
+    from dsasim.architect.search.level_search import sweep_levels
+    from dsasim.view.target_text import format_target_sweep
+
+    blog, l1, sizes = preset("blog"), preset("blog-l1"), [8 * 1024, 32 * 1024]
+    for spec, hw, level in ((SMALL_CONV, blog, None), (SMALL_GEMM_CHAIN, blog, None), (SMALL_CONV, l1, "L1w")):
+        target = target_of(spec, hw)
+        sweep = target.sweep(sizes, level, None, NO_KERNELS, show_progress=False)
+        assert isinstance(sweep, TargetSweep) and sweep.target == target and sweep.sizes == tuple(sizes)
+        assert len(sweep.choices) == 2 and sweep.level == (level or "SRAM")
+        assert format_target_sweep(sweep, 2).splitlines()[-1].startswith("2 sizes, ")
+    # the level sweep's JSON is the shape its own search record writes (LevelSweep.to_json, a separate writer)
+    assert sweep.to_json() == sweep_levels(parse_layer(SMALL_CONV), l1, "L1w", sizes, "traffic",
+                                           layer=SMALL_CONV).to_json()
 
 
 def test_each_kind_applies_its_sweep_rules() -> None:

@@ -118,13 +118,13 @@ def _sweep_point(kib: int, traffic: int, cycles: int) -> SimpleNamespace:
 
 def test_sweep_cycles_axis_starts_at_zero(figures):
     # cycles 13.0 M .. 14.0 M: an axis from its data's minimum would make a 7 % change fill the whole height
-    result = SimpleNamespace(layer="conv", hardware=SimpleNamespace(name="blog"), points=[
+    result = SimpleNamespace(spec="conv", hardware=SimpleNamespace(name="blog"), choices=[
         _sweep_point(64, 5_000_000, 14_000_000), _sweep_point(128, 4_000_000, 13_500_000),
         _sweep_point(256, 3_000_000, 13_000_000)])
     plot.plot_sweep(result, "sweep.png")
     row = [SimpleNamespace(sram_bytes=p.sram_bytes, traffic_bytes=p.traffic_bytes, cycles=p.cycles,
                            lower_bound_bytes=p.lower_bound_bytes, compulsory_bytes=p.compulsory_bytes,
-                           hardware=SimpleNamespace(name=name)) for p in result.points for name in ("blog",)]
+                           hardware=SimpleNamespace(name=name)) for p in result.choices for name in ("blog",)]
     plot.plot_network_sweep(SimpleNamespace(network=SimpleNamespace(name="net"), results=[row, row]), "net.png")
     for fig in figures:
         ax, ax2 = fig.axes[0], fig.axes[1]

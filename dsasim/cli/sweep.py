@@ -95,11 +95,12 @@ def _refuse(args: argparse.Namespace, flags: tuple[str, ...], sweep: str) -> Non
 def run(args: argparse.Namespace) -> int:
     """Handle `dsasim sweep-sram`: an exit status; a mistake in the command line raises CliError (exit 2). A LAYER
     (or CHAIN) is swept by its target kind (`dsasim.architect.studies.target_kinds`): its rules for the options, its sizes,
-    its sweep; its text and plot from `dsasim.view.target_text.SWEEP_VIEWS`."""
+    its sweep, a `TargetSweep`; its text and plot by its kind (`dsasim.view.target_text.format_target_sweep`)."""
     from dsasim.architect.studies.sweep import parse_sizes
     from dsasim.architect.studies.target_kinds import target_of
     from dsasim.cli.search import progress_callback
-    from dsasim.view.target_text import SWEEP_VIEWS
+    from dsasim.architect.studies.target_sweep import TargetSweep
+    from dsasim.view.target_text import format_target_sweep, sweep_view
 
     if args.network is not None:
         if args.layer is not None:
@@ -134,9 +135,10 @@ def run(args: argparse.Namespace) -> int:
                                   show_progress=not args.quiet)
     except ValueError as err:
         raise CliError(str(err)) from None
-    view = SWEEP_VIEWS[target.kind]
-    print(view.text(result, len(sizes)))
-    write_outputs(result, json_path, plot_path, view.plot)
+    if not isinstance(result, TargetSweep):  # the one result type: a kind's programming error, not the user's
+        raise TypeError(f"the {target.kind} target's sweep returned a {type(result).__name__}, not a TargetSweep")
+    print(format_target_sweep(result, len(sizes)))
+    write_outputs(result, json_path, plot_path, sweep_view(result).plot)
     return 0
 
 

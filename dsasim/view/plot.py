@@ -33,7 +33,7 @@ from dsasim.timing.result import SimResult
 from dsasim.util import format_bytes
 
 if TYPE_CHECKING:
-    from dsasim.architect.studies.sweep import ChainSweepResult, SweepResult
+    from dsasim.architect.studies.target_sweep import TargetSweep
 
 _MAX_BARS = 300  # an engine with more operations is drawn as a busy-fraction profile
 _PROFILE_BINS = 400
@@ -256,10 +256,10 @@ def _save_twin(fig: Any, ax: Any, ax2: Any, title: str, path: str | Path, fontsi
     return _save(fig, path)
 
 
-def plot_sweep(result: SweepResult | ChainSweepResult, path: str | Path) -> Path:
-    """An SRAM sweep: traffic (best found, lower bound, compulsory; for a chain also all fused and layer by layer)
-    and cycles against SRAM size, log-log."""
-    pts = result.points
+def plot_sweep(result: TargetSweep, path: str | Path) -> Path:
+    """An SRAM sweep (a layer's or a chain's `TargetSweep`): traffic (best found, lower bound, compulsory; for a
+    chain also all fused and layer by layer) and cycles against SRAM size, log-log."""
+    pts = result.choices
     xs = [p.sram_bytes / 1024 for p in pts]
     fig = _figure(8.0, 4.8)
     ax = fig.add_subplot()
@@ -281,26 +281,26 @@ def plot_sweep(result: SweepResult | ChainSweepResult, path: str | Path) -> Path
     sim = all(p.cycles_source == "simulated" for p in pts if p.cycles is not None)
     ax2.plot(xs, cycles, "s-", color="tab:green", label="best schedule: cycles" + ("" if sim else " (estimate)"))
     ax2.set_ylabel("cycles")
-    return _save_twin(fig, ax, ax2, f"{result.layer} on {result.hardware.name}: SRAM sizing", path)
+    return _save_twin(fig, ax, ax2, f"{result.spec} on {result.hardware.name}: SRAM sizing", path)
 
 
-def plot_level_sweep(sweep: Any, path: str | Path) -> Path:
-    """A sweep of one memory level's size (`LevelSweep`): traffic into every level and the cycles against it."""
+def plot_level_sweep(sweep: TargetSweep, path: str | Path) -> Path:
+    """A sweep of one memory level's size (a level sweep's `TargetSweep`): traffic into every level and the cycles against it."""
     xs = [s / 1024 for s in sweep.sizes]
     fig = _figure(8.0, 4.8)
     ax = fig.add_subplot()
     for lv in sweep.hardware.levels:
-        ax.plot(xs, [a.level(lv.name).traffic_bytes if a else float("nan") for a in sweep.best], "o-",
+        ax.plot(xs, [a.level(lv.name).traffic_bytes if a else float("nan") for a in sweep.choices], "o-",
                 label=f"into {lv.name} (from {lv.parent})")
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_xlabel(f"{sweep.level} (KiB)")
     ax.set_ylabel("traffic (bytes, log scale)")
     ax2 = ax.twinx()
-    ax2.plot(xs, [a.cycles if a else float("nan") for a in sweep.best], "s--", color="black",
+    ax2.plot(xs, [a.cycles if a else float("nan") for a in sweep.choices], "s--", color="black",
              label="cycles (slowest level or TensorCore)")
     ax2.set_ylabel("cycles")
-    return _save_twin(fig, ax, ax2, f"{sweep.layer} on {sweep.hardware.name}: sizing {sweep.level}", path)
+    return _save_twin(fig, ax, ax2, f"{sweep.spec} on {sweep.hardware.name}: sizing {sweep.level}", path)
 
 
 # what a bar of the network chart is: (colour, legend label) per kind of layer (`_bar_kind`)

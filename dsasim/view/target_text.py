@@ -17,10 +17,11 @@ if TYPE_CHECKING:
     from dsasim.architect.studies.chain_target import ChainChoice
     from dsasim.architect.studies.layer_target import LayerChoice
     from dsasim.architect.studies.level_target import LevelChoice
-    from dsasim.architect.studies.sweep import ChainSweepResult, SweepResult
+    from dsasim.architect.studies.target_sweep import TargetSweep
 
 __all__ = ["CHOICE_TEXTS", "SWEEP_VIEWS", "SweepView", "format_chain_choice", "format_chain_sweep", "format_choice",
-           "format_layer_choice", "format_level_choice", "format_level_sweep", "format_levels", "format_sweep"]
+           "format_layer_choice", "format_level_choice", "format_level_sweep", "format_levels", "format_sweep",
+           "format_target_sweep", "plot_target_sweep", "sweep_view"]
 
 
 def format_layer_choice(choice: LayerChoice, wall_seconds: float) -> str:
@@ -178,7 +179,7 @@ def format_choice(choice: Any, wall_seconds: float) -> str:
 
 
 # ------------------------------------------------------------------------------------------------ sweeps
-def format_sweep(result: SweepResult) -> str:
+def format_sweep(result: TargetSweep) -> str:
     """The sweep table: one row per SRAM size; '-' where nothing fits, '(est)' on estimated cycles."""
     from dsasim.architect.studies.sweep import format_bytes
 
@@ -187,11 +188,11 @@ def format_sweep(result: SweepResult) -> str:
              None if p.traffic_bytes is None else f"{p.traffic_bytes / p.lower_bound_bytes:.3f}",
              p.peak_sram_bytes,
              None if p.cycles is None else f"{p.cycles:,}" + ("" if p.cycles_source == "simulated" else " (est)"))
-            for p in result.points]
+            for p in result.choices]
     return format_table(header, rows)
 
 
-def format_chain_sweep(result: ChainSweepResult) -> str:
+def format_chain_sweep(result: TargetSweep) -> str:
     """The chain sweep table: per SRAM size the best partition, its traffic beside all fused and layer by layer."""
     from dsasim.architect.studies.sweep import format_bytes
 
@@ -199,33 +200,33 @@ def format_chain_sweep(result: ChainSweepResult) -> str:
     rows = [(format_bytes(p.sram_bytes), p.partition, p.traffic_bytes, p.fused_bytes, p.layer_by_layer_bytes,
              p.compulsory_bytes, None if p.traffic_bytes is None else f"{p.traffic_bytes / p.compulsory_bytes:.3f}",
              None if p.cycles is None else f"{p.cycles:,}" + ("" if p.cycles_source == "simulated" else " (est)"))
-            for p in result.points]
+            for p in result.choices]
     return format_table(header, rows)
 
 
-def _layer_sweep_text(result: SweepResult, n_sizes: int) -> str:
+def _layer_sweep_text(result: TargetSweep, n_sizes: int) -> str:
     return (f"{format_sweep(result)}\n"
             f"{n_sizes} sizes, {result.evaluations:,} candidates evaluated, {result.seconds:.2f} s")
 
 
-def _chain_sweep_text(result: ChainSweepResult, n_sizes: int) -> str:
+def _chain_sweep_text(result: TargetSweep, n_sizes: int) -> str:
     return (f"{format_chain_sweep(result)}\n"
             f"{n_sizes} sizes, {result.evaluations:,} candidates evaluated (fused nests and single-layer nests), "
             f"{result.seconds:.2f} s; a bracket is one schedule: layers in one bracket are fused")
 
 
-def format_level_sweep(sweep: Any, n_sizes: int) -> str:
-    """A `LevelSweep`: per size of its level the traffic into every level, the cycles and the bottleneck."""
+def format_level_sweep(sweep: TargetSweep, n_sizes: int) -> str:
+    """A level sweep's `TargetSweep` (choices: `LevelAnalysis` or None): per size of its level the traffic into every level, the cycles and the bottleneck."""
     from dsasim.architect.studies.sweep import format_bytes
 
     names = [lv.name for lv in sweep.hardware.levels]
     header = (sweep.level, *(f"{n} B" for n in names), "cycles", "bottleneck")
     rows = [(format_bytes(size), *((a.level(n).traffic_bytes for n in names) if a else [None] * len(names)),
              round(a.cycles) if a else None, a.bottleneck if a else "nothing fits")
-            for size, a in zip(sweep.sizes, sweep.best)]
+            for size, a in zip(sweep.sizes, sweep.choices)]
     return "\n".join([
-        f"{sweep.layer} on {sweep.hardware.name}: traffic into each level and cycles vs the size of {sweep.level} "
-        f"(objective {sweep.objective.name}; the analytic model of every level)",
+        f"{sweep.spec} on {sweep.hardware.name}: traffic into each level and cycles vs the size of {sweep.level} "
+        f"(objective {sweep.objective}; the analytic model of every level)",
         format_table(header, rows),
         f"{n_sizes} sizes, {sweep.evaluations:,} nests evaluated, {sweep.seconds:.2f} s"])
 
@@ -248,3 +249,24 @@ SWEEP_VIEWS: dict[str, SweepView] = {
     "chain": SweepView(_chain_sweep_text, "plot_sweep"),
     "levels": SweepView(format_level_sweep, "plot_level_sweep"),
 }
+
+
+def sweep_view(sweep: TargetSweep) -> SweepView:
+    """The view of `sweep`'s kind; KeyError naming the kinds for a kind without one."""
+    try:
+        return SWEEP_VIEWS[sweep.kind]
+    except KeyError:
+        raise KeyError(f"no sweep view for target kind {sweep.kind!r} (known: {', '.join(SWEEP_VIEWS)}); add it to "
+                       f"dsasim.view.target_text.SWEEP_VIEWS") from None
+
+
+def format_target_sweep(sweep: TargetSweep, n_sizes: int) -> str:
+    """The text `dsasim sweep-sram` prints for any kind's sweep (`n_sizes`: the sizes given on the command line)."""
+    return sweep_view(sweep).text(sweep, n_sizes)
+
+
+def plot_target_sweep(sweep: TargetSweep, path: Any) -> Any:
+    """Write any kind's sweep as a PNG at `path` (its kind's plot in `dsasim.view.plot`); the path written."""
+    from dsasim.view import plot
+
+    return getattr(plot, sweep_view(sweep).plot)(sweep, path)

@@ -147,9 +147,8 @@ class ChainTarget:
         every size; nothing re-run, no work limit)."""
         from dsasim.architect.studies.sweep import sweep_chain
 
-        sweep = sweep_chain(self.chain, self.hardware, [int(s) for s in sizes], force=True, objective=objective,
-                            layer_fronts=True)
-        by_size = {point.sram_bytes: point.result for point in sweep.points}
+        sweep = sweep_chain(self, [int(s) for s in sizes], force=True, objective=objective, layer_fronts=True)
+        by_size = {point.sram_bytes: point.result for point in sweep.choices}
         return [ChainChoice(self.spec, by_size[int(cap)]) for cap in sizes]
 
     # -- sweep-sram: the chain across SRAM sizes (`sweep.sweep_chain`)
@@ -174,16 +173,21 @@ class ChainTarget:
 
     def sweep(self, sizes: Sequence[int], level: str | None, objective: str | None, options: SearchOptions,
               show_progress: bool) -> Any:
-        """`sweep.sweep_chain` (a `ChainSweepResult`): with `options.simulate` every chosen schedule is traced and
+        """`sweep.sweep_chain` (a `TargetSweep` of `ChainSweepPoint`s): with `options.simulate` every chosen schedule is traced and
         timed ("fused" and "loopnest" kernels)."""
         from dsasim.architect.search.objective import DEFAULT_OBJECTIVE
         from dsasim.architect.studies.sweep import sweep_chain
 
         simulate = options.simulate
-        return sweep_chain(self.chain, self.hardware, sizes, options.kernel("fused") if simulate else None,
+        return sweep_chain(self, sizes, options.kernel("fused") if simulate else None,
                            options.kernel("loopnest") if simulate else None, simulate, progress=show_progress,
-                           name=self.spec, force=options.force, warn=options.warn,
-                           objective=objective or DEFAULT_OBJECTIVE.name)
+                           force=options.force, warn=options.warn, objective=objective or DEFAULT_OBJECTIVE.name)
+
+    def sweep_json(self, sweep: Any) -> dict[str, Any]:
+        """The JSON of a chain's `TargetSweep` (`sweep-sram CHAIN --json`): per size the object of `dsasim search
+        CHAIN --json` at that size (no wall times)."""
+        return {"chain": self.spec, "hardware": self.hardware.name, "word_bytes": self.hardware.word_bytes,
+                "evaluations": sweep.evaluations, "points": [p.to_json(self.spec) for p in sweep.choices]}
 
 
 def load_chain_target(spec: str, hardware: Accelerator) -> ChainTarget:

@@ -268,12 +268,18 @@ class LayerTarget:
 
     def sweep(self, sizes: Sequence[int], level: str | None, objective: str | None, options: SearchOptions,
               show_progress: bool) -> Any:
-        """`sweep.sweep_sram` of the layer (a `SweepResult`): every size's best schedule traced and timed with the
-        "loopnest" kernel."""
+        """`sweep.sweep_sram` of the layer (a `TargetSweep` of `SweepPoint`s): every size's best schedule traced
+        and timed with the "loopnest" kernel."""
         from dsasim.architect.studies.sweep import sweep_sram
-        return sweep_sram(self.problem, self.hardware, sizes, runner=options.kernel("loopnest"),
-                          simulate=options.simulate, progress=show_progress, layer=self.spec, force=options.force,
-                          warn=options.warn, slide=options.slide)
+        return sweep_sram(self, sizes, runner=options.kernel("loopnest"), simulate=options.simulate,
+                          progress=show_progress, force=options.force, warn=options.warn, slide=options.slide)
+
+    def sweep_json(self, sweep: Any) -> dict[str, Any]:
+        """The JSON of a layer's `TargetSweep` (`sweep-sram LAYER --json`): the layer, its problem, the hardware
+        and per SRAM size its `SweepPoint` (no wall times)."""
+        return {"layer": self.spec, "problem": self.problem.to_json(), "hardware": self.hardware.name,
+                "word_bytes": self.hardware.word_bytes, "evaluations": sweep.evaluations,
+                "points": [p.to_json() for p in sweep.choices]}
 
 
 def load_layer_target(spec: str, hardware: Accelerator) -> LayerTarget:

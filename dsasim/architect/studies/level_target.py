@@ -188,13 +188,25 @@ class LevelTarget:
 
     def sweep(self, sizes: Sequence[int], level: str | None, objective: str | None, options: SearchOptions,
               show_progress: bool) -> Any:
-        """`sweep_levels` over the sizes of `level` (default SRAM): a `LevelSweep`; progress to `options.progress`."""
+        """`sweep_levels` over the sizes of `level` (default SRAM): a `TargetSweep` whose choices are each size's
+        best `LevelAnalysis` (None where nothing fits); progress to `options.progress`."""
         from dsasim.architect.search.level_search import sweep_levels
         from dsasim.architect.search.objective import DEFAULT_OBJECTIVE
+        from dsasim.architect.studies.target_sweep import TargetSweep
 
-        return sweep_levels(self.problem, self.hardware, level or "SRAM", sizes, objective or DEFAULT_OBJECTIVE.name,
-                            layer=self.spec, force=options.force, warn=options.warn, slide=options.slide,
-                            progress=options.progress)
+        found = sweep_levels(self.problem, self.hardware, level or "SRAM", sorted(set(int(s) for s in sizes)),
+                             objective or DEFAULT_OBJECTIVE.name, layer=self.spec, force=options.force,
+                             warn=options.warn, slide=options.slide, progress=options.progress)
+        return TargetSweep(self, tuple(found.sizes), tuple(found.best), found.evaluations, found.seconds,
+                           level=found.level, objective=found.objective.name)
+
+    def sweep_json(self, sweep: Any) -> dict[str, Any]:
+        """The JSON of a level sweep (`sweep-sram LAYER --level NAME --json`): per capacity (bytes) of the level
+        swept, the best nest's per-level analysis (None where nothing fits)."""
+        return {"layer": self.spec, "hardware": self.hardware.name, "level": sweep.level,
+                "objective": sweep.objective,
+                "points": [{"capacity_bytes": size, "best": None if a is None else a.to_json()}
+                           for size, a in zip(sweep.sizes, sweep.choices)]}
 
 
 def load_level_target(spec: str, hardware: Accelerator) -> LevelTarget:

@@ -26,10 +26,11 @@ from dsasim.architect.model.lower_bounds import lower_bound
 from dsasim.architect.search.objective import DEFAULT_OBJECTIVE, Objective, objective_named
 from dsasim.architect.search.layer_search import (SECONDS_PER_TRACED_SCHEDULE, Candidate, WorkEstimate, _duration, check_work,
                                      confirm, estimate_search_work, estimate_trace_work, search_front)
+from dsasim.architect.studies.target_sweep import TargetSweep
 from dsasim.one_level import require_one_level
 
-__all__ = ["MAX_SIZE_BYTES", "parse_bytes", "parse_sizes", "SweepPoint", "SweepResult", "sweep_sram", "ProgressBar",
-           "format_bytes", "ChainSweepPoint", "ChainSweepResult", "sweep_chain",
+__all__ = ["MAX_SIZE_BYTES", "parse_bytes", "parse_sizes", "SweepPoint", "sweep_sram", "ProgressBar",
+           "format_bytes", "ChainSweepPoint", "sweep_chain",
            "estimate_network_sweep_work"]
 
 MAX_POINTS = 1_000_000  # sizes a --sizes LO:HI:POINTS range may ask for
@@ -152,33 +153,17 @@ class SweepPoint:
                 "loop_nest": self.loop_nest.to_json() if self.loop_nest is not None else None}
 
 
-@dataclass
-class SweepResult:
-    """A sweep over SRAM sizes of one layer on one hardware description."""
-
-    layer: str
-    problem: Problem
-    hardware: Accelerator
-    points: list[SweepPoint]
-    evaluations: int
-    seconds: float
-
-    def to_json(self) -> dict[str, Any]:
-        """Deterministic JSON (no wall times)."""
-        return {"layer": self.layer, "problem": self.problem.to_json(), "hardware": self.hardware.name,
-                "word_bytes": self.hardware.word_bytes, "evaluations": self.evaluations,
-                "points": [p.to_json() for p in self.points]}
-
-
-def sweep_sram(problem: Problem, hardware: Accelerator, sizes: Sequence[int],
-               runner: Callable[..., Any] | None = None, simulate: bool = True, progress: bool = False,
-               layer: str | None = None, force: bool = False,
-               warn: Callable[[str], None] | None = None, slide: bool = True) -> SweepResult:
-    """For every SRAM size, the best-traffic schedule (ties: estimated cycles), its simulated cycles (with a
+def sweep_sram(target: Any, sizes: Sequence[int], runner: Callable[..., Any] | None = None, simulate: bool = True,
+               progress: bool = False, force: bool = False, warn: Callable[[str], None] | None = None,
+               slide: bool = True) -> TargetSweep:
+    """A `TargetSweep` of a layer's target (a `LayerTarget`: its `problem` on its one-level `hardware`; its choices
+    `SweepPoint`s): for every SRAM size (bytes), the best-traffic schedule (ties: estimated cycles), its simulated
+    cycles (with a
     `runner`, e.g. `dsasim.kernels.loopnest_kernel.run_loopnest`; else the estimate), the lower bound and compulsory
     traffic. Shows a progress bar on stderr when `progress`. Work estimated beyond the usual (many sizes; points
     whose schedules have millions of tiles to trace) raises `WorkTooLargeError` before it starts, unless
     `force` (then `warn` gets the estimate). slide=False leaves sliding-window reuse out."""
+    problem, hardware = target.problem, target.hardware
     sizes = sorted(set(int(s) for s in sizes))
     if not sizes:
         raise ValueError("sweep_sram needs at least one SRAM size")
@@ -188,7 +173,7 @@ def sweep_sram(problem: Problem, hardware: Accelerator, sizes: Sequence[int],
                                    seconds=len(sizes) * SECONDS_PER_TRACED_SCHEDULE)
     check_work(work, force, warn)
     start = time.perf_counter()
-    bar = ProgressBar(f"sweep {layer or problem.name} (estimated {_duration(work.seconds)})", progress)
+    bar = ProgressBar(f"sweep {target.spec} (estimated {_duration(work.seconds)})", progress)
     bar.update(0.0, "searching")
     st, best = search_front(problem, hardware, sizes, progress=lambda f: bar.update(0.5 * f, "searching"),
                             slide=slide)
@@ -203,8 +188,7 @@ def sweep_sram(problem: Problem, hardware: Accelerator, sizes: Sequence[int],
         points.append(_sweep_point(problem, dataclasses.replace(hardware, sram_bytes=size), cand, runner, simulate))
         bar.update(0.5 + 0.5 * (i + 1) / len(sizes), f"{format_bytes(size)}")
     bar.close()
-    return SweepResult(layer=layer or problem.name, problem=problem, hardware=hardware, points=points,
-                       evaluations=st.evaluations, seconds=time.perf_counter() - start)
+    return TargetSweep(target, tuple(sizes), tuple(points), st.evaluations, time.perf_counter() - start)
 
 
 def _sweep_point(problem: Problem, hardware: Accelerator, cand: Candidate | None,
@@ -278,29 +262,13 @@ class ChainSweepPoint:
         return self.result.to_json(name)
 
 
-@dataclass
-class ChainSweepResult:
-    """A sweep over SRAM sizes of one chain on one hardware description."""
-
-    layer: str
-    chain: Any  # ConvChain | GemmChain
-    hardware: Accelerator
-    points: list[ChainSweepPoint]
-    evaluations: int
-    seconds: float
-
-    def to_json(self) -> dict[str, Any]:
-        """Deterministic JSON (no wall times): per size, the JSON of `dsasim search CHAIN` at that size."""
-        return {"chain": self.layer, "hardware": self.hardware.name, "word_bytes": self.hardware.word_bytes,
-                "evaluations": self.evaluations, "points": [p.to_json(self.layer) for p in self.points]}
-
-
-def sweep_chain(chain: Any, hardware: Accelerator, sizes: Sequence[int],
+def sweep_chain(target: Any, sizes: Sequence[int],
                 fused_runner: Callable[..., Any] | None = None, loopnest_runner: Callable[..., Any] | None = None,
-                simulate: bool = True, progress: bool = False, name: str | None = None, force: bool = False,
+                simulate: bool = True, progress: bool = False, force: bool = False,
                 warn: Callable[[str], None] | None = None, objective: Objective | str = DEFAULT_OBJECTIVE,
-                layer_fronts: bool = False) -> ChainSweepResult:
-    """For every SRAM size, the best partition of `chain` by `objective` (an `Objective` or its name: traffic, ties
+                layer_fronts: bool = False) -> TargetSweep:
+    """A `TargetSweep` of a chain's target (a `ChainTarget`: its `chain` on its one-level `hardware`; its choices
+    `ChainSweepPoint`s): for every SRAM size (bytes), the best partition of the chain by `objective` (an `Objective` or its name: traffic, ties
     cycles; or cycles, estimated, ties traffic), from one evaluation of every fused space for all sizes. Each layer
     alone is searched at each size as `search_chain` searches it, so every point equals `search_chain` at that size, cycles
     included. layer_fronts=True instead takes each layer from one search front per distinct layer shape for all
@@ -310,6 +278,7 @@ def sweep_chain(chain: Any, hardware: Accelerator, sizes: Sequence[int],
     every chosen schedule is traced (checked against its model) and, when `simulate`, timed."""
     from dsasim.architect.search.fused_search import (CHAIN_SMALLER, _fused_choice, _fused_spaces, _layer_choice,
                                                _layer_segment, _partition, estimate_chain_work)
+    chain, hardware = target.chain, target.hardware
     require_one_level(hardware, "chain sweep")
     sizes = sorted(set(int(s) for s in sizes))
     if not sizes:
@@ -333,7 +302,7 @@ def sweep_chain(chain: Any, hardware: Accelerator, sizes: Sequence[int],
                                    seconds=len(sizes) * (len(chain) + 1) * SECONDS_PER_TRACED_SCHEDULE)
     check_work(work, force, warn, smaller=CHAIN_SMALLER)
     start = time.perf_counter()
-    bar = ProgressBar(f"sweep {name or chain.name} (estimated {_duration(work.seconds)})", progress)
+    bar = ProgressBar(f"sweep {target.spec} (estimated {_duration(work.seconds)})", progress)
     bar.update(0.0, "searching")
     spaces = _fused_spaces(chain, hardware)
     evaluations = sum(space.evaluations for space in spaces.values())
@@ -363,7 +332,8 @@ def sweep_chain(chain: Any, hardware: Accelerator, sizes: Sequence[int],
                                                        time.perf_counter() - t0)))
         bar.update(0.5 + 0.5 * (k + 1) / len(sizes), format_bytes(size))
     bar.close()
-    return ChainSweepResult(name or chain.name, chain, hardware, points, evaluations, time.perf_counter() - start)
+    return TargetSweep(target, tuple(sizes), tuple(points), evaluations, time.perf_counter() - start,
+                       objective=objective.name)
 
 
 def estimate_network_sweep_work(network: Any, hardwares: Sequence[Accelerator], n_sizes: int, fusion: bool = True,

@@ -190,7 +190,12 @@ class SweptTarget(Target, Protocol):
 
     def sweep(self, sizes: Sequence[int], level: str | None, objective: str | None, options: SearchOptions,
               show_progress: bool) -> Any:
-        """The sweep's result (its `to_json()` is the JSON `--json` writes; its text and plot by the kind)."""
+        """The sweep's `TargetSweep` (`dsasim.architect.studies.target_sweep`): per size the kind's choice; its
+        text and plot by the kind (`dsasim.view.target_text.SWEEP_VIEWS`)."""
+        ...
+
+    def sweep_json(self, sweep: Any) -> dict[str, Any]:
+        """The JSON object `sweep-sram --json` writes for this target's `TargetSweep` (the kind's shape)."""
         ...
 
 
