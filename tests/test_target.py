@@ -283,6 +283,8 @@ def test_every_kind_sweeps_to_the_one_type_and_a_level_sweep_keeps_its_json() ->
     # the level sweep's JSON is the shape its own search record writes (LevelSweep.to_json, a separate writer)
     assert sweep.to_json() == sweep_levels(parse_layer(SMALL_CONV), l1, "L1w", sizes, "traffic",
                                            layer=SMALL_CONV).to_json()
+    ranked = target_of(SMALL_CONV, l1).sweep(sizes[:1], "L1w", "cycles", NO_KERNELS, show_progress=False)
+    assert ranked.objective == "cycles" and ranked.to_json()["objective"] == "cycles"  # the objective asked for
 
 
 def test_each_kind_applies_its_sweep_rules() -> None:
