@@ -1195,8 +1195,8 @@ MUTANTS: list[Mutant] = [
            'with_level_capacity(self.hardware, level or "SRAM", size)',
            'with_level_capacity(self.hardware, "SRAM", size)', TARGET_TESTS),
     Mutant("target: a chain's sweep ignores its objective", "dsasim/architect/studies/chain_target.py",
-           "                           objective=objective or DEFAULT_OBJECTIVE.name)",
-           "                           objective=DEFAULT_OBJECTIVE.name)", TARGET_TESTS),
+           "force=options.force, warn=options.warn, objective=objective or DEFAULT_OBJECTIVE.name)",
+           "force=options.force, warn=options.warn, objective=DEFAULT_OBJECTIVE.name)", TARGET_TESTS),
     # -- issue 27: layout --
     Mutant("layout: the model imports the search (against the flow)", "dsasim/architect/model/analytic.py",
            "from dsasim.architect.nests.loopnest import LoopNest, Problem, last_tile, tile_count\n",
