@@ -25,7 +25,7 @@ from dsasim.architect.studies.target import SearchOptions  # noqa: E402
 from dsasim.architect.studies.target_kinds import target_of  # noqa: E402
 from dsasim.hardware import preset  # noqa: E402
 from dsasim.timing import simulate  # noqa: E402
-from dsasim.view.plot import plot_level_sweep  # noqa: E402
+from dsasim.view.target_text import plot_target_sweep  # noqa: E402
 from dsasim.kernels.loopnest_kernel import run_levelnest  # noqa: E402
 
 LAYERS = ["blog-conv", "resnet50.res2a_branch2b"]
@@ -53,7 +53,7 @@ def main() -> None:
     for size, a in zip(sweep.sizes, sweep.choices):
         print(f"L1w {size >> 10:>5} KiB: " + ", ".join(f"{lv.level} {lv.traffic_bytes:,}" for lv in a.levels)
               + f"; cycles {round(a.cycles):,} ({a.bottleneck})")
-    print(plot_level_sweep(sweep, HERE / "levels-blog-conv-L1w.png"))
+    print(plot_target_sweep(sweep, HERE / "levels-blog-conv-L1w.png"))
 
 
 if __name__ == "__main__":
