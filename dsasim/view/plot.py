@@ -285,7 +285,8 @@ def plot_sweep(result: TargetSweep, path: str | Path) -> Path:
 
 
 def plot_level_sweep(sweep: TargetSweep, path: str | Path) -> Path:
-    """A sweep of one memory level's size (a level sweep's `TargetSweep`): traffic into every level and the cycles against it."""
+    """A sweep of one memory level's size (a level sweep's `TargetSweep`): traffic into every level and the
+    cycles against it."""
     xs = [s / 1024 for s in sweep.sizes]
     fig = _figure(8.0, 4.8)
     ax = fig.add_subplot()

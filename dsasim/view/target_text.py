@@ -216,7 +216,8 @@ def _chain_sweep_text(result: TargetSweep, n_sizes: int) -> str:
 
 
 def format_level_sweep(sweep: TargetSweep, n_sizes: int) -> str:
-    """A level sweep's `TargetSweep` (choices: `LevelAnalysis` or None): per size of its level the traffic into every level, the cycles and the bottleneck."""
+    """A level sweep's `TargetSweep` (choices: `LevelAnalysis` or None): per size of its level the traffic into
+    every level, the cycles and the bottleneck."""
     from dsasim.architect.studies.sweep import format_bytes
 
     names = [lv.name for lv in sweep.hardware.levels]

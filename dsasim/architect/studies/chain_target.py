@@ -173,8 +173,8 @@ class ChainTarget:
 
     def sweep(self, sizes: Sequence[int], level: str | None, objective: str | None, options: SearchOptions,
               show_progress: bool) -> Any:
-        """`sweep.sweep_chain` (a `TargetSweep` of `ChainSweepPoint`s): with `options.simulate` every chosen schedule is traced and
-        timed ("fused" and "loopnest" kernels)."""
+        """`sweep.sweep_chain` (a `TargetSweep` of `ChainSweepPoint`s): with `options.simulate` every chosen
+        schedule is traced and timed ("fused" and "loopnest" kernels)."""
         from dsasim.architect.search.objective import DEFAULT_OBJECTIVE
         from dsasim.architect.studies.sweep import sweep_chain
 
