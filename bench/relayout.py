@@ -83,6 +83,7 @@ HOME: dict[str, str] = {
     "level_target": "studies",
     "chain_target": "studies",
     "target_figures": "studies",     # the figures a network keeps of a target's choice, and its one executor task
+    "target_sweep": "studies",       # TargetSweep: the one result of every kind's SRAM sweep
     "sweep": "studies",              # SRAM sweeps of a layer or chain
     "network": "studies",            # the torch.fx import of a network
     "network_models": "studies",     # the preset networks

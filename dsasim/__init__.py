@@ -83,6 +83,7 @@ AUDIENCES: dict[str, dict[str, str]] = {
         "Choice": "dsasim.architect.studies.target",
         "SearchOptions": "dsasim.architect.studies.target",
         "target_of": "dsasim.architect.studies.target_kinds",
+        "TargetSweep": "dsasim.architect.studies.target_sweep",
         "Network": "dsasim.architect.studies.network",
         "load_network": "dsasim.architect.studies.network",
         "evaluate_network": "dsasim.architect.studies.network_eval",
