@@ -19,7 +19,7 @@ def test_the_readme_is_short():
 def test_the_readme_holds_the_test_command_that_ci_runs():
     ci_line = (ROOT / ".ci" / "run").read_text(encoding="utf-8").strip().split("\n")[-1]
     assert ci_line == ("python3 -m venv .venv && .venv/bin/pip install -q -e '.[test]' && "
-                       ".venv/bin/python -m pytest -q")
+                       ".venv/bin/python -m pytest -q -n auto")
     assert f"\n{ci_line}\n" in README.read_text(encoding="utf-8")
 
 
