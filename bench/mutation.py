@@ -1252,7 +1252,13 @@ MUTANTS: list[Mutant] = [
     Mutant("tsweep: a level sweep drops its objective", "dsasim/architect/studies/level_target.py",
            "                           level=found.level, objective=found.objective.name)",
            "                           level=found.level)", TARGET_TESTS),
+    # -- issue 27: help --
+    Mutant("help: dsasim network's help names MODULE:ATTR only", "dsasim/cli/network.py",
+           'or MODULE:ATTR / FILE.py:ATTR (an nn.Module of yours, "', 'or MODULE:ATTR (an nn.Module of yours, "',
+           ("tests/test_docs_reference.py",)),
 ]
+
+
 def _run_mutant(mutant: Mutant, timeout_s: float) -> tuple[str, float, str]:
     """Apply one mutant to a fresh copy of the committed tree and run its tests: (outcome, seconds, detail)."""
     start = time.perf_counter()

@@ -19,3 +19,19 @@ def test_every_key_of_a_hardware_file_is_described_on_the_hardware_page():
     keys = [f.name for f in dataclasses.fields(Accelerator)] + list(_LEVEL_FIELDS)
     assert len(keys) >= 15
     assert [key for key in keys if key not in described] == []
+
+
+def test_the_network_commands_help_names_both_forms_of_a_users_network():
+    """`dsasim network` and `sweep-sram --network` load a user's nn.Module from an importable module or from a
+    file (docs/sizing-sram.md shows `my_net.py:Net`); their --help says both, not MODULE:ATTR alone."""
+    import contextlib
+    import io
+
+    from dsasim.cli import build_parser
+
+    for argv in (["network", "--help"], ["sweep-sram", "--help"]):
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.suppress(SystemExit):
+            build_parser().parse_args(argv)
+        text = " ".join(out.getvalue().split())
+        assert "MODULE:ATTR" in text and "FILE.py:ATTR" in text, argv

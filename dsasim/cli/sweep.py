@@ -37,7 +37,7 @@ def add_arguments(s: argparse.ArgumentParser) -> None:
     """The arguments of `dsasim sweep-sram`."""
     s.add_argument("layer", nargs="?", help="blog-conv, resnet50.<name>, gemm-1024, a shape spec, or a chain (as "
                    "for dsasim search: resnet18.layer1.0, mobilenetv2.features.N, gemm-chain:m=..,n=..,k=..,l=..)")
-    s.add_argument("--network", metavar="NAME|MODULE:ATTR",
+    s.add_argument("--network", metavar="NAME|MODULE:ATTR|FILE.py:ATTR",
                    help="sweep a whole network instead of LAYER (as for dsasim network): per size the best schedule "
                         "of every layer, summed")
     add_network_source(s)
