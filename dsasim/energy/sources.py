@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["Source", "SramPoint", "SOURCES", "SRAM_POINTS", "DRAM_TYPES", "MAC_POINTS", "ADDER_POINT",
+__all__ = ["Source", "SramPoint", "SOURCES", "SRAM_POINTS", "CHECK_POINTS", "DRAM_TYPES", "MAC_POINTS", "ADDER_POINT",
            "SRAM_WRITE_OVER_READ", "SRAM_LEAK_POINT"]
 
 
@@ -35,6 +35,8 @@ SOURCES: dict[str, Source] = {s.key: s for s in (
                                 "at 32 nm)"),
     Source("aladdin", "Aladdin table of accelergy-library-plug-in @ba4e9da (library/aladdin/*.csv, 40 nm, 1 ns): "
                       "32-bit multiplier 12.68 pJ / 6350 um2, 32-bit adder 0.21 pJ / 278 um2"),
+    Source("zigzag-cacti7", "CACTI 7 memory pool shipped with ZigZag, KULeuven-MICAS/zigzag @3d12a96 "
+                            "zigzag/cacti/cacti_master/example_mem_pool.yaml (entries tagged 22 nm)"),
     Source("horowitz", "M. Horowitz, Computing's Energy Problem (and what we can do about it), ISSCC 2014, 45 nm "
                        "(as quoted in public repositories)"),
 )}
@@ -68,6 +70,15 @@ SRAM_POINTS: tuple[SramPoint, ...] = (
     SramPoint(45, 8192, 256, 2, 124.70, 1_069_102, "sparse_tensor_core_like"),
     SramPoint(40, 32768, 64, 2, 43.35, 707_084, "conv1d exercises MainMemory"),
     SramPoint(32, 16384, 64, 32, 18.18, 217_363, "eyeriss_like shared_glb"),
+)
+
+# Check points the rule is NOT fitted to: ZigZag's CACTI 7 pool at 22 nm (read energy per access, area in um2;
+# 2R2W entries are marked in `design`).
+CHECK_POINTS: tuple[SramPoint, ...] = (
+    SramPoint(22, 2048 // 32, 256, 1, 4.82, 26_900, "2 KB, 256-bit, 2R2W", "zigzag-cacti7"),
+    SramPoint(22, (2 << 20) // 32, 256, 1, 134.9, 3_665_000, "2 MB, 256-bit", "zigzag-cacti7"),
+    SramPoint(22, (32 << 20) // 32, 256, 1, 1763.8, 138_600_000, "32 MB, 256-bit, 2R2W", "zigzag-cacti7"),
+    SramPoint(22, (32 << 20) // 1024, 8192, 1, 24_031.0, 153_900_000, "32 MB, 8192-bit", "zigzag-cacti7"),
 )
 
 # Write over read energy per access: the one SRAM whose write energy the collected sources give, the 8 KiB buffer of
