@@ -1284,6 +1284,14 @@ MUTANTS: list[Mutant] = [
     Mutant("energy: an unknown DRAM type accepted", "dsasim/hardware.py",
            "if not isinstance(self.dram_type, str) or self.dram_type not in DRAM_TYPES:",
            "if not isinstance(self.dram_type, str):", ("tests/test_energy_costs.py",)),
+    Mutant("energy: the EDP answer ranks by energy alone", "dsasim/energy/sizing.py",
+           "best(lambda p: p.energy.energy_pj * p.cycles)", "best(lambda p: p.energy.energy_pj)",
+           ("tests/test_energy_sizing.py",)),
+    Mutant("energy: performance per mm2 forgets the area", "dsasim/energy/sizing.py",
+           "best(lambda p: p.cycles * p.energy.area_mm2)", "best(lambda p: p.cycles)", ("tests/test_energy_sizing.py",)),
+    Mutant("energy: sizing ties go to the larger SRAM", "dsasim/energy/sizing.py",
+           "return min(fit, key=lambda p: (key(p), p.sram_bytes)).sram_bytes",
+           "return min(fit, key=lambda p: (key(p), -p.sram_bytes)).sram_bytes", ("tests/test_energy_sizing.py",)),
 ]
 
 
