@@ -22,11 +22,12 @@ def point(sram_bytes: int, ddr_bytes: int, cycles: int, area_mm2: float) -> Ener
 
 
 def test_the_three_answers_by_hand():
-    # energy = 10 x DDR bytes + 100 (MACs): 64K 10,100; 256K 4,100; 1M 3,100
-    # EDP = energy x cycles: 64K 10,100 x 100 = 1,010,000; 256K 4,100 x 200 = 820,000; 1M 3,100 x 300 = 930,000
-    # cycles x area: 64K 100 x 1 = 100; 256K 200 x 4 = 800; 1M 300 x 16 = 4,800
-    pts = [point(64 << 10, 1000, 100, 1.0), point(256 << 10, 400, 200, 4.0), point(1 << 20, 300, 300, 16.0)]
-    assert [p.energy.energy_pj for p in pts] == [10_100, 4_100, 3_100]
+    # energy = 10 x DDR bytes + 100 (MACs): 64K 10,100; 256K 3,100; 1M 3,000 (the least)
+    # EDP = energy x cycles: 64K 10,100 x 300 = 3,030,000; 256K 3,100 x 200 = 620,000 (the least); 1M 3,000 x 250
+    # = 750,000. cycles x area: 64K 300 x 1 = 300 (the least, though 256K has the fewest cycles); 256K 200 x 4 = 800;
+    # 1M 250 x 16 = 4,000
+    pts = [point(64 << 10, 1000, 300, 1.0), point(256 << 10, 300, 200, 4.0), point(1 << 20, 290, 250, 16.0)]
+    assert [p.energy.energy_pj for p in pts] == [10_100, 3_100, 3_000]
     a = SizingAnswers.of(pts)
     assert (a.least_energy_bytes, a.least_edp_bytes, a.best_perf_per_mm2_bytes) == (1 << 20, 256 << 10, 64 << 10)
     assert a.to_json() == {"least_energy_sram_bytes": 1 << 20, "least_edp_sram_bytes": 256 << 10,
