@@ -16,6 +16,7 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
+from dsasim.dataflow import DEFAULT_DATAFLOW, check_dataflow
 from dsasim.energy.sources import DRAM_TYPES
 from dsasim.util import is_int
 
@@ -158,6 +159,8 @@ class Accelerator:
     vector_lanes: int = 32
     # Levels below the SRAM, parents before children (see the module docstring); () is the blog's one level.
     inner_levels: tuple[MemoryLevel, ...] = ()
+    # which operand elements a TensorCore step reads and writes (`dsasim.dataflow.DATAFLOWS`)
+    tensorcore_dataflow: str = DEFAULT_DATAFLOW
     # Energy and area (docs/model/energy.md). Every figure left None takes its default, computed for this
     # hardware (node, word size, capacities) from published sources; `dsasim hardware NAME` prints each with its
     # source. The process node the defaults are scaled to:
@@ -201,6 +204,7 @@ class Accelerator:
         if self.word_bytes > self.sram_bytes:
             raise ValueError(f"Accelerator {self.name!r}: word_bytes ({self.word_bytes}) exceeds sram_bytes "
                              f"({self.sram_bytes}); not even one element fits")
+        check_dataflow(self.tensorcore_dataflow, f"Accelerator {self.name!r}")
         self._check_levels()
 
     def _check_levels(self) -> None:

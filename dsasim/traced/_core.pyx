@@ -91,10 +91,12 @@ def bind_compute(product_type, flat_dot):
 cdef class Buffer:
     """An on-chip buffer: holds one region of one tensor (or scratch data) until its scope exits. `level` is
     None in the SRAM, else the inner memory level's name; an inner buffer's `source` is the parent-level buffer it
-    was staged from (and writes back into), as it was at `source_generation`."""
+    was staged from (and writes back into), as it was at `source_generation`. `fresh_elements`: its elements
+    opened as zeros (no load, no stage) that no compute or write-back has written since (`dsasim.dataflow`);
+    `fresh_mask`: None while they are all of `region` or none, else a bool array over `region` marking them."""
 
-    cdef public long long id, nbytes, charged_bytes, load_bytes, generation, source_generation
-    cdef public object tensor, region, data, level, source
+    cdef public long long id, nbytes, charged_bytes, load_bytes, generation, source_generation, fresh_elements
+    cdef public object tensor, region, data, level, source, fresh_mask
     cdef public bint dirty, loaded_from_ddr, stale, freed
 
     def __init__(self, long long buffer_id, tensor, region, long long nbytes, long long charged_bytes):
@@ -110,6 +112,8 @@ cdef class Buffer:
         self.stale = False
         self.freed = False
         self.data = None
+        self.fresh_elements = 0
+        self.fresh_mask = None
 
 
 cdef class ScopeInstance:
@@ -135,12 +139,16 @@ cdef class TrafficFields:
     written as plain attributes; the core adds to them without creating Python integers."""
 
     cdef public long long loaded_bytes, stored_bytes, rmw_bytes, loads, stores, hits, opens, blog_loaded_elements
+    # the compute units' reads and writes of this tensor's SRAM buffers (elements; `dsasim.dataflow`)
+    cdef public long long operand_read_elements, operand_write_elements
 
 
 cdef class CounterFields(TrafficFields):
     """A run's counters (`counters.Counters`): the traffic fields, then MACs, cycles and the SRAM peak in bytes."""
 
     cdef public long long macs, padded_macs, tensorcore_cycles, vector_cycles, peak_sram_bytes
+    # the TensorCore's useful MACs (`macs` adds the vector unit's dot products) and the vector lane operations
+    cdef public long long tensorcore_macs, vector_lane_ops
 
 
 cdef class SessionFields:
@@ -192,10 +200,14 @@ cdef class TileFields:
 cdef class ProductFields:
     """The fields of a pending compute (`tensorcore.Product` adds its methods): the session, the unit and op, the
     operand tiles, the result's shape, its MACs, cycles and padded MACs, and the kernel computing its values
-    from the operands' arrays. Registered in the session's pending products until written into a tile."""
+    from the operands' arrays. Registered in the session's pending products until written into a tile.
+    Operand accesses (elements, `dsasim.dataflow`; the output's reads follow from its fresh elements when written):
+    first_reads / second_reads of inputs[0] / inputs[1], output_writes, and lane_ops (vector lane operations).
+    By default (a vector op) each operand's elements are read once, each output element written once and one
+    lane operation done per output element; the TensorCore and the dot set their own."""
 
     cdef public object session, unit, op, inputs, out_shape, kernel
-    cdef public long long macs, cycles, padded_macs
+    cdef public long long macs, cycles, padded_macs, first_reads, second_reads, output_writes, lane_ops
 
     def __init__(self, session, unit, op, inputs, out_shape, macs, cycles, padded_macs, kernel):
         self.session = session
@@ -207,6 +219,14 @@ cdef class ProductFields:
         self.cycles = cycles
         self.padded_macs = padded_macs
         self.kernel = kernel
+        cdef long long n = 1
+        for extent in out_shape:
+            n *= <long long>extent
+        self.output_writes = self.lane_ops = n
+        if len(inputs) > 0:
+            self.first_reads = _region_elements(tuple((<TileFields?>inputs[0]).region))
+        if len(inputs) > 1:
+            self.second_reads = _region_elements(tuple((<TileFields?>inputs[1]).region))
         session.pending_products[self] = self  # Session.finish reports products never written anywhere
 
 
@@ -532,6 +552,7 @@ cdef _access(SessionFields session, array, key, reuse):
     if opens:  # a writable region never stored: zeros on chip, no DMA
         b.loaded_from_ddr = False
         b.load_bytes = 0
+        b.fresh_elements = elements
         if session.numeric:
             b.data = np.zeros(tuple([(<tuple>pair)[1] - (<tuple>pair)[0] for pair in region]), session.dtype)
         traffic.opens += 1
@@ -683,7 +704,10 @@ def vector_dot(unit, a, b):
     if n != _region_elements((<TileFields>b).region):
         return unit._dot_py(a, b)
     cdef long long lanes = unit.lanes
-    return _new_product(session, "vector", "dot", (a, b), (1,), n, (n + lanes - 1) // lanes, 0, _flat_dot)
+    p = _new_product(session, "vector", "dot", (a, b), (1,), n, (n + lanes - 1) // lanes, 0, _flat_dot)
+    (<ProductFields>p).first_reads = (<ProductFields>p).second_reads = (<ProductFields>p).lane_ops = n
+    (<ProductFields>p).output_writes = 1
+    return p
 
 
 cdef _new_product(session, unit, op, tuple inputs, tuple out_shape, long long macs, long long cycles,
@@ -700,6 +724,7 @@ cdef _new_product(session, unit, op, tuple inputs, tuple out_shape, long long ma
     p.cycles = cycles
     p.padded_macs = padded_macs
     p.kernel = kernel
+    p.first_reads = p.second_reads = p.output_writes = p.lane_ops = 0  # (the caller sets them)
     session.pending_products[p] = p
     return p
 
@@ -747,6 +772,23 @@ def product_apply(product, out, accumulate):
             ob.loaded_from_ddr = False
             counters.rmw_bytes += ob.load_bytes
             arr.traffic.rmw_bytes += ob.load_bytes
+    # (Session.count_operands: the output's fresh elements are not read; an overwrite reads none of them)
+    cdef long long fresh = 0
+    if ob.fresh_elements:
+        if ob.fresh_mask is None and ob.fresh_elements == elements:
+            fresh = elements
+            ob.fresh_elements = 0
+        else:
+            fresh = session.take_fresh(ob, region)
+    if not accumulate:
+        fresh = elements
+    cdef TrafficFields out_traffic = arr.traffic
+    out_traffic.operand_write_elements += p.output_writes
+    out_traffic.operand_read_elements += p.output_writes - fresh
+    if len(ids) > 0:
+        (<ArrayFields>(<Buffer>ids[0]).tensor).traffic.operand_read_elements += p.first_reads
+    if len(ids) > 1:
+        (<ArrayFields>(<Buffer>ids[1]).tensor).traffic.operand_read_elements += p.second_reads
     if session.numeric:  # (Product.compute with `Tile.data` inlined: the operands were checked live above)
         result = p.kernel(*[_tile_data(<TileFields?>t) for t in inputs])
         view = _tile_data(<TileFields>out)
@@ -770,8 +812,10 @@ def product_apply(product, out, accumulate):
     counters.padded_macs += padded
     if unit == "tensorcore":
         counters.tensorcore_cycles += cycles
+        counters.tensorcore_macs += macs
     else:
         counters.vector_cycles += cycles
+        counters.vector_lane_ops += p.lane_ops
     log = session._log
     cdef int64_t* words
     if log is not _NULL_LOG:

@@ -69,6 +69,8 @@ class LevelTraffic:
     opens: int = 0  # zero-fills: a writable region nothing wrote yet, no transfer
     peak_bytes: int = 0
     per_tensor: dict[str, dict[str, int]] = field(default_factory=dict)
+    # the compute units' reads and writes of each tensor's buffers in this level: tensor -> [read, write] elements
+    operand_elements: dict[str, list[int]] = field(default_factory=dict)
 
     COUNTS = ("loaded_bytes", "stored_bytes", "rmw_bytes", "loads", "stores", "hits", "opens")
 
@@ -79,6 +81,14 @@ class LevelTraffic:
         if counts is None:
             counts = self.per_tensor[tensor] = dict.fromkeys(self.COUNTS, 0)
         counts[name] += amount
+
+    def add_operand(self, tensor: str, read_elements: int, write_elements: int) -> None:
+        """A compute read `read_elements` and wrote `write_elements` of `tensor` in this level."""
+        counts = self.operand_elements.get(tensor)
+        if counts is None:
+            counts = self.operand_elements[tensor] = [0, 0]
+        counts[0] += read_elements
+        counts[1] += write_elements
 
     def to_json(self) -> dict[str, Any]:
         """The counters as plain JSON (tensors sorted by name)."""
@@ -205,6 +215,8 @@ class LevelState:
         if arr.writable and (written is None or not written.any_in(region)):
             buf.loaded_from_ddr = False
             buf.load_bytes = 0
+            buf.fresh_elements = elements
+            buf.fresh_mask = None
             if session.numeric:
                 buf.data = np.zeros(tuple(b - a for a, b in region), session.dtype)
             traffic.add(arr.name, "opens", 1)
@@ -212,6 +224,8 @@ class LevelState:
             return buf
         buf.loaded_from_ddr = True  # (from its parent level: a later write is a read-modify-write there)
         buf.load_bytes = nbytes
+        buf.fresh_elements = 0
+        buf.fresh_mask = None
         if session.numeric:
             view = source.data[_within(region, source.region)]
             buf.data = view.copy() if arr.writable else view

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping
 
 import numpy as np
 
+from dsasim.energy.accesses import AccessCounts
 from dsasim.errors import ScheduleError, SramOverflowError
 from dsasim.hardware import Accelerator
 from dsasim.layout import check_layout
@@ -142,6 +143,8 @@ class RunResult:
     blog_printed: int | None = None
     trace: Trace | None = field(default=None, compare=False, repr=False)
     outputs: Mapping[str, np.ndarray] | None = field(default=None, compare=False, repr=False)
+    # every read and write per tensor and memory level, and the compute units' work (the energy model's input)
+    access_counts: AccessCounts | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         # a plain "ok" / "overflow" / "error" becomes the enum member; anything else is a ValueError
@@ -334,7 +337,7 @@ def run_schedule(schedule: Schedule, hardware: Accelerator, numeric: bool = True
                      levels=tuple({**lv.to_json(), "capacity_bytes": hardware.level(name).capacity_bytes}
                                   for name, lv in c.levels.items()),
                      trace=trace if record_trace and not session.trace_dropped else None, outputs=outputs,
-                     **blog_extra)
+                     access_counts=c.access_counts(hardware.word_bytes), **blog_extra)
 
 
 def _blog_count_left_by(previous: Schedule | None, hardware: Accelerator, scope_ways: Mapping[str, int]) -> int:

@@ -239,6 +239,8 @@ class Session(SramAccess):
             buf.generation += 1
             buf.dirty = False
             arr.live.move(buf, region)
+        buf.fresh_elements = region_elements(region)  # zeros: the first write of each is not a read
+        buf.fresh_mask = None
         if self.numeric:
             buf.data = np.zeros(shape, self.dtype)
         self._log.open(buf.id, arr.id, region, reuse)

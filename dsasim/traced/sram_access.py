@@ -8,6 +8,8 @@ Session's (made in `Session.__init__`)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from dsasim.errors import CoherenceError, ReadOnlyError, RegionError, ReuseError, SramOverflowError
@@ -148,6 +150,8 @@ class SramAccess(_core.SessionFields):
                 else arr.stored.any_in(region))):
             buf.loaded_from_ddr = False
             buf.load_bytes = 0
+            buf.fresh_elements = elements
+            buf.fresh_mask = None
             if self.numeric:
                 buf.data = np.zeros(tuple(b - a for a, b in region), self.dtype)
             arr.traffic.opens += 1
@@ -157,6 +161,8 @@ class SramAccess(_core.SessionFields):
         nbytes = elements * self._word_bytes
         buf.loaded_from_ddr = True
         buf.load_bytes = nbytes
+        buf.fresh_elements = 0
+        buf.fresh_mask = None
         if self.numeric:
             # an input is never written, so a view is as good as a copy and saves the memcpy
             view = arr.data[region_slices(region)]
@@ -367,6 +373,8 @@ class SramAccess(_core.SessionFields):
                                        rows(kept_stop, stop, outside, start)], axis=i)
         elif self.numeric:  # every row it needs is held
             buf.data = buf.data[(slice(None),) * i + (slice(start - held_start, stop - held_start),)]
+        if on_chip:
+            fresh_rows(buf, region, i, kept_start, kept_stop)
         buf.generation += 1
         arr.live.move(buf, region)
         if on_chip:
@@ -384,6 +392,54 @@ class SramAccess(_core.SessionFields):
     def mark_region_written(self, buf: Buffer, region: Region) -> None:
         """`mark_written` of region of buf (an inner level's write-back into its parent buffer)."""
         self.mark_written(Tile(buf, region))
+        self.take_fresh(buf, region)  # (written back: no longer zeros)
+
+    def take_fresh(self, buf: Buffer, region: Region) -> int:
+        """Elements of `region` (inside buf's region) that are fresh in `buf` (`dsasim.dataflow`), which a write
+        now makes not fresh."""
+        if not buf.fresh_elements:
+            return 0
+        mask = buf.fresh_mask
+        if mask is None:
+            if region_elements(region) == buf.fresh_elements:  # (the whole fresh region, the common case)
+                buf.fresh_elements = 0
+                return region_elements(region)
+            mask = buf.fresh_mask = np.ones(tuple(b - a for a, b in buf.region), bool)
+        window = tuple(slice(a - o, b - o) for (a, b), (o, _) in zip(region, buf.region))
+        fresh = int(np.count_nonzero(mask[window]))
+        mask[window] = False
+        buf.fresh_elements -= fresh
+        if not buf.fresh_elements:
+            buf.fresh_mask = None
+        return fresh
+
+    def count_operands(self, product: Any, out: Tile, accumulate: bool) -> None:
+        """Add a compute's operand reads and writes (`dsasim.dataflow`) to the level each operand tile is in: its
+        inputs' reads, its output's writes, and the output's reads, less its fresh elements (all of them for an
+        overwrite); and the TensorCore's MACs or the vector lane operations (the reference of
+        `_core.product_apply`'s counting)."""
+        buf = out.buffer
+        elements = region_elements(out.region)
+        fresh = self.take_fresh(buf, out.region)
+        if not accumulate:
+            fresh = elements
+        self._add_operand(buf, product.output_writes - fresh, product.output_writes)
+        for tile, reads in zip(product.inputs, (product.first_reads, product.second_reads)):
+            self._add_operand(tile.buffer, reads, 0)
+        counters = self.counters
+        if product.unit == "tensorcore":
+            counters.tensorcore_macs += product.macs
+        else:
+            counters.vector_lane_ops += product.lane_ops
+
+    def _add_operand(self, buf: Buffer, read_elements: int, write_elements: int) -> None:
+        """A compute's reads and writes of buf's tensor, in the level buf is in (elements)."""
+        arr = buf.tensor
+        if buf.level is None:
+            arr.traffic.operand_read_elements += read_elements
+            arr.traffic.operand_write_elements += write_elements
+        else:
+            self._levels.traffic[buf.level].add_operand(arr.name, read_elements, write_elements)
 
     def mark_written(self, tile: Tile) -> Buffer:
         """Record that a compute wrote `tile`: its buffer becomes modified (stored on free/reuse)."""
@@ -404,3 +460,24 @@ class SramAccess(_core.SessionFields):
         if self._levels is not None:
             self._levels.wrote(buf, tile.region)
         return buf
+
+
+def fresh_rows(buf: Buffer, region: Region, axis: int, kept_start: int, kept_stop: int) -> None:
+    """A slide of an on-chip rotating buffer to `region` along `axis`: its new rows are zeros (fresh), the kept rows
+    [kept_start, kept_stop) keep their state."""
+    old = buf.region
+    if buf.fresh_elements and buf.fresh_mask is None:
+        old_mask = np.ones(tuple(b - a for a, b in old), bool)
+    elif buf.fresh_elements:
+        old_mask = buf.fresh_mask
+    else:
+        old_mask = np.zeros(tuple(b - a for a, b in old), bool)
+    mask = np.ones(tuple(b - a for a, b in region), bool)
+    if kept_stop > kept_start:
+        (start, _), (held_start, _) = region[axis], old[axis]
+        lead = (slice(None),) * axis
+        mask[lead + (slice(kept_start - start, kept_stop - start),)] = \
+            old_mask[lead + (slice(kept_start - held_start, kept_stop - held_start),)]
+    fresh = int(np.count_nonzero(mask))
+    buf.fresh_elements = fresh
+    buf.fresh_mask = None if fresh in (0, mask.size) else mask

@@ -21,6 +21,7 @@ from typing import Callable
 
 import numpy as np
 
+from dsasim.dataflow import DATAFLOWS
 from dsasim.errors import CrossSessionError
 from dsasim.traced import _core
 from dsasim.traced.session import Session
@@ -112,6 +113,7 @@ class Product(_core.ProductFields, PendingCompute):
         if levels is not None and self.unit == "tensorcore":
             levels.check_operands(self, out)
         out_buffer = session.mark_written(out)
+        session.count_operands(self, out, accumulate)
         if session.numeric:
             result = self.compute()
             view = out.data
@@ -134,6 +136,21 @@ class TensorCore:
         self.session = _check_session(session, "TensorCore")
         self.ic_block = session.hardware.tensorcore_in_channels
         self.oc_block = session.hardware.tensorcore_out_channels
+        self.dataflow = DATAFLOWS[session.hardware.tensorcore_dataflow]
+
+    def _product(self, op: str, operands: tuple[Tile, Tile], out_shape: tuple[int, ...], macs: int, cycles: int,
+                 kernel: Callable[..., np.ndarray], pixels: int, taps: int, groups: int, in_per_group: int,
+                 out_per_group: int) -> Product:
+        """The pending compute, with its operand reads and writes per the hardware's dataflow (elements; the
+        output's reads are its writes less its fresh elements, counted when it is written)."""
+        product = Product(self.session, "tensorcore", op, operands, out_shape, macs, cycles,
+                          cycles * self.ic_block * self.oc_block, kernel)
+        accesses = self.dataflow(pixels, taps, groups, in_per_group, out_per_group, self.ic_block, self.oc_block)
+        product.first_reads = accesses.input_reads
+        product.second_reads = accesses.weight_reads
+        product.output_writes = accesses.output_writes
+        product.lane_ops = 0
+        return product
 
     def conv2d(self, x: Tile, w: Tile, stride: int | tuple[int, int] = 1, dilation: int | tuple[int, int] = 1,
                groups: int = 1, padding: tuple[int, int, int, int] = (0, 0, 0, 0)) -> Product:
@@ -176,7 +193,6 @@ class TensorCore:
         steps = groups * ceil_div(icg, self.ic_block) * ceil_div(ocg, self.oc_block)
         cycles = steps * n * oh * ow * kh * kw
         macs = oc * icg * n * oh * ow * kh * kw
-        padded = cycles * self.ic_block * self.oc_block
         icb, ocb = self.ic_block, self.oc_block
 
         def conv(x_data: np.ndarray, w_data: np.ndarray) -> np.ndarray:
@@ -199,15 +215,16 @@ class TensorCore:
                 out = acc if out is None else torch.cat((out, acc), 1)
             return out.numpy()
 
+        call = (n * oh * ow, kh * kw, groups, icg, ocg)  # pixels, taps, groups, in and out channels per group
         if not group_axis:
-            return Product(self.session, "tensorcore", "conv2d", (x, w), (n, oc, oh, ow), macs, cycles, padded, conv)
+            return self._product("conv2d", (x, w), (n, oc, oh, ow), macs, cycles, conv, *call)
         out_shape = (*out5, oh, ow)
 
         def grouped_conv(x_data: np.ndarray, w_data: np.ndarray) -> np.ndarray:
             """The same arithmetic on the NCHW views of the 5-d tiles, returned in the 5-d layout."""
             return conv(x_data.reshape(xs), w_data.reshape(ws)).reshape(out_shape)
 
-        return Product(self.session, "tensorcore", "conv2d", (x, w), out_shape, macs, cycles, padded, grouped_conv)
+        return self._product("conv2d", (x, w), out_shape, macs, cycles, grouped_conv, *call)
 
     def matmul(self, a: Tile, b: Tile) -> Product:
         """(M, K) @ (K, N): K maps to the 16 input channels, N to the 24 output channels, M to pixels."""
@@ -230,8 +247,7 @@ class TensorCore:
                 acc = part if acc is None else acc + part
             return acc.numpy()
 
-        return Product(self.session, "tensorcore", "matmul", (a, b), (m, n), m * n * k, cycles,
-                       cycles * self.ic_block * self.oc_block, matmul)
+        return self._product("matmul", (a, b), (m, n), m * n * k, cycles, matmul, m, 1, 1, k, n)
 
 
 def _flat_dot(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -328,7 +344,9 @@ class VectorUnit:
         m = region_elements(b.region)
         if n != m:
             raise ValueError(f"vector.dot: operands have {n} and {m} elements")
-        return Product(self.session, "vector", "dot", (a, b), (1,), n, ceil_div(n, self.lanes), 0, _flat_dot)
+        product = Product(self.session, "vector", "dot", (a, b), (1,), n, ceil_div(n, self.lanes), 0, _flat_dot)
+        product.lane_ops = n  # (one multiply-add per element pair)
+        return product
 
     dot = _dot_py
 
