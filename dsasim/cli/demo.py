@@ -50,11 +50,14 @@ def format_results(results: Sequence[RunResult]) -> str:
     """The demo table: one row per schedule, bytes and counts with thousands separators."""
     quirks = any(r.blog_carried_elements is not None for r in results)  # --blog-quirks: the printed column
     header = ("schedule", "hw", "status", "loaded B", "stored B", "rmw B", "hits", "peak SRAM B", "blog count",
-              *(("blog printed",) if quirks else ()), "MACs", "max|err|", "cycles", "roofline", "TC util")
+              *(("blog printed",) if quirks else ()), "MACs", "max|err|", "cycles", "roofline", "TC util", "energy uJ",
+              "pJ/MAC")
     rows = [(r.name, r.hardware, r.status, r.loaded_bytes, r.stored_bytes, r.rmw_bytes, r.hits, r.peak_sram_bytes,
              r.blog_loaded_elements, *((_fmt_printed(r),) if quirks else ()), r.macs, _fmt_err(r), r.cycles,
              r.roofline_cycles,
-             "-" if r.tensorcore_utilization is None else f"{r.tensorcore_utilization:.0%}")
+             "-" if r.tensorcore_utilization is None else f"{r.tensorcore_utilization:.0%}",
+             "-" if r.energy is None else f"{r.energy.energy_pj / 1e6:,.2f}",
+             "-" if r.energy is None or r.energy.energy_per_mac_pj is None else f"{r.energy.energy_per_mac_pj:.1f}")
             for r in results]
     return format_table(header, rows, left=(0, 1, 2))
 
@@ -110,9 +113,13 @@ def _demo_one(name: str, hardware: Accelerator, numeric: bool, seed: int, by_sco
         table = f"{schedule.name} on {hardware.name}: traffic by scope\n" + \
             format_traffic_by_scope(traffic_by_scope(result.trace))
     if result.trace is not None and timing:
+        from dsasim.energy.report import energy_report
+
         timed = simulate(result.trace, hardware)
+        energy = None if result.access_counts is None else energy_report(result.access_counts, hardware,
+                                                                           timed.cycles)
         result = dataclasses.replace(result, cycles=timed.cycles, roofline_cycles=timed.roofline_cycles,
-                                     tensorcore_utilization=timed.tensorcore_utilization)
+                                     tensorcore_utilization=timed.tensorcore_utilization, energy=energy)
     # drop the trace (millions of events) and the output arrays: the report needs neither
     result = dataclasses.replace(result, trace=None, outputs=None)
     return result, table, time.perf_counter() - start
@@ -143,8 +150,8 @@ def _with_timing(numbers: RunResult, timed: RunResult) -> RunResult:
             f"the numeric run and the count-only run timed beside it differ ({what}): a schedule's traffic must not "
             f"depend on its data (a count-only run has none)"))
     return dataclasses.replace(numbers, cycles=timed.cycles, roofline_cycles=timed.roofline_cycles,
-                               tensorcore_utilization=timed.tensorcore_utilization,
-                               message=numbers.message or timed.message)
+                               tensorcore_utilization=timed.tensorcore_utilization, energy=timed.energy,
+                               access_counts=timed.access_counts, message=numbers.message or timed.message)
 
 
 def _ignore_sigint() -> None:

@@ -22,7 +22,8 @@ from dsasim.energy.accesses import AccessCounts
 from dsasim.energy.costs import EnergyCosts
 from dsasim.hardware import Accelerator
 
-__all__ = ["EnergyReport", "energy_report", "energy_pj_of", "LEAKAGE", "TENSORCORE", "VECTOR"]
+__all__ = ["EnergyReport", "energy_report", "energy_pj_of", "energy_json", "ENERGY_KEYS", "LEAKAGE", "TENSORCORE",
+           "VECTOR"]
 
 LEAKAGE, TENSORCORE, VECTOR = "leakage", "tensorcore", "vector"  # breakdown keys beside the levels' names
 
@@ -115,3 +116,17 @@ def energy_pj_of(hardware: Accelerator, read_bytes: Mapping[str, Any], write_byt
     for name, b in write_bytes.items():
         total = total + b * costs.level(name).write_pj_per_byte
     return total + leakage_pj(costs, cycles)
+
+
+# the keys every result object's JSON carries (null where the result has no energy, e.g. a schedule that failed)
+ENERGY_KEYS = ("energy_pj", "energy_breakdown_pj", "energy_per_mac_pj", "mac_waste_pj", "level_read_pj",
+               "level_write_pj", "tensor_pj", "edp_pj_s", "area_mm2", "area_breakdown_mm2")
+
+
+def energy_json(report: EnergyReport | None, counts: AccessCounts | None = None) -> dict[str, Any]:
+    """A result object's energy keys (`ENERGY_KEYS`, null without a report) and, given the counts, `accesses`:
+    the reads and writes the energy prices, so every picojoule can be traced back to bytes."""
+    out: dict[str, Any] = report.to_json() if report is not None else dict.fromkeys(ENERGY_KEYS)
+    if counts is not None:
+        out["accesses"] = counts.to_json()
+    return out

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping
 import numpy as np
 
 from dsasim.energy.accesses import AccessCounts
+from dsasim.energy.report import EnergyReport, energy_json
 from dsasim.errors import ScheduleError, SramOverflowError
 from dsasim.hardware import Accelerator
 from dsasim.layout import check_layout
@@ -145,6 +146,8 @@ class RunResult:
     outputs: Mapping[str, np.ndarray] | None = field(default=None, compare=False, repr=False)
     # every read and write per tensor and memory level, and the compute units' work (the energy model's input)
     access_counts: AccessCounts | None = field(default=None, compare=False, repr=False)
+    # the energy of the run, priced once it is timed (leakage needs its cycles); None untimed or failed
+    energy: EnergyReport | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         # a plain "ok" / "overflow" / "error" becomes the enum member; anything else is a ValueError
@@ -177,6 +180,7 @@ class RunResult:
                          "stored_bytes": t.stored_bytes, "rmw_bytes": t.rmw_bytes, "hits": t.hits,
                          "refetch_factor": round(t.refetch_factor, 6)} for t in self.tensors],
             **({"levels": [dict(lv) for lv in self.levels]} if self.levels else {}),
+            **energy_json(self.energy, self.access_counts if self.energy is not None else None),
         }
 
 
