@@ -248,3 +248,32 @@ def test_float_versions_and_strings_agree():
     assert read_accelergy(DATA / "primitive_v03.ERT_summary.yaml").version == "0.3"
     assert not math.isnan(read_accelergy(DATA / "dse_2024.ERT_summary.yaml").component("mac").energy_pj("compute"))
     assert dataclasses.is_dataclass(read_accelergy(CONV1D_ERT))
+
+
+# -- the harvested SRAM points ---------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("stem, folder, component", [
+    ("conv1d_2level", "02-model-conv1d+oc-2level/", "PE_top_level.MainMemory[1..1]"),
+    ("dse_2024", "02_interface_and_design_space_exploration_2024/", "system_top_level.buffer[1..1]"),
+    ("simba_like", "simba_like/", "System_top_level.GlobalBuffer[1..1]"),
+])
+def test_harvested_points_equal_the_copied_tables(stem, folder, component):
+    """Three of the points come from files copied into tests/data/accelergy: the record's read, write, leak and area
+    equal what the reader finds there (a typo in the record fails here)."""
+    from dsasim.energy.accelergy_points import ACCELERGY_SRAM_POINTS
+    [point] = [p for p in ACCELERGY_SRAM_POINTS if p.component == component and folder in p.path]
+    c = read_accelergy(DATA / f"{stem}.ERT_summary.yaml", DATA / f"{stem}.ART_summary.yaml").component(component)
+    assert (point.read_pj, point.write_pj, point.leak_pj_per_cycle, point.area_um2) == \
+        (c.energy_pj("read"), c.energy_pj("write"), c.leak_pj_per_cycle, c.area_um2_per_instance)
+
+
+def test_harvested_points_capacity_and_order():
+    """512 x 128 bits = 8 KiB; 32768 x 64 bits = 256 KiB; the tuple sorted by node then capacity."""
+    from dsasim.energy.accelergy_points import ACCELERGY_SRAM_POINTS, AccelergySramPoint
+    caps = {(p.node_nm, p.depth, p.width_bits): p.capacity_bytes for p in ACCELERGY_SRAM_POINTS}
+    assert caps[(45, 512, 128)] == 8192 and caps[(40, 32768, 64)] == 262144
+    keys = [(p.node_nm, p.capacity_bytes) for p in ACCELERGY_SRAM_POINTS]
+    assert keys == sorted(keys)
+    with pytest.raises(ValueError, match="read_pj must be a positive finite number"):
+        dataclasses.replace(ACCELERGY_SRAM_POINTS[0], read_pj=float("inf"))
+    assert isinstance(ACCELERGY_SRAM_POINTS[0], AccelergySramPoint)
