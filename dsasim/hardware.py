@@ -16,6 +16,7 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
+from dsasim.energy.sources import DRAM_TYPES
 from dsasim.util import is_int
 
 KIB = 1024
@@ -48,6 +49,13 @@ class MemoryLevel:
     parent: str = SRAM_LEVEL
     setup_cycles: int = 0
     max_ways: int = 2
+    # Energy and area (docs/model/energy.md): the port's width per access, and per-access read / write energy,
+    # leakage and area; None takes the SRAM rule's figure at this capacity (dsasim/energy/sram_rule.py).
+    access_bytes: int = 32
+    read_pj: float | None = None
+    write_pj: float | None = None
+    leakage_mw: float | None = None
+    area_mm2: float | None = None
     kind: str = dataclasses.field(default=INNER_LEVEL, kw_only=True)
 
     def __post_init__(self) -> None:
@@ -83,6 +91,21 @@ class MemoryLevel:
         if not isinstance(self.parent, str) or not self.parent:
             raise ValueError(f"{who}: parent must name a level above it ({SRAM_LEVEL!r} or an inner level), got "
                              f"{self.parent!r}")
+        if not is_int(self.access_bytes) or not 1 <= self.access_bytes <= 1 << 16:
+            raise ValueError(f"{who}: access_bytes (the port's width per access) must be an integer from 1 to "
+                             f"{1 << 16}, got {self.access_bytes!r}")
+        for name in ("read_pj", "write_pj", "leakage_mw", "area_mm2"):
+            check_optional_figure(who, name, getattr(self, name))
+
+
+def check_optional_figure(who: str, name: str, value: object) -> None:
+    """ValueError unless `value` is None (the default rule's figure) or a finite number >= 0 (an energy, power or
+    area given by the user; zero is allowed, e.g. an off-chip part with no area on the die)."""
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < float("inf"):
+        raise ValueError(f"{who}: {name} must be a finite number >= 0 (or left out for the default rule's figure), "
+                         f"got {value!r}")
 
 
 # Allowed ranges of the numeric fields (inclusive). The upper limits keep every byte and cycle count an exact
@@ -97,7 +120,12 @@ _INT_RANGES: dict[str, tuple[int, int]] = {
     "dma_burst_bytes": (1, 1 << 20),
     "dma_run_cycles": (0, 10 ** 6),
     "vector_lanes": (1, 1 << 20),
+    "technology_nm": (3, 250),
+    "sram_access_bytes": (1, 1 << 16),
 }
+# Energy and area figures a description may give (None: the default, from the sources, `dsasim hardware --show`)
+_OPTIONAL_FIGURES = ("dram_pj_per_bit", "sram_read_pj", "sram_write_pj", "sram_leakage_mw", "sram_area_mm2", "mac_pj",
+                     "vector_lane_op_pj", "tensorcore_area_mm2", "vector_area_mm2")
 _FLOAT_RANGES: dict[str, tuple[float, float]] = {
     "clock_hz": (1e3, 1e13),  # 1 kHz .. 10 THz
     "dram_bytes_per_cycle": (1.0 / 1024, float(1 << 20)),
@@ -130,6 +158,21 @@ class Accelerator:
     vector_lanes: int = 32
     # Levels below the SRAM, parents before children (see the module docstring); () is the blog's one level.
     inner_levels: tuple[MemoryLevel, ...] = ()
+    # Energy and area (docs/model/energy.md). Every figure left None takes its default, computed for this
+    # hardware (node, word size, capacities) from published sources; `dsasim hardware NAME` prints each with its
+    # source. The process node the defaults are scaled to:
+    technology_nm: int = 45
+    dram_type: str = "LPDDR4"  # DRAM energy per bit by type (dsasim.energy.sources.DRAM_TYPES)
+    dram_pj_per_bit: float | None = None  # overrides dram_type's figure
+    sram_access_bytes: int = 32  # the SRAM port's width: bytes per read or write access
+    sram_read_pj: float | None = None  # per access; None: the SRAM rule at sram_bytes (so a sweep rescales it)
+    sram_write_pj: float | None = None
+    sram_leakage_mw: float | None = None
+    sram_area_mm2: float | None = None
+    mac_pj: float | None = None  # one MAC lane per TensorCore step (padded MACs burn it too)
+    vector_lane_op_pj: float | None = None  # one vector lane operation (one element)
+    tensorcore_area_mm2: float | None = None
+    vector_area_mm2: float | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
@@ -150,6 +193,11 @@ class Accelerator:
         if not isinstance(self.dram_shared_load_store, bool):
             raise ValueError(f"Accelerator {self.name!r}: dram_shared_load_store must be true or false, "
                              f"got {self.dram_shared_load_store!r}")
+        for field_name in _OPTIONAL_FIGURES:
+            check_optional_figure(f"Accelerator {self.name!r}", field_name, getattr(self, field_name))
+        if not isinstance(self.dram_type, str) or self.dram_type not in DRAM_TYPES:
+            raise ValueError(f"Accelerator {self.name!r}: unknown dram_type {self.dram_type!r}; known types are "
+                             f"{', '.join(DRAM_TYPES)} (or give dram_pj_per_bit)")
         if self.word_bytes > self.sram_bytes:
             raise ValueError(f"Accelerator {self.name!r}: word_bytes ({self.word_bytes}) exceeds sram_bytes "
                              f"({self.sram_bytes}); not even one element fits")
@@ -201,7 +249,10 @@ class Accelerator:
         """The global SRAM as a validated level: capacity `sram_bytes`, fed from DDR at `dram_bytes_per_cycle` with
         `dma_setup_cycles` per transfer, holding every role; a scope in it may use up to MAX_LEVEL_WAYS ways."""
         return MemoryLevel(SRAM_LEVEL, self.sram_bytes, self.dram_bytes_per_cycle, holds=ROLES, parent=DDR,
-                           setup_cycles=self.dma_setup_cycles, max_ways=MAX_LEVEL_WAYS, kind=GLOBAL_LEVEL)
+                           setup_cycles=self.dma_setup_cycles, max_ways=MAX_LEVEL_WAYS,
+                           access_bytes=self.sram_access_bytes, read_pj=self.sram_read_pj,
+                           write_pj=self.sram_write_pj, leakage_mw=self.sram_leakage_mw,
+                           area_mm2=self.sram_area_mm2, kind=GLOBAL_LEVEL)
 
     @functools.cached_property
     def levels(self) -> tuple[MemoryLevel, ...]:

@@ -1,9 +1,9 @@
 """The `dsasim` command line: one parser built from one registry of commands, one error path.
 
     dsasim demo | simulate NAME | search LAYER | sweep-sram LAYER --sizes LO:HI[:POINTS] | network NAME |
-    shapes LAYER --vary DIM=LO:HI   (see --help of each)
+    shapes LAYER --vary DIM=LO:HI | hardware [PRESET|FILE]   (see --help of each)
 
-Each command is a module of this package (`demo`, `simulate`, `search`, `sweep`, `network`, `shapes`) holding a `COMMAND` record
+Each command is a module of this package (`demo`, `simulate`, `search`, `sweep`, `network`, `shapes`, `hardware`) holding a `COMMAND` record
 (`common.Command`): its arguments and its run function. The run function imports the command's model (torch,
 the timing simulator, the search, matplotlib), so building the parser (`dsasim --help`) stays fast. Every table
 is printed by `table.format_table`. Schedules are found through the `dsasim.schedules` entry-point group, so
@@ -17,14 +17,14 @@ import os
 import sys
 from typing import Sequence
 
-from dsasim.cli import demo, network, search, shapes, simulate, sweep
+from dsasim.cli import demo, hardware, network, search, shapes, simulate, sweep
 from dsasim.cli.common import (EXIT_FAILED, EXIT_INTERRUPTED, EXIT_USAGE, CliError, Command, DsasimArgumentParser,
                      all_schedules, find_schedule)
 
 __all__ = ["COMMANDS", "CliError", "all_schedules", "build_parser", "find_schedule", "main"]
 
 COMMANDS: tuple[Command, ...] = (demo.COMMAND, simulate.COMMAND, search.COMMAND, sweep.COMMAND, network.COMMAND,
-                                 shapes.COMMAND)
+                                 shapes.COMMAND, hardware.COMMAND)
 
 
 def build_parser() -> argparse.ArgumentParser:
