@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from dsasim.energy.accelergy import AccelergyComponent, instances_of, read_accelergy, short_name
-from dsasim.energy.accelergy_map import AccelergyBinding, accelergy_energies, accelergy_from_toml
+from dsasim.energy.accelergy_map import AccelergyBinding, accelergy_energies, accelergy_from_toml, with_accelergy
 from dsasim.hardware import PRESETS
 
 DATA = Path(__file__).parent / "data" / "accelergy"
@@ -220,9 +220,62 @@ def _section(**changes) -> dict:
 
 
 def test_toml_section_paths_are_relative_to_the_hardware_file():
-    e = accelergy_from_toml(DATA / "hw.toml", _section(), BLOG)
-    assert e.level("DDR").read_pj_per_access == 43.353054 and e.unit("tensorcore").pj_per_op == 0.845
-    assert e.source.endswith("conv1d_2level.ERT_summary.yaml + " + str(CONV1D_ART))
+    hw = accelergy_from_toml(DATA / "hw.toml", _section(), BLOG)
+    assert (hw.dram_pj_per_bit, hw.sram_read_pj, hw.mac_pj) == (43.353054 / 8 / 8, 0.42564, 0.845)
+
+
+def test_with_accelergy_sets_the_energy_fields():
+    """The conv1d table on the blog machine: DDR 43.353054 pJ per 8-byte read = 0.677391... pJ/bit, writes
+    30.878292 / 64 pJ/bit; the SRAM 0.42564 pJ per 1-byte access; its leak 0.000861 pJ per cycle at 1 GHz =
+    0.000861 mW; area 887.84 um^2 = 0.00088784 mm^2; the MAC 0.845 pJ, 384 x 332.25 um^2 = 0.127584 mm^2. At a 0.5 GHz
+    Accelergy clock the same leak per cycle is half the power, 0.0004305 mW."""
+    from dsasim.energy.costs import EnergyCosts
+
+    e = accelergy_energies(read_accelergy(CONV1D_ERT, CONV1D_ART), _conv1d_map(), BLOG)
+    hw = with_accelergy(BLOG, e)
+    costs = EnergyCosts.of(hw)
+    assert costs.level("DDR").read_pj_per_byte == pytest.approx(43.353054 / 8, rel=1e-12)
+    assert costs.level("DDR").write_pj_per_byte == pytest.approx(30.878292 / 8, rel=1e-12)
+    sram = costs.level("SRAM")
+    assert (sram.access_bytes, sram.read_pj.value, sram.write_pj.value) == (1, 0.42564, 0.42564)
+    assert sram.leakage_mw.value == pytest.approx(0.000861, rel=1e-12)
+    assert sram.area_mm2.value == pytest.approx(0.00088784, rel=1e-12)
+    assert costs.mac_pj.value == 0.845 and costs.tensorcore_area_mm2.value == pytest.approx(0.127584, rel=1e-12)
+    assert with_accelergy(BLOG, e, 5e8).sram_leakage_mw == pytest.approx(0.0004305, rel=1e-12)
+    with pytest.raises(ValueError, match="clock_hz must be a positive number"):
+        with_accelergy(BLOG, e, 0.0)
+
+
+def test_with_accelergy_prices_inner_levels():
+    """blog-l1 priced by simba_like: L1w <- PEWeightBuffer (8-byte access, read 121.36387 pJ, leak 0.104535 x 64
+    instances = 6.69024 pJ per cycle = 6.69024 mW at 1 GHz)."""
+    t = read_accelergy(DATA / "simba_like.ERT_summary.yaml", DATA / "simba_like.ART_summary.yaml")
+    bindings = (AccelergyBinding("DDR", "DRAM", 8), AccelergyBinding("SRAM", "GlobalBuffer", 32),
+                AccelergyBinding("L1w", "PEWeightBuffer", 8), AccelergyBinding("L1i", "PEInputBuffer", 8),
+                AccelergyBinding("L1acc", "PEAccuBuffer", 3), AccelergyBinding("tensorcore", "mac"))
+    hw = with_accelergy(BLOG_L1, accelergy_energies(t, bindings, BLOG_L1))
+    l1w = hw.level("L1w")
+    assert (l1w.access_bytes, l1w.read_pj, l1w.write_pj) == (8, 121.36387, 120.78787)
+    assert l1w.leakage_mw == pytest.approx(6.69024, rel=1e-12)
+    assert hw.dram_pj_per_bit == 8.0  # LPDDR4: 512 pJ per 64-bit access
+
+
+def test_hardware_file_with_an_accelergy_section(tmp_path):
+    """`dsasim.hardware.from_toml` reads [accelergy]: a Timeloop user's tables drop into a hardware file."""
+    from dsasim.hardware import from_toml
+
+    for name in (CONV1D_ERT.name, CONV1D_ART.name):
+        (tmp_path / name).write_text((DATA / name).read_text())
+    (tmp_path / "hw.toml").write_text(
+        'base = "blog"\ntensorcore_in_channels = 1\ntensorcore_out_channels = 1\n[accelergy]\n'
+        f'ert = "{CONV1D_ERT.name}"\nart = "{CONV1D_ART.name}"\n'
+        '[accelergy.levels]\nDDR = { component = "MainMemory", access_bytes = 8 }\n'
+        'SRAM = { component = "Buffer", access_bytes = 1 }\n[accelergy.units]\ntensorcore = "MACC"\n')
+    hw = from_toml(tmp_path / "hw.toml")
+    assert (hw.sram_read_pj, hw.mac_pj, hw.tensorcore_area_mm2) == (0.42564, 0.845, 332.25 / 1e6)
+    (tmp_path / "bad.toml").write_text('base = "blog"\n[accelergy]\nert = "nope.yaml"\n')
+    with pytest.raises(ValueError, match=r"Accelergy ERT file .*nope.yaml does not exist"):
+        from_toml(tmp_path / "bad.toml")
 
 
 @pytest.mark.parametrize("changes, message", [

@@ -6,7 +6,8 @@ In a hardware TOML file (paths relative to the file):
 
     [accelergy]
     ert = "timeloop-model.ERT_summary.yaml"
-    art = "timeloop-model.ART_summary.yaml"           # optional: without it, no areas
+    art = "timeloop-model.ART_summary.yaml"           # optional: without it, the default areas
+    clock_hz = 1e9                                     # optional: the run's clock (its leak is per cycle of it)
     [accelergy.levels]                                 # every level of the hardware, DDR and SRAM included
     DDR = { component = "MainMemory", access_bytes = 8 }   # access_bytes: the component's width / 8
     SRAM = { component = "Buffer", access_bytes = 1 }
@@ -24,7 +25,8 @@ MAC table prices one MAC whatever the array size it was printed for.
 
 Every problem is one ValueError line: a level or unit the hardware does not have, a level of the hardware left
 unmapped (no silent zero energy), a component the table lacks, one without read and write (a level) or without
-the action (a unit).
+the action (a unit). `with_accelergy` sets the hardware's energy fields from the prices, so every energy report,
+search and sweep uses them; `dsasim hardware FILE` then shows them as "given by the hardware description".
 """
 
 from __future__ import annotations
@@ -32,12 +34,20 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+import dataclasses
+import math
+from typing import Any
+
 from dsasim.energy.accelergy import AccelergyComponent, AccelergyTables, read_accelergy
-from dsasim.hardware import DDR, Accelerator
 from dsasim.util import is_int
 
+# `hardware` below is a dsasim.hardware.Accelerator, used by its fields only and not imported: dsasim.hardware reads a
+# hardware file's [accelergy] section through this module, so importing it here would make an import cycle.
+Accelerator = Any
+DDR = "DDR"  # dsasim.hardware.DDR: the off-chip root level, above the SRAM
+
 __all__ = ["UNITS", "AccelergyBinding", "LevelEnergy", "UnitEnergy", "AccelergyEnergies", "accelergy_energies",
-           "accelergy_from_toml"]
+           "accelergy_from_toml", "with_accelergy"]
 
 # The compute units a binding may name, with the hardware's count of operator instances (for leakage and area).
 UNITS: dict[str, str] = {
@@ -241,16 +251,68 @@ def _bindings_from_toml(where: str, kind: str, table: object) -> list[AccelergyB
     return bindings
 
 
-def accelergy_from_toml(hardware_path: str | Path, section: object, hardware: Accelerator) -> AccelergyEnergies:
-    """The `[accelergy]` section of hardware file `hardware_path` read: its tables (paths relative to the file) and
-    its map, priced for `hardware` (ValueError, one line naming the file, for any problem)."""
+def _leakage_mw(leak_pj_per_cycle: float | None, clock_hz: float) -> float | None:
+    """Leakage power, mW, of `leak_pj_per_cycle` pJ every cycle of `clock_hz`: pJ x Hz x 1e-9."""
+    return None if leak_pj_per_cycle is None else leak_pj_per_cycle * clock_hz * 1e-9
+
+
+def with_accelergy(hardware: Accelerator, energies: AccelergyEnergies, clock_hz: float | None = None) -> Accelerator:
+    """`hardware` with its energy and area fields set from an Accelergy table's prices: DDR's read and write energy
+    per bit, each on-chip level's access width, read and write energy per access, leakage and area, the TensorCore's
+    energy per MAC lane and area, the vector unit's (if mapped). `clock_hz` is the clock of the Accelergy run, whose
+    leak is per cycle of it (Timeloop's `global_cycle_seconds`; default the hardware's clock). A figure the table
+    lacks (no leak action, no ART) keeps the hardware's default, whose source `dsasim hardware` prints. DDR is
+    off-chip in dsasim, so a leak or area the table gives the component mapped to DDR is not charged (the conv1d
+    exercises' MainMemory is a CACTI SRAM that leaks 0.007972 pJ per cycle: Timeloop adds it, dsasim does not)."""
+    clock = hardware.clock_hz if clock_hz is None else clock_hz
+    if isinstance(clock, bool) or not isinstance(clock, (int, float)) or not math.isfinite(clock) or clock <= 0:
+        raise ValueError(f"Accelergy clock_hz must be a positive number (the clock its leak is per cycle of), "
+                         f"got {clock_hz!r}")
+    ddr, sram = energies.level(DDR), energies.level("SRAM")
+    fields: dict[str, Any] = {
+        "dram_pj_per_bit": ddr.read_pj_per_byte / 8, "dram_write_pj_per_bit": ddr.write_pj_per_byte / 8,
+        "sram_access_bytes": sram.access_bytes, "sram_read_pj": sram.read_pj_per_access,
+        "sram_write_pj": sram.write_pj_per_access}
+    if sram.leak_pj_per_cycle is not None:
+        fields["sram_leakage_mw"] = _leakage_mw(sram.leak_pj_per_cycle, clock)
+    if sram.area_mm2 is not None:
+        fields["sram_area_mm2"] = sram.area_mm2
+    inner = []
+    for level in hardware.inner_levels:
+        priced = energies.level(level.name)
+        changes: dict[str, Any] = {"access_bytes": priced.access_bytes, "read_pj": priced.read_pj_per_access,
+                                   "write_pj": priced.write_pj_per_access}
+        if priced.leak_pj_per_cycle is not None:
+            changes["leakage_mw"] = _leakage_mw(priced.leak_pj_per_cycle, clock)
+        if priced.area_mm2 is not None:
+            changes["area_mm2"] = priced.area_mm2
+        inner.append(dataclasses.replace(level, **changes))
+    fields["inner_levels"] = tuple(inner)
+    for unit, energy_field, area_field in (("tensorcore", "mac_pj", "tensorcore_area_mm2"),
+                                           ("vector", "vector_lane_op_pj", "vector_area_mm2")):
+        priced_unit = energies.unit(unit)
+        if priced_unit is None:
+            continue
+        fields[energy_field] = priced_unit.pj_per_op
+        if priced_unit.area_mm2 is not None:
+            fields[area_field] = priced_unit.area_mm2
+    return dataclasses.replace(hardware, **fields)
+
+
+SECTION_KEYS = ("ert", "art", "clock_hz", "levels", "units")
+
+
+def accelergy_from_toml(hardware_path: str | Path, section: object, hardware: Accelerator) -> Accelerator:
+    """`hardware` priced by the `[accelergy]` section of hardware file `hardware_path`: its tables (paths relative
+    to the file), the clock of their run (`clock_hz`, default the hardware's) and its map (ValueError, one line
+    naming the file, for any problem)."""
     where = f"hardware file {hardware_path}"
     if not isinstance(section, dict):
-        raise ValueError(f"{where}: accelergy must be a table with ert, art, levels, units; got {section!r}")
-    extra = sorted(set(section) - {"ert", "art", "levels", "units"})
+        raise ValueError(f"{where}: accelergy must be a table with {list(SECTION_KEYS)}; got {section!r}")
+    extra = sorted(set(section) - set(SECTION_KEYS))
     if extra or "ert" not in section:
         why = f"unknown key(s) {extra}" if extra else "missing 'ert' (the ERT_summary.yaml path)"
-        raise ValueError(f"{where}: accelergy: {why}; valid keys are ['ert', 'art', 'levels', 'units']")
+        raise ValueError(f"{where}: accelergy: {why}; valid keys are {list(SECTION_KEYS)}")
     for key in ("ert", "art"):
         if key in section and (not isinstance(section[key], str) or not section[key].strip()):
             raise ValueError(f"{where}: accelergy.{key} must be a file path in quotes, got {section[key]!r}")
@@ -264,6 +326,7 @@ def accelergy_from_toml(hardware_path: str | Path, section: object, hardware: Ac
         raise ValueError(f"{where}: {misplaced} listed under the wrong table: levels go in accelergy.levels, "
                          f"units ({list(UNITS)}) in accelergy.units")
     try:
-        return accelergy_energies(tables, (*levels, *units), hardware)
+        return with_accelergy(hardware, accelergy_energies(tables, (*levels, *units), hardware),
+                              section.get("clock_hz"))
     except ValueError as err:
         raise ValueError(f"{where}: {err}") from None
