@@ -1322,6 +1322,9 @@ MUTANTS: list[Mutant] = [
            'levels = _bindings_from_toml(where, "levels", section.get("levels", {}))',
            'levels = [b for b in _bindings_from_toml(where, "levels", section.get("levels", {})) if b.target != "DDR"]',
            ("tests/test_energy_accelergy.py",)),
+    Mutant("accelergy: the vector unit counted by the TensorCore's inputs", "dsasim/energy/accelergy_map.py",
+           '"vector": UnitFields(("vector_lanes",),', '"vector": UnitFields(("tensorcore_in_channels",),',
+           ("tests/test_energy_accelergy.py",)),
     Mutant("timeloop: SRAM energy charged at DDR's", "dsasim/energy/report.py",
            "lv = costs.level(t.level)", 'lv = costs.level("DDR")', ("tests/test_energy_timeloop.py",)),
 ]

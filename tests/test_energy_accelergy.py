@@ -330,3 +330,14 @@ def test_harvested_points_capacity_and_order():
     with pytest.raises(ValueError, match="read_pj must be a positive finite number"):
         dataclasses.replace(ACCELERGY_SRAM_POINTS[0], read_pj=float("inf"))
     assert isinstance(ACCELERGY_SRAM_POINTS[0], AccelergySramPoint)
+
+
+def test_vector_unit_priced_per_lane():
+    """The vector unit mapped to the conv1d table's MACC (an 8-bit intmac, 0.845 pJ per compute): 0.845 pJ per lane
+    operation, area 332.25 um^2 x the blog's 32 lanes = 0.010632 mm^2; the TensorCore keeps its own 384 MACs."""
+    e = accelergy_energies(read_accelergy(CONV1D_ERT, CONV1D_ART),
+                           _conv1d_map(vector=AccelergyBinding("vector", "MACC")), BLOG)
+    assert (e.unit("vector").operators, e.unit("tensorcore").operators) == (32, 384)
+    hw = with_accelergy(BLOG, e)
+    assert hw.vector_lane_op_pj == 0.845
+    assert hw.vector_area_mm2 == pytest.approx(0.010632, rel=1e-12)

@@ -46,22 +46,31 @@ from dsasim.util import is_int
 Accelerator = Any
 DDR = "DDR"  # dsasim.hardware.DDR: the off-chip root level, above the SRAM
 
-__all__ = ["UNITS", "AccelergyBinding", "LevelEnergy", "UnitEnergy", "AccelergyEnergies", "accelergy_energies",
+__all__ = ["UNITS", "UnitFields", "AccelergyBinding", "LevelEnergy", "UnitEnergy", "AccelergyEnergies", "accelergy_energies",
            "accelergy_from_toml", "with_accelergy"]
 
-# The compute units a binding may name, with the hardware's count of operator instances (for leakage and area).
-UNITS: dict[str, str] = {
-    "tensorcore": "MACs (tensorcore_in_channels x tensorcore_out_channels)",
-    "vector": "lanes (vector_lanes)",
+@dataclass(frozen=True)
+class UnitFields:
+    """How one dsasim compute unit takes Accelergy prices: which of the hardware's fields count its operator
+    instances (multiplied together: the TensorCore's MAC lanes, the vector unit's lanes), and which fields receive
+    its energy per operation and its area. A new unit is one entry of `UNITS`."""
+
+    count_fields: tuple[str, ...]
+    energy_field: str
+    area_field: str
+
+
+# The compute units a binding may name.
+UNITS: dict[str, UnitFields] = {
+    "tensorcore": UnitFields(("tensorcore_in_channels", "tensorcore_out_channels"), "mac_pj", "tensorcore_area_mm2"),
+    "vector": UnitFields(("vector_lanes",), "vector_lane_op_pj", "vector_area_mm2"),
 }
 _MAX_ACCESS_BYTES = 1 << 20
 
 
 def _unit_count(unit: str, hardware: Accelerator) -> int:
     """The hardware's operator instances of `unit`: MACs of the TensorCore, lanes of the vector unit."""
-    if unit == "tensorcore":
-        return hardware.tensorcore_in_channels * hardware.tensorcore_out_channels
-    return hardware.vector_lanes
+    return math.prod(getattr(hardware, name) for name in UNITS[unit].count_fields)
 
 
 @dataclass(frozen=True)
@@ -288,14 +297,13 @@ def with_accelergy(hardware: Accelerator, energies: AccelergyEnergies, clock_hz:
             changes["area_mm2"] = priced.area_mm2
         inner.append(dataclasses.replace(level, **changes))
     fields["inner_levels"] = tuple(inner)
-    for unit, energy_field, area_field in (("tensorcore", "mac_pj", "tensorcore_area_mm2"),
-                                           ("vector", "vector_lane_op_pj", "vector_area_mm2")):
+    for unit, unit_fields in UNITS.items():
         priced_unit = energies.unit(unit)
         if priced_unit is None:
             continue
-        fields[energy_field] = priced_unit.pj_per_op
+        fields[unit_fields.energy_field] = priced_unit.pj_per_op
         if priced_unit.area_mm2 is not None:
-            fields[area_field] = priced_unit.area_mm2
+            fields[unit_fields.area_field] = priced_unit.area_mm2
     return dataclasses.replace(hardware, **fields)
 
 
