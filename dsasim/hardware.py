@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dsasim.dataflow import DEFAULT_DATAFLOW, check_dataflow
+from dsasim.energy.accelergy_map import accelergy_from_toml
 from dsasim.energy.sources import DRAM_TYPES
 from dsasim.util import is_int
 
@@ -125,7 +126,7 @@ _INT_RANGES: dict[str, tuple[int, int]] = {
     "sram_access_bytes": (1, 1 << 16),
 }
 # Energy and area figures a description may give (None: the default, from the sources, `dsasim hardware --show`)
-_OPTIONAL_FIGURES = ("dram_pj_per_bit", "sram_read_pj", "sram_write_pj", "sram_leakage_mw", "sram_area_mm2", "mac_pj",
+_OPTIONAL_FIGURES = ("dram_pj_per_bit", "dram_write_pj_per_bit", "sram_read_pj", "sram_write_pj", "sram_leakage_mw", "sram_area_mm2", "mac_pj",
                      "vector_lane_op_pj", "tensorcore_area_mm2", "vector_area_mm2")
 _FLOAT_RANGES: dict[str, tuple[float, float]] = {
     "clock_hz": (1e3, 1e13),  # 1 kHz .. 10 THz
@@ -167,6 +168,8 @@ class Accelerator:
     technology_nm: int = 45
     dram_type: str = "LPDDR4"  # DRAM energy per bit by type (dsasim.energy.sources.DRAM_TYPES)
     dram_pj_per_bit: float | None = None  # overrides dram_type's figure
+    # a write's, where it differs from the read's (Accelergy and ZigZag tables give both); None: dram_pj_per_bit's
+    dram_write_pj_per_bit: float | None = None
     sram_access_bytes: int = 32  # the SRAM port's width: bytes per read or write access
     sram_read_pj: float | None = None  # per access; None: the SRAM rule at sram_bytes (so a sweep rescales it)
     sram_write_pj: float | None = None
@@ -348,9 +351,10 @@ def from_toml(path: str | Path) -> Accelerator:
     except tomllib.TOMLDecodeError as err:
         raise ValueError(f"hardware file {path}: not valid TOML: {err}") from None
     base_name = table.pop("base", None)
+    accelergy = table.pop("accelergy", None)  # an [accelergy] section: energies and areas from Accelergy's tables
     unknown = sorted(set(table) - _FIELDS)
     if unknown:
-        raise ValueError(f"hardware file {path}: unknown key(s) {unknown}; valid keys are 'base' and "
+        raise ValueError(f"hardware file {path}: unknown key(s) {unknown}; valid keys are 'base', 'accelergy' and "
                          f"{sorted(_FIELDS)}")
     if "inner_levels" in table:
         table["inner_levels"] = _levels_from_toml(path, table["inner_levels"])
@@ -361,13 +365,16 @@ def from_toml(path: str | Path) -> Accelerator:
         if base_name is not None:
             if not isinstance(base_name, str):
                 raise ValueError(f"base must be a preset name in quotes ({', '.join(PRESETS)}), got {base_name!r}")
-            return dataclasses.replace(preset(base_name), name=name, **table)
-        missing = sorted({"sram_bytes", "word_bytes"} - set(table))
-        if missing:
-            raise ValueError(f"missing {missing}; give them or start from a preset with base = \"blog\"")
-        return Accelerator(name=name, **table)
+            hardware = dataclasses.replace(preset(base_name), name=name, **table)
+        else:
+            missing = sorted({"sram_bytes", "word_bytes"} - set(table))
+            if missing:
+                raise ValueError(f"missing {missing}; give them or start from a preset with base = \"blog\"")
+            hardware = Accelerator(name=name, **table)
     except ValueError as err:
         raise ValueError(f"hardware file {path}: {err}") from None
+    # the section's errors already name the file
+    return hardware if accelergy is None else accelergy_from_toml(path, accelergy, hardware)
 
 
 # a hardware file lists only inner levels, so `kind` is not a key there (the SRAM comes from sram_bytes & co.)

@@ -299,7 +299,7 @@ HARDWARE = [
     ("file.txt", "not valid TOML"),
     ("empty.toml", "missing ['sram_bytes', 'word_bytes']"),
     ("no-word.toml", "missing ['word_bytes']"),
-    ("unknown-key.toml", "unknown key(s) ['sram_byte']; valid keys are 'base' and"),
+    ("unknown-key.toml", "unknown key(s) ['sram_byte']; valid keys are 'base', 'accelergy' and"),
     ("table.toml", "unknown key(s) ['tensorcore']"),
     ("base-list.toml", "base must be a preset name in quotes (blog, blog-fp32, blog-l1), got ['blog']"),
     ("base-number.toml", "base must be a preset name in quotes"),

@@ -164,8 +164,10 @@ def _ddr_costs(hardware: Accelerator) -> LevelCosts:
         per_bit, key = DRAM_TYPES[hardware.dram_type]
         where = f"{hardware.dram_type}, {per_bit:g} pJ/bit [{key}]"
     energy = Figure(per_bit * 8 * width, where)
+    write = energy if hardware.dram_write_pj_per_bit is None else \
+        Figure(hardware.dram_write_pj_per_bit * 8 * width, GIVEN)
     off_chip = Figure(0.0, "off-chip: not part of the accelerator's leakage or area")
-    return LevelCosts(DDR, width, energy, energy, off_chip, off_chip)
+    return LevelCosts(DDR, width, energy, write, off_chip, off_chip)
 
 
 @functools.lru_cache(maxsize=256)
