@@ -125,11 +125,17 @@ def run(args: argparse.Namespace) -> int:
     except TimingError as err:
         print(f"dsasim simulate: {schedule.name}: {err}", file=sys.stderr)
         return EXIT_FAILED
+    from dsasim.energy.report import energy_json, energy_report
+    from dsasim.view.energy_text import format_energy
+
+    energy = energy_report(run_result.access_counts, hardware, result.cycles)
     way_note = f", {ways}-way scopes" if ways is not None else ""
     print(f"{schedule.name} on {hardware.name}{way_note}: {result.operations:,} operations")
     print(result.summary())
+    print(format_energy(energy, indent=""))
     if json_path is not None:
-        write_text_atomic(json_path, json.dumps(result.to_json(schedule.name, ways), indent=2) + "\n")
+        out = {**result.to_json(schedule.name, ways), **energy_json(energy, run_result.access_counts)}
+        write_text_atomic(json_path, json.dumps(out, indent=2) + "\n")
         print(f"wrote {json_path}")
     if perfetto_path is not None:
         from dsasim.view.perfetto import write_perfetto
