@@ -1258,10 +1258,9 @@ MUTANTS: list[Mutant] = [
            ("tests/test_docs_reference.py",)),
     # -- issue 28: energy costs --
     Mutant("energy: the rule's node exponent is left out", "dsasim/energy/sram_rule.py",
-           "    return (node_nm / from_nm) ** fit()[exponent_key]", "    return 1.0", ("tests/test_energy_costs.py",)),
-    Mutant("energy: the SRAM width is left out of the read energy", "dsasim/energy/sram_rule.py",
-           'f["width_exp"] * math.log(\n        8 * access_bytes)', 'f["width_exp"] * math.log(\n        8 * 32)',
-           ("tests/test_energy_costs.py",)),
+           ' * (node_nm / FIT_NODE_NM) ** f[f"{name}_node_exp"]', "", ("tests/test_energy_costs.py",)),
+    Mutant("energy: the SRAM width is left out of the rule", "dsasim/energy/sram_rule.py",
+           '+ f[f"{name}_width_exp"] * math.log(width_bits))', ")", ("tests/test_energy_costs.py",)),
     Mutant("energy: DDR charged per byte as per bit", "dsasim/energy/costs.py",
            "energy = Figure(per_bit * 8 * width, where)", "energy = Figure(per_bit * width, where)",
            ("tests/test_energy_costs.py",)),

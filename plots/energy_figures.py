@@ -3,15 +3,16 @@ next to this script).
 
     .venv/bin/python plots/energy_figures.py
 
-  energy-sram-rule.png   read energy per access and area against capacity: the rule (lines, 64- and 256-bit ports
-                         at 45 nm) and every published point (fitted: the 45 nm CACTI points; checked: the 32/40 nm
-                         ones and ZigZag's 22 nm CACTI 7 pool, which the rule was not fitted to)
+  energy-sram-rule.png   read energy per access and area against capacity: the rule (lines) and every published
+                         point (fitted: the 45 nm Accelergy 0.4 points; not fitted: 32/40 nm, Accelergy 0.3 and
+                         ZigZag's 22 nm CACTI 7 pool)
 
-The table: every published point with the rule's figure at its capacity, port width and node, and their ratio.
+The table: every published point beside the rule's figure at its capacity, port width and node; then the rule.
 """
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
@@ -19,7 +20,8 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
 from dsasim.energy import sram_rule  # noqa: E402
-from dsasim.energy.sources import CHECK_POINTS, SRAM_POINTS  # noqa: E402
+from dsasim.energy.accelergy_points import ACCELERGY_SRAM_POINTS  # noqa: E402
+from dsasim.energy.sources import CHECK_POINTS  # noqa: E402
 
 
 def _size(nbytes: int) -> str:
@@ -28,20 +30,34 @@ def _size(nbytes: int) -> str:
 
 
 def main() -> None:
-    lines = ["| node | capacity | port | published read pJ | rule pJ | rule / published | published area mm2 | "
-             "rule mm2 | rule / published | use | source |", "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|"]
-    for p in (*SRAM_POINTS, *CHECK_POINTS):
-        pj = sram_rule.sram_read_pj(p.capacity_bytes, p.width_bits // 8, p.node_nm)
-        mm2 = sram_rule.sram_area_mm2(p.capacity_bytes, p.node_nm)
-        use = "fitted" if p.node_nm == sram_rule.FIT_NODE_NM else "node pair" if p.node_nm == 32 else "check"
-        lines.append(f"| {p.node_nm} nm | {_size(p.capacity_bytes)} | {p.width_bits}-bit | {p.read_pj:g} | {pj:.4g} | "
-                     f"{pj / p.read_pj:.2f} | {p.area_um2 / 1e6:.4g} | {mm2:.4g} | {mm2 * 1e6 / p.area_um2:.2f} | "
-                     f"{use} | {p.design} [{p.source}] |")
+    fitted = set(sram_rule.fitted_points())
+    lines = ["| node | capacity | port | banks | read pJ: published | rule | write pJ: published | rule | "
+             "area mm2: published | rule | use | design [source] |",
+             "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|"]
+    for p in ACCELERGY_SRAM_POINTS:
+        width = p.width_bits // 8
+        use = "fitted" if p in fitted else "node pair" if p.node_nm == 32 else \
+            "Accelergy 0.3, not fitted" if p.accelergy_version == "0.3" else "check"
+        folder = re.split(r"/(?:ref_outputs|ref-output|outputs)/", p.path)[0].split("/")[-1]
+        design = f"{folder} {p.component.split('[')[0].split('.')[-1]}"
+        lines.append(f"| {p.node_nm} nm | {_size(p.capacity_bytes)} | {p.width_bits}-bit | {p.banks} | "
+                     f"{p.read_pj:.4g} | {sram_rule.sram_read_pj(p.capacity_bytes, width, p.node_nm):.4g} | "
+                     f"{p.write_pj:.4g} | {sram_rule.sram_write_pj(p.capacity_bytes, width, p.node_nm):.4g} | "
+                     f"{p.area_um2 / 1e6:.4g} | {sram_rule.sram_area_mm2(p.capacity_bytes, p.node_nm, width):.4g} | "
+                     f"{use} | {design} [accelergy-exercises] |")
+    for p in CHECK_POINTS:
+        width = p.width_bits // 8
+        lines.append(f"| {p.node_nm} nm | {_size(p.capacity_bytes)} | {p.width_bits}-bit | {p.banks} | "
+                     f"{p.read_pj:.4g} | {sram_rule.sram_read_pj(p.capacity_bytes, width, p.node_nm):.4g} | - | - | "
+                     f"{p.area_um2 / 1e6:.4g} | {sram_rule.sram_area_mm2(p.capacity_bytes, p.node_nm, width):.4g} | "
+                     f"check | {p.design} [{p.source}] |")
     print("\n".join(lines))
     f = sram_rule.fit()
-    print(f"\nrule: read_pj = exp({f['log_k']:.4f}) x capacity_bytes^{f['cap_exp']:.3f} x width_bits^{f['width_exp']:.3f}"
-          f" x (node/45)^{f['energy_node_exp']:.2f}; area_um2 = exp({f['area_log_k']:.4f}) x "
-          f"capacity_bytes^{f['area_cap_exp']:.3f} x (node/45)^{f['area_node_exp']:.2f}")
+    print()
+    for name, unit in (("read", "pJ"), ("write", "pJ"), ("area", "um2"), ("leak", "mW")):
+        width = f" x width_bits^{f[name + '_width_exp']:.3f}" if f[name + "_width_exp"] else ""
+        print(f"{name} ({unit}) = exp({f[name + '_log_k']:.4f}) x capacity_bytes^{f[name + '_cap_exp']:.3f}{width} x "
+              f"(node/45)^{f[name + '_node_exp']:.2f}; worst ratio to a fitted point {f[name + '_worst']:.2f}")
     _plot(HERE / "energy-sram-rule.png")
 
 
@@ -58,10 +74,14 @@ def _plot(path: Path) -> None:
                   label=f"rule, {8 * width}-bit port, 45 nm")
     ax_e.plot(caps, [sram_rule.sram_read_pj(int(c), 32, 22) for c in caps], ":", color="C2",
               label="rule, 256-bit port, 22 nm")
-    ax_a.plot(caps, [sram_rule.sram_area_mm2(int(c), 45) for c in caps], "-", color="C0", label="rule, 45 nm")
-    ax_a.plot(caps, [sram_rule.sram_area_mm2(int(c), 22) for c in caps], ":", color="C2", label="rule, 22 nm")
-    groups = (("fitted (45 nm CACTI, Accelergy)", [p for p in SRAM_POINTS if p.node_nm == 45], "o", "C0"),
-              ("32 / 40 nm (Accelergy)", [p for p in SRAM_POINTS if p.node_nm != 45], "s", "C1"),
+    ax_a.plot(caps, [sram_rule.sram_area_mm2(int(c), 45, 8) for c in caps], "-", color="C0",
+              label="rule, 64-bit port, 45 nm")
+    ax_a.plot(caps, [sram_rule.sram_area_mm2(int(c), 22, 32) for c in caps], ":", color="C2",
+              label="rule, 256-bit port, 22 nm")
+    fitted = sram_rule.fitted_points()
+    groups = (("fitted (45 nm CACTI, Accelergy 0.4)", fitted, "o", "C0"),
+              ("not fitted (32/40 nm; Accelergy 0.3)", [p for p in ACCELERGY_SRAM_POINTS if p not in fitted], "s",
+               "C1"),
               ("check: ZigZag CACTI 7, 22 nm", list(CHECK_POINTS), "^", "C2"))
     for label, points, marker, color in groups:
         ax_e.scatter([p.capacity_bytes for p in points], [p.read_pj for p in points], marker=marker, color=color,

@@ -12,39 +12,44 @@ from dsasim.energy import sram_rule
 from dsasim.energy.accesses import AccessCounts, TensorAccesses
 from dsasim.energy.costs import EnergyCosts
 from dsasim.energy.report import energy_pj_of, energy_report
-from dsasim.energy.sources import SRAM_POINTS
+from dsasim.energy.accelergy_points import ACCELERGY_SRAM_POINTS
 from dsasim.hardware import MemoryLevel, from_toml, preset
 
 BLOG = preset("blog")
 
 
-def test_the_rule_reproduces_every_published_45nm_point_within_3_percent():
-    # the fit is a least-squares fit in log space over these five points: each must come back within 3 %
-    for p in SRAM_POINTS:
-        if p.node_nm != 45:
-            continue
-        got = sram_rule.sram_read_pj(p.capacity_bytes, p.width_bits // 8, 45)
-        assert abs(got / p.read_pj - 1) < 0.03, (p, got)
-        area = sram_rule.sram_area_mm2(p.capacity_bytes, 45) * 1e6
-        assert abs(area / p.area_um2 - 1) < 0.30, (p, area)
+def test_the_rule_reproduces_every_fitted_point_within_its_stated_error():
+    # the fit is a least-squares fit in log space over the nine 45 nm Accelergy 0.4 points: read within 15 %, write
+    # within 40 %, area within 35 % of each (docs/model/energy.md states these bounds)
+    fitted = sram_rule.fitted_points()
+    assert len(fitted) == 9 and all(p.node_nm == 45 and p.accelergy_version == "0.4" for p in fitted)
+    for p in fitted:
+        width = p.width_bits // 8
+        assert abs(math.log(sram_rule.sram_read_pj(p.capacity_bytes, width, 45) / p.read_pj)) < math.log(1.15), p
+        assert abs(math.log(sram_rule.sram_write_pj(p.capacity_bytes, width, 45) / p.write_pj)) < math.log(1.40), p
+        area = sram_rule.sram_area_mm2(p.capacity_bytes, 45, width) * 1e6
+        assert abs(math.log(area / p.area_um2)) < math.log(1.35), p
 
 
 def test_the_rule_scales_to_32nm_through_the_published_pair_and_predicts_zigzags_22nm_point():
-    # the node exponent is fixed by the design published at 45 and 32 nm (16384 x 64, 32 banks): 32.34 -> 18.18 pJ
+    # the node exponent is fixed by the design published at 45 and 32 nm (16384 x 64, 32 banks: simple_ws's
+    # shared_glb 32.377775 pJ at 45 nm, eyeriss_like's 18.183829 pJ at 32 nm)
     got = sram_rule.sram_read_pj(16384 * 8, 8, 32)
     at45 = sram_rule.sram_read_pj(16384 * 8, 8, 45)
-    assert got / at45 == pytest.approx(18.18 / 32.34, rel=1e-9)
-    # an outside point the rule was not fitted to: ZigZag's CACTI 7 pool at 22 nm, 2 MB, 256-bit port: 134.9 pJ
-    assert sram_rule.sram_read_pj(2 << 20, 32, 22) == pytest.approx(134.9, rel=0.10)
+    assert got / at45 == pytest.approx(18.183829 / 32.377775, rel=1e-9)
+    # a point the rule was not fitted to: the 40 nm conv1d MainMemory (256 KiB, 64-bit), 43.35 pJ per read
+    assert sram_rule.sram_read_pj(256 * 1024, 8, 40) == pytest.approx(43.353054, rel=0.10)
+    # ZigZag's CACTI 7 pool at 22 nm, 2 MB, 256-bit port: 134.9 pJ; the rule is 26 % low there (stated in the docs)
+    assert sram_rule.sram_read_pj(2 << 20, 32, 22) == pytest.approx(134.9, rel=0.30)
 
 
 def test_energy_per_access_grows_with_capacity_so_a_sweep_changes_it():
     small = EnergyCosts.of(dataclasses.replace(BLOG, sram_bytes=64 * 1024)).level("SRAM")
     large = EnergyCosts.of(dataclasses.replace(BLOG, sram_bytes=1024 * 1024)).level("SRAM")
-    # read ~ capacity^0.606: 16x the capacity is 16^0.606 = 5.37x the energy per access
-    assert large.read_pj.value / small.read_pj.value == pytest.approx(16 ** sram_rule.fit()["cap_exp"], rel=1e-9)
-    assert 5.0 < large.read_pj.value / small.read_pj.value < 5.8
-    assert large.area_mm2.value > small.area_mm2.value and large.leakage_mw.value == 16 * small.leakage_mw.value
+    # read ~ capacity^0.543: 16x the capacity is 16^0.543 = 4.5x the energy per access
+    assert large.read_pj.value / small.read_pj.value == pytest.approx(16 ** sram_rule.fit()["read_cap_exp"], rel=1e-9)
+    assert 4.0 < large.read_pj.value / small.read_pj.value < 5.0
+    assert large.area_mm2.value > small.area_mm2.value and large.leakage_mw.value > small.leakage_mw.value
 
 
 def test_every_default_names_its_source_and_a_given_figure_says_given():

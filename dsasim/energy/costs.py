@@ -149,10 +149,11 @@ def _level_costs(level: MemoryLevel, node_nm: int) -> LevelCosts:
     read = _pick(level.read_pj, sram_rule.sram_read_pj(cap, width, node_nm),
                  _rule(f"{cap:,} B, {8 * width}-bit port, {node_nm} nm", cap, node_nm))
     write = _pick(level.write_pj, sram_rule.sram_write_pj(cap, width, node_nm),
-                  _rule("read x 1.31 (the published write/read ratio)", cap, node_nm))
+                  _rule(f"{cap:,} B, {8 * width}-bit port, {node_nm} nm", cap, node_nm))
     leak = _pick(level.leakage_mw, sram_rule.sram_leakage_mw(cap, node_nm),
-                 _rule("~ capacity from the published 8 KiB leakage", cap, node_nm))
-    area = _pick(level.area_mm2, sram_rule.sram_area_mm2(cap, node_nm), _rule(f"{cap:,} B, {node_nm} nm", cap, node_nm))
+                 _rule(f"{cap:,} B, {node_nm} nm", cap, node_nm))
+    area = _pick(level.area_mm2, sram_rule.sram_area_mm2(cap, node_nm, width),
+                 _rule(f"{cap:,} B, {8 * width}-bit port, {node_nm} nm", cap, node_nm))
     return LevelCosts(level.name, width, read, write, leak, area)
 
 

@@ -3,15 +3,14 @@
 Nothing here is computed: every number is read from a paper or a published tool output named beside it (the
 figures marked `derived` are arithmetic on such numbers, stated). `dsasim hardware --show` prints, for every default
 a hardware description uses, the source it comes from; docs/model/energy.md lists them and plots the SRAM rule
-(`sram_rule.py`) against `SRAM_POINTS`.
+(`sram_rule.py`) against the published SRAM points (`accelergy_points.py`, and `CHECK_POINTS` here).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["Source", "SramPoint", "SOURCES", "SRAM_POINTS", "CHECK_POINTS", "DRAM_TYPES", "MAC_POINTS", "ADDER_POINT",
-           "SRAM_WRITE_OVER_READ", "SRAM_LEAK_POINT"]
+__all__ = ["Source", "SramPoint", "SOURCES", "CHECK_POINTS", "DRAM_TYPES", "MAC_POINTS", "ADDER_POINT"]
 
 
 @dataclass(frozen=True)
@@ -44,8 +43,8 @@ SOURCES: dict[str, Source] = {s.key: s for s in (
 
 @dataclass(frozen=True)
 class SramPoint:
-    """One published SRAM (CACTI via Accelergy): its node, depth x width (bits), banks, read energy per access
-    (pJ) and area (um2), and where it is published."""
+    """One published SRAM the rule is checked against (not fitted to): its node, depth x width (bits), banks, read
+    energy per access (pJ) and area (um2), and where it is published."""
 
     node_nm: int
     depth: int
@@ -62,16 +61,6 @@ class SramPoint:
         return self.depth * self.width_bits // 8
 
 
-SRAM_POINTS: tuple[SramPoint, ...] = (
-    SramPoint(45, 512, 128, 2, 9.65, 43_608, "tutorial_exercises/02_interface_and_design_space_exploration_2024 buffer"),
-    SramPoint(45, 2048, 256, 4, 51.87, 199_065, "simba_like GlobalBuffer"),
-    SramPoint(45, 12800, 64, 1, 28.43, 348_893, "sparseloop/04.2.1-eyeriss-like-gating"),
-    SramPoint(45, 16384, 64, 32, 32.34, 429_752, "simple_ws / simple_os shared_glb"),
-    SramPoint(45, 8192, 256, 2, 124.70, 1_069_102, "sparse_tensor_core_like"),
-    SramPoint(40, 32768, 64, 2, 43.35, 707_084, "conv1d exercises MainMemory"),
-    SramPoint(32, 16384, 64, 32, 18.18, 217_363, "eyeriss_like shared_glb"),
-)
-
 # Check points the rule is NOT fitted to: ZigZag's CACTI 7 pool at 22 nm (read energy per access, area in um2;
 # 2R2W entries are marked in `design`).
 CHECK_POINTS: tuple[SramPoint, ...] = (
@@ -80,13 +69,6 @@ CHECK_POINTS: tuple[SramPoint, ...] = (
     SramPoint(22, (32 << 20) // 32, 256, 1, 1763.8, 138_600_000, "32 MB, 256-bit, 2R2W", "zigzag-cacti7"),
     SramPoint(22, (32 << 20) // 1024, 8192, 1, 24_031.0, 153_900_000, "32 MB, 8192-bit", "zigzag-cacti7"),
 )
-
-# Write over read energy per access: the one SRAM whose write energy the collected sources give, the 8 KiB buffer of
-# tutorial exercise 02 (average read 4.826675 pJ, write 6.31015 pJ: 6.31015 / 4.826675) [derived].
-SRAM_WRITE_OVER_READ = 6.31015 / 4.826675
-# Leakage: the same buffer's `leak` action, 0.000271 pJ per cycle at Accelergy's default 1 ns cycle, i.e.
-# 0.271 uW for 8 KiB at 45 nm (CACTI) — (capacity_bytes, leakage_mw).
-SRAM_LEAK_POINT = (8 * 1024, 0.000271e-12 / 1e-9 * 1e3)  # pJ per 1 ns cycle -> W -> mW: 2.71e-4 mW
 
 # DRAM energy per bit by type (pJ/bit), both Accelergy tables; where they disagree dsasim takes the first
 # (accelergy-cacti-plug-in, the one Timeloop's exercises ran with) and says so in `hardware --show`.
