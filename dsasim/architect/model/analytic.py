@@ -49,7 +49,7 @@ import math
 import operator
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple, Sequence
+from typing import Any, Mapping, NamedTuple, Sequence
 
 import numpy as np
 
@@ -66,7 +66,8 @@ from dsasim.architect.nests.loopnest import LoopNest, Problem, last_tile, tile_c
 
 __all__ = ["fits_sram", "GroupStats", "group_stats", "SlideStats", "slide_stats", "TensorModel", "Analysis", "analyze", "Evaluator", "Evaluation",
            "TensorCounts", "Batch", "flat", "Mismatch",
-           "Reconciliation", "reconcile", "reconcile_accesses", "call_factor"]
+           "Reconciliation", "reconcile", "reconcile_accesses", "call_factor",
+           "computed_outputs", "fresh_outputs"]
 
 
 def fits_sram(peak_sram_bytes, sram_bytes):
@@ -195,6 +196,20 @@ def computed_outputs(o_ext: int, stride: int, dilation: int, padding: int, size:
         if first == stop:
             total -= o1 - o0
     return total
+
+
+def fresh_outputs(problem: Problem, compute_tiles: Mapping[str, int], tap_ends: Mapping[str, int]) -> int:
+    """Output elements a nest opens as zeros and then computes into while open (the fresh elements of
+    `dsasim.dataflow`), in elements: every output element is opened once (its first visit), and computed into then
+    unless its compute tile (`compute_tiles`: the tile of every dimension at the TensorCore call) reads only
+    padding with the taps of that visit, [0, tap_ends[tap]) per window axis."""
+    fresh = 1
+    windows = {a.dim: a for a in problem.windows}
+    for axis in problem.output.axes:
+        a = windows.get(axis.dim)
+        fresh *= problem.extents[axis.dim] if a is None else computed_outputs(
+            problem.extents[a.dim], a.stride, a.dilation, a.padding, a.size, compute_tiles[a.dim], tap_ends[a.tap])
+    return fresh
 
 
 class SlideStats(NamedTuple):
