@@ -265,14 +265,17 @@ def test_a_level_hierarchy_stages_and_writes_back(core):
                 GlobalHierarchy(s, "acc", level="L1acc"):
             out = c[0:2, 0:24]  # opens as zeros in L1acc: 48 fresh
             out += tc.matmul(a[0:2, 0:16], b[0:16, 0:24])  # a, b staged from the SRAM into L1i, L1w
+        done = c[0:2, 0:24]  # the SRAM buffer, written by the write-back: no longer fresh
+        done += VectorUnit(s).relu(done)
     s.finish()
     # a: DDR read 32; SRAM write 32 (load), read 32 (stage); L1i write 32 (stage), read 2*16*1 = 32 (TensorCore)
     # b: DDR read 384; SRAM (384, 384); L1w write 384, read 16*24 = 384
     # c: L1acc written 2*1*24 = 48 (all fresh: no read), read 48 by the write-back; SRAM written 48 by the
-    #    write-back, read 48 by the store; DDR write 48
+    #    write-back, then the relu reads its operand (48) and the sums it adds to (48: not fresh), writes 48; the
+    #    store reads 48: SRAM (48 + 48 + 48, 48 + 48); DDR write 48
     assert pairs(s) == {("a", "DDR"): (32, 0), ("a", "SRAM"): (32, 32), ("a", "L1i"): (32, 32),
                         ("b", "DDR"): (384, 0), ("b", "SRAM"): (384, 384), ("b", "L1w"): (384, 384),
-                        ("c", "DDR"): (0, 48), ("c", "SRAM"): (48, 48), ("c", "L1acc"): (48, 48)}
+                        ("c", "DDR"): (0, 48), ("c", "SRAM"): (144, 96), ("c", "L1acc"): (48, 48)}
 
 
 def test_the_run_result_carries_the_counts():
