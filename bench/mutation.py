@@ -129,7 +129,7 @@ MUTANTS: list[Mutant] = [
     Mutant("TensorCore cost ignores kernel taps", "dsasim/traced/tensorcore.py",
            "        cycles = steps * n * oh * ow * kh * kw", "        cycles = steps * n * oh * ow", TC_TESTS),
     Mutant("padded MACs use 16x16", "dsasim/traced/tensorcore.py",
-           "        padded = cycles * self.ic_block * self.oc_block", "        padded = cycles * self.ic_block * self.ic_block",
+           "cycles * self.ic_block * self.oc_block, kernel)", "cycles * self.ic_block * self.ic_block, kernel)",
            TC_TESTS),
     Mutant("conv drops the last input-channel block", "dsasim/traced/tensorcore.py",
            "                for i in range(0, c, icb):", "                for i in range(0, c - icb + 1, icb):", TC_TESTS),
