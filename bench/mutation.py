@@ -1307,6 +1307,10 @@ MUTANTS: list[Mutant] = [
     Mutant("counts: the level model's fresh outputs see every tap", "dsasim/architect/model/hierarchy.py",
            "ends = {a.tap: tiles[a.tap] if a.tap in above else p.extents[a.tap] for a in p.windows}",
            "ends = {a.tap: p.extents[a.tap] for a in p.windows}", COUNTS_TESTS),
+    Mutant("counts: the GEMM chain model reads E's fresh partial sums", "dsasim/architect/search/gemm_chain.py",
+           'e_reads = e_writes - ext["m"] * ext["n"]', "e_reads = e_writes", COUNTS_TESTS),
+    Mutant("counts: the GEMM chain model forgets the ReLU's accesses", "dsasim/architect/search/gemm_chain.py",
+           'relu = ext["m"] * ext["l"] if chain.relu_between else 0', "relu = 0", COUNTS_TESTS),
 ]
 
 

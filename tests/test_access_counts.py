@@ -375,3 +375,52 @@ def test_fresh_outputs_skip_tiles_that_read_only_padding():
     assert computed_outputs(8, 1, 1, 2, 4, 2, 1) == 4
     # tiles of 3: [0:3) holds column 2 (image column 0), [3:6) inside, [6:8) only padding: 6
     assert computed_outputs(8, 1, 1, 2, 4, 3, 1) == 6
+
+
+# -- the GEMM chain model ------------------------------------------------------------------------------------------
+def test_a_gemm_chain_by_hand():
+    from dsasim.architect.search.gemm_chain import GemmChain, GemmChainNest, analyze_gemm_chain
+    from dsasim.kernels.fused_kernel import count_fused
+    chain = GemmChain(4, 24, 32, 24, relu=True)  # C (4, 24) = relu(A (4, 32) @ B (32, 24)); E (4, 24) = C @ D (24, 24)
+    nest = GemmChainNest(chain, "ml", {"m": 4, "l": 24, "k": 16, "n": 24}, 1)
+    # GEMM 1, two calls (k tiles of 16): A read 2 * 4*16*1 = 128; B 2 * 16*24 = 768; C written 2 * 4*1*24 = 192,
+    #   read 192 - 96 fresh = 96. ReLU: reads C 96, overwrites it (96 writes, 96 lane operations).
+    # GEMM 2, one call (m 4, in l 24: 2 blocks, out n 24: 1 block): C read 4*24*1 = 96; D 24*24 = 576;
+    #   E written 4*2*24 = 192, read 192 - 96 fresh = 96, + 96 stored.
+    want = {("A", "DDR"): (128, 0), ("A", "SRAM"): (128, 128), ("B", "DDR"): (768, 0), ("B", "SRAM"): (768, 768),
+            ("D", "DDR"): (576, 0), ("D", "SRAM"): (576, 576), ("E", "DDR"): (0, 96), ("E", "SRAM"): (96 + 96, 192),
+            ("C", "SRAM"): (96 + 96 + 96, 192 + 96)}
+    for counts in (analyze_gemm_chain(nest, BLOG).access_counts, count_fused(nest, BLOG).access_counts(1)):
+        assert {(t.tensor, t.level): (t.read_bytes, t.write_bytes) for t in counts.tensors} == want
+        assert counts.vector_lane_ops == 96 and counts.macs == 4 * 24 * 32 + 4 * 24 * 24
+
+
+@pytest.mark.parametrize("hardware", [BLOG, OUTPUT_STATIONARY], ids=lambda h: h.tensorcore_dataflow)
+def test_gemm_chain_model_equals_trace_on_random_nests(hardware):
+    from test_gemm_chain import NARROW, random_nest
+    from dsasim.architect.model.analytic import reconcile_accesses
+    from dsasim.architect.search.gemm_chain import analyze_gemm_chain
+    from dsasim.kernels.fused_kernel import count_fused
+    rng = random.Random(28)
+    for hw in (hardware, dataclasses.replace(NARROW, tensorcore_dataflow=hardware.tensorcore_dataflow)):
+        for _ in range(100):
+            nest = random_nest(rng)
+            model = analyze_gemm_chain(nest, hw)
+            diffs: list = []
+            reconcile_accesses(model.access_counts, count_fused(nest, hw, enforce_capacity=False).access_counts(
+                hw.word_bytes), lambda *d: diffs.append(d), {}, "")
+            assert not diffs, (nest, diffs)
+            assert model.access_counts.padded_macs == model.padded_macs
+
+
+def test_the_gemm_chain_space_gives_level_bytes_as_arrays():
+    import numpy as np
+    from dsasim.architect.search.gemm_chain import GemmChain, GemmChainNest, _closed_form, analyze_gemm_chain
+    chain = GemmChain(9, 30, 20, 13, relu=True)
+    tiles = {"m": np.array([2, 9]), "l": np.array([13, 5]), "k": np.array([7, 20]), "n": np.array([30, 11])}
+    f = _closed_form(chain, BLOG, "lm", tiles, np.array([1, 1]))
+    for i in range(2):
+        counts = analyze_gemm_chain(GemmChainNest(chain, "lm", {d: int(v[i]) for d, v in tiles.items()}, 1),
+                                    BLOG).access_counts
+        for level, (read, write) in f["level_bytes"].items():
+            assert (int(read[i]), int(write[i])) == (counts.read_bytes(level), counts.write_bytes(level))
