@@ -1311,6 +1311,15 @@ MUTANTS: list[Mutant] = [
            'e_reads = e_writes - ext["m"] * ext["n"]', "e_reads = e_writes", COUNTS_TESTS),
     Mutant("counts: the GEMM chain model forgets the ReLU's accesses", "dsasim/architect/search/gemm_chain.py",
            'relu = ext["m"] * ext["l"] if chain.relu_between else 0', "relu = 0", COUNTS_TESTS),
+    Mutant("counts: the fused model reads the outputs a conv overwrites", "dsasim/architect/model/fused.py",
+           "        out[0] += (writes - pixels * layer.oc) * word\n", "        out[0] += writes * word\n",
+           COUNTS_TESTS),
+    Mutant("counts: the fused model's residual add reads no image", "dsasim/architect/model/fused.py",
+           '            moved["image"][SRAM_LEVEL][0] += elements * word\n', "", COUNTS_TESTS),
+    Mutant("counts: the fused model counts one call per tile whatever the line buffer's runs",
+           "dsasim/architect/model/fused.py",
+           "runs = [sum(len(r) for r in plan.pieces[i]) if dim == slide else plan.lens.shape[1]",
+           "runs = [plan.lens.shape[1]", COUNTS_TESTS),
 ]
 
 

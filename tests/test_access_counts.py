@@ -424,3 +424,28 @@ def test_the_gemm_chain_space_gives_level_bytes_as_arrays():
                                     BLOG).access_counts
         for level, (read, write) in f["level_bytes"].items():
             assert (int(read[i]), int(write[i])) == (counts.read_bytes(level), counts.write_bytes(level))
+
+
+# -- the fused conv chain model ----------------------------------------------------------------------------------
+@pytest.mark.parametrize("hardware", [BLOG, OUTPUT_STATIONARY], ids=lambda h: h.tensorcore_dataflow)
+def test_fused_conv_chain_model_equals_trace_on_random_nests(hardware):
+    """Recomputed or kept halos, sliding line buffers, resident or per-tile weights, residuals and ReLUs, fp32 and
+    narrow units: every (tensor, level) read and write of `analyze_fused` equal to the traced run."""
+    from test_fused import random_nest
+    from dsasim.architect.model.analytic import reconcile_accesses
+    from dsasim.architect.model.fused import analyze_fused
+    from dsasim.kernels.fused_kernel import count_fused
+    rng = random.Random(2028)
+    narrow = dataclasses.replace(preset("blog-fp32"), vector_lanes=7, tensorcore_in_channels=3,
+                                 tensorcore_out_channels=5, tensorcore_dataflow=hardware.tensorcore_dataflow)
+    residual = 0
+    for hw in (hardware, narrow):
+        for _ in range(100):
+            nest = random_nest(rng)
+            residual += nest.chain.residual
+            model = analyze_fused(nest, hw).access_counts
+            diffs: list = []
+            reconcile_accesses(model, count_fused(nest, hw, enforce_capacity=False).access_counts(hw.word_bytes),
+                               lambda *d: diffs.append(d), {}, "")
+            assert not diffs, (nest, diffs)
+    assert residual > 20

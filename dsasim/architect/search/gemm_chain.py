@@ -54,7 +54,7 @@ from dsasim.architect.model.fused_analysis import FusedAnalysis
 from dsasim.architect.nests.loopnest import MatmulProblem, tile_count
 from dsasim.architect.search.objective import DEFAULT_OBJECTIVE, OBJECTIVES, Objective, objective_named
 from dsasim.cost import ddr_port, dma_cycles, overlapped_cycles, padded_macs, tile_blocks, vector_cycles
-from dsasim.dataflow import DATAFLOWS, TERMS, Dataflow
+from dsasim.dataflow import DATAFLOWS
 from dsasim.energy.accesses import AccessCounts, TensorAccesses
 from dsasim.hardware import DDR, SRAM_LEVEL, Accelerator
 from dsasim.util import check_int, is_ascii_whole
@@ -278,8 +278,6 @@ class GemmChainAnalysis(FusedAnalysis):
     rmw_bytes: int
     chimera_dv_bytes: int
     chimera_mu_bytes: int
-    # every read and write per tensor and level, as the traced run counts them (`Counters.access_counts`)
-    access_counts: AccessCounts | None = None
 
 
 # ------------------------------------------------------------------------------------------------ closed form
@@ -352,17 +350,6 @@ def _closed_form(chain: GemmChain, hw: Accelerator, order: str, t: dict[str, np.
                             for level in (DDR, SRAM_LEVEL)}}
 
 
-def _call_sum(flow: Dataflow, count: str, factors: dict[str, tuple[Any, Any, Any]]) -> Any:
-    """A dataflow count summed over a GEMM's TensorCore calls (elements): a product over its factors of the
-    extent, the sum of ceil(tile / block) or the trips (`factors`: factor -> those three), as the factor's term
-    says (`dsasim.dataflow`); the calls are every combination of the three loops' tiles."""
-    total: Any = 1
-    for factor, term in flow.terms(count).items():
-        if factor in factors:
-            total = total * factors[factor][TERMS.index(term)]
-    return total
-
-
 def _accesses(chain: GemmChain, hw: Accelerator, t: dict[str, np.ndarray], trips: dict[str, np.ndarray],
               per_tensor: dict[str, np.ndarray], stored: np.ndarray) -> dict[str, dict[str, tuple[Any, Any]]]:
     """Per tensor and level, (read, write) bytes of the nests (arrays): DMA loads read DDR and write the SRAM,
@@ -380,13 +367,13 @@ def _accesses(chain: GemmChain, hw: Accelerator, t: dict[str, np.ndarray], trips
 
     gemm1 = {"pixels": dim("m", 0), "in": dim("k", in_block), "out": dim("l", out_block)}
     gemm2 = {"pixels": dim("m", 0), "in": dim("l", in_block), "out": dim("n", out_block)}
-    c_writes = _call_sum(flow, "output_writes", gemm1)
-    e_writes = _call_sum(flow, "output_writes", gemm2)
-    c_reads = c_writes - ext["m"] * ext["l"] + _call_sum(flow, "input_reads", gemm2)
+    c_writes = flow.summed("output_writes", gemm1)
+    e_writes = flow.summed("output_writes", gemm2)
+    c_reads = c_writes - ext["m"] * ext["l"] + flow.summed("input_reads", gemm2)
     relu = ext["m"] * ext["l"] if chain.relu_between else 0
     out: dict[str, dict[str, tuple[Any, Any]]] = {}
     for x, gemm, count in (("A", gemm1, "input_reads"), ("B", gemm1, "weight_reads"), ("D", gemm2, "weight_reads")):
-        out[x] = {DDR: (per_tensor[x], 0), SRAM_LEVEL: (_call_sum(flow, count, gemm) * word, per_tensor[x])}
+        out[x] = {DDR: (per_tensor[x], 0), SRAM_LEVEL: (flow.summed(count, gemm) * word, per_tensor[x])}
     e_reads = e_writes - ext["m"] * ext["n"]
     out["E"] = {DDR: (per_tensor["E"], stored), SRAM_LEVEL: (stored + e_reads * word, per_tensor["E"] + e_writes * word)}
     out["C"] = {SRAM_LEVEL: ((c_reads + relu) * word, (c_writes + relu) * word)}
