@@ -39,7 +39,7 @@ dataflow is one entry of `DATAFLOWS` here.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Mapping, NamedTuple
+from typing import Any, Mapping, NamedTuple
 
 from dsasim.util import ceil_div, is_int
 
@@ -88,6 +88,16 @@ class Dataflow:
     def terms(self, count: str) -> dict[str, str]:
         """How `count` ("input_reads", "weight_reads" or "output_writes") grows with each factor (all FACTORS)."""
         return dict(getattr(self, count))
+
+    def summed(self, count: str, sums: Mapping[str, tuple]) -> Any:
+        """`count` summed over calls whose factors range independently (their product set), in elements: per
+        factor in `sums`, (the sum of its extents, the sum of its blocks, the number of its values) over the calls,
+        the one its term takes, multiplied (a factor left out is 1). Works on numpy arrays alike."""
+        total: Any = 1
+        for factor, term in getattr(self, count).items():
+            if factor in sums:
+                total = total * sums[factor][TERMS.index(term)]
+        return total
 
     def __call__(self, pixels: int, taps: int, groups: int, in_per_group: int, out_per_group: int, in_block: int,
                  out_block: int, fresh_output_elements: int = 0) -> OperandAccesses:

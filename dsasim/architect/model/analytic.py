@@ -49,13 +49,15 @@ import math
 import operator
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple, Sequence
+from typing import Any, Mapping, NamedTuple, Sequence
 
 import numpy as np
 
 from dsasim.cost import ISSUE_CYCLES, busy_cycles, ddr_port, padded_macs, pipeline_estimate, port_cycles, tile_blocks
 from dsasim.cost import maximum as _max
-from dsasim.hardware import Accelerator
+from dsasim.dataflow import DATAFLOWS, OperandAccesses
+from dsasim.energy.accesses import AccessCounts, TensorAccesses
+from dsasim.hardware import DDR, SRAM_LEVEL, Accelerator
 from dsasim.traced.schedule import Status
 from dsasim.traced.trace import ENTER, EXIT, LOAD, OPEN, SLIDE
 from dsasim.util import ceil_div, region_elements
@@ -64,7 +66,8 @@ from dsasim.architect.nests.loopnest import LoopNest, Problem, last_tile, tile_c
 
 __all__ = ["fits_sram", "GroupStats", "group_stats", "SlideStats", "slide_stats", "TensorModel", "Analysis", "analyze", "Evaluator", "Evaluation",
            "TensorCounts", "Batch", "flat", "Mismatch",
-           "Reconciliation", "reconcile"]
+           "Reconciliation", "reconcile", "reconcile_accesses", "call_factor",
+           "computed_outputs", "fresh_outputs"]
 
 
 def fits_sram(peak_sram_bytes, sram_bytes):
@@ -91,6 +94,10 @@ class GroupStats(NamedTuple):
     boxes: int
     valid: int
     cls_max: tuple[tuple[int, int], tuple[int, int]]
+    # sums of o_len and of t_len over the pairs that hold a real row (a TensorCore call's pixels or taps: the
+    # dataflow's operand counts, `dsasim.dataflow`)
+    o_sum: int = 0
+    t_sum: int = 0
 
 
 def group_stats(o_ext: int, k_ext: int, stride: int, dilation: int, padding: int, size: int, o_tile: int,
@@ -109,6 +116,7 @@ def group_stats(o_ext: int, k_ext: int, stride: int, dilation: int, padding: int
     k_last = k_ext - (tk_n - 1) * k_tile
     boxes = to_n * tk_n
     valid = o_ext * k_ext
+    o_sum, t_sum = tk_n * o_ext, to_n * k_ext  # (every tap tile meets every output tile)
     o_len = (o_tile, o_last)
     k_len = (k_tile, k_last)
     o_cnt = (to_n - 1, 1)
@@ -153,6 +161,8 @@ def group_stats(o_ext: int, k_ext: int, stride: int, dilation: int, padding: int
             if rows == 0:
                 boxes -= 1
                 valid -= (o1 - o0) * kl
+                o_sum -= o1 - o0
+                t_sum -= kl
             ci = 1 if i == to_n - 1 else 0
             clipped[ci, cj] += 1
             clip_max[ci, cj] = max(clip_max[ci, cj], rows)
@@ -164,7 +174,42 @@ def group_stats(o_ext: int, k_ext: int, stride: int, dilation: int, padding: int
         return clip_max[ci, cj]
 
     return GroupStats(total=total, boxes=boxes, valid=valid,
-                      cls_max=((largest(0, 0), largest(0, 1)), (largest(1, 0), largest(1, 1))))
+                      cls_max=((largest(0, 0), largest(0, 1)), (largest(1, 0), largest(1, 1))), o_sum=o_sum,
+                      t_sum=t_sum)
+
+
+def computed_outputs(o_ext: int, stride: int, dilation: int, padding: int, size: int, o_tile: int,
+                     t_end: int) -> int:
+    """Output positions of a window axis (tiled by o_tile) whose tile computes with the taps [0, t_end): its
+    window over them holds a real row (else every such call reads only padding and is skipped). Interior tiles
+    always do; only the border tiles (as in `group_stats`) are evaluated one by one."""
+    s, d, p, h = stride, dilation, padding, size
+    to_n = tile_count(o_ext, o_tile)
+    step = o_tile * s
+    a = 0 if p <= 0 else min(to_n, ceil_div(p, step))  # tiles i < a start above row 0
+    b = max(0, ceil_div(h + s + p - (t_end - 1) * d, step) - 1)  # not-last tiles i >= b end below row h - 1
+    total = o_ext
+    for i in itertools.chain(range(a), range(max(a, min(b, to_n - 1)), to_n)):
+        o0 = i * o_tile
+        o1 = min(o0 + o_tile, o_ext)
+        first, stop = window_rows(o0, o1, 0, t_end, s, d, p, h)
+        if first == stop:
+            total -= o1 - o0
+    return total
+
+
+def fresh_outputs(problem: Problem, compute_tiles: Mapping[str, int], tap_ends: Mapping[str, int]) -> int:
+    """Output elements a nest opens as zeros and then computes into while open (the fresh elements of
+    `dsasim.dataflow`), in elements: every output element is opened once (its first visit), and computed into then
+    unless its compute tile (`compute_tiles`: the tile of every dimension at the TensorCore call) reads only
+    padding with the taps of that visit, [0, tap_ends[tap]) per window axis."""
+    fresh = 1
+    windows = {a.dim: a for a in problem.windows}
+    for axis in problem.output.axes:
+        a = windows.get(axis.dim)
+        fresh *= problem.extents[axis.dim] if a is None else computed_outputs(
+            problem.extents[a.dim], a.stride, a.dilation, a.padding, a.size, compute_tiles[a.dim], tap_ends[a.tap])
+    return fresh
 
 
 class SlideStats(NamedTuple):
@@ -248,11 +293,29 @@ class Analysis:
     padded_macs: int
     tensorcore_cycles: int
     estimated_cycles: int  # an estimate (see Evaluator._estimate), not the timing simulation
+    # the TensorCore's operand reads and writes over the run, in bytes (`dsasim.dataflow`; `Evaluation`)
+    operand_bytes: OperandAccesses | None = None
 
     @property
     def traffic_bytes(self) -> int:
         """loaded + stored bytes."""
         return self.loaded_bytes + self.stored_bytes
+
+    def access_counts(self) -> AccessCounts:
+        """Every read and write per tensor and level, in bytes, as a traced run counts them
+        (`Counters.access_counts`): DDR reads its loads and takes its stores, the SRAM the reverse plus the
+        TensorCore's operand accesses (the problem's first input is its input operand, the second its weight)."""
+        ops = self.operand_bytes
+        problem = self.nest.problem
+        operand = {problem.tensors[0].name: (ops.input_reads, 0), problem.tensors[1].name: (ops.weight_reads, 0),
+                   problem.output.name: (ops.output_reads, ops.output_writes)}
+        out = []
+        for t in self.tensors:
+            reads, writes = operand.get(t.name, (0, 0))
+            moved = ((DDR, t.loaded_bytes, t.stored_bytes),
+                     (SRAM_LEVEL, t.stored_bytes + reads, t.loaded_bytes + writes))
+            out += [TensorAccesses(t.name, level, int(r), int(w)) for level, r, w in moved if r or w]
+        return AccessCounts(tuple(out), macs=int(self.macs), padded_macs=int(self.padded_macs), vector_lane_ops=0)
 
     def tensor(self, name: str) -> TensorModel:
         for t in self.tensors:
@@ -326,10 +389,21 @@ class Evaluation(NamedTuple):
     tensorcore_cycles: Any
     estimated_cycles: Any  # float; None when not asked for
     tensors: tuple[TensorCounts, ...]
+    # the TensorCore's operand reads and writes in the SRAM, in bytes (`dsasim.dataflow`): arrays like the rest
+    operand_bytes: OperandAccesses | None = None
 
     @property
     def traffic_bytes(self) -> Any:
         return self.loaded_bytes + self.stored_bytes
+
+    def level_bytes(self) -> dict[str, tuple[Any, Any]]:
+        """Per level ("DDR", "SRAM"), the (read, write) bytes of every candidate (arrays like the counts): DMA
+        loads read DDR and write the SRAM, stores the reverse; the TensorCore's operands are read and written in
+        the SRAM."""
+        ops = self.operand_bytes
+        return {DDR: (self.loaded_bytes, self.stored_bytes),
+                SRAM_LEVEL: (self.stored_bytes + ops.input_reads + ops.weight_reads + ops.output_reads,
+                             self.loaded_bytes + ops.output_writes)}
 
     def flat(self, shape: tuple[int, ...]) -> "Evaluation":
         """Every count as a 1-d array over the batch's candidates (in flat index order)."""
@@ -339,7 +413,9 @@ class Evaluation(NamedTuple):
         return self._replace(loaded_bytes=f(self.loaded_bytes), stored_bytes=f(self.stored_bytes),
                              peak_sram_bytes=f(self.peak_sram_bytes), macs=f(self.macs),
                              tensorcore_cycles=f(self.tensorcore_cycles), estimated_cycles=f(self.estimated_cycles),
-                             tensors=tuple(TensorCounts._make(map(f, t)) for t in self.tensors))
+                             tensors=tuple(TensorCounts._make(map(f, t)) for t in self.tensors),
+                             operand_bytes=None if self.operand_bytes is None
+                             else OperandAccesses._make(map(f, self.operand_bytes)))
 
 
 @dataclass(frozen=True)
@@ -359,6 +435,14 @@ class _WindowTable:
     slid_loads: np.ndarray
     strided_total: np.ndarray  # `group_stats(stepped=True)`: a tensor that loads strided boxes (else = total)
     strided_cls: dict[tuple[int, int], np.ndarray]
+    # both loops above, entry io * nk + ik, over the pairs that compute: their count, sum of o_len, sum of t_len
+    calls: np.ndarray
+    o_sum: np.ndarray
+    t_sum: np.ndarray
+    # output positions computed into while the output's box is first open (`computed_outputs`): its tap loop
+    # above it (taps of the first tap tile only), or not (all taps); entry io * nk + ik
+    computed_first: np.ndarray
+    computed_all: np.ndarray
 
 
 def _is_true(a) -> bool:
@@ -425,6 +509,8 @@ class Evaluator:
         self.sizes = [problem.elements(t.name) for t in self.tensors]
         self.plain_dims = [d for d in range(self.nd) if d not in self.group_of]
         self.plain_extent = math.prod(self.ext[d] for d in self.plain_dims)
+        self.dataflow = DATAFLOWS[hardware.tensorcore_dataflow]
+        self.call_factor = {d: call_factor(p, self.dims[d]) for d in self.plain_dims}
 
     def slide_group(self, loop: str | None) -> int:
         """The window group whose output position is `loop` (a sliding tensor's slide loop), -1 for None."""
@@ -457,7 +543,11 @@ class Evaluator:
                                                           for ci, cj in CLASSES},
                             arr(s.valid for s in stats[3 * len(fo) * len(fk):]), arr(s.total for s in slid),
                             arr(s.loads for s in slid), arr(s.total for s in strided),
-                            {(ci, cj): arr(s.cls_max[ci][cj] for s in strided) for ci, cj in CLASSES})
+                            {(ci, cj): arr(s.cls_max[ci][cj] for s in strided) for ci, cj in CLASSES},
+                            *(arr(getattr(s, name) for s in stats[3 * len(fo) * len(fk):])
+                              for name in ("boxes", "o_sum", "t_sum")),
+                            *(arr(computed_outputs(O, a.stride, a.dilation, a.padding, a.size, to, end(tk))
+                                  for to in fo for tk in fk) for end in (lambda tk: tk, lambda tk: K)))
 
     def evaluate(self, b: Batch, exact: bool = True, estimate: bool = True) -> Evaluation:
         """Evaluate a batch of candidates (numpy broadcasting over b.shape).
@@ -496,7 +586,38 @@ class Evaluator:
                           stored_bytes=sum(t.stored_bytes for t in tensors), peak_sram_bytes=peak, peak_exact=exact,
                           macs=self.plain_extent * valid, tensorcore_cycles=cycles,
                           estimated_cycles=self._estimate(cycles, tensors, b.ways, T, slide) if estimate else None,
-                          tensors=tensors)
+                          tensors=tensors, operand_bytes=self._operand_bytes(tidx, tiled, pair_index, above))
+
+    def _operand_bytes(self, tidx: list, tiled: set, pair_index: list, above: list) -> OperandAccesses:
+        """The TensorCore's operand reads and writes over every call (bytes; `dsasim.dataflow`): each count is a
+        product over the call's factors, so its sum over the calls (the product of every dimension's tiles, the
+        window pairs that read a real row only) is the product of per-dimension sums: the extent ("elements"),
+        the sum of ceil(tile / block) ("blocks", = tcsum) or the trips ("once"); per window group the sum over
+        its computing pairs of o_len^a x t_len^b. Output reads: the writes less the fresh elements."""
+        counts = []
+        for count in ("input_reads", "weight_reads", "output_writes"):
+            terms = self.dataflow.terms(count)
+            total: Any = 1
+            for d in self.plain_dims:
+                term = terms[self.call_factor[d]]
+                i = tidx[d] if d in tiled else 0
+                total = total * (self.ext[d] if term == "elements" else
+                                 self.tcsum[d][i] if term == "blocks" else self.trips[d][i])
+            for g, pi in zip(self.groups, pair_index):
+                table = {("elements", "elements"): g.valid, ("elements", "once"): g.o_sum,
+                         ("once", "elements"): g.t_sum, ("once", "once"): g.calls}[terms["pixels"], terms["taps"]]
+                total = total * table[pi]
+            counts.append(total * self.word)
+        input_reads, weight_reads, output_writes = counts
+        # fresh: the output elements its first visit opens (all of them) and computes into (not those whose tile
+        # reads only padding with the visit's taps: their zeros are stored, and a later visit loads them)
+        fresh: Any = self.word
+        for d in self.plain_dims:
+            if d in self.idx[self.out_t]:
+                fresh = fresh * self.ext[d]
+        for g, pi in zip(self.groups, pair_index):
+            fresh = fresh * _pick(above[self.out_t][g.k], g.computed_first[pi], g.computed_all[pi])
+        return OperandAccesses(input_reads, weight_reads, output_writes - fresh, output_writes)
 
     def _tensor_counts(self, x: int, seen: dict, entry: list, slide: int) -> TensorCounts:
         """Tensor x's counts but its box (see the module docstring); seen: the trips of its loops above; entry: its
@@ -627,6 +748,17 @@ class Evaluator:
         return pipeline_estimate(tc, exposed, dma, fill, math.prod(trips.values()))
 
 
+def call_factor(problem: Problem, dim: str) -> str:
+    """Which factor of a TensorCore call (`dsasim.dataflow.FACTORS`) a plain dimension of `problem` is: its
+    TensorCore input or output channels ("in", "out"), a dimension of the weight (the second input) otherwise
+    ("groups": a conv's g), else a dimension of the output pixels ("pixels": n, a matmul's m)."""
+    if dim == problem.tc_in_dim:
+        return "in"
+    if dim == problem.tc_out_dim:
+        return "out"
+    return "groups" if dim in problem.tensors[1].dims else "pixels"
+
+
 def tensorcore_blocks(problem: Problem, hardware: Accelerator) -> dict[str, int]:
     """The problem's dimensions mapped to the TensorCore's input and output channels, with their block sizes
     (elements): they set the TensorCore cycles and the search's aligned tile sizes."""
@@ -649,7 +781,8 @@ def analyze(nest: LoopNest, hardware: Accelerator, strided_boxes: bool = True) -
                     rmw_bytes=sum(t.rmw_bytes for t in tensors), loads=sum(t.loads for t in tensors),
                     stores=sum(t.stores for t in tensors), peak_sram_bytes=r.peak_sram_bytes, macs=r.macs,
                     padded_macs=padded_macs(hardware, r.tensorcore_cycles),
-                    tensorcore_cycles=r.tensorcore_cycles, estimated_cycles=int(round(r.estimated_cycles)))
+                    tensorcore_cycles=r.tensorcore_cycles, estimated_cycles=int(round(r.estimated_cycles)),
+                    operand_bytes=r.operand_bytes)
 
 
 def _tensor_model(nest: LoopNest, spec, c: TensorCounts) -> TensorModel:
@@ -829,4 +962,24 @@ def reconcile(nest: LoopNest, result, hardware: Accelerator) -> Reconciliation:
     for q in ("peak_sram_bytes", "macs", "tensorcore_cycles"):
         if getattr(model, q) != getattr(result, q):
             differ("*", "all" if q == "peak_sram_bytes" else inner, q, getattr(model, q), getattr(result, q))
+    if result.access_counts is not None:
+        reconcile_accesses(model.access_counts(), result.access_counts, differ,
+                           {t.name: t.loop for t in model.tensors}, inner)
     return rec
+
+
+def reconcile_accesses(model: AccessCounts, trace: AccessCounts, differ: Any, loops: dict[str, str],
+                       inner: str) -> None:
+    """Call `differ(tensor, loop, quantity, model, trace)` for every (tensor, level) read or write byte count and
+    compute count on which two `AccessCounts` differ (a pair missing on one side counts 0 there)."""
+    mine = {(t.tensor, t.level): t for t in model.tensors}
+    theirs = {(t.tensor, t.level): t for t in trace.tensors}
+    for key in list(mine) + [k for k in theirs if k not in mine]:
+        for q in ("read_bytes", "write_bytes"):
+            a = getattr(mine[key], q) if key in mine else 0
+            b = getattr(theirs[key], q) if key in theirs else 0
+            if a != b:
+                differ(key[0], loops.get(key[0], "?"), f"{key[1]} {q}", a, b)
+    for q in ("macs", "padded_macs", "vector_lane_ops"):
+        if getattr(model, q) != getattr(trace, q):
+            differ("*", inner, f"access counts {q}", getattr(model, q), getattr(trace, q))

@@ -46,7 +46,9 @@ from dsasim.architect.model.fused_analysis import FusedAnalysis
 from dsasim.architect.nests.loopnest import tile_count
 from dsasim.cost import ddr_port, dma_cycles, padded_macs, tensorcore_cycles, vector_cycles
 from dsasim.geometry import window_rows
-from dsasim.hardware import Accelerator
+from dsasim.dataflow import DATAFLOWS
+from dsasim.energy.accesses import AccessCounts, TensorAccesses
+from dsasim.hardware import DDR, SRAM_LEVEL, Accelerator
 
 __all__ = ["HALO_POLICIES", "WEIGHT_POLICIES", "FusedNest", "AxisPlan", "axis_plan", "FusedAnalysis",
            "analyze_fused"]
@@ -344,10 +346,60 @@ def analyze_fused(nest: FusedNest, hardware: Accelerator) -> FusedAnalysis:
             mid_peak = int(sum(caps[1:])) if L > 1 else 0
     peak_bytes = peak * word
     dma = dma_cycles(ddr_port(hardware), image_loads + weight_loads, loaded, tiles, out_elems * word)
+    computes = []  # per layer: (output pixels computed, TensorCore calls)
+    for i in range(1, L + 1):
+        runs = [sum(len(r) for r in plan.pieces[i]) if dim == slide else plan.lens.shape[1]
+                for plan, dim in ((rows, "oh"), (cols, "ow"))]
+        computes.append((N * rows_sum(rows, i, "oh") * rows_sum(cols, i, "ow"), n_trips * runs[0] * runs[1]))
+    accesses = fused_access_counts(chain, hardware, per_tensor, out_elems * word, computes, macs, padded)
     return FusedAnalysis(
         loaded_bytes=loaded, stored_bytes=out_elems * word, loads=image_loads + weight_loads, stores=tiles,
         opens=tiles + mid_opens, per_tensor_loaded=per_tensor, macs=macs, padded_macs=padded,
         tensorcore_cycles=tc_cycles, vector_cycles=vec, peak_sram_bytes=peak_bytes,
         intermediate_peak_bytes=mid_peak * word, recomputed_macs=macs - once,
         compulsory_bytes=chain.compulsory_bytes(word), dma_cycles=dma,
-        fits=peak_bytes <= hardware.sram_bytes)
+        fits=peak_bytes <= hardware.sram_bytes, access_counts=accesses)
+
+
+def fused_access_counts(chain: ConvChain, hardware: Accelerator, loaded: Mapping[str, int], stored_bytes: int,
+                        computes: list[tuple[int, int]], macs: int, padded: int) -> AccessCounts:
+    """Every read and write per tensor and level of a fused conv chain (bytes), as its trace counts them: DMA loads
+    of the image and weights (`loaded`, bytes per tensor) read DDR and write the SRAM, the output's stores the
+    reverse; per layer i (`computes[i - 1]`: the output pixels it computes, recomputed halos included, and its
+    TensorCore calls) the conv reads level i - 1 and the weight and overwrites level i (every output element of a
+    call is fresh: `assign`), per the dataflow (`dsasim.dataflow`: the pixels vary from call to call, the layer's
+    taps, groups and channels do not); then the residual add reads the output and the image and overwrites the
+    output, and a ReLU reads and overwrites its level, one lane operation per element each."""
+    word, L = hardware.word_bytes, len(chain)
+    flow = DATAFLOWS[hardware.tensorcore_dataflow]
+    ib, ob = hardware.tensorcore_in_channels, hardware.tensorcore_out_channels
+    names = ["image", *chain.mid_names, "output"]
+    moved = {name: {DDR: [0, 0], SRAM_LEVEL: [0, 0]} for name in [names[0], *chain.weight_names, names[-1],
+                                                                  *names[1:-1]]}
+    for name, nbytes in loaded.items():
+        moved[name][DDR][0] += nbytes
+        moved[name][SRAM_LEVEL][1] += nbytes
+    moved["output"][SRAM_LEVEL][0] += stored_bytes
+    moved["output"][DDR][1] += stored_bytes
+    lanes = 0
+    for i, (layer, (pixels, calls)) in enumerate(zip(chain.layers, computes), start=1):
+        g, icg, ocg = layer.groups, layer.ic // layer.groups, layer.oc // layer.groups
+        sums = {"pixels": (pixels, pixels, calls), "taps": (layer.kh * layer.kw,) * 2 + (1,), "groups": (g, g, 1),
+                "in": (icg, -(-icg // ib), 1), "out": (ocg, -(-ocg // ob), 1)}
+        writes = flow.summed("output_writes", sums)
+        out = moved[names[i]][SRAM_LEVEL]
+        moved[names[i - 1]][SRAM_LEVEL][0] += flow.summed("input_reads", sums) * word
+        moved[chain.weight_names[i - 1]][SRAM_LEVEL][0] += flow.summed("weight_reads", sums) * word
+        out[0] += (writes - pixels * layer.oc) * word
+        out[1] += writes * word
+        elements = pixels * layer.oc
+        for add in ((i == L and chain.residual), chain.relu[i - 1]):
+            if add:
+                out[0] += elements * word
+                out[1] += elements * word
+                lanes += elements
+        if i == L and chain.residual:
+            moved["image"][SRAM_LEVEL][0] += elements * word
+    return AccessCounts(tuple(TensorAccesses(name, level, int(r), int(w)) for name, levels in moved.items()
+                             for level, (r, w) in levels.items() if r or w),
+                        macs=int(macs), padded_macs=int(padded), vector_lane_ops=int(lanes))

@@ -6,9 +6,10 @@ extends it, and the chain search ranks either; neither kind imports the other fo
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from dsasim.cost import overlapped_cycles
+from dsasim.energy.accesses import AccessCounts
 
 __all__ = ["FusedAnalysis"]
 
@@ -34,6 +35,9 @@ class FusedAnalysis:
     compulsory_bytes: int
     dma_cycles: int  # the DDR port's busy cycles: every transfer's setup plus its bytes over the bandwidth
     fits: bool
+    # every read and write per tensor and level, as the traced run counts them (`Counters.access_counts`); None
+    # where a chain kind does not count them
+    access_counts: AccessCounts | None = field(default=None, kw_only=True)
 
     @property
     def traffic_bytes(self) -> int:

@@ -41,11 +41,13 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from dsasim.architect.model.analytic import Analysis, Batch, Evaluator, analyze
+from dsasim.architect.model.analytic import Analysis, Batch, Evaluator, analyze, fresh_outputs
 from dsasim.architect.nests.loopnest import LoopNest, Problem, tile_count
 from dsasim.architect.model.lower_bounds import lower_bound, touched_elements
-from dsasim.cost import busy_cycles, level_port, overlapped_cycles, port_cycles
-from dsasim.hardware import ROLES, SRAM_LEVEL, Accelerator, MemoryLevel
+from dsasim.cost import busy_cycles, level_port, overlapped_cycles, padded_macs, port_cycles
+from dsasim.dataflow import OperandAccesses
+from dsasim.energy.accesses import AccessCounts, TensorAccesses
+from dsasim.hardware import DDR, ROLES, SRAM_LEVEL, Accelerator, MemoryLevel
 
 __all__ = ["InnerTiling", "LevelNest", "LevelFigures", "LevelAnalysis", "Trigger", "tensor_role",
            "analyze_levels", "sram_triggers", "level_cycles", "COMPUTE"]
@@ -309,6 +311,36 @@ class LevelAnalysis:
     tensorcore_cycles: int
     # per inner level, the cycles of its 1-way buffers' transfers that the TensorCore waits for (`exposed_cycles`)
     exposed_cycles: tuple[tuple[str, float], ...] = ()
+    # per tensor with an inner level: (tensor, level, bytes staged in from the SRAM, bytes written back to it)
+    inner_bytes: tuple[tuple[str, str, int, int], ...] = ()
+    # the TensorCore's operand reads and writes (bytes, `dsasim.dataflow`), each in its operand's innermost level
+    operand_bytes: OperandAccesses | None = None
+
+    def access_counts(self) -> AccessCounts:
+        """Every read and write per tensor and level, in bytes, as a traced run counts them
+        (`Counters.access_counts`): DDR and the SRAM's DMA from the outer nest, each inner level's stages (SRAM
+        read, level write) and write-backs (the reverse), and the TensorCore's operands in the innermost level of
+        their role's path."""
+        p, ops = self.nest.problem, self.operand_bytes
+        operand = {p.tensors[0].name: (ops.input_reads, 0), p.tensors[1].name: (ops.weight_reads, 0),
+                   p.output.name: (ops.output_reads, ops.output_writes)}
+        inner = {n: (lv, staged, written) for n, lv, staged, written in self.inner_bytes}
+        out = []
+        for t in self.outer.tensors:
+            moved = {DDR: [t.loaded_bytes, t.stored_bytes], SRAM_LEVEL: [t.stored_bytes, t.loaded_bytes]}
+            where = SRAM_LEVEL
+            if t.name in inner:
+                where, staged, written = inner[t.name]
+                moved[SRAM_LEVEL][0] += staged
+                moved[SRAM_LEVEL][1] += written
+                moved[where] = [written, staged]
+            reads, writes = operand.get(t.name, (0, 0))
+            moved[where][0] += reads
+            moved[where][1] += writes
+            out += [TensorAccesses(t.name, level, int(r), int(w)) for level, (r, w) in moved.items() if r or w]
+        return AccessCounts(tuple(out), macs=self.macs, padded_macs=int(padded_macs(self.nest.hardware,
+                                                                                     self.tensorcore_cycles)),
+                            vector_lane_ops=0)
 
     @property
     def critical_cycles(self) -> float:
@@ -418,7 +450,26 @@ def analyze_levels(nest: LevelNest) -> LevelAnalysis:
     finest = _seen_counts(p, hw, nest.inner_tiles)
     return LevelAnalysis(nest=nest, outer=outer, levels=tuple(levels), triggers=tuple(triggers),
                          macs=int(finest.macs), tensorcore_cycles=int(finest.tensorcore_cycles),
-                         exposed_cycles=tuple(exposed.items()))
+                         exposed_cycles=tuple(exposed.items()),
+                         inner_bytes=tuple((n, nest.levels[n].name, int(counts[n].loaded_bytes),
+                                            int(counts[n].stored_bytes)) for n in p.tensor_names if n in counts),
+                         operand_bytes=_operand_bytes(nest, finest.operand_bytes))
+
+
+def _operand_bytes(nest: LevelNest, finest: OperandAccesses) -> OperandAccesses:
+    """The TensorCore's operand accesses over the inner tiles (`finest`: the one-level model at the inner tiles,
+    whose reads and writes per call are the dataflow's), with the output's reads recounted for where the output
+    opens: its fresh elements (`analytic.fresh_outputs`) are those its innermost level's first visits open and
+    compute into, with the taps of such a visit (the tap tile it sees with the tap loop above it, else all)."""
+    p, word = nest.problem, nest.hardware.word_bytes
+    out = p.output.name
+    if out in nest.levels:
+        tiles, above = nest.seen(out)
+    else:
+        tiles, above = {d: nest.outer.tile(d) for d in p.dims}, frozenset(nest.outer.above(out))
+    ends = {a.tap: tiles[a.tap] if a.tap in above else p.extents[a.tap] for a in p.windows}
+    fresh = fresh_outputs(p, nest.inner_tiles, ends) * word
+    return finest._replace(output_reads=finest.output_writes - fresh)
 
 
 def sram_triggers(analysis: Analysis) -> tuple[Trigger, ...]:

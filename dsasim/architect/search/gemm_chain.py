@@ -54,7 +54,9 @@ from dsasim.architect.model.fused_analysis import FusedAnalysis
 from dsasim.architect.nests.loopnest import MatmulProblem, tile_count
 from dsasim.architect.search.objective import DEFAULT_OBJECTIVE, OBJECTIVES, Objective, objective_named
 from dsasim.cost import ddr_port, dma_cycles, overlapped_cycles, padded_macs, tile_blocks, vector_cycles
-from dsasim.hardware import Accelerator
+from dsasim.dataflow import DATAFLOWS
+from dsasim.energy.accesses import AccessCounts, TensorAccesses
+from dsasim.hardware import DDR, SRAM_LEVEL, Accelerator
 from dsasim.util import check_int, is_ascii_whole
 
 __all__ = ["GEMM_ORDERS", "GemmChain", "GemmChainNest", "GemmChainAnalysis", "analyze_gemm_chain",
@@ -334,13 +336,48 @@ def _closed_form(chain: GemmChain, hw: Accelerator, order: str, t: dict[str, np.
         for lm, cm in ((t["m"], ext["m"] // t["m"]), (ext["m"] % t["m"], (ext["m"] % t["m"] > 0) * one)):
             for ll, cl in ((t["l"], ext["l"] // t["l"]), (ext["l"] % t["l"], (ext["l"] % t["l"] > 0) * one)):
                 vec = vec + cm * cl * vector_cycles(lm * ll, lanes)
+    accesses = _accesses(chain, hw, t, trips, per_tensor, stored)
     dma = dma_cycles(ddr_port(hw), loads, loaded, stores, stored)
     chimera_dv = sum(box[x] * trips[order[0]] * trips[order[1]] * trips[_PRIVATE[_GEMM_OF[x]]] for x in "ABDE") * word
     chimera_mu = np.maximum(box["A"] + box["B"] + box["C"], box["C"] + box["D"] + box["E"]) * word
     return {"loaded_bytes": loaded, "stored_bytes": stored, "rmw_bytes": per_tensor["E"], "loads": loads,
             "stores": stores, "opens": opens, "per_tensor": per_tensor, "tensorcore_cycles": tc,
             "vector_cycles": vec, "peak_sram_bytes": peak, "intermediate_peak_bytes": box["C"] * word,
-            "dma_cycles": dma, "chimera_dv_bytes": chimera_dv, "chimera_mu_bytes": chimera_mu}
+            "dma_cycles": dma, "chimera_dv_bytes": chimera_dv, "chimera_mu_bytes": chimera_mu,
+            "accesses": accesses,
+            "level_bytes": {level: (sum(accesses[x][level][0] for x in accesses if level in accesses[x]),
+                                    sum(accesses[x][level][1] for x in accesses if level in accesses[x]))
+                            for level in (DDR, SRAM_LEVEL)}}
+
+
+def _accesses(chain: GemmChain, hw: Accelerator, t: dict[str, np.ndarray], trips: dict[str, np.ndarray],
+              per_tensor: dict[str, np.ndarray], stored: np.ndarray) -> dict[str, dict[str, tuple[Any, Any]]]:
+    """Per tensor and level, (read, write) bytes of the nests (arrays): DMA loads read DDR and write the SRAM,
+    stores the reverse; GEMM 1 (pixels m, in k, out l) reads A and B and accumulates into C, GEMM 2 (m, l, n)
+    reads C and D into E, per the dataflow (`dsasim.dataflow`); C's fresh elements are its M x L (each tile opens
+    as zeros on chip, GEMM 1's first k tile computes all of it), E's its M x N (each box first opens as zeros and
+    is computed whole); the ReLU reads C and overwrites it (one lane operation per element)."""
+    ext, word = chain.extents, hw.word_bytes
+    flow = DATAFLOWS[hw.tensorcore_dataflow]
+    in_block, out_block = hw.tensorcore_in_channels, hw.tensorcore_out_channels
+
+    def dim(d: str, block: int) -> tuple[Any, Any, Any]:
+        """A loop's (extent, sum of ceil(tile / block), trips)."""
+        return ext[d], tile_blocks(ext[d], t[d], block), trips[d]
+
+    gemm1 = {"pixels": dim("m", 0), "in": dim("k", in_block), "out": dim("l", out_block)}
+    gemm2 = {"pixels": dim("m", 0), "in": dim("l", in_block), "out": dim("n", out_block)}
+    c_writes = flow.summed("output_writes", gemm1)
+    e_writes = flow.summed("output_writes", gemm2)
+    c_reads = c_writes - ext["m"] * ext["l"] + flow.summed("input_reads", gemm2)
+    relu = ext["m"] * ext["l"] if chain.relu_between else 0
+    out: dict[str, dict[str, tuple[Any, Any]]] = {}
+    for x, gemm, count in (("A", gemm1, "input_reads"), ("B", gemm1, "weight_reads"), ("D", gemm2, "weight_reads")):
+        out[x] = {DDR: (per_tensor[x], 0), SRAM_LEVEL: (flow.summed(count, gemm) * word, per_tensor[x])}
+    e_reads = e_writes - ext["m"] * ext["n"]
+    out["E"] = {DDR: (per_tensor["E"], stored), SRAM_LEVEL: (stored + e_reads * word, per_tensor["E"] + e_writes * word)}
+    out["C"] = {SRAM_LEVEL: ((c_reads + relu) * word, (c_writes + relu) * word)}
+    return out
 
 
 def analyze_gemm_chain(nest: GemmChainNest, hardware: Accelerator) -> GemmChainAnalysis:
@@ -360,7 +397,12 @@ def analyze_gemm_chain(nest: GemmChainNest, hardware: Accelerator) -> GemmChainA
         intermediate_peak_bytes=int(f["intermediate_peak_bytes"]), recomputed_macs=0,
         compulsory_bytes=chain.compulsory_bytes(hardware.word_bytes), dma_cycles=int(f["dma_cycles"]),
         fits=peak <= hardware.sram_bytes, chimera_dv_bytes=int(f["chimera_dv_bytes"]),
-        chimera_mu_bytes=int(f["chimera_mu_bytes"]))
+        chimera_mu_bytes=int(f["chimera_mu_bytes"]),
+        access_counts=AccessCounts(
+            tuple(TensorAccesses(x, level, int(r), int(w)) for x in "ABDEC" for level, (r, w) in f["accesses"][x].items()
+                  if r or w),
+            macs=chain.macs, padded_macs=int(padded_macs(hardware, tc)),
+            vector_lane_ops=chain.m * chain.l if chain.relu_between else 0))
 
 
 # ---------------------------------------------------------------------------------------------- the space
