@@ -16,13 +16,15 @@ import argparse
 import dataclasses
 import sys
 from contextlib import nullcontext
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from dsasim.architect.search.objective import DEFAULT_OBJECTIVE
 from dsasim.architect.studies.target import SearchOptions, SweptTarget
 from dsasim.hardware import load_hardware
-from dsasim.cli.common import (EXIT_FAILED, CliError, Command, add_objective_argument, int_at_least,
-                               json_and_plot_paths, kernel_runner, parse_percent, warner, write_outputs)
+from dsasim.cli.common import (EXIT_FAILED, PLOT_SUFFIXES, CliError, Command, add_objective_argument, check_outputs,
+                               int_at_least, json_and_plot_paths, kernel_runner, output_file, parse_percent, warner,
+                               write_outputs)
 from dsasim.cli.network import add_network_source
 from dsasim.view.table import format_table
 from dsasim.one_level import require_one_level
@@ -64,6 +66,10 @@ def add_arguments(s: argparse.ArgumentParser) -> None:
                         "the SRAM (e.g. blog-l1) every size gets the best nest with one tiling per level")
     s.add_argument("--json", metavar="PATH", help="write the sweep as JSON")
     s.add_argument("--plot", metavar="PATH", help="write a PNG: traffic, bound, compulsory and cycles vs SRAM")
+    s.add_argument("--energy-plot", metavar="PATH",
+                   help="write a PNG: energy per inference stacked by component (DDR, SRAM, inner levels, MACs, "
+                        "vector, leakage) and area vs SRAM, the sizes with the least energy, least EDP and best "
+                        "performance per mm2 marked")
     s.add_argument("--no-slide", action="store_true", help="leave sliding-window reuse out of the search (every "
                    "box reloaded), to see what it gains")
     s.add_argument("--no-simulate", action="store_true", help="no trace/timing simulation: estimated cycles")
@@ -126,6 +132,7 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as err:
         raise CliError(str(err)) from None
     json_path, plot_path = json_and_plot_paths(args)
+    energy_plot_path = _energy_plot_path(args)
     try:
         work = target.sweep_work(sizes, args.level, options)  # None: the sweep draws its own bar
         bar = (progress_callback(f"sweep {args.layer} on {hardware.name}", work, not args.quiet, 0.0)
@@ -137,9 +144,25 @@ def run(args: argparse.Namespace) -> int:
         raise CliError(str(err)) from None
     if not isinstance(result, TargetSweep):  # the one result type: a kind's programming error, not the user's
         raise TypeError(f"the {target.kind} target's sweep returned a {type(result).__name__}, not a TargetSweep")
+    from dsasim.view.energy_text import format_sizing
+
     print(format_target_sweep(result, len(sizes)))
+    print(format_sizing(result.sizing()))
     write_outputs(result, json_path, plot_path, sweep_view(result).plot)
+    if energy_plot_path is not None:
+        from dsasim.view.energy_plot import plot_energy_sweep
+
+        plot_energy_sweep(result.energy_points(), f"{result.spec} on {result.hardware.name}: energy per inference",
+                          energy_plot_path)
     return 0
+
+
+def _energy_plot_path(args: argparse.Namespace) -> Path | None:
+    """The checked --energy-plot path (None when not asked for): distinct from --json, --plot and the inputs."""
+    if args.energy_plot is None:
+        return None
+    check_outputs(args, [("--json", args.json), ("--plot", args.plot), ("--energy-plot", args.energy_plot)])
+    return output_file("--energy-plot", args.energy_plot, PLOT_SUFFIXES)
 
 
 def format_network_sweep(sweep: NetworkSweep) -> str:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable
 
+from dsasim.view.energy_text import format_energy
 from dsasim.view.table import format_table
 
 if TYPE_CHECKING:
@@ -52,6 +53,8 @@ def format_layer_choice(choice: LayerChoice, wall_seconds: float) -> str:
         traced = sum(1 for c in result.confirmed if c.traced)
         lines.append(f"  confirmed    {traced} candidate(s) re-run through the trace (model equal byte for byte)"
                      + (" and the timing simulator" if result.cycles_source == "simulated" else ""))
+    if choice.energy is not None:
+        lines.append(format_energy(choice.energy))
     lines.append(f"  searched     {result.evaluations:,} candidates in {result.seconds:.2f} s "
                  f"({result.evaluations_per_second:,.0f}/s); {wall_seconds:.2f} s in all")
     return "\n".join(lines)
@@ -183,13 +186,23 @@ def format_sweep(result: TargetSweep) -> str:
     """The sweep table: one row per SRAM size; '-' where nothing fits, '(est)' on estimated cycles."""
     from dsasim.architect.studies.sweep import format_bytes
 
-    header = ("SRAM", "traffic B", "lower bound B", "compulsory B", "best/bound", "peak SRAM B", "cycles")
+    header = ("SRAM", "traffic B", "lower bound B", "compulsory B", "best/bound", "peak SRAM B", "cycles",
+              "energy uJ", "area mm2")
     rows = [(format_bytes(p.sram_bytes), p.traffic_bytes, p.lower_bound_bytes, p.compulsory_bytes,
              None if p.traffic_bytes is None else f"{p.traffic_bytes / p.lower_bound_bytes:.3f}",
              p.peak_sram_bytes,
-             None if p.cycles is None else f"{p.cycles:,}" + ("" if p.cycles_source == "simulated" else " (est)"))
+             None if p.cycles is None else f"{p.cycles:,}" + ("" if p.cycles_source == "simulated" else " (est)"),
+             *_energy_cells(p))
             for p in result.choices]
     return format_table(header, rows)
+
+
+def _energy_cells(choice: Any) -> tuple[str | None, str | None]:
+    """A sweep row's energy (uJ) and area (mm2) cells; None where nothing fits."""
+    energy = getattr(choice, "energy", None)
+    if energy is None:
+        return None, None
+    return f"{energy.energy_pj / 1e6:,.3f}", f"{energy.area_mm2:.3f}"
 
 
 def format_chain_sweep(result: TargetSweep) -> str:

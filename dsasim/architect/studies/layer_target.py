@@ -4,11 +4,14 @@ searched by `dsasim.architect.search.layer_search.search`; its choice is the bes
 from __future__ import annotations
 
 import dataclasses
+import functools
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Sequence
 
 from dsasim.architect.search.objective import Objective
 from dsasim.architect.studies.target import ConfirmRule, SearchOptions
+from dsasim.energy.accesses import AccessCounts
+from dsasim.energy.report import EnergyReport, energy_json, energy_report
 from dsasim.hardware import Accelerator
 
 if TYPE_CHECKING:  # the search is imported by a search, not with the kind (`dsasim search --help` stays fast)
@@ -85,6 +88,20 @@ class LayerChoice:
     def evaluations(self) -> int:
         return self.result.evaluations
 
+    @functools.cached_property
+    def access_counts(self) -> AccessCounts | None:
+        """The best schedule's reads and writes per tensor and level (the model's, equal to the trace's)."""
+        from dsasim.architect.model.analytic import analyze
+
+        best = self.result.best
+        return None if best is None else analyze(best.nest, self.result.hardware).access_counts()
+
+    @functools.cached_property
+    def energy(self) -> EnergyReport | None:
+        """The best schedule's energy and the hardware's area at this SRAM size (None: nothing fits)."""
+        counts = self.access_counts
+        return None if counts is None else energy_report(counts, self.result.hardware, self.cycles)
+
     def to_json(self) -> dict[str, Any]:
         """The JSON object of `dsasim search LAYER --json` (stable key order, no wall times)."""
         from dsasim.architect.model.analytic import analyze
@@ -119,6 +136,7 @@ class LayerChoice:
                        for c in result.pareto],
             "loop_nest": best.nest.to_json(),
             "triggers": [t.to_json() for t in sram_triggers(analyze(best.nest, hw))],
+            **energy_json(self.energy, self.access_counts),
         }
 
 

@@ -22,7 +22,10 @@ from typing import Any, Callable, Sequence
 from dsasim.util import format_bytes  # (re-exported: the one rule for sizes people read)
 from dsasim.hardware import Accelerator
 from dsasim.architect.nests.loopnest import LoopNest, Problem
+from dsasim.architect.model.analytic import analyze
 from dsasim.architect.model.lower_bounds import lower_bound
+from dsasim.energy.accesses import AccessCounts
+from dsasim.energy.report import EnergyReport, energy_json, energy_report
 from dsasim.architect.search.objective import DEFAULT_OBJECTIVE, Objective, objective_named
 from dsasim.architect.search.layer_search import (SECONDS_PER_TRACED_SCHEDULE, Candidate, WorkEstimate, _duration, check_work,
                                      confirm, estimate_search_work, estimate_trace_work, search_front)
@@ -139,6 +142,9 @@ class SweepPoint:
     lower_bound_kind: str
     compulsory_bytes: int
     loop_nest: LoopNest | None
+    # the schedule's energy on the hardware with this SRAM size (its model's access counts, priced), None: no fit
+    energy: EnergyReport | None = None
+    access_counts: AccessCounts | None = None
 
     @property
     def traffic_bytes(self) -> int | None:
@@ -150,7 +156,8 @@ class SweepPoint:
                 "peak_sram_bytes": self.peak_sram_bytes, "cycles": self.cycles, "cycles_source": self.cycles_source,
                 "lower_bound_bytes": self.lower_bound_bytes, "lower_bound_kind": self.lower_bound_kind,
                 "compulsory_bytes": self.compulsory_bytes,
-                "loop_nest": self.loop_nest.to_json() if self.loop_nest is not None else None}
+                "loop_nest": self.loop_nest.to_json() if self.loop_nest is not None else None,
+                **energy_json(self.energy)}
 
 
 def sweep_sram(target: Any, sizes: Sequence[int], runner: Callable[..., Any] | None = None, simulate: bool = True,
@@ -202,11 +209,13 @@ def _sweep_point(problem: Problem, hardware: Accelerator, cand: Candidate | None
                           cycles_source="none", lower_bound_bytes=b.bytes, lower_bound_kind=b.kind,
                           compulsory_bytes=b.compulsory_bytes, loop_nest=None)
     simulated = confirm(cand, hardware, runner, simulate).simulated_cycles
+    cycles = cand.estimated_cycles if simulated is None else simulated
+    counts = analyze(cand.nest, hardware).access_counts()
     return SweepPoint(sram_bytes=size, loaded_bytes=cand.loaded_bytes, stored_bytes=cand.stored_bytes,
-                      peak_sram_bytes=cand.peak_sram_bytes,
-                      cycles=cand.estimated_cycles if simulated is None else simulated,
+                      peak_sram_bytes=cand.peak_sram_bytes, cycles=cycles,
                       cycles_source="estimate" if simulated is None else "simulated", lower_bound_bytes=b.bytes,
-                      lower_bound_kind=b.kind, compulsory_bytes=b.compulsory_bytes, loop_nest=cand.nest)
+                      lower_bound_kind=b.kind, compulsory_bytes=b.compulsory_bytes, loop_nest=cand.nest,
+                      energy=energy_report(counts, hardware, cycles), access_counts=counts)
 
 
 # ------------------------------------------------------------------------------------------------- chains

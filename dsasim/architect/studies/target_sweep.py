@@ -62,6 +62,23 @@ class TargetSweep:
         """The hardware swept (its size of `level` replaced by each size)."""
         return self.target.hardware
 
+    def energy_points(self) -> list[Any]:
+        """Per size, its cycles and energy (`dsasim.energy.sizing.EnergyPoint`; None where nothing fits): every
+        kind's choice carries `energy` and `cycles`."""
+        from dsasim.energy.sizing import EnergyPoint
+
+        return [EnergyPoint(size, getattr(c, "cycles", None) if c is not None else None,
+                            getattr(c, "energy", None) if c is not None else None)
+                for size, c in zip(self.sizes, self.choices)]
+
+    def sizing(self) -> Any:
+        """The sizes with the least energy, the least energy x delay and the best performance per mm2
+        (`dsasim.energy.sizing.SizingAnswers`)."""
+        from dsasim.energy.sizing import SizingAnswers
+
+        return SizingAnswers.of(self.energy_points())
+
     def to_json(self) -> dict[str, Any]:
-        """The JSON `sweep-sram --json` writes: the kind's shape (`target.sweep_json`), no wall times."""
-        return self.target.sweep_json(self)
+        """The JSON `sweep-sram --json` writes: the kind's shape (`target.sweep_json`) and the sizing answers, no
+        wall times."""
+        return {**self.target.sweep_json(self), "sizing": self.sizing().to_json()}
