@@ -27,21 +27,22 @@ A, B, C, D, E = range(5)
 def test_a_name_or_an_objective_parses_to_the_registered_instance():
     assert objective_named("traffic") is TRAFFIC and objective_named("cycles") is CYCLES
     assert objective_named(CYCLES) is CYCLES
-    assert list(OBJECTIVES) == ["traffic", "cycles"] and all(OBJECTIVES[n].name == n for n in OBJECTIVES)
+    assert list(OBJECTIVES) == ["traffic", "cycles", "energy", "edp"] and all(OBJECTIVES[n].name == n for n in OBJECTIVES)
     assert DEFAULT_OBJECTIVE is TRAFFIC
 
 
-@pytest.mark.parametrize("bad", ["energy", "Traffic", "", None, 3,
+@pytest.mark.parametrize("bad", ["power", "Traffic", "", None, 3,
                                  Objective("cycles", "a forged entry", ("traffic", "cycles", "peak"), False)])
 def test_anything_else_is_refused_naming_the_choices(bad):
-    with pytest.raises(UnknownObjectiveError, match=r"unknown objective .*: choose one of 'traffic', 'cycles'"):
+    with pytest.raises(UnknownObjectiveError, match=r"unknown objective .*: choose one of 'traffic', 'cycles', 'energy', 'edp'"):
         objective_named(bad)
     assert issubclass(UnknownObjectiveError, ValueError)  # the CLI and callers catching ValueError still do
 
 
 @pytest.mark.parametrize("name, ranking, why", [
-    ("edp", ("traffic", "cycles"), "ranking must order each of"),
-    ("edp", ("traffic", "cycles", "cycles"), "ranking must order each of"),
+    ("edp2", ("traffic", "power"), "ranking must list distinct figures"),
+    ("edp2", ("traffic", "cycles", "cycles"), "ranking must list distinct figures"),
+    ("edp2", (), "ranking must list distinct figures"),
     ("two words", ("traffic", "cycles", "peak"), "non-empty identifier"),
 ])
 def test_a_malformed_objective_is_refused(name, ranking, why):
@@ -207,15 +208,15 @@ def test_result_best_follows_the_objective():
     assert search(gemm, blog, 16384, CYCLES).best == c  # the name and the objective: the same search
 
 
-@pytest.mark.parametrize("argv", [["search", "gemm-64", "--objective", "energy"],
-                                  ["network", "resnet18", "--objective", "energy"],
-                                  ["sweep-sram", "gemm-64", "--sizes", "64KiB", "--objective", "energy"]])
+@pytest.mark.parametrize("argv", [["search", "gemm-64", "--objective", "power"],
+                                  ["network", "resnet18", "--objective", "power"],
+                                  ["sweep-sram", "gemm-64", "--sizes", "64KiB", "--objective", "power"]])
 def test_the_commands_refuse_an_unknown_objective_listing_the_choices(argv, capsys):
     from dsasim.cli import main
 
     assert main(argv) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "invalid choice: 'energy' (choose from 'traffic', 'cycles')" in err
+    assert err.count("\n") == 1 and "invalid choice: 'power' (choose from 'traffic', 'cycles', 'energy', 'edp')" in err
 
 
 # --------------------------------------------------------------------------------------------- one default

@@ -39,6 +39,7 @@ import numpy as np
 
 from dsasim.architect.model.analytic import (Analysis, Batch, Evaluation, Evaluator, analyze, fits_sram, flat, reconcile,
                                        tensorcore_blocks)
+from dsasim.energy.report import energy_pj_of, energy_report
 from dsasim.hardware import Accelerator
 from dsasim.traced.schedule import Status
 from dsasim.util import ceil_div
@@ -620,14 +621,15 @@ def _consider(st: SearchFront, b: Batch, res: Evaluation) -> None:
     tr = flat(res.traffic_bytes, b.shape)[idx].astype(np.float64)
     estimated = res.estimated_cycles is not None  # traffic only: ties in traffic go on to the exact evaluation
     es = flat(res.estimated_cycles, b.shape)[idx].astype(np.float64) if estimated else np.full(len(idx), -np.inf)
+    en = _energy_pj(st.space, res, b.shape, idx, es) if estimated and _ranks_energy(st) else None
     if not res.peak_exact:
-        keep = _could_join(st, p, tr, es, estimated)
+        keep = _could_join(st, p, tr, es, estimated, en)
         if keep.any():
             sub = b.select(idx[keep])
             _consider(st, sub, st.space.evaluate(sub, exact=True))
         return
     for objective, front in st.fronts.items():
-        k1, k2 = objective.key(traffic=tr, cycles=es)
+        k1, k2 = objective.key(traffic=tr, cycles=es, energy=en)[:2]
         m = front.filter(p, k1, k2)
         if m.any():
             front.merge(p[m], k1[m], k2[m], st.space.rows(b, idx[m]))
@@ -636,7 +638,7 @@ def _consider(st: SearchFront, b: Batch, res: Evaluation) -> None:
         under = fits_sram(p, c)
         for objective, tops in st.tops.items():
             top = tops[i]
-            k1, k2 = objective.key(traffic=tr, cycles=es)
+            k1, k2 = objective.key(traffic=tr, cycles=es, energy=en)[:2]
             sub = np.nonzero(under & (k1 <= top.threshold()))[0]
             if len(sub) > 64 * top.k:
                 sub = sub[np.argpartition(k1[sub], 64 * top.k)[:64 * top.k]]
@@ -649,16 +651,42 @@ def _consider(st: SearchFront, b: Batch, res: Evaluation) -> None:
             top.merge(k1[sub], k2[sub], rows[np.searchsorted(union, sub)])
 
 
-def _could_join(st: SearchFront, p: np.ndarray, tr: np.ndarray, es: np.ndarray, estimated: bool) -> np.ndarray:
+def _ranks_energy(st: SearchFront) -> bool:
+    """Whether this search keeps a staircase ranked by energy (only when its objective asks for one)."""
+    return any(o.needs_energy for o in st.fronts)
+
+
+def _energy_pj(space: Space, res: Evaluation, shape: tuple[int, ...], idx: np.ndarray,
+               cycles: np.ndarray) -> np.ndarray:
+    """The energy (pJ) of the candidates `idx` of an evaluated batch on the search's hardware (its SRAM size sets
+    the SRAM's energy per access): their per-level bytes priced (`dsasim.energy.report.energy_pj_of`), the padded
+    MACs, leakage over the estimated cycles."""
+    levels = res.level_bytes()
+    read = {lv: flat(r, shape)[idx].astype(np.float64) for lv, (r, _) in levels.items()}
+    write = {lv: flat(w, shape)[idx].astype(np.float64) for lv, (_, w) in levels.items()}
+    hw = space.hardware
+    padded = flat(res.tensorcore_cycles, shape)[idx].astype(np.float64) * (
+        hw.tensorcore_in_channels * hw.tensorcore_out_channels)
+    return energy_pj_of(hw, read, write, padded, 0, cycles)
+
+
+def candidate_energy_pj(candidate: Candidate, hardware: Accelerator, cycles: int | None = None) -> float:
+    """One candidate's energy in pJ on `hardware` (its SRAM size), over `cycles` (default: the candidate's)."""
+    counts = analyze(candidate.nest, hardware).access_counts()
+    return energy_report(counts, hardware, candidate.cycles if cycles is None else cycles).energy_pj
+
+
+def _could_join(st: SearchFront, p: np.ndarray, tr: np.ndarray, es: np.ndarray, estimated: bool,
+                en: np.ndarray | None = None) -> np.ndarray:
     """Candidates that could join a staircase or a top-k list, given a lower bound p of their peak: the best
     key at a peak never increases with the peak, so one that does not beat a staircase at p cannot at its peak."""
     ranked = [o for o in st.fronts if estimated or not o.needs_cycles]  # no estimate: no key needing cycles
     keep = np.zeros(len(p), bool)
     for objective in ranked:
-        keep |= st.fronts[objective].filter(p, *objective.key(traffic=tr, cycles=es))
+        keep |= st.fronts[objective].filter(p, *objective.key(traffic=tr, cycles=es, energy=en)[:2])
     for i, c in enumerate(st.caps):
         for objective in ranked:
-            k1, _ = objective.key(traffic=tr, cycles=es)
+            k1, _ = objective.key(traffic=tr, cycles=es, energy=en)[:2]
             keep |= (k1 <= st.tops[objective][i].threshold()) & fits_sram(p, c)
     return keep
 
@@ -768,8 +796,14 @@ def run_search(problem: Problem, hardware: Accelerator, caps: Sequence[int],
     space = Space(problem, hardware, exhaustive=exhaustive, slide=slide)
     caps = sorted(set(int(c) for c in caps))
     k = max(top, TOP_STRUCTURES // len(caps), 8)
-    st = SearchFront(space=space, caps=caps, fronts={o: _Front(space.width) for o in OBJECTIVES.values()},
-                     tops={o: [_TopK(k, space) for _ in caps] for o in OBJECTIVES.values()})
+    # every objective's staircase, the energy ones only when the search ranks by energy (they need the per-level
+    # bytes priced for every candidate, and the SRAM's energy per access is that of one size: `hardware`'s)
+    ranked = [o for o in OBJECTIVES.values() if not o.needs_energy or o == objective]
+    if objective.needs_energy and len(caps) > 1:
+        raise ValueError(f"objective {objective.name} ranks at one SRAM size at a time (the SRAM's energy per access "
+                         f"depends on its size); search each size on its own")
+    st = SearchFront(space=space, caps=caps, fronts={o: _Front(space.width) for o in ranked},
+                     tops={o: [_TopK(k, space) for _ in caps] for o in ranked})
     batches = list(_batches(space))
     total = sum(b.n for b in batches) or 1
     done = 0
@@ -881,9 +915,9 @@ def search(problem: Problem, hardware: Accelerator, sram_bytes: int | None = Non
     cap, hw = with_capacity(hardware, sram_bytes)
     check_work(estimate_search_work(problem, hw, 1, exhaustive, slide), force, warn)
     # every objective's ranking is computed: the one that needs cycles sets the enumeration (estimates, 2 ways)
-    st = run_search(problem, hw, [cap], CYCLES, refine=refine, exhaustive=exhaustive, top=max(confirm_top, 1),
-                    progress=progress, slide=slide)
-    best_by = {o: _best_candidate(st, o, cap) for o in OBJECTIVES.values()}
+    st = run_search(problem, hw, [cap], objective if objective.needs_energy else CYCLES, refine=refine,
+                    exhaustive=exhaustive, top=max(confirm_top, 1), progress=progress, slide=slide)
+    best_by = {o: _best_candidate(st, o, cap) for o in st.fronts}
     confirmed: list[Candidate] = []
     source = "estimate"
     if runner is not None and best_by[TRAFFIC] is not None:
@@ -897,8 +931,9 @@ def search(problem: Problem, hardware: Accelerator, sram_bytes: int | None = Non
             source = "simulated"
             for o in best_by:
                 if o.needs_cycles:
-                    best_by[o] = min(sims, key=lambda c: o.key(traffic=c.traffic_bytes, cycles=c.simulated_cycles,
-                                                               peak=c.peak_sram_bytes))
+                    best_by[o] = min(sims, key=lambda c: o.key(
+                        traffic=c.traffic_bytes, cycles=c.simulated_cycles, peak=c.peak_sram_bytes,
+                        energy=candidate_energy_pj(c, hw) if o.needs_energy else None))
     return SearchResult(problem=problem, hardware=hw, sram_bytes=cap, objective=objective, best_by=best_by,
                         pareto=_pareto(st), confirmed=confirmed,
                         evaluations=st.evaluations, seconds=st.seconds, bound=lower_bound(problem, cap, hw.word_bytes),
@@ -921,6 +956,17 @@ def search_front(problem: Problem, hardware: Accelerator, caps: Sequence[int], r
     by traffic, ties estimated cycles, with the buffering of the best estimated cycles within the capacity; by
     cycles, the least estimated cycles, ties traffic)."""
     objective = objective_named(objective)
+    if objective.needs_energy:  # the SRAM's energy per access follows its size: one search per size
+        best: list[Candidate | None] = []
+        fronts: list[SearchFront] = []
+        for i, cap in enumerate(caps):
+            part = None if progress is None else (lambda f, i=i: progress((i + f) / len(caps)))
+            fronts.append(run_search(problem, replace(hardware, sram_bytes=cap), [cap], objective, refine=refine,
+                                     progress=part, slide=slide))
+            best.append(_best_candidate(fronts[-1], objective, cap))
+        st = fronts[-1]
+        st.evaluations, st.seconds = sum(f.evaluations for f in fronts), sum(f.seconds for f in fronts)
+        return st, best
     st = run_search(problem, replace(hardware, sram_bytes=max(caps)), list(caps), objective, refine=refine,
                     progress=progress, slide=slide)
     return st, [_best_candidate(st, objective, cap) for cap in caps]

@@ -6,7 +6,10 @@ chain's partitions, a hierarchy's inner tilings and a GEMM chain's fronts alike.
 
 * traffic: DDR bytes loaded + stored (in a hierarchy's inner search, DDR then the inner levels' bytes);
 * cycles: estimated cycles (simulated ones where the timing simulator confirmed a candidate);
-* peak: peak SRAM bytes (the last tie-break: the smaller footprint; a ranking with no peak at hand leaves it out).
+* peak: peak SRAM bytes (the last tie-break: the smaller footprint; a ranking with no peak at hand leaves it out);
+* energy: energy per inference, pJ (`dsasim.energy.report`: every level's reads and writes, the MACs, the vector
+  unit, leakage over the estimated cycles);
+* edp: energy x estimated cycles (pJ x cycles), the energy-delay product.
 
 `OBJECTIVES` is the registry: the CLI's `--objective` choices and their help come from it, and `objective_named`
 is the one parser (library functions accept an Objective or its name). A new objective is one more entry.
@@ -19,10 +22,12 @@ from typing import Any, Sequence
 
 import numpy as np
 
-__all__ = ["Objective", "OBJECTIVES", "TRAFFIC", "CYCLES", "DEFAULT_OBJECTIVE", "FIGURES", "UnknownObjectiveError",
+__all__ = ["Objective", "OBJECTIVES", "TRAFFIC", "CYCLES", "ENERGY", "EDP", "DEFAULT_OBJECTIVE", "FIGURES",
+           "ENERGY_FIGURES", "UnknownObjectiveError",
            "objective_named", "lexicographic_less", "describe_objectives"]
 
-FIGURES = ("traffic", "cycles", "peak")  # what a key may rank by (module docstring)
+FIGURES = ("traffic", "cycles", "peak", "energy", "edp")  # what a key may rank by (module docstring)
+ENERGY_FIGURES = ("energy", "edp")  # figures a search computes only when an objective ranks by them
 
 
 class UnknownObjectiveError(ValueError):
@@ -31,7 +36,7 @@ class UnknownObjectiveError(ValueError):
 
 @dataclass(frozen=True)
 class Objective:
-    """One way to rank candidates: `ranking` lists FIGURES, primary first (each once).
+    """One way to rank candidates: `ranking` lists distinct FIGURES, primary first.
 
     needs_cycles: ranking first by this objective needs the cycle estimate, and 2-way buffering can improve it
     (buffering overlaps transfers with computes, so it lowers cycles, never traffic): the one-level search then
@@ -48,19 +53,28 @@ class Objective:
             raise ValueError(f"Objective: name must be a non-empty identifier, got {self.name!r}")
         if not self.description or "\n" in self.description:
             raise ValueError(f"Objective {self.name}: description must be one non-empty line")
-        if sorted(self.ranking) != sorted(FIGURES):
-            raise ValueError(f"Objective {self.name}: ranking must order each of {FIGURES} once, got {self.ranking}")
+        if not self.ranking or len(set(self.ranking)) != len(self.ranking) or not set(self.ranking) <= set(FIGURES):
+            raise ValueError(f"Objective {self.name}: ranking must list distinct figures of {FIGURES}, primary "
+                             f"first, got {self.ranking}")
+
+    @property
+    def needs_energy(self) -> bool:
+        """Whether the ranking uses energy (energy or edp): the search then computes it for every candidate."""
+        return any(f in ENERGY_FIGURES for f in self.ranking)
 
     @property
     def primary(self) -> str:
         """The figure ranked first."""
         return self.ranking[0]
 
-    def key(self, traffic: Any, cycles: Any, peak: Any = None) -> tuple:
+    def key(self, traffic: Any, cycles: Any, peak: Any = None, energy: Any = None) -> tuple:
         """The ranking key (smaller is better) of one candidate or of arrays of candidates: the figures in
         `ranking` order; peak None leaves the peak out; a tuple figure (e.g. DDR then inner traffic) counts as its
-        components in order."""
-        figures = {"traffic": traffic, "cycles": cycles, "peak": peak}
+        components in order; edp is energy x cycles. An energy objective without `energy` is a ValueError."""
+        if energy is None and self.needs_energy:
+            raise ValueError(f"objective {self.name} ranks by energy, which this search did not compute")
+        figures = {"traffic": traffic, "cycles": cycles, "peak": peak, "energy": energy,
+                   "edp": None if energy is None else energy * cycles}
         out: list[Any] = []
         for name in self.ranking:
             value = figures[name]
@@ -69,9 +83,10 @@ class Objective:
             out.extend(value if isinstance(value, tuple) else (value,))
         return tuple(out)
 
-    def order(self, traffic: np.ndarray, cycles: np.ndarray, peak: np.ndarray | None = None) -> np.ndarray:
+    def order(self, traffic: np.ndarray, cycles: np.ndarray, peak: np.ndarray | None = None,
+              energy: np.ndarray | None = None) -> np.ndarray:
         """Indices that sort 1-d candidate arrays best first by `key` (stable: equal keys keep their order)."""
-        return np.lexsort(tuple(reversed(self.key(traffic, cycles, peak))))  # lexsort's last key is the primary
+        return np.lexsort(tuple(reversed(self.key(traffic, cycles, peak, energy))))  # lexsort's last is the primary
 
     def __str__(self) -> str:
         return self.name
@@ -99,7 +114,13 @@ TRAFFIC = Objective("traffic", "least DDR traffic, loaded + stored bytes; ties: 
 CYCLES = Objective("cycles", "least estimated cycles, simulated where confirmed; ties: traffic, then peak SRAM",
                    ("cycles", "traffic", "peak"), needs_cycles=True)
 
-OBJECTIVES: dict[str, Objective] = {o.name: o for o in (TRAFFIC, CYCLES)}
+ENERGY = Objective("energy", "least energy per inference in pJ (DDR, SRAM, inner levels, MACs, vector, leakage); "
+                            "ties: estimated cycles, traffic, peak SRAM", ("energy", "cycles", "traffic", "peak"),
+                   needs_cycles=True)  # leakage grows with time, and 2 ways shorten it
+EDP = Objective("edp", "least energy x delay (pJ x estimated cycles); ties: energy, traffic, peak SRAM",
+                ("edp", "energy", "traffic", "peak"), needs_cycles=True)
+
+OBJECTIVES: dict[str, Objective] = {o.name: o for o in (TRAFFIC, CYCLES, ENERGY, EDP)}
 DEFAULT_OBJECTIVE = TRAFFIC
 
 
