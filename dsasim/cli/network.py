@@ -217,7 +217,7 @@ def run(args: argparse.Namespace) -> int:
     """Handle `dsasim network`: 0, or 1 when the result is partial (a layer unmodelled or unplaceable: the rest
     is reported, the layers left out are named on stderr)."""
     from dsasim.architect.studies.executor import open_executor
-    from dsasim.architect.studies.network_eval import evaluate_network
+    from dsasim.architect.studies.network_eval import check_network_objective, evaluate_network
     from dsasim.architect.studies.sweep import parse_bytes
 
     try:
@@ -230,6 +230,10 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as err:
         raise CliError(str(err)) from None
     network = load_network_quietly(args)
+    try:
+        check_network_objective(network, args.objective, not args.no_fusion)
+    except ValueError as err:
+        raise CliError(str(err)) from None
     executor = open_executor("process", args.jobs)
     try:
         result = evaluate_network(network, [hardware], [sram], executor, progress=not args.quiet,

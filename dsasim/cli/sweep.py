@@ -198,7 +198,7 @@ def _run_network(args: argparse.Namespace) -> int:
     """`dsasim sweep-sram --network`: 0, or 1 when some result is partial (a layer unplaceable at some size or
     unmodelled; a warning on stderr names them)."""
     from dsasim.architect.studies.executor import WorkersLostError, open_executor, parse_dask_address
-    from dsasim.architect.studies.network_eval import sweep_network, vary_hardware
+    from dsasim.architect.studies.network_eval import check_network_objective, sweep_network, vary_hardware
     from dsasim.architect.search.layer_search import check_work
     from dsasim.architect.studies.sweep import estimate_network_sweep_work, parse_sizes
     from dsasim.cli.network import load_network_quietly, warn_partial
@@ -225,6 +225,7 @@ def _run_network(args: argparse.Namespace) -> int:
     network = load_network_quietly(args)
     work = None  # the sweep's estimate, checked before it starts and shown on its progress bar
     try:
+        check_network_objective(network, args.objective or DEFAULT_OBJECTIVE.name, not args.no_fusion)
         if not executor_spec.startswith("dask://"):  # refused before any worker starts
             work = estimate_network_sweep_work(network, hardwares, len(sizes), not args.no_fusion, jobs)
             check_work(work, args.force, warner("sweep-sram"), smaller=_NETWORK_SMALLER)

@@ -32,7 +32,7 @@ from dsasim.architect.search.chain_kind import Chain, FusedSpaceLike
 from dsasim.architect.search.chain_kinds import chain_kind_of
 from dsasim.architect.model.fused_analysis import FusedAnalysis
 from dsasim.architect.search.fused_space import FusedSpace, _best_index, evaluate_fused_space  # noqa: F401 (re-exported)
-from dsasim.architect.search.objective import DEFAULT_OBJECTIVE, Objective, objective_named
+from dsasim.architect.search.objective import DEFAULT_OBJECTIVE, Objective, objective_named, require_ranked
 from dsasim.hardware import Accelerator
 from dsasim.one_level import require_one_level
 
@@ -280,6 +280,7 @@ def search_chain(chain: Chain, hardware: Accelerator, sram_bytes: int | None = N
     The whole work is estimated first (`estimate_chain_work`): beyond the usual it raises WorkTooLargeError unless
     `force` (then `warn` gets the estimate); `force` and `warn` also go to each layer's `search`. `progress` gets
     the fraction done (0..1) after each layer and after the fused spaces."""
+    require_ranked(objective_named(objective), "a chain's search")
     from dsasim.architect.search.layer_search import check_work, with_capacity
     require_one_level(hardware, "chain search")
     objective = objective_named(objective)

@@ -34,7 +34,8 @@ from dsasim.architect.model.hierarchy import (InnerTiling, LevelAnalysis, LevelN
                                         level_cycles, tensor_role)
 from dsasim.architect.nests.loopnest import LoopNest, Problem, tile_count
 from dsasim.architect.search import layer_search as one_level
-from dsasim.architect.search.objective import DEFAULT_OBJECTIVE, Objective, lexicographic_less, objective_named
+from dsasim.architect.search.objective import (DEFAULT_OBJECTIVE, Objective, lexicographic_less, objective_named,
+                                               require_ranked)
 from dsasim.architect.search.layer_search import chain_structures, tile_candidates
 from dsasim.hardware import SRAM_LEVEL, Accelerator
 
@@ -304,6 +305,7 @@ def search_levels(problem: Problem, hardware: Accelerator, sram_bytes: int | Non
     the objective). ValueError for hardware without inner levels or with levels below an inner level. `force`,
     `warn` and `slide` go to the outer search. `progress` gets the fraction done (0..1): the outer search's
     progress scaled to OUTER_PROGRESS_SHARE, then an equal part after each inner search."""
+    require_ranked(objective_named(objective), "a search over levels below the SRAM")
     if not hardware.inner_levels:
         raise ValueError(f"hardware {hardware.name!r} has no level below the SRAM; `search` finds its schedules "
                          f"(give a hardware with inner_levels, e.g. blog-l1)")
@@ -383,6 +385,7 @@ def sweep_levels(problem: Problem, hardware: Accelerator, level: str, sizes: Seq
     if not sizes:
         raise ValueError("sweep_levels needs at least one size")
     objective = objective_named(objective)
+    require_ranked(objective, "a sweep over levels below the SRAM")
     variants = [with_level_capacity(hardware, level, int(s)) for s in sizes]
     start = time.perf_counter()
     best: list[LevelAnalysis | None] = []

@@ -265,15 +265,15 @@ class LayerTarget:
     def check_sweep(self, level: str | None, objective: str | None, options: SearchOptions) -> None:
         """ValueError for a --level other than the SRAM or an objective other than traffic (this sweep ranks by
         traffic: its points come from one search front for all sizes)."""
-        from dsasim.architect.search.objective import TRAFFIC, objective_named
+        from dsasim.architect.search.objective import EDP, ENERGY, TRAFFIC, objective_named
 
         if level not in (None, "SRAM"):
             raise ValueError(f"--level {level}: on {self.hardware.name}, a layer is swept over the SRAM only "
                              f"(hardware with levels below the SRAM, e.g. blog-l1, sweeps others)")
-        if objective is not None and objective_named(objective) != TRAFFIC:
-            raise ValueError(f"--objective does not apply to a single layer's sweep on {self.hardware.name}: it "
-                             f"applies to --network, chain and --level sweeps (a single layer's sweep on one-level "
-                             f"hardware ranks by traffic); leave it out")
+        if objective is not None and objective_named(objective) not in (TRAFFIC, ENERGY, EDP):
+            raise ValueError(f"--objective {objective} does not apply to a single layer's sweep on "
+                             f"{self.hardware.name}: it ranks by traffic, energy or edp (cycles applies to "
+                             f"--network, chain and --level sweeps)")
 
     def check_sizes(self, sizes: Sequence[int], level: str | None) -> None:
         """ValueError for an SRAM size (bytes) below one word."""
@@ -290,7 +290,8 @@ class LayerTarget:
         and timed with the "loopnest" kernel."""
         from dsasim.architect.studies.sweep import sweep_sram
         return sweep_sram(self, sizes, runner=options.kernel("loopnest"), simulate=options.simulate,
-                          progress=show_progress, force=options.force, warn=options.warn, slide=options.slide)
+                          progress=show_progress, force=options.force, warn=options.warn, slide=options.slide,
+                          objective=objective or "traffic")
 
     def sweep_json(self, sweep: Any) -> dict[str, Any]:
         """The JSON of a layer's `TargetSweep` (`sweep-sram LAYER --json`): the layer, its problem, the hardware

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Sequence
 
 from dsasim.architect.studies.network import CHAIN, TENSORCORE, UNMODELLED, VECTOR, Network, NetworkChain, NetworkLayer
-from dsasim.architect.search.objective import DEFAULT_OBJECTIVE, Objective, objective_named
+from dsasim.architect.search.objective import DEFAULT_OBJECTIVE, Objective, objective_named, require_ranked
 from dsasim.architect.studies.target_figures import TargetFigures, sweep_target_task
 from dsasim.architect.studies.target_kinds import network_target_of
 from dsasim.hardware import Accelerator
@@ -185,6 +185,14 @@ def _chain_outcome(network: Network, nc: NetworkChain, hardware: Accelerator,
         peak_sram_bytes=found.peak_sram_bytes, schedule=found.schedule)
 
 
+def check_network_objective(network: Network, objective: Objective | str, fusion: bool) -> None:
+    """ValueError (one line) for an objective the network's pieces cannot rank by: energy and edp rank single
+    layers, not fused chains (`require_ranked`)."""
+    if fusion and network.chains:
+        require_ranked(objective_named(objective), "a network with fused chains (give --no-fusion to rank its "
+                                                   "layers one by one)")
+
+
 def evaluate_network(network: Network, hardwares: Sequence[Accelerator], sizes: Sequence[int],
                      executor: Any = None, progress: bool = False,
                      objective: Objective | str = DEFAULT_OBJECTIVE, fusion: bool = True,
@@ -206,6 +214,7 @@ def evaluate_network(network: Network, hardwares: Sequence[Accelerator], sizes: 
     if not hardwares:
         raise ValueError("evaluate_network needs at least one hardware")
     objective = objective_named(objective)
+    check_network_objective(network, objective, fusion)
     caps = tuple(int(s) for s in sizes)
     chains = network.chains if fusion else ()
     in_chain = {i: nc for nc in chains for i in nc.members}

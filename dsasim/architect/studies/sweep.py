@@ -26,7 +26,7 @@ from dsasim.architect.model.analytic import analyze
 from dsasim.architect.model.lower_bounds import lower_bound
 from dsasim.energy.accesses import AccessCounts
 from dsasim.energy.report import EnergyReport, energy_json, energy_report
-from dsasim.architect.search.objective import DEFAULT_OBJECTIVE, Objective, objective_named
+from dsasim.architect.search.objective import DEFAULT_OBJECTIVE, Objective, objective_named, require_ranked
 from dsasim.architect.search.layer_search import (SECONDS_PER_TRACED_SCHEDULE, Candidate, WorkEstimate, _duration, check_work,
                                      confirm, estimate_search_work, estimate_trace_work, search_front)
 from dsasim.architect.studies.target_sweep import TargetSweep
@@ -162,19 +162,24 @@ class SweepPoint:
 
 def sweep_sram(target: Any, sizes: Sequence[int], runner: Callable[..., Any] | None = None, simulate: bool = True,
                progress: bool = False, force: bool = False, warn: Callable[[str], None] | None = None,
-               slide: bool = True) -> TargetSweep:
+               slide: bool = True, objective: Objective | str = DEFAULT_OBJECTIVE) -> TargetSweep:
     """A `TargetSweep` of a layer's target (a `LayerTarget`: its `problem` on its one-level `hardware`; its choices
     `SweepPoint`s): for every SRAM size (bytes), the best-traffic schedule (ties: estimated cycles), its simulated
     cycles (with a
     `runner`, e.g. `dsasim.kernels.loopnest_kernel.run_loopnest`; else the estimate), the lower bound and compulsory
     traffic. Shows a progress bar on stderr when `progress`. Work estimated beyond the usual (many sizes; points
     whose schedules have millions of tiles to trace) raises `WorkTooLargeError` before it starts, unless
-    `force` (then `warn` gets the estimate). slide=False leaves sliding-window reuse out."""
+    `force` (then `warn` gets the estimate). slide=False leaves sliding-window reuse out. An `objective` that
+    ranks by energy (energy, edp) searches each size on its own (the SRAM's energy per access follows its size)."""
     problem, hardware = target.problem, target.hardware
+    objective = objective_named(objective)
     sizes = sorted(set(int(s) for s in sizes))
     if not sizes:
         raise ValueError("sweep_sram needs at least one SRAM size")
     work = estimate_search_work(problem, hardware, len(sizes), slide=slide)
+    if objective.needs_energy:  # one enumeration per size instead of one for all
+        work = estimate_search_work(problem, hardware, 1, slide=slide)
+        work = dataclasses.replace(work, evaluations=work.evaluations * len(sizes), seconds=work.seconds * len(sizes))
     if runner is not None:  # each size's schedule is traced and timed: at least a fixed cost per size
         work = work + WorkEstimate(what=f"tracing {len(sizes):,} schedules", evaluations=0, traced_operations=0,
                                    seconds=len(sizes) * SECONDS_PER_TRACED_SCHEDULE)
@@ -183,7 +188,7 @@ def sweep_sram(target: Any, sizes: Sequence[int], runner: Callable[..., Any] | N
     bar = ProgressBar(f"sweep {target.spec} (estimated {_duration(work.seconds)})", progress)
     bar.update(0.0, "searching")
     st, best = search_front(problem, hardware, sizes, progress=lambda f: bar.update(0.5 * f, "searching"),
-                            slide=slide)
+                            slide=slide, objective=objective)
     if runner is not None:
         try:
             check_work(estimate_trace_work([c.nest for c in best if c is not None]), force, warn)
@@ -195,7 +200,8 @@ def sweep_sram(target: Any, sizes: Sequence[int], runner: Callable[..., Any] | N
         points.append(_sweep_point(problem, dataclasses.replace(hardware, sram_bytes=size), cand, runner, simulate))
         bar.update(0.5 + 0.5 * (i + 1) / len(sizes), f"{format_bytes(size)}")
     bar.close()
-    return TargetSweep(target, tuple(sizes), tuple(points), st.evaluations, time.perf_counter() - start)
+    return TargetSweep(target, tuple(sizes), tuple(points), st.evaluations, time.perf_counter() - start,
+                       objective=objective.name)
 
 
 def _sweep_point(problem: Problem, hardware: Accelerator, cand: Candidate | None,
@@ -286,6 +292,7 @@ def sweep_chain(target: Any, sizes: Sequence[int],
     another than the one-size search (the two enumerations rank 2-way buffering and refine around different seeds),
     so its cycles can differ. With runners every chosen schedule is traced (checked against its model) and, when
     `simulate`, timed."""
+    require_ranked(objective_named(objective), "a chain's sweep")
     from dsasim.architect.search.fused_search import (CHAIN_SMALLER, _fused_choice, _fused_spaces, _layer_choice,
                                                _layer_segment, _partition, estimate_chain_work)
     chain, hardware = target.chain, target.hardware
