@@ -1399,6 +1399,19 @@ MUTANTS: list[Mutant] = [
            "dsasim/architect/model/fused.py",
            "runs = [sum(len(r) for r in plan.pieces[i]) if dim == slide else plan.lens.shape[1]",
            "runs = [plan.lens.shape[1]", COUNTS_TESTS),
+    # -- issue 28: energy objective --
+    Mutant("energy objective: the search prices DDR bytes only", "dsasim/architect/search/layer_search.py",
+           "    levels = res.level_bytes()\n", "    levels = {k: v for k, v in res.level_bytes().items() if k == 'DDR'}\n",
+           ("tests/test_energy_objective.py",)),
+    Mutant("energy objective: padded MACs left out of the ranking", "dsasim/architect/search/layer_search.py",
+           "    return energy_pj_of(hw, read, write, padded, 0, cycles)", "    return energy_pj_of(hw, read, write, 0, 0, cycles)",
+           ("tests/test_energy_objective.py",)),
+    Mutant("energy objective: edp is energy alone", "dsasim/architect/search/objective.py",
+           '"edp": None if energy is None else energy * cycles}', '"edp": energy}',
+           ("tests/test_energy_objective.py",)),
+    Mutant("energy objective: a fused network does not refuse energy", "dsasim/architect/studies/network_eval.py",
+           "    if fusion and network.chains:\n        require_ranked(", "    if False:\n        require_ranked(",
+           ("tests/test_energy_objective.py",)),
 ]
 
 
