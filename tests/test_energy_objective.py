@@ -72,3 +72,12 @@ def test_kinds_that_cannot_rank_by_energy_refuse_it_in_one_line(argv, what, caps
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and what in err and "rank it by traffic or cycles" in err
+
+
+def test_when_macs_dominate_the_energy_winner_wastes_no_lane_it_can_avoid():
+    # mac_pj = 50 pJ makes a MAC step cost more than any access: the least energy is the fewest TensorCore steps,
+    # m x ceil(k / 16) x ceil(n / 24) = 64 x 4 x 3 = 768 (no tile splits a channel block), although a schedule that
+    # splits k moves fewer bytes (the traffic winner: 1,024 steps)
+    hw = dataclasses.replace(HW, mac_pj=50.0)
+    assert search(GEMM, hw, 2048, "energy", runner=None).best.tensorcore_cycles == 64 * 4 * 3
+    assert search(GEMM, hw, 2048, "traffic", runner=None).best.tensorcore_cycles > 64 * 4 * 3
