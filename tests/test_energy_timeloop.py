@@ -101,7 +101,7 @@ def _nest(case: dict) -> LoopNest:
                     {"image": "ow", "weight": "oc", "output": "ow"}, slide=["image"])
 
 
-def _dsasim_counts(nest: LoopNest, hardware) -> AccessCounts:
+def _hand_counts(nest: LoopNest, hardware) -> AccessCounts:
     """dsasim's accesses of the run, per tensor and level, in bytes (1-byte words), by its stated conventions
     (dsasim/energy/accesses.py): DDR is read by each load and written by each store (the analytic model's
     loaded/stored bytes, equal to the trace's); the SRAM is written by each load and read by each store, and the
@@ -124,6 +124,19 @@ def _dsasim_counts(nest: LoopNest, hardware) -> AccessCounts:
     ), a.macs, a.padded_macs, 0)
 
 
+def _dsasim_counts(nest: LoopNest, hardware) -> AccessCounts:
+    """dsasim's accesses of the run as the trace counts them: the nest run count-only through the loop-nest kernel."""
+    from dsasim.kernels.loopnest_kernel import run_loopnest
+
+    run = run_loopnest(nest, hardware)
+    assert run.status.value == "ok", run.message
+    return run.access_counts
+
+
+def _by_pair(counts: AccessCounts) -> dict:
+    return {(t.tensor, t.level): (t.read_bytes, t.write_bytes) for t in counts.tensors}
+
+
 @pytest.fixture(scope="module")
 def hardware():
     return load_hardware(str(HW_FILE))
@@ -143,6 +156,15 @@ def test_our_reading_of_the_ert_gives_timeloops_energies(exercise):
     assert abs(tl["cycles"] * MM_LEAK_PJ - tl["mm_leak_pj"]) < PRINTED
     assert abs(tl["cycles"] * BUF_LEAK_PJ - tl["buf_leak_pj"]) < PRINTED
     assert abs(tl["computes"] * MAC_PJ - tl["mac_pj"]) < PRINTED
+
+
+@pytest.mark.parametrize("exercise", sorted(TIMELOOP))
+def test_the_traced_counts_equal_the_hand_derivation(exercise, hardware):
+    """The trace's counts (used below) equal the counts derived by hand from the conventions (`_hand_counts`)."""
+    tl = TIMELOOP[exercise]
+    traced, hand = _dsasim_counts(_nest(tl), hardware), _hand_counts(_nest(tl), hardware)
+    assert _by_pair(traced) == _by_pair(hand)
+    assert (traced.macs, traced.padded_macs) == (hand.macs, hand.padded_macs)
 
 
 @pytest.mark.parametrize("exercise", sorted(TIMELOOP))
