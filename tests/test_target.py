@@ -293,7 +293,7 @@ def test_each_kind_applies_its_sweep_rules() -> None:
     layer.check_sweep("SRAM", "traffic", SearchOptions())  # the SRAM, ranked by traffic: taken
     with pytest.raises(ValueError, match="--level L1w: on blog, a layer is swept over the SRAM only"):
         layer.check_sweep("L1w", None, SearchOptions())
-    with pytest.raises(ValueError, match="--objective does not apply to a single layer's sweep on blog"):
+    with pytest.raises(ValueError, match="--objective cycles does not apply to a single layer's sweep on blog"):
         layer.check_sweep(None, "cycles", SearchOptions())
     layer.check_sizes([1], None)
     with pytest.raises(ValueError, match="every size must hold at least one 1-byte word"):

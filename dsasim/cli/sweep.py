@@ -147,7 +147,8 @@ def run(args: argparse.Namespace) -> int:
     from dsasim.view.energy_text import format_sizing
 
     print(format_target_sweep(result, len(sizes)))
-    print(format_sizing(result.sizing()))
+    if result.priced:  # a kind whose choices carry no energy has no sizing to answer
+        print(format_sizing(result.sizing()))
     write_outputs(result, json_path, plot_path, sweep_view(result).plot)
     if energy_plot_path is not None:
         from dsasim.view.energy_plot import plot_energy_sweep

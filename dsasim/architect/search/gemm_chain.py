@@ -529,7 +529,8 @@ def evaluate_gemm_chain_space(chain: GemmChain, hardware: Accelerator,
     cand = _candidates(chain, hardware)
     sizes = [len(cand[d]) for d in _DIMS]
     shape = (len(GEMM_ORDERS), *sizes)
-    parts: dict[Objective, list[tuple[np.ndarray, ...]]] = {o: [] for o in OBJECTIVES.values()}
+    # the fronts of the objectives a chain ranks by (energy ones are refused for chains: `require_ranked`)
+    parts: dict[Objective, list[tuple[np.ndarray, ...]]] = {o: [] for o in OBJECTIVES.values() if not o.needs_energy}
     chimera: list[tuple[np.ndarray, ...]] = []
     one_way = np.ones((), np.int64)
     for o, order in enumerate(GEMM_ORDERS):

@@ -62,6 +62,11 @@ class TargetSweep:
         """The hardware swept (its size of `level` replaced by each size)."""
         return self.target.hardware
 
+    @property
+    def priced(self) -> bool:
+        """Whether the kind's choices carry an energy (every built-in kind's do; a kind of a user's may not)."""
+        return any(hasattr(c, "energy") for c in self.choices if c is not None)
+
     def energy_points(self) -> list[Any]:
         """Per size, its cycles and energy (`dsasim.energy.sizing.EnergyPoint`; None where nothing fits): every
         kind's choice carries `energy` and `cycles`."""
@@ -81,4 +86,5 @@ class TargetSweep:
     def to_json(self) -> dict[str, Any]:
         """The JSON `sweep-sram --json` writes: the kind's shape (`target.sweep_json`) and the sizing answers, no
         wall times."""
-        return {**self.target.sweep_json(self), "sizing": self.sizing().to_json()}
+        out = self.target.sweep_json(self)
+        return {**out, "sizing": self.sizing().to_json()} if self.priced else out
