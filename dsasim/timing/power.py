@@ -25,7 +25,6 @@ import numpy as np
 from dsasim.energy.costs import EnergyCosts
 from dsasim.energy.report import LEAKAGE, TENSORCORE, VECTOR
 from dsasim.hardware import DDR, Accelerator
-from dsasim.timing._result import window_integrals
 from dsasim.timing.model import LOAD_OP, STAGE_OP, STORE_OP, TC_OP, VEC_OP, WRITEBACK_OP, OpGraph
 from dsasim.traced.trace import Trace
 
@@ -34,13 +33,13 @@ __all__ = ["OperationEnergy", "operation_energy", "window_energy_pj"]
 
 @dataclass(frozen=True, eq=False)
 class OperationEnergy:
-    """The reported operations' energy by component, sparse: `charges[c]` = (operations, pJ) of component
-    `components[c]` (the keys of `energy_breakdown_pj`: DDR, the on-chip levels, tensorcore, vector, leakage; an
-    operation may appear twice, e.g. a compute reading an input and its output in the SRAM; leakage has none: it
-    belongs to the run's time, not to an operation). `operations`: how many operations there are."""
+    """The reported operations' energy by component, sparse: `charges[c]` holds the pieces (operations, pJ) of
+    component `components[c]` (the keys of `energy_breakdown_pj`: DDR, the on-chip levels, tensorcore, vector,
+    leakage; an operation may appear in several pieces, e.g. a compute reading an input and its output in the SRAM;
+    leakage has none: it belongs to the run's time, not to an operation). `operations`: how many there are."""
 
     components: tuple[str, ...]
-    charges: tuple[tuple[np.ndarray, np.ndarray], ...]
+    charges: tuple[tuple[tuple[np.ndarray, np.ndarray], ...], ...]
     operations: int
 
     def __post_init__(self) -> None:
@@ -51,14 +50,15 @@ class OperationEnergy:
     def per_operation_pj(self) -> np.ndarray:
         """Each operation's energy, all components, pJ."""
         total = np.zeros(self.operations, np.float64)
-        for ops, pj in self.charges:
-            if len(ops):
-                total += np.bincount(ops, weights=pj, minlength=self.operations)
+        for pieces in self.charges:
+            for ops, pj in pieces:
+                if len(ops):
+                    total += np.bincount(ops, weights=pj, minlength=self.operations)
         return total
 
     def component_pj(self) -> dict[str, float]:
         """Each component's energy over every operation, pJ."""
-        return {name: float(pj.sum()) for name, (_, pj) in zip(self.components, self.charges)}
+        return {name: float(sum(pj.sum() for _, pj in pieces)) for name, pieces in zip(self.components, self.charges)}
 
 
 def operation_energy(g: OpGraph, trace: Trace, hardware: Accelerator, kind: np.ndarray, buffer: np.ndarray,
@@ -82,9 +82,16 @@ def operation_energy(g: OpGraph, trace: Trace, hardware: Accelerator, kind: np.n
 
     def charge(ops: np.ndarray, rows: np.ndarray, amount: np.ndarray, per_byte: np.ndarray) -> None:
         """Charge ops[i] amount[i] bytes at row rows[i]'s per-byte energy."""
-        for r in np.unique(rows).tolist():
+        if not len(ops):
+            return
+        lo, hi = int(rows.min()), int(rows.max())
+        if lo == hi:  # (the usual case: one level)
+            pieces[lo].append((ops, amount * per_byte[lo]))
+            return
+        for r in range(lo, hi + 1):
             mine = rows == r
-            pieces[r].append((ops[mine], amount[mine] * per_byte[r]))
+            if mine.any():
+                pieces[r].append((ops[mine], amount[mine] * per_byte[r]))
 
     ddr = row[DDR]
     for op_kind, source_is_ddr in ((LOAD_OP, True), (STORE_OP, False)):
@@ -112,35 +119,54 @@ def operation_energy(g: OpGraph, trace: Trace, hardware: Accelerator, kind: np.n
                                         (out, accesses[:, 5], read_pb), (out, accesses[:, 6], write_pb)):
             used = np.flatnonzero((buf >= 0) & (elements != 0))
             charge(computes[used], level_rows[b_level[buf[used]]], elements[used] * word, per_byte)
-        pieces[row[TENSORCORE]].append((computes, accesses[:, 8] * costs.mac_pj.value))
-        pieces[row[VECTOR]].append((computes, accesses[:, 7] * costs.vector_lane_op_pj.value))
-    empty = (np.zeros(0, np.int64), np.zeros(0, np.float64))
-    charges = tuple((np.concatenate([o for o, _ in p]), np.concatenate([e for _, e in p])) if p else empty
-                    for p in pieces)
-    return OperationEnergy(components, charges, len(kind))
+        for name, column, price in ((TENSORCORE, 8, costs.mac_pj.value), (VECTOR, 7, costs.vector_lane_op_pj.value)):
+            used = np.flatnonzero(accesses[:, column])
+            if len(used):
+                pieces[row[name]].append((computes[used], accesses[used, column] * price))
+    return OperationEnergy(components, tuple(tuple(p) for p in pieces), len(kind))
 
 
 def window_energy_pj(energy: OperationEnergy, starts: np.ndarray, ends: np.ndarray, hardware: Accelerator,
                      cycles: int, edges: np.ndarray) -> np.ndarray:
     """Energy per window [edges[k], edges[k+1]) by component (rows as `energy.components`), pJ: each operation's
-    spread evenly over its duration, the leakage over [0, cycles) (module docstring)."""
+    spread evenly over its duration, the leakage over [0, cycles) (module docstring). Windows are `edges[1]`
+    cycles wide from 0 (as `build_result` makes them)."""
     costs = EnergyCosts.of(hardware)
     starts, ends = np.asarray(starts, np.int64), np.asarray(ends, np.int64)
     n_windows = len(edges) - 1
     width = int(edges[1] - edges[0])
     out = np.zeros((len(energy.components), n_windows), np.float64)
-    for r, (name, (ops, pj)) in enumerate(zip(energy.components, energy.charges)):
+    for r, (name, pieces) in enumerate(zip(energy.components, energy.charges)):
         if name == LEAKAGE:  # mW x s x 1e9 = pJ, over the part of each window inside the run
             inside = np.clip(np.minimum(edges[1:], cycles) - edges[:-1], 0, None)
             out[r] = costs.leakage_mw * 1e9 * inside / costs.clock_hz
             continue
-        keep = pj != 0
-        ops, pj = ops[keep], pj[keep]
-        s, e = starts[ops], ends[ops]
-        duration = e - s
-        spread = duration > 0
-        if spread.any():
-            out[r] = window_integrals(s[spread], e[spread], pj[spread] / duration[spread], edges)
-        if not spread.all():  # 0 cycles: all of it in the window holding its start
-            np.add.at(out[r], np.minimum(s[~spread] // width, n_windows - 1), pj[~spread])
+        for ops, pj in pieces:
+            out[r] += _spread(starts[ops], ends[ops], pj, width, n_windows)
+    return out
+
+
+def _spread(s: np.ndarray, e: np.ndarray, pj: np.ndarray, width: int, n_windows: int) -> np.ndarray:
+    """pj[i] spread evenly over [s[i], e[i]) into windows of `width` cycles (0 cycles: all in the window of s[i]),
+    pJ per window: one pass, no sort (an operation inside one window adds there; one crossing windows adds its rate
+    x the cycles it spends in each: its first, its last and every whole window between)."""
+    def add(windows: np.ndarray, amounts: np.ndarray) -> np.ndarray:
+        return np.bincount(windows, weights=amounts, minlength=n_windows)[:n_windows].astype(np.float64, copy=False)
+
+    first = np.minimum(s // width, n_windows - 1)
+    last = np.maximum(np.minimum((e - 1) // width, n_windows - 1), first)
+    inside = first == last  # (0 cycles included)
+    out = add(first[inside], pj[inside])
+    cross = np.flatnonzero(~inside)
+    if len(cross):
+        s, e, first, last = s[cross], e[cross], first[cross], last[cross]
+        rate = pj[cross] / (e - s)
+        out += add(first, rate * ((first + 1) * width - s))
+        out += add(last, rate * (e - last * width))
+        between = last - first - 1  # whole windows: few (an engine's operations do not overlap in time)
+        if between.any():
+            total = int(between.sum())
+            begins = np.repeat(first + 1, between)
+            offset = np.arange(total) - np.repeat(np.cumsum(between) - between, between)
+            out += add(begins + offset, np.repeat(rate * width, between))
     return out
