@@ -84,6 +84,16 @@ def test_hand_derived_energy_per_operation_and_per_window():
     assert "power: average 17.4 mW, peak 19.2 mW" in result.summary()
 
 
+def test_an_operation_spanning_several_windows_fills_each_whole_window_between():
+    """The same run in windows of 2 cycles: the LOAD [0, 5) puts 12.8 pJ of DDR energy per cycle in [0,2) [2,4)
+    (whole windows) and 12.8 in [4,6); the STORE [6, 11) 25.6 in [6,8) and [8,10), 12.8 in [10,12); the leakage
+    1 pJ per cycle, the last window holding 1 cycle of the run (11 cycles in 6 windows)."""
+    result = simulate(copy_run().finish(), HW, window_cycles=2)
+    rows = dict(zip(result.power_components, result.window_energy_pj.tolist()))
+    assert rows["DDR"] == pytest.approx([25.6, 25.6, 12.8, 25.6, 25.6, 12.8], rel=1e-12)
+    assert rows["leakage"] == pytest.approx([2.0, 2.0, 2.0, 2.0, 2.0, 1.0], rel=1e-12)
+
+
 def test_an_accumulating_compute_reads_its_output_after_the_first_write():
     """y += copy(x) twice into a zeroed output: the first writes fresh zeros (no read), the second reads 8 elements
     (8 x 1 pJ/B): the second copy costs 8 pJ more than the first (28 + 8 = 36)."""
