@@ -4,7 +4,7 @@
 
 Each figure is one schedule traced count-only on its preset and timed with `dsasim.timing.simulate`:
   timing-demo2-n1-gantt.png / timing-demo2-n2-gantt.png   demo2 with 1-way and 2-way tile scopes
-  timing-demo2-n2-bandwidth.png                          its DDR bandwidth timeline (2-way)
+  timing-demo2-n2-bandwidth.png                          its DDR bandwidth timeline (2-way), power below it
   timing-demo3-3-gantt.png                               a 24704-operation run (busy-fraction profiles)
   timing-demo5-1-sram.png                                SRAM occupancy by tensor across two phases
   timing-res2a-gantt.png                                 ResNet-50 res2a_branch2b, weights resident, 4-row slabs

@@ -81,7 +81,7 @@ def check_perfetto(doc: dict, result) -> None:
         if e["ph"] == "C":
             counters[e["name"]].append(e)
             assert all(isinstance(v, (int, float)) and v >= 0 for v in e["args"].values())
-    assert set(counters) == {"DDR bandwidth (B/cycle)", "SRAM occupancy (B)"}
+    assert set(counters) == {"DDR bandwidth (B/cycle)", "SRAM occupancy (B)", "power (W)"}
     assert all(set(e["args"]) == {"load", "store"} for e in counters["DDR bandwidth (B/cycle)"])
     assert max(sum(e["args"].values()) for e in counters["SRAM occupancy (B)"]) == result.peak_sram_bytes
     assert counters["SRAM occupancy (B)"][-1]["args"] and sum(counters["SRAM occupancy (B)"][-1]["args"].values()) == 0

@@ -31,6 +31,7 @@ def as_tuples(trace: Trace) -> Trace:
     copy = Trace(trace.word_bytes)
     copy.tensors, copy.scopes = trace.tensors, trace.scopes
     copy.events = list(trace.events)
+    copy.hand_accesses = trace.compute_accesses()  # (the operand accesses the log keeps beside the tuples)
     return copy
 
 

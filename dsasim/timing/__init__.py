@@ -47,4 +47,4 @@ def simulate(trace: Trace, hardware: Accelerator, window_cycles: int | None = No
             timeline = build_timeline_reference(trace, hardware, graph)
         else:
             timeline = build_timeline(graph)
-        return build_result(graph, timeline, hardware, window_cycles)
+        return build_result(graph, timeline, hardware, window_cycles, trace)

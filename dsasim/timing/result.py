@@ -29,6 +29,13 @@ Definitions (cycles at the accelerator clock):
     its occupancy over time and exact peak (as the SRAM's, over that level's buffers) and its reserved bytes
     (the peak of the trace's charges there, from ALLOC_IN and FREE). The SRAM figures above count SRAM buffers
     only; a level's port time, ceil((staged + written back bytes) / bytes_per_cycle), is a roofline term.
+  * power over time (`power.py`): each operation's energy (its transfer's bytes at its source's read and its
+    destination's write energy; a compute's MACs or lane operations and its operand accesses) spread evenly over
+    its duration, the on-chip leakage over the run; per window and component (`power_components`: DDR, the on-chip
+    levels, tensorcore, vector, leakage) the energy in pJ (`window_energy_pj`) and the average power in W over the
+    window (pJ / (window_cycles / clock) x 1e-12; the last window, which may end after the run, is averaged over a
+    whole window as the DDR bytes are). peak_power_w: the highest window's total; average_power_w: the run's energy
+    / its seconds. Absent (None) for a hand-built trace, which carries no operand accesses.
 """
 
 from __future__ import annotations
@@ -43,10 +50,11 @@ import numpy as np
 
 from dsasim.cost import busy_cycles, ddr_port, dma_cycles, level_port
 from dsasim.hardware import Accelerator
-from dsasim.traced.trace import Region, format_region
+from dsasim.traced.trace import Region, Trace, format_region
 from dsasim.timing._result import CriticalChain, buffer_ends, engine_figures, peak_bytes, spread_integrals
 from dsasim.timing.engine import Timeline
 from dsasim.timing.model import FREE_OP, KIND_NAMES, LOAD_OP, STAGE_OP, STORE_OP, WRITEBACK_OP, OpGraph
+from dsasim.timing.power import operation_energy, window_energy_pj
 from dsasim.util import format_bytes
 
 # operation kinds as they appear in records (FREE nodes never do)
@@ -204,6 +212,9 @@ class SimResult:
     buffer_end: np.ndarray
     buffer_level: np.ndarray | None = None  # per buffer: its level's index (0: the SRAM, then `levels`' order)
     levels: tuple[LevelFigures, ...] = ()  # the memory levels below the SRAM, parents first
+    power_components: tuple[str, ...] = ()  # the rows of window_energy_pj and op_energy_pj (energy breakdown keys)
+    window_energy_pj: np.ndarray | None = None  # (len(power_components), windows): pJ per window
+    op_energy_pj: np.ndarray | None = None  # per operation: its energy, every component, pJ (leakage apart)
 
     # -- derived figures -----------------------------------------------------------------------------------
     @property
@@ -249,6 +260,37 @@ class SimResult:
         """Start cycle of each timeline window."""
         return np.arange(len(self.ddr_load_bytes)) * self.window_cycles
 
+    @property
+    def window_seconds(self) -> float:
+        """The length of a timeline window, s."""
+        return self.window_cycles / self.clock_hz
+
+    @property
+    def power_w(self) -> np.ndarray | None:
+        """Average power per window by component (rows: power_components), W; None without energy."""
+        if self.window_energy_pj is None:
+            return None
+        return self.window_energy_pj / self.window_seconds * 1e-12
+
+    @property
+    def energy_pj(self) -> float | None:
+        """The run's energy over every window and component, pJ; None without energy."""
+        return None if self.window_energy_pj is None else float(self.window_energy_pj.sum())
+
+    @property
+    def peak_power_w(self) -> float | None:
+        """The highest window's total power, W; None without energy."""
+        power = self.power_w
+        return None if power is None else float(power.sum(axis=0).max(initial=0.0))
+
+    @property
+    def average_power_w(self) -> float | None:
+        """The run's energy / its time, W; None without energy."""
+        energy = self.energy_pj
+        if energy is None:
+            return None
+        return energy * 1e-12 / self.seconds if self.cycles else 0.0
+
     def records(self) -> Iterator[OpRecord]:
         """Every scheduled operation, in program order."""
         names = self.engines
@@ -290,7 +332,17 @@ class SimResult:
             "ddr_load_bytes_per_window": [round(float(v), 3) for v in self.ddr_load_bytes],
             "ddr_store_bytes_per_window": [round(float(v), 3) for v in self.ddr_store_bytes],
             **({"levels": {lv.name: lv.to_json() for lv in self.levels}} if self.levels else {}),
+            **self._power_json(),
         }
+
+    def _power_json(self) -> dict[str, Any]:
+        """The power keys of `to_json`: per component, W per window; peak and average power, W (null without
+        energy)."""
+        power = self.power_w
+        if power is None:
+            return {"power_w": None, "peak_power_w": None, "average_power_w": None}
+        return {"power_w": {name: [_sig(v) for v in power[r]] for r, name in enumerate(self.power_components)},
+                "peak_power_w": _sig(self.peak_power_w), "average_power_w": _sig(self.average_power_w)}
 
     def summary(self) -> str:
         """A few readable lines."""
@@ -307,6 +359,8 @@ class SimResult:
                                     for e in self.engines),
         ]
         lines += [lv.summary() for lv in self.levels]
+        if self.power_w is not None:
+            lines.append(self.power_summary())
         if self.peak_sram_bytes > self.sram_bytes:
             lines.append(f"warning: buffers overlap in time beyond the SRAM capacity ({_size(self.peak_sram_bytes)} > "
                          f"{_size(self.sram_bytes)}): the trace's ALLOC addresses place buffers beyond the SRAM")
@@ -315,6 +369,28 @@ class SimResult:
             parts = sorted(self.stall_cycles.items(), key=lambda kv: (-kv[1], kv[0]))
             lines.append(f"TensorCore idle {total:,} cycles: " + ", ".join(f"{k} {v:,}" for k, v in parts))
         return "\n".join(lines)
+
+
+    def power_summary(self) -> str:
+        """One line: average and peak power, and the component drawing most on average."""
+        energy = self.window_energy_pj.sum(axis=1)
+        top = int(np.argmax(energy)) if len(energy) else 0
+        share = energy[top] / energy.sum() if energy.sum() else 0.0
+        return (f"power: average {_watts(self.average_power_w)}, peak {_watts(self.peak_power_w)} (windows of "
+                f"{self.window_cycles:,} cycles); most from {self.power_components[top]} ({share:.0%} of the energy)")
+
+
+def _watts(w: float) -> str:
+    """A power for people: '1.23 W', '45.6 mW', '7.89 uW'."""
+    for scale, unit in ((1.0, "W"), (1e-3, "mW"), (1e-6, "uW")):
+        if abs(w) >= scale:
+            return f"{w / scale:.3g} {unit}"
+    return f"{w * 1e9:.3g} nW"
+
+
+def _sig(value: float) -> float:
+    """A float rounded to 9 significant digits (JSON: stable, readable)."""
+    return float(f"{value:.9g}")
 
 
 def _size(n_bytes: int) -> str:
@@ -432,8 +508,10 @@ def _peak_bytes(b_bytes: np.ndarray, b_start: np.ndarray, b_end: np.ndarray) -> 
                       np.asarray(b_end, dtype=np.int64))
 
 
-def build_result(g: OpGraph, timeline: Timeline, hardware: Accelerator, window_cycles: int | None) -> SimResult:
-    """Assemble the SimResult of a timed graph."""
+def build_result(g: OpGraph, timeline: Timeline, hardware: Accelerator, window_cycles: int | None,
+                 trace: Trace | None = None) -> SimResult:
+    """Assemble the SimResult of a timed graph (its power over time from the trace's operand accesses, when the
+    trace is given and carries them)."""
     cycles = timeline.cycles
     ops = _op_arrays(g, timeline)
     names = tuple(g.engine_names)
@@ -455,6 +533,8 @@ def build_result(g: OpGraph, timeline: Timeline, hardware: Accelerator, window_c
     stalls = _attribute_stalls(g, timeline, cycles)
     levels = _level_figures(g, hardware, ops, busy, cycles, (b_tensor, b_bytes, b_start, b_end, b_level), edges, w)
     ddr_bytes = ddr_job.result()
+    energy = None if trace is None else operation_energy(g, trace, hardware, ops.kind, ops.buffer, ops.nbytes)
+    windows = None if energy is None else window_energy_pj(energy, ops.starts, ops.ends, hardware, cycles, edges)
     return SimResult(
         hardware=hardware.name, clock_hz=hardware.clock_hz, dram_bytes_per_cycle=float(hardware.dram_bytes_per_cycle),
         dram_shared_load_store=hardware.dram_shared_load_store, dma_setup_cycles=hardware.dma_setup_cycles,
@@ -471,7 +551,10 @@ def build_result(g: OpGraph, timeline: Timeline, hardware: Accelerator, window_c
         op_kind=_frozen(ops.kind), op_start=_frozen(ops.starts), op_end=_frozen(ops.ends),
         op_bytes=_frozen(ops.nbytes), op_tensor=_frozen(ops.tensor), op_buffer=_frozen(ops.buffer),
         op_regions=ops.regions, buffer_tensor=_frozen(b_tensor), buffer_bytes=_frozen(b_bytes),
-        buffer_start=_frozen(b_start), buffer_end=_frozen(b_end), buffer_level=_frozen(b_level), levels=levels)
+        buffer_start=_frozen(b_start), buffer_end=_frozen(b_end), buffer_level=_frozen(b_level), levels=levels,
+        power_components=() if energy is None else energy.components,
+        window_energy_pj=None if windows is None else _frozen(windows),
+        op_energy_pj=None if energy is None else _frozen(energy.per_operation_pj()))
 
 
 _THREAD_MIN_OPS = 1 << 16  # below this many operations a second thread costs more than it saves

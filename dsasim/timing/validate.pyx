@@ -210,9 +210,10 @@ cdef class TraceChecker:
         cdef Cursor at = Cursor(0, 0, len(log))
         cdef int64_t* w
         cdef int64_t head, kind, ident, second, cid
-        # each distinct COMPUTE (unit, op, macs, cycles, padded_macs) of the log's table, checked and unpacked once
+        # each distinct COMPUTE (unit, op, macs, cycles, padded_macs, then its accesses) of the log's table, checked
+        # and unpacked once
         units = np.array([UNITS.index(e[0]) if e[0] in UNITS else -1 for e in log.computes] or [0], np.intc)
-        costs = np.array([e[2:] for e in log.computes] or [(0, 0, 0)], np.int64).reshape(-1, 3)
+        costs = np.array([e[2:5] for e in log.computes] or [(0, 0, 0)], np.int64).reshape(-1, 3)
         cdef int[::1] unit = units
         cdef int64_t[:, ::1] cost = costs
         w = next_event(log, &at)

@@ -818,14 +818,19 @@ def product_apply(product, out, accumulate):
         counters.vector_lane_ops += p.lane_ops
     log = session._log
     cdef int64_t* words
+    # the event's operand accesses, as counted above (elements; lane operations of the vector unit only)
+    cdef long long first = p.first_reads if len(ids) > 0 else 0, second = p.second_reads if len(ids) > 1 else 0
+    cdef long long lanes = 0 if unit == "tensorcore" else p.lane_ops
     if log is not _NULL_LOG:
         op = p.op
         if type(log) is EventLog and type(unit) is str and type(op) is str:
-            words = (<EventLog>log).c_compute(unit, op, ob.id, len(ids), macs, cycles, padded)
+            words = (<EventLog>log).c_compute(unit, op, ob.id, len(ids), macs, cycles, padded, first, second,
+                                              p.output_writes - fresh, p.output_writes, lanes)
             for i in range(len(ids)):
                 words[i] = (<Buffer>ids[i]).id
         else:
-            log.compute(unit, op, ob.id, tuple([(<Buffer>b).id for b in ids]), macs, cycles, padded)
+            log.compute(unit, op, ob.id, tuple([(<Buffer>b).id for b in ids]), macs, cycles, padded,
+                        (first, second, p.output_writes - fresh, p.output_writes, lanes))
 
 
 # -- the blog's Infer (bounds.py): the common case of get_input_segment / get_w_segment --------------------------

@@ -67,6 +67,7 @@ cdef class EventLog:
     cdef list computes
     cdef object last_unit, last_op  # the last COMPUTE's key and id (see c_compute)
     cdef int64_t last_macs, last_cycles, last_padded, last_compute
+    cdef int64_t[5] last_accesses  # the last COMPUTE's operand accesses (its key's last five fields)
     cdef public int64_t word_bytes
     cdef int64_t count
     cdef int64_t[16] kinds  # events per kind (low 4 bits of the first word), kept as they are appended
@@ -85,7 +86,8 @@ cdef class EventLog:
     cdef int c_free(self, int64_t buffer, int64_t charged_bytes) except -1
     cdef int c_slide(self, int64_t buffer, int64_t tensor, tuple region, int64_t nbytes) except -1
     cdef int64_t* c_compute(self, str unit, str op, int64_t out_buffer, Py_ssize_t n_inputs, int64_t macs,
-                            int64_t cycles, int64_t padded_macs) except NULL
+                            int64_t cycles, int64_t padded_macs, int64_t first_reads, int64_t second_reads,
+                            int64_t output_reads, int64_t output_writes, int64_t lane_ops) except NULL
 
 
 cdef inline int64_t event_words(int64_t* w):

@@ -17,7 +17,9 @@ kind | reuse << 4 | id << 8, id being the buffer (the out buffer of a COMPUTE, t
   COMPUTE       compute | len(in_buffers) << 40, then one word per input buffer
 `region` is an offset into the region table (a word per dimension, start | stop << 32; a strided region, one
 with a (start, stop, step) dimension, marks bit 31 of its first word and has its steps in the next words), shared
-by the events of one buffer; `compute` indexes a table of (unit, op, macs, cycles, padded_macs). The nbytes of
+by the events of one buffer; `compute` indexes a table of (unit, op, macs, cycles, padded_macs, first_reads,
+second_reads, output_reads, output_writes, lane_ops): a COMPUTE's operand accesses (`Trace.compute_accesses`) are
+part of its key, so they cost no word of their own (a loop's computes share a few keys). The nbytes of
 ALLOC, LOAD and STORE are the region's elements (a strided region's: the indices it holds) x word_bytes (the
 trace's rule), so they are not stored.
 """
@@ -224,9 +226,13 @@ cdef class EventLog:
         self._place(ALLOC_IN, 5, buffer, tensor, region, address, charged_bytes)[4] = scope_id
 
     def compute(self, str unit, str op, int64_t out_buffer, tuple in_buffers, int64_t macs, int64_t cycles,
-                int64_t padded_macs):
+                int64_t padded_macs, tuple accesses=(0, 0, 0, 0, 0)):
         cdef Py_ssize_t n = len(in_buffers), i
-        cdef int64_t* p = self.c_compute(unit, op, out_buffer, n, macs, cycles, padded_macs)
+        if len(accesses) != 5:
+            raise ValueError(f"a COMPUTE's accesses are (first_reads, second_reads, output_reads, output_writes, "
+                             f"lane_ops), got {accesses!r}")
+        cdef int64_t* p = self.c_compute(unit, op, out_buffer, n, macs, cycles, padded_macs, accesses[0],
+                                         accesses[1], accesses[2], accesses[3], accesses[4])
         for i in range(n):
             p[i] = in_buffers[i]
 
@@ -290,14 +296,19 @@ cdef class EventLog:
         return self.c_link(SLIDE, buffer, tensor, region, nbytes)  # (the same three words, nbytes third)
 
     cdef int64_t* c_compute(self, str unit, str op, int64_t out_buffer, Py_ssize_t n_inputs, int64_t macs,
-                            int64_t cycles, int64_t padded_macs) except NULL:
-        """A COMPUTE with `n_inputs` operand buffers: the words where the caller writes their ids."""
+                            int64_t cycles, int64_t padded_macs, int64_t first_reads, int64_t second_reads,
+                            int64_t output_reads, int64_t output_writes, int64_t lane_ops) except NULL:
+        """A COMPUTE with `n_inputs` operand buffers and these operand accesses (elements; lane operations): the
+        words where the caller writes the buffers' ids."""
         cdef int64_t cid
+        cdef int64_t* last = self.last_accesses
         if unit is self.last_unit and op is self.last_op and macs == self.last_macs and cycles == self.last_cycles \
-                and padded_macs == self.last_padded:  # (a loop computes the same shape again and again)
-            cid = self.last_compute
+                and padded_macs == self.last_padded and first_reads == last[0] and second_reads == last[1] \
+                and output_reads == last[2] and output_writes == last[3] and lane_ops == last[4]:
+            cid = self.last_compute  # (a loop computes the same shape again and again)
         else:
-            key = (unit, op, macs, cycles, padded_macs)
+            key = (unit, op, macs, cycles, padded_macs, first_reads, second_reads, output_reads, output_writes,
+                   lane_ops)
             found = self.compute_ids.get(key)
             if found is None:
                 found = self.compute_ids[key] = len(self.computes)
@@ -305,6 +316,8 @@ cdef class EventLog:
             cid = found
             self.last_unit, self.last_op, self.last_compute = unit, op, cid
             self.last_macs, self.last_cycles, self.last_padded = macs, cycles, padded_macs
+            last[0], last[1], last[2], last[3], last[4] = first_reads, second_reads, output_reads, output_writes, \
+                lane_ops
         cdef int64_t* p = self.words.room(2 + n_inputs)
         p[0] = COMPUTE | out_buffer << 8
         p[1] = cid | (<int64_t>n_inputs) << 40
@@ -336,7 +349,7 @@ cdef class EventLog:
         second = w[1]
         if kind == COMPUTE:
             n = second >> 40
-            unit, op, macs, cycles, padded = self.computes[second & ((1 << 40) - 1)]
+            unit, op, macs, cycles, padded = self.computes[second & ((1 << 40) - 1)][:5]
             return (COMPUTE, unit, op, ident, tuple([w[2 + i] for i in range(n)]), macs, cycles, padded)
         tensor = second & TENSOR_MASK
         region = self.region_at(second >> 24, self.ndims[tensor])
@@ -357,6 +370,32 @@ cdef class EventLog:
         if kind == ALLOC_IN:
             return (ALLOC_IN, ident, tensor, region, elements * self.word_bytes, w[2], w[3], w[4])
         return (kind, ident, tensor, region, bool(head & 16))
+
+    def compute_accesses(self):
+        """Per COMPUTE event, in order, an int64 row (out_buffer, first input buffer or -1, second input buffer or
+        -1, first_reads, second_reads, output_reads, output_writes, lane_ops, padded_macs, tensorcore?): what its
+        energy prices (`Trace.compute_accesses`)."""
+        cdef Py_ssize_t n = self.kinds[COMPUTE], k = 0, j
+        out = np.zeros((n, 10), np.int64)
+        cdef int64_t[:, ::1] rows = out
+        table = np.array([list(e[5:]) + [e[4], e[0] == "tensorcore"] for e in self.computes] or [[0] * 7],
+                         np.int64).reshape(-1, 7)
+        cdef int64_t[:, ::1] fields = table
+        cdef Cursor c = Cursor(0, 0, self.count)
+        cdef int64_t* w = next_event(self, &c)
+        cdef int64_t cid, n_in
+        while w != NULL:
+            if (w[0] & 15) == COMPUTE:
+                cid = w[1] & ((<int64_t>1 << 40) - 1)
+                n_in = w[1] >> 40
+                rows[k, 0] = w[0] >> 8
+                rows[k, 1] = w[2] if n_in > 0 else -1
+                rows[k, 2] = w[3] if n_in > 1 else -1
+                for j in range(7):
+                    rows[k, 3 + j] = fields[cid, j]
+                k += 1
+            w = next_event(self, &c)
+        return out
 
     def kind_counts(self):
         """How many events of each kind (a list indexed by EventKind), counted as they were appended."""

@@ -379,8 +379,8 @@ class Session(SramAccess):
 
     # -- computes --------------------------------------------------------------------------------------------
     def emit_compute(self, unit: str, op: str, out_buffer: int, in_buffers: tuple[int, ...], macs: int,
-                     cycles: int, padded_macs: int) -> None:
-        """Append a compute event and count its MACs and cycles."""
+                     cycles: int, padded_macs: int, accesses: tuple[int, int, int, int, int]) -> None:
+        """Append a compute event, with its operand accesses (`count_operands`), and count its MACs and cycles."""
         counters = self.counters
         counters.macs += macs
         counters.padded_macs += padded_macs
@@ -388,7 +388,7 @@ class Session(SramAccess):
             counters.tensorcore_cycles += cycles
         else:
             counters.vector_cycles += cycles
-        self._log.compute(unit, op, out_buffer, in_buffers, macs, cycles, padded_macs)
+        self._log.compute(unit, op, out_buffer, in_buffers, macs, cycles, padded_macs, accesses)
 
     # -- the end -----------------------------------------------------------------------------------------------
     def finish(self) -> Trace:

@@ -413,24 +413,30 @@ class SramAccess(_core.SessionFields):
             buf.fresh_mask = None
         return fresh
 
-    def count_operands(self, product: Any, out: Tile, accumulate: bool) -> None:
+    def count_operands(self, product: Any, out: Tile, accumulate: bool) -> tuple[int, int, int, int, int]:
         """Add a compute's operand reads and writes (`dsasim.dataflow`) to the level each operand tile is in: its
         inputs' reads, its output's writes, and the output's reads, less its fresh elements (all of them for an
         overwrite); and the TensorCore's MACs or the vector lane operations (the reference of
-        `_core.product_apply`'s counting)."""
+        `_core.product_apply`'s counting). Returns what the COMPUTE event carries: (first_reads, second_reads,
+        output_reads, output_writes, lane_ops)."""
         buf = out.buffer
         elements = region_elements(out.region)
         fresh = self.take_fresh(buf, out.region)
         if not accumulate:
             fresh = elements
         self._add_operand(buf, product.output_writes - fresh, product.output_writes)
-        for tile, reads in zip(product.inputs, (product.first_reads, product.second_reads)):
+        input_reads = [0, 0]
+        for k, (tile, reads) in enumerate(zip(product.inputs, (product.first_reads, product.second_reads))):
             self._add_operand(tile.buffer, reads, 0)
+            input_reads[k] = reads
         counters = self.counters
+        lane_ops = 0
         if product.unit == "tensorcore":
             counters.tensorcore_macs += product.macs
         else:
             counters.vector_lane_ops += product.lane_ops
+            lane_ops = product.lane_ops
+        return (input_reads[0], input_reads[1], product.output_writes - fresh, product.output_writes, lane_ops)
 
     def _add_operand(self, buf: Buffer, read_elements: int, write_elements: int) -> None:
         """A compute's reads and writes of buf's tensor, in the level buf is in (elements)."""

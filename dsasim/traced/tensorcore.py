@@ -113,7 +113,7 @@ class Product(_core.ProductFields, PendingCompute):
         if levels is not None and self.unit == "tensorcore":
             levels.check_operands(self, out)
         out_buffer = session.mark_written(out)
-        session.count_operands(self, out, accumulate)
+        accesses = session.count_operands(self, out, accumulate)
         if session.numeric:
             result = self.compute()
             view = out.data
@@ -124,7 +124,7 @@ class Product(_core.ProductFields, PendingCompute):
             else:
                 view[...] = result
         session.emit_compute(self.unit, self.op, out_buffer.id, in_buffers, self.macs, self.cycles,
-                             self.padded_macs)
+                             self.padded_macs, accesses)
 
     apply = _apply_py
 

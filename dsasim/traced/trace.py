@@ -16,6 +16,8 @@ builds each tuple as it is read. Field layouts (after the kind):
   OPEN    buffer, tensor, region, reuse          an output region never written before: zeroed on chip, no DMA
   HIT     buffer, tensor, region, reuse          region already resident in buffer: no DMA
   COMPUTE unit, op, out_buffer, in_buffers, macs, cycles, padded_macs
+                                                 its operand accesses (what its energy prices) are kept beside
+                                                 the tuple: `Trace.compute_accesses()`, one row per COMPUTE
   STORE   buffer, tensor, region, nbytes         SRAM->DDR DMA of a modified buffer
   FREE    buffer, charged_bytes                  the buffer's scope ended
   SLIDE   buffer, tensor, region, nbytes         a rotating (line) buffer moves along one axis to hold `region`:
@@ -47,6 +49,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import IntEnum
 from typing import Iterator, NamedTuple
+
+import numpy as np
 
 from dsasim.util import Region, region_elements, shape_elements  # noqa: F401  (Region, region_elements: re-exported)
 
@@ -220,14 +224,20 @@ def format_region(region: Region) -> str:
     return "[" + ", ".join(":".join(map(str, axis)) for axis in region) + "]"
 
 
+# the columns of `Trace.compute_accesses`
+COMPUTE_ACCESS_FIELDS = ("out_buffer", "first_buffer", "second_buffer", "first_reads", "second_reads", "output_reads",
+                         "output_writes", "lane_ops", "padded_macs", "tensorcore")
+
+
 class ListLog:
     """The events as a plain list of tuples: the reference that `EventLog` (the compiled, columnar log of
     _events.pyx) must equal (tests). ~190 B per event."""
 
-    __slots__ = ("items",)
+    __slots__ = ("items", "accesses")
 
     def __init__(self, word_bytes: int) -> None:
         self.items: list[tuple] = []
+        self.accesses: list[tuple[int, ...]] = []  # per COMPUTE: its row of `Trace.compute_accesses`
 
     def add_tensor(self, ndim: int) -> None:
         """A new tensor with `ndim` dimensions (the columnar log needs it to read regions back)."""
@@ -260,8 +270,11 @@ class ListLog:
         self.items.append((SLIDE, buffer, tensor, region, nbytes))
 
     def compute(self, unit: str, op: str, out_buffer: int, in_buffers: tuple[int, ...], macs: int, cycles: int,
-                padded_macs: int) -> None:
+                padded_macs: int, accesses: tuple[int, ...] = (0, 0, 0, 0, 0)) -> None:
         self.items.append((COMPUTE, unit, op, out_buffer, in_buffers, macs, cycles, padded_macs))
+        self.accesses.append((out_buffer, in_buffers[0] if in_buffers else -1,
+                              in_buffers[1] if len(in_buffers) > 1 else -1, *accesses, padded_macs,
+                              int(unit == "tensorcore")))
 
     def stage(self, buffer: int, tensor: int, region: Region, nbytes: int, source: int) -> None:
         self.items.append((STAGE, buffer, tensor, region, nbytes, source))
@@ -276,6 +289,7 @@ class ListLog:
     def clear(self) -> None:
         """Drop every event."""
         self.items.clear()
+        self.accesses.clear()
 
     def __len__(self) -> int:
         return len(self.items)
@@ -330,10 +344,11 @@ class Trace:
     """An append-only event log plus the tensor and scope tables the events index into.
 
     The session appends while the schedule runs (through `log`); readers iterate `events`. A hand-built trace
-    (tests, tools) may set `events` to a list of tuples instead.
+    (tests, tools) may set `events` to a list of tuples instead (and `hand_accesses` to its COMPUTEs' operand
+    accesses, rows as `compute_accesses`; without them a timed result has no power).
     """
 
-    __slots__ = ("log", "_events", "tensors", "scopes", "word_bytes")
+    __slots__ = ("log", "_events", "tensors", "scopes", "word_bytes", "hand_accesses")
 
     def __init__(self, word_bytes: int) -> None:
         from dsasim.traced._events import EventLog  # (here: _events imports this module's EventKind)
@@ -343,6 +358,8 @@ class Trace:
         self.tensors: list[TensorInfo] = []
         self.scopes: list[ScopeInfo] = []
         self.word_bytes = word_bytes
+        # a hand-built trace's `compute_accesses` rows, if it has them (its tuples carry none)
+        self.hand_accesses: np.ndarray | None = None
 
     @property
     def events(self) -> "Events | list[tuple]":
@@ -376,6 +393,18 @@ class Trace:
             return any(counts[k] for k in (STAGE, WRITEBACK, ALLOC_IN))
         return any(isinstance(event, tuple) and event and event[0] in (STAGE, WRITEBACK, ALLOC_IN)
                    for event in self.events)  # (a malformed event is the checker's to report)
+
+    def compute_accesses(self) -> "np.ndarray | None":
+        """Per COMPUTE event, in order, what its energy prices: an int64 row (out_buffer, first input buffer or -1,
+        second input buffer or -1, first_reads, second_reads, output_reads, output_writes, lane_ops, padded_macs,
+        1 if a TensorCore op else 0), reads and writes in elements of the tiles' buffers (`COMPUTE_ACCESS_FIELDS`).
+        For a hand-built trace (`events` set: its tuples carry no operand accesses), its `hand_accesses` (None
+        unless set)."""
+        if self._events is not None:
+            return self.hand_accesses
+        if isinstance(self.log, ListLog):
+            return np.array(self.log.accesses, np.int64).reshape(-1, len(COMPUTE_ACCESS_FIELDS))
+        return self.log.compute_accesses()
 
     def tensor_name(self, tensor_id: int) -> str:
         """Name of a tensor by its trace index."""

@@ -5,7 +5,8 @@ and dma-<level> per memory level below the SRAM) holding a complete ("X") slice 
 tensor and region (e.g. "load image[0:1, 0:16, 0:2, 0:56]", "stage w[0:40, 0:24]"), with bytes, buffer and
 cycles as args; counter ("C") tracks: "DDR bandwidth (B/cycle)" with a "load" and a "store" series (averaged over
 the result's windows), "SRAM occupancy (B)" with one series per tensor (exact: a value at every change), and
-"<level> occupancy (B)" likewise for each level below the SRAM. OPEN operations take no time on any engine and
+"<level> occupancy (B)" likewise for each level below the SRAM, and "power (W)" with one series per energy component
+(each window's average, as the bandwidth; when the result carries energy). OPEN operations take no time on any engine and
 are left out. Timestamps are microseconds at the accelerator clock, sorted ascending.
 """
 
@@ -70,6 +71,18 @@ def perfetto_events(result: SimResult, name: str | None = None) -> list[dict[str
     if len(load):
         ev = {"ph": "C", "pid": PID, "name": "DDR bandwidth (B/cycle)", "ts": _us(result.cycles, clock),
               "args": {"load": 0.0, "store": 0.0}}
+        timed.append((ev["ts"], 0, seq, ev))
+        seq += 1
+    power = result.power_w
+    if power is not None and power.shape[1]:
+        names = result.power_components
+        for k in range(power.shape[1]):
+            ev = {"ph": "C", "pid": PID, "name": "power (W)", "ts": _us(k * w, clock),
+                  "args": {nm: float(f"{power[r, k]:.6g}") for r, nm in enumerate(names)}}
+            timed.append((ev["ts"], 0, seq, ev))
+            seq += 1
+        ev = {"ph": "C", "pid": PID, "name": "power (W)", "ts": _us(result.cycles, clock),
+              "args": {nm: 0.0 for nm in names}}
         timed.append((ev["ts"], 0, seq, ev))
         seq += 1
     for level, track in [(0, "SRAM occupancy (B)")] + [(i, f"{lv.name} occupancy (B)")

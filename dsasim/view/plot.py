@@ -1,6 +1,8 @@
 """Pictures of a timing simulation and of an SRAM sweep (matplotlib, Agg canvas; no pyplot state is touched).
 
-* `plot_bandwidth`: DDR bytes per cycle over time, loads and stores stacked, with the bandwidth ceiling.
+* `plot_bandwidth`: DDR bytes per cycle over time, loads and stores stacked, with the bandwidth ceiling; below it,
+  sharing the time axis, the power over time (W, window averages) stacked by component (DDR, SRAM, inner levels,
+  TensorCore, vector, leakage) when the result carries energy.
 * `plot_gantt`: one row per engine that ran something (idle engines are named in the title); operations as bars
   colored by tensor (at least 1/2000 of the run wide).
   An engine with more than 300 operations is aggregated into a busy-fraction profile (400 bins over the run,
@@ -89,15 +91,20 @@ def _colors(names: list[str]) -> dict[str, tuple]:
 
 
 def plot_bandwidth(result: SimResult, path: str | Path, title: str | None = None) -> Path:
-    """DDR bandwidth timeline: load and store bytes/cycle per window, stacked, with the ceiling."""
+    """DDR bandwidth timeline: load and store bytes/cycle per window, stacked, with the ceiling; below it the power
+    (W per window, stacked by component) when the result carries energy."""
     scale, xlabel = _time_axis(result)
     w = result.window_cycles
     n = len(result.ddr_load_bytes)
     edges = np.arange(n + 1) * w * scale
     load = result.ddr_load_bytes / w
     store = result.ddr_store_bytes / w
-    fig = _figure()
-    ax = fig.add_subplot()
+    power = result.power_w
+    fig = _figure(10.0, 4.0 if power is None else 7.0)
+    if power is None:
+        ax = fig.add_subplot()
+    else:
+        ax, power_ax = fig.subplots(2, 1, sharex=True)
     ax.stairs(load, edges, fill=True, color="tab:blue", alpha=0.8, label="load")
     ax.stairs(load + store, edges, baseline=load, fill=True, color="tab:orange", alpha=0.8, label="store")
     bw = result.dram_bytes_per_cycle
@@ -117,7 +124,29 @@ def plot_bandwidth(result: SimResult, path: str | Path, title: str | None = None
     ax.set_title(title or f"DDR bandwidth on {result.hardware}: {moved:,} B in {result.cycles:,} cycles\n"
                           f"(average {avg:.2f} B/cycle, window {w:,} cycles)")
     _legend_beside(ax)
+    if power is not None:
+        _power_panel(power_ax, result, power, edges)
+        power_ax.set_xlabel(xlabel)
+        ax.set_xlabel("")
     return _save(fig, path)
+
+
+def _power_panel(ax: Any, result: SimResult, power: np.ndarray, edges: np.ndarray) -> None:
+    """Power over time (W, each window's average), stacked by component, with the peak and the average."""
+    colors = _colors(list(result.power_components))
+    base = np.zeros(power.shape[1])
+    for row, name in enumerate(result.power_components):
+        if not power[row].any():
+            continue  # (a unit the run never used: no empty legend entry)
+        ax.stairs(base + power[row], edges, baseline=base, fill=True, color=colors[name], alpha=0.85, label=name)
+        base = base + power[row]
+    peak, average = result.peak_power_w, result.average_power_w
+    ax.axhline(average, color="black", linestyle="--", linewidth=1, label=f"average {average:.3g} W")
+    ax.set_ylim(0, max(peak, 1e-12) * 1.15)
+    ax.set_ylabel("power (W)")
+    ax.set_title(f"power by component: peak {peak:.3g} W, average {average:.3g} W, "
+                 f"{result.energy_pj * 1e-6:,.1f} µJ in all", fontsize=10)
+    _legend_beside(ax)
 
 
 def plot_gantt(result: SimResult, path: str | Path, title: str | None = None) -> Path:
