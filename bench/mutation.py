@@ -1315,7 +1315,7 @@ MUTANTS: list[Mutant] = [
            "        out[0] += (writes - pixels * layer.oc) * word\n", "        out[0] += writes * word\n",
            COUNTS_TESTS),
     Mutant("counts: the fused model's residual add reads no image", "dsasim/architect/model/fused.py",
-           '            moved["image"][SRAM_LEVEL][0] += elements * word\n', "", COUNTS_TESTS),
+           'moved["image"][SRAM_LEVEL][0] += elements * word', 'moved["image"][SRAM_LEVEL][0] += 0', COUNTS_TESTS),
     Mutant("counts: the fused model counts one call per tile whatever the line buffer's runs",
            "dsasim/architect/model/fused.py",
            "runs = [sum(len(r) for r in plan.pieces[i]) if dim == slide else plan.lens.shape[1]",
