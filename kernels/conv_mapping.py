@@ -394,7 +394,7 @@ def mapping_table(hardware: Accelerator | None = None, layers: dict[str, ConvPro
             counted = run_schedule(schedule, hardware, numeric=False)
             if counted.status != "ok":
                 raise RuntimeError(f"{schedule.name}: {counted.message}")
-            timed = simulate(counted.trace, hardware)
+            timed = simulate(counted.trace, hardware, power=False)
             err = None
             if numeric:
                 checked = run_schedule(schedule, hardware, numeric=True, record_trace=False)

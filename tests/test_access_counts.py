@@ -239,17 +239,19 @@ def test_vector_ops_assign_and_accumulate(core):
     vec = VectorUnit(s)
     with GlobalHierarchy(s, "t"):
         o[0:4, 0:8].assign(vec.add(a[0:4, 0:8], b[0:4, 0:8]))
+        o[0:4, 0:8].assign(vec.relu(o[0:4, 0:8]))  # o is not fresh now, but an overwrite reads none of it
         dot = d[0:1]
         dot += vec.dot(a[0:4, 0:8], b[0:4, 0:8])
         dot += vec.dot(a[0:4, 0:8], b[0:4, 0:8])
     s.finish()
-    # add: reads a 32, b 32, writes o 32 (an overwrite reads nothing); 32 lane operations.
+    # add: reads a 32, b 32, writes o 32 (an overwrite reads nothing); 32 lane operations. relu: reads its operand
+    # o (32), overwrites o (32 writes, no read of what it replaces); 32 lane operations.
     # dot x 2: reads a 32, b 32 each; writes d once each; the first finds d fresh, the second reads it; 32 lanes each
     got = pairs(s)
     assert got[("a", "SRAM")] == (32 + 64, 32) and got[("b", "SRAM")] == (32 + 64, 32)
-    assert got[("o", "SRAM")] == (32, 32) and got[("d", "SRAM")] == (1 + 1, 2)
+    assert got[("o", "SRAM")] == (32 + 32, 64) and got[("d", "SRAM")] == (1 + 1, 2)
     counts = s.counters.access_counts(1)
-    assert (counts.macs, counts.padded_macs, counts.vector_lane_ops) == (0, 0, 32 + 2 * 32)
+    assert (counts.macs, counts.padded_macs, counts.vector_lane_ops) == (0, 0, 32 + 32 + 2 * 32)
 
 
 def test_a_level_hierarchy_stages_and_writes_back(core):

@@ -25,7 +25,7 @@ HW = dataclasses.replace(preset("blog"), sram_bytes=1 << 40, word_bytes=2)
 def _brute_group(o_ext, k_ext, s, d, p, h, to, tk):
     """Iterate over every (output tile, tap tile) pair: what group_stats must equal."""
     n_o, n_k = tile_count(o_ext, to), tile_count(k_ext, tk)
-    total = boxes = valid = 0
+    total = boxes = valid = o_sum = t_sum = 0
     cls: dict = {}
     for i in range(n_o):
         o0, o1 = i * to, min((i + 1) * to, o_ext)
@@ -36,10 +36,12 @@ def _brute_group(o_ext, k_ext, s, d, p, h, to, tk):
             total += n
             boxes += n > 0
             valid += (n > 0) * (o1 - o0) * (t1 - t0)
+            o_sum += (n > 0) * (o1 - o0)  # (the pixels and the taps of the TensorCore calls that compute)
+            t_sum += (n > 0) * (t1 - t0)
             key = (int(i == n_o - 1), int(j == n_k - 1))
             cls[key] = max(cls.get(key, 0), n)
     table = tuple(tuple(cls[(ci if n_o > 1 else 1, cj if n_k > 1 else 1)] for cj in (0, 1)) for ci in (0, 1))
-    return total, boxes, valid, table
+    return total, boxes, valid, table, o_sum, t_sum
 
 
 def test_group_stats_equal_the_sum_over_tiles():

@@ -115,7 +115,7 @@ def _demo_one(name: str, hardware: Accelerator, numeric: bool, seed: int, by_sco
     if result.trace is not None and timing:
         from dsasim.energy.report import energy_report
 
-        timed = simulate(result.trace, hardware)
+        timed = simulate(result.trace, hardware, power=False)
         energy = None if result.access_counts is None else energy_report(result.access_counts, hardware,
                                                                            timed.cycles)
         result = dataclasses.replace(result, cycles=timed.cycles, roofline_cycles=timed.roofline_cycles,

@@ -26,14 +26,15 @@ __all__ = ["DeadlockError", "LevelFigures", "OpGraph", "OpRecord", "SimResult", 
 
 
 def simulate(trace: Trace, hardware: Accelerator, window_cycles: int | None = None,
-             reference: bool = False) -> SimResult:
+             reference: bool = False, power: bool = True) -> SimResult:
     """Time a trace on `hardware`; `window_cycles` sets the timeline resolution (default: about 256 windows).
 
     reference=True times the trace with the simpy reference, which lowers the trace on its own (same result,
     much slower).
     Raises TraceError (a TimingError) for a malformed trace or one recorded with other word bytes, naming the first
     bad event, before any scheduling (so the same error with either scheduler); DeadlockError when some operation
-    can never run.
+    can never run. power=False leaves the power over time out (its fields None): callers that only want the
+    cycles (a search confirming candidates, the demo table) skip its cost, up to the timing's own on long traces.
     """
     if not isinstance(hardware, Accelerator):
         raise TypeError(f"simulate needs an Accelerator, got {type(hardware).__name__}")
@@ -47,4 +48,4 @@ def simulate(trace: Trace, hardware: Accelerator, window_cycles: int | None = No
             timeline = build_timeline_reference(trace, hardware, graph)
         else:
             timeline = build_timeline(graph)
-        return build_result(graph, timeline, hardware, window_cycles, trace)
+        return build_result(graph, timeline, hardware, window_cycles, trace if power else None)

@@ -211,7 +211,7 @@ def _fused_choice(space: FusedSpaceLike, first: int, stop: int, hw: Accelerator,
         if (result.loaded_bytes, result.stored_bytes, result.peak_sram_bytes) != (a.loaded_bytes, a.stored_bytes,
                                                                                   a.peak_sram_bytes):
             raise AssertionError(f"fused model and trace differ for {nest!r}")
-        cycles, source = int(simulate_timing(result.trace, hw).cycles), "simulated"
+        cycles, source = int(simulate_timing(result.trace, hw, power=False).cycles), "simulated"
     return SegmentChoice(first, stop, nest, a, None, a.loaded_bytes, a.stored_bytes, a.peak_sram_bytes, a.macs,
                          a.tensorcore_cycles, cycles, source)
 

@@ -853,7 +853,7 @@ def confirm(candidate: Candidate, hardware: Accelerator, runner: Callable[..., A
     cycles = None
     if simulate and result.trace is not None:
         from dsasim.timing import simulate as simulate_timing  # the timing package only confirms candidates
-        cycles = int(simulate_timing(result.trace, hardware).cycles)
+        cycles = int(simulate_timing(result.trace, hardware, power=False).cycles)
     return replace(candidate, simulated_cycles=cycles, traced=True)
 
 

@@ -41,7 +41,7 @@ def trace_levels(a: Any, runner: Any, force: bool) -> str:
     if differ:
         raise ValueError("the traced run of the best nest differs from the per-level model (loaded, written back, "
                          "rmw bytes): " + "; ".join(differ))
-    timed = simulate(result.trace, a.nest.hardware)
+    timed = simulate(result.trace, a.nest.hardware, power=False)
     return (f"the best nest re-run through the traced memory model: every level's loaded, written-back and "
             f"rmw bytes equal the model's; timed: {timed.cycles:,} cycles ({timed.cycles / a.cycles:.3f}x the "
             f"model's bound; {time.perf_counter() - t0:.1f} s)")
