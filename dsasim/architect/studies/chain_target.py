@@ -6,19 +6,83 @@ layers, with the whole chain fused and layer by layer beside it."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from dsasim.architect.search.fused_search import ChainSearchResult
+from dsasim.architect.search.fused_search import ChainSearchResult, SegmentChoice
 from dsasim.architect.search.objective import Objective
 from dsasim.architect.studies.target import ConfirmRule, SearchOptions
+from dsasim.energy.accesses import AccessCounts, TensorAccesses
+from dsasim.energy.report import EnergyReport, energy_json, energy_report
 from dsasim.hardware import Accelerator
 from dsasim.one_level import require_one_level
 
-__all__ = ["CHAIN_CONFIRM", "ChainChoice", "ChainTarget", "load_chain_target"]
+__all__ = ["CHAIN_CONFIRM", "ChainChoice", "ChainTarget", "load_chain_target", "segment_access_counts",
+           "partition_access_counts", "partition_energy", "chain_result_json", "RESIDUAL_FOLD_TENSOR"]
+
+RESIDUAL_FOLD_TENSOR = "residual"  # the chain's input loaded again to fold an identity residual (`fold`)
 
 CHAIN_CONFIRM = ConfirmRule(default=1, at_most=1, where="a chain's search",
                             chosen="each layer's and fused segment's chosen schedule")
+
+
+def _segment_prefix(result: ChainSearchResult, part: SegmentChoice) -> str:
+    """The segment's layers by their names within the chain, e.g. "conv1+conv2": its tensors' qualifier."""
+    chain = result.chain
+    names = [layer.name for layer in chain.layers[part.first:part.stop]]
+    return "+".join(n[len(chain.name) + 1:] if n.startswith(chain.name + ".") else n for n in names)
+
+
+def segment_access_counts(result: ChainSearchResult, part: SegmentChoice) -> AccessCounts | None:
+    """A segment's reads and writes per tensor and level (its model's: a fused segment's analysis, a single
+    layer's `analyze`), tensors qualified by the segment's layers; None where its model gives none."""
+    if part.fused is not None:
+        counts = part.analysis.access_counts
+    else:
+        from dsasim.architect.model.analytic import analyze
+        counts = analyze(part.candidate.nest, result.hardware).access_counts()
+    return None if counts is None else counts.qualified(_segment_prefix(result, part))
+
+
+def partition_access_counts(result: ChainSearchResult, parts: list[SegmentChoice] | None) -> AccessCounts | None:
+    """A partition's accesses: its segments' summed, and the residual fold's load of the chain's input (DDR read,
+    SRAM write: `result.fold`, the bytes the traffic counts); None when it does not fit or a segment has no
+    counts."""
+    if parts is None:
+        return None
+    counts = [segment_access_counts(result, p) for p in parts]
+    if any(c is None for c in counts):
+        return None
+    fold = result.fold(parts)
+    if fold:
+        counts.append(AccessCounts((TensorAccesses(RESIDUAL_FOLD_TENSOR, "DDR", fold, 0),
+                                    TensorAccesses(RESIDUAL_FOLD_TENSOR, "SRAM", 0, fold)), 0, 0, 0))
+    return AccessCounts.sum(counts)  # type: ignore[arg-type]
+
+
+def partition_energy(result: ChainSearchResult) -> tuple[AccessCounts | None, EnergyReport | None]:
+    """The best partition's accesses and their energy on the hardware at the result's SRAM size, over the
+    partition's cycles (the segments' summed); (None, None) when nothing fits."""
+    counts = partition_access_counts(result, result.best)
+    totals = result.totals(result.best, result.fold(result.best))
+    if counts is None or totals is None:
+        return counts, None
+    return counts, energy_report(counts, result.hardware, totals["cycles"])
+
+
+def chain_result_json(result: ChainSearchResult, name: str) -> dict[str, Any]:
+    """The JSON object of `dsasim search CHAIN --json` and of a chain sweep's point: the search's figures, each
+    part's energy (its own cycles' leakage) and the partition's energy keys with its accesses."""
+    out = result.to_json(name)
+    counts, energy = partition_energy(result)
+    for data, part in zip(out["parts"], result.best or ()):
+        part_counts = segment_access_counts(result, part)
+        part_energy = None if part_counts is None else energy_report(part_counts, result.hardware, part.cycles)
+        data["energy_pj"] = None if part_energy is None else round(part_energy.energy_pj, 6)
+        data["energy_breakdown_pj"] = (None if part_energy is None else
+                                       {k: round(v, 6) for k, v in part_energy.energy_breakdown_pj.items()})
+    return {**out, **energy_json(energy, counts)}
 
 
 @dataclass(frozen=True)
@@ -88,9 +152,23 @@ class ChainChoice:
     def evaluations(self) -> int:
         return self.result.evaluations
 
+    @functools.cached_property
+    def _energy(self) -> tuple[AccessCounts | None, EnergyReport | None]:
+        return partition_energy(self.result)
+
+    @property
+    def access_counts(self) -> AccessCounts | None:
+        """The best partition's reads and writes per tensor and level (`partition_access_counts`)."""
+        return self._energy[0]
+
+    @property
+    def energy(self) -> EnergyReport | None:
+        """The best partition's energy and the hardware's area at this SRAM size (None: nothing fits)."""
+        return self._energy[1]
+
     def to_json(self) -> dict[str, Any]:
-        """The JSON object of `dsasim search CHAIN --json` (`ChainSearchResult.to_json`)."""
-        return self.result.to_json(self.spec)
+        """The JSON object of `dsasim search CHAIN --json` (`chain_result_json`)."""
+        return chain_result_json(self.result, self.spec)
 
     @property
     def tensorcore_cycles(self) -> int | None:
