@@ -17,6 +17,7 @@ from typing import Any, Protocol, Sequence, runtime_checkable
 
 from dsasim.architect.search.objective import DEFAULT_OBJECTIVE, Objective
 from dsasim.architect.studies.target import Choice, Target
+from dsasim.energy.accesses import AccessCounts
 
 __all__ = ["NetworkChoice", "NetworkTarget", "TargetFigures", "sweep_target_task"]
 
@@ -32,6 +33,11 @@ class NetworkChoice(Choice, Protocol):
 
     def network_schedule(self) -> tuple[str, dict[str, Any]]:
         """(label, schedule JSON) of the chosen schedule: label '' for a single nest, a chain's partition."""
+        ...
+
+    @property
+    def access_counts(self) -> AccessCounts | None:
+        """The chosen schedule's reads and writes per tensor and level (its model's), None when unknown."""
         ...
 
 
@@ -59,6 +65,8 @@ class TargetFigures:
     compulsory_bytes: int
     label: str  # what was chosen in one phrase: '' for a nest, a chain's partition such as "[1] [2 3]"
     schedule: dict[str, Any]  # the schedule's JSON
+    # the schedule's reads and writes (its model's, priced by the network evaluation); None: its model gives none
+    access_counts: AccessCounts | None = None
 
     def __post_init__(self) -> None:
         for name in ("loaded_bytes", "stored_bytes", "cycles", "tensorcore_cycles", "macs", "peak_sram_bytes",
@@ -76,7 +84,8 @@ class TargetFigures:
         return cls(loaded_bytes=choice.loaded_bytes, stored_bytes=choice.stored_bytes, cycles=choice.cycles,
                    tensorcore_cycles=choice.tensorcore_cycles, macs=choice.macs,
                    peak_sram_bytes=choice.peak_sram_bytes, lower_bound_bytes=choice.lower_bound_bytes,
-                   compulsory_bytes=choice.compulsory_bytes, label=label, schedule=schedule)
+                   compulsory_bytes=choice.compulsory_bytes, label=label, schedule=schedule,
+                   access_counts=choice.access_counts)
 
 
 def sweep_target_task(target: NetworkTarget, sizes: tuple[int, ...],
