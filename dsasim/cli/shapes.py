@@ -50,16 +50,18 @@ def _tiles(template: dict) -> str:
 
 def format_shapes(sweep: ShapeSweep) -> str:
     """Per shape: best and dispatched figures; then the single schedule, the dispatch table and the templates."""
-    header = (sweep.dim, "best cycles", "traffic B", "TC util", "padding waste", "best tiles", "dispatched",
-              "loss", "single-schedule loss")
+    header = (sweep.dim, "best cycles", "traffic B", "TC util", "padding waste", "pJ/MAC", "best tiles",
+              "dispatched", "loss", "single-schedule loss")
     rows = []
     for i, p in enumerate(sweep.points):
         if p.cycles is None:
-            rows.append((p.value, None, None, None, None, p.reason, None, None, None))
+            rows.append((p.value, None, None, None, None, None, p.reason, None, None, None))
             continue
         t = sweep.dispatched(i)
+        per_mac = None if p.energy is None else p.energy.energy_per_mac_pj
         rows.append((p.value, p.cycles, p.traffic_bytes, f"{100 * p.tensorcore_utilization:.0f}%",
-                     f"{100 * (1 - p.tensorcore_utilization):.0f}%", _tiles(p.nest), f"#{t}",
+                     f"{100 * (1 - p.tensorcore_utilization):.0f}%", None if per_mac is None else f"{per_mac:.3f}",
+                     _tiles(p.nest), f"#{t}",
                      f"{100 * sweep.loss(t, i):.1f}%",
                      None if sweep.single is None else f"{100 * sweep.loss(sweep.single, i):.1f}%"))
     lines = [format_table(header, rows), ""]
