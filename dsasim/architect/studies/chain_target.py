@@ -27,22 +27,21 @@ CHAIN_CONFIRM = ConfirmRule(default=1, at_most=1, where="a chain's search",
                             chosen="each layer's and fused segment's chosen schedule")
 
 
-def _segment_prefix(result: ChainSearchResult, part: SegmentChoice) -> str:
-    """The segment's layers by their names within the chain, e.g. "conv1+conv2": its tensors' qualifier."""
-    chain = result.chain
-    names = [layer.name for layer in chain.layers[part.first:part.stop]]
-    return "+".join(n[len(chain.name) + 1:] if n.startswith(chain.name + ".") else n for n in names)
+def _segment_prefix(part: SegmentChoice) -> str:
+    """The segment as the partition's label writes it, e.g. "[1 2]": its tensors' qualifier (unique within a
+    partition; the layers' own names may repeat)."""
+    return "[" + " ".join(str(i + 1) for i in range(part.first, part.stop)) + "]"
 
 
 def segment_access_counts(result: ChainSearchResult, part: SegmentChoice) -> AccessCounts | None:
     """A segment's reads and writes per tensor and level (its model's: a fused segment's analysis, a single
-    layer's `analyze`), tensors qualified by the segment's layers; None where its model gives none."""
+    layer's `analyze`), tensors qualified by the segment (e.g. "[1 2].mid1"); None where its model gives none."""
     if part.fused is not None:
         counts = part.analysis.access_counts
     else:
         from dsasim.architect.model.analytic import analyze
         counts = analyze(part.candidate.nest, result.hardware).access_counts()
-    return None if counts is None else counts.qualified(_segment_prefix(result, part))
+    return None if counts is None else counts.qualified(_segment_prefix(part))
 
 
 def partition_access_counts(result: ChainSearchResult, parts: list[SegmentChoice] | None) -> AccessCounts | None:
