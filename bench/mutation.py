@@ -56,6 +56,7 @@ TRUST_OUTPUTS_TESTS = ("tests/test_trust_outputs.py",)
 NETWORK_TRUST_TESTS = ("tests/test_trust_network.py",)
 BITE_SHAPES_TESTS = ("tests/test_trust_bite_shapes.py", "tests/test_shapes.py")
 BITE_LEVEL_TESTS = ("tests/test_trust_bite_levels.py", "tests/test_levels.py")
+RESULTS_TESTS = "tests/test_energy_results.py"
 BITE_MEMORY_TESTS = ("tests/test_trust_bite_memory.py", "tests/test_memory.py")
 BITE_SEARCH_TESTS = ("tests/test_trust_bite_search.py", "tests/test_search.py")
 TARGET_TESTS = ("tests/test_target.py",)
@@ -1399,6 +1400,32 @@ MUTANTS: list[Mutant] = [
            "dsasim/architect/model/fused.py",
            "runs = [sum(len(r) for r in plan.pieces[i]) if dim == slide else plan.lens.shape[1]",
            "runs = [plan.lens.shape[1]", COUNTS_TESTS),
+    # -- issue 28: results --
+    Mutant("results: AccessCounts.sum keeps the last part's writes of a pair", "dsasim/energy/accesses.py",
+           "                pair[1] += int(t.write_bytes)\n", "                pair[1] = int(t.write_bytes)\n",
+           (f"{RESULTS_TESTS}::test_sum_scaled_and_qualified_by_hand",)),
+    Mutant("results: a chain's partition leaves out the residual fold's load",
+           "dsasim/architect/studies/chain_target.py", "    fold = result.fold(parts)\n    if fold:",
+           "    fold = result.fold(parts)\n    if False:", (RESULTS_TESTS,)),
+    Mutant("results: a chain's segments share their tensors' names", "dsasim/architect/studies/chain_target.py",
+           '    return "[" + " ".join(str(i + 1) for i in range(part.first, part.stop)) + "]"',
+           '    return "segment"', (RESULTS_TESTS,)),
+    Mutant("results: a vector layer's unit never reads its operands", "dsasim/architect/studies/network_accesses.py",
+           'TensorAccesses("input", SRAM_LEVEL, loaded_bytes, loaded_bytes)',
+           'TensorAccesses("input", SRAM_LEVEL, 0, loaded_bytes)', (RESULTS_TESTS,)),
+    Mutant("results: a batched layer's accesses counted once", "dsasim/architect/studies/network_accesses.py",
+           "AccessCounts.sum([schedule.scaled(count), ", "AccessCounts.sum([schedule, ", (RESULTS_TESTS,)),
+    Mutant("results: a network's layers priced at the hardware's own SRAM size",
+           "dsasim/architect/studies/network_eval.py", "            sized = replace(hw, sram_bytes=cap)  #",
+           "            sized = hw  #", (RESULTS_TESTS,)),
+    Mutant("results: a size that leaves a layer out competes in the network's sizing",
+           "dsasim/architect/studies/network_eval.py",
+           '        whole = all(x.energy is not None for x in self.layers if x.status != "unmodelled")',
+           "        whole = True", (RESULTS_TESTS,)),
+    Mutant("results: a shape's energy is dropped", "dsasim/architect/studies/shapes.py",
+           "tensorcore_utilization=f.tensorcore_utilization, energy=f.energy))",
+           "tensorcore_utilization=f.tensorcore_utilization, energy=None))",
+           (f"{RESULTS_TESTS}::test_every_result_object_carries_energy_and_area[shapes]",)),
 ]
 
 
