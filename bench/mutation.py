@@ -1403,7 +1403,7 @@ MUTANTS: list[Mutant] = [
     # -- issue 28: results --
     Mutant("results: AccessCounts.sum keeps the last part's writes of a pair", "dsasim/energy/accesses.py",
            "                pair[1] += int(t.write_bytes)\n", "                pair[1] = int(t.write_bytes)\n",
-           (f"{RESULTS_TESTS}::test_sum_scaled_and_qualified_by_hand",)),
+           (RESULTS_TESTS,)),
     Mutant("results: a chain's partition leaves out the residual fold's load",
            "dsasim/architect/studies/chain_target.py", "    fold = result.fold(parts)\n    if fold:",
            "    fold = result.fold(parts)\n    if False:", (RESULTS_TESTS,)),
@@ -1425,7 +1425,7 @@ MUTANTS: list[Mutant] = [
     Mutant("results: a shape's energy is dropped", "dsasim/architect/studies/shapes.py",
            "tensorcore_utilization=f.tensorcore_utilization, energy=f.energy))",
            "tensorcore_utilization=f.tensorcore_utilization, energy=None))",
-           (f"{RESULTS_TESTS}::test_every_result_object_carries_energy_and_area[shapes]",)),
+           (RESULTS_TESTS,)),
 ]
 
 
