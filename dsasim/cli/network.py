@@ -254,6 +254,7 @@ COMMAND = Command(
     "network", "a whole network's traffic and cycles under one SRAM size, per layer",
     "Reads a preset or your nn.Module through torch.fx, searches the best schedule of every layer under the "
     "SRAM size (each distinct shape once) and prints per layer and in total: traffic, cycles, bound, compulsory "
-    "traffic, TensorCore utilization; JSON and a per-layer bar chart. A layer left out (unmodelled or "
+    "traffic, TensorCore utilization, energy (pJ, by component) and area; JSON and a per-layer bar chart. A layer "
+    "left out (unmodelled or "
     "unplaceable) makes the result partial: named on stderr, exit status 1.",
     add_arguments, run)

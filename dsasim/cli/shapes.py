@@ -123,5 +123,6 @@ COMMAND = Command(
     "shapes", "a layer over a range of one dimension: per-shape best vs shape-generic schedules (DietCode)",
     "Searches the best schedule of every shape, builds shape-generic schedules (tiles fixed, TensorCore tiles in "
     "whole 16 x 24 blocks), and prints the single generic schedule's loss and the dispatch table that keeps every "
-    "shape within --max-loss; JSON and a plot of utilization and cycles against the shape.",
+    "shape within --max-loss; each shape's energy per MAC; JSON and a plot of utilization and cycles against the "
+    "shape.",
     add_arguments, run)

@@ -271,5 +271,6 @@ def _run_network(args: argparse.Namespace) -> int:
 COMMAND = Command(
     "sweep-sram", "best traffic and cycles of a layer across SRAM sizes",
     "For each SRAM size, the best-traffic schedule of LAYER (one enumeration for all sizes), its simulated "
-    "cycles, the lower bound and compulsory traffic; a table, JSON and a plot.",
+    "cycles, the lower bound and compulsory traffic, its energy and area, and the sizes with the least energy, the "
+    "least energy x delay and the best performance per mm2; a table, JSON and a plot.",
     add_arguments, run)
