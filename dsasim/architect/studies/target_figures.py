@@ -5,7 +5,9 @@ A target that can be evaluated in a network (the `NetworkTarget` protocol: the l
 `network_choices(sizes, objective)`: per SRAM size its model's best `Choice` (nothing re-run through the trace),
 found in one pass over all sizes where the kind can (a layer: one search front; a chain: `sweep_chain` with the
 layers' fronts). Its choices add two things to the `Choice` figures: `tensorcore_cycles` and `network_schedule()`
-(the schedule's JSON and a one-phrase label, e.g. a chain's partition "[1 2] [3]"). The task runs in worker
+(the schedule's JSON and a one-phrase label, e.g. a chain's partition "[1 2] [3]"), and may add `access_counts`
+(its schedule's reads and writes, what the network's energy prices; without it the network's energy leaves the
+entry out and names it). The task runs in worker
 processes and on Dask: it is module-level, and it returns small figures records, not the choices (which hold the
 search's arrays), so that little travels back.
 """
@@ -35,10 +37,6 @@ class NetworkChoice(Choice, Protocol):
         """(label, schedule JSON) of the chosen schedule: label '' for a single nest, a chain's partition."""
         ...
 
-    @property
-    def access_counts(self) -> AccessCounts | None:
-        """The chosen schedule's reads and writes per tensor and level (its model's), None when unknown."""
-        ...
 
 
 @runtime_checkable
@@ -85,7 +83,8 @@ class TargetFigures:
                    tensorcore_cycles=choice.tensorcore_cycles, macs=choice.macs,
                    peak_sram_bytes=choice.peak_sram_bytes, lower_bound_bytes=choice.lower_bound_bytes,
                    compulsory_bytes=choice.compulsory_bytes, label=label, schedule=schedule,
-                   access_counts=choice.access_counts)
+                   # a kind whose model counts no accesses: its energy is left out of the network's, and named
+                   access_counts=getattr(choice, "access_counts", None))
 
 
 def sweep_target_task(target: NetworkTarget, sizes: tuple[int, ...],
