@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Iterator
 from dsasim.architect.search.objective import DEFAULT_OBJECTIVE
 from dsasim.cli.common import (EXIT_FAILED, CliError, Command, add_objective_argument, int_at_least,
                                json_and_plot_paths, warner, write_outputs)
-from dsasim.view.energy_text import format_energy
+from dsasim.view.energy_text import format_energy_narrow
 from dsasim.view.table import format_table
 from dsasim.hardware import load_hardware
 from dsasim.one_level import require_one_level
@@ -201,7 +201,7 @@ def format_network(result: NetworkResult, top: int = 5, wide: bool = False) -> s
         lines.append(f"  best / bound {result.traffic_bytes / result.lower_bound_bytes:.3f}"
                      + (" (of the layers counted)" if result.partial else ""))
     if result.energy is not None:
-        lines.append(format_energy(result.energy))
+        lines.append(format_energy_narrow(result.energy))
     unpriced = [x.layer.name for x in result.layers if x.status == "ok" and x.energy is None]
     if unpriced:  # placed, but its schedule's model counts no accesses: out of the energy total, never zero
         lines.append(f"  energy leaves out {len(unpriced)} placed layer(s) whose model counts no accesses: "
