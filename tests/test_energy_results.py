@@ -143,7 +143,7 @@ def test_a_networks_energy_is_the_sum_of_its_layers_each_priced_from_its_traced_
     assert math.isclose(data["energy_pj"], sum(x["energy_pj"] for x in data["layers"]), rel_tol=1e-9)
 
 
-def test_a_layer_left_out_stays_out_of_the_energy_and_a_size_it_misses_never_wins_the_sizing():
+def test_a_layer_left_out_stays_out_of_the_energy_and_a_size_it_misses_never_wins_the_sizing(tmp_path):
     net = import_network(TwoConvsAndAPool(), (1, 4, 8, 8), "two")
     sweep = sweep_network(net, [BLOG], [2, 4096, 1 << 16], fusion=False)
     small, mid, big = sweep.results[0]
@@ -158,6 +158,16 @@ def test_a_layer_left_out_stays_out_of_the_energy_and_a_size_it_misses_never_win
     assert answers.best_perf_per_mm2_bytes == min(pts, key=lambda s: (pts[s].cycles * pts[s].energy.area_mm2, s))
     js = sweep.to_json()
     assert js["sizing"]["blog"] == answers.to_json() and js["points"][0]["energy_left_out"] == ["a", "b"]
+    from dsasim.view.energy_plot import plot_energy_sweep
+    png = plot_energy_sweep(sweep.energy_points(), "two", tmp_path / "e.png")
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_a_network_energy_plot_of_several_hardware_is_refused_in_one_line(tmp_path, capsys):
+    from cli_helpers import one_line_error
+    one_line_error(["sweep-sram", "--network", "resnet18", "--sizes", "64KiB", "--vary",
+                    "dram_bytes_per_cycle=16,32", "--energy-plot", str(tmp_path / "e.png")], capsys,
+                   "--energy-plot draws one hardware's energy; this sweep has 2")
 
 
 def test_a_batched_layer_counts_its_repeats_and_its_extra_operand():
