@@ -136,20 +136,28 @@ class NetworkResult:
         return [x.layer.name for x in self.layers if x.energy is None]
 
     @functools.cached_property
-    def access_counts(self) -> AccessCounts | None:
-        """The counted layers' reads and writes summed (tensors qualified by layer name); None when none is."""
-        parts = [x.access_counts.qualified(x.layer.name) for x in self.layers if x.energy is not None]
-        return AccessCounts.sum(parts) if parts else None
-
-    @functools.cached_property
     def energy(self) -> EnergyReport | None:
-        """Energy per inference of the counted layers (`energy_left_out` names the rest) on the hardware at this
-        SRAM size, over their cycles summed, and that hardware's area; None when no layer is counted."""
-        counts = self.access_counts
-        if counts is None:
+        """Energy per inference of the counted layers (`energy_left_out` names the rest): their reports summed (each
+        priced on the hardware at this SRAM size over its own cycles; leakage is linear in cycles, so this is the
+        sum's price over the summed cycles), per tensor qualified by layer name; None when no layer is counted.
+        Summed as reports, not as counts: thousands of access records per size would cost the sweep its speed."""
+        reports = [(x.layer.name, x.energy) for x in self.layers if x.energy is not None]
+        if not reports:
             return None
-        return energy_report(counts, replace(self.hardware, sram_bytes=self.sram_bytes),
-                             sum(x.cycles for x in self.layers if x.energy is not None))
+
+        def summed(key: str) -> dict[str, float]:
+            out: dict[str, float] = {}
+            for _, r in reports:
+                for k, v in getattr(r, key).items():
+                    out[k] = out.get(k, 0.0) + v
+            return out
+
+        tensor = {f"{name}.{t}": v for name, r in reports for t, v in r.tensor_pj.items()}
+        first = reports[0][1]
+        return EnergyReport(summed("energy_breakdown_pj"), summed("level_read_pj"), summed("level_write_pj"),
+                            dict(sorted(tensor.items())), sum(r.mac_waste_pj for _, r in reports),
+                            sum(r.macs for _, r in reports), sum(r.cycles for _, r in reports), first.clock_hz,
+                            dict(first.area_breakdown_mm2))
 
     @property
     def energy_point(self) -> EnergyPoint:
