@@ -69,7 +69,7 @@ def chain_result():
 
 
 def test_layer_by_layer_counts_are_each_layers_traced_counts_plus_the_residual_fold(chain_result):
-    from dsasim.architect.studies.chain_target import partition_access_counts
+    from dsasim.architect.studies.chain_energy import partition_access_counts
     parts = chain_result.layer_by_layer
     got = partition_access_counts(chain_result, parts)
     hw = chain_result.hardware
@@ -85,7 +85,7 @@ def test_layer_by_layer_counts_are_each_layers_traced_counts_plus_the_residual_f
 
 
 def test_a_chains_energy_is_its_partition_priced_once_and_its_parts_add_up(chain_result):
-    from dsasim.architect.studies.chain_target import chain_result_json, partition_access_counts, partition_energy
+    from dsasim.architect.studies.chain_energy import chain_result_json, partition_access_counts, partition_energy
     counts, energy = partition_energy(chain_result)
     best = chain_result.best
     totals = chain_result.totals(best, chain_result.fold(best))

@@ -336,7 +336,7 @@ def test_a_chain_choice_carries_the_best_partitions_totals() -> None:
     choice = target_of(SMALL_GEMM_CHAIN, hw).search(64 * 1024, "traffic", NO_KERNELS)
     want = direct.to_json(SMALL_GEMM_CHAIN)
     # the search's JSON, with the partition's energy beside it (and each part's)
-    from dsasim.architect.studies.chain_target import chain_result_json
+    from dsasim.architect.studies.chain_energy import chain_result_json
     got = choice.to_json()
     assert choice.fits and got == chain_result_json(direct, SMALL_GEMM_CHAIN) and got["energy_pj"] > 0
     assert {k: v for k, v in got.items() if k in want and k != "parts"} == {k: v for k, v in want.items()

@@ -12,7 +12,8 @@ from dsasim import preset
 from dsasim.architect.problems.chain import ConvChain
 from dsasim.architect.search.fused_search import search_chain
 from dsasim.architect.nests.loopnest import ConvProblem
-from dsasim.architect.studies.chain_target import ChainTarget, chain_result_json
+from dsasim.architect.studies.chain_energy import chain_result_json
+from dsasim.architect.studies.chain_target import ChainTarget
 from dsasim.architect.studies.sweep import sweep_chain
 
 BLOG = preset("blog")

@@ -280,11 +280,11 @@ class ChainSweepPoint:
 
     @functools.cached_property
     def _energy(self) -> tuple[AccessCounts | None, EnergyReport | None]:
-        from dsasim.architect.studies.chain_target import partition_energy
+        from dsasim.architect.studies.chain_energy import partition_energy
         return partition_energy(self.result)
 
     def to_json(self, name: str) -> dict[str, Any]:
-        from dsasim.architect.studies.chain_target import chain_result_json
+        from dsasim.architect.studies.chain_energy import chain_result_json
         return chain_result_json(self.result, name)
 
 
