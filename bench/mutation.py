@@ -56,6 +56,7 @@ TRUST_OUTPUTS_TESTS = ("tests/test_trust_outputs.py",)
 NETWORK_TRUST_TESTS = ("tests/test_trust_network.py",)
 BITE_SHAPES_TESTS = ("tests/test_trust_bite_shapes.py", "tests/test_shapes.py")
 BITE_LEVEL_TESTS = ("tests/test_trust_bite_levels.py", "tests/test_levels.py")
+RESULTS_TESTS = "tests/test_energy_results.py"
 BITE_MEMORY_TESTS = ("tests/test_trust_bite_memory.py", "tests/test_memory.py")
 BITE_SEARCH_TESTS = ("tests/test_trust_bite_search.py", "tests/test_search.py")
 TARGET_TESTS = ("tests/test_target.py",)
@@ -659,12 +660,12 @@ MUTANTS: list[Mutant] = [
            'compulsory_bytes=c * found.compulsory_bytes + extra', 'compulsory_bytes=found.compulsory_bytes + extra',
            NETWORK_TRUST_TESTS),
     Mutant('network: a batched layer\'s cycles counted once', 'dsasim/architect/studies/network_eval.py',
-           'cycles=overlapped_cycles(c * found.cycles, epilogue)',
-           'cycles=overlapped_cycles(found.estimated_cycles, epilogue)',
+           'cycles = overlapped_cycles(c * found.cycles, epilogue)',
+           'cycles = overlapped_cycles(found.estimated_cycles, epilogue)',
            NETWORK_TRUST_TESTS),
     Mutant('network: a batched layer\'s cycles counted twice', 'dsasim/architect/studies/network_eval.py',
-           'cycles=overlapped_cycles(c * found.cycles, epilogue)',
-           'cycles=overlapped_cycles(c * c * found.cycles, epilogue)',
+           'cycles = overlapped_cycles(c * found.cycles, epilogue)',
+           'cycles = overlapped_cycles(c * c * found.cycles, epilogue)',
            NETWORK_TRUST_TESTS),
     Mutant('network: a fused residual operand loaded once per repeat', 'dsasim/architect/studies/network_eval.py',
            '    extra = (layer.extra_read_elements + layer.bias_elements) * hardware.word_bytes',
@@ -1443,6 +1444,32 @@ MUTANTS: list[Mutant] = [
     Mutant("power: the reference COMPUTE swaps its input reads", "dsasim/traced/sram_access.py",
            "return (input_reads[0], input_reads[1], product.output_writes - fresh",
            "return (input_reads[1], input_reads[0], product.output_writes - fresh", ("tests/test_energy_power.py",)),
+    # -- issue 28: results --
+    Mutant("results: AccessCounts.sum keeps the last part's writes of a pair", "dsasim/energy/accesses.py",
+           "                pair[1] += int(t.write_bytes)\n", "                pair[1] = int(t.write_bytes)\n",
+           (RESULTS_TESTS,)),
+    Mutant("results: a chain's partition leaves out the residual fold's load",
+           "dsasim/architect/studies/chain_energy.py", "    fold = result.fold(parts)\n    if fold:",
+           "    fold = result.fold(parts)\n    if False:", (RESULTS_TESTS,)),
+    Mutant("results: a chain's segments share their tensors' names", "dsasim/architect/studies/chain_energy.py",
+           '    return "[" + " ".join(str(i + 1) for i in range(part.first, part.stop)) + "]"',
+           '    return "segment"', (RESULTS_TESTS,)),
+    Mutant("results: a vector layer's unit never reads its operands", "dsasim/architect/studies/network_accesses.py",
+           'TensorAccesses("input", SRAM_LEVEL, loaded_bytes, loaded_bytes)',
+           'TensorAccesses("input", SRAM_LEVEL, 0, loaded_bytes)', (RESULTS_TESTS,)),
+    Mutant("results: a batched layer's accesses counted once", "dsasim/architect/studies/network_accesses.py",
+           "AccessCounts.sum([schedule.scaled(count), ", "AccessCounts.sum([schedule, ", (RESULTS_TESTS,)),
+    Mutant("results: a network's layers priced at the hardware's own SRAM size",
+           "dsasim/architect/studies/network_eval.py", "            sized = replace(hw, sram_bytes=cap)  #",
+           "            sized = hw  #", (RESULTS_TESTS,)),
+    Mutant("results: a size that leaves a layer out competes in the network's sizing",
+           "dsasim/architect/studies/network_eval.py",
+           '        whole = all(x.energy is not None for x in self.layers if x.status != "unmodelled")',
+           "        whole = True", (RESULTS_TESTS,)),
+    Mutant("results: a shape's energy is dropped", "dsasim/architect/studies/shapes.py",
+           "tensorcore_utilization=f.tensorcore_utilization, energy=f.energy))",
+           "tensorcore_utilization=f.tensorcore_utilization, energy=None))",
+           (RESULTS_TESTS,)),
 ]
 
 

@@ -110,6 +110,9 @@ def test_a_new_kind_is_evaluated_in_a_network_without_editing_network_eval(toy_k
     assert (large.lower_bound_bytes, large.compulsory_bytes) == (2000, 2000)
     assert large.layers[1].tensorcore_utilization == 0.5
     assert large.layers[1].schedule == {"toy": 500}  # no "problem" in it to label with the layer's name
+    # the toy's choice counts no accesses: its energy is unknown, left out and named, never a zero
+    assert large.energy is None and large.energy_left_out == ["t1", "t2"]
+    assert large.to_json()["energy_pj"] is None and large.to_json()["energy_left_out"] == ["t1", "t2"]
 
 
 def test_a_piece_no_kind_evaluates_is_refused_by_name() -> None:

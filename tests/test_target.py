@@ -335,7 +335,12 @@ def test_a_chain_choice_carries_the_best_partitions_totals() -> None:
     direct = search_chain(parse_chain(SMALL_GEMM_CHAIN), hw, 64 * 1024, "traffic")
     choice = target_of(SMALL_GEMM_CHAIN, hw).search(64 * 1024, "traffic", NO_KERNELS)
     want = direct.to_json(SMALL_GEMM_CHAIN)
-    assert choice.fits and choice.to_json() == want
+    # the search's JSON, with the partition's energy beside it (and each part's)
+    from dsasim.architect.studies.chain_energy import chain_result_json
+    got = choice.to_json()
+    assert choice.fits and got == chain_result_json(direct, SMALL_GEMM_CHAIN) and got["energy_pj"] > 0
+    assert {k: v for k, v in got.items() if k in want and k != "parts"} == {k: v for k, v in want.items()
+                                                                           if k != "parts"}
     assert {f: getattr(choice, f) for f in ("loaded_bytes", "stored_bytes", "traffic_bytes", "cycles")} == \
         {f: want[f] for f in ("loaded_bytes", "stored_bytes", "traffic_bytes", "cycles")}
     assert choice.macs == parse_chain(SMALL_GEMM_CHAIN).macs  # no recomputation in a GEMM chain: its MACs

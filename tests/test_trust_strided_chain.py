@@ -12,6 +12,7 @@ from dsasim import preset
 from dsasim.architect.problems.chain import ConvChain
 from dsasim.architect.search.fused_search import search_chain
 from dsasim.architect.nests.loopnest import ConvProblem
+from dsasim.architect.studies.chain_energy import chain_result_json
 from dsasim.architect.studies.chain_target import ChainTarget
 from dsasim.architect.studies.sweep import sweep_chain
 
@@ -23,7 +24,7 @@ def test_chain_sweep_point_is_the_search_at_that_size_cycles_included():
     chain = ConvChain([ConvProblem(1, 8, 8, 12, 12, 3, padding=1), ConvProblem(1, 8, 16, 12, 12, 1)], relu=True)
     size = 2048
     point = sweep_chain(ChainTarget("chain", chain, BLOG), [size]).choices[0].to_json("chain")
-    alone = search_chain(chain, BLOG, size).to_json("chain")
+    alone = chain_result_json(search_chain(chain, BLOG, size), "chain")  # the search's JSON, its energy beside it
     assert point["layer_by_layer_cycles"] == alone["layer_by_layer_cycles"]
     assert point["cycles"] == alone["cycles"]
     assert point == alone  # every figure, the nests and the evaluation count included

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Iterator
 from dsasim.architect.search.objective import DEFAULT_OBJECTIVE
 from dsasim.cli.common import (EXIT_FAILED, CliError, Command, add_objective_argument, int_at_least,
                                json_and_plot_paths, warner, write_outputs)
+from dsasim.view.energy_text import format_energy_narrow
 from dsasim.view.table import format_table
 from dsasim.hardware import load_hardware
 from dsasim.one_level import require_one_level
@@ -169,7 +170,7 @@ def format_network(result: NetworkResult, top: int = 5, wide: bool = False) -> s
     layer's shape, status and padding waste. The totals say 'PARTIAL' and name the layers left out when any is."""
     from dsasim.architect.studies.sweep import format_bytes
 
-    header = ["layer", "op", "traffic B", "bound B", "compulsory B", "cycles (est)", "TC util"]
+    header = ["layer", "op", "traffic B", "bound B", "compulsory B", "cycles (est)", "TC util", "energy uJ"]
     if wide:
         header[2:2] = ["shape", "status"]
         header.append("padding waste")
@@ -179,7 +180,8 @@ def format_network(result: NetworkResult, top: int = 5, wide: bool = False) -> s
         name, op = short_layer_name(x.layer.name), short_op(x)
         row: list[int | str | None] = [name, op, x.traffic_bytes if ok else x.status,
                                        x.lower_bound_bytes if ok else None, x.compulsory_bytes if ok else None,
-                                       x.cycles if ok else None, _pct(x.tensorcore_utilization)]
+                                       x.cycles if ok else None, _pct(x.tensorcore_utilization),
+                                       None if x.energy is None else f"{x.energy.energy_pj / 1e6:,.3f}"]
         if wide:
             row[2:2] = [x.layer.shape, x.status]
             row.append(None if x.tensorcore_utilization is None else _pct(1 - x.tensorcore_utilization))
@@ -198,6 +200,12 @@ def format_network(result: NetworkResult, top: int = 5, wide: bool = False) -> s
     if result.traffic_bytes and result.lower_bound_bytes:
         lines.append(f"  best / bound {result.traffic_bytes / result.lower_bound_bytes:.3f}"
                      + (" (of the layers counted)" if result.partial else ""))
+    if result.energy is not None:
+        lines.append(format_energy_narrow(result.energy))
+    unpriced = [x.layer.name for x in result.layers if x.status == "ok" and x.energy is None]
+    if unpriced:  # placed, but its schedule's model counts no accesses: out of the energy total, never zero
+        lines.append(f"  energy leaves out {len(unpriced)} placed layer(s) whose model counts no accesses: "
+                     + ", ".join(unpriced))
     lines.append("dominant layers (share of cycles, of traffic):")
     lines.extend(f"  {_cut(short_layer_name(x.layer.name), 10**6 if wide else 3 * NAME_CELL_CHARS)} "
                  f"{100 * c:.1f}%, {100 * t:.1f}%" for x, c, t in result.dominant(top))
@@ -250,6 +258,7 @@ COMMAND = Command(
     "network", "a whole network's traffic and cycles under one SRAM size, per layer",
     "Reads a preset or your nn.Module through torch.fx, searches the best schedule of every layer under the "
     "SRAM size (each distinct shape once) and prints per layer and in total: traffic, cycles, bound, compulsory "
-    "traffic, TensorCore utilization; JSON and a per-layer bar chart. A layer left out (unmodelled or "
+    "traffic, TensorCore utilization, energy (pJ, by component) and area; JSON and a per-layer bar chart. A layer "
+    "left out (unmodelled or "
     "unplaceable) makes the result partial: named on stderr, exit status 1.",
     add_arguments, run)

@@ -50,16 +50,18 @@ def _tiles(template: dict) -> str:
 
 def format_shapes(sweep: ShapeSweep) -> str:
     """Per shape: best and dispatched figures; then the single schedule, the dispatch table and the templates."""
-    header = (sweep.dim, "best cycles", "traffic B", "TC util", "padding waste", "best tiles", "dispatched",
-              "loss", "single-schedule loss")
+    header = (sweep.dim, "best cycles", "traffic B", "TC util", "padding waste", "pJ/MAC", "best tiles",
+              "dispatched", "loss", "single-schedule loss")
     rows = []
     for i, p in enumerate(sweep.points):
         if p.cycles is None:
-            rows.append((p.value, None, None, None, None, p.reason, None, None, None))
+            rows.append((p.value, None, None, None, None, None, p.reason, None, None, None))
             continue
         t = sweep.dispatched(i)
+        per_mac = None if p.energy is None else p.energy.energy_per_mac_pj
         rows.append((p.value, p.cycles, p.traffic_bytes, f"{100 * p.tensorcore_utilization:.0f}%",
-                     f"{100 * (1 - p.tensorcore_utilization):.0f}%", _tiles(p.nest), f"#{t}",
+                     f"{100 * (1 - p.tensorcore_utilization):.0f}%", None if per_mac is None else f"{per_mac:.3f}",
+                     _tiles(p.nest), f"#{t}",
                      f"{100 * sweep.loss(t, i):.1f}%",
                      None if sweep.single is None else f"{100 * sweep.loss(sweep.single, i):.1f}%"))
     lines = [format_table(header, rows), ""]
@@ -121,5 +123,6 @@ COMMAND = Command(
     "shapes", "a layer over a range of one dimension: per-shape best vs shape-generic schedules (DietCode)",
     "Searches the best schedule of every shape, builds shape-generic schedules (tiles fixed, TensorCore tiles in "
     "whole 16 x 24 blocks), and prints the single generic schedule's loss and the dispatch table that keeps every "
-    "shape within --max-loss; JSON and a plot of utilization and cycles against the shape.",
+    "shape within --max-loss; each shape's energy per MAC; JSON and a plot of utilization and cycles against the "
+    "shape.",
     add_arguments, run)

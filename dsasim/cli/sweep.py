@@ -171,13 +171,18 @@ def format_network_sweep(sweep: NetworkSweep) -> str:
     (unmodelled or unplaceable); the smallest size within X % says 'partial' when its totals leave layers out."""
     from dsasim.architect.studies.sweep import format_bytes
 
+    from dsasim.view.energy_text import format_sizing
+
     header = ("hardware", "SRAM", "traffic B", "lower bound B", "compulsory B", "traffic/compulsory", "cycles (est)",
-              "left out")
+              "energy uJ", "area mm2", "left out")
     rows = [(r.hardware.name, format_bytes(r.sram_bytes), r.traffic_bytes, r.lower_bound_bytes, r.compulsory_bytes,
              f"{r.traffic_bytes / r.compulsory_bytes:.3f}" if r.compulsory_bytes else None, r.cycles,
-             len(r.left_out) or None)
+             None if r.energy is None else f"{r.energy.energy_pj / 1e6:,.3f}",
+             None if r.energy is None else f"{r.energy.area_mm2:.3f}", len(r.left_out) or None)
             for row in sweep.results for r in row]
     lines = [format_table(header, rows)]
+    for hw, answers in zip(sweep.hardwares, sweep.sizing()):
+        lines.append(f"{hw.name}: {format_sizing(answers)}")
     if any(r.partial for row in sweep.results for r in row):
         lines.append("left out: layers unmodelled or unplaceable at that size; those rows' totals are partial")
     if sweep.within is not None:
@@ -221,6 +226,10 @@ def _run_network(args: argparse.Namespace) -> int:
             raise ValueError("every size must hold at least one word of every hardware")
         within = parse_percent(args.within, "--within") if args.within is not None else None
         json_path, plot_path = json_and_plot_paths(args)
+        energy_plot_path = _energy_plot_path(args)
+        if energy_plot_path is not None and len(hardwares) > 1:
+            raise ValueError(f"--energy-plot draws one hardware's energy; this sweep has {len(hardwares)} (a list "
+                             f"or --vary): sweep one hardware for the plot, the JSON has every one's energy")
     except ValueError as err:
         raise CliError(str(err)) from None
     network = load_network_quietly(args)
@@ -251,6 +260,11 @@ def _run_network(args: argparse.Namespace) -> int:
         executor.close()
     print(format_network_sweep(sweep))
     write_outputs(sweep, json_path, plot_path, "plot_network_sweep")
+    if energy_plot_path is not None:
+        from dsasim.view.energy_plot import plot_energy_sweep
+
+        plot_energy_sweep(sweep.energy_points(), f"{network.name} on {hardwares[0].name}: energy per inference",
+                          energy_plot_path)
     results = [r for row in sweep.results for r in row]
     warn_partial("sweep-sram", "the sweep's totals are", results)
     return EXIT_FAILED if any(r.partial for r in results) else 0
@@ -259,5 +273,6 @@ def _run_network(args: argparse.Namespace) -> int:
 COMMAND = Command(
     "sweep-sram", "best traffic and cycles of a layer across SRAM sizes",
     "For each SRAM size, the best-traffic schedule of LAYER (one enumeration for all sizes), its simulated "
-    "cycles, the lower bound and compulsory traffic; a table, JSON and a plot.",
+    "cycles, the lower bound and compulsory traffic, its energy and area, and the sizes with the least energy, the "
+    "least energy x delay and the best performance per mm2; a table, JSON and a plot.",
     add_arguments, run)

@@ -16,7 +16,9 @@ compute units' work. The conventions (docs/model/energy.md states them beside th
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
+from typing import Sequence
 
 from dsasim.util import is_int
 
@@ -68,6 +70,41 @@ class AccessCounts:
         if self.padded_macs < self.macs:
             raise ValueError(f"AccessCounts: padded_macs ({self.padded_macs}) < macs ({self.macs}); the TensorCore "
                              f"cannot run more MACs than its steps hold")
+
+    @staticmethod
+    def sum(parts: Sequence["AccessCounts"]) -> "AccessCounts":
+        """The accesses of runs one after another: per (tensor, level) the bytes summed (first-seen order), and the
+        compute counts summed; ValueError for no part. Parts whose tensors are different buffers that share a name
+        are `qualified` first, so that their bytes stay apart."""
+        if not parts:
+            raise ValueError("AccessCounts.sum needs at least one part")
+        moved: dict[tuple[str, str], list[int]] = {}
+        for part in parts:
+            for t in part.tensors:
+                pair = moved.setdefault((t.tensor, t.level), [0, 0])
+                pair[0] += int(t.read_bytes)
+                pair[1] += int(t.write_bytes)
+        return AccessCounts(tuple(TensorAccesses(tensor, level, r, w) for (tensor, level), (r, w) in moved.items()),
+                            macs=sum(int(p.macs) for p in parts), padded_macs=sum(int(p.padded_macs) for p in parts),
+                            vector_lane_ops=sum(int(p.vector_lane_ops) for p in parts))
+
+    def scaled(self, times: int) -> "AccessCounts":
+        """The accesses of `times` runs of this one (a batched layer counted `count` times); ValueError for a
+        count below 1."""
+        if not is_int(times) or times < 1:
+            raise ValueError(f"AccessCounts.scaled: times must be an integer >= 1, got {times!r}")
+        return AccessCounts(tuple(TensorAccesses(t.tensor, t.level, int(t.read_bytes) * times,
+                                                 int(t.write_bytes) * times) for t in self.tensors),
+                            macs=int(self.macs) * times, padded_macs=int(self.padded_macs) * times,
+                            vector_lane_ops=int(self.vector_lane_ops) * times)
+
+    def qualified(self, prefix: str) -> "AccessCounts":
+        """The same accesses with every tensor named `prefix.tensor` (a chain's layers each have an "image" and a
+        "weight": summed unqualified, the per-tensor energy would merge different buffers)."""
+        if not isinstance(prefix, str) or not prefix:
+            raise ValueError(f"AccessCounts.qualified: prefix must be a non-empty string, got {prefix!r}")
+        return dataclasses.replace(self, tensors=tuple(dataclasses.replace(t, tensor=f"{prefix}.{t.tensor}")
+                                                       for t in self.tensors))
 
     @property
     def levels(self) -> tuple[str, ...]:

@@ -9,7 +9,7 @@ if TYPE_CHECKING:
     from dsasim.energy.report import EnergyReport
     from dsasim.energy.sizing import SizingAnswers
 
-__all__ = ["format_energy", "format_sizing", "format_pj"]
+__all__ = ["format_energy", "format_energy_narrow", "format_sizing", "format_pj"]
 
 
 def format_pj(pj: float) -> str:
@@ -30,6 +30,20 @@ def format_energy(report: EnergyReport, indent: str = "  ") -> str:
     areas = ", ".join(f"{name} {value:.3f}" for name, value in report.area_breakdown_mm2.items())
     return (f"{indent}energy       {format_pj(total):>16}    ({parts}){mac}\n"
             f"{indent}area         {report.area_mm2:>12,.3f} mm2    ({areas})")
+
+
+def format_energy_narrow(report: EnergyReport, indent: str = "  ") -> str:
+    """`format_energy` in lines of at most about 100 columns (for tables that keep within 120): the total and its
+    components' shares; pJ per MAC and the area."""
+    total = report.energy_pj
+    parts = ", ".join(f"{name} {value / total:.1%}" for name, value in report.energy_breakdown_pj.items()
+                      if total and value)
+    per_mac = report.energy_per_mac_pj
+    mac = (f"{per_mac:,.3f} pJ/MAC (padded lanes {format_pj(report.mac_waste_pj)}); " if per_mac is not None
+           else "")
+    areas = ", ".join(f"{name} {value:.3f}" for name, value in report.area_breakdown_mm2.items())
+    return (f"{indent}energy {format_pj(total)} ({parts})\n"
+            f"{indent}{mac}area {report.area_mm2:,.3f} mm2 ({areas})")
 
 
 def format_sizing(answers: SizingAnswers) -> str:

@@ -90,8 +90,10 @@ def format_level_choice(choice: LevelChoice, wall_seconds: float) -> str:
                      f"for (" + ", ".join(f"{name} {round(c):,}" for name, c in a.exposed_cycles if c) + ")")
     lines += [f"  cycles       {round(a.cycles):>16,}    (the slowest of the TensorCore's path, exposed transfers "
               f"included, and every level's transfers)",
-              f"  bottleneck   {a.bottleneck}",
-              "  control triggers (per level: where, how often, bytes):",
+              f"  bottleneck   {a.bottleneck}"]
+    if choice.energy is not None:
+        lines.append(format_energy(choice.energy))
+    lines += ["  control triggers (per level: where, how often, bytes):",
               format_table(("level", "tensor", "loop", "action", "from/to", "count", "bytes"),
                            [(t.level, t.tensor, t.loop, t.action, t.source, t.count, t.bytes)
                             for t in a.triggers]),
@@ -161,6 +163,8 @@ def format_chain_choice(choice: ChainChoice, wall_seconds: float) -> str:
         lines.append(f"  Chimera's model (least DV with MU <= SRAM) picks order {result.chimera.order}, tiles "
                      f"{tiles}: its DV {c.chimera_dv_bytes:,} B; the trace moves {c.traffic_bytes:,} B "
                      f"(~{c.estimated_cycles:,} cycles, estimated)")
+    if choice.energy is not None:
+        lines.append(format_energy(choice.energy))
     lines.append(f"  searched     {result.evaluations:,} candidates (fused nests and single-layer nests); "
                  f"{wall_seconds:.2f} s in all")
     return "\n".join(lines)
@@ -209,10 +213,12 @@ def format_chain_sweep(result: TargetSweep) -> str:
     """The chain sweep table: per SRAM size the best partition, its traffic beside all fused and layer by layer."""
     from dsasim.architect.studies.sweep import format_bytes
 
-    header = ("SRAM", "best", "traffic B", "all fused B", "layer by layer B", "compulsory B", "best/bound", "cycles")
+    header = ("SRAM", "best", "traffic B", "all fused B", "layer by layer B", "compulsory B", "best/bound", "cycles",
+              "energy uJ", "area mm2")
     rows = [(format_bytes(p.sram_bytes), p.partition, p.traffic_bytes, p.fused_bytes, p.layer_by_layer_bytes,
              p.compulsory_bytes, None if p.traffic_bytes is None else f"{p.traffic_bytes / p.compulsory_bytes:.3f}",
-             None if p.cycles is None else f"{p.cycles:,}" + ("" if p.cycles_source == "simulated" else " (est)"))
+             None if p.cycles is None else f"{p.cycles:,}" + ("" if p.cycles_source == "simulated" else " (est)"),
+             *_energy_cells(p))
             for p in result.choices]
     return format_table(header, rows)
 
@@ -234,9 +240,9 @@ def format_level_sweep(sweep: TargetSweep, n_sizes: int) -> str:
     from dsasim.architect.studies.sweep import format_bytes
 
     names = [lv.name for lv in sweep.hardware.levels]
-    header = (sweep.level, *(f"{n} B" for n in names), "cycles", "bottleneck")
+    header = (sweep.level, *(f"{n} B" for n in names), "cycles", "bottleneck", "energy uJ", "area mm2")
     rows = [(format_bytes(size), *((a.level(n).traffic_bytes for n in names) if a else [None] * len(names)),
-             round(a.cycles) if a else None, a.bottleneck if a else "nothing fits")
+             round(a.cycles) if a else None, a.bottleneck if a else "nothing fits", *_energy_cells(a))
             for size, a in zip(sweep.sizes, sweep.choices)]
     return "\n".join([
         f"{sweep.spec} on {sweep.hardware.name}: traffic into each level and cycles vs the size of {sweep.level} "

@@ -36,6 +36,7 @@ moves in once, an output is written back once), valid for any schedule.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
@@ -47,6 +48,7 @@ from dsasim.architect.model.lower_bounds import lower_bound, touched_elements
 from dsasim.cost import busy_cycles, level_port, overlapped_cycles, padded_macs, port_cycles
 from dsasim.dataflow import OperandAccesses
 from dsasim.energy.accesses import AccessCounts, TensorAccesses
+from dsasim.energy.report import EnergyReport, energy_report
 from dsasim.hardware import DDR, ROLES, SRAM_LEVEL, Accelerator, MemoryLevel
 
 __all__ = ["InnerTiling", "LevelNest", "LevelFigures", "LevelAnalysis", "Trigger", "tensor_role",
@@ -341,6 +343,12 @@ class LevelAnalysis:
         return AccessCounts(tuple(out), macs=self.macs, padded_macs=int(padded_macs(self.nest.hardware,
                                                                                      self.tensorcore_cycles)),
                             vector_lane_ops=0)
+
+    @functools.cached_property
+    def energy(self) -> EnergyReport:
+        """The nest's energy (its `access_counts`, inner levels included, priced on its hardware: the capacities it
+        was searched at) over its cycles, and that hardware's area."""
+        return energy_report(self.access_counts(), self.nest.hardware, round(self.cycles))
 
     @property
     def critical_cycles(self) -> float:

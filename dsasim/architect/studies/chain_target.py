@@ -6,12 +6,16 @@ layers, with the whole chain fused and layer by layer beside it."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 from dataclasses import dataclass
 from typing import Any, Sequence
 
 from dsasim.architect.search.fused_search import ChainSearchResult
 from dsasim.architect.search.objective import Objective
+from dsasim.architect.studies.chain_energy import chain_result_json, partition_energy
 from dsasim.architect.studies.target import ConfirmRule, SearchOptions
+from dsasim.energy.accesses import AccessCounts
+from dsasim.energy.report import EnergyReport
 from dsasim.hardware import Accelerator
 from dsasim.one_level import require_one_level
 
@@ -88,9 +92,23 @@ class ChainChoice:
     def evaluations(self) -> int:
         return self.result.evaluations
 
+    @functools.cached_property
+    def _energy(self) -> tuple[AccessCounts | None, EnergyReport | None]:
+        return partition_energy(self.result)
+
+    @property
+    def access_counts(self) -> AccessCounts | None:
+        """The best partition's reads and writes per tensor and level (`partition_access_counts`)."""
+        return self._energy[0]
+
+    @property
+    def energy(self) -> EnergyReport | None:
+        """The best partition's energy and the hardware's area at this SRAM size (None: nothing fits)."""
+        return self._energy[1]
+
     def to_json(self) -> dict[str, Any]:
-        """The JSON object of `dsasim search CHAIN --json` (`ChainSearchResult.to_json`)."""
-        return self.result.to_json(self.spec)
+        """The JSON object of `dsasim search CHAIN --json` (`chain_result_json`)."""
+        return chain_result_json(self.result, self.spec)
 
     @property
     def tensorcore_cycles(self) -> int | None:

@@ -199,6 +199,13 @@ class LayerFrontChoice:
     def compulsory_bytes(self) -> int:
         return self._bound.compulsory_bytes
 
+    @functools.cached_property
+    def access_counts(self) -> AccessCounts | None:
+        """The candidate's reads and writes per tensor and level (the model's; None when nothing fits)."""
+        from dsasim.architect.model.analytic import analyze
+
+        return None if self.candidate is None else analyze(self.candidate.nest, self.hardware).access_counts()
+
     def network_schedule(self) -> tuple[str, dict[str, Any]]:
         """('', the nest's JSON)."""
         return "", self.candidate.nest.to_json()

@@ -11,6 +11,8 @@ from typing import Any, Sequence
 from dsasim.architect.search.level_search import LevelSearchResult
 from dsasim.architect.search.objective import Objective
 from dsasim.architect.studies.target import ConfirmRule, SearchOptions
+from dsasim.energy.accesses import AccessCounts
+from dsasim.energy.report import EnergyReport, energy_json
 from dsasim.hardware import Accelerator
 from dsasim.one_level import require_one_level
 
@@ -114,13 +116,23 @@ class LevelChoice:
     def evaluations(self) -> int:
         return self.result.evaluations
 
+    @property
+    def access_counts(self) -> AccessCounts | None:
+        """The best nest's reads and writes per tensor and level, inner levels included (None: nothing fits)."""
+        return None if self.result.best is None else self.result.best.access_counts()
+
+    @property
+    def energy(self) -> EnergyReport | None:
+        """The best nest's energy and the hardware's area at the capacities searched (None: nothing fits)."""
+        return None if self.result.best is None else self.result.best.energy
+
     def to_json(self) -> dict[str, Any]:
         """The JSON object of `dsasim search LAYER --json` on levels (stable key order, no wall times)."""
         a, hardware = self.result.best, self.result.hardware
         assert a is not None, "to_json() of a choice that does not fit"
         return {"layer": self.spec, "hardware": hardware.name, "word_bytes": hardware.word_bytes,
                 "objective": self.result.objective.name, "sram_bytes": self.sram_bytes, **a.to_json(),
-                "evaluations": self.result.evaluations}
+                "evaluations": self.result.evaluations, **energy_json(a.energy, a.access_counts())}
 
 
 @dataclass(frozen=True)
@@ -205,7 +217,8 @@ class LevelTarget:
         swept, the best nest's per-level analysis (None where nothing fits)."""
         return {"layer": self.spec, "hardware": self.hardware.name, "level": sweep.level,
                 "objective": sweep.objective,
-                "points": [{"capacity_bytes": size, "best": None if a is None else a.to_json()}
+                "points": [{"capacity_bytes": size, "best": None if a is None else a.to_json(),
+                            **energy_json(None if a is None else a.energy)}
                            for size, a in zip(sweep.sizes, sweep.choices)]}
 
 

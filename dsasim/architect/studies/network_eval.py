@@ -22,6 +22,7 @@ the searches (results are placed by task index, never by completion order).
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field, replace
 from typing import Any, Sequence
 
@@ -29,6 +30,10 @@ from dsasim.architect.studies.network import CHAIN, TENSORCORE, UNMODELLED, VECT
 from dsasim.architect.search.objective import DEFAULT_OBJECTIVE, Objective, objective_named, require_ranked
 from dsasim.architect.studies.target_figures import TargetFigures, sweep_target_task
 from dsasim.architect.studies.target_kinds import network_target_of
+from dsasim.architect.studies.network_accesses import chain_entry_counts, tensorcore_layer_counts, vector_layer_counts
+from dsasim.energy.accesses import AccessCounts
+from dsasim.energy.report import EnergyReport, energy_json, energy_report
+from dsasim.energy.sizing import EnergyPoint, SizingAnswers
 from dsasim.hardware import Accelerator
 from dsasim.architect.search.layer_search import tensorcore_utilization
 from dsasim.cost import ddr_port, dma_cycles, overlapped_cycles, vector_cycles
@@ -55,6 +60,10 @@ class LayerOutcome:
     peak_sram_bytes: int = 0
     schedule: dict[str, Any] | None = None  # the best nest (LoopNest.to_json)
     reason: str = ""
+    # its reads and writes (`network_accesses`) priced on the hardware at this SRAM size over its cycles; None for
+    # a layer left out (unmodelled, unplaceable) or whose schedule's model gives no counts
+    energy: EnergyReport | None = field(default=None, compare=False)
+    access_counts: AccessCounts | None = field(default=None, compare=False, repr=False)
 
     @property
     def traffic_bytes(self) -> int:
@@ -73,6 +82,7 @@ class LayerOutcome:
             out["schedule"] = self.schedule
         if self.reason and "reason" not in out:
             out["reason"] = self.reason
+        out.update(energy_json(self.energy))
         return out
 
 
@@ -119,6 +129,43 @@ class NetworkResult:
         """True when a layer is left out: the totals cover only part of the network."""
         return len(self._ok) < len(self.layers)
 
+    @property
+    def energy_left_out(self) -> list[str]:
+        """The layers left out of the energy total: those left out of every total, and placed layers whose
+        schedule's model gives no access counts (never counted as zero)."""
+        return [x.layer.name for x in self.layers if x.energy is None]
+
+    @functools.cached_property
+    def energy(self) -> EnergyReport | None:
+        """Energy per inference of the counted layers (`energy_left_out` names the rest): their reports summed (each
+        priced on the hardware at this SRAM size over its own cycles; leakage is linear in cycles, so this is the
+        sum's price over the summed cycles), per tensor qualified by layer name; None when no layer is counted.
+        Summed as reports, not as counts: thousands of access records per size would cost the sweep its speed."""
+        reports = [(x.layer.name, x.energy) for x in self.layers if x.energy is not None]
+        if not reports:
+            return None
+
+        def summed(key: str) -> dict[str, float]:
+            out: dict[str, float] = {}
+            for _, r in reports:
+                for k, v in getattr(r, key).items():
+                    out[k] = out.get(k, 0.0) + v
+            return out
+
+        tensor = {f"{name}.{t}": v for name, r in reports for t, v in r.tensor_pj.items()}
+        first = reports[0][1]
+        return EnergyReport(summed("energy_breakdown_pj"), summed("level_read_pj"), summed("level_write_pj"),
+                            dict(sorted(tensor.items())), sum(r.mac_waste_pj for _, r in reports),
+                            sum(r.macs for _, r in reports), sum(r.cycles for _, r in reports), first.clock_hz,
+                            dict(first.area_breakdown_mm2))
+
+    @property
+    def energy_point(self) -> EnergyPoint:
+        """This size as a point of the sizing answers: it fits when every layer not unmodelled is placed and
+        counted (a size where a layer does not fit must not win by leaving that layer's energy out)."""
+        whole = all(x.energy is not None for x in self.layers if x.status != "unmodelled")
+        return EnergyPoint(self.sram_bytes, self.cycles if whole else None, self.energy if whole else None)
+
     def dominant(self, top: int = 5) -> list[tuple[LayerOutcome, float, float]]:
         """The `top` layers by cycles, each with its share of the total cycles and of the total traffic."""
         cyc, tra = max(self.cycles, 1), max(self.traffic_bytes, 1)
@@ -132,7 +179,8 @@ class NetworkResult:
                 "loaded_bytes": self.loaded_bytes, "stored_bytes": self.stored_bytes, "cycles": self.cycles,
                 "lower_bound_bytes": self.lower_bound_bytes, "compulsory_bytes": self.compulsory_bytes,
                 "macs": self.macs, "partial": self.partial, "unmodelled": self.unmodelled,
-                "unplaceable": self.unplaceable,
+                "unplaceable": self.unplaceable, **energy_json(self.energy),
+                "energy_left_out": self.energy_left_out,
                 "layers": [x.to_json() for x in self.layers]}
 
 
@@ -142,8 +190,10 @@ def _vector_outcome(layer: NetworkLayer, hardware: Accelerator) -> LayerOutcome:
     # a roofline: the DDR port's time for the bytes (no setups counted) against the vector unit's
     ddr = dma_cycles(ddr_port(hardware), 0, loaded, 0, stored)
     cycles = overlapped_cycles(vector_cycles(layer.vector_ops, hardware.vector_lanes), ddr)
+    counts = vector_layer_counts(loaded, stored, layer.vector_ops)
     return LayerOutcome(layer=layer, status="ok", loaded_bytes=loaded, stored_bytes=stored, cycles=cycles,
-                        lower_bound_bytes=loaded + stored, compulsory_bytes=loaded + stored)
+                        lower_bound_bytes=loaded + stored, compulsory_bytes=loaded + stored,
+                        energy=energy_report(counts, hardware, cycles), access_counts=counts)
 
 
 def _tensorcore_outcome(layer: NetworkLayer, hardware: Accelerator, found: TargetFigures | str) -> LayerOutcome:
@@ -157,13 +207,17 @@ def _tensorcore_outcome(layer: NetworkLayer, hardware: Accelerator, found: Targe
     schedule = found.schedule
     if "problem" in schedule:  # one search serves every layer of this shape: the nest is labelled with this name
         schedule = {**schedule, "problem": {**schedule["problem"], "name": layer.name}}
+    cycles = overlapped_cycles(c * found.cycles, epilogue)
+    counts = (None if found.access_counts is None else
+              tensorcore_layer_counts(found.access_counts, c, extra, layer.epilogue_ops))
     return LayerOutcome(
         layer=layer, status="ok", loaded_bytes=c * found.loaded_bytes + extra, stored_bytes=c * found.stored_bytes,
-        cycles=overlapped_cycles(c * found.cycles, epilogue),
+        cycles=cycles,
         lower_bound_bytes=c * found.lower_bound_bytes + extra,
         compulsory_bytes=c * found.compulsory_bytes + extra, macs=c * found.macs,
         tensorcore_utilization=tensorcore_utilization(found.macs, found.tensorcore_cycles, hardware),
-        peak_sram_bytes=found.peak_sram_bytes, schedule=schedule)
+        peak_sram_bytes=found.peak_sram_bytes, schedule=schedule,
+        energy=None if counts is None else energy_report(counts, hardware, cycles), access_counts=counts)
 
 
 def _chain_outcome(network: Network, nc: NetworkChain, hardware: Accelerator,
@@ -177,12 +231,14 @@ def _chain_outcome(network: Network, nc: NetworkChain, hardware: Accelerator,
     if isinstance(found, str):
         return LayerOutcome(layer=layer, status="unplaceable", reason=found)
     extra = nc.extra_read_elements * hardware.word_bytes  # a projection's output and the members' biases
+    counts = None if found.access_counts is None else chain_entry_counts(found.access_counts, extra)
     return LayerOutcome(
         layer=layer, status="ok", loaded_bytes=found.loaded_bytes + extra, stored_bytes=found.stored_bytes,
         cycles=found.cycles, lower_bound_bytes=found.lower_bound_bytes + extra,
         compulsory_bytes=found.compulsory_bytes + extra, macs=found.macs,
         tensorcore_utilization=tensorcore_utilization(found.macs, found.tensorcore_cycles, hardware),
-        peak_sram_bytes=found.peak_sram_bytes, schedule=found.schedule)
+        peak_sram_bytes=found.peak_sram_bytes, schedule=found.schedule,
+        energy=None if counts is None else energy_report(counts, hardware, found.cycles), access_counts=counts)
 
 
 def check_network_objective(network: Network, objective: Objective | str, fusion: bool) -> None:
@@ -237,15 +293,16 @@ def evaluate_network(network: Network, hardwares: Sequence[Accelerator], sizes: 
         row = []
         for i, cap in enumerate(caps):
             outcomes = []
+            sized = replace(hw, sram_bytes=cap)  # what the entries' energy is priced on: the SRAM at this size
             for index, layer in enumerate(network.layers):
                 if index in in_chain:
                     nc = in_chain[index]
                     if index == nc.first:
-                        outcomes.append(_chain_outcome(network, nc, hw, per_hw[(hw, nc.chain)][i]))
+                        outcomes.append(_chain_outcome(network, nc, sized, per_hw[(hw, nc.chain)][i]))
                 elif layer.kind == TENSORCORE:
-                    outcomes.append(_tensorcore_outcome(layer, hw, per_hw[(hw, layer.problem)][i]))
+                    outcomes.append(_tensorcore_outcome(layer, sized, per_hw[(hw, layer.problem)][i]))
                 elif layer.kind == VECTOR:
-                    outcomes.append(_vector_outcome(layer, hw))
+                    outcomes.append(_vector_outcome(layer, sized))
                 else:
                     assert layer.kind == UNMODELLED
                     outcomes.append(LayerOutcome(layer=layer, status="unmodelled", reason=layer.reason))
@@ -328,6 +385,15 @@ class NetworkSweep:
     results: tuple[tuple[NetworkResult, ...], ...]
     within: float | None = None
 
+    def energy_points(self, hardware_index: int = 0) -> list[EnergyPoint]:
+        """Per SRAM size of one hardware of the grid, its cycles and energy (`NetworkResult.energy_point`)."""
+        return [r.energy_point for r in self.results[hardware_index]]
+
+    def sizing(self) -> list[SizingAnswers]:
+        """Per hardware, the SRAM sizes with the least energy per inference, the least energy x delay and the best
+        performance per mm2 (over the sizes where every modelled layer is placed and counted)."""
+        return [SizingAnswers.of(self.energy_points(k)) for k in range(len(self.hardwares))]
+
     def smallest_within(self) -> list[NetworkResult | None]:
         """Per hardware, the smallest SRAM within `within` of compulsory (None where no size is)."""
         if self.within is None:
@@ -346,9 +412,11 @@ class NetworkSweep:
                                "loaded_bytes": r.loaded_bytes, "stored_bytes": r.stored_bytes,
                                "traffic_bytes": r.traffic_bytes, "cycles": r.cycles,
                                "lower_bound_bytes": r.lower_bound_bytes, "compulsory_bytes": r.compulsory_bytes,
-                               "partial": r.partial, "unmodelled": r.unmodelled, "unplaceable": r.unplaceable})
+                               "partial": r.partial, "unmodelled": r.unmodelled, "unplaceable": r.unplaceable,
+                               **energy_json(r.energy), "energy_left_out": r.energy_left_out})
         out: dict[str, Any] = {"network": self.network.name, "sizes": list(self.sizes),
-                               "hardware": [dataclasses.asdict(h) for h in self.hardwares], "points": points}
+                               "hardware": [dataclasses.asdict(h) for h in self.hardwares], "points": points,
+                               "sizing": {h.name: a.to_json() for h, a in zip(self.hardwares, self.sizing())}}
         if self.within is not None:
             answers = list(zip(self.hardwares, self.smallest_within()))
             out["within"] = {"fraction": self.within, "smallest_sram_bytes": {

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 from dsasim.architect.nests.loopnest import ConvProblem, LoopNest, MatmulProblem, Problem
+from dsasim.energy.report import EnergyReport, energy_json, energy_report
 from dsasim.hardware import Accelerator
 from dsasim.one_level import require_one_level
 from dsasim.util import parse_whole
@@ -113,6 +114,8 @@ class ShapePoint:
     traffic_bytes: int | None
     tensorcore_utilization: float | None
     reason: str = ""
+    # the best schedule's energy (its model's counts priced on the hardware, over its estimated cycles), None: no fit
+    energy: EnergyReport | None = None
 
 
 @dataclass(frozen=True)
@@ -167,7 +170,8 @@ class ShapeSweep:
                                    "tensorcore_utilization": None if p.tensorcore_utilization is None else
                                    round(p.tensorcore_utilization, 6),
                                    "padding_waste": None if p.tensorcore_utilization is None else
-                                   round(1 - p.tensorcore_utilization, 6), "best": p.nest}
+                                   round(1 - p.tensorcore_utilization, 6), "best": p.nest,
+                                   **energy_json(p.energy)}
             if p.cycles is not None and self.dispatch:
                 t = self.dispatched(i)
                 row.update(dispatched_schedule=t, dispatched_cycles=num(self.cost[t][i]),
@@ -199,8 +203,12 @@ def _best_of(problem: Problem, hardware: Accelerator) -> ShapePoint | str:
     best = result.best
     if best is None:
         return f"no tiling of {problem.spec()} fits in {hardware.sram_bytes:,} B of SRAM"
+    from dsasim.architect.model.analytic import analyze
+
+    counts = analyze(best.nest, result.hardware).access_counts()
     return ShapePoint(value=0, problem=problem, nest=best.nest.to_json(), cycles=best.estimated_cycles,
-                      traffic_bytes=best.traffic_bytes, tensorcore_utilization=best.tensorcore_utilization(hardware))
+                      traffic_bytes=best.traffic_bytes, tensorcore_utilization=best.tensorcore_utilization(hardware),
+                      energy=energy_report(counts, result.hardware, best.estimated_cycles))
 
 
 def _template(nest: dict[str, Any], problem: Problem, hardware: Accelerator) -> dict[str, Any]:
@@ -324,7 +332,7 @@ def sweep_shapes(problem: Problem, dim: str, values: Sequence[int], hardware: Ac
                                      tensorcore_utilization=None, reason=f))
         else:
             points.append(ShapePoint(value=v, problem=p, nest=f.nest, cycles=f.cycles, traffic_bytes=f.traffic_bytes,
-                                     tensorcore_utilization=f.tensorcore_utilization))
+                                     tensorcore_utilization=f.tensorcore_utilization, energy=f.energy))
     templates: list[dict[str, Any]] = []
     for p in points:
         if p.nest is not None:

@@ -12,6 +12,7 @@ by the generic kernel (checked equal to the model) and timed by the timing simul
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import re
 import sys
@@ -273,8 +274,24 @@ class ChainSweepPoint:
     def partition(self) -> str | None:
         return self.result.label(self.result.best) if self.result.best else None
 
+    @property
+    def energy(self) -> EnergyReport | None:
+        """The best partition's energy at this size (`chain_target.partition_energy`; None: nothing fits)."""
+        return self._energy[1]
+
+    @property
+    def access_counts(self) -> AccessCounts | None:
+        """The best partition's reads and writes per tensor and level (None: nothing fits)."""
+        return self._energy[0]
+
+    @functools.cached_property
+    def _energy(self) -> tuple[AccessCounts | None, EnergyReport | None]:
+        from dsasim.architect.studies.chain_energy import partition_energy
+        return partition_energy(self.result)
+
     def to_json(self, name: str) -> dict[str, Any]:
-        return self.result.to_json(name)
+        from dsasim.architect.studies.chain_energy import chain_result_json
+        return chain_result_json(self.result, name)
 
 
 def sweep_chain(target: Any, sizes: Sequence[int],

@@ -5,7 +5,9 @@ A target that can be evaluated in a network (the `NetworkTarget` protocol: the l
 `network_choices(sizes, objective)`: per SRAM size its model's best `Choice` (nothing re-run through the trace),
 found in one pass over all sizes where the kind can (a layer: one search front; a chain: `sweep_chain` with the
 layers' fronts). Its choices add two things to the `Choice` figures: `tensorcore_cycles` and `network_schedule()`
-(the schedule's JSON and a one-phrase label, e.g. a chain's partition "[1 2] [3]"). The task runs in worker
+(the schedule's JSON and a one-phrase label, e.g. a chain's partition "[1 2] [3]"), and may add `access_counts`
+(its schedule's reads and writes, what the network's energy prices; without it the network's energy leaves the
+entry out and names it). The task runs in worker
 processes and on Dask: it is module-level, and it returns small figures records, not the choices (which hold the
 search's arrays), so that little travels back.
 """
@@ -17,6 +19,7 @@ from typing import Any, Protocol, Sequence, runtime_checkable
 
 from dsasim.architect.search.objective import DEFAULT_OBJECTIVE, Objective
 from dsasim.architect.studies.target import Choice, Target
+from dsasim.energy.accesses import AccessCounts
 
 __all__ = ["NetworkChoice", "NetworkTarget", "TargetFigures", "sweep_target_task"]
 
@@ -33,6 +36,7 @@ class NetworkChoice(Choice, Protocol):
     def network_schedule(self) -> tuple[str, dict[str, Any]]:
         """(label, schedule JSON) of the chosen schedule: label '' for a single nest, a chain's partition."""
         ...
+
 
 
 @runtime_checkable
@@ -59,6 +63,8 @@ class TargetFigures:
     compulsory_bytes: int
     label: str  # what was chosen in one phrase: '' for a nest, a chain's partition such as "[1] [2 3]"
     schedule: dict[str, Any]  # the schedule's JSON
+    # the schedule's reads and writes (its model's, priced by the network evaluation); None: its model gives none
+    access_counts: AccessCounts | None = None
 
     def __post_init__(self) -> None:
         for name in ("loaded_bytes", "stored_bytes", "cycles", "tensorcore_cycles", "macs", "peak_sram_bytes",
@@ -76,7 +82,9 @@ class TargetFigures:
         return cls(loaded_bytes=choice.loaded_bytes, stored_bytes=choice.stored_bytes, cycles=choice.cycles,
                    tensorcore_cycles=choice.tensorcore_cycles, macs=choice.macs,
                    peak_sram_bytes=choice.peak_sram_bytes, lower_bound_bytes=choice.lower_bound_bytes,
-                   compulsory_bytes=choice.compulsory_bytes, label=label, schedule=schedule)
+                   compulsory_bytes=choice.compulsory_bytes, label=label, schedule=schedule,
+                   # a kind whose model counts no accesses: its energy is left out of the network's, and named
+                   access_counts=getattr(choice, "access_counts", None))
 
 
 def sweep_target_task(target: NetworkTarget, sizes: tuple[int, ...],
