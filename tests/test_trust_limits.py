@@ -80,7 +80,7 @@ BAD_OPTIONS = [
     ([*NETWORK, "--no-simulate"], "--no-simulate does not apply to a --network sweep"),
     ([*NETWORK, "--vary", "vector_lanes=8", "--vary", "vector_lanes=16"], "--vary vector_lanes is given twice"),
     ([*NETWORK, "--vary", "sram_bytes=65536"], "what --sizes sweeps"),
-    (["sweep-sram", "gemm-64", "--sizes", "64KiB", "--objective", "cycles"], "--objective does not apply"),
+    (["sweep-sram", "gemm-64", "--sizes", "64KiB", "--objective", "cycles"], "--objective cycles does not apply"),
     (["sweep-sram", "resnet18.layer1.0", "--sizes", "64KiB", "--no-slide"], "--no-slide does not apply to a chain"),
     (["sweep-sram", "gemm-64", "--hardware", "blog-l1", "--sizes", "1KiB", "--no-simulate"],
      "--no-simulate (the one-level estimate of a checked nest's cycles) models one on-chip level"),
