@@ -1470,6 +1470,10 @@ MUTANTS: list[Mutant] = [
            "tensorcore_utilization=f.tensorcore_utilization, energy=f.energy))",
            "tensorcore_utilization=f.tensorcore_utilization, energy=None))",
            (RESULTS_TESTS,)),
+    # -- issue 28: goldens --
+    Mutant("golden energy: DDR priced per bit as per byte", "dsasim/energy/sources.py",
+           '    "LPDDR4": (8.0, "accelergy-cacti-dram"),', '    "LPDDR4": (1.0, "accelergy-cacti-dram"),',
+           ("tests/test_golden_energy.py", "tests/test_golden.py")),
 ]
 
 
