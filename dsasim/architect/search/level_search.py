@@ -34,6 +34,7 @@ from dsasim.architect.model.hierarchy import (InnerTiling, LevelAnalysis, LevelN
                                         level_cycles, tensor_role)
 from dsasim.architect.nests.loopnest import LoopNest, Problem, tile_count
 from dsasim.architect.search import layer_search as one_level
+from dsasim.energy.report import energy_json
 from dsasim.architect.search.objective import (DEFAULT_OBJECTIVE, Objective, lexicographic_less, objective_named,
                                                require_ranked)
 from dsasim.architect.search.layer_search import chain_structures, tile_candidates
@@ -371,7 +372,8 @@ class LevelSweep:
     def to_json(self) -> dict[str, Any]:
         return {"layer": self.layer, "hardware": self.hardware.name, "level": self.level,
                 "objective": self.objective.name,
-                "points": [{"capacity_bytes": size, "best": None if a is None else a.to_json()}
+                "points": [{"capacity_bytes": size, "best": None if a is None else a.to_json(),
+                            **energy_json(None if a is None else a.energy)}
                            for size, a in zip(self.sizes, self.best)]}
 
 
