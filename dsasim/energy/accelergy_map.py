@@ -237,6 +237,14 @@ def accelergy_energies(tables: AccelergyTables, bindings: tuple[AccelergyBinding
     return AccelergyEnergies(levels, units, source)
 
 
+def _check_keys(who: str, table: dict, keys: tuple[str, ...], required: str, required_hint: str) -> None:
+    """ValueError (one line, `who` first) for a TOML table with a key outside `keys` or without `required`."""
+    extra = sorted(set(table) - set(keys))
+    if extra or required not in table:
+        why = f"unknown key(s) {extra}" if extra else f"missing {required!r}{required_hint}"
+        raise ValueError(f"{who}: {why}; valid keys are {list(keys)}")
+
+
 def _bindings_from_toml(where: str, kind: str, table: object) -> list[AccelergyBinding]:
     """`[accelergy.levels]` or `[accelergy.units]` entries as bindings; ValueError naming the entry."""
     if not isinstance(table, dict):
@@ -248,10 +256,7 @@ def _bindings_from_toml(where: str, kind: str, table: object) -> list[AccelergyB
             entry = {"component": entry}
         if not isinstance(entry, dict):
             raise ValueError(f"{where}: accelergy.{kind}.{target} must be a table with {list(keys)}, got {entry!r}")
-        extra = sorted(set(entry) - set(keys))
-        if extra or "component" not in entry:
-            why = f"unknown key(s) {extra}" if extra else "missing 'component'"
-            raise ValueError(f"{where}: accelergy.{kind}.{target}: {why}; valid keys are {list(keys)}")
+        _check_keys(f"{where}: accelergy.{kind}.{target}", entry, keys, "component", "")
         try:
             bindings.append(AccelergyBinding(target, entry["component"], entry.get("access_bytes"),
                                              entry.get("action", "compute")))
@@ -317,10 +322,7 @@ def accelergy_from_toml(hardware_path: str | Path, section: object, hardware: Ac
     where = f"hardware file {hardware_path}"
     if not isinstance(section, dict):
         raise ValueError(f"{where}: accelergy must be a table with {list(SECTION_KEYS)}; got {section!r}")
-    extra = sorted(set(section) - set(SECTION_KEYS))
-    if extra or "ert" not in section:
-        why = f"unknown key(s) {extra}" if extra else "missing 'ert' (the ERT_summary.yaml path)"
-        raise ValueError(f"{where}: accelergy: {why}; valid keys are {list(SECTION_KEYS)}")
+    _check_keys(f"{where}: accelergy", section, SECTION_KEYS, "ert", " (the ERT_summary.yaml path)")
     for key in ("ert", "art"):
         if key in section and (not isinstance(section[key], str) or not section[key].strip()):
             raise ValueError(f"{where}: accelergy.{key} must be a file path in quotes, got {section[key]!r}")
