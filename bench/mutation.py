@@ -1474,6 +1474,16 @@ MUTANTS: list[Mutant] = [
     Mutant("golden energy: DDR priced per bit as per byte", "dsasim/energy/sources.py",
            '    "LPDDR4": (8.0, "accelergy-cacti-dram"),', '    "LPDDR4": (1.0, "accelergy-cacti-dram"),',
            ("tests/test_golden_energy.py", "tests/test_golden.py")),
+    # -- issue 28: vary --
+    Mutant("vary: a name read as a number", "dsasim/architect/studies/network_eval.py",
+           '"float": _vary_float, "str": _vary_str}', '"float": _vary_float, "str": _vary_float}',
+           ("tests/test_network.py",)),
+    Mutant("vary: the levels misread instead of refused", "dsasim/architect/studies/network_eval.py",
+           "        if kind not in _VARY_PARSERS:", "        if kind not in _VARY_PARSERS and False:",
+           ("tests/test_network.py",)),
+    Mutant("vary: a non-finite energy taken", "dsasim/architect/studies/network_eval.py",
+           "    if not math.isfinite(value):\n        raise ValueError(f\"{key}: {text!r} is not finite\")",
+           "    if False:\n        raise ValueError(f\"{key}: {text!r} is not finite\")", ("tests/test_network.py",)),
 ]
 
 

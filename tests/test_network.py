@@ -337,6 +337,31 @@ def test_vary_hardware_builds_the_grid_and_rejects_nonsense():
         vary_hardware([BLOG], ["dram_bytes_per_cycle=0"])
 
 
+
+def test_vary_takes_names_and_prices_each_dram_type_by_its_own_figure():
+    """--vary reads a field by its declared type: names (a DRAM type, a dataflow) as given, checked by the hardware;
+    a field no value on a command line can express (the levels) is refused, not misread as a float."""
+    grid = vary_hardware([BLOG], ["dram_type=LPDDR4,HBM2"])
+    assert [h.dram_type for h in grid] == ["LPDDR4", "HBM2"]
+    assert vary_hardware([BLOG], ["tensorcore_dataflow=output_stationary"])[0].tensorcore_dataflow == \
+        "output_stationary"
+    with pytest.raises(ValueError, match="unknown dram_type 'XDR'"):
+        vary_hardware([BLOG], ["dram_type=XDR"])
+    with pytest.raises(ValueError, match="inner_levels .* cannot be varied"):
+        vary_hardware([BLOG], ["inner_levels=1"])
+    with pytest.raises(ValueError, match="'nan' is not a valid mac_pj"):
+        vary_hardware([BLOG], ["mac_pj=0.5,nan"])
+    with pytest.raises(ValueError, match="mac_pj must be a finite number >= 0"):
+        vary_hardware([BLOG], ["mac_pj=-1"])
+    # the DRAM's energy is its bytes x its type's pJ/bit: the same traffic on both, so the DDR energies' ratio is
+    # the ratio of the sourced figures, LPDDR4 8 pJ/bit and HBM2 3.9 pJ/bit (energy-area-sources.md, Accelergy's
+    # CACTI DRAM table)
+    net = load_network("resnet18", (1, 3, 32, 32))
+    lp, hbm = (rows[0] for rows in evaluate_network(net, grid, [1 << 16]))
+    assert lp.traffic_bytes == hbm.traffic_bytes
+    ddr = lp.energy.energy_breakdown_pj["DDR"], hbm.energy.energy_breakdown_pj["DDR"]
+    assert ddr[0] == pytest.approx(lp.traffic_bytes * 8 * 8.0) and ddr[1] == pytest.approx(hbm.traffic_bytes * 8 * 3.9)
+
 # --------------------------------------------------------------------------------------- executors
 def test_the_same_sweep_gives_byte_identical_json_on_every_executor():
     distributed = pytest.importorskip("distributed")

@@ -23,6 +23,7 @@ the searches (results are placed by task index, never by completion order).
 from __future__ import annotations
 
 import functools
+import math
 from dataclasses import dataclass, field, replace
 from typing import Any, Sequence
 
@@ -38,6 +39,7 @@ from dsasim.hardware import Accelerator
 from dsasim.architect.search.layer_search import tensorcore_utilization
 from dsasim.cost import ddr_port, dma_cycles, overlapped_cycles, vector_cycles
 from dsasim.one_level import require_one_level
+from dsasim.util import parse_whole
 
 __all__ = ["LayerOutcome", "NetworkResult", "NetworkSweep", "evaluate_network", "smallest_within", "sweep_network",
            "vary_hardware"]
@@ -331,8 +333,6 @@ def vary_hardware(bases: Sequence[Accelerator], varies: Sequence[str]) -> list[A
     import dataclasses
     import itertools
 
-    from dsasim.util import parse_whole
-
     fields = {f.name: f for f in dataclasses.fields(Accelerator) if f.name != "name"}
     axes: list[tuple[str, list[Any]]] = []
     for text in varies:
@@ -346,22 +346,17 @@ def vary_hardware(bases: Sequence[Accelerator], varies: Sequence[str]) -> list[A
             raise ValueError(f"--vary {key} is given twice; list all its values in one --vary {key}=V1,V2,...")
         if key == "sram_bytes":  # the sweep's --sizes sets it for every point
             raise ValueError(f"--vary {text!r}: the SRAM size is what --sizes sweeps; give the sizes there")
-        default = getattr(bases[0], key)
+        kind = fields[key].type.split(" | ")[0]  # the field's declared type ("float | None": a float or unset)
+        if kind not in _VARY_PARSERS:
+            raise ValueError(f"--vary {text!r}: {key} ({fields[key].type}) cannot be varied on the command line; "
+                             f"give one hardware file per variant (--hardware a.toml,b.toml)")
         parsed = []
         for v in values.split(","):
             v = v.strip()
             try:
-                if isinstance(default, bool):
-                    if v.lower() not in ("true", "false"):
-                        raise ValueError
-                    parsed.append(v.lower() == "true")
-                elif isinstance(default, int):
-                    parsed.append(parse_whole(v, key))  # ASCII digits: int() also reads '٣' as 3
-                else:
-                    parsed.append(float(v))
+                parsed.append(_VARY_PARSERS[kind](v, key))
             except ValueError:
-                raise ValueError(f"--vary {text!r}: {v!r} is not a valid {key} "
-                                 f"({type(default).__name__})") from None
+                raise ValueError(f"--vary {text!r}: {v!r} is not a valid {key} ({kind})") from None
         axes.append((key, parsed))
     if not axes:
         return list(bases)
@@ -370,8 +365,38 @@ def vary_hardware(bases: Sequence[Accelerator], varies: Sequence[str]) -> list[A
         for combo in itertools.product(*(values for _, values in axes)):
             change = dict(zip((k for k, _ in axes), combo))
             label = ",".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in change.items())
-            out.append(replace(base, name=f"{base.name}[{label}]", **change))
+            try:  # the hardware validates each value (an unknown DRAM type, a negative energy)
+                out.append(replace(base, name=f"{base.name}[{label}]", **change))
+            except ValueError as err:
+                raise ValueError(f"--vary {label}: {err}") from None
     return out
+
+
+def _vary_bool(text: str, key: str) -> bool:
+    """true / false (any case), for --vary."""
+    if text.lower() not in ("true", "false"):
+        raise ValueError(f"{key}: {text!r} is not true or false")
+    return text.lower() == "true"
+
+
+def _vary_str(text: str, key: str) -> str:
+    """A non-empty name (a DRAM type, a dataflow: the hardware checks it is one it knows), for --vary."""
+    if not text:
+        raise ValueError(f"{key}: empty value")
+    return text
+
+
+def _vary_float(text: str, key: str) -> float:
+    """A finite number, for --vary (the hardware checks its range)."""
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"{key}: {text!r} is not finite")
+    return value
+
+
+# how --vary reads a value of each declared field type (fields of other types, e.g. the levels, are refused)
+_VARY_PARSERS: dict[str, Any] = {"bool": _vary_bool, "int": lambda text, key: parse_whole(text, key),
+                                 "float": _vary_float, "str": _vary_str}
 
 
 @dataclass(frozen=True)
