@@ -1477,13 +1477,13 @@ MUTANTS: list[Mutant] = [
     # -- issue 28: vary --
     Mutant("vary: a name read as a number", "dsasim/architect/studies/network_eval.py",
            '"float": _vary_float, "str": _vary_str}', '"float": _vary_float, "str": _vary_float}',
-           ("tests/test_network.py",)),
+           ("tests/test_network.py::test_vary_takes_names_and_prices_each_dram_type_by_its_own_figure",)),
     Mutant("vary: the levels misread instead of refused", "dsasim/architect/studies/network_eval.py",
            "        if kind not in _VARY_PARSERS:", "        if kind not in _VARY_PARSERS and False:",
-           ("tests/test_network.py",)),
+           ("tests/test_network.py::test_vary_takes_names_and_prices_each_dram_type_by_its_own_figure",)),
     Mutant("vary: a non-finite energy taken", "dsasim/architect/studies/network_eval.py",
            "    if not math.isfinite(value):\n        raise ValueError(f\"{key}: {text!r} is not finite\")",
-           "    if False:\n        raise ValueError(f\"{key}: {text!r} is not finite\")", ("tests/test_network.py",)),
+           "    if False:\n        raise ValueError(f\"{key}: {text!r} is not finite\")", ("tests/test_network.py::test_vary_takes_names_and_prices_each_dram_type_by_its_own_figure",)),
 ]
 
 
