@@ -1518,7 +1518,7 @@ def _run_mutant(mutant: Mutant, timeout_s: float) -> tuple[str, float, str]:
                                    capture_output=True, text=True)
             if build.returncode != 0:
                 return "stale", 0.0, f"the mutant does not compile: {build.stderr.strip()[-160:]}"
-        tests = [t for t in mutant.tests if (Path(tmp) / t).exists()]
+        tests = [t for t in mutant.tests if (Path(tmp) / t.split("::")[0]).exists()]  # a file or a test id
         if not tests:
             return "stale", 0.0, f"none of its test files exist: {mutant.tests}"
         env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
