@@ -27,7 +27,7 @@ from dsasim.architect.model.analytic import analyze
 from dsasim.architect.model.lower_bounds import lower_bound
 from dsasim.energy.accesses import AccessCounts
 from dsasim.energy.report import EnergyReport, energy_json, energy_report
-from dsasim.architect.search.objective import DEFAULT_OBJECTIVE, Objective, objective_named, require_ranked
+from dsasim.architect.search.objective import DEFAULT_OBJECTIVE, Objective, objective_named
 from dsasim.architect.search.layer_search import (SECONDS_PER_TRACED_SCHEDULE, Candidate, WorkEstimate, _duration, check_work,
                                      confirm, estimate_search_work, estimate_trace_work, search_front)
 from dsasim.architect.studies.target_sweep import TargetSweep
@@ -309,7 +309,6 @@ def sweep_chain(target: Any, sizes: Sequence[int],
     another than the one-size search (the two enumerations rank 2-way buffering and refine around different seeds),
     so its cycles can differ. With runners every chosen schedule is traced (checked against its model) and, when
     `simulate`, timed."""
-    require_ranked(objective_named(objective), "a chain's sweep")
     from dsasim.architect.search.fused_search import (CHAIN_SMALLER, _fused_choice, _fused_spaces, _layer_choice,
                                                _layer_segment, _partition, estimate_chain_work)
     chain, hardware = target.chain, target.hardware
