@@ -301,9 +301,10 @@ def sweep_chain(target: Any, sizes: Sequence[int],
                 layer_fronts: bool = False) -> TargetSweep:
     """A `TargetSweep` of a chain's target (a `ChainTarget`: its `chain` on its one-level `hardware`; its choices
     `ChainSweepPoint`s): for every SRAM size (bytes), the best partition of the chain by `objective` (an
-    `Objective` or its name: traffic, ties cycles; or cycles, estimated, ties traffic), from one evaluation of every
-    fused space for all sizes. Each layer alone is searched at each size as `search_chain` searches it, so every
-    point equals `search_chain` at that size, cycles included. layer_fronts=True instead takes each layer from one
+    `Objective` or its name: traffic, ties cycles; cycles, estimated, ties traffic; energy or edp), from one
+    evaluation of every fused space for all sizes (an energy objective prices it at each size: the SRAM's energy
+    per access and leakage follow its size). Each layer alone is searched at each size as `search_chain` searches
+    it, so every point equals `search_chain` at that size, cycles included. layer_fronts=True instead takes each layer from one
     search front per distinct layer shape for all sizes (`search_front`, several times faster; the network
     evaluation's choice): its traffic is the same objective, but where nests tie in traffic the front may keep
     another than the one-size search (the two enumerations rank 2-way buffering and refine around different seeds),
