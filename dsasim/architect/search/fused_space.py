@@ -103,8 +103,7 @@ class FusedSpace:
 
 def _axis_table(chain: ConvChain, axis: int, tiles: np.ndarray) -> dict[str, np.ndarray]:
     """Per tile size along one axis: trips, per-level sums of held and new rows, transfers with new image rows, the
-    distinct per-level length columns (tile classes, zero-padded), the per-level largest length and the per-level
-    runs of new rows summed over the tiles (a line buffer's compute calls along the slide loop)."""
+    distinct per-level length columns (tile classes, zero-padded) and the per-level largest length."""
     geometry = _axis_geometry(chain, axis)
     levels = len(chain) + 1
     plans = [axis_plan(geometry, int(t)) for t in tiles]
@@ -117,9 +116,16 @@ def _axis_table(chain: ConvChain, axis: int, tiles: np.ndarray) -> dict[str, np.
             "len": np.stack([p.lens.sum(axis=1) for p in plans]),
             "new": np.stack([p.new.sum(axis=1) for p in plans]),
             "new_transfers": np.array([int((p.new[0] > 0).sum()) for p in plans], np.int64),
-            "classes": cls, "max": np.stack([p.lens.max(axis=1) for p in plans]),
-            "pieces": np.array([[sum(len(runs) for runs in p.pieces[i]) for i in range(levels)] for p in plans],
-                               np.int64)}
+            "classes": cls, "max": np.stack([p.lens.max(axis=1) for p in plans])}
+
+
+def _axis_pieces(chain: ConvChain, axis: int, tiles: np.ndarray) -> np.ndarray:
+    """Per tile size along one axis (rows) and level (columns): the runs of new rows summed over the tiles, a line
+    buffer's TensorCore calls along the slide loop (only the access counts need them: built on their first use)."""
+    geometry = _axis_geometry(chain, axis)
+    plans = [axis_plan(geometry, int(t)) for t in tiles]
+    return np.array([[sum(len(runs) for runs in p.pieces[i]) for i in range(len(chain) + 1)] for p in plans],
+                    np.int64)
 
 
 @dataclass(frozen=True)
@@ -150,11 +156,11 @@ class _Grid:
         r, c = self.sums(i)
         return self.N * r * c
 
-    def calls(self, i: int) -> np.ndarray:
+    def calls(self, i: int, row_pieces: np.ndarray, col_pieces: np.ndarray) -> np.ndarray:
         """TensorCore calls of layer i: one per tile, or per run of new rows along the slide loop (as
-        `analyze_fused` counts them)."""
-        r = np.where(self.slide_oh, self.level(self.R, "pieces", i, 0), self.rt)
-        c = np.where(self.slide_ow, self.level(self.C, "pieces", i, 1), self.ct)
+        `analyze_fused` counts them; `_axis_pieces` of the rows and of the columns)."""
+        r = np.where(self.slide_oh, self.level({"p": row_pieces}, "p", i, 0), self.rt)
+        c = np.where(self.slide_ow, self.level({"p": col_pieces}, "p", i, 1), self.ct)
         return self.nt * r * c
 
 
@@ -239,11 +245,12 @@ def _space_accesses(space: FusedSpace) -> FusedSpaceAccesses:
     word, L = hw.word_bytes, len(chain)
     flow = DATAFLOWS[hw.tensorcore_dataflow]
     ib, ob = hw.tensorcore_in_channels, hw.tensorcore_out_channels
+    row_pieces, col_pieces = _axis_pieces(chain, 0, space.tiles[1]), _axis_pieces(chain, 1, space.tiles[2])
     sram_read: Any = space.stored_bytes
     sram_write: Any = space.loaded_bytes
     lanes: Any = 0
     for i, layer in enumerate(chain.layers, start=1):
-        pixels, calls = g.pixels(i), g.calls(i)
+        pixels, calls = g.pixels(i), g.calls(i, row_pieces, col_pieces)
         groups, icg, ocg = layer.groups, layer.ic // layer.groups, layer.oc // layer.groups
         sums = {"pixels": (pixels, pixels, calls), "taps": (layer.kh * layer.kw,) * 2 + (1,),
                 "groups": (groups, groups, 1), "in": (icg, -(-icg // ib), 1), "out": (ocg, -(-ocg // ob), 1)}
