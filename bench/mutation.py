@@ -1478,7 +1478,7 @@ MUTANTS: list[Mutant] = [
     # -- issue 28: chainen --
     Mutant("chainen: the fused space counts one TensorCore call per tile along the slide loop",
            "dsasim/architect/search/fused_space.py",
-           'r = np.where(self.slide_oh, self.level({"p": row_pieces}, "p", i, 0), self.rt)', "r = self.rt",
+           "r = np.where(self.slide_oh, self.along(row_pieces[:, i], 0), self.rt)", "r = self.rt",
            (CHAIN_ENERGY_TESTS,)),
     Mutant("chainen: the fused space's residual add never reads the image", "dsasim/architect/search/fused_space.py",
            "sram_read = sram_read + (adds + int(i == L and chain.residual)) * elements * word",

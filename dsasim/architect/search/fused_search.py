@@ -15,10 +15,10 @@ fuse, their spaces, analysis, work estimate, JSON extras) is read from the chain
   once more (|input| bytes, added analytically: the LoopNest kernel has no residual).
 * Fusion depth: every split of the chain into consecutive segments, each segment fused (two or more layers) or a
   single layer's best nest; a residual not in a fused segment with the first layer is folded as above.
-The best partition by the objective is `best` (energy and edp: each segment priced at the SRAM size, the fused nests
-by their space's access arrays, plus the residual fold's load); `fused` (the whole chain fused) and `layer_by_layer` are reported
-beside it. Cycles are the model's estimates (max(DMA, TensorCore + vector)); given runners, every chosen nest is traced
-(checked against the model) and timed.
+The best partition by the objective is `best` (energy and edp: each segment priced at the SRAM size, the fused
+nests by their space's access arrays, plus the residual fold's load); `fused` (the whole chain fused) and
+`layer_by_layer` are reported beside it. Cycles are the model's estimates (max(DMA, TensorCore + vector)); given
+runners, every chosen nest is traced (checked against the model) and timed.
 """
 
 from __future__ import annotations

@@ -3,9 +3,12 @@
 `evaluate_fused_space(chain, hardware)` evaluates every (n, oh, ow) tile of the last output (all sizes 1 .. extent),
 halo recompute / keep, weights resident / per-tile, a 1- or 2-way tile scope, with numpy over the whole space (per
 axis and tile size the `AxisPlan` sums; the peak from the distinct tile classes). It equals `analyze_fused` on every
-field it reports (tested); its vector cycles are the floor sum(elements) / lanes. `evaluate_segment_spaces` gives
-every fused segment's space (two or more consecutive layers); `estimate_fused_space_work` their size, before any of
-it is evaluated. The conv kind of `dsasim.architect.search.chain_kinds` is built from these.
+field it reports (tested); its vector cycles are the floor sum(elements) / lanes. Its `accesses` (per level reads
+and writes, padded MACs, lane operations: equal to `fused_access_counts`, tested) are built on first use, so only an
+energy objective pays for them; `best(sram_bytes, objective)` prices them at that SRAM size (`energy_pj`).
+`evaluate_segment_spaces` gives every fused segment's space (two or more consecutive layers);
+`estimate_fused_space_work` their size, before any of it is evaluated. The conv kind of
+`dsasim.architect.search.chain_kinds` is built from these.
 """
 
 from __future__ import annotations
@@ -26,7 +29,8 @@ from dsasim.dataflow import DATAFLOWS
 from dsasim.energy.report import energy_pj_of
 from dsasim.hardware import DDR, SRAM_LEVEL, Accelerator
 
-__all__ = ["FusedSpace", "FusedSpaceAccesses", "evaluate_fused_space", "evaluate_segment_spaces", "estimate_fused_space_work"]
+__all__ = ["FusedSpace", "FusedSpaceAccesses", "evaluate_fused_space", "evaluate_segment_spaces",
+           "estimate_fused_space_work"]
 
 _WAYS = (1, 2)
 
@@ -141,9 +145,13 @@ class _Grid:
     slide_oh: np.ndarray  # halo kept, sliding along oh (ow has one trip)
     N: int
 
+    @staticmethod
+    def along(column: np.ndarray, axis: int) -> np.ndarray:
+        """A per-tile-size column of the rows (axis 0) or the columns (axis 1), broadcast to the grid."""
+        return column[None, :, None, None, None, None] if axis == 0 else column[None, None, :, None, None, None]
+
     def level(self, table: dict, key: str, i: int, axis: int) -> np.ndarray:
-        v = table[key][:, i]
-        return v[None, :, None, None, None, None] if axis == 0 else v[None, None, :, None, None, None]
+        return self.along(table[key][:, i], axis)
 
     def sums(self, i: int) -> tuple[np.ndarray, np.ndarray]:
         """Rows and columns of level i summed over the tiles: new along the slide loop, held otherwise."""
@@ -159,8 +167,8 @@ class _Grid:
     def calls(self, i: int, row_pieces: np.ndarray, col_pieces: np.ndarray) -> np.ndarray:
         """TensorCore calls of layer i: one per tile, or per run of new rows along the slide loop (as
         `analyze_fused` counts them; `_axis_pieces` of the rows and of the columns)."""
-        r = np.where(self.slide_oh, self.level({"p": row_pieces}, "p", i, 0), self.rt)
-        c = np.where(self.slide_ow, self.level({"p": col_pieces}, "p", i, 1), self.ct)
+        r = np.where(self.slide_oh, self.along(row_pieces[:, i], 0), self.rt)
+        c = np.where(self.slide_ow, self.along(col_pieces[:, i], 1), self.ct)
         return self.nt * r * c
 
 
@@ -230,9 +238,10 @@ def evaluate_fused_space(chain: ConvChain, hardware: Accelerator,
     dma = dma_cycles(ddr_port(hardware), loads, loaded, tiles_n, stored)
     shape = (len(tn), len(tr), len(tc), 2, 2, 2)
     full = lambda a: np.broadcast_to(a, shape)  # noqa: E731
-    return FusedSpace(chain=chain, hardware=hardware, tiles=(tn, tr, tc), valid=full(valid), loaded_bytes=full(loaded),
-                      stored_bytes=stored, loads=full(loads), macs=full(macs), tensorcore_cycles=full(tc_cycles),
-                      vector_cycles_floor=full(vec), dma_cycles=full(dma), peak_sram_bytes=full(peak),
+    return FusedSpace(chain=chain, hardware=hardware, tiles=(tn, tr, tc), valid=full(valid),
+                      loaded_bytes=full(loaded), stored_bytes=stored, loads=full(loads), macs=full(macs),
+                      tensorcore_cycles=full(tc_cycles), vector_cycles_floor=full(vec), dma_cycles=full(dma),
+                      peak_sram_bytes=full(peak),
                       seconds=time.perf_counter() - start, grid=grid_of)
 
 

@@ -304,12 +304,12 @@ def sweep_chain(target: Any, sizes: Sequence[int],
     `Objective` or its name: traffic, ties cycles; cycles, estimated, ties traffic; energy or edp), from one
     evaluation of every fused space for all sizes (an energy objective prices it at each size: the SRAM's energy
     per access and leakage follow its size). Each layer alone is searched at each size as `search_chain` searches
-    it, so every point equals `search_chain` at that size, cycles included. layer_fronts=True instead takes each layer from one
-    search front per distinct layer shape for all sizes (`search_front`, several times faster; the network
-    evaluation's choice): its traffic is the same objective, but where nests tie in traffic the front may keep
-    another than the one-size search (the two enumerations rank 2-way buffering and refine around different seeds),
-    so its cycles can differ. With runners every chosen schedule is traced (checked against its model) and, when
-    `simulate`, timed."""
+    it, so every point equals `search_chain` at that size, cycles included. layer_fronts=True instead takes each
+    layer from one search front per distinct layer shape for all sizes (`search_front`, several times faster; the
+    network evaluation's choice; an energy objective searches each size on its own): its traffic is the same
+    objective, but where nests tie in traffic the front may keep another than the one-size search (the two
+    enumerations rank 2-way buffering and refine around different seeds), so its cycles can differ. With runners
+    every chosen schedule is traced (checked against its model) and, when `simulate`, timed."""
     from dsasim.architect.search.fused_search import (CHAIN_SMALLER, _fused_choice, _fused_spaces, _layer_choice,
                                                _layer_segment, _partition, estimate_chain_work)
     chain, hardware = target.chain, target.hardware
