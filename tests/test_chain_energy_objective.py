@@ -147,6 +147,23 @@ def test_energy_picks_layer_by_layer_where_fusion_saves_traffic_but_recomputes(b
     assert partition_energy(by_traffic)[1].energy_pj > report.energy_pj
 
 
+# energy = leakage only, 1 W of it: energy is proportional to time, so the energy objective ranks as cycles do
+LEAK_ONLY = dataclasses.replace(MACS_ONLY, mac_pj=0.0, sram_leakage_mw=1000.0)
+
+
+def test_with_leakage_only_each_segment_leaks_over_its_own_cycles():
+    """The block above under 4 KiB, only leakage priced (1,000 mW over cycles / clock): a partition's energy is
+    leakage x its summed cycles, so the energy objective picks the split with the fewest cycles. At 4 KiB the block
+    fuses without recompute (one output row per tile, halos kept along oh) and is TensorCore-bound: 2 layers x 64
+    output pixels x 9 taps, one step each (8 channels fill one block) = 1,152 cycles; its two layers alone take
+    more (they store and reload the intermediate through the DMA), so energy fuses here."""
+    result = search_chain(BLOCK, LEAK_ONLY, 4096, "energy")
+    pj_per_cycle = 1000.0 * 1e9 / LEAK_ONLY.clock_hz  # mW x s x 1e9 = pJ
+    assert result.label(result.best) == "[1 2]" and result.totals(result.best)["cycles"] == 2 * 64 * 9
+    assert result.totals(result.layer_by_layer)["cycles"] > 2 * 64 * 9
+    assert partition_energy(result)[1].energy_pj == pytest.approx(pj_per_cycle * 2 * 64 * 9, rel=1e-12)
+
+
 def fold_energy_pj(chain: ConvChain, hw) -> float:
     """The residual fold's load priced on its own: the chain's input read from DDR and written to the SRAM."""
     fold = math.prod(chain.input_shape) * hw.word_bytes
