@@ -57,6 +57,7 @@ NETWORK_TRUST_TESTS = ("tests/test_trust_network.py",)
 BITE_SHAPES_TESTS = ("tests/test_trust_bite_shapes.py", "tests/test_shapes.py")
 BITE_LEVEL_TESTS = ("tests/test_trust_bite_levels.py", "tests/test_levels.py")
 RESULTS_TESTS = "tests/test_energy_results.py"
+CHAIN_ENERGY_TESTS = "tests/test_chain_energy_objective.py"
 BITE_MEMORY_TESTS = ("tests/test_trust_bite_memory.py", "tests/test_memory.py")
 BITE_SEARCH_TESTS = ("tests/test_trust_bite_search.py", "tests/test_search.py")
 TARGET_TESTS = ("tests/test_target.py",)
@@ -1004,11 +1005,11 @@ MUTANTS: list[Mutant] = [
            "    return objective.key(traffic=int(traffic[i, j]), cycles=float(cost[i, j]))",
            OBJECTIVE_TESTS),
     Mutant("objective: a fused segment ranked without the peak", "dsasim/architect/search/fused_space.py",
-           "    order = objective.order(traffic=traffic, cycles=cycles, peak=peak)",
-           "    order = objective.order(traffic=traffic, cycles=cycles)", OBJECTIVE_TESTS),
+           "    order = objective.order(traffic=traffic, cycles=cycles, peak=peak, energy=energy)",
+           "    order = objective.order(traffic=traffic, cycles=cycles, energy=energy)", OBJECTIVE_TESTS),
     Mutant("objective: a chain's partition ranked by traffic whatever the objective",
            "dsasim/architect/search/fused_search.py",
-           '        key = objective.key(traffic=totals["traffic_bytes"], cycles=totals["cycles"])',
+           '        key = objective.key(traffic=totals["traffic_bytes"], cycles=totals["cycles"], energy=energy)',
            '        key = (totals["traffic_bytes"], totals["cycles"])', OBJECTIVE_TESTS),
     Mutant("objective: the hierarchy search defaults to cycles again", "dsasim/architect/search/level_search.py",
            "                  objective: Objective | str = DEFAULT_OBJECTIVE, outer_candidates",
@@ -1411,9 +1412,9 @@ MUTANTS: list[Mutant] = [
     Mutant("energy objective: edp is energy alone", "dsasim/architect/search/objective.py",
            '"edp": None if energy is None else energy * cycles}', '"edp": energy}',
            ("tests/test_energy_objective.py",)),
-    Mutant("energy objective: a fused network does not refuse energy", "dsasim/architect/studies/network_eval.py",
-           "    if fusion and network.chains:\n        require_ranked(", "    if False:\n        require_ranked(",
-           ("tests/test_energy_objective.py",)),
+    Mutant("energy objective: the level search does not refuse energy", "dsasim/architect/search/level_search.py",
+           '    require_ranked(objective_named(objective), "a search over levels below the SRAM")',
+           "    pass", ("tests/test_energy_objective.py",)),
     # -- issue 28: power --
     Mutant("power: a stage priced from DDR, not its parent level", "dsasim/timing/power.py",
            "parent_rows = np.array([row[lv.parent] for lv in hardware.levels], np.int64)",
@@ -1484,6 +1485,39 @@ MUTANTS: list[Mutant] = [
     Mutant("vary: a non-finite energy taken", "dsasim/architect/studies/network_eval.py",
            "    if not math.isfinite(value):\n        raise ValueError(f\"{key}: {text!r} is not finite\")",
            "    if False:\n        raise ValueError(f\"{key}: {text!r} is not finite\")", ("tests/test_network.py::test_vary_takes_names_and_prices_each_dram_type_by_its_own_figure",)),
+    # -- issue 28: chainen --
+    Mutant("chainen: the fused space counts one TensorCore call per tile along the slide loop",
+           "dsasim/architect/search/fused_space.py",
+           "r = np.where(self.slide_oh, self.along(row_pieces[:, i], 0), self.rt)", "r = self.rt",
+           (CHAIN_ENERGY_TESTS,)),
+    Mutant("chainen: the fused space's residual add never reads the image", "dsasim/architect/search/fused_space.py",
+           "sram_read = sram_read + (adds + int(i == L and chain.residual)) * elements * word",
+           "sram_read = sram_read + adds * elements * word", (CHAIN_ENERGY_TESTS,)),
+    Mutant("chainen: the fused space prices useful MACs, not padded ones", "dsasim/architect/search/fused_space.py",
+           "padded_macs=padded_macs(hw, space.tensorcore_cycles),", "padded_macs=space.macs,",
+           (CHAIN_ENERGY_TESTS,)),
+    Mutant("chainen: the fused space prices energy at its own SRAM size, not the one asked",
+           "dsasim/architect/search/fused_space.py", "        _, hw = with_capacity(self.hardware, sram_bytes)\n",
+           "        hw = self.hardware\n", (CHAIN_ENERGY_TESTS,)),
+    Mutant("chainen: the fused space builds its access arrays for every objective",
+           "dsasim/architect/search/fused_space.py",
+           "if objective.needs_energy else None\n    order = objective.order(",
+           "if objective.needs_energy else (space.accesses and None)\n    order = objective.order(",
+           (CHAIN_ENERGY_TESTS,)),
+    Mutant("chainen: the partition ranks fused segments as free", "dsasim/architect/search/fused_search.py",
+           "            out[seg] = energy_report(p.analysis.access_counts, hw, p.cycles).energy_pj",
+           "            out[seg] = 0.0", (CHAIN_ENERGY_TESTS,)),
+    Mutant("chainen: the partition prices single layers over no time", "dsasim/architect/search/fused_search.py",
+           "out[(p.first, p.stop)] = candidate_energy_pj(p.candidate, hw, p.cycles)",
+           "out[(p.first, p.stop)] = candidate_energy_pj(p.candidate, hw, 0)", (CHAIN_ENERGY_TESTS,)),
+    Mutant("chainen: the residual fold's load writes no SRAM", "dsasim/architect/search/fused_search.py",
+           "{DDR: fold_bytes}, {SRAM_LEVEL: fold_bytes}, 0, 0, 0)", "{DDR: fold_bytes}, {}, 0, 0, 0)",
+           (CHAIN_ENERGY_TESTS,)),
+    Mutant("chainen: a network's chains ranked by traffic whatever the objective",
+           "dsasim/architect/studies/chain_target.py",
+           "sweep = sweep_chain(self, [int(s) for s in sizes], force=True, objective=objective, layer_fronts=True)",
+           'sweep = sweep_chain(self, [int(s) for s in sizes], force=True, objective="traffic", layer_fronts=True)',
+           (CHAIN_ENERGY_TESTS,)),
 ]
 
 

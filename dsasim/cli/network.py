@@ -1,7 +1,7 @@
 """`dsasim network NAME|MODULE:ATTR`: a whole network under one SRAM size, layer by layer.
 
     dsasim network NAME|MODULE:ATTR [--input-shape N,C,H,W] [--sram SIZE] [--hardware PRESET|FILE]
-                   [--objective traffic|cycles] [--no-fusion] [--jobs N] [--json PATH] [--plot PATH] [--top K]
+                   [--objective traffic|cycles|energy|edp] [--no-fusion] [--jobs N] [--json PATH] [--plot PATH] [--top K]
                    [--wide] [--verbose] [--quiet]
 
 NAME is a preset (resnet18, resnet50, resnet50-caffe, mobilenetv2, bert-base-layer[:seq=N]); MODULE:ATTR imports a

@@ -15,9 +15,10 @@ fuse, their spaces, analysis, work estimate, JSON extras) is read from the chain
   once more (|input| bytes, added analytically: the LoopNest kernel has no residual).
 * Fusion depth: every split of the chain into consecutive segments, each segment fused (two or more layers) or a
   single layer's best nest; a residual not in a fused segment with the first layer is folded as above.
-The best partition by the objective is `best`; `fused` (the whole chain fused) and `layer_by_layer` are reported
-beside it. Cycles are the model's estimates (max(DMA, TensorCore + vector)); given runners, every chosen nest is traced
-(checked against the model) and timed.
+The best partition by the objective is `best` (energy and edp: each segment priced at the SRAM size, the fused
+nests by their space's access arrays, plus the residual fold's load); `fused` (the whole chain fused) and
+`layer_by_layer` are reported beside it. Cycles are the model's estimates (max(DMA, TensorCore + vector)); given
+runners, every chosen nest is traced (checked against the model) and timed.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from dsasim.architect.search.chain_kind import Chain, FusedSpaceLike
 from dsasim.architect.search.chain_kinds import chain_kind_of
 from dsasim.architect.model.fused_analysis import FusedAnalysis
 from dsasim.architect.search.fused_space import FusedSpace, _best_index, evaluate_fused_space  # noqa: F401 (re-exported)
-from dsasim.architect.search.objective import DEFAULT_OBJECTIVE, Objective, objective_named, require_ranked
+from dsasim.architect.search.objective import DEFAULT_OBJECTIVE, Objective, objective_named
 from dsasim.hardware import Accelerator
 from dsasim.one_level import require_one_level
 
@@ -244,7 +245,9 @@ def _partition(chain: Chain, hw: Accelerator, objective: Objective,
                seconds: float) -> ChainSearchResult:
     """The best split of the chain into the given fused segments and single layers (every split is tried); for a
     GEMM chain also the nest Chimera's model would pick. Ranked by `objective`'s key without the peak (equal keys:
-    the first split in the cuts' `itertools.product` order, the whole chain fused first)."""
+    the first split in the cuts' `itertools.product` order, the whole chain fused first). An energy objective
+    ranks by the segments' energies summed (`_segment_energies`) plus the residual fold's load
+    (`_fold_energy_pj`): what `chain_energy.partition_energy` reports for the chosen split."""
     L = len(chain)
     result = ChainSearchResult(chain, hw, hw.sram_bytes, objective, None, fused_parts.get((0, L)),
                                None if any(p is None for p in layers) else list(layers),  # type: ignore[arg-type]
@@ -253,17 +256,47 @@ def _partition(chain: Chain, hw: Accelerator, objective: Objective,
     reference = None if space is None else chain_kind_of(chain).reference_choice
     if reference is not None:
         result.chimera = reference(space, hw.sram_bytes)
+    energies = _segment_energies(hw, layers, fused_parts) if objective.needs_energy else None
     best_key = None
     for cuts in itertools.product((False, True), repeat=L - 1):  # a cut after layer i + 1 (True: split there)
         bounds = [0] + [i + 1 for i, cut in enumerate(cuts) if cut] + [L]
         parts = [layers[a] if b - a == 1 else fused_parts[(a, b)] for a, b in zip(bounds, bounds[1:])]
         if any(p is None for p in parts):
             continue
-        totals = ChainSearchResult.totals(parts, result.fold(parts))  # type: ignore[arg-type]
-        key = objective.key(traffic=totals["traffic_bytes"], cycles=totals["cycles"])
+        fold = result.fold(parts)  # type: ignore[arg-type]
+        totals = ChainSearchResult.totals(parts, fold)  # type: ignore[arg-type]
+        energy = None if energies is None else sum(energies[(p.first, p.stop)] for p in parts) + \
+            _fold_energy_pj(hw, fold)  # type: ignore[union-attr]
+        key = objective.key(traffic=totals["traffic_bytes"], cycles=totals["cycles"], energy=energy)
         if best_key is None or key < best_key:
             result.best, best_key = parts, key  # type: ignore[assignment]
     return result
+
+
+def _segment_energies(hw: Accelerator, layers: list[SegmentChoice | None],
+                      fused_parts: Mapping[tuple[int, int], SegmentChoice | None]) -> dict[tuple[int, int], float]:
+    """Each segment's energy in pJ on `hw` (its SRAM size), leakage over the segment's own cycles (so a partition's
+    sum is its leakage over its summed cycles): a fused segment's analysed accesses priced, a single layer's
+    candidate priced (`candidate_energy_pj`); keyed by (first, stop), segments that do not fit left out."""
+    from dsasim.architect.search.layer_search import candidate_energy_pj
+    from dsasim.energy.report import energy_report
+
+    out: dict[tuple[int, int], float] = {}
+    for p in layers:
+        if p is not None:
+            out[(p.first, p.stop)] = candidate_energy_pj(p.candidate, hw, p.cycles)
+    for seg, p in fused_parts.items():
+        if p is not None:
+            out[seg] = energy_report(p.analysis.access_counts, hw, p.cycles).energy_pj
+    return out
+
+
+def _fold_energy_pj(hw: Accelerator, fold_bytes: int) -> float:
+    """The residual fold's load in pJ: `fold_bytes` read from DDR and written to the SRAM (no compute, no time)."""
+    from dsasim.energy.report import energy_pj_of
+    from dsasim.hardware import DDR, SRAM_LEVEL
+
+    return energy_pj_of(hw, {DDR: fold_bytes}, {SRAM_LEVEL: fold_bytes}, 0, 0, 0) if fold_bytes else 0.0
 
 
 def search_chain(chain: Chain, hardware: Accelerator, sram_bytes: int | None = None,
@@ -280,7 +313,6 @@ def search_chain(chain: Chain, hardware: Accelerator, sram_bytes: int | None = N
     The whole work is estimated first (`estimate_chain_work`): beyond the usual it raises WorkTooLargeError unless
     `force` (then `warn` gets the estimate); `force` and `warn` also go to each layer's `search`. `progress` gets
     the fraction done (0..1) after each layer and after the fused spaces."""
-    require_ranked(objective_named(objective), "a chain's search")
     from dsasim.architect.search.layer_search import check_work, with_capacity
     require_one_level(hardware, "chain search")
     objective = objective_named(objective)

@@ -136,12 +136,13 @@ def objective_named(objective: Objective | str) -> Objective:
 
 
 def require_ranked(objective: Objective, what: str) -> None:
-    """ValueError (one line) when `objective` ranks by energy and `what` (e.g. "a chain's search") cannot price its
-    candidates yet: its results report energy, but its search ranks by traffic or cycles only."""
+    """ValueError (one line) when `objective` ranks by energy and `what` (e.g. "a search over levels below the
+    SRAM") cannot price its candidates yet: its results report energy, but its search ranks by traffic or cycles
+    only."""
     if objective.needs_energy:
-        raise ValueError(f"objective {objective.name} ranks single layers (search, sweep-sram LAYER, and networks with "
-                         f"--no-fusion); {what} does not price its candidates yet: rank it by traffic or cycles "
-                         f"(its results still report energy)")
+        raise ValueError(f"objective {objective.name} ranks single layers, chains and networks on one-level hardware "
+                         f"(search, sweep-sram, network); {what} does not price its candidates yet: rank it by "
+                         f"traffic or cycles (its results still report energy)")
 
 
 def describe_objectives() -> str:

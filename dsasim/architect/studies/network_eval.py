@@ -28,7 +28,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Sequence
 
 from dsasim.architect.studies.network import CHAIN, TENSORCORE, UNMODELLED, VECTOR, Network, NetworkChain, NetworkLayer
-from dsasim.architect.search.objective import DEFAULT_OBJECTIVE, Objective, objective_named, require_ranked
+from dsasim.architect.search.objective import DEFAULT_OBJECTIVE, Objective, objective_named
 from dsasim.architect.studies.target_figures import TargetFigures, sweep_target_task
 from dsasim.architect.studies.target_kinds import network_target_of
 from dsasim.architect.studies.network_accesses import chain_entry_counts, tensorcore_layer_counts, vector_layer_counts
@@ -244,11 +244,10 @@ def _chain_outcome(network: Network, nc: NetworkChain, hardware: Accelerator,
 
 
 def check_network_objective(network: Network, objective: Objective | str, fusion: bool) -> None:
-    """ValueError (one line) for an objective the network's pieces cannot rank by: energy and edp rank single
-    layers, not fused chains (`require_ranked`)."""
-    if fusion and network.chains:
-        require_ranked(objective_named(objective), "a network with fused chains (give --no-fusion to rank its "
-                                                   "layers one by one)")
+    """ValueError (one line) for an objective the network's pieces cannot rank by, before any work: an unknown
+    name. Every registered objective ranks a network's single layers and its fused chains (energy and edp price
+    each size: the chains' fused spaces and partitions at that SRAM size), with or without `fusion`."""
+    objective_named(objective)
 
 
 def evaluate_network(network: Network, hardwares: Sequence[Accelerator], sizes: Sequence[int],

@@ -27,7 +27,7 @@ from dsasim.architect.model.analytic import analyze
 from dsasim.architect.model.lower_bounds import lower_bound
 from dsasim.energy.accesses import AccessCounts
 from dsasim.energy.report import EnergyReport, energy_json, energy_report
-from dsasim.architect.search.objective import DEFAULT_OBJECTIVE, Objective, objective_named, require_ranked
+from dsasim.architect.search.objective import DEFAULT_OBJECTIVE, Objective, objective_named
 from dsasim.architect.search.layer_search import (SECONDS_PER_TRACED_SCHEDULE, Candidate, WorkEstimate, _duration, check_work,
                                      confirm, estimate_search_work, estimate_trace_work, search_front)
 from dsasim.architect.studies.target_sweep import TargetSweep
@@ -301,15 +301,15 @@ def sweep_chain(target: Any, sizes: Sequence[int],
                 layer_fronts: bool = False) -> TargetSweep:
     """A `TargetSweep` of a chain's target (a `ChainTarget`: its `chain` on its one-level `hardware`; its choices
     `ChainSweepPoint`s): for every SRAM size (bytes), the best partition of the chain by `objective` (an
-    `Objective` or its name: traffic, ties cycles; or cycles, estimated, ties traffic), from one evaluation of every
-    fused space for all sizes. Each layer alone is searched at each size as `search_chain` searches it, so every
-    point equals `search_chain` at that size, cycles included. layer_fronts=True instead takes each layer from one
-    search front per distinct layer shape for all sizes (`search_front`, several times faster; the network
-    evaluation's choice): its traffic is the same objective, but where nests tie in traffic the front may keep
-    another than the one-size search (the two enumerations rank 2-way buffering and refine around different seeds),
-    so its cycles can differ. With runners every chosen schedule is traced (checked against its model) and, when
-    `simulate`, timed."""
-    require_ranked(objective_named(objective), "a chain's sweep")
+    `Objective` or its name: traffic, ties cycles; cycles, estimated, ties traffic; energy or edp), from one
+    evaluation of every fused space for all sizes (an energy objective prices it at each size: the SRAM's energy
+    per access and leakage follow its size). Each layer alone is searched at each size as `search_chain` searches
+    it, so every point equals `search_chain` at that size, cycles included. layer_fronts=True instead takes each
+    layer from one search front per distinct layer shape for all sizes (`search_front`, several times faster; the
+    network evaluation's choice; an energy objective searches each size on its own): its traffic is the same
+    objective, but where nests tie in traffic the front may keep another than the one-size search (the two
+    enumerations rank 2-way buffering and refine around different seeds), so its cycles can differ. With runners
+    every chosen schedule is traced (checked against its model) and, when `simulate`, timed."""
     from dsasim.architect.search.fused_search import (CHAIN_SMALLER, _fused_choice, _fused_spaces, _layer_choice,
                                                _layer_segment, _partition, estimate_chain_work)
     chain, hardware = target.chain, target.hardware
