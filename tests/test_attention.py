@@ -224,3 +224,116 @@ def test_kernels_match_torch(kind, problem):
         theirs = F.scaled_dot_product_attention(q.reshape(1, 2, 7, 4), k.reshape(1, 2, 7, 4), v.reshape(1, 2, 7, 4),
                                                 is_causal=True).reshape(14, 4)
         assert torch.allclose(ours, theirs, atol=1e-12)
+
+
+# ---------------------------------------------------------------------------------------------- model = trace
+import random  # noqa: E402
+
+from dsasim.architect.model.attention import analyze_attention  # noqa: E402
+from dsasim.kernels.attention_kernel import count_attention  # noqa: E402
+
+
+def trace_figures(sch: AttentionSchedule, hw=NARROW) -> dict:
+    c = count_attention(sch, hw, enforce_capacity=False)
+    ddr = [x for x in c.per_tensor if x in "QKVSPMLO"]
+    return dict(loaded=c.loaded_bytes, stored=c.stored_bytes, rmw=c.rmw_bytes, loads=c.loads, stores=c.stores,
+                opens=c.opens, macs=c.macs, padded=c.padded_macs, tc=c.tensorcore_cycles, vec=c.vector_cycles,
+                lanes=c.vector_lane_ops, peak=c.peak_sram_bytes,
+                per_loaded={x: c.per_tensor[x].loaded_bytes for x in ddr},
+                per_stored={x: c.per_tensor[x].stored_bytes for x in ddr},
+                accesses=c.access_counts(hw.word_bytes))
+
+
+def model_figures(sch: AttentionSchedule, hw=NARROW) -> dict:
+    a = analyze_attention(sch, hw)
+    return dict(loaded=a.loaded_bytes, stored=a.stored_bytes, rmw=a.rmw_bytes, loads=a.loads, stores=a.stores,
+                opens=a.opens, macs=a.macs, padded=a.padded_macs, tc=a.tensorcore_cycles, vec=a.vector_cycles,
+                lanes=a.vector_lane_ops, peak=a.peak_sram_bytes, per_loaded=dict(a.per_tensor_loaded),
+                per_stored=dict(a.per_tensor_stored), accesses=a.access_counts)
+
+
+def _random_schedules(count: int, seed: int) -> list[AttentionSchedule]:
+    """Random problems (GQA groups of 1-3, lengths 1-9 not multiples of the tiles, causal where m >= n) and
+    schedules of every kind, 1 or 2 ways."""
+    rng = random.Random(seed)
+    out = []
+    for i in range(count):
+        hkv, g, n = rng.randint(1, 2), rng.randint(1, 3), rng.randint(1, 9)
+        m = n + rng.randint(0, 6) if rng.random() < 0.7 else rng.randint(1, 9)
+        p = AttentionProblem(rng.randint(1, 2), hkv * g, hkv, n, m, rng.randint(1, 6), m >= n and rng.random() < 0.6)
+        out.append(AttentionSchedule(p, ATTENTION_KINDS[i % len(ATTENTION_KINDS)], rng.randint(1, n),
+                                     rng.randint(1, m), rng.randint(1, 2)))
+    return out
+
+
+@pytest.mark.parametrize("sch", _random_schedules(40, 29), ids=lambda s: f"{s.kind}-{s.problem.spec()}-{s.br}x{s.bc}")
+def test_model_equals_trace(sch):
+    """Every count of the model (traffic per tensor, transfers, MACs, cycles, lane operations, peak SRAM, access
+    counts per level) equals the traced run's, on 3 x 5 TensorCore blocks and 7 lanes (ragged everywhere)."""
+    assert model_figures(sch) == trace_figures(sch)
+    assert analyze_attention(sch, NARROW).macs == sch.problem.tiled_macs(sch.br, sch.bc)  # the problem's own count
+
+
+def test_model_equals_trace_on_blog_hardware():
+    """The same on the blog's preset (16 x 24 blocks, 32 lanes, 1-byte words) with tiles over a block."""
+    p = AttentionProblem(1, 4, 2, 40, 70, 20, causal=True)
+    for kind in ATTENTION_KINDS:
+        sch = AttentionSchedule(p, kind, 17, 30, 2)
+        assert model_figures(sch, preset("blog")) == trace_figures(sch, preset("blog"))
+
+
+def test_unfused_traffic_per_head_by_hand():
+    """One head, n=6, m=10, d=4, tiles 4 x 3 (Tr = 2 row tiles, Tc = 4 key tiles), 4-byte words. Pass 1 loads Q
+    once (6*4 = 24 elements) and K once per row tile (2 x 10*4 = 80), stores S (6*10 = 60); pass 2 loads S (60),
+    stores P (60); pass 3 loads P (60) and V once per row tile (80), stores O (24). Loaded 24 + 80 + 60 + 60 + 80 =
+    304 elements = 1216 B; stored 60 + 60 + 24 = 144 elements = 576 B."""
+    a = analyze_attention(AttentionSchedule(AttentionProblem(1, 1, 1, 6, 10, 4), "unfused", 4, 3), NARROW)
+    assert a.per_tensor_loaded == {"Q": 96, "K": 320, "V": 320, "S": 240, "P": 240, "O": 0}
+    assert a.per_tensor_stored == {"Q": 0, "K": 0, "V": 0, "S": 240, "P": 240, "O": 96}
+    assert (a.loaded_bytes, a.stored_bytes) == (1216, 576)
+
+
+def test_fused_with_whole_tiles_moves_the_compulsory_traffic():
+    """q-outer with br = n, bc = m: Q, K, V loaded once, O stored once, nothing else; K and V once per group, not per
+    query head: b=2, h=4, hkv=2, n=5, m=7, d=3: Q, O 2*4*5*3 = 120 elements each, K, V 2*2*7*3 = 84 each; 4-byte
+    words: loaded (120 + 84 + 84) x 4 = 1152 B, stored 480 B = the compulsory 1632 B."""
+    p = AttentionProblem(2, 4, 2, 5, 7, 3, causal=True)
+    a = analyze_attention(AttentionSchedule(p, "q-outer", 5, 7), NARROW)
+    assert (a.loaded_bytes, a.stored_bytes) == (1152, 480)
+    assert a.traffic_bytes == a.compulsory_bytes == p.compulsory_bytes(4) == 1632
+
+
+def test_flashattention_algorithm1_count():
+    """Dao et al. 2022, Algorithm 1 with SRAM of M elements: Bc = ceil(M / 4d), Br = min(Bc, d); outer loop over
+    the Tc = ceil(N / Bc) key tiles (K_j, V_j loaded once), inner over the Tr row tiles: Q_i, O_i, l_i, m_i read
+    and O_i, l_i, m_i written every inner iteration; O, l, m first written as zeros (line 2). HBM accesses, in
+    elements, per head: 2Nd (K, V) + Tc (Nd + Nd + 2N) reads + Tc (Nd + 2N) writes + (Nd + 2N) initial writes.
+    Our kv-outer opens O, M, L as zeros on their first visit instead of writing and re-reading them, so it moves
+    exactly 2 (Nd + 2N) fewer. M = 96, d = 4: Bc = 6, Br = 4; N = 24: Tc = 4. Algorithm 1: 2*96 + 4*(96 + 96 + 48)
+    + 4*(96 + 48) + (96 + 48) = 192 + 960 + 576 + 144 = 1872; ours 1872 - 2*144 = 1584 elements. Theorem 2's
+    Θ(N²d²/M): the leading term 3 Tc N d = 3 * 4 * 96 = 1152 = 12 N²d²/M exactly here (Tc = 4Nd/M)."""
+    M, d, N = 96, 4, 24
+    bc = -(-M // (4 * d))
+    br = min(bc, d)
+    tc = -(-N // bc)
+    assert (bc, br, tc) == (6, 4, 4)
+    algorithm1 = 2 * N * d + tc * (2 * N * d + 2 * N) + tc * (N * d + 2 * N) + (N * d + 2 * N)
+    assert algorithm1 == 1872
+    hw1 = dataclasses.replace(NARROW, word_bytes=1)
+    sch = AttentionSchedule(AttentionProblem(1, 1, 1, N, N, d), "kv-outer", br, bc)
+    a = analyze_attention(sch, hw1)
+    assert a.traffic_bytes == algorithm1 - 2 * (N * d + 2 * N) == 1584
+    assert 3 * tc * N * d == 12 * N * N * d * d // M == 1152
+    assert trace_figures(sch, hw1)["loaded"] + trace_figures(sch, hw1)["stored"] == 1584
+
+
+def test_q_outer_lane_operations_by_hand():
+    """q-outer, n = m = 4, d = 2, tiles 2 x 2, one head, no mask. Per row tile (2 rows): the first key tile does
+    row_max, sub_rows, exp, row_sum over its 4 scores (16 lane ops); the second row_max 4, maximum 2, sub 2, exp 2,
+    copy 2, sub_rows 4, exp 4, mul (l·alpha) 2, row_sum 4, mul_rows (O·alpha, 2 x 2) 4 = 30; the end divides O
+    (4): 50 per row tile, 100 in all. Causal (bottom-right, n = m): row tile 0 skips key tile 1 and masks key tile
+    0 (4 more): 16 + 4 + 4 = 24; row tile 1 masks key tile 1: 50 + 4 = 54; 78 in all."""
+    plain = AttentionSchedule(AttentionProblem(1, 1, 1, 4, 4, 2), "q-outer", 2, 2)
+    causal = AttentionSchedule(AttentionProblem(1, 1, 1, 4, 4, 2, causal=True), "q-outer", 2, 2)
+    assert analyze_attention(plain, NARROW).vector_lane_ops == 100 == trace_figures(plain)["lanes"]
+    assert analyze_attention(causal, NARROW).vector_lane_ops == 78 == trace_figures(causal)["lanes"]
