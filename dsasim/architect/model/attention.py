@@ -20,8 +20,9 @@ whose tiles hold everything, and FlashAttention's Algorithm 1 (kv-outer) HBM acc
 from __future__ import annotations
 
 from collections import defaultdict
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any, Iterator, Mapping
 
 from dsasim.architect.nests.attention_schedule import AttentionSchedule
 from dsasim.cost import ddr_port, dma_cycles, overlapped_cycles
@@ -91,8 +92,20 @@ class _Tally:
         self.t: dict[str, list[int]] = defaultdict(lambda: [0] * 8)
         self.macs = self.tc_cycles = self.vec_cycles = self.lane_ops = 0
         self.flow = DATAFLOWS[hw.tensorcore_dataflow]
+        self.flow_cache: dict[tuple[int, int, int], Any] = {}
         self.stack: list[list[int]] = []  # per open scope: [elements, ways]
         self.peak = 0
+
+    @contextmanager
+    def weight(self, count: int) -> Iterator[None]:
+        """Count what the body does `count` times (identical repetitions: heads of a group, tiles of one class);
+        the footprint is held once, as each repetition holds it."""
+        saved = self.times
+        self.times *= count
+        try:
+            yield
+        finally:
+            self.times = saved
 
     # -- scopes and DMA ------------------------------------------------------------------------------------------
     def enter(self, ways: int = 1) -> None:
@@ -105,27 +118,32 @@ class _Tally:
         self.stack[-1][0] += elements
         self.peak = max(self.peak, sum(e * w for e, w in self.stack))
 
-    def load(self, x: str, elements: int, rmw: bool = False) -> None:
+    def load(self, x: str, elements: int, rmw: bool = False, buffers: int = 1) -> None:
+        """`buffers` loads of `elements` each into the current scope (all held together)."""
         c = self.t[x]
-        c[_LOADED] += elements * self.times
-        c[_LOADS] += self.times
+        c[_LOADED] += elements * buffers * self.times
+        c[_LOADS] += buffers * self.times
         if rmw:
-            c[_RMW] += elements * self.times
-        self._hold(elements)
+            c[_RMW] += elements * buffers * self.times
+        self._hold(elements * buffers)
 
-    def open(self, x: str, elements: int) -> None:
-        self.t[x][_OPENS] += self.times
-        self._hold(elements)
+    def open(self, x: str, elements: int, buffers: int = 1) -> None:
+        """`buffers` regions of `elements` each opened as zeros in the current scope (all held together)."""
+        self.t[x][_OPENS] += buffers * self.times
+        self._hold(elements * buffers)
 
-    def store(self, x: str, elements: int) -> None:
-        self.t[x][_STORED] += elements * self.times
-        self.t[x][_STORES] += self.times
+    def store(self, x: str, elements: int, buffers: int = 1) -> None:
+        self.t[x][_STORED] += elements * buffers * self.times
+        self.t[x][_STORES] += buffers * self.times
 
     # -- compute -------------------------------------------------------------------------------------------------
     def matmul(self, a: str, b: str, out: str, rows: int, inner: int, cols: int, fresh: int | None = None) -> None:
         """(rows, inner) x (inner, cols) into `out`: assigned (fresh None) or accumulated onto `fresh` zeros."""
         hw = self.hw
-        ops = self.flow(rows, 1, 1, inner, cols, hw.tensorcore_in_channels, hw.tensorcore_out_channels)
+        ops = self.flow_cache.get((rows, inner, cols))
+        if ops is None:  # (few distinct tile shapes: the dataflow's call checks its arguments, not cheap)
+            ops = self.flow_cache[rows, inner, cols] = self.flow(rows, 1, 1, inner, cols, hw.tensorcore_in_channels,
+                                                                 hw.tensorcore_out_channels)
         fresh = rows * cols if fresh is None else fresh
         self.t[a][_READS] += ops.input_reads * self.times
         self.t[b][_READS] += ops.weight_reads * self.times
@@ -153,25 +171,52 @@ def _span(sch: AttentionSchedule, r0: int, r1: int) -> int:
     return sch.key_tiles(r0, r1)[-1][1]
 
 
+def _key_classes(sch: AttentionSchedule, r0: int, r1: int) -> list[tuple[int, int, int]]:
+    """The key tiles computed for rows [r0, r1) as (c0, c1, count): one representative per class of equal width,
+    mask flag and first-ness (their counts are the same), in order of first appearance."""
+    groups: dict[tuple[int, bool, bool], list[int]] = {}
+    for c0, c1 in sch.key_tiles(r0, r1):
+        key = (c1 - c0, sch.masked(r0, c1), c0 == 0)
+        if key in groups:
+            groups[key][2] += 1
+        else:
+            groups[key] = [c0, c1, 1]
+    return [(c0, c1, n) for c0, c1, n in groups.values()]
+
+
+def _row_classes(sch: AttentionSchedule) -> list[tuple[int, int, int]]:
+    """The row tiles as (r0, r1, count): one representative per class of equal rows and equal key classes (masks
+    included), in order (without a mask, the full row tiles form one class)."""
+    groups: dict[tuple, list[int]] = {}
+    for r0, r1 in sch.row_tiles():
+        key = (r1 - r0, tuple((c1 - c0, sch.masked(r0, c1), c0 == 0, n) for c0, c1, n in _key_classes(sch, r0, r1)))
+        if key in groups:
+            groups[key][2] += 1
+        else:
+            groups[key] = [r0, r1, 1]
+    return [(r0, r1, n) for r0, r1, n in groups.values()]
+
+
 def _scores_to_ddr(k: _Tally) -> None:
     sch, p = k.sch, k.p
-    for r0, r1 in sch.row_tiles():
+    for r0, r1, rows in _row_classes(sch):
         rq = r1 - r0
-        k.enter()
-        for _ in range(p.group):
-            k.load("Q", rq * p.d)
-        for c0, c1 in sch.key_tiles(r0, r1):
-            ck = c1 - c0
-            k.enter(sch.ways)
-            k.load("K", ck * p.d)
-            for _ in range(p.group):
-                k.enter()
-                k.open("S", rq * ck)
-                k.matmul("Q", "K", "S", rq, p.d, ck)
-                k.store("S", rq * ck)
-                k.exit()
+        with k.weight(rows):
+            k.enter()
+            k.load("Q", rq * p.d, buffers=p.group)
+            for c0, c1, count in _key_classes(sch, r0, r1):
+                ck = c1 - c0
+                with k.weight(count):
+                    k.enter(sch.ways)
+                    k.load("K", ck * p.d)
+                    with k.weight(p.group):
+                        k.enter()
+                        k.open("S", rq * ck)
+                        k.matmul("Q", "K", "S", rq, p.d, ck)
+                        k.store("S", rq * ck)
+                        k.exit()
+                    k.exit()
             k.exit()
-        k.exit()
 
 
 def _softmax_rows(k: _Tally, src: str, out: str, r0: int, r1: int, normalise: bool) -> None:
@@ -193,24 +238,24 @@ def _softmax_rows(k: _Tally, src: str, out: str, r0: int, r1: int, normalise: bo
 
 def _probabilities_times_values(k: _Tally) -> None:
     sch, p = k.sch, k.p
-    for r0, r1 in sch.row_tiles():
+    for r0, r1, rows in _row_classes(sch):
         rq = r1 - r0
-        k.enter()
-        for _ in range(p.group):
-            k.open("O", rq * p.d)
-        for i, (c0, c1) in enumerate(sch.key_tiles(r0, r1)):
-            ck = c1 - c0
-            k.enter(sch.ways)
-            k.load("V", ck * p.d)
-            for _ in range(p.group):
-                k.enter()
-                k.load("P", rq * ck)
-                k.matmul("P", "V", "O", rq, ck, p.d, fresh=rq * p.d if i == 0 else 0)
-                k.exit()
+        with k.weight(rows):
+            k.enter()
+            k.open("O", rq * p.d, buffers=p.group)
+            for c0, c1, count in _key_classes(sch, r0, r1):
+                ck = c1 - c0
+                with k.weight(count):
+                    k.enter(sch.ways)
+                    k.load("V", ck * p.d)
+                    with k.weight(p.group):
+                        k.enter()
+                        k.load("P", rq * ck)
+                        k.matmul("P", "V", "O", rq, ck, p.d, fresh=rq * p.d if c0 == 0 else 0)
+                        k.exit()
+                    k.exit()
+            k.store("O", rq * p.d, buffers=p.group)
             k.exit()
-        for _ in range(p.group):
-            k.store("O", rq * p.d)
-        k.exit()
 
 
 def _online_step(k: _Tally, mx: str, total: str, r0: int, r1: int, c0: int, c1: int, first: bool) -> None:
@@ -245,150 +290,167 @@ def _online_step(k: _Tally, mx: str, total: str, r0: int, r1: int, c0: int, c1: 
 def _unfused(k: _Tally) -> None:
     sch, p = k.sch, k.p
     _scores_to_ddr(k)
-    for r0, r1 in sch.row_tiles():
+    for r0, r1, rows in _row_classes(sch):
         rq, span = r1 - r0, _span(sch, r0, r1)
-        k.enter()
-        for _ in range(p.group):
+        with k.weight(rows):
             k.enter()
-            k.load("S", rq * span)
-            k.open("P", rq * span)
-            _softmax_rows(k, "S", "P", r0, r1, True)
-            k.store("P", rq * span)
+            with k.weight(p.group):
+                k.enter()
+                k.load("S", rq * span)
+                k.open("P", rq * span)
+                _softmax_rows(k, "S", "P", r0, r1, True)
+                k.store("P", rq * span)
+                k.exit()
             k.exit()
-        k.exit()
     _probabilities_times_values(k)
 
 
 def _store_p(k: _Tally) -> None:
     sch, p = k.sch, k.p
-    for r0, r1 in sch.row_tiles():
+    for r0, r1, rows in _row_classes(sch):
         rq, span = r1 - r0, _span(sch, r0, r1)
-        k.enter()
-        for _ in range(p.group):
-            k.load("Q", rq * p.d)
-        for _ in range(p.group):
-            k.open("S_chip", rq * span)
-        for c0, c1 in sch.key_tiles(r0, r1):
-            ck = c1 - c0
-            k.enter(sch.ways)
-            k.load("K", ck * p.d)
-            for _ in range(p.group):
-                k.matmul("Q", "K", "S_chip", rq, p.d, ck)
-            k.exit()
-        for _ in range(p.group):
+        with k.weight(rows):
             k.enter()
-            k.open("P", rq * span)
-            _softmax_rows(k, "S_chip", "P", r0, r1, True)
-            k.store("P", rq * span)
+            k.load("Q", rq * p.d, buffers=p.group)
+            k.open("S_chip", rq * span, buffers=p.group)
+            for c0, c1, count in _key_classes(sch, r0, r1):
+                ck = c1 - c0
+                with k.weight(count):
+                    k.enter(sch.ways)
+                    k.load("K", ck * p.d)
+                    with k.weight(p.group):
+                        k.matmul("Q", "K", "S_chip", rq, p.d, ck)
+                    k.exit()
+            with k.weight(p.group):
+                k.enter()
+                k.open("P", rq * span)
+                _softmax_rows(k, "S_chip", "P", r0, r1, True)
+                k.store("P", rq * span)
+                k.exit()
             k.exit()
-        k.exit()
     _probabilities_times_values(k)
 
 
 def _store_s(k: _Tally) -> None:
     sch, p = k.sch, k.p
     _scores_to_ddr(k)
-    for r0, r1 in sch.row_tiles():
+    for r0, r1, rows in _row_classes(sch):
         rq, span = r1 - r0, _span(sch, r0, r1)
-        k.enter()
-        for _ in range(p.group):
-            k.open("P_chip", rq * span)
-            k.open("rowsum", rq)
-            k.open("O", rq * p.d)
+        e = rq * span
+        with k.weight(rows):
             k.enter()
-            k.load("S", rq * span)
-            # softmax_rows opens rowmax in @head; its rowsum is the one opened just before in @q (a hit)
-            e = rq * span
-            k.open("rowmax", rq)
-            src = "S"
-            if sch.masked(r0, span):
-                k.vector((("S", e),), "P_chip", e, e)
-                src = "P_chip"
-            k.vector(((src, e),), "rowmax", rq, e)
-            k.vector(((src, e), ("rowmax", rq)), "P_chip", e, e)
-            k.vector((("P_chip", e),), "P_chip", e, e)
-            k.vector((("P_chip", e),), "rowsum", rq, e)
+            # per head: P (on chip), its row sum and O opened in @q, then S loaded and the softmax in @head; the
+            # heads' @q buffers add up, so the last head's @head sees all of them
+            k.open("P_chip", e, buffers=p.group)
+            k.open("rowsum", rq, buffers=p.group)
+            k.open("O", rq * p.d, buffers=p.group)
+            with k.weight(p.group):
+                k.enter()
+                k.load("S", e)
+                k.open("rowmax", rq)
+                src = "S"
+                if sch.masked(r0, span):
+                    k.vector((("S", e),), "P_chip", e, e)
+                    src = "P_chip"
+                k.vector(((src, e),), "rowmax", rq, e)
+                k.vector(((src, e), ("rowmax", rq)), "P_chip", e, e)
+                k.vector((("P_chip", e),), "P_chip", e, e)
+                k.vector((("P_chip", e),), "rowsum", rq, e)
+                k.exit()
+            for c0, c1, count in _key_classes(sch, r0, r1):
+                ck = c1 - c0
+                with k.weight(count):
+                    k.enter(sch.ways)
+                    k.load("V", ck * p.d)
+                    with k.weight(p.group):
+                        k.matmul("P_chip", "V", "O", rq, ck, p.d, fresh=rq * p.d if c0 == 0 else 0)
+                    k.exit()
+            with k.weight(p.group):
+                k.vector((("O", rq * p.d), ("rowsum", rq)), "O", rq * p.d, rq * p.d)
+            k.store("O", rq * p.d, buffers=p.group)
             k.exit()
-        for i, (c0, c1) in enumerate(sch.key_tiles(r0, r1)):
-            ck = c1 - c0
-            k.enter(sch.ways)
-            k.load("V", ck * p.d)
-            for _ in range(p.group):
-                k.matmul("P_chip", "V", "O", rq, ck, p.d, fresh=rq * p.d if i == 0 else 0)
-            k.exit()
-        for _ in range(p.group):
-            k.vector((("O", rq * p.d), ("rowsum", rq)), "O", rq * p.d, rq * p.d)
-            k.store("O", rq * p.d)
-        k.exit()
 
 
 def _q_outer(k: _Tally) -> None:
     sch, p = k.sch, k.p
-    for r0, r1 in sch.row_tiles():
+    for r0, r1, rows in _row_classes(sch):
         rq = r1 - r0
-        k.enter()
-        for _ in range(p.group):
-            k.load("Q", rq * p.d)
-        for _ in range(p.group):
-            k.open("O", rq * p.d)
-        for _ in range(p.group):
-            k.open("rowmax", rq)
-        for _ in range(p.group):
-            k.open("rowsum", rq)
-        for i, (c0, c1) in enumerate(sch.key_tiles(r0, r1)):
-            ck = c1 - c0
-            k.enter(sch.ways)
-            k.load("K", ck * p.d)
-            k.load("V", ck * p.d)
-            for _ in range(p.group):
-                k.enter()
-                k.open("S_chip", rq * ck)
-                k.matmul("Q", "K", "S_chip", rq, p.d, ck)
-                _online_step(k, "rowmax", "rowsum", r0, r1, c0, c1, i == 0)
-                k.exit()
+        with k.weight(rows):
+            k.enter()
+            k.load("Q", rq * p.d, buffers=p.group)
+            k.open("O", rq * p.d, buffers=p.group)
+            k.open("rowmax", rq, buffers=p.group)
+            k.open("rowsum", rq, buffers=p.group)
+            for c0, c1, count in _key_classes(sch, r0, r1):
+                ck = c1 - c0
+                with k.weight(count):
+                    k.enter(sch.ways)
+                    k.load("K", ck * p.d)
+                    k.load("V", ck * p.d)
+                    with k.weight(p.group):
+                        k.enter()
+                        k.open("S_chip", rq * ck)
+                        k.matmul("Q", "K", "S_chip", rq, p.d, ck)
+                        _online_step(k, "rowmax", "rowsum", r0, r1, c0, c1, c0 == 0)
+                        k.exit()
+                    k.exit()
+            with k.weight(p.group):
+                k.vector((("O", rq * p.d), ("rowsum", rq)), "O", rq * p.d, rq * p.d)
+            k.store("O", rq * p.d, buffers=p.group)
             k.exit()
-        for _ in range(p.group):
-            k.vector((("O", rq * p.d), ("rowsum", rq)), "O", rq * p.d, rq * p.d)
-            k.store("O", rq * p.d)
-        k.exit()
 
 
 def _kv_outer(k: _Tally) -> None:
     sch, p = k.sch, k.p
     last = {r0: sch.key_tiles(r0, r1)[-1][0] for r0, r1 in sch.row_tiles()}
+    # per key tile, its computed row tiles in classes of equal rows, mask flag and last-ness; key tiles of equal
+    # width, first-ness and row classes form one class
+    columns: dict[tuple, list] = {}
     for c0 in range(0, p.m, sch.bc):
         c1 = min(c0 + sch.bc, p.m)
-        rows = [(r0, r1) for r0, r1 in sch.row_tiles() if p.tile_computed(r0, r1, c0)]
+        rows: dict[tuple[int, bool, bool], list[int]] = {}
+        for r0, r1 in sch.row_tiles():
+            if p.tile_computed(r0, r1, c0):
+                key = (r1 - r0, sch.masked(r0, c1), c0 == last[r0])
+                if key in rows:
+                    rows[key][2] += 1
+                else:
+                    rows[key] = [r0, r1, 1]
         if not rows:
             continue
+        key = (c1 - c0, c0 == 0, tuple((rk, n) for rk, (_, _, n) in rows.items()))
+        if key in columns:
+            columns[key][2] += 1
+        else:
+            columns[key] = [c0, c1, 1, list(rows.values())]
+    for c0, c1, count, rows_classes in columns.values():
         ck = c1 - c0
-        k.enter()
-        k.load("K", ck * p.d)
-        k.load("V", ck * p.d)
-        for r0, r1 in rows:
-            rq = r1 - r0
-            k.enter(sch.ways)
-            for _ in range(p.group):
-                k.load("Q", rq * p.d)
-            for x, size in (("O", rq * p.d), ("M", rq), ("L", rq)):
-                for _ in range(p.group):
-                    if c0 == 0:
-                        k.open(x, size)
-                    else:
-                        k.load(x, size, rmw=True)
-            for _ in range(p.group):
-                k.enter()
-                k.open("S_chip", rq * ck)
-                k.matmul("Q", "K", "S_chip", rq, p.d, ck)
-                _online_step(k, "M", "L", r0, r1, c0, c1, c0 == 0)
-                k.exit()
-                if c0 == last[r0]:
-                    k.vector((("O", rq * p.d), ("L", rq)), "O", rq * p.d, rq * p.d)
-            for x, size in (("O", rq * p.d), ("M", rq), ("L", rq)):
-                for _ in range(p.group):
-                    k.store(x, size)
+        with k.weight(count):
+            k.enter()
+            k.load("K", ck * p.d)
+            k.load("V", ck * p.d)
+            for r0, r1, n in rows_classes:
+                rq = r1 - r0
+                with k.weight(n):
+                    k.enter(sch.ways)
+                    k.load("Q", rq * p.d, buffers=p.group)
+                    for x, size in (("O", rq * p.d), ("M", rq), ("L", rq)):
+                        if c0 == 0:
+                            k.open(x, size, buffers=p.group)
+                        else:
+                            k.load(x, size, rmw=True, buffers=p.group)
+                    with k.weight(p.group):
+                        k.enter()
+                        k.open("S_chip", rq * ck)
+                        k.matmul("Q", "K", "S_chip", rq, p.d, ck)
+                        _online_step(k, "M", "L", r0, r1, c0, c1, c0 == 0)
+                        k.exit()
+                        if c0 == last[r0]:
+                            k.vector((("O", rq * p.d), ("L", rq)), "O", rq * p.d, rq * p.d)
+                    for x, size in (("O", rq * p.d), ("M", rq), ("L", rq)):
+                        k.store(x, size, buffers=p.group)
+                    k.exit()
             k.exit()
-        k.exit()
 
 
 _KINDS = {"unfused": _unfused, "store-p": _store_p, "store-s": _store_s, "q-outer": _q_outer, "kv-outer": _kv_outer}
