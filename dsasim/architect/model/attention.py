@@ -97,11 +97,12 @@ class _Tally:
         self.peak = 0
 
     @contextmanager
-    def weight(self, count: int) -> Iterator[None]:
+    def weight(self, count: int, over: int = 1) -> Iterator[None]:
         """Count what the body does `count` times (identical repetitions: heads of a group, tiles of one class);
-        the footprint is held once, as each repetition holds it."""
+        the footprint is held once, as each repetition holds it. over=n: `count` is a total over the n repetitions
+        the current weight already counts (the key tiles of a class of n row tiles)."""
         saved = self.times
-        self.times *= count
+        self.times = self.times // over * count
         try:
             yield
         finally:
@@ -167,46 +168,67 @@ class _Tally:
 
 
 # ------------------------------------------------------------------------------------------- the kinds' passes
+# A key class: (keys in the tile, partly masked, first of its row tile, last of its row tile, how many tiles).
+KeyClass = tuple[int, bool, bool, bool, int]
+
+
+def _key_classes(sch: AttentionSchedule, r0: int, r1: int) -> list[KeyClass]:
+    """The key tiles computed for rows [r0, r1), in classes, in closed form: tile 0 (the first) and the row tile's
+    last computed tile T - 1 are their own classes; the tiles between are full (only the very last key tile of the
+    length can be ragged, and it is never between) and masked from the first one whose last key c·bc + bc - 1
+    passes the first row's last visible key r0 + offset, i.e. from c = (r0 + offset + 1) // bc."""
+    p, bc = sch.problem, sch.bc
+    tiles = -(-p.m // bc)
+    last = tiles - 1 if not p.causal else min(tiles - 1, (r1 - 1 + p.offset) // bc)
+    classes: dict[tuple[int, bool, bool, bool], int] = {}
+
+    def add(width: int, masked: bool, first: bool, end: bool, count: int) -> None:
+        if count > 0:
+            classes[width, masked, first, end] = classes.get((width, masked, first, end), 0) + count
+
+    for c in sorted({0, last}):
+        add(min(bc, p.m - c * bc), sch.masked(r0, min(c * bc + bc, p.m)), c == 0, c == last, 1)
+    between = max(0, last - 1)  # tiles 1 .. last - 1
+    unmasked = between if not p.causal else max(0, min(last - 1, (r0 + p.offset + 1) // bc - 1))
+    add(bc, False, False, False, unmasked)
+    add(bc, True, False, False, between - unmasked)
+    return [(*key, n) for key, n in classes.items()]
+
+
 def _span(sch: AttentionSchedule, r0: int, r1: int) -> int:
-    return sch.key_tiles(r0, r1)[-1][1]
+    """The keys [0, span) the row tile's computed tiles cover."""
+    p = sch.problem
+    if not p.causal:
+        return p.m
+    return min(p.m, ((r1 - 1 + p.offset) // sch.bc + 1) * sch.bc)
 
 
-def _key_classes(sch: AttentionSchedule, r0: int, r1: int) -> list[tuple[int, int, int]]:
-    """The key tiles computed for rows [r0, r1) as (c0, c1, count): one representative per class of equal width,
-    mask flag and first-ness (their counts are the same), in order of first appearance."""
-    groups: dict[tuple[int, bool, bool], list[int]] = {}
-    for c0, c1 in sch.key_tiles(r0, r1):
-        key = (c1 - c0, sch.masked(r0, c1), c0 == 0)
-        if key in groups:
-            groups[key][2] += 1
-        else:
-            groups[key] = [c0, c1, 1]
-    return [(c0, c1, n) for c0, c1, n in groups.values()]
-
-
-def _row_classes(sch: AttentionSchedule) -> list[tuple[int, int, int]]:
-    """The row tiles as (r0, r1, count): one representative per class of equal rows and equal key classes (masks
-    included), in order (without a mask, the full row tiles form one class)."""
-    groups: dict[tuple, list[int]] = {}
+def _row_classes(sch: AttentionSchedule, with_span: bool) -> list[tuple[int, int, int, bool, list[KeyClass]]]:
+    """The row tiles in classes of equal rows and key classes (and, `with_span`, equal span and span mask), the
+    key counts summed over the class: (rows, row tiles, span, span partly masked, key classes)."""
+    groups: dict[tuple, list] = {}
     for r0, r1 in sch.row_tiles():
-        key = (r1 - r0, tuple((c1 - c0, sch.masked(r0, c1), c0 == 0, n) for c0, c1, n in _key_classes(sch, r0, r1)))
-        if key in groups:
-            groups[key][2] += 1
-        else:
-            groups[key] = [r0, r1, 1]
-    return [(r0, r1, n) for r0, r1, n in groups.values()]
+        span = _span(sch, r0, r1) if with_span else 0
+        span_masked = with_span and sch.masked(r0, span)
+        classes = _key_classes(sch, r0, r1)
+        key = (r1 - r0, span, span_masked, tuple(sorted(c[:4] for c in classes)))
+        if key not in groups:
+            groups[key] = [r1 - r0, 0, span, span_masked, {}]
+        group = groups[key]
+        group[1] += 1
+        for c in classes:
+            group[4][c[:4]] = group[4].get(c[:4], 0) + c[4]
+    return [(rq, n, span, sm, [(*c, count) for c, count in cs.items()]) for rq, n, span, sm, cs in groups.values()]
 
 
 def _scores_to_ddr(k: _Tally) -> None:
     sch, p = k.sch, k.p
-    for r0, r1, rows in _row_classes(sch):
-        rq = r1 - r0
+    for rq, rows, _, _, keys in _row_classes(sch, False):
         with k.weight(rows):
             k.enter()
             k.load("Q", rq * p.d, buffers=p.group)
-            for c0, c1, count in _key_classes(sch, r0, r1):
-                ck = c1 - c0
-                with k.weight(count):
+            for ck, _, _, _, count in keys:
+                with k.weight(count, over=rows):
                     k.enter(sch.ways)
                     k.load("K", ck * p.d)
                     with k.weight(p.group):
@@ -219,12 +241,11 @@ def _scores_to_ddr(k: _Tally) -> None:
             k.exit()
 
 
-def _softmax_rows(k: _Tally, src: str, out: str, r0: int, r1: int, normalise: bool) -> None:
+def _softmax_rows(k: _Tally, src: str, out: str, rq: int, span: int, masked: bool, normalise: bool) -> None:
     """`_Run.softmax_rows`: the row max (rowmax) and row sum (rowsum) opened in the current scope."""
-    rq, span = r1 - r0, _span(k.sch, r0, r1)
     e = rq * span
     k.open("rowmax", rq)
-    if k.sch.masked(r0, span):
+    if masked:
         k.vector(((src, e),), out, e, e)
         src = out
     k.vector(((src, e),), "rowmax", rq, e)
@@ -238,32 +259,29 @@ def _softmax_rows(k: _Tally, src: str, out: str, r0: int, r1: int, normalise: bo
 
 def _probabilities_times_values(k: _Tally) -> None:
     sch, p = k.sch, k.p
-    for r0, r1, rows in _row_classes(sch):
-        rq = r1 - r0
+    for rq, rows, _, _, keys in _row_classes(sch, False):
         with k.weight(rows):
             k.enter()
             k.open("O", rq * p.d, buffers=p.group)
-            for c0, c1, count in _key_classes(sch, r0, r1):
-                ck = c1 - c0
-                with k.weight(count):
+            for ck, _, first, _, count in keys:
+                with k.weight(count, over=rows):
                     k.enter(sch.ways)
                     k.load("V", ck * p.d)
                     with k.weight(p.group):
                         k.enter()
                         k.load("P", rq * ck)
-                        k.matmul("P", "V", "O", rq, ck, p.d, fresh=rq * p.d if c0 == 0 else 0)
+                        k.matmul("P", "V", "O", rq, ck, p.d, fresh=rq * p.d if first else 0)
                         k.exit()
                     k.exit()
             k.store("O", rq * p.d, buffers=p.group)
             k.exit()
 
 
-def _online_step(k: _Tally, mx: str, total: str, r0: int, r1: int, c0: int, c1: int, first: bool) -> None:
+def _online_step(k: _Tally, mx: str, total: str, rq: int, ck: int, masked: bool, first: bool) -> None:
     """`_Run.online_step` on the S tile (S_chip), V, O and the running max `mx` and sum `total`."""
     p = k.p
-    rq, ck = r1 - r0, c1 - c0
     e, od = rq * ck, rq * p.d
-    if k.sch.masked(r0, c1):
+    if masked:
         k.vector((("S_chip", e),), "S_chip", e, e)
     if first:
         k.vector((("S_chip", e),), mx, rq, e)
@@ -290,15 +308,14 @@ def _online_step(k: _Tally, mx: str, total: str, r0: int, r1: int, c0: int, c1: 
 def _unfused(k: _Tally) -> None:
     sch, p = k.sch, k.p
     _scores_to_ddr(k)
-    for r0, r1, rows in _row_classes(sch):
-        rq, span = r1 - r0, _span(sch, r0, r1)
+    for rq, rows, span, span_masked, _ in _row_classes(sch, True):
         with k.weight(rows):
             k.enter()
             with k.weight(p.group):
                 k.enter()
                 k.load("S", rq * span)
                 k.open("P", rq * span)
-                _softmax_rows(k, "S", "P", r0, r1, True)
+                _softmax_rows(k, "S", "P", rq, span, span_masked, True)
                 k.store("P", rq * span)
                 k.exit()
             k.exit()
@@ -307,15 +324,13 @@ def _unfused(k: _Tally) -> None:
 
 def _store_p(k: _Tally) -> None:
     sch, p = k.sch, k.p
-    for r0, r1, rows in _row_classes(sch):
-        rq, span = r1 - r0, _span(sch, r0, r1)
+    for rq, rows, span, span_masked, keys in _row_classes(sch, True):
         with k.weight(rows):
             k.enter()
             k.load("Q", rq * p.d, buffers=p.group)
             k.open("S_chip", rq * span, buffers=p.group)
-            for c0, c1, count in _key_classes(sch, r0, r1):
-                ck = c1 - c0
-                with k.weight(count):
+            for ck, _, _, _, count in keys:
+                with k.weight(count, over=rows):
                     k.enter(sch.ways)
                     k.load("K", ck * p.d)
                     with k.weight(p.group):
@@ -324,7 +339,7 @@ def _store_p(k: _Tally) -> None:
             with k.weight(p.group):
                 k.enter()
                 k.open("P", rq * span)
-                _softmax_rows(k, "S_chip", "P", r0, r1, True)
+                _softmax_rows(k, "S_chip", "P", rq, span, span_masked, True)
                 k.store("P", rq * span)
                 k.exit()
             k.exit()
@@ -334,8 +349,7 @@ def _store_p(k: _Tally) -> None:
 def _store_s(k: _Tally) -> None:
     sch, p = k.sch, k.p
     _scores_to_ddr(k)
-    for r0, r1, rows in _row_classes(sch):
-        rq, span = r1 - r0, _span(sch, r0, r1)
+    for rq, rows, span, span_masked, keys in _row_classes(sch, True):
         e = rq * span
         with k.weight(rows):
             k.enter()
@@ -349,7 +363,7 @@ def _store_s(k: _Tally) -> None:
                 k.load("S", e)
                 k.open("rowmax", rq)
                 src = "S"
-                if sch.masked(r0, span):
+                if span_masked:
                     k.vector((("S", e),), "P_chip", e, e)
                     src = "P_chip"
                 k.vector(((src, e),), "rowmax", rq, e)
@@ -357,13 +371,12 @@ def _store_s(k: _Tally) -> None:
                 k.vector((("P_chip", e),), "P_chip", e, e)
                 k.vector((("P_chip", e),), "rowsum", rq, e)
                 k.exit()
-            for c0, c1, count in _key_classes(sch, r0, r1):
-                ck = c1 - c0
-                with k.weight(count):
+            for ck, _, first, _, count in keys:
+                with k.weight(count, over=rows):
                     k.enter(sch.ways)
                     k.load("V", ck * p.d)
                     with k.weight(p.group):
-                        k.matmul("P_chip", "V", "O", rq, ck, p.d, fresh=rq * p.d if c0 == 0 else 0)
+                        k.matmul("P_chip", "V", "O", rq, ck, p.d, fresh=rq * p.d if first else 0)
                     k.exit()
             with k.weight(p.group):
                 k.vector((("O", rq * p.d), ("rowsum", rq)), "O", rq * p.d, rq * p.d)
@@ -373,17 +386,15 @@ def _store_s(k: _Tally) -> None:
 
 def _q_outer(k: _Tally) -> None:
     sch, p = k.sch, k.p
-    for r0, r1, rows in _row_classes(sch):
-        rq = r1 - r0
+    for rq, rows, _, _, keys in _row_classes(sch, False):
         with k.weight(rows):
             k.enter()
             k.load("Q", rq * p.d, buffers=p.group)
             k.open("O", rq * p.d, buffers=p.group)
             k.open("rowmax", rq, buffers=p.group)
             k.open("rowsum", rq, buffers=p.group)
-            for c0, c1, count in _key_classes(sch, r0, r1):
-                ck = c1 - c0
-                with k.weight(count):
+            for ck, masked, first, _, count in keys:
+                with k.weight(count, over=rows):
                     k.enter(sch.ways)
                     k.load("K", ck * p.d)
                     k.load("V", ck * p.d)
@@ -391,7 +402,7 @@ def _q_outer(k: _Tally) -> None:
                         k.enter()
                         k.open("S_chip", rq * ck)
                         k.matmul("Q", "K", "S_chip", rq, p.d, ck)
-                        _online_step(k, "rowmax", "rowsum", r0, r1, c0, c1, c0 == 0)
+                        _online_step(k, "rowmax", "rowsum", rq, ck, masked, first)
                         k.exit()
                     k.exit()
             with k.weight(p.group):
@@ -401,41 +412,27 @@ def _q_outer(k: _Tally) -> None:
 
 
 def _kv_outer(k: _Tally) -> None:
+    """Key tiles outside: every key tile is computed for the last row tile (it sees every key), so K and V are
+    loaded once per key tile; each (key tile, row tile) pair then runs in the key tile's scope, counted per class
+    of pairs (the row tile's key classes, with the pair's key tile held in @kv for the footprint only)."""
     sch, p = k.sch, k.p
-    last = {r0: sch.key_tiles(r0, r1)[-1][0] for r0, r1 in sch.row_tiles()}
-    # per key tile, its computed row tiles in classes of equal rows, mask flag and last-ness; key tiles of equal
-    # width, first-ness and row classes form one class
-    columns: dict[tuple, list] = {}
-    for c0 in range(0, p.m, sch.bc):
-        c1 = min(c0 + sch.bc, p.m)
-        rows: dict[tuple[int, bool, bool], list[int]] = {}
-        for r0, r1 in sch.row_tiles():
-            if p.tile_computed(r0, r1, c0):
-                key = (r1 - r0, sch.masked(r0, c1), c0 == last[r0])
-                if key in rows:
-                    rows[key][2] += 1
-                else:
-                    rows[key] = [r0, r1, 1]
-        if not rows:
-            continue
-        key = (c1 - c0, c0 == 0, tuple((rk, n) for rk, (_, _, n) in rows.items()))
-        if key in columns:
-            columns[key][2] += 1
-        else:
-            columns[key] = [c0, c1, 1, list(rows.values())]
-    for c0, c1, count, rows_classes in columns.values():
-        ck = c1 - c0
-        with k.weight(count):
-            k.enter()
-            k.load("K", ck * p.d)
-            k.load("V", ck * p.d)
-            for r0, r1, n in rows_classes:
-                rq = r1 - r0
-                with k.weight(n):
+    tiles = -(-p.m // sch.bc)
+    for ck, count in ((sch.bc, p.m // sch.bc), (p.m % sch.bc, 1 if p.m % sch.bc else 0)):
+        if count:
+            k.t["K"][_LOADED] += ck * p.d * count * k.times
+            k.t["V"][_LOADED] += ck * p.d * count * k.times
+    k.t["K"][_LOADS] += tiles * k.times
+    k.t["V"][_LOADS] += tiles * k.times
+    for rq, rows, _, _, keys in _row_classes(sch, False):
+        with k.weight(rows):
+            for ck, masked, first, end, count in keys:
+                with k.weight(count, over=rows):
+                    k.enter()
+                    k._hold(2 * ck * p.d)  # K and V of the key tile (their loads counted above)
                     k.enter(sch.ways)
                     k.load("Q", rq * p.d, buffers=p.group)
                     for x, size in (("O", rq * p.d), ("M", rq), ("L", rq)):
-                        if c0 == 0:
+                        if first:
                             k.open(x, size, buffers=p.group)
                         else:
                             k.load(x, size, rmw=True, buffers=p.group)
@@ -443,14 +440,14 @@ def _kv_outer(k: _Tally) -> None:
                         k.enter()
                         k.open("S_chip", rq * ck)
                         k.matmul("Q", "K", "S_chip", rq, p.d, ck)
-                        _online_step(k, "M", "L", r0, r1, c0, c1, c0 == 0)
+                        _online_step(k, "M", "L", rq, ck, masked, first)
                         k.exit()
-                        if c0 == last[r0]:
+                        if end:
                             k.vector((("O", rq * p.d), ("L", rq)), "O", rq * p.d, rq * p.d)
                     for x, size in (("O", rq * p.d), ("M", rq), ("L", rq)):
                         k.store(x, size, buffers=p.group)
                     k.exit()
-            k.exit()
+                    k.exit()
 
 
 _KINDS = {"unfused": _unfused, "store-p": _store_p, "store-s": _store_s, "q-outer": _q_outer, "kv-outer": _kv_outer}
