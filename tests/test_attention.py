@@ -337,3 +337,59 @@ def test_q_outer_lane_operations_by_hand():
     causal = AttentionSchedule(AttentionProblem(1, 1, 1, 4, 4, 2, causal=True), "q-outer", 2, 2)
     assert analyze_attention(plain, NARROW).vector_lane_ops == 100 == trace_figures(plain)["lanes"]
     assert analyze_attention(causal, NARROW).vector_lane_ops == 78 == trace_figures(causal)["lanes"]
+
+
+# ---------------------------------------------------------------------------------------------- search
+from dsasim.architect.search.attention_search import attention_tiles, search_attention  # noqa: E402
+
+
+def test_attention_tiles_by_hand():
+    """extent 100, block 16: 100 and 16, 32, 64 (128 passes 100): [100, 64, 32, 16]; extent 8, block 16: [8]."""
+    assert attention_tiles(100, 16) == [100, 64, 32, 16]
+    assert attention_tiles(8, 16) == [8]
+
+
+def test_search_picks_the_least_traffic_the_trace_confirms():
+    """n = m = 8, d = 4, g = 2 (GQA), causal, on 3 x 5 blocks: every (kind, br, bc) of the grid traced, the least
+    traffic among those whose traced peak fits 2,000 B (ties: first in kind, br, bc order, as the search breaks
+    them when cycles and peak tie too) has the search's traffic; the search's choice fits; the bound is the
+    compulsory traffic (Q, O: 2*8*4, K, V: 8*4 elements, x 4 B = 768 B) and no schedule goes below it."""
+    p = AttentionProblem(1, 2, 1, 8, 8, 4, causal=True)
+    cap = 2000
+    result = search_attention(p, NARROW, cap)
+    traced = []
+    for kind in ATTENTION_KINDS:
+        for br in attention_tiles(8, 3):
+            for bc in attention_tiles(8, 5):
+                c = count_attention(AttentionSchedule(p, kind, br, bc), NARROW, enforce_capacity=False)
+                assert c.loaded_bytes + c.stored_bytes >= 768
+                if c.peak_sram_bytes <= cap:
+                    traced.append(c.loaded_bytes + c.stored_bytes)
+    assert result.lower_bound_bytes == (2 * 8 * 4 + 8 * 4 + 8 * 4 + 2 * 8 * 4) * 4 == 768
+    assert result.best is not None and result.best.peak_sram_bytes <= cap
+    assert result.best.traffic_bytes == min(traced)
+    assert result.evaluations == 5 * 3 * 2
+
+
+def test_search_with_room_for_everything_reaches_the_bound_and_refuses_too_little():
+    """With SRAM for whole tiles, q-outer moves exactly the compulsory traffic (see the whole-tile test); with 8 B
+    (two fp32 words) nothing fits: best None, every kind None."""
+    p = AttentionProblem(1, 2, 1, 8, 8, 4, causal=True)
+    big = search_attention(p, NARROW, 1 << 20)
+    assert big.best.traffic_bytes == big.lower_bound_bytes == 768
+    small = search_attention(p, NARROW, 8)
+    assert small.best is None and all(v is None for v in small.best_by_kind.values())
+
+
+def test_search_by_cycles_and_energy_rank_their_own_figure():
+    """The cycles objective's choice has the least estimated cycles of every kind's best by cycles; the energy
+    objective's the least energy (energy_pj_of on the analysis)."""
+    from dsasim.architect.search.attention_search import energy_pj_of_analysis
+    p = AttentionProblem(1, 4, 2, 16, 24, 8, causal=True)
+    hw = dataclasses.replace(preset("blog"), sram_bytes=1 << 20)
+    by_cycles = search_attention(p, hw, 4096, "cycles")
+    assert by_cycles.best.estimated_cycles == min(a.estimated_cycles for a in by_cycles.best_by_kind.values() if a)
+    by_energy = search_attention(p, hw, 4096, "energy")
+    sized = dataclasses.replace(hw, sram_bytes=4096)
+    assert energy_pj_of_analysis(by_energy.best, sized) == min(
+        energy_pj_of_analysis(a, sized) for a in by_energy.best_by_kind.values() if a)

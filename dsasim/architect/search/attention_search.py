@@ -1,8 +1,7 @@
 """The best attention schedule under an SRAM size: `search_attention(problem, hardware, sram_bytes, objective)`.
 
 Every kind of `dsasim.architect.nests.attention_schedule` over the tile candidates (`attention_tiles`: br over the
-query length, bc over the key length: the whole length and the powers of two from the TensorCore's block up to it,
-plus the 1-row tile), counted by `dsasim.architect.model.attention.analyze_attention` (equal to the trace), one way
+query length, bc over the key length: the whole length and the powers of two times the TensorCore's block below it), counted by `dsasim.architect.model.attention.analyze_attention` (equal to the trace), one way
 (a second way changes no count, only the peak and the timing's overlap; the estimate already overlaps transfers
 with compute), kept when its peak fits `sram_bytes`, ranked by the objective (traffic, cycles, energy or edp;
 energy at that SRAM size, `energy_pj_of`). The lower bound is the compulsory traffic (Q, K, V loaded and O stored
@@ -27,11 +26,11 @@ __all__ = ["AttentionSearchResult", "attention_tiles", "search_attention", "ener
 
 
 def attention_tiles(extent: int, block: int) -> list[int]:
-    """Tile candidates for a length of `extent`: the extent, the powers of two times `block` below it, and 1,
-    descending."""
+    """Tile candidates for a length of `extent`: the extent and the powers of two times `block` below it (the
+    TensorCore's block: a smaller tile wastes its lanes), descending."""
     check_int("attention_tiles: extent", extent, 1)
     check_int("attention_tiles: block", block, 1)
-    sizes = {extent, 1}
+    sizes = {extent}
     size = block
     while size < extent:
         sizes.add(size)
