@@ -393,3 +393,9 @@ def test_search_by_cycles_and_energy_rank_their_own_figure():
     sized = dataclasses.replace(hw, sram_bytes=4096)
     assert energy_pj_of_analysis(by_energy.best, sized) == min(
         energy_pj_of_analysis(a, sized) for a in by_energy.best_by_kind.values() if a)
+
+
+def test_exact_count_limit_is_the_searches():
+    from dsasim.architect.problems.attention import EXACT_COUNT_LIMIT
+    from dsasim.architect.search import layer_search
+    assert EXACT_COUNT_LIMIT == layer_search.EXACT_COUNT_LIMIT

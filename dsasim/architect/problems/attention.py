@@ -24,9 +24,10 @@ from typing import Any, Mapping
 
 from dsasim.util import check_int, is_ascii_whole
 
-__all__ = ["AttentionProblem", "parse_attention", "is_attention", "WIDEST_WORD_BYTES"]
+__all__ = ["AttentionProblem", "parse_attention", "is_attention", "WIDEST_WORD_BYTES", "EXACT_COUNT_LIMIT"]
 
 WIDEST_WORD_BYTES = 64  # the widest word an Accelerator allows (dsasim.hardware's word_bytes range)
+EXACT_COUNT_LIMIT = 2 ** 53  # the largest count the searches evaluate exactly (search.layer_search's, checked equal)
 _KEYS = ("b", "h", "hkv", "n", "m", "d", "causal")
 
 
@@ -54,7 +55,6 @@ class AttentionProblem:
             raise ValueError(f"AttentionProblem: causal with m={self.m} keys < n={self.n} queries is undefined (the "
                              f"mask is aligned bottom-right: query i sees keys j <= i + m - n, so the first "
                              f"{self.n - self.m} queries would see none); use m >= n")
-        from dsasim.architect.search.layer_search import EXACT_COUNT_LIMIT
         bound = self.count_bound_bytes(WIDEST_WORD_BYTES)
         if bound > EXACT_COUNT_LIMIT:
             raise ValueError(f"AttentionProblem {self.spec()}: too large for exact counts: a schedule can move up to "
