@@ -399,3 +399,38 @@ def test_exact_count_limit_is_the_searches():
     from dsasim.architect.problems.attention import EXACT_COUNT_LIMIT
     from dsasim.architect.search import layer_search
     assert EXACT_COUNT_LIMIT == layer_search.EXACT_COUNT_LIMIT
+
+
+# ---------------------------------------------------------------------------------------------- command line
+import json  # noqa: E402
+
+from dsasim.cli import main  # noqa: E402
+
+
+def test_cli_search_attention_json_is_the_models(tmp_path, capsys):
+    """`dsasim search attention:...` prints the best schedule and writes JSON whose figures are analyze_attention's
+    of the schedule it names (independently recomputed here), with the compulsory bound: b=1, h=4, hkv=2, n=m=64,
+    d=16 on blog (1-byte words): Q, O 4*64*16 = 4096 B each, K, V 2*64*16 = 2048 B each: 12,288 B."""
+    path = tmp_path / "a.json"
+    spec = "attention:h=4,hkv=2,n=64,d=16,causal=1"
+    assert main(["search", spec, "--sram", "16KiB", "--json", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "best" in out and "bound (compulsory" in out
+    data = json.loads(path.read_text())
+    assert data["lower_bound_bytes"] == 12_288
+    sch = AttentionSchedule.from_json(data["best"]["schedule"])
+    a = analyze_attention(sch, dataclasses.replace(preset("blog"), sram_bytes=16 * 1024))
+    assert data["best"]["traffic_bytes"] == a.traffic_bytes >= 12_288
+    assert data["best"]["peak_sram_bytes"] == a.peak_sram_bytes <= 16 * 1024
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["search", "attention:h=6,hkv=4,n=64,d=16"], "multiple of hkv=4"),
+    (["search", "attention:h=4,n=64,d=16", "--confirm", "1"], "--confirm 1 does not apply to attention"),
+    (["search", "attention:h=4,n=64,d=16", "--no-slide"], "--no-slide does not apply to attention"),
+    (["search", "attention:h=4,n=64,d=16", "--hardware", "blog-l1"], "levels below it"),
+])
+def test_cli_search_attention_refusals_are_one_line(argv, words, capsys):
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert words in err and "\n" not in err and "Traceback" not in err
