@@ -434,3 +434,21 @@ def test_cli_search_attention_refusals_are_one_line(argv, words, capsys):
     assert main(argv) == 2
     err = capsys.readouterr().err.strip()
     assert words in err and "\n" not in err and "Traceback" not in err
+
+
+# ---------------------------------------------------------------------------------------------- timing
+from dsasim.kernels.attention_kernel import run_attention  # noqa: E402
+
+
+@pytest.mark.parametrize("kind", ["q-outer", "kv-outer", "unfused"])
+def test_timing_runs_the_traces_with_the_units_busy_as_counted(kind):
+    """The timing simulator takes the attention traces (the new vector ops included): the vector unit is busy for
+    exactly the model's vector cycles and the TensorCore for its TensorCore cycles, and the run lasts at least the
+    longer of the two (the units serialise on each tile's data)."""
+    sch = AttentionSchedule(AttentionProblem(1, 4, 2, 9, 13, 6, causal=True), kind, 4, 5, 2)
+    result = run_attention(sch, NARROW)
+    timed = simulate(result.trace, NARROW)
+    a = analyze_attention(sch, NARROW)
+    assert timed.engine_busy_cycles["vector"] == a.vector_cycles
+    assert timed.engine_busy_cycles["tensorcore"] == a.tensorcore_cycles
+    assert timed.cycles >= max(a.vector_cycles, a.tensorcore_cycles)
