@@ -1507,7 +1507,7 @@ MUTANTS: list[Mutant] = [
            "                    k.enter()\n                    k.load(\"K\", ck * p.d)\n                    k.load(\"V\"",
            (ATTN_TESTS,)),
     Mutant("attn: model's kv-outer re-loads are not read-modify-writes", "dsasim/architect/model/attention.py",
-           "k.load(x, size, rmw=True)", "k.load(x, size)", (ATTN_TESTS,)),
+           "k.load(x, size, rmw=True, buffers=p.group)", "k.load(x, size, buffers=p.group)", (ATTN_TESTS,)),
     Mutant("attn: model's accumulate reads nothing of its output", "dsasim/architect/model/attention.py",
            "        if accumulate:\n            self.t[out][_READS]", "        if False:\n            self.t[out][_READS]",
            (ATTN_TESTS,)),

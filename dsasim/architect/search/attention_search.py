@@ -20,6 +20,7 @@ from dsasim.architect.nests.attention_schedule import ATTENTION_KINDS, FUSED_KIN
 from dsasim.architect.problems.attention import AttentionProblem
 from dsasim.architect.search.objective import DEFAULT_OBJECTIVE, Objective, objective_named
 from dsasim.hardware import Accelerator
+from dsasim.one_level import require_one_level
 from dsasim.util import check_int
 
 __all__ = ["AttentionSearchResult", "attention_tiles", "search_attention", "energy_pj_of_analysis"]
@@ -89,6 +90,7 @@ def search_attention(problem: AttentionProblem, hardware: Accelerator, sram_byte
     `objective` (module docstring); ties keep the first in the order kinds, br, bc (largest tiles first)."""
     if not isinstance(problem, AttentionProblem):
         raise TypeError(f"search_attention needs an AttentionProblem, got {type(problem).__name__}")
+    require_one_level(hardware, "attention search")
     cap = hardware.sram_bytes if sram_bytes is None else check_int("search_attention: sram_bytes", sram_bytes, 1)
     goal = objective_named(objective)
     unknown = [k for k in kinds if k not in ATTENTION_KINDS]
