@@ -452,3 +452,20 @@ def test_timing_runs_the_traces_with_the_units_busy_as_counted(kind):
     assert timed.engine_busy_cycles["vector"] == a.vector_cycles
     assert timed.engine_busy_cycles["tensorcore"] == a.tensorcore_cycles
     assert timed.cycles >= max(a.vector_cycles, a.tensorcore_cycles)
+
+
+@pytest.mark.parametrize("kind, br, bc, ways, words", [
+    ("fused", 2, 2, 1, "kinds are unfused, store-p"),
+    ("q-outer", 9, 2, 1, "a tile holds at most n=8"),
+    ("q-outer", 2, 0, 1, "bc must be an integer >= 1"),
+    ("q-outer", 2, 2, 0, "ways must be an integer >= 1"),
+])
+def test_bad_schedules_get_one_line_errors(kind, br, bc, ways, words):
+    with pytest.raises(ValueError) as err:
+        AttentionSchedule(AttentionProblem(1, 1, 1, 8, 8, 4), kind, br, bc, ways)
+    assert words in str(err.value) and "\n" not in str(err.value)
+
+
+def test_schedule_json_round_trips():
+    sch = AttentionSchedule(AttentionProblem(2, 4, 2, 5, 7, 3, causal=True), "kv-outer", 2, 3, 2)
+    assert AttentionSchedule.from_json(json.loads(json.dumps(sch.to_json()))) == sch

@@ -19,6 +19,7 @@ whose tiles hold everything, and FlashAttention's Algorithm 1 (kv-outer) HBM acc
 
 from __future__ import annotations
 
+import functools
 from collections import defaultdict
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -203,9 +204,18 @@ def _span(sch: AttentionSchedule, r0: int, r1: int) -> int:
     return min(p.m, ((r1 - 1 + p.offset) // sch.bc + 1) * sch.bc)
 
 
-def _row_classes(sch: AttentionSchedule, with_span: bool) -> list[tuple[int, int, int, bool, list[KeyClass]]]:
+def _row_classes(sch: AttentionSchedule, with_span: bool) -> tuple[tuple[int, int, int, bool, tuple[KeyClass, ...]], ...]:
     """The row tiles in classes of equal rows and key classes (and, `with_span`, equal span and span mask), the
-    key counts summed over the class: (rows, row tiles, span, span partly masked, key classes)."""
+    key counts summed over the class: (rows, row tiles, span, span partly masked, key classes). They depend on the
+    lengths, the mask and the tiles only, so the kinds of one tiling share them (cached)."""
+    p = sch.problem
+    return _row_classes_of(p.n, p.m, p.causal, sch.br, sch.bc, with_span)
+
+
+@functools.lru_cache(maxsize=1024)
+def _row_classes_of(n: int, m: int, causal: bool, br: int, bc: int, with_span: bool) -> tuple:
+    from dsasim.architect.problems.attention import AttentionProblem
+    sch = AttentionSchedule(AttentionProblem(1, 1, 1, n, m, 1, causal), "q-outer", br, bc)
     groups: dict[tuple, list] = {}
     for r0, r1 in sch.row_tiles():
         span = _span(sch, r0, r1) if with_span else 0
@@ -218,7 +228,8 @@ def _row_classes(sch: AttentionSchedule, with_span: bool) -> list[tuple[int, int
         group[1] += 1
         for c in classes:
             group[4][c[:4]] = group[4].get(c[:4], 0) + c[4]
-    return [(rq, n, span, sm, [(*c, count) for c, count in cs.items()]) for rq, n, span, sm, cs in groups.values()]
+    return tuple((rq, count, span, sm, tuple((*c, k) for c, k in cs.items()))
+                 for rq, count, span, sm, cs in groups.values())
 
 
 def _scores_to_ddr(k: _Tally) -> None:
