@@ -377,6 +377,8 @@ def test_search_with_room_for_everything_reaches_the_bound_and_refuses_too_littl
     p = AttentionProblem(1, 2, 1, 8, 8, 4, causal=True)
     big = search_attention(p, NARROW, 1 << 20)
     assert big.best.traffic_bytes == big.lower_bound_bytes == 768
+    assert big.best_fused.schedule.kind in ("q-outer", "kv-outer")
+    assert big.best_fused.traffic_bytes == 768  # q-outer with whole tiles
     small = search_attention(p, NARROW, 8)
     assert small.best is None and all(v is None for v in small.best_by_kind.values())
 
