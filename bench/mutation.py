@@ -58,6 +58,7 @@ BITE_SHAPES_TESTS = ("tests/test_trust_bite_shapes.py", "tests/test_shapes.py")
 BITE_LEVEL_TESTS = ("tests/test_trust_bite_levels.py", "tests/test_levels.py")
 RESULTS_TESTS = "tests/test_energy_results.py"
 CHAIN_ENERGY_TESTS = "tests/test_chain_energy_objective.py"
+ATTN_TESTS = "tests/test_attention.py"
 BITE_MEMORY_TESTS = ("tests/test_trust_bite_memory.py", "tests/test_memory.py")
 BITE_SEARCH_TESTS = ("tests/test_trust_bite_search.py", "tests/test_search.py")
 TARGET_TESTS = ("tests/test_target.py",)
@@ -1518,6 +1519,56 @@ MUTANTS: list[Mutant] = [
            "sweep = sweep_chain(self, [int(s) for s in sizes], force=True, objective=objective, layer_fronts=True)",
            'sweep = sweep_chain(self, [int(s) for s in sizes], force=True, objective="traffic", layer_fronts=True)',
            (CHAIN_ENERGY_TESTS,)),
+    # -- issue 29: attn --
+    Mutant("attn: query head i reads K/V head i % hkv instead of i // (h / hkv)", "dsasim/kernels/attention_kernel.py",
+           "return [([bi * p.h + kv * p.group + gi for gi in range(p.group)]",
+           "return [([bi * p.h + gi * p.hkv + kv for gi in range(p.group)]", (ATTN_TESTS,)),
+    Mutant("attn: the causal mask aligned top-left", "dsasim/architect/problems/attention.py",
+           "        return self.m - self.n\n", "        return 0\n", (ATTN_TESTS,)),
+    Mutant("attn: causal pairs counted as dense", "dsasim/architect/problems/attention.py",
+           "(self.n * (self.n - 1) // 2 if self.causal else 0)", "0", (ATTN_TESTS,)),
+    Mutant("attn: causal with m < n accepted", "dsasim/architect/problems/attention.py",
+           "if self.causal and self.m < self.n:", "if False:", (ATTN_TESTS,)),
+    Mutant("attn: h not a multiple of hkv accepted", "dsasim/architect/problems/attention.py",
+           "if self.h % self.hkv:", "if False:", (ATTN_TESTS,)),
+    Mutant("attn: the exact-count limit not checked", "dsasim/architect/problems/attention.py",
+           "if bound > EXACT_COUNT_LIMIT:", "if False:", (ATTN_TESTS,)),
+    Mutant("attn: fully masked tiles computed", "dsasim/architect/problems/attention.py",
+           "return not self.causal or c0 <= r1 - 1 + self.offset", "return True", (ATTN_TESTS,)),
+    Mutant("attn: a row reduction costs one lane op per row", "dsasim/traced/tensorcore.py",
+           "product.lane_ops = rows * cols  #", "product.lane_ops = rows  #", (ATTN_TESTS,)),
+    Mutant("attn: mask_causal hides the diagonal too", "dsasim/traced/tensorcore.py",
+           "[None, :] > (first_row + np.arange(rows) + offset)", "[None, :] >= (first_row + np.arange(rows) + offset)",
+           (ATTN_TESTS,)),
+    Mutant("attn: exp ignores its scale", "dsasim/traced/tensorcore.py",
+           "np.exp(x * np.float32(scale), dtype=x.dtype)", "np.exp(x, dtype=x.dtype)", (ATTN_TESTS,)),
+    Mutant("attn: online softmax never rescales O", "dsasim/kernels/attention_kernel.py",
+           "        o.assign(vec.mul_rows(o, alpha))\n", "", (ATTN_TESTS,)),
+    Mutant("attn: online softmax keeps the old running max", "dsasim/kernels/attention_kernel.py",
+           "        mx.assign(vec.copy(new))\n", "", (ATTN_TESTS,)),
+    Mutant("attn: model ignores the streamed scope's ways", "dsasim/architect/model/attention.py",
+           "                    k.enter(sch.ways)\n                    k.load(\"K\", ck * p.d)\n                    k.load(\"V\"",
+           "                    k.enter()\n                    k.load(\"K\", ck * p.d)\n                    k.load(\"V\"",
+           (ATTN_TESTS,)),
+    Mutant("attn: model's kv-outer re-loads are not read-modify-writes", "dsasim/architect/model/attention.py",
+           "k.load(x, size, rmw=True, buffers=p.group)", "k.load(x, size, buffers=p.group)", (ATTN_TESTS,)),
+    Mutant("attn: model's accumulate reads nothing of its output", "dsasim/architect/model/attention.py",
+           "        if accumulate:\n            self.t[out][_READS]", "        if False:\n            self.t[out][_READS]",
+           (ATTN_TESTS,)),
+    Mutant("attn: model's first P·V accumulate finds no fresh zeros", "dsasim/architect/model/attention.py",
+           'k.matmul("P", "V", "O", rq, ck, p.d, fresh=rq * p.d if first else 0)',
+           'k.matmul("P", "V", "O", rq, ck, p.d, fresh=0)', (ATTN_TESTS,)),
+    Mutant("attn: model's key classes: the between tiles all unmasked", "dsasim/architect/model/attention.py",
+           "    unmasked = between if not p.causal else max(0, min(last - 1, (r0 + p.offset + 1) // bc - 1))",
+           "    unmasked = between", (ATTN_TESTS,)),
+    Mutant("attn: model's key tiles counted once per row class", "dsasim/architect/model/attention.py",
+           "        group[1] += 1\n", "        group[1] = 1\n", (ATTN_TESTS,)),
+    Mutant("attn: search keeps a schedule that does not fit", "dsasim/architect/search/attention_search.py",
+           "                if a.peak_sram_bytes > cap:\n", "                if False:\n", (ATTN_TESTS,)),
+    Mutant("attn: search keeps the worst", "dsasim/architect/search/attention_search.py",
+           "if best_key is None or key < best_key:", "if best_key is None or key > best_key:", (ATTN_TESTS,)),
+    Mutant("attn: model's K/V loaded per query head", "dsasim/architect/model/attention.py",
+           "        self.times = self.p.b * self.p.hkv\n", "        self.times = self.p.b * self.p.h\n", (ATTN_TESTS,)),
 ]
 
 

@@ -58,6 +58,9 @@ ONE_LEVEL_FEATURES: dict[str, OneLevelFeature] = {
     "network sweep": OneLevelFeature(
         "the network sweep", "`dsasim sweep-sram --network NAME`", "`dsasim.architect.studies.network_eval.evaluate_network`",
         _LEVEL_MODEL),
+    "attention search": OneLevelFeature(
+        "the attention search", "`dsasim search attention:...`",
+        "`dsasim.architect.search.attention_search.search_attention`", _LEVEL_MODEL),
     "shape sweep": OneLevelFeature(
         "the shape sweep", "`dsasim shapes LAYER`", "`dsasim.architect.studies.shapes.sweep_shapes`", _LEVEL_MODEL),
     "--no-simulate": OneLevelFeature(

@@ -84,6 +84,7 @@ CLI_REFUSALS = [
     ("chain sweep", ["sweep-sram", "resnet18.layer1.0", "--sizes", "1MiB", "--hardware", "blog-l1"]),
     ("network evaluation", ["network", "resnet18", "--hardware", "blog-l1"]),
     ("network sweep", ["sweep-sram", "--network", "resnet18", "--sizes", "1MiB", "--hardware", "blog-l1"]),
+    ("attention search", ["search", "attention:h=4,n=64,d=16", "--hardware", "blog-l1"]),
     ("shape sweep", ["shapes", "gemm-64", "--vary", "m=1:4", "--hardware", "blog-l1"]),
     ("--no-simulate", ["search", "gemm-64", "--hardware", "blog-l1", "--no-simulate"]),
     ("--no-simulate", ["sweep-sram", "gemm-64", "--hardware", "blog-l1", "--sizes", "1KiB", "--no-simulate"]),
@@ -122,6 +123,8 @@ def test_the_library_entry_points_refuse_before_any_work():
     from dsasim.architect.studies.shapes import sweep_shapes
     from dsasim.architect.studies.chain_target import ChainTarget
     from dsasim.architect.studies.sweep import sweep_chain
+    from dsasim.architect.problems.attention import AttentionProblem
+    from dsasim.architect.search.attention_search import search_attention
 
     chain = parse_chain("resnet18.layer1.0")
     calls = {
@@ -131,6 +134,7 @@ def test_the_library_entry_points_refuse_before_any_work():
         # the refusal comes before the network is looked at, so none is needed
         "network evaluation": lambda: evaluate_network(None, [BLOG, L1], [1 << 20]),
         "shape sweep": lambda: sweep_shapes(MatmulProblem(8, 8, 8), "m", [1, 2], L1),
+        "attention search": lambda: search_attention(AttentionProblem(1, 1, 1, 8, 8, 4), L1),
     }
     for feature, call in calls.items():
         with pytest.raises(MultiLevelHardwareError) as info:

@@ -11,8 +11,13 @@ Cost model (cycles at the accelerator clock):
   16 * 24, so the waste of partial blocks is padded_macs - macs. Each group is its own pass over the array
   (channels of different groups never share a step): a depthwise conv (ic_g = oc_g = 1) uses 1 of 16 x 24
   MAC lanes per step.
-  vector ops: ceil(elements / lanes) cycles; a dot product counts one MAC per element; `im2col` counts the
-  elements of the patch matrix it writes (one lane per element copied or zero-filled).
+  vector ops: ceil(lane operations / lanes) cycles; an elementwise op does one lane operation per output
+  element; a dot product counts one MAC per element; `im2col` counts the elements of the patch matrix it writes
+  (one lane per element copied or zero-filled). The softmax's operations (attention): `exp`, `row_max` and
+  `row_sum` (a reduction does one lane operation per *input* element: the compare or add into its row's
+  accumulator), `sub_rows` / `mul_rows` / `div_rows` (a (rows, cols) tile with a (rows, 1) per-row vector: one
+  lane operation per output element; the vector is read once per row), `sub`, `maximum` and `mask_causal` (one
+  lane operation per element).
 """
 
 from __future__ import annotations
@@ -249,6 +254,27 @@ class TensorCore:
 
         return self._product("matmul", (a, b), (m, n), m * n * k, cycles, matmul, m, 1, 1, k, n)
 
+    def matmul_nt(self, a: Tile, b: Tile) -> Product:
+        """(M, K) @ (N, K)ᵀ (b read transposed, e.g. Q·Kᵀ with K stored row per key): the cost of `matmul` with
+        K on the 16 input and N on the 24 output channels."""
+        _check_tiles(self.session, "matmul_nt", (a, b))
+        if len(a.shape) != 2 or len(b.shape) != 2:
+            raise ValueError(f"matmul_nt needs 2-d tiles (M, K) and (N, K), got {a.shape} and {b.shape}")
+        (m, k), (n, k2) = a.shape, b.shape
+        if k != k2:
+            raise ValueError(f"matmul_nt: inner dimensions differ: {a.shape} @ {b.shape}ᵀ")
+        cycles = ceil_div(k, self.ic_block) * ceil_div(n, self.oc_block) * m
+        icb = self.ic_block
+
+        def matmul_nt(a_data: np.ndarray, b_data: np.ndarray) -> np.ndarray:
+            acc = None
+            for i in range(0, k, icb):  # 16-channel slices, as the hardware sums them
+                part = a_data[:, i:i + icb] @ b_data[:, i:i + icb].T
+                acc = part if acc is None else acc + part
+            return acc
+
+        return self._product("matmul_nt", (a, b), (m, n), m * n * k, cycles, matmul_nt, m, 1, 1, k, n)
+
 
 def _flat_dot(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """sum(a * b) over all elements, as a 0-d result (vdot flattens both itself: no reshape views per call; the
@@ -300,6 +326,77 @@ class VectorUnit:
     def copy(self, a: Tile) -> Product:
         """Elementwise copy; ceil(elements / lanes) cycles."""
         return self._elementwise("copy", (a,), np.copy)
+
+    # -- the softmax's operations (attention): costs in the module docstring -----------------------------------
+    def exp(self, a: Tile, scale: float = 1.0) -> Product:
+        """Elementwise exp(scale * a) (the scale folded into the exponent's argument: one lane operation per
+        element); ceil(elements / lanes) cycles."""
+        if not isinstance(scale, (int, float)) or isinstance(scale, bool) or not 0 < scale < float("inf"):
+            raise ValueError(f"vector.exp: scale must be a positive finite number, got {scale!r}")
+        return self._elementwise("exp", (a,), lambda x: np.exp(x * np.float32(scale), dtype=x.dtype))
+
+    def sub(self, a: Tile, b: Tile) -> Product:
+        """Elementwise a - b; ceil(elements / lanes) cycles."""
+        return self._elementwise("sub", (a, b), np.subtract)
+
+    def maximum(self, a: Tile, b: Tile) -> Product:
+        """Elementwise max(a, b); ceil(elements / lanes) cycles."""
+        return self._elementwise("maximum", (a, b), np.maximum)
+
+    def _reduce_rows(self, op: str, a: Tile, fn: Callable[..., np.ndarray]) -> Product:
+        _check_tiles(self.session, f"vector.{op}", (a,))
+        if len(a.shape) != 2:
+            raise ValueError(f"vector.{op} needs a 2-d tile (rows, cols), got shape {a.shape}")
+        rows, cols = a.shape
+        product = Product(self.session, "vector", op, (a,), (rows, 1), 0, ceil_div(rows * cols, self.lanes), 0, fn)
+        product.lane_ops = rows * cols  # one compare / add per input element into its row's accumulator
+        return product
+
+    def row_max(self, a: Tile) -> Product:
+        """Each row's maximum of a (rows, cols) tile, as (rows, 1); ceil(rows * cols / lanes) cycles."""
+        return self._reduce_rows("row_max", a, lambda x: np.max(x, axis=1, keepdims=True))
+
+    def row_sum(self, a: Tile) -> Product:
+        """Each row's sum of a (rows, cols) tile, as (rows, 1); ceil(rows * cols / lanes) cycles."""
+        return self._reduce_rows("row_sum", a, lambda x: np.sum(x, axis=1, keepdims=True))
+
+    def _by_rows(self, op: str, a: Tile, v: Tile, fn: Callable[..., np.ndarray]) -> Product:
+        _check_tiles(self.session, f"vector.{op}", (a, v))
+        if len(a.shape) != 2 or v.shape != (a.shape[0], 1):
+            raise ValueError(f"vector.{op} needs a (rows, cols) tile and a (rows, 1) per-row vector, got {a.shape} "
+                             f"and {v.shape}")
+        return Product(self.session, "vector", op, (a, v), a.shape, 0, ceil_div(shape_elements(a.shape), self.lanes),
+                       0, fn)
+
+    def sub_rows(self, a: Tile, v: Tile) -> Product:
+        """a - v, v (rows, 1) broadcast along each row; ceil(elements of a / lanes) cycles."""
+        return self._by_rows("sub_rows", a, v, np.subtract)
+
+    def mul_rows(self, a: Tile, v: Tile) -> Product:
+        """a * v, v (rows, 1) broadcast along each row (a rescale); ceil(elements of a / lanes) cycles."""
+        return self._by_rows("mul_rows", a, v, np.multiply)
+
+    def div_rows(self, a: Tile, v: Tile) -> Product:
+        """a / v, v (rows, 1) broadcast along each row (softmax's normalisation); ceil(elements of a / lanes)
+        cycles."""
+        return self._by_rows("div_rows", a, v, np.divide)
+
+    def mask_causal(self, a: Tile, first_row: int, first_col: int, offset: int) -> Product:
+        """a with -inf where column first_col + j lies past row first_row + i + offset (a causal mask, aligned by
+        `offset`: row i sees columns <= i + offset); one lane operation per element, ceil(elements / lanes)
+        cycles."""
+        for label, value in (("first_row", first_row), ("first_col", first_col), ("offset", offset)):
+            if not is_int(value, numpy=True):
+                raise ValueError(f"vector.mask_causal: {label} must be an integer, got {value!r}")
+        if len(a.shape) != 2:
+            raise ValueError(f"vector.mask_causal needs a 2-d tile (rows, cols), got shape {a.shape}")
+        rows, cols = a.shape
+        hidden = (first_col + np.arange(cols))[None, :] > (first_row + np.arange(rows) + offset)[:, None]
+
+        def masked(x: np.ndarray) -> np.ndarray:
+            return np.where(hidden, np.array(-np.inf, x.dtype), x)
+
+        return self._elementwise("mask_causal", (a,), masked)
 
     def im2col(self, x: Tile, kernel_size: int | tuple[int, int], stride: int | tuple[int, int] = 1,
                dilation: int | tuple[int, int] = 1, padding: tuple[int, int, int, int] = (0, 0, 0, 0)) -> Product:

@@ -170,8 +170,38 @@ def format_chain_choice(choice: ChainChoice, wall_seconds: float) -> str:
     return "\n".join(lines)
 
 
+def format_attention_choice(choice: Any, wall_seconds: float) -> str:
+    """The text of `dsasim search attention:...`: the problem, the best schedule, its figures beside the bound, and
+    the best of every kind."""
+    result, best = choice.result, choice.result.best
+    assert best is not None, "format() of a choice that does not fit"
+    s = best.schedule
+    lines = [result.problem.describe(),
+             f"  best         {s.kind}, {s.br} query rows x {s.bc} keys per tile (objective {result.objective.name}, "
+             f"SRAM {result.sram_bytes:,} B)",
+             f"  traffic      {best.traffic_bytes:,} B (loaded {best.loaded_bytes:,}, stored {best.stored_bytes:,}); "
+             f"bound (compulsory: Q, K, V, O once) {result.lower_bound_bytes:,} B; ratio "
+             f"{best.traffic_bytes / result.lower_bound_bytes:.3f}",
+             f"  peak SRAM    {best.peak_sram_bytes:,} B",
+             f"  MACs         {best.macs:,} (padded {best.padded_macs:,}); vector lane ops {best.vector_lane_ops:,}",
+             f"  cycles       ~{best.estimated_cycles:,} (estimated: max(DMA {best.dma_cycles:,}, TensorCore "
+             f"{best.tensorcore_cycles:,} + vector {best.vector_cycles:,}))",
+             f"  {'kind':12}{'tiles':>12}{'traffic B':>16}{'peak SRAM B':>14}{'cycles':>16}"]
+    for kind, a in result.best_by_kind.items():
+        if a is None:
+            lines.append(f"  {kind:12}{'nothing fits':>12}")
+        else:
+            tiles = f"{a.schedule.br}x{a.schedule.bc}"
+            lines.append(f"  {kind:12}{tiles:>12}{a.traffic_bytes:>16,}{a.peak_sram_bytes:>14,}"
+                         f"{a.estimated_cycles:>16,}")
+    lines.append(f"  searched     {result.evaluations:,} schedules (counted by the model, equal to the trace); "
+                 f"{wall_seconds:.2f} s in all")
+    return "\n".join(lines)
+
+
 CHOICE_TEXTS: dict[str, Callable[[Any, float], str]] = {
-    "layer": format_layer_choice, "levels": format_level_choice, "chain": format_chain_choice}
+    "layer": format_layer_choice, "levels": format_level_choice, "chain": format_chain_choice,
+    "attention": format_attention_choice}
 
 
 def format_choice(choice: Any, wall_seconds: float) -> str:

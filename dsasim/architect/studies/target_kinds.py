@@ -1,6 +1,7 @@
 """The registry of target kinds (`TARGET_KINDS`), tried in order by `target_of(spec, hardware)`: the first kind
 whose `can_load` takes the spec on that hardware loads it.
 
+- attention: an attention spec (`attention:...`, `problems.attention`), `AttentionTarget` (`attention_target`);
 - chain: a chain preset or spec (`chain_catalogue.is_chain`; conv and GEMM chains, `chain_kinds`), `ChainTarget`;
 - levels: a layer on hardware with levels below the SRAM (e.g. blog-l1), `LevelTarget`;
 - layer: a layer on one-level hardware, `LayerTarget`.
@@ -18,7 +19,7 @@ from typing import Any
 from dsasim.architect.studies.target import Target, TargetKind
 from dsasim.hardware import Accelerator
 
-__all__ = ["CHAIN_TARGET", "LAYER_TARGET", "LEVEL_TARGET", "TARGET_KINDS", "network_target_of",
+__all__ = ["ATTENTION_TARGET", "CHAIN_TARGET", "LAYER_TARGET", "LEVEL_TARGET", "TARGET_KINDS", "network_target_of",
            "register_target_kind", "target_of"]
 
 
@@ -30,6 +31,16 @@ def _is_chain(spec: str, hardware: Accelerator) -> bool:
 def _load_chain(spec: str, hardware: Accelerator) -> Target:
     from dsasim.architect.studies.chain_target import load_chain_target
     return load_chain_target(spec, hardware)
+
+
+def _is_attention(spec: str, hardware: Accelerator) -> bool:
+    from dsasim.architect.problems.attention import is_attention
+    return is_attention(spec)
+
+
+def _load_attention(spec: str, hardware: Accelerator) -> Target:
+    from dsasim.architect.studies.attention_target import load_attention_target
+    return load_attention_target(spec, hardware)
 
 
 def _load_level(spec: str, hardware: Accelerator) -> Target:
@@ -62,10 +73,11 @@ def _network_layer(piece: Any, hardware: Accelerator) -> Target | None:
 
 # the adapters are imported when a spec is loaded, not with the registry (`dsasim search --help` stays fast)
 CHAIN_TARGET = TargetKind("chain", _is_chain, _load_chain, _network_chain)
+ATTENTION_TARGET = TargetKind("attention", _is_attention, _load_attention)
 LEVEL_TARGET = TargetKind("levels", lambda spec, hardware: bool(hardware.inner_levels), _load_level)
 LAYER_TARGET = TargetKind("layer", lambda spec, hardware: not hardware.inner_levels, _load_layer, _network_layer)
 
-TARGET_KINDS: list[TargetKind] = [CHAIN_TARGET, LEVEL_TARGET, LAYER_TARGET]
+TARGET_KINDS: list[TargetKind] = [ATTENTION_TARGET, CHAIN_TARGET, LEVEL_TARGET, LAYER_TARGET]
 
 
 def register_target_kind(kind: TargetKind) -> None:

@@ -1,0 +1,143 @@
+"""The attention target: `attention:b=..,h=..,hkv=..,n=..,m=..,d=..[,causal=1]` on one-level hardware, searched by
+`dsasim.architect.search.attention_search.search_attention`; its choice is the best schedule (kind and tiles) under
+the SRAM size, with the best of every kind beside it and the compulsory traffic as the bound.
+
+Not yet: re-running the choice through the trace and the timing simulator from the command line (the kernel,
+`dsasim.kernels.attention_kernel.run_attention`, needs an entry point `dsasim.attention_runner`), `sweep-sram`
+and the network evaluation (`of_network`). The counts are the model's, equal to the trace (tests/test_attention.py).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+from dsasim.architect.problems.attention import AttentionProblem
+from dsasim.architect.search.attention_search import AttentionSearchResult
+from dsasim.architect.search.objective import Objective
+from dsasim.architect.studies.target import SearchOptions
+from dsasim.hardware import Accelerator
+from dsasim.one_level import require_one_level
+
+__all__ = ["AttentionChoice", "AttentionTarget", "load_attention_target", "ATTENTION_EVALUATIONS_PER_SECOND"]
+
+ATTENTION_EVALUATIONS_PER_SECOND = 300.0  # analyze_attention, end to end, on this project's 2-core machine
+
+
+@dataclass(frozen=True)
+class AttentionChoice:
+    """The best attention schedule (`result.best`, an `AttentionAnalysis`) and the search that found it."""
+
+    spec: str
+    result: AttentionSearchResult
+
+    kind = "attention"  # its text: dsasim.view.target_text.CHOICE_TEXTS["attention"]
+    cycles_source = "estimate"
+
+    @property
+    def fits(self) -> bool:
+        return self.result.best is not None
+
+    @property
+    def no_fit_reason(self) -> str:
+        return (f"no schedule of {self.spec} fits in {self.result.sram_bytes:,} B of SRAM (the smallest tiles hold "
+                f"a TensorCore block of rows and keys); give more --sram")
+
+    @property
+    def schedule(self) -> Any:
+        return None if self.result.best is None else self.result.best.schedule
+
+    def _figure(self, name: str) -> int | None:
+        return None if self.result.best is None else int(getattr(self.result.best, name))
+
+    @property
+    def loaded_bytes(self) -> int | None:
+        return self._figure("loaded_bytes")
+
+    @property
+    def stored_bytes(self) -> int | None:
+        return self._figure("stored_bytes")
+
+    @property
+    def traffic_bytes(self) -> int | None:
+        return self._figure("traffic_bytes")
+
+    @property
+    def peak_sram_bytes(self) -> int | None:
+        return self._figure("peak_sram_bytes")
+
+    @property
+    def macs(self) -> int | None:
+        return self._figure("macs")
+
+    @property
+    def cycles(self) -> int | None:
+        return self._figure("estimated_cycles")
+
+    @property
+    def lower_bound_bytes(self) -> int:
+        return self.result.lower_bound_bytes
+
+    @property
+    def compulsory_bytes(self) -> int:
+        return self.result.lower_bound_bytes
+
+    @property
+    def evaluations(self) -> int:
+        return self.result.evaluations
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON object of `dsasim search attention:... --json` (no wall times)."""
+        return {"attention": self.spec, **self.result.to_json()}
+
+
+@dataclass(frozen=True)
+class AttentionTarget:
+    """An `AttentionProblem` on one-level `hardware`."""
+
+    spec: str
+    problem: AttentionProblem
+    hardware: Accelerator
+
+    kind = "attention"
+
+    @property
+    def progress_label(self) -> str:
+        return f"search {self.spec}"
+
+    def confirm_count(self, options: SearchOptions) -> int:
+        """0: nothing is re-run yet (module docstring); --confirm N > 0, --no-simulate and --no-slide are refused."""
+        if options.confirm:
+            raise ValueError(f"--confirm {options.confirm} does not apply to attention yet: its schedules are counted "
+                             f"by the model (equal to the trace), not re-run; leave it out")
+        if not options.simulate:
+            raise ValueError("--no-simulate does not apply to attention (nothing is simulated); leave it out")
+        if not options.slide:
+            raise ValueError("--no-slide does not apply to attention (its tiles do not slide); leave it out")
+        return 0
+
+    def estimate_work(self, sram_bytes: int, options: SearchOptions) -> Any:
+        from dsasim.architect.search.attention_search import attention_tiles
+        from dsasim.architect.search.layer_search import WorkEstimate
+        from dsasim.architect.nests.attention_schedule import ATTENTION_KINDS
+        hw = self.hardware
+        n = (len(ATTENTION_KINDS) * len(attention_tiles(self.problem.n, hw.tensorcore_in_channels))
+             * len(attention_tiles(self.problem.m, hw.tensorcore_out_channels)))
+        return WorkEstimate(what=f"the schedules of {self.spec}", evaluations=n, traced_operations=0,
+                            seconds=n / ATTENTION_EVALUATIONS_PER_SECOND)
+
+    def search(self, sram_bytes: int, objective: Objective | str, options: SearchOptions) -> AttentionChoice:
+        """`search_attention` under `sram_bytes` by `objective`."""
+        from dsasim.architect.search.attention_search import search_attention
+        self.confirm_count(options)
+        return AttentionChoice(self.spec, search_attention(self.problem, dataclasses.replace(
+            self.hardware, sram_bytes=sram_bytes), sram_bytes, objective))
+
+
+def load_attention_target(spec: str, hardware: Accelerator) -> AttentionTarget:
+    """The attention problem `spec` names on one-level `hardware`; ValueError (one line) for a bad spec or hardware
+    with levels below the SRAM."""
+    from dsasim.architect.problems.attention import parse_attention
+    require_one_level(hardware, "attention search")
+    return AttentionTarget(spec, parse_attention(spec), hardware)
