@@ -450,12 +450,18 @@ MERGE_EVERY = 64  # chunks' fronts merged into one this often, so that what is k
 @dataclass(frozen=True)
 class PricedPicks:
     """What one energy pass over the grid kept at one priced SRAM size: per energy objective (those of OBJECTIVES
-    that rank by energy), the flat grid index of the best nest whose peak fits that size (None: none fits), and the
-    pass's wall-clock seconds."""
+    that rank by energy), the key of the best nest whose peak fits that size (`Objective.key`'s figures with the
+    peak, e.g. energy pJ, cycles, traffic bytes, peak bytes, then the nest's flat grid index; None: none fits),
+    and the pass's wall-clock seconds."""
 
     sram_bytes: int
-    picks: dict[Objective, int | None]
+    keys: dict[Objective, tuple | None]
     seconds: float
+
+    def flat_index(self, objective: Objective) -> int | None:
+        """The flat grid index of `objective`'s pick (None: none fits)."""
+        key = self.keys[objective]
+        return None if key is None else int(key[-1])
 
 
 @dataclass(frozen=True)
@@ -518,7 +524,7 @@ class GemmChainSpace:
             return self._read(self.fronts[objective], sram_bytes)
         if sram_bytes < self.least_peak_bytes:  # nothing fits: no size to price
             return None
-        flat = self.priced_at(int(sram_bytes)).picks[objective]
+        flat = self.priced_at(int(sram_bytes)).flat_index(objective)
         return None if flat is None else self._nest_at(flat)
 
     def priced_at(self, sram_bytes: int) -> PricedPicks:
@@ -694,8 +700,7 @@ def _price_space(space: GemmChainSpace, sram_bytes: int) -> PricedPicks:
             pick = tuple(k[i].item() for k in keys)
             if best[o] is None or pick < best[o]:
                 best[o] = pick
-    picks = {o: None if b is None else int(b[-1]) for o, b in best.items()}
-    return PricedPicks(sram_bytes, picks, time.perf_counter() - start)
+    return PricedPicks(sram_bytes, best, time.perf_counter() - start)
 
 
 def _merge_fronts(chunks: list[tuple[np.ndarray, ...]]) -> tuple[np.ndarray, ...]:
