@@ -94,8 +94,9 @@ def main() -> None:
                 b = h = float("inf")
                 for _ in range(args.rounds):
                     for tree in (base, ROOT):
-                        out = subprocess.run([sys.executable, "-c", TRAFFIC_RUN, str(cap), CHAIN], cwd=tree,
-                                             env={**os.environ, "PYTHONPATH": str(tree)}, capture_output=True, text=True, check=True)
+                        env = {**os.environ, "PYTHONPATH": str(tree)}
+                        out = subprocess.run([sys.executable, "-c", TRAFFIC_RUN, str(cap), CHAIN], cwd=tree, env=env,
+                                             capture_output=True, text=True, check=True)
                         if tree == base:
                             b = min(b, float(out.stdout))
                         else:

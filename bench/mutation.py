@@ -1485,8 +1485,8 @@ MUTANTS: list[Mutant] = [
            "        if sram_bytes < self.least_peak_bytes:", "        if sram_bytes <= self.least_peak_bytes:",
            GEMMEN_TESTS),
     Mutant("gemmen: leakage left out of a GEMM chain's energy", GEMM_CHAIN_PATH,
-           "energy_pj_of(hw, read, write, padded, lane_ops, cycles)", "energy_pj_of(hw, read, write, padded, lane_ops, 0)",
-           GEMMEN_TESTS),
+           "energy_pj_of(hw, read, write, padded, lane_ops, cycles)",
+           "energy_pj_of(hw, read, write, padded, lane_ops, 0)", GEMMEN_TESTS),
     Mutant("gemmen: the ReLU's lane operations left out", GEMM_CHAIN_PATH,
            "    lane_ops = chain.m * chain.l if chain.relu_between else 0", "    lane_ops = 0", GEMMEN_TESTS),
     Mutant("gemmen: useful MACs priced instead of padded ones", GEMM_CHAIN_PATH,
@@ -1499,7 +1499,8 @@ MUTANTS: list[Mutant] = [
     Mutant("gemmen: the first chunk's pick is kept", GEMM_CHAIN_PATH,
            "            if best[o] is None or pick < best[o]:", "            if best[o] is None:", GEMMEN_TESTS),
     Mutant("gemmen: one priced size serves every size", GEMM_CHAIN_PATH,
-           "        if sram_bytes not in self.priced:\n            self.priced[sram_bytes] = _price_space(self, sram_bytes)\n"
+           "        if sram_bytes not in self.priced:\n"
+           "            self.priced[sram_bytes] = _price_space(self, sram_bytes)\n"
            "        return self.priced[sram_bytes]",
            "        if not self.priced:\n            self.priced[sram_bytes] = _price_space(self, sram_bytes)\n"
            "        return next(iter(self.priced.values()))", GEMMEN_TESTS),
@@ -1509,8 +1510,8 @@ MUTANTS: list[Mutant] = [
            "        return int(math.prod(self.shape)) * (1 + len(self.priced))",
            "        return int(math.prod(self.shape))", GEMMEN_TESTS),
     Mutant("gemmen: the work estimate counts one energy pass whatever the sizes", GEMM_CHAIN_PATH,
-           "    priced = n_capacities if objective.needs_energy else 0", "    priced = 1 if objective.needs_energy else 0",
-           GEMMEN_TESTS),
+           "    priced = n_capacities if objective.needs_energy else 0",
+           "    priced = 1 if objective.needs_energy else 0", GEMMEN_TESTS),
 ]
 
 
