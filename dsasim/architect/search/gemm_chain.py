@@ -442,7 +442,7 @@ def _front_candidates(peak: np.ndarray, k1: np.ndarray, by_peak: np.ndarray) -> 
 
 
 GEMM_CHAIN_EVALUATIONS_PER_SECOND = 1.0e6  # the closed form over the grid, end to end (measured 0.7-1.0 M/s)
-ENERGY_PASS_COST = 0.6  # an energy pass's time per nest / the fronts pass's (0.4-0.6: bench_gemm_chain_energy.py)
+ENERGY_PASS_COST = 0.7  # an energy pass's time per nest / the fronts pass's (0.4-0.7: bench_gemm_chain_energy.py)
 CHUNK_NESTS = 1 << 20  # nests evaluated at once: ~30 int64 arrays of this length, a few hundred MB at most
 MERGE_EVERY = 64  # chunks' fronts merged into one this often, so that what is kept stays small too
 
