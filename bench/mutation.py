@@ -75,6 +75,8 @@ TIMING_TESTS = ("tests/test_timing.py", "tests/test_timing_rules.py", "tests/tes
                 "tests/test_timing_result.py")
 
 COUNTS_TESTS = ("tests/test_access_counts.py",)
+GEMMEN_TESTS = ("tests/test_gemm_chain_energy.py",)
+GEMM_CHAIN_PATH = "dsasim/architect/search/gemm_chain.py"
 
 MUTANTS: list[Mutant] = [
     # -- memory model ------------------------------------------------------------------------------------------
@@ -1570,6 +1572,42 @@ MUTANTS: list[Mutant] = [
            "if best_key is None or key < best_key:", "if best_key is None or key > best_key:", (ATTN_TESTS,)),
     Mutant("attn: model's K/V loaded per query head", "dsasim/architect/model/attention.py",
            "        self.times = self.p.b * self.p.hkv\n", "        self.times = self.p.b * self.p.h\n", (ATTN_TESTS,)),
+    # -- issue 28: gemmen --
+    Mutant("gemmen: a GEMM chain's energy priced at the space's own SRAM size", GEMM_CHAIN_PATH,
+           "    _, hw = with_capacity(space.hardware, sram_bytes)\n", "    hw = space.hardware\n", GEMMEN_TESTS),
+    Mutant("gemmen: a nest whose peak equals the size does not fit", GEMM_CHAIN_PATH,
+           "rows = np.flatnonzero(peak <= sram_bytes)", "rows = np.flatnonzero(peak < sram_bytes)", GEMMEN_TESTS),
+    Mutant("gemmen: the size below every peak still prices", GEMM_CHAIN_PATH,
+           "        if sram_bytes < self.least_peak_bytes:", "        if sram_bytes <= self.least_peak_bytes:",
+           GEMMEN_TESTS),
+    Mutant("gemmen: leakage left out of a GEMM chain's energy", GEMM_CHAIN_PATH,
+           "energy_pj_of(hw, read, write, padded, lane_ops, cycles)",
+           "energy_pj_of(hw, read, write, padded, lane_ops, 0)", GEMMEN_TESTS),
+    Mutant("gemmen: the ReLU's lane operations left out", GEMM_CHAIN_PATH,
+           "    lane_ops = chain.m * chain.l if chain.relu_between else 0", "    lane_ops = 0", GEMMEN_TESTS),
+    Mutant("gemmen: useful MACs priced instead of padded ones", GEMM_CHAIN_PATH,
+           '    padded = padded_macs(hw, chunk.figure("tensorcore_cycles")[rows])',
+           "    padded = np.full(len(rows), chain.macs)", GEMMEN_TESTS),
+    Mutant("gemmen: SRAM writes priced as the reads", GEMM_CHAIN_PATH,
+           "    write = {level: chunk.full(w)[rows]", "    write = {level: chunk.full(r)[rows]", GEMMEN_TESTS),
+    Mutant("gemmen: ties by energy leave the peak out", GEMM_CHAIN_PATH,
+           "cycles=cycles, peak=peak[rows], energy=energy)", "cycles=cycles, peak=None, energy=energy)", GEMMEN_TESTS),
+    Mutant("gemmen: the first chunk's pick is kept", GEMM_CHAIN_PATH,
+           "            if best[o] is None or pick < best[o]:", "            if best[o] is None:", GEMMEN_TESTS),
+    Mutant("gemmen: one priced size serves every size", GEMM_CHAIN_PATH,
+           "        if sram_bytes not in self.priced:\n"
+           "            self.priced[sram_bytes] = _price_space(self, sram_bytes)\n"
+           "        return self.priced[sram_bytes]",
+           "        if not self.priced:\n            self.priced[sram_bytes] = _price_space(self, sram_bytes)\n"
+           "        return next(iter(self.priced.values()))", GEMMEN_TESTS),
+    Mutant("gemmen: a non-integer size accepted", GEMM_CHAIN_PATH,
+           "        if not is_int(sram_bytes, numpy=True) or sram_bytes < 0:", "        if False:", GEMMEN_TESTS),
+    Mutant("gemmen: evaluations leave the energy passes out", GEMM_CHAIN_PATH,
+           "        return int(math.prod(self.shape)) * (1 + len(self.priced))",
+           "        return int(math.prod(self.shape))", GEMMEN_TESTS),
+    Mutant("gemmen: the work estimate counts one energy pass whatever the sizes", GEMM_CHAIN_PATH,
+           "    priced = n_capacities if objective.needs_energy else 0",
+           "    priced = 1 if objective.needs_energy else 0", GEMMEN_TESTS),
 ]
 
 

@@ -45,8 +45,8 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass
-from typing import Any, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Iterator, Mapping
 
 import numpy as np
 
@@ -57,11 +57,13 @@ from dsasim.cost import ddr_port, dma_cycles, overlapped_cycles, padded_macs, ti
 from dsasim.dataflow import DATAFLOWS
 from dsasim.energy.accesses import AccessCounts, TensorAccesses
 from dsasim.hardware import DDR, SRAM_LEVEL, Accelerator
-from dsasim.util import check_int, is_ascii_whole
+from dsasim.energy.report import energy_pj_of
+from dsasim.util import check_int, is_ascii_whole, is_int
 
 __all__ = ["GEMM_ORDERS", "GemmChain", "GemmChainNest", "GemmChainAnalysis", "analyze_gemm_chain",
            "GemmChainSpace", "evaluate_gemm_chain_space", "parse_gemm_chain", "estimate_gemm_chain_space_work",
-           "gemm_chain_space_size", "CHUNK_NESTS", "GEMM_CHAIN_EVALUATIONS_PER_SECOND"]
+           "gemm_chain_space_size", "PricedPicks", "CHUNK_NESTS", "GEMM_CHAIN_EVALUATIONS_PER_SECOND",
+           "ENERGY_PASS_COST"]
 
 GEMM_ORDERS = ("ml", "lm")  # the shared loops, outer first
 _DIMS = ("m", "l", "k", "n")
@@ -439,13 +441,42 @@ def _front_candidates(peak: np.ndarray, k1: np.ndarray, by_peak: np.ndarray) -> 
     return by_peak[ks <= np.minimum.accumulate(ks)]
 
 
+GEMM_CHAIN_EVALUATIONS_PER_SECOND = 1.0e6  # the closed form over the grid, end to end (measured 0.7-1.0 M/s)
+ENERGY_PASS_COST = 0.7  # an energy pass's time per nest / the fronts pass's (0.4-0.7: bench_gemm_chain_energy.py)
+CHUNK_NESTS = 1 << 20  # nests evaluated at once: ~30 int64 arrays of this length, a few hundred MB at most
+MERGE_EVERY = 64  # chunks' fronts merged into one this often, so that what is kept stays small too
+
+
+@dataclass(frozen=True)
+class PricedPicks:
+    """What one energy pass over the grid kept at one priced SRAM size: per energy objective (those of OBJECTIVES
+    that rank by energy), the key of the best nest whose peak fits that size (`Objective.key`'s figures with the
+    peak, e.g. energy pJ, cycles, traffic bytes, peak bytes, then the nest's flat grid index; None: none fits),
+    and the pass's wall-clock seconds."""
+
+    sram_bytes: int
+    keys: dict[Objective, tuple | None]
+    seconds: float
+
+    def flat_index(self, objective: Objective) -> int | None:
+        """The flat grid index of `objective`'s pick (None: none fits)."""
+        key = self.keys[objective]
+        return None if key is None else int(key[-1])
+
+
 @dataclass(frozen=True)
 class GemmChainSpace:
     """Every GemmChainNest of a chain over the candidate tiles (grid shape: orders, m, l, k, n tiles), evaluated
     chunk by chunk; what is kept are the fronts from which the best nest under any capacity is read off: by traffic
     (ties: estimated cycles), by estimated cycles (ties: traffic), and by Chimera's DV with its MU. One way only:
     a second way changes no count and no estimate (which already assumes transfers overlap compute), only the peak,
-    so it never ranks better; its effect shows in the timing simulation of a nest given ways=2."""
+    so it never ranks better; its effect shows in the timing simulation of a nest given ways=2.
+
+    Energy and EDP have no front over peak: the SRAM's energy per access, its leakage and its area follow its size
+    (the SRAM rule), so a nest's energy is only defined at one priced size. `best(sram_bytes, ENERGY or EDP)`
+    evaluates the grid once more at that size (chunked like the first pass), keeps every energy objective's pick
+    there (`priced`, a cache by size: a sweep that asks again at the same size, or for EDP after energy, costs
+    nothing more), and a traffic or cycles search never pays for it."""
 
     chain: GemmChain
     hardware: Accelerator
@@ -454,36 +485,59 @@ class GemmChainSpace:
     fronts: dict[Objective, tuple[np.ndarray, ...]]  # (peak, the objective's key: 2 arrays, flat index)
     chimera_front: tuple[np.ndarray, ...]  # (MU, DV, MU, flat index)
     seconds: float
+    chunk_nests: int = CHUNK_NESTS  # the energy passes evaluate this many nests at once, as the first pass did
+    priced: dict[int, PricedPicks] = field(default_factory=dict, repr=False, compare=False)  # by SRAM bytes
 
     @property
     def evaluations(self) -> int:
-        return int(math.prod(self.shape))
+        """Nests evaluated so far: the grid once for the fronts, and once more per priced SRAM size."""
+        return int(math.prod(self.shape)) * (1 + len(self.priced))
+
+    @property
+    def least_peak_bytes(self) -> int:
+        """The smallest peak SRAM of any nest of the grid (every front starts with it)."""
+        return int(self.fronts[DEFAULT_OBJECTIVE][0][0])
 
     def nest(self, index: tuple[int, ...]) -> GemmChainNest:
         """The GemmChainNest at a grid index (1 way)."""
         o, *ts = index
         return GemmChainNest(self.chain, GEMM_ORDERS[o], {d: int(self.tiles[d][i]) for d, i in zip(_DIMS, ts)})
 
+    def _nest_at(self, flat: int) -> GemmChainNest:
+        return self.nest(tuple(int(x) for x in np.unravel_index(flat, self.shape)))
+
     def _read(self, front: tuple[np.ndarray, ...], cap: int) -> GemmChainNest | None:
         peak, *_, flat = front
         i = int(np.searchsorted(peak, cap, side="right")) - 1
-        return None if i < 0 else self.nest(tuple(int(x) for x in np.unravel_index(int(flat[i]), self.shape)))
+        return None if i < 0 else self._nest_at(int(flat[i]))
 
     def best(self, sram_bytes: int, objective: Objective | str = DEFAULT_OBJECTIVE) -> GemmChainNest | None:
         """The best nest by `objective` whose peak fits `sram_bytes` (traffic: least traffic, ties estimated
-        cycles, then the smaller peak; cycles: least estimated cycles, ties traffic, then peak); None when none
-        fits."""
-        return self._read(self.fronts[objective_named(objective)], sram_bytes)
+        cycles, then the smaller peak; cycles: least estimated cycles, ties traffic, then peak; energy / edp: least
+        energy in pJ / energy x estimated cycles, priced on the space's hardware at `sram_bytes`, ties per the
+        objective's key, then peak; last tie-break: the first in the grid); None when none fits. ValueError for a
+        size that is not a non-negative integer."""
+        objective = objective_named(objective)
+        if not is_int(sram_bytes, numpy=True) or sram_bytes < 0:
+            raise ValueError(f"GemmChainSpace.best: sram_bytes must be an integer >= 0 (bytes), got {sram_bytes!r}")
+        if not objective.needs_energy:
+            return self._read(self.fronts[objective], sram_bytes)
+        if sram_bytes < self.least_peak_bytes:  # nothing fits: no size to price
+            return None
+        flat = self.priced_at(int(sram_bytes)).flat_index(objective)
+        return None if flat is None else self._nest_at(flat)
+
+    def priced_at(self, sram_bytes: int) -> PricedPicks:
+        """The energy objectives' picks at `sram_bytes` (bytes), from the cache or from one more pass over the
+        grid (`_price_space`)."""
+        if sram_bytes not in self.priced:
+            self.priced[sram_bytes] = _price_space(self, sram_bytes)
+        return self.priced[sram_bytes]
 
     def chimera_choice(self, sram_bytes: int) -> GemmChainNest | None:
         """The nest Chimera's model picks: least DV with MU <= sram_bytes (ties: the smaller MU, then the first in the
         grid), or None when no MU fits."""
         return self._read(self.chimera_front, sram_bytes)
-
-
-GEMM_CHAIN_EVALUATIONS_PER_SECOND = 1.0e6  # the closed form over the grid, end to end (measured 0.7-1.0 M/s)
-CHUNK_NESTS = 1 << 20  # nests evaluated at once: ~30 int64 arrays of this length, a few hundred MB at most
-MERGE_EVERY = 64  # chunks' fronts merged into one this often, so that what is kept stays small too
 
 
 def gemm_chain_space_size(chain: GemmChain, hardware: Accelerator) -> int:
@@ -492,14 +546,23 @@ def gemm_chain_space_size(chain: GemmChain, hardware: Accelerator) -> int:
     return len(GEMM_ORDERS) * math.prod(len(v) for v in _candidates(chain, hardware).values())
 
 
-def estimate_gemm_chain_space_work(chain: GemmChain, hardware: Accelerator) -> Any:
-    """The work (a `search.WorkEstimate`) of `evaluate_gemm_chain_space`: every nest of the grid, counted, at
-    GEMM_CHAIN_EVALUATIONS_PER_SECOND."""
+def estimate_gemm_chain_space_work(chain: GemmChain, hardware: Accelerator,
+                                   objective: Objective | str = DEFAULT_OBJECTIVE, n_capacities: int = 1) -> Any:
+    """The work (a `search.WorkEstimate`) of `evaluate_gemm_chain_space` and of reading the best nest by `objective`
+    at `n_capacities` SRAM sizes: one pass over every nest of the grid (counted) for the fronts, which serve every
+    size, plus, when `objective` ranks by energy, one more pass per size (each size prices the SRAM differently:
+    `GemmChainSpace.best`), at GEMM_CHAIN_EVALUATIONS_PER_SECOND / ENERGY_PASS_COST; so K sizes by energy cost
+    1 + K passes."""
     from dsasim.architect.search.layer_search import WorkEstimate
 
+    objective = objective_named(objective)
+    check_int("n_capacities", n_capacities, 1)
     n = gemm_chain_space_size(chain, hardware)
-    return WorkEstimate(what=f"the fused space of {chain.name}", evaluations=n, traced_operations=0,
-                        seconds=n / GEMM_CHAIN_EVALUATIONS_PER_SECOND)
+    priced = n_capacities if objective.needs_energy else 0
+    what = f"the fused space of {chain.name}" + (f" (and {priced:,} energy pass(es) by {objective.name})"
+                                                 if priced else "")
+    return WorkEstimate(what=what, evaluations=n * (1 + priced), traced_operations=0,
+                        seconds=n * (1 + priced * ENERGY_PASS_COST) / GEMM_CHAIN_EVALUATIONS_PER_SECOND)
 
 
 def _grid_chunks(sizes: list[int], chunk_nests: int) -> Any:
@@ -516,50 +579,128 @@ def _grid_chunks(sizes: list[int], chunk_nests: int) -> Any:
             yield [np.array([i]) for i in prefix] + [np.arange(a0, min(a0 + step, sizes[j]))] + after
 
 
+@dataclass(frozen=True)
+class _Chunk:
+    """One block of the grid, evaluated: its nests' flat grid indices and their closed-form figures (arrays that
+    broadcast to the block's shape `sub`)."""
+
+    flat: np.ndarray
+    figures: dict[str, Any]
+    sub: tuple[int, ...]
+
+    def full(self, value: Any) -> np.ndarray:
+        """A figure's array, one entry per nest of the block (in `flat`'s order)."""
+        return np.broadcast_to(value, self.sub).reshape(-1)
+
+    def figure(self, name: str) -> np.ndarray:
+        return self.full(self.figures[name])
+
+    def traffic_bytes(self) -> np.ndarray:
+        """DDR bytes loaded + stored per nest."""
+        return self.figure("loaded_bytes") + self.figure("stored_bytes")
+
+    def estimated_cycles(self) -> np.ndarray:
+        """max(DMA, TensorCore + vector) cycles per nest (`GemmChainAnalysis.estimated_cycles`)."""
+        return overlapped_cycles(self.figure("dma_cycles"),
+                                 self.figure("tensorcore_cycles") + self.figure("vector_cycles"))
+
+
+def _chunks(chain: GemmChain, hw: Accelerator, cand: dict[str, np.ndarray], shape: tuple[int, ...],
+            chunk_nests: int) -> Iterator[_Chunk]:
+    """The grid (`shape`: orders x the candidates of m, l, k, n) evaluated on `hw` by the closed form, at most
+    `chunk_nests` nests at a time (`_grid_chunks`), 1 way."""
+    sizes = list(shape[1:])
+    one_way = np.ones((), np.int64)
+    for o, order in enumerate(GEMM_ORDERS):
+        for idx in _grid_chunks(sizes, chunk_nests):
+            grid = {d: cand[d][idx[i]].reshape([-1 if j == i else 1 for j in range(4)]) for i, d in enumerate(_DIMS)}
+            f = _closed_form(chain, hw, order, grid, one_way)
+            at = np.broadcast_arrays(o, *np.ix_(*idx))
+            flat = np.ravel_multi_index(tuple(at), shape).reshape(-1).astype(np.int64)
+            yield _Chunk(flat, f, tuple(len(i) for i in idx))
+
+
 def evaluate_gemm_chain_space(chain: GemmChain, hardware: Accelerator,
                               chunk_nests: int = CHUNK_NESTS) -> GemmChainSpace:
     """Every nest of the candidate grid evaluated with the closed form of `analyze_gemm_chain` (numpy), reduced to
     the fronts of `GemmChainSpace`. Memory is bounded by design: at most `chunk_nests` nests are evaluated at once
     (the grid is split along m, then l, then k as far as needed) and the fronts kept are merged every MERGE_EVERY
     chunks. Callers estimate the work first (`estimate_gemm_chain_space_work`): the grid grows as the fourth power
-    of the tile candidates."""
+    of the tile candidates. Energy objectives are priced later, per SRAM size, on request (`GemmChainSpace.best`)."""
     check_int("chunk_nests", chunk_nests, 1)
     _check_exact(chain, hardware)
     start = time.perf_counter()
     cand = _candidates(chain, hardware)
-    sizes = [len(cand[d]) for d in _DIMS]
-    shape = (len(GEMM_ORDERS), *sizes)
-    # the fronts of the objectives a chain ranks by (energy ones are refused for chains: `require_ranked`)
+    shape = (len(GEMM_ORDERS), *(len(cand[d]) for d in _DIMS))
+    # the fronts over peak of the objectives that rank without energy (energy is priced per size: `best`)
     parts: dict[Objective, list[tuple[np.ndarray, ...]]] = {o: [] for o in OBJECTIVES.values() if not o.needs_energy}
     chimera: list[tuple[np.ndarray, ...]] = []
-    one_way = np.ones((), np.int64)
-    for o, order in enumerate(GEMM_ORDERS):
-        for idx in _grid_chunks(sizes, chunk_nests):
-            grid = {d: cand[d][idx[i]].reshape([-1 if j == i else 1 for j in range(4)]) for i, d in enumerate(_DIMS)}
-            f = _closed_form(chain, hardware, order, grid, one_way)
-            sub = tuple(len(i) for i in idx)
-            at = np.broadcast_arrays(o, *np.ix_(*idx))
-            flat = np.ravel_multi_index(tuple(at), shape).reshape(-1).astype(np.int64)
-
-            def full(name: str) -> np.ndarray:
-                return np.broadcast_to(f[name], sub).reshape(-1)
-
-            traffic = full("loaded_bytes") + full("stored_bytes")
-            cycles = overlapped_cycles(full("dma_cycles"), full("tensorcore_cycles") + full("vector_cycles"))
-            peak = full("peak_sram_bytes")
-            by_peak = np.argsort(peak)
-            for objective, chunks in parts.items():
-                k1, k2 = objective.key(traffic=traffic, cycles=cycles)
-                keep = _front_candidates(peak, k1, by_peak)
-                chunks.append(_exact_front(peak[keep], k1[keep], k2[keep], flat[keep]))
-            mu, dv = full("chimera_mu_bytes"), full("chimera_dv_bytes")
-            keep = _front_candidates(mu, dv, np.argsort(mu))
-            chimera.append(_exact_front(mu[keep], dv[keep], mu[keep], flat[keep]))
-            if len(chimera) >= MERGE_EVERY:
-                parts = {o: [_merge_fronts(chunks)] for o, chunks in parts.items()}
-                chimera = [_merge_fronts(chimera)]
+    for chunk in _chunks(chain, hardware, cand, shape, chunk_nests):
+        flat = chunk.flat
+        traffic, cycles = chunk.traffic_bytes(), chunk.estimated_cycles()
+        peak = chunk.figure("peak_sram_bytes")
+        by_peak = np.argsort(peak)
+        for objective, chunks in parts.items():
+            k1, k2 = objective.key(traffic=traffic, cycles=cycles)
+            keep = _front_candidates(peak, k1, by_peak)
+            chunks.append(_exact_front(peak[keep], k1[keep], k2[keep], flat[keep]))
+        mu, dv = chunk.figure("chimera_mu_bytes"), chunk.figure("chimera_dv_bytes")
+        keep = _front_candidates(mu, dv, np.argsort(mu))
+        chimera.append(_exact_front(mu[keep], dv[keep], mu[keep], flat[keep]))
+        if len(chimera) >= MERGE_EVERY:
+            parts = {o: [_merge_fronts(chunks)] for o, chunks in parts.items()}
+            chimera = [_merge_fronts(chimera)]
     fronts = {o: _merge_fronts(chunks) for o, chunks in parts.items()}
-    return GemmChainSpace(chain, hardware, cand, shape, fronts, _merge_fronts(chimera), time.perf_counter() - start)
+    return GemmChainSpace(chain, hardware, cand, shape, fronts, _merge_fronts(chimera), time.perf_counter() - start,
+                          chunk_nests)
+
+
+def _chunk_energy_pj(chunk: _Chunk, chain: GemmChain, hw: Accelerator, rows: np.ndarray,
+                     cycles: np.ndarray) -> np.ndarray:
+    """The energy (pJ) of the block's nests `rows` on `hw` (its SRAM size sets the SRAM's energy per access and
+    leakage) over `cycles`: per-level read and write bytes, padded MACs and the ReLU's lane operations, priced by
+    `dsasim.energy.report.energy_pj_of` (the sum `energy_report` makes of `analyze_gemm_chain`'s access counts)."""
+    levels = chunk.figures["level_bytes"]
+    read = {level: chunk.full(r)[rows] for level, (r, _) in levels.items()}
+    write = {level: chunk.full(w)[rows] for level, (_, w) in levels.items()}
+    padded = padded_macs(hw, chunk.figure("tensorcore_cycles")[rows])
+    lane_ops = chain.m * chain.l if chain.relu_between else 0  # the ReLU: one lane operation per element of C
+    return energy_pj_of(hw, read, write, padded, lane_ops, cycles)
+
+
+def _lexicographic_first(keys: tuple[np.ndarray, ...]) -> int:
+    """The position of the least entry by `keys` (compared in order; equal arrays' length)."""
+    at = np.arange(len(keys[0]))
+    for k in keys:
+        values = k[at]
+        at = at[values == values.min()]
+    return int(at[0])
+
+
+def _price_space(space: GemmChainSpace, sram_bytes: int) -> PricedPicks:
+    """One pass over the grid on the space's hardware at `sram_bytes` (`layer_search.with_capacity`): per energy
+    objective, the nest whose peak fits with the least key (`Objective.key`: energy or edp first, its ties, then the
+    peak), then the least flat index (the first in the grid), as the fronts break ties."""
+    from dsasim.architect.search.layer_search import with_capacity
+
+    start = time.perf_counter()
+    _, hw = with_capacity(space.hardware, sram_bytes)
+    ranked = [o for o in OBJECTIVES.values() if o.needs_energy]
+    best: dict[Objective, tuple | None] = dict.fromkeys(ranked)
+    for chunk in _chunks(space.chain, hw, space.tiles, space.shape, space.chunk_nests):
+        peak = chunk.figure("peak_sram_bytes")
+        rows = np.flatnonzero(peak <= sram_bytes)
+        if not len(rows):
+            continue
+        traffic, cycles = chunk.traffic_bytes()[rows], chunk.estimated_cycles()[rows]
+        energy = _chunk_energy_pj(chunk, space.chain, hw, rows, cycles)
+        for o in ranked:
+            keys = (*o.key(traffic=traffic, cycles=cycles, peak=peak[rows], energy=energy), chunk.flat[rows])
+            i = _lexicographic_first(keys)
+            pick = tuple(k[i].item() for k in keys)
+            if best[o] is None or pick < best[o]:
+                best[o] = pick
+    return PricedPicks(sram_bytes, best, time.perf_counter() - start)
 
 
 def _merge_fronts(chunks: list[tuple[np.ndarray, ...]]) -> tuple[np.ndarray, ...]:
