@@ -272,3 +272,18 @@ def test_a_fused_network_ranks_by_energy_in_process_and_in_a_pool(tmp_path, monk
     assert traffic["layers"][0]["schedule"]["partition"] == "[1 2]"
     assert energy["energy_pj"] == 2 * 22 * 22 * 384 < traffic["energy_pj"]
     assert out["energy", "2"] == energy
+
+
+def test_a_gemm_chain_searches_and_sweeps_by_energy_from_the_command_line(tmp_path):
+    """The GEMM kind's space prices at the asked size (its own test: test_gemm_chain_energy.py); from the command
+    line the search and the sweep by energy and EDP run to the end and say so in their JSON."""
+    from dsasim.cli import main
+
+    js = tmp_path / "g.json"
+    assert main(["search", "gemm-chain:m=32,n=32,k=32,l=32", "--sram", "16KiB", "--objective", "edp", "--confirm",
+                 "0", "--json", str(js)]) == 0
+    data = json.loads(js.read_text())
+    assert data["objective"] == "edp" and data["energy_pj"] > 0
+    assert main(["sweep-sram", "gemm-chain:m=32,n=32,k=32,l=32", "--sizes", "8KiB,16KiB", "--objective", "energy",
+                 "--no-simulate", "--quiet", "--json", str(js)]) == 0
+    assert [p["objective"] for p in json.loads(js.read_text())["points"]] == ["energy", "energy"]
