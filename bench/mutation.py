@@ -1608,6 +1608,16 @@ MUTANTS: list[Mutant] = [
     Mutant("gemmen: the work estimate counts one energy pass whatever the sizes", GEMM_CHAIN_PATH,
            "    priced = n_capacities if objective.needs_energy else 0",
            "    priced = 1 if objective.needs_energy else 0", GEMMEN_TESTS),
+    # -- issue 28: work --
+    Mutant("work: a chain's layers estimated as one search for all sizes by energy",
+           "dsasim/architect/search/fused_search.py", "        if not objective.needs_energy:\n            return estimate_search_work(layer, hw, n_capacities)",
+           "        if True:\n            return estimate_search_work(layer, hw, n_capacities)", ("tests/test_chain_energy_objective.py::test_the_work_estimate_counts_what_an_energy_objective_adds",)),
+    Mutant("work: the GEMM kind not told the objective", "dsasim/architect/search/fused_search.py",
+           "    fused = chain_kind_of(chain).fused_work(chain, hw, objective, n_capacities)",
+           "    fused = chain_kind_of(chain).fused_work(chain, hw, DEFAULT_OBJECTIVE, n_capacities)", ("tests/test_chain_energy_objective.py::test_the_work_estimate_counts_what_an_energy_objective_adds",)),
+    Mutant("work: a network's layers estimated as one search for all sizes by energy",
+           "dsasim/architect/studies/sweep.py", "            if objective.needs_energy:\n                one = estimate_search_work(problem, hw, 1)",
+           "            if False:\n                one = estimate_search_work(problem, hw, 1)", ("tests/test_chain_energy_objective.py::test_the_work_estimate_counts_what_an_energy_objective_adds",)),
 ]
 
 

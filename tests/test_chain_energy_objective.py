@@ -287,3 +287,25 @@ def test_a_gemm_chain_searches_and_sweeps_by_energy_from_the_command_line(tmp_pa
     assert main(["sweep-sram", "gemm-chain:m=32,n=32,k=32,l=32", "--sizes", "8KiB,16KiB", "--objective", "energy",
                  "--no-simulate", "--quiet", "--json", str(js)]) == 0
     assert [p["objective"] for p in json.loads(js.read_text())["points"]] == ["energy", "energy"]
+
+
+def test_the_work_estimate_counts_what_an_energy_objective_adds():
+    """By energy over K sizes each layer is searched once per size (not one search for all sizes) and a GEMM
+    chain's grid is priced once more per size: K x one layer search each, and the grid 1 + K times."""
+    from dsasim.architect.search.fused_search import estimate_chain_work
+    from dsasim.architect.search.gemm_chain import gemm_chain_space_size, parse_gemm_chain
+    from dsasim.architect.search.layer_search import estimate_search_work
+    from dsasim.architect.studies.network import load_network
+    from dsasim.architect.studies.sweep import estimate_network_sweep_work
+
+    hw, k = preset("blog"), 3
+    chain = parse_gemm_chain("gemm-chain:m=64,n=32,k=32,l=64")
+    layers = {layer.spec(): layer for layer in chain.layers}.values()
+    grid = gemm_chain_space_size(chain, hw)
+    by_traffic = estimate_chain_work(chain, hw, k)
+    by_energy = estimate_chain_work(chain, hw, k, objective=ENERGY)
+    assert by_traffic.evaluations == sum(estimate_search_work(x, hw, k).evaluations for x in layers) + grid
+    assert by_energy.evaluations == sum(k * estimate_search_work(x, hw, 1).evaluations for x in layers) + grid * (1 + k)
+    net = load_network("resnet18", (1, 3, 32, 32))
+    assert estimate_network_sweep_work(net, [hw], k, fusion=False, objective=ENERGY).evaluations == \
+        k * estimate_network_sweep_work(net, [hw], 1, fusion=False).evaluations

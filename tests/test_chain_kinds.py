@@ -141,7 +141,7 @@ def toy_analysis(nest: ToyNest, hw: Any) -> FusedAnalysis:
                          intermediate_peak_bytes=32, recomputed_macs=0, compulsory_bytes=16, dma_cycles=5, fits=True)
 
 
-def toy_work(chain: ToyChain, hw: Any) -> Any:
+def toy_work(chain: ToyChain, hw: Any, objective: Any, n_capacities: int) -> Any:
     from dsasim.architect.search.layer_search import WorkEstimate
     return WorkEstimate(what="", evaluations=TOY_WORK_EVALUATIONS, traced_operations=0, seconds=0.0)
 

@@ -237,7 +237,8 @@ def _run_network(args: argparse.Namespace) -> int:
     try:
         check_network_objective(network, args.objective or DEFAULT_OBJECTIVE.name, not args.no_fusion)
         if not executor_spec.startswith("dask://"):  # refused before any worker starts
-            work = estimate_network_sweep_work(network, hardwares, len(sizes), not args.no_fusion, jobs)
+            work = estimate_network_sweep_work(network, hardwares, len(sizes), not args.no_fusion, jobs,
+                                               args.objective or DEFAULT_OBJECTIVE.name)
             check_work(work, args.force, warner("sweep-sram"), smaller=_NETWORK_SMALLER)
         executor = open_executor(executor_spec, jobs)
     except ValueError as err:
@@ -246,7 +247,8 @@ def _run_network(args: argparse.Namespace) -> int:
         if executor_spec.startswith("dask://"):  # its workers, counted now that it is reached
             workers = max(1, len(executor.client.nthreads()))
             try:
-                work = estimate_network_sweep_work(network, hardwares, len(sizes), not args.no_fusion, workers)
+                work = estimate_network_sweep_work(network, hardwares, len(sizes), not args.no_fusion, workers,
+                                                   args.objective or DEFAULT_OBJECTIVE.name)
                 check_work(work, args.force, warner("sweep-sram"), smaller=_NETWORK_SMALLER)
             except ValueError as err:
                 raise CliError(str(err)) from None

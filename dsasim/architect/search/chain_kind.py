@@ -74,7 +74,8 @@ class ChainKind:
 
     - `fused_spaces(chain, hw)`: every fused segment's space, keyed by its layers [first, stop) (the segment rule:
       a conv chain's every run of two or more layers, a GEMM chain's whole chain);
-    - `fused_work(chain, hw)`: those spaces' size (a `search.WorkEstimate`), before any is evaluated;
+    - `fused_work(chain, hw, objective, n_capacities)`: the work (a `search.WorkEstimate`) of those spaces and of
+      reading their best nests by `objective` at `n_capacities` SRAM sizes, before any is evaluated;
     - `analyze(nest, hw)`: a fused nest's `FusedAnalysis` (what the search reports and the trace must match);
     - `part_json(analysis)`: the kind's extra keys of a fused part in `dsasim search CHAIN --json`;
     - `reference_choice(space, sram_bytes)`: a published model's pick beside the search's (GEMM: Chimera), or None;
@@ -88,7 +89,7 @@ class ChainKind:
     name: str
     chain_type: type
     fused_spaces: Callable[[Any, Accelerator], Mapping[tuple[int, int], FusedSpaceLike]]
-    fused_work: Callable[[Any, Accelerator], Any]
+    fused_work: Callable[[Any, Accelerator, Any, int], Any]
     analyze: Callable[[Any, Accelerator], FusedAnalysis]
     part_json: Callable[[FusedAnalysis], dict[str, Any]]
     no_fit_reason: Callable[[Any, int], str]

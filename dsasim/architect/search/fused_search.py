@@ -180,17 +180,29 @@ def _fused_spaces(chain: Chain, hw: Accelerator) -> Mapping[tuple[int, int], Fus
 
 
 def estimate_chain_work(chain: Chain, hw: Accelerator, n_capacities: int = 1,
-                        layer_work: Callable[[Any], Any] | None = None) -> Any:
+                        layer_work: Callable[[Any], Any] | None = None,
+                        objective: Objective | str = DEFAULT_OBJECTIVE) -> Any:
     """The whole work (a `search.WorkEstimate`) of a chain search (`search_chain`) or sweep over `n_capacities`
     SRAM sizes (`sweep_chain`): each distinct layer's search plus the fused spaces (the chain kind's `fused_work`:
     a GEMM chain's grid, counted exactly; a conv chain's fused spaces, N x OH x OW tiles x 8 variants per segment).
-    `layer_work(problem)` replaces `estimate_search_work` for the layers (a caller's cache over many chains)."""
+    `layer_work(problem)` replaces `estimate_search_work` for the layers (a caller's cache over many chains). By an
+    energy `objective` each layer is searched once per size (the SRAM's energy per access follows its size) and the
+    fused spaces are priced per size (the kind's `fused_work` counts it: a GEMM chain's grid once more per size)."""
     from dsasim.architect.search.layer_search import WorkEstimate, estimate_search_work
 
     distinct = {layer.spec(): layer for layer in chain.layers}
-    layers = [estimate_search_work(layer, hw, n_capacities) if layer_work is None else layer_work(layer)
-              for layer in distinct.values()]
-    fused = chain_kind_of(chain).fused_work(chain, hw)
+    objective = objective_named(objective)
+
+    def searches(layer: Any) -> WorkEstimate:
+        if not objective.needs_energy:
+            return estimate_search_work(layer, hw, n_capacities)
+        one = estimate_search_work(layer, hw, 1)  # one search per size
+        return WorkEstimate(what=f"{n_capacities:,} searches of {layer.spec()} (one per size)",
+                            evaluations=one.evaluations * n_capacities, traced_operations=0,
+                            seconds=one.seconds * n_capacities)
+
+    layers = [searches(layer) if layer_work is None else layer_work(layer) for layer in distinct.values()]
+    fused = chain_kind_of(chain).fused_work(chain, hw, objective, n_capacities)
     parts = [*layers, fused]
     return WorkEstimate(what=f"search of the chain {chain.name} ({len(distinct)} distinct layer(s) at "
                              f"{n_capacities:,} SRAM size(s), and its fused schedules)",
@@ -317,7 +329,7 @@ def search_chain(chain: Chain, hardware: Accelerator, sram_bytes: int | None = N
     require_one_level(hardware, "chain search")
     objective = objective_named(objective)
     _, hw = with_capacity(hardware, sram_bytes)
-    check_work(estimate_chain_work(chain, hw), force, warn, smaller=CHAIN_SMALLER)
+    check_work(estimate_chain_work(chain, hw, objective=objective), force, warn, smaller=CHAIN_SMALLER)
     start = time.perf_counter()
     counter = [0]
     layers = []

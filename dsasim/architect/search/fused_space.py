@@ -306,9 +306,12 @@ def evaluate_segment_spaces(chain: ConvChain, hw: Accelerator) -> dict[tuple[int
     return spaces
 
 
-def estimate_fused_space_work(chain: ConvChain, hw: Accelerator) -> Any:
+def estimate_fused_space_work(chain: ConvChain, hw: Accelerator, objective: Objective | str = DEFAULT_OBJECTIVE,
+                              n_capacities: int = 1) -> Any:
     """The work (a `search.WorkEstimate`) of `evaluate_segment_spaces`: N x OH x OW tiles x 8 variants per segment,
-    at the search's rate (seconds)."""
+    at the search's rate (seconds). The same for every objective and number of sizes: an energy objective builds
+    the access arrays once (about the cost of the traffic figures) and prices them per size with a few array
+    products (`FusedSpace.energy_pj`), small beside the evaluation (bench/bench_chain_energy.py)."""
     from dsasim.architect.search.layer_search import EVALUATIONS_PER_SECOND, WorkEstimate
     N, _, OH, OW = chain.output_shape
     n = len(chain) * (len(chain) - 1) // 2 * N * OH * OW * len(HALO_POLICIES) * len(WEIGHT_POLICIES) * len(_WAYS)

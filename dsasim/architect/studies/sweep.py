@@ -322,14 +322,14 @@ def sweep_chain(target: Any, sizes: Sequence[int],
         raise ValueError(f"every size must hold at least one {hardware.word_bytes}-byte word")
     distinct = {layer.spec(): layer for layer in chain.layers}
     if layer_fronts:  # one search front per distinct layer for all sizes
-        work = estimate_chain_work(chain, hardware, len(sizes))
+        work = estimate_chain_work(chain, hardware, len(sizes), objective=objective)
     else:  # one single-size search per layer and size, as search_chain searches it
         def searches_of(layer: Any) -> WorkEstimate:
             count = sum(other.spec() == layer.spec() for other in chain.layers) * len(sizes)
             one = estimate_search_work(layer, hardware, 1)
             return WorkEstimate(what=f"{count:,} single-layer searches of {layer.spec()} (one per size)",
                                 evaluations=one.evaluations * count, traced_operations=0, seconds=one.seconds * count)
-        work = estimate_chain_work(chain, hardware, len(sizes), layer_work=searches_of)
+        work = estimate_chain_work(chain, hardware, len(sizes), layer_work=searches_of, objective=objective)
     if loopnest_runner is not None or fused_runner is not None:
         work = work + WorkEstimate(what=f"tracing up to {len(sizes) * (len(chain) + 1):,} schedules", evaluations=0,
                                    traced_operations=0,
@@ -371,15 +371,17 @@ def sweep_chain(target: Any, sizes: Sequence[int],
 
 
 def estimate_network_sweep_work(network: Any, hardwares: Sequence[Accelerator], n_sizes: int, fusion: bool = True,
-                                workers: int = 1) -> WorkEstimate:
+                                workers: int = 1, objective: Objective | str = DEFAULT_OBJECTIVE) -> WorkEstimate:
     """The whole work of `network_eval.sweep_network` over `n_sizes` SRAM sizes: per hardware, every distinct
     layer's search (`estimate_search_work`) and, with `fusion`, every distinct chain's (`estimate_chain_work`),
     the tasks spread over `workers`. Hardware that differs only in fields the search's space does not depend on
-    (bandwidths, setup cycles) shares one count."""
+    (bandwidths, setup cycles) shares one count. By an energy `objective` every layer is searched once per size
+    (the SRAM's energy per access follows its size) instead of one search for all sizes."""
     from dsasim.architect.search.fused_search import estimate_chain_work
 
     if n_sizes < 1 or workers < 1:
         raise ValueError(f"estimate_network_sweep_work: n_sizes and workers must be >= 1, got {n_sizes}, {workers}")
+    objective = objective_named(objective)
     chains = network.chains if fusion else ()
     in_chain = {i for nc in chains for i in nc.members}
     problems = list(dict.fromkeys(layer.problem for i, layer in enumerate(network.layers)
@@ -390,7 +392,13 @@ def estimate_network_sweep_work(network: Any, hardwares: Sequence[Accelerator], 
     def layer_work(problem: Problem, hw: Accelerator) -> WorkEstimate:
         key = (problem.spec(), hw.word_bytes, hw.tensorcore_in_channels, hw.tensorcore_out_channels)
         if key not in counted:  # building a layer's space to count it costs ~0.1 s: once per distinct shape
-            counted[key] = estimate_search_work(problem, hw, n_sizes)
+            if objective.needs_energy:
+                one = estimate_search_work(problem, hw, 1)
+                counted[key] = WorkEstimate(what=f"{n_sizes:,} searches of {problem.spec()} (one per size)",
+                                            evaluations=one.evaluations * n_sizes, traced_operations=0,
+                                            seconds=one.seconds * n_sizes)
+            else:
+                counted[key] = estimate_search_work(problem, hw, n_sizes)
         return counted[key]
 
     total = WorkEstimate(what="", evaluations=0, traced_operations=0, seconds=0.0)
@@ -398,7 +406,7 @@ def estimate_network_sweep_work(network: Any, hardwares: Sequence[Accelerator], 
         for problem in problems:
             total = total + layer_work(problem, hw)
         for chain in distinct_chains:
-            total = total + estimate_chain_work(chain, hw, n_sizes, lambda p, hw=hw: layer_work(p, hw))
+            total = total + estimate_chain_work(chain, hw, n_sizes, lambda p, hw=hw: layer_work(p, hw), objective)
     tasks = len(hardwares) * (len(problems) + len(distinct_chains))
     return WorkEstimate(what=f"the sweep of {network.name}: {tasks:,} searches ({len(problems)} distinct layers and "
                              f"{len(distinct_chains)} chains per hardware, {len(hardwares)} hardware) at {n_sizes:,} "
