@@ -81,6 +81,8 @@ def test_preset_names_and_inputs():
         "resnet50-caffe": image,
         "mobilenetv2": image,
         "bert-base-layer": (1, 128, 768),
+        "llama3-8b-layer": (1, 2048, 4096),  # prefill of 2048 tokens by default
+        "gpt2-layer": (1, 1024, 768),
     }
     for name, preset in PRESETS.items():
         assert preset.name == name

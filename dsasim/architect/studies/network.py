@@ -493,7 +493,7 @@ class _Importer:
         match = self.patterns.get(node)
         if match is not None:  # a pattern's inner node is the pattern's; its root is the pattern's one layer
             if node is match.root:
-                self.add(node, self.pattern_layer(match, label), match.input)
+                self.add(node, self.pattern_layer(match, _pattern_label(match)), match.input)
             return
         if op == "getitem" and inputs and inputs[0][0] in self.tuple_outputs:  # an item of an attention's tuple
             item = self.tuple_outputs[inputs[0][0]].get(node.args[1] if len(node.args) > 1 else None)
@@ -811,6 +811,15 @@ class _Importer:
         read = sum(math.prod(s) for _, s in tensors)
         return NetworkLayer(name=label, op=op, kind=VECTOR, shape=io, read_elements=read,
                             write_elements=math.prod(out) if out is not None else 0, vector_ops=int(ops))
+
+
+def _pattern_label(match: Any) -> str:
+    """A matched pattern's layer name: the module whose forward wrote it all (e.g. attention_norm), else the op
+    and its result node's name (rope_add_1)."""
+    paths = {next(reversed(n.meta["nn_module_stack"]), None) if n.meta.get("nn_module_stack") else None
+             for n in match.nodes}
+    path = paths.pop() if len(paths) == 1 else None
+    return str(path) if path else f"{match.op}_{match.root.name}"
 
 
 def _conv_output_elements(problem: ConvProblem) -> int:

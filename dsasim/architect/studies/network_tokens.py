@@ -24,8 +24,21 @@ from dsasim.architect.studies.network import ACTIVATIONS, CHAIN, KV_CACHE, VECTO
 
 __all__ = ["TokenFigures", "token_figures", "bytes_by_role"]
 
-# a chain entry's access-count tensors per member: a GEMM chain's C = A·B, E = C·D (its weights are B and D)
-_CHAIN_OPERANDS = ("B", "D")
+
+
+def _chain_member_operand(tensor: str) -> tuple[int, str] | None:
+    """A chain entry's access-count tensor '[1 2].B' (a fused segment of members 1 and 2: a GEMM chain's
+    C = A·B, E = C·D) or '[2].b' (member 2 alone) -> (member index from 0, that member's operand 'b'), for the
+    right operands (the weights); None for the others."""
+    head, sep, name = tensor.partition("].")
+    if not sep or not head.startswith("["):
+        return None
+    members = [int(x) - 1 for x in head[1:].split()]
+    if name in ("b", "B"):
+        return members[0], "b"
+    if name == "D" and len(members) > 1:
+        return members[1], "b"
+    return None
 
 
 def bytes_by_role(outcome: Any, network: Any, word_bytes: int) -> dict[str, int] | None:
@@ -43,7 +56,11 @@ def bytes_by_role(outcome: Any, network: Any, word_bytes: int) -> dict[str, int]
         return None
     if layer.kind == CHAIN:
         members = [m for m in network.layers if m.name in layer.fused]
-        roles = {name: m.role_of("b") for name, m in zip(_CHAIN_OPERANDS, members)}
+        roles = {}
+        for t in counts.tensors:
+            operand = _chain_member_operand(t.tensor)
+            if operand is not None and operand[0] < len(members):
+                roles[t.tensor] = members[operand[0]].role_of(operand[1])
         bias = sum(m.bias_elements for m in members) * word_bytes
     else:
         roles = {t: r for t, r in layer.roles}
