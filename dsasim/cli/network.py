@@ -63,8 +63,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     """The arguments of `dsasim network`."""
     p.add_argument("network", help="a preset (resnet18, resnet50, resnet50-caffe, mobilenetv2, "
                                    "bert-base-layer[:seq=N], llama3-8b-layer[:phase=prefill|decode,seq=N,context=L,"
-                                   "batch=B], gpt2-layer[:...]) or MODULE:ATTR / FILE.py:ATTR (an nn.Module of "
-                                   "yours, from an importable module or a file)")
+                                   "batch=B], gpt2-layer[:...]) "
+                                   "or MODULE:ATTR / FILE.py:ATTR (an nn.Module of yours, "
+                                   "from an importable module or a file)")
     add_network_source(p)
     p.add_argument("--sram", metavar="SIZE", help="SRAM size, e.g. 512KiB (default: the hardware's)")
     p.add_argument("--hardware", metavar="PRESET|FILE", default="blog", help="hardware preset or TOML file")
