@@ -17,6 +17,7 @@ which a layer preset does not hold: `whole_model_cycles` is the layers' part onl
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -130,9 +131,9 @@ class TokenFigures:
                                     "kv_cache": self.per_token(self.kv_cache_bytes),
                                     "activations": self.per_token(self.activation_bytes),
                                     "total": self.per_token(self.traffic_bytes)},
-                "macs": self.macs, "arithmetic_intensity_macs_per_byte": self.arithmetic_intensity,
+                "macs": self.macs, "arithmetic_intensity_macs_per_byte": _finite(self.arithmetic_intensity),
                 "compute_cycles": self.compute_cycles, "memory_cycles": self.memory_cycles, "bound": self.bound,
-                "cycles": self.cycles, "tokens_per_second": self.tokens_per_second,
+                "cycles": self.cycles, "tokens_per_second": _finite(self.tokens_per_second),
                 "model_layers": self.model_layers, "whole_model_cycles_without_head": self.whole_model_cycles,
                 "unsplit": list(self.unsplit), "partial": self.partial}
 
@@ -154,6 +155,11 @@ class TokenFigures:
         if self.partial:
             out.append("  (partial: the figures cover only the layers counted)")
         return out
+
+
+def _finite(value: float) -> float | None:
+    """`value`, or None where it is infinite (no traffic, no cycles: every layer left out): JSON has no infinity."""
+    return value if math.isfinite(value) else None
 
 
 def token_figures(result: Any) -> TokenFigures | None:
