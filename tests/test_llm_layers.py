@@ -208,6 +208,19 @@ def test_bad_preset_parameters_say_what_is_wrong(spec, says):
     assert says in str(info.value) and "\n" not in str(info.value)
 
 
+def test_a_preset_declares_its_parameters_consistently():
+    from dsasim.architect.studies.network_models import PRESETS, NetworkPreset, PresetParameter
+
+    llama = PRESETS["llama3-8b-layer"]
+    with pytest.raises(ValueError, match="parameters and build_with come together"):
+        NetworkPreset("x", llama.build, (1,), "x", parameters=llama.parameters)
+    with pytest.raises(ValueError, match="declared twice"):
+        NetworkPreset("x", llama.build, (1,), "x", parameters=llama.parameters + (PresetParameter("seq", 1, "s"),),
+                      build_with=llama.build_with)
+    with pytest.raises(ValueError, match="outside"):
+        PresetParameter("batch", 0, "sequences")
+
+
 def test_a_decoder_preset_refuses_an_input_shape():
     with pytest.raises(ValueError, match="takes its shapes from its parameters"):
         load_network("gpt2-layer", (1, 8, 768))

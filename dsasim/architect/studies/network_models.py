@@ -561,6 +561,18 @@ class NetworkPreset:
     model_layers: int = 0  # layers of this kind in the whole model (0: the preset is a whole network)
     example_spec: str = ""  # an example with parameters, for messages
 
+    def __post_init__(self) -> None:
+        if bool(self.parameters) != (self.build_with is not None):
+            raise ValueError(f"NetworkPreset {self.name}: parameters and build_with come together (one builds for the "
+                             f"other's values)")
+        names = [alias for p in self.parameters for alias in (p.name,) + p.aliases]
+        if len(names) != len(set(names)):
+            raise ValueError(f"NetworkPreset {self.name}: a parameter name or alias is declared twice: {names}")
+        for p in self.parameters:
+            if p.only_with is not None and p.only_with[0] not in {q.name for q in self.parameters}:
+                raise ValueError(f"NetworkPreset {self.name}: {p.name} applies only with {p.only_with[0]}, which "
+                                 f"it does not declare")
+
     def parameter_values(self, spec: str, text: str) -> dict[str, int | str]:
         """The values of every parameter (defaults where `text`, 'key=value,...', gives none); ValueError (one
         line) for an unknown key, a key given twice, a bad value or a key that does not apply."""
