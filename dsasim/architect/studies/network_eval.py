@@ -16,6 +16,9 @@ Per layer kind (see `dsasim.architect.studies.network`):
   cycles = max(lane operations / vector lanes, its DDR bytes / dram_bytes_per_cycle).
 - unmodelled: no figures; listed in `unmodelled`.
 
+An attention group (`Network.attentions`) is evaluated as its unfused member layers, each as above. A layer of a
+token model (`Network.tokens`) adds its per-token figures (`NetworkResult.per_token`, `network_tokens`).
+
 Results depend only on (network, hardware, sizes): the same inputs give byte-identical JSON whichever executor ran
 the searches (results are placed by task index, never by completion order).
 """
