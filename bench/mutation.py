@@ -59,6 +59,7 @@ BITE_LEVEL_TESTS = ("tests/test_trust_bite_levels.py", "tests/test_levels.py")
 RESULTS_TESTS = "tests/test_energy_results.py"
 CHAIN_ENERGY_TESTS = "tests/test_chain_energy_objective.py"
 ATTN_TESTS = "tests/test_attention.py"
+LLM_TESTS = "tests/test_llm_layers.py"
 BITE_MEMORY_TESTS = ("tests/test_trust_bite_memory.py", "tests/test_memory.py")
 BITE_SEARCH_TESTS = ("tests/test_trust_bite_search.py", "tests/test_search.py")
 TARGET_TESTS = ("tests/test_target.py",)
@@ -1618,6 +1619,42 @@ MUTANTS: list[Mutant] = [
     Mutant("work: a network's layers estimated as one search for all sizes by energy",
            "dsasim/architect/studies/sweep.py", "            if objective.needs_energy:\n                one = estimate_search_work(problem, hw, 1)",
            "            if False:\n                one = estimate_search_work(problem, hw, 1)", ("tests/test_chain_energy_objective.py::test_the_work_estimate_counts_what_an_energy_objective_adds",)),
+    # -- issue 29: llm --
+    Mutant("llm: grouped-query heads are not stacked (K and V read once per query head)",
+           "dsasim/architect/studies/network.py", "        count = b * hkv\n", "        count = b * h\n",
+           (LLM_TESTS,)),
+    Mutant("llm: the attention's softmax costs one lane op per score", "dsasim/architect/studies/network.py",
+           "read_elements=scores, write_elements=scores, vector_ops=_NORM_OPS_PER_ELEMENT * scores))",
+           "read_elements=scores, write_elements=scores, vector_ops=scores))", (LLM_TESTS,)),
+    Mutant("llm: a causal mask's select is free", "dsasim/architect/studies/network.py",
+           "epilogue_ops=scores * (1 + (mask is not None) + causal)", "epilogue_ops=scores * (1 + (mask is not None))",
+           (LLM_TESTS,)),
+    Mutant("llm: appending to the KV cache copies the cache", "dsasim/architect/studies/network.py",
+           "        new, shape = tensors[1]\n", "        new, shape = tensors[0]\n", (LLM_TESTS,)),
+    Mutant("llm: the new K/V rows are not the KV cache's", "dsasim/architect/studies/network.py",
+           "roles=layer.roles + ((written, KV_CACHE),))", "roles=layer.roles)", (LLM_TESTS,)),
+    Mutant("llm: the hand-written matmul-softmax-matmul forms no group", "dsasim/architect/studies/network.py",
+           '        if probs is None or self.layers[probs].op not in ("softmax", "_softmax") or probs not in self.input:',
+           "        if True:", (LLM_TESTS,)),
+    Mutant("llm: RoPE costs 6 lane ops per pair of elements", "dsasim/architect/studies/network_patterns.py",
+           "ROPE_LANE_OPS_PER_2_ELEMENTS = 7", "ROPE_LANE_OPS_PER_2_ELEMENTS = 6", (LLM_TESTS,)),
+    Mutant("llm: hand-written RMSNorm is not matched", "dsasim/architect/studies/network_patterns.py",
+           'match = _match_rms_norm(node) if name == "rsqrt"', 'match = _match_rms_norm(node) if name == "sqrt"',
+           (LLM_TESTS,)),
+    Mutant("llm: SwiGLU's gating product is a vector layer", "dsasim/architect/studies/network.py",
+           '_BINARY_EPILOGUES = _RESIDUAL_ADDS | {"mul", "mul_", "imul"}', "_BINARY_EPILOGUES = _RESIDUAL_ADDS",
+           (LLM_TESTS,)),
+    Mutant("llm: a linear layer's weights count as activations", "dsasim/architect/studies/network.py",
+           "bias_elements=bias, epilogue_ops=m * n if bias else 0, roles=((\"b\", WEIGHTS),))",
+           "bias_elements=bias, epilogue_ops=m * n if bias else 0)", (LLM_TESTS,)),
+    Mutant("llm: bytes per token are bytes per run", "dsasim/architect/studies/network_tokens.py",
+           "        return value / self.tokens\n", "        return float(value)\n", (LLM_TESTS,)),
+    Mutant("llm: the bound is read the wrong way round", "dsasim/architect/studies/network_tokens.py",
+           'return "memory" if self.memory_cycles >= self.compute_cycles else "compute"',
+           'return "memory" if self.memory_cycles <= self.compute_cycles else "compute"', (LLM_TESTS,)),
+    Mutant("llm: a parameter of the other phase is silently ignored", "dsasim/architect/studies/network_models.py",
+           "            if p.name in given and p.only_with is not None", "            if False and p.only_with is not None",
+           (LLM_TESTS,)),
 ]
 
 

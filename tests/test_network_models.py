@@ -81,6 +81,8 @@ def test_preset_names_and_inputs():
         "resnet50-caffe": image,
         "mobilenetv2": image,
         "bert-base-layer": (1, 128, 768),
+        "llama3-8b-layer": (1, 2048, 4096),  # prefill of 2048 tokens by default
+        "gpt2-layer": (1, 1024, 768),
     }
     for name, preset in PRESETS.items():
         assert preset.name == name
@@ -117,7 +119,8 @@ def _output_shape(graph_module: torch.fx.GraphModule) -> tuple[int, ...]:
 @pytest.mark.parametrize("name", sorted(PRESETS))
 def test_presets_trace_and_propagate_shapes(name):
     graph_module = _traced_with_shapes(name)
-    expected = (1, 128, 768) if name == "bert-base-layer" else (1, 1000)
+    # a layer (BERT, a decoder layer) maps its input shape to itself; an image network gives 1000 class scores
+    expected = PRESETS[name].input_shape if PRESETS[name].model_layers else (1, 1000)
     assert _output_shape(graph_module) == expected
 
 

@@ -4,7 +4,8 @@
                    [--objective traffic|cycles|energy|edp] [--no-fusion] [--jobs N] [--json PATH] [--plot PATH] [--top K]
                    [--wide] [--verbose] [--quiet]
 
-NAME is a preset (resnet18, resnet50, resnet50-caffe, mobilenetv2, bert-base-layer[:seq=N]); MODULE:ATTR imports a
+NAME is a preset (resnet18, resnet50, resnet50-caffe, mobilenetv2, bert-base-layer[:seq=N],
+llama3-8b-layer[:phase=prefill|decode,seq=N,context=L,batch=B], gpt2-layer[:...]); MODULE:ATTR imports a
 user's nn.Module (an instance, or a class or function called with no arguments), e.g. mypkg.models:Net, with the
 example input from --input-shape (or an `example_input_shape` attribute). Per layer: the best schedule under the
 SRAM size (traffic and estimated cycles), its bound and compulsory traffic, TensorCore utilization (--wide: the
@@ -12,7 +13,10 @@ shapes and padding waste too); a run of convs that feed only each other (a chain
 partition (--no-fusion: every layer on its own); network totals and the layers that dominate. A layer dsasim does
 not model or cannot place makes the result partial: a warning on stderr names it, the totals say "partial", and
 the exit status is 1. torch and the search are imported by the run; torch's own messages while reading the
-network are held back (--verbose or DSASIM_VERBOSE=1 shows them).
+network are held back (--verbose or DSASIM_VERBOSE=1 shows them). For a layer of a token model (the LLM and BERT
+layer presets): bytes per token split into weights, KV cache and activations, MACs per DDR byte, the bound (DDR or
+TensorCore), tokens/s at the hardware's clock, and the whole model as this layer times its layer count plus the
+embedding and head (not modelled).
 """
 
 from __future__ import annotations
@@ -58,7 +62,9 @@ def add_network_source(p: argparse.ArgumentParser) -> None:
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """The arguments of `dsasim network`."""
     p.add_argument("network", help="a preset (resnet18, resnet50, resnet50-caffe, mobilenetv2, "
-                                   "bert-base-layer[:seq=N]) or MODULE:ATTR / FILE.py:ATTR (an nn.Module of yours, "
+                                   "bert-base-layer[:seq=N], llama3-8b-layer[:phase=prefill|decode,seq=N,context=L,"
+                                   "batch=B], gpt2-layer[:...]) "
+                                   "or MODULE:ATTR / FILE.py:ATTR (an nn.Module of yours, "
                                    "from an importable module or a file)")
     add_network_source(p)
     p.add_argument("--sram", metavar="SIZE", help="SRAM size, e.g. 512KiB (default: the hardware's)")
@@ -206,6 +212,11 @@ def format_network(result: NetworkResult, top: int = 5, wide: bool = False) -> s
     if unpriced:  # placed, but its schedule's model counts no accesses: out of the energy total, never zero
         lines.append(f"  energy leaves out {len(unpriced)} placed layer(s) whose model counts no accesses: "
                      + ", ".join(unpriced))
+    if result.per_token is not None:  # a token model's layer: per token, the bound, tokens/s, the whole model
+        lines.extend(result.per_token.lines())
+    for group in result.network.attentions:
+        names = ", ".join(short_layer_name(result.network.layers[i].name) for i in group.members)
+        lines.append(f"  attention {group.spec()} (unfused: {names})")
     lines.append("dominant layers (share of cycles, of traffic):")
     lines.extend(f"  {_cut(short_layer_name(x.layer.name), 10**6 if wide else 3 * NAME_CELL_CHARS)} "
                  f"{100 * c:.1f}%, {100 * t:.1f}%" for x, c, t in result.dominant(top))

@@ -11,6 +11,8 @@ computed) and turns every node into at most one `NetworkLayer`:
   pooling, normalisation, softmax, reductions, concatenation. Each reads its tensor operands from DDR and writes its
   result (compulsory traffic: nothing to reuse), and costs `vector_ops` lane operations: one per element read
   (pooling: one per window tap), three per element for normalisation and softmax (statistics, then normalise).
+- an add or a product of two same-shape tensors (a residual add; SwiGLU's gating silu(a) * b) whose first operand
+  a tensorcore layer produced and nothing else uses runs on that layer's output tile, the other operand loaded.
 - a layer's **bias** (Linear, conv, F.linear, addmm) is loaded once (`bias_elements`) and added on its output tile.
 - **fused** nodes, not layers of their own: an inference batch norm on a conv's own output is folded into the conv
   (its scale into the weights, its shift into the bias; elsewhere, e.g. after a relu, it is a vector layer), and
@@ -18,8 +20,21 @@ computed) and turns every node into at most one `NetworkLayer`:
   layer's result used nowhere else is applied to that layer's output tile on chip before it is stored (its lane
   operations are the layer's `epilogue_ops`; no DDR traffic); the same for a vector layer's result (the relu
   after a residual add adds to the add's `vector_ops`). The layer lists them in `fused`.
-- views (view, reshape, flatten, permute, transpose, contiguous, dropout, identity, size, getitem) move no data
-  here: the consumer reads the producer's tensor through them.
+- **attention** (`F.scaled_dot_product_attention`, `nn.MultiheadAttention`, and the hand-written matmul ->
+  softmax -> matmul of a BERT layer) becomes its unfused layers per (batch, key/value head): S = Q·Kᵀ (a matmul,
+  `count` = b·hkv, the scale 1/√d, a mask's add or a causal mask's select fused on S: one lane operation per score
+  each; a mask tensor loaded), P = softmax(S) (a vector layer reading and writing S, as the norms count it) and
+  O = P·V (a matmul), grouped as one `NetworkAttention` the network records (its shape and member layers), so that
+  an attention target can replace the group. Query heads that share a key/value head (grouped-query attention:
+  `enable_gqa`, or K and V `repeat_interleave`d, which moves no data here) stack into the matmuls' m, so each K and
+  V is read once per group, as a GQA kernel reads it. `nn.MultiheadAttention` adds its input projections (three
+  linear layers with their biases) and its output projection.
+- hand-written **RMSNorm** and rotate-half **RoPE** are one vector layer each (`network_patterns`).
+- **KV-cache append** (`kv_cache_append(cache, new)` of the LLM presets, `network_models`): the new rows are stored
+  into the cache by the layer that produced them (no copy of the cache is counted); the attention reads the whole
+  cache through its K and V operands.
+- views (view, reshape, flatten, permute, transpose, contiguous, dropout, identity, size, getitem) and arithmetic
+  on sizes (no tensor in or out) move no data here: the consumer reads the producer's tensor through them.
 - anything else is an **unmodelled** layer, listed by name with the op it calls; the report counts it and never
   drops it silently.
 
@@ -38,14 +53,17 @@ from typing import Any, Iterable, Mapping, Sequence
 from dsasim.architect.nests.loopnest import ConvProblem, MatmulProblem, Problem
 from dsasim.util import is_ascii_whole
 
-__all__ = ["Network", "NetworkChain", "NetworkImportError", "NetworkLayer", "import_network", "load_network"]
+__all__ = ["Network", "NetworkAttention", "NetworkChain", "NetworkImportError", "NetworkLayer", "import_network",
+           "load_network", "WEIGHTS", "KV_CACHE", "ACTIVATIONS"]
 
 TENSORCORE, VECTOR, UNMODELLED, CHAIN = "tensorcore", "vector", "unmodelled", "chain"
 
 # canonical op names (fx function/method names, aten schema names and module classes all map onto these)
 _VIEWS = {"view", "reshape", "flatten", "permute", "transpose", "contiguous", "unsqueeze", "squeeze", "expand",
           "size", "getitem", "dropout", "identity", "t", "_unsafe_view", "alias", "detach", "to", "type_as",
-          "feature_dropout", "alpha_dropout", "dim", "getattr", "unflatten", "view_as", "expand_as", "clone"}
+          "feature_dropout", "alpha_dropout", "dim", "getattr", "unflatten", "view_as", "expand_as", "clone",
+          # a K or V repeated per query head of its group (GQA written by hand): the attention reads the group's
+          "repeat_interleave"}
 _ELEMENTWISE = {"add", "sub", "mul", "div", "truediv", "floordiv", "neg", "relu", "relu6", "gelu", "silu",
                 "sigmoid", "tanh", "hardtanh", "hardswish", "hardsigmoid", "leaky_relu", "elu", "exp", "log", "pow",
                 "sqrt", "rsqrt", "abs", "clamp", "clamp_min", "clamp_max", "where", "erf", "square", "iadd", "imul",
@@ -58,9 +76,17 @@ _MATMULS = {"matmul", "bmm", "mm", "linear", "addmm"}
 _ACTIVATIONS = {"relu", "relu6", "hardtanh", "gelu", "silu", "hardswish", "leaky_relu", "elu", "relu_", "hardtanh_",
                 "sigmoid", "tanh", "clamp", "clamp_min"}
 _RESIDUAL_ADDS = {"add", "iadd", "add_"}
+# two same-shape tensors combined on a tensorcore layer's output tile, the other operand loaded: a residual add, or
+# SwiGLU's gating product silu(x W_gate) * (x W_up)
+_BINARY_EPILOGUES = _RESIDUAL_ADDS | {"mul", "mul_", "imul"}
 _INFERENCE_BATCH_NORMS = {"batch_norm", "_native_batch_norm_legit_no_training"}  # the module is traced in eval()
 CHAIN_MAX_LAYERS = 3  # a ResNet bottleneck or a MobileNetV2 block; longer runs are cut (the fused space grows fast)
 _NORM_OPS_PER_ELEMENT = 3  # statistics (mean/max), then variance/sum of exps, then normalise
+_ATTENTIONS = {"scaled_dot_product_attention", "module MultiheadAttention"}
+KV_CACHE_APPEND = "kv_cache_append"  # network_models' marker: new K/V rows stored into the cache, not copied
+# what a byte of traffic is (an LLM layer's bytes per token are split by these): a weight (or another parameter,
+# a table), the KV cache (the attention's K and V, the rows appended to it) or an activation (the rest)
+WEIGHTS, KV_CACHE, ACTIVATIONS = "weights", "kv_cache", "activations"
 
 _MODULE_OPS = {"Conv2d": "conv2d", "Linear": "linear", "BatchNorm1d": "batch_norm", "BatchNorm2d": "batch_norm",
                "LayerNorm": "layer_norm", "GroupNorm": "group_norm", "ReLU": "relu", "ReLU6": "relu6",
@@ -94,6 +120,15 @@ class NetworkLayer:
     relu: bool = False  # an activation is fused into this layer (a chain applies it on chip)
     fused: tuple[str, ...] = ()  # the nodes folded or fused into this layer
     reason: str = ""  # unmodelled layers: what dsasim does not model
+    note: str = ""  # modelled layers: what the model assumes that a reader may not expect (a causal mask's cost)
+    # which tensors of the layer's accesses (a matmul's "a", "b", "c"; a vector layer's "output") are weights or
+    # the KV cache (`WEIGHTS`, `KV_CACHE`); the rest of its traffic is activations
+    roles: tuple[tuple[str, str], ...] = ()
+    weight_elements: int = 0  # vector layers: the parameters among read_elements (a norm's weight, RoPE's tables)
+
+    def role_of(self, tensor: str) -> str:
+        """`WEIGHTS`, `KV_CACHE` or `ACTIVATIONS`: what `tensor` (an access-count tensor name) of this layer is."""
+        return dict(self.roles).get(tensor, ACTIVATIONS)
 
     def to_json(self) -> dict[str, Any]:
         """The layer's identity as JSON: name, op, kind, shape (and fused / reason where set)."""
@@ -106,6 +141,8 @@ class NetworkLayer:
             out["bias_elements"] = self.bias_elements
         if self.reason:
             out["reason"] = self.reason
+        if self.note:
+            out["note"] = self.note
         return out
 
 
@@ -126,6 +163,47 @@ class NetworkChain:
 
 
 @dataclass(frozen=True)
+class NetworkAttention:
+    """One attention block read from the network: O = softmax(Q·Kᵀ/√d [+ mask]) · V per (batch, query head), with
+    `hkv` key/value heads (query heads share their group's), as its unfused layers (`members`: indices into
+    Network.layers of the scores matmul, the softmax and the output matmul); an attention target can replace the
+    group. Sizes in elements: b batch, h query heads, n query length, m key/value length, d head dimension (dv of
+    V's heads)."""
+
+    members: tuple[int, int, int]
+    b: int
+    h: int
+    hkv: int
+    n: int
+    m: int
+    d: int
+    dv: int
+    causal: bool = False
+    masked: bool = False  # an attention mask tensor is added to S
+    source: str = "scaled_dot_product_attention"  # or "MultiheadAttention", "matmul-softmax-matmul"
+
+    def __post_init__(self) -> None:
+        for key in ("b", "h", "hkv", "n", "m", "d", "dv"):
+            value = getattr(self, key)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"NetworkAttention: {key} must be a whole number >= 1, got {value!r}")
+        if self.h % self.hkv:
+            raise ValueError(f"NetworkAttention: h ({self.h}) must be a multiple of hkv ({self.hkv})")
+        if len(self.members) != 3 or len(set(self.members)) != 3:
+            raise ValueError(f"NetworkAttention: members must be 3 distinct layer indices, got {self.members!r}")
+
+    def spec(self) -> str:
+        """The block as an attention target's spec: attention:b=..,h=..,hkv=..,n=..,m=..,d=..[,causal=1]."""
+        return (f"attention:b={self.b},h={self.h},hkv={self.hkv},n={self.n},m={self.m},d={self.d}"
+                + (f",dv={self.dv}" if self.dv != self.d else "") + (",causal=1" if self.causal else ""))
+
+    def to_json(self, network: Network) -> dict[str, Any]:
+        """spec, source, whether masked, and the member layers' names."""
+        return {"spec": self.spec(), "source": self.source, "masked": self.masked,
+                "layers": [network.layers[i].name for i in self.members]}
+
+
+@dataclass(frozen=True)
 class Network:
     """A network as dsasim sees it: its layers in execution order."""
 
@@ -135,6 +213,10 @@ class Network:
     traced_with: str = "torch.fx"  # or "torch.export" (fx could not trace the module)
     ignored_views: int = field(default=0, compare=False)  # view nodes (no data moved)
     chains: tuple[NetworkChain, ...] = ()  # runs of convs a fused schedule may run as one (see find_chains)
+    attentions: tuple[NetworkAttention, ...] = ()  # attention blocks, each as its unfused layers
+    # tokens one run processes (an LLM layer: prefill batch x sequence, decode the batch), 0: not a token model
+    tokens: int = 0
+    model_layers: int = 0  # layers of this kind in the whole model (an LLM layer preset's count), 0: unknown
 
     def layer(self, name: str) -> NetworkLayer:
         """The layer called `name` (KeyError naming a few layers otherwise)."""
@@ -294,11 +376,19 @@ class _Importer:
         # conv layers whose result is still the conv's own output (or that of batch norms folded into it): an
         # inference batch norm folds into the weights only there, not after a relu or an add
         self.foldable: set[int] = set()
+        self.out_shape: dict[int, tuple[int, ...] | None] = {}  # layer index -> its own node's output shape
+        self.attentions: list[NetworkAttention] = []
+        self.tuple_outputs: dict[Any, dict[int, int]] = {}  # a node returning a tuple -> item -> its layer index
+        # layers one fx node made (a MultiheadAttention's projections): its users are not the layers' own
+        self.no_chain: set[int] = set()
+        from dsasim.architect.studies.network_patterns import find_patterns
+        self.patterns = find_patterns(gm.graph)
 
     def add(self, node: Any, layer: NetworkLayer, first_input: Any = None) -> None:
         index = len(self.layers)
         self.producer[node] = index
         self.result[index] = node
+        self.out_shape[index] = _shape(node)
         if first_input is not None:
             self.input[index] = first_input
         self.layers.append(layer)
@@ -322,9 +412,11 @@ class _Importer:
         pair: x @ W1 -> activation -> @ W2) each of whose results feeds only the next, as a ConvChain or a
         GemmChain; a run ends where the shapes do not connect or the chain's constructor refuses."""
         runs: list[list[int]] = []
+        # the attention target's layers and a MultiheadAttention's projections are no chain's
+        attending = {i for group in self.attentions for i in group.members} | self.no_chain
         for i in range(len(self.layers)):
             kind = self._chain_kind(i)
-            if kind is None:
+            if kind is None or i in attending:
                 continue
             prev = self.producer.get(self.source(self.input.get(i))) if i in self.input else None
             limit = max_length if kind.max_layers is None else kind.max_layers
@@ -398,6 +490,20 @@ class _Importer:
         inputs = [(a, _shape(a)) for a in _nodes_in(node.args) + _nodes_in(node.kwargs.values())]
         tensors = [(a, s) for a, s in inputs if s is not None]
         label = str(node.target) if node.op == "call_module" else str(node.name)
+        match = self.patterns.get(node)
+        if match is not None:  # a pattern's inner node is the pattern's; its root is the pattern's one layer
+            if node is match.root:
+                self.add(node, self.pattern_layer(match, _pattern_label(match)), match.input)
+            return
+        if op == "getitem" and inputs and inputs[0][0] in self.tuple_outputs:  # an item of an attention's tuple
+            item = self.tuple_outputs[inputs[0][0]].get(node.args[1] if len(node.args) > 1 else None)
+            if item is not None:
+                self.producer[node] = item
+            self.views += 1
+            return
+        if out is None and not tensors and op not in _ATTENTIONS:  # arithmetic on sizes (x.shape[-1] // 2)
+            self.views += 1
+            return
         if op in _VIEWS or op.rstrip("_") in _VIEWS:
             self.views += 1
             if tensors:
@@ -412,11 +518,19 @@ class _Importer:
                                  reason=f"{op} with these shapes is not modelled: {err}")
         if layer is not None:
             self.add(node, layer, tensors[0][0] if tensors else None)
+            if layer.op == "matmul" and layer.count > 1:
+                self.group_written_attention(len(self.layers) - 1, node, tensors)
 
     def classify(self, node: Any, op: str, module: Any, out: tuple[int, ...] | None,
                  tensors: list[tuple[Any, tuple[int, ...]]], label: str) -> NetworkLayer | None:
         """The node's layer, or None when it fused into its producer."""
         io = _io_shape(tensors, out)
+        if op == "scaled_dot_product_attention":
+            return self.sdpa(node, label, tensors, io)
+        if op == "module MultiheadAttention":
+            return self.multihead_attention(node, module, label, tensors, io)
+        if op == KV_CACHE_APPEND:
+            return self.kv_cache_append(node, label, tensors, io)
         if op in ("conv2d", "convolution"):
             if module is not None:
                 if module.padding_mode != "zeros":
@@ -456,7 +570,7 @@ class _Importer:
                 if index is not None:
                     self.fuse(node, index, math.prod(out or operands[0][1]), label, relu=op in _ACTIVATIONS)
                     return None
-            if op in _RESIDUAL_ADDS and len(operands) == 2 and operands[0][1] == operands[1][1] == out:
+            if op in _BINARY_EPILOGUES and len(operands) == 2 and operands[0][1] == operands[1][1] == out:
                 for mine, other in (operands, operands[::-1]):  # the first operand a tensorcore layer produced
                     index = self.fusable(mine[0], (TENSORCORE,))
                     if index is not None:  # the add runs on that layer's output tile, the skip operand loaded
@@ -466,10 +580,13 @@ class _Importer:
             return self.vector(label, op, tensors, out, sum(math.prod(s) for _, s in tensors), io)
         if op in _NORMS:
             layer = self.vector(label, op, tensors, out, _NORM_OPS_PER_ELEMENT * math.prod(tensors[0][1]), io)
+            # a norm's weight and bias: a module's own, or (F.rms_norm, F.layer_norm, aten) operands after the input
+            params = sum(math.prod(s) for n, s in tensors[1:] if n.op == "get_attr")
             if module is not None:  # a norm module's own weight and bias are read too (aten's take them as operands)
                 own = sum(p.numel() for p in module.parameters(recurse=False))
                 layer = replace(layer, read_elements=layer.read_elements + own)
-            return layer
+                params += own
+            return replace(layer, weight_elements=params)
         if op in _POOLS:
             window = 1
             if module is not None and hasattr(module, "kernel_size"):
@@ -498,7 +615,7 @@ class _Importer:
             m = math.prod(x[:-1])
             prob = MatmulProblem(m=m, n=n, k=k, name=label)
             return NetworkLayer(name=label, op="linear", kind=TENSORCORE, shape=prob.spec(), problem=prob,
-                                bias_elements=bias, epilogue_ops=m * n if bias else 0)
+                                bias_elements=bias, epilogue_ops=m * n if bias else 0, roles=(("b", WEIGHTS),))
         if op == "addmm":  # (bias, a, b): torch.export's linear
             bias = math.prod(tensors[0][1])
             tensors = tensors[1:]
@@ -511,18 +628,198 @@ class _Importer:
             return _unmodelled(label, op, io, f"inner dimensions differ ({k} and {k2})")
         if len(b) == 2:  # a shared 2-d right operand (a weight): the batch folds into m
             prob = MatmulProblem(m=m * math.prod(a[:-2]), n=n, k=k, name=label)
+            weight = self.source(tensors[1][0]).op == "get_attr"
             return NetworkLayer(name=label, op="matmul", kind=TENSORCORE, shape=prob.spec(), problem=prob,
-                                bias_elements=bias, epilogue_ops=prob.m * n if bias else 0)
+                                bias_elements=bias, epilogue_ops=prob.m * n if bias else 0,
+                                roles=(("b", WEIGHTS),) if weight else ())
         batch = math.prod(out[:-2]) if out is not None else max(math.prod(a[:-2]), math.prod(b[:-2]))
         prob = MatmulProblem(m=m, n=n, k=k, name=label)
         shape = prob.spec() + (f" x {batch}" if batch > 1 else "")
         return NetworkLayer(name=label, op="matmul", kind=TENSORCORE, shape=shape, problem=prob, count=batch)
+
+    # ------------------------------------------------------------------------------------------- attention
+    def attention(self, node: Any, label: str, q: tuple[int, ...], k: tuple[int, ...], v: tuple[int, ...],
+                  hkv: int, causal: bool, mask: tuple[int, ...] | None, source: str) -> None:
+        """The unfused layers of attention over q (..., h, n, d), k (..., hkv, m, d), v (..., hkv, m, dv) (module
+        doc), grouped; `node`'s result is the output matmul's."""
+        def heads(shape: tuple[int, ...]) -> tuple[int, int]:  # (batch, heads) of a (..., heads, length, dim)
+            return (math.prod(shape[:-3]), shape[-3]) if len(shape) >= 3 else (1, 1)
+
+        (b, h), n, d = heads(q), q[-2], q[-1]
+        m, dv = k[-2], v[-1]
+        if heads(k)[0] != b or heads(v) != heads(k) or v[-2] != m or k[-1] != d or h % hkv:
+            raise ValueError(f"q {q}, k {k}, v {v}: batches, lengths or heads do not match (or {h} query heads "
+                             f"are not a multiple of {hkv} key/value heads)")
+        group, scores = h // hkv, b * h * n * m
+        s_prob = MatmulProblem(m=group * n, n=m, k=d, name=f"{label}.scores")
+        o_prob = MatmulProblem(m=group * n, n=dv, k=m, name=f"{label}.output")
+        count = b * hkv
+        per = "per (batch, key/value head), its query heads stacked" if group > 1 else "per (batch, head)"
+        mask_elements = math.prod(mask) if mask is not None else 0
+        note = (f"causal: the unfused schedule computes all {n}x{m} scores per head and masks them (one select "
+                f"per score): no saving" if causal else "")
+        base = len(self.layers)
+        self.add(node, NetworkLayer(
+            name=f"{label}.scores", op="matmul", kind=TENSORCORE, shape=f"{s_prob.spec()} x {count}", problem=s_prob,
+            count=count, epilogue_ops=scores * (1 + (mask is not None) + causal), extra_read_elements=mask_elements,
+            fused=("scale",) + (("mask",) if mask is not None else ()) + (("causal mask",) if causal else ()),
+            note=note or f"S = Q·Kᵀ {per}", roles=(("b", KV_CACHE),)))
+        self.add(node, NetworkLayer(
+            name=f"{label}.softmax", op="softmax", kind=VECTOR, shape=f"{b}x{h}x{n}x{m} -> {b}x{h}x{n}x{m}",
+            read_elements=scores, write_elements=scores, vector_ops=_NORM_OPS_PER_ELEMENT * scores))
+        self.add(node, NetworkLayer(
+            name=f"{label}.output", op="matmul", kind=TENSORCORE, shape=f"{o_prob.spec()} x {count}", problem=o_prob,
+            count=count, note=f"O = P·V {per}", roles=(("b", KV_CACHE),)))
+        self.attentions.append(NetworkAttention((base, base + 1, base + 2), b=b, h=h, hkv=hkv, n=n, m=m, d=d,
+                                                dv=dv, causal=bool(causal), masked=mask is not None, source=source))
+
+    def kv_heads(self, node: Any, shape: tuple[int, ...]) -> int:
+        """The key/value heads of K or V `node`: those before a repeat_interleave over the heads, if any."""
+        while node in self.view_of:
+            if _op_name(self.gm, node)[0] == "repeat_interleave":
+                before = _shape(self.view_of[node])
+                if before is not None and len(before) == len(shape) and before[-3] != shape[-3]:
+                    return before[-3]
+            node = self.view_of[node]
+        return shape[-3] if len(shape) >= 3 else 1
+
+    def sdpa(self, node: Any, label: str, tensors: list[tuple[Any, tuple[int, ...]]], io: str) -> NetworkLayer | None:
+        """F.scaled_dot_product_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)."""
+        q, k, v = (_arg(node, i, key, None) for i, key in enumerate(("query", "key", "value")))
+        mask = _arg(node, 3, "attn_mask", None)
+        shapes = [_shape(x) if x is not None and hasattr(x, "meta") else None for x in (q, k, v)]
+        if any(s is None for s in shapes):
+            return _unmodelled(label, "scaled_dot_product_attention", io, "q, k or v is not a traced tensor")
+        qs, ks, vs = shapes
+        causal = bool(_arg(node, 5, "is_causal", False))
+        hkv = self.kv_heads(k, ks)
+        if len(ks) >= 3 and hkv != ks[-3] and self.kv_heads(v, vs) != hkv:
+            raise ValueError("K and V are repeated to different head counts")
+        self.attention(node, label, qs, ks, vs, hkv, causal, _shape(mask) if mask is not None else None,
+                       "scaled_dot_product_attention")
+        return None
+
+    def multihead_attention(self, node: Any, module: Any, label: str, tensors: list[tuple[Any, tuple[int, ...]]],
+                            io: str) -> NetworkLayer | None:
+        """nn.MultiheadAttention: its input projections, the attention (module doc) and its output projection."""
+        q, k, v = (_arg(node, i, key, None) for i, key in enumerate(("query", "key", "value")))
+        if module.bias_k is not None or module.add_zero_attn:
+            return _unmodelled(label, "MultiheadAttention", io, "add_bias_kv / add_zero_attn append a key row")
+        shapes = [_shape(x) if x is not None and hasattr(x, "meta") else None for x in (q, k, v)]
+        if any(s is None for s in shapes):
+            return _unmodelled(label, "MultiheadAttention", io, "query, key or value is not a traced tensor")
+        e, h = module.embed_dim, module.num_heads
+        d = e // h
+
+        def batch_len(shape: tuple[int, ...]) -> tuple[int, int]:
+            if len(shape) == 2:
+                return 1, shape[0]
+            return (shape[0], shape[1]) if module.batch_first else (shape[1], shape[0])
+
+        (b, n), (bk, m) = batch_len(shapes[0]), batch_len(shapes[1])
+        bias = module.in_proj_bias is not None
+        first = len(self.layers)
+        for part, x, rows, width in (("q_proj", q, b * n, e), ("k_proj", k, bk * m, module.kdim),
+                                     ("v_proj", v, bk * m, module.vdim)):
+            prob = MatmulProblem(m=rows, n=e, k=width, name=f"{label}.{part}")
+            self.add(node, NetworkLayer(name=f"{label}.{part}", op="linear", kind=TENSORCORE, shape=prob.spec(),
+                                        problem=prob, bias_elements=e if bias else 0,
+                                        epilogue_ops=rows * e if bias else 0, roles=(("b", WEIGHTS),)), x)
+        masks = [_arg(node, i, key, None) for i, key in ((3, "key_padding_mask"), (5, "attn_mask"))]
+        mask_shapes = [_shape(x) for x in masks if x is not None and hasattr(x, "meta") and _shape(x) is not None]
+        mask = (sum(math.prod(x) for x in mask_shapes),) if mask_shapes else None
+        causal = bool(_arg(node, 7, "is_causal", False))
+        self.attention(node, label, (b, h, n, d), (b, h, m, d), (b, h, m, d), h, causal, mask, "MultiheadAttention")
+        items = {}
+        out_bias = module.out_proj.bias is not None
+        prob = MatmulProblem(m=b * n, n=e, k=e, name=f"{label}.out_proj")
+        self.add(node, NetworkLayer(name=f"{label}.out_proj", op="linear", kind=TENSORCORE, shape=prob.spec(),
+                                    problem=prob, bias_elements=e if out_bias else 0,
+                                    epilogue_ops=b * n * e if out_bias else 0, roles=(("b", WEIGHTS),)))
+        items[0] = len(self.layers) - 1
+        weights_used = any(u.op == "call_function" and u.target is operator.getitem and len(u.args) > 1
+                           and u.args[1] == 1 and u.users for u in node.users)
+        if bool(_arg(node, 4, "need_weights", True)) and weights_used:
+            # the head-averaged attention weights it returns: P read again, (b, n, m) written
+            self.add(node, NetworkLayer(
+                name=f"{label}.weights", op="mean", kind=VECTOR, shape=f"{b}x{h}x{n}x{m} -> {b}x{n}x{m}",
+                read_elements=b * h * n * m, write_elements=b * n * m, vector_ops=b * h * n * m))
+            items[1] = len(self.layers) - 1
+        self.producer[node] = items[0]
+        self.tuple_outputs[node] = items
+        self.no_chain.update(range(first, len(self.layers)))
+        return None
+
+    def group_written_attention(self, index: int, node: Any, tensors: list[tuple[Any, tuple[int, ...]]]) -> None:
+        """Batched matmul `index` whose left operand is a softmax (used only here) of another batched matmul's
+        result (used only by the softmax): the hand-written attention of a BERT layer, recorded as a group."""
+        probs = self.producer.get(self.source(tensors[0][0]))
+        if probs is None or self.layers[probs].op not in ("softmax", "_softmax") or probs not in self.input:
+            return
+        scores = self.producer.get(self.source(self.input[probs]))
+        if (scores is None or self.layers[scores].op != "matmul" or self.layers[scores].count <= 1
+                or len(self.result[probs].users) != 1 or len(self.result[scores].users) != 1):
+            return
+        if any(index in g.members or scores in g.members for g in self.attentions):
+            return
+        q_shape, s_out = self.out_shape.get(scores), self.out_shape.get(index)
+        s_prob, o_prob = self.layers[scores].problem, self.layers[index].problem
+        if q_shape is None or s_out is None or not isinstance(s_prob, MatmulProblem) or not isinstance(
+                o_prob, MatmulProblem) or o_prob.k != s_prob.n:
+            return
+        b, h = (math.prod(q_shape[:-3]), q_shape[-3]) if len(q_shape) >= 3 else (1, 1)
+        if b * h != self.layers[scores].count:
+            return
+        self.attentions.append(NetworkAttention((scores, probs, index), b=b, h=h, hkv=h, n=s_prob.m, m=s_prob.n,
+                                                d=s_prob.k, dv=o_prob.n, source="matmul-softmax-matmul"))
+
+    def kv_cache_append(self, node: Any, label: str, tensors: list[tuple[Any, tuple[int, ...]]],
+                        io: str) -> NetworkLayer | None:
+        """kv_cache_append(cache, new): the layer that produced `new` stores it into the cache (its result is the
+        KV cache's); a `new` no layer produced is copied in (read and written once)."""
+        if len(tensors) != 2:
+            return _unmodelled(label, KV_CACHE_APPEND, io, "kv_cache_append takes (cache, new rows)")
+        new, shape = tensors[1]
+        index = self.producer.get(self.source(new))
+        if index is None:
+            return NetworkLayer(name=label, op=KV_CACHE_APPEND, kind=VECTOR, shape=io,
+                                read_elements=math.prod(shape), write_elements=math.prod(shape),
+                                roles=(("output", KV_CACHE),))
+        layer = self.layers[index]
+        written = "c" if layer.kind == TENSORCORE else "output"
+        self.layers[index] = replace(layer, fused=layer.fused + (label,), roles=layer.roles + ((written, KV_CACHE),))
+        return None
+
+    def pattern_layer(self, match: Any, label: str) -> NetworkLayer:
+        """The one vector layer of a matched RMSNorm or RoPE (`network_patterns`)."""
+        from dsasim.architect.studies.network_patterns import ROPE_LANE_OPS_PER_2_ELEMENTS
+
+        x = _shape(match.input)
+        tables = [_shape(t) for t in match.tables]
+        if x is None or any(t is None for t in tables):
+            raise ValueError(f"{match.op}: an operand has no traced shape")
+        elements, table_elements = math.prod(x), sum(math.prod(t) for t in tables)
+        ops = (_NORM_OPS_PER_ELEMENT * elements if match.op == "rms_norm"
+               else ROPE_LANE_OPS_PER_2_ELEMENTS * elements // 2)
+        shape = ", ".join("x".join(map(str, s)) for s in [x] + tables) + " -> " + "x".join(map(str, x))
+        return NetworkLayer(name=label, op=match.op, kind=VECTOR, shape=shape, read_elements=elements + table_elements,
+                            write_elements=elements, vector_ops=ops, weight_elements=table_elements,
+                            fused=tuple(sorted(str(n.name) for n in match.nodes if n is not match.root)))
 
     def vector(self, label: str, op: str, tensors: list[tuple[Any, tuple[int, ...]]], out: tuple[int, ...] | None,
                ops: int, io: str) -> NetworkLayer:
         read = sum(math.prod(s) for _, s in tensors)
         return NetworkLayer(name=label, op=op, kind=VECTOR, shape=io, read_elements=read,
                             write_elements=math.prod(out) if out is not None else 0, vector_ops=int(ops))
+
+
+def _pattern_label(match: Any) -> str:
+    """A matched pattern's layer name: the module whose forward wrote it all (e.g. attention_norm), else the op
+    and its result node's name (rope_add_1)."""
+    paths = {next(reversed(n.meta["nn_module_stack"]), None) if n.meta.get("nn_module_stack") else None
+             for n in match.nodes}
+    path = paths.pop() if len(paths) == 1 else None
+    return str(path) if path else f"{match.op}_{match.root.name}"
 
 
 def _conv_output_elements(problem: ConvProblem) -> int:
@@ -556,7 +853,7 @@ def import_network(module: Any, input_shape: Sequence[int], name: str | None = N
         importer.visit(node)
     return Network(name=name or type(module).__name__, input_shape=shape, layers=tuple(importer.layers),
                    traced_with=how, ignored_views=importer.views,
-                   chains=tuple(importer.find_chains(CHAIN_MAX_LAYERS)))
+                   chains=tuple(importer.find_chains(CHAIN_MAX_LAYERS)), attentions=tuple(importer.attentions))
 
 
 def layer_counts(network: Network) -> Mapping[str, int]:
@@ -583,7 +880,8 @@ def network_names() -> list[str]:
 
 
 def load_network(spec: str, input_shape: Sequence[int] | None = None) -> Network:
-    """A preset by name (bert-base-layer takes a sequence length: bert-base-layer:seq=384) or a user's module
+    """A preset by name, with the parameters it declares (`NetworkPreset.parameters`: bert-base-layer:seq=384,
+    llama3-8b-layer:phase=decode,context=4096,batch=8) or a user's module
     `MODULE:ATTR` (an nn.Module instance, class or factory; its example input shape from `input_shape`, else from
     an `example_input_shape` attribute of the object or its module) -> Network."""
     from dsasim.architect.studies.network_models import PRESETS
@@ -592,18 +890,26 @@ def load_network(spec: str, input_shape: Sequence[int] | None = None) -> Network
     head, _, tail = spec.partition(":")
     if head in PRESETS:
         preset = PRESETS[head]
+        if tail or (preset.build_with is not None and preset.build_for is None):
+            values = preset.parameter_values(spec, tail) if tail else {p.name: p.default for p in preset.parameters}
+            if input_shape and preset.build_for is None:  # its parameters decide its shapes
+                raise ValueError(f"{spec!r}: preset {head} takes its shapes from its parameters, not --input-shape; "
+                                 f"e.g. {preset.example()}")
+            assert preset.build_with is not None
+            module, shape, tokens = preset.build_with(values)
+            if input_shape:  # (a preset that also builds for any input shape: the shape given wins, as before)
+                shape = tuple(input_shape)
+                module, tokens = preset.build_for(shape), shape[0] * shape[1]
+                values = {**values, preset.parameters[0].name: shape[1]}
+            network = import_network(module, shape, preset.spec_name(values))
+            return replace(network, tokens=tokens, model_layers=preset.model_layers)
         shape = tuple(input_shape) if input_shape else preset.input_shape
-        if tail:  # the one preset parameter: bert-base-layer's sequence length, a shorthand for its input shape
-            key, _, value = tail.partition("=")
-            if head != "bert-base-layer":
-                raise ValueError(f"{spec!r}: preset {head} takes no parameters (give --input-shape to change its "
-                                 f"input)")
-            if key.strip() not in ("seq", "seq_len") or not is_ascii_whole(value.strip()) or int(value) < 1:
-                raise ValueError(f"{spec!r}: bert-base-layer takes a sequence length, e.g. bert-base-layer:seq=384")
-            shape = tuple(input_shape) if input_shape else (1, int(value), 768)
         module = preset.build_for(shape) if preset.build_for is not None else preset.build()
         name = f"{head}:seq={shape[1]}" if preset.build_for is not None and shape != preset.input_shape else head
-        return import_network(module, shape, name)
+        network = import_network(module, shape, name)
+        if preset.build_with is not None:  # a layer of a token model (BERT): tokens = batch x sequence
+            network = replace(network, tokens=shape[0] * shape[1], model_layers=preset.model_layers)
+        return network
     if not tail:
         raise ValueError(f"unknown network {spec!r}: use a preset ({', '.join(PRESETS)}) or MODULE:ATTR / FILE.py:ATTR "
                          f"naming an nn.Module, e.g. mypkg.models:Net or models.py:Net")

@@ -16,6 +16,9 @@ Per layer kind (see `dsasim.architect.studies.network`):
   cycles = max(lane operations / vector lanes, its DDR bytes / dram_bytes_per_cycle).
 - unmodelled: no figures; listed in `unmodelled`.
 
+An attention group (`Network.attentions`) is evaluated as its unfused member layers, each as above. A layer of a
+token model (`Network.tokens`) adds its per-token figures (`NetworkResult.per_token`, `network_tokens`).
+
 Results depend only on (network, hardware, sizes): the same inputs give byte-identical JSON whichever executor ran
 the searches (results are placed by task index, never by completion order).
 """
@@ -168,6 +171,13 @@ class NetworkResult:
         whole = all(x.energy is not None for x in self.layers if x.status != "unmodelled")
         return EnergyPoint(self.sram_bytes, self.cycles if whole else None, self.energy if whole else None)
 
+    @functools.cached_property
+    def per_token(self) -> Any:
+        """A token model's figures per token (`network_tokens.TokenFigures`: bytes by weights, KV cache and
+        activations, intensity, bound, tokens/s); None for a network that is not one."""
+        from dsasim.architect.studies.network_tokens import token_figures
+        return token_figures(self)
+
     def dominant(self, top: int = 5) -> list[tuple[LayerOutcome, float, float]]:
         """The `top` layers by cycles, each with its share of the total cycles and of the total traffic."""
         cyc, tra = max(self.cycles, 1), max(self.traffic_bytes, 1)
@@ -176,13 +186,19 @@ class NetworkResult:
 
     def to_json(self) -> dict[str, Any]:
         """network, hardware, sram_bytes, the totals, partial (a layer is left out of them), unmodelled,
-        unplaceable and layers (in network order)."""
+        unplaceable, a token model's per-token figures and its attention blocks (where it has them) and layers (in
+        network order)."""
+        extra: dict[str, Any] = {}
+        if self.per_token is not None:
+            extra["per_token"] = self.per_token.to_json()
+        if self.network.attentions:
+            extra["attention"] = [a.to_json(self.network) for a in self.network.attentions]
         return {"network": self.network.name, "hardware": self.hardware.name, "sram_bytes": self.sram_bytes,
                 "loaded_bytes": self.loaded_bytes, "stored_bytes": self.stored_bytes, "cycles": self.cycles,
                 "lower_bound_bytes": self.lower_bound_bytes, "compulsory_bytes": self.compulsory_bytes,
                 "macs": self.macs, "partial": self.partial, "unmodelled": self.unmodelled,
                 "unplaceable": self.unplaceable, **energy_json(self.energy),
-                "energy_left_out": self.energy_left_out,
+                "energy_left_out": self.energy_left_out, **extra,
                 "layers": [x.to_json() for x in self.layers]}
 
 
