@@ -62,8 +62,6 @@ def test_the_registry_and_the_key():
 @pytest.mark.parametrize("argv, what", [
     (["search", "resnet18.layer1.0", "--objective", "energy"], "a chain's search"),
     (["search", "gemm-chain:m=512,n=64,k=64,l=512", "--objective", "edp"], "a chain's search"),
-    (["search", "resnet50.res2a_branch2b", "--hardware", "blog-l1", "--objective", "energy"],
-     "a search over levels below the SRAM"),
     (["network", "resnet18", "--objective", "energy", "--quiet"], "a network with fused chains"),
 ])
 def test_kinds_that_cannot_rank_by_energy_refuse_it_in_one_line(argv, what, capsys):

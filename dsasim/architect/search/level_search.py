@@ -42,7 +42,7 @@ from dsasim.architect.search.objective import DEFAULT_OBJECTIVE, Objective, lexi
 from dsasim.architect.search.layer_search import chain_structures, tile_candidates
 from dsasim.hardware import SRAM_LEVEL, Accelerator
 
-__all__ = ["LevelSearchResult", "search_levels", "OUTER_CANDIDATES", "COARSE_PER_DIM"]
+__all__ = ["LevelSearchResult", "search_levels", "outer_pool", "OUTER_CANDIDATES", "COARSE_PER_DIM"]
 
 OUTER_CANDIDATES = 6  # outer nests given an inner search each
 # tracing a LevelNest runs the memory model's pure-Python path: about 50 us per TensorCore step with its accesses
@@ -348,6 +348,20 @@ def _inner_search(outer: LoopNest, hardware: Accelerator, staged: Sequence[str],
     return best_key, space.nest(*best), evaluations
 
 
+def outer_pool(outer_result: one_level.SearchResult, objective: Objective,
+               outer_candidates: int = OUTER_CANDIDATES) -> list[LoopNest]:
+    """The outer nests a level search gives an inner search each: of the one-level search's result, its best by
+    cycles, by traffic and its Pareto front of peak SRAM vs traffic (fastest first), distinct, at most
+    `outer_candidates`; for an energy objective its winner (the SRAM level priced as on a one-level machine) first."""
+    pool: list[LoopNest] = []
+    first = [outer_result.best] if objective.needs_energy else []
+    for c in [*first, outer_result.best_cycles, outer_result.best_traffic,
+              *sorted(outer_result.pareto, key=lambda c: (c.estimated_cycles, c.traffic_bytes))]:
+        if c is not None and c.nest not in pool:
+            pool.append(c.nest)
+    return pool[:outer_candidates]
+
+
 def search_levels(problem: Problem, hardware: Accelerator, sram_bytes: int | None = None,
                   objective: Objective | str = DEFAULT_OBJECTIVE, outer_candidates: int = OUTER_CANDIDATES,
                   progress: Callable[[float], None] | None = None, force: bool = False,
@@ -370,14 +384,7 @@ def search_levels(problem: Problem, hardware: Accelerator, sram_bytes: int | Non
                                     warn=warn, slide=slide, progress=outer_progress)
     hw = replace(hardware, sram_bytes=outer_result.sram_bytes)
     outer_seconds = time.perf_counter() - start
-    pool: list[LoopNest] = []
-    # an energy objective's outer winner (the SRAM level priced as on a one-level machine) joins the pool first
-    first = [outer_result.best] if objective.needs_energy else []
-    for c in [*first, outer_result.best_cycles, outer_result.best_traffic,
-              *sorted(outer_result.pareto, key=lambda c: (c.estimated_cycles, c.traffic_bytes))]:
-        if c is not None and c.nest not in pool:
-            pool.append(c.nest)
-    pool = pool[:outer_candidates]
+    pool = outer_pool(outer_result, objective, outer_candidates)
     staged = [n for n in problem.tensor_names if len(hw.path(tensor_role(problem, n))) > 1]
     evaluations = outer_result.evaluations
     best_key, best_nest = None, None

@@ -139,8 +139,8 @@ def require_ranked(objective: Objective, what: str) -> None:
     """ValueError (one line) when `objective` ranks by energy and `what` (e.g. "a chain's search") cannot price its
     candidates yet: its results report energy, but its search ranks by traffic or cycles only."""
     if objective.needs_energy:
-        raise ValueError(f"objective {objective.name} ranks single layers (search, sweep-sram LAYER, and networks with "
-                         f"--no-fusion); {what} does not price its candidates yet: rank it by traffic or cycles "
+        raise ValueError(f"objective {objective.name} ranks single layers (search, sweep-sram LAYER, also on levels "
+                         f"below the SRAM, and networks with --no-fusion); {what} does not price its candidates yet: rank it by traffic or cycles "
                          f"(its results still report energy)")
 
 
