@@ -73,6 +73,7 @@ TIMING_TESTS = ("tests/test_timing.py", "tests/test_timing_rules.py", "tests/tes
                 "tests/test_timing_result.py")
 
 COUNTS_TESTS = ("tests/test_access_counts.py",)
+LEVEL_ENERGY_TESTS = ("tests/test_level_energy.py",)
 
 MUTANTS: list[Mutant] = [
     # -- memory model ------------------------------------------------------------------------------------------
@@ -1474,6 +1475,42 @@ MUTANTS: list[Mutant] = [
     Mutant("golden energy: DDR priced per bit as per byte", "dsasim/energy/sources.py",
            '    "LPDDR4": (8.0, "accelergy-cacti-dram"),', '    "LPDDR4": (1.0, "accelergy-cacti-dram"),',
            ("tests/test_golden_energy.py", "tests/test_golden.py")),
+    # -- issue 28: levelen --------------------------------------------------------------------------------------
+    Mutant("levelen: an inner candidate's output reads priced as its writes (no fresh elements)",
+           "dsasim/architect/search/level_energy.py",
+           "(self.output, ops.output_writes - output_fresh_bytes)):", "(self.output, ops.output_writes)):",
+           LEVEL_ENERGY_TESTS),
+    Mutant("levelen: the TensorCore's operands priced at the SRAM whatever level holds them",
+           "dsasim/architect/search/level_energy.py",
+           "            level = self.levels[tensor]\n            read[level] = read.get(level, 0) + reads",
+           "            level = SRAM_LEVEL\n            read[level] = read.get(level, 0) + reads", LEVEL_ENERGY_TESTS),
+    Mutant("levelen: an inner level's stages do not read the SRAM", "dsasim/architect/search/level_energy.py",
+           "read[SRAM_LEVEL] = read[SRAM_LEVEL] + staged", "read[SRAM_LEVEL] = read[SRAM_LEVEL]",
+           LEVEL_ENERGY_TESTS),
+    Mutant("levelen: a candidate's leakage left out", "dsasim/architect/search/level_energy.py",
+           "self.padded_macs, 0, np.round(cycles))", "self.padded_macs, 0, 0)", LEVEL_ENERGY_TESTS),
+    Mutant("levelen: useful MACs priced instead of padded ones", "dsasim/architect/search/level_energy.py",
+           "self.padded_macs = padded_macs(hardware, np.asarray(tensorcore_cycles, np.float64))",
+           "self.padded_macs = 0.5 * padded_macs(hardware, np.asarray(tensorcore_cycles, np.float64))",
+           LEVEL_ENERGY_TESTS),
+    Mutant("levelen: an output staged in the outer nest priced with the inner staging's fresh elements",
+           "dsasim/architect/search/level_search.py",
+           'place = "sram" if out not in self.level_of else "outer" if pick[out][0] else "inner"',
+           'place = "sram" if out not in self.level_of else "inner"', LEVEL_ENERGY_TESTS),
+    Mutant("levelen: a staged tensor's options chosen by cycles under an energy objective",
+           "dsasim/architect/search/level_search.py",
+           "key = objective.key(traffic=traffic.astype(np.float64), cycles=cost, energy=energy)",
+           "key = objective.key(traffic=traffic.astype(np.float64), cycles=cost, energy=None if energy is None "
+           "else cost)", LEVEL_ENERGY_TESTS),
+    Mutant("levelen: the inner tilings ranked by cycles under an energy objective",
+           "dsasim/architect/search/level_search.py",
+           "energy=None if energy is None else np.where(fits, energy, np.inf).ravel())",
+           "energy=None if energy is None else np.where(fits, cost, np.inf).ravel())", LEVEL_ENERGY_TESTS),
+    Mutant("levelen: the one-level energy winner left out of the outer nests", "dsasim/architect/search/level_search.py",
+           "first = [outer_result.best] if objective.needs_energy else []", "first = []", LEVEL_ENERGY_TESTS),
+    Mutant("levelen: every size of a level sweep priced at the first size", "dsasim/architect/search/level_search.py",
+           "r = search_levels(problem, hw, None, objective,", "r = search_levels(problem, variants[0], None, objective,",
+           LEVEL_ENERGY_TESTS),
 ]
 
 

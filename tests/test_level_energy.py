@@ -132,7 +132,9 @@ def test_the_search_picks_the_least_energy_and_edp_of_a_brute_force_walk(sram_by
     p = MatmulProblem(4, 8, 4)
     hw = dataclasses.replace(SMALL, sram_bytes=sram_bytes)
     one_level = dataclasses.replace(SMALL, inner_levels=())
-    pools = {o: outer_pool(layer_search.search(p, one_level, sram_bytes, o), o, 2) for o in (ENERGY, EDP)}
+    outer = {o: layer_search.search(p, one_level, sram_bytes, o) for o in (ENERGY, EDP)}
+    pools = {o: outer_pool(outer[o], o, 2) for o in (ENERGY, EDP)}
+    assert all(pools[o][0] == outer[o].best.nest for o in pools)  # the one-level energy (edp) winner first
     walks = {nest: brute_force_best(nest, hw) for nest in set(pools[ENERGY] + pools[EDP])}
     for o, figure in ((ENERGY, 0), (EDP, 1)):
         a = search_levels(p, SMALL, sram_bytes, o, outer_candidates=2).best
