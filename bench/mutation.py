@@ -1475,7 +1475,7 @@ MUTANTS: list[Mutant] = [
     Mutant("golden energy: DDR priced per bit as per byte", "dsasim/energy/sources.py",
            '    "LPDDR4": (8.0, "accelergy-cacti-dram"),', '    "LPDDR4": (1.0, "accelergy-cacti-dram"),',
            ("tests/test_golden_energy.py", "tests/test_golden.py")),
-    # -- issue 28: levelen --------------------------------------------------------------------------------------
+    # -- issue 28: levelen --
     Mutant("levelen: an inner candidate's output reads priced as its writes (no fresh elements)",
            "dsasim/architect/search/level_energy.py",
            "(self.output, ops.output_writes - output_fresh_bytes)):", "(self.output, ops.output_writes)):",
@@ -1506,10 +1506,12 @@ MUTANTS: list[Mutant] = [
            "dsasim/architect/search/level_search.py",
            "energy=None if energy is None else np.where(fits, energy, np.inf).ravel())",
            "energy=None if energy is None else np.where(fits, cost, np.inf).ravel())", LEVEL_ENERGY_TESTS),
-    Mutant("levelen: the one-level energy winner left out of the outer nests", "dsasim/architect/search/level_search.py",
+    Mutant("levelen: the one-level energy winner left out of the outer nests",
+           "dsasim/architect/search/level_search.py",
            "first = [outer_result.best] if objective.needs_energy else []", "first = []", LEVEL_ENERGY_TESTS),
     Mutant("levelen: every size of a level sweep priced at the first size", "dsasim/architect/search/level_search.py",
-           "r = search_levels(problem, hw, None, objective,", "r = search_levels(problem, variants[0], None, objective,",
+           "r = search_levels(problem, hw, None, objective,",
+           "r = search_levels(problem, variants[0], None, objective,",
            LEVEL_ENERGY_TESTS),
 ]
 

@@ -80,11 +80,29 @@ def test_every_candidates_priced_bytes_equal_the_models_access_counts(layer):
                 res = space.evaluate(combos, sram.level("SRAM").cycles, objective)
                 cells = [(i, j) for i in range(len(combos)) for j in range(len(res["structs"]))]
                 for i, j in rng.sample(cells, min(3, len(cells))):
-                    a = analyze_levels(space.nest(*_choice(combos[i], res, i, j)))
+                    combo, struct, double, outside = _choice(combos[i], res, i, j)
+                    a = analyze_levels(space.nest(combo, struct, double, outside))
                     assert res["cost"][i, j] == pytest.approx(a.cycles, rel=1e-12)
                     assert res["energy"][i, j] == pytest.approx(priced(a), rel=1e-12, abs=1e-9)
+                    if objective is ENERGY and any(hw is variants[k] for k in (0, 3, 9)):  # (default, SRAM reads, L1acc reads)
+                        # its options are the least energy of all of them
+                        assert priced(a) == pytest.approx(min(options_energy(space, combo, struct)), rel=1e-12)
                     checked += 1
     assert checked == 3 * (len(variants) + 1) * 3
+
+
+def options_energy(space, combo, struct) -> list[float]:
+    """The energy (`priced`) of one inner candidate with every choice of options that fits every level: each staged
+    tensor staged among the inner loops or at its outer option (where it has one), 1 or 2 ways."""
+    choices = [[(out, w) for out in ((False, True) if space.outer_options[x] is not None else (False,))
+                for w in ((1, 2) if space.level_of[x].max_ways >= 2 else (1,))] for x in space.staged]
+    out = []
+    for pick in itertools.product(*choices):
+        double = {x: w == 2 for x, (_, w) in zip(space.staged, pick)}
+        a = analyze_levels(space.nest(combo, struct, double, [x for x, (o, _) in zip(space.staged, pick) if o]))
+        if a.fits:
+            out.append(priced(a))
+    return out
 
 
 def brute_force_best(outer: LoopNest, hw) -> tuple[float, float]:
@@ -240,3 +258,31 @@ def test_the_command_line_ranks_levels_by_energy_and_edp(tmp_path, capsys):
             alone.energy.energy_pj, rel=1e-9)
     captured = capsys.readouterr()
     assert "Traceback" not in captured.err
+
+
+def test_a_staged_tensors_options_are_chosen_by_energy():
+    """One inner candidate, hand-derived. gemm m=2, n=48, k=16; the outer nest runs m in 2 trips (tile 1) with the
+    input staged in the SRAM inside m (box 1 x 16 = 16 B); only the input has a level below the SRAM: L1i, 16 B,
+    8 B per cycle, no setup; energy: 1 pJ per byte written into L1i, every other figure 0. Inner tiles m=1, n=24,
+    k=8 (2 inner trips of n and of k: 2 x 2 x 2 = 8 TensorCore steps of one 16x24 block in all).
+      Staged among the inner loops below n and k: box 1 x 8 = 8 B, staged 2 x 2 x 2 = 8 times = 64 B; 2 ways fit
+      (16 B), nothing waits: cost max(8 steps, 64 B / 8 = 8 port cycles) = 8; energy 64 pJ.
+      At its outer option (inside the outer m, held across the inner loops): box 16 B, 2 instances = 32 B; 2 ways
+      would need 32 B > 16, so 1 way: the second instance's 16 B / 8 = 2 cycles wait: cost 8 + 2 = 10; energy 32.
+    By energy the outer option (32 pJ < 64); by cycles the inner staging (8 < 10)."""
+    from dsasim.architect.search.level_search import _InnerSpace
+    from dsasim.architect.search.objective import CYCLES
+
+    p = MatmulProblem(2, 48, 16)
+    hw = dataclasses.replace(L1, dram_bytes_per_cycle=1024.0, dma_setup_cycles=0, dram_pj_per_bit=0.0,
+                             sram_read_pj=0.0, sram_write_pj=0.0, sram_leakage_mw=0.0, mac_pj=0.0,
+                             inner_levels=(MemoryLevel("L1i", 16, 8.0, holds=("input",), setup_cycles=0,
+                                                       access_bytes=1, read_pj=0.0, write_pj=1.0, leakage_mw=0.0),))
+    outer = LoopNest(p, ["m", "n", "k"], {"m": 1, "n": 48, "k": 16}, {"a": 1, "b": 0, "c": 1})
+    space = _InnerSpace(outer, hw, ["a"])
+    combo = np.array([[space.fine[i].index(v) for i, v in enumerate([1, 24, 8])]])
+    by_energy, by_cycles = space.evaluate(combo, 0.0, ENERGY), space.evaluate(combo, 0.0, CYCLES)
+    j = next(j for j, s in enumerate(by_energy["structs"]) if s[0].tolist() == [False, True, True])  # n, k above
+    assert (bool(by_energy["outer"][0][0, j]), by_energy["cost"][0, j], by_energy["energy"][0, j]) == (True, 10.0, 32.0)
+    assert (bool(by_cycles["outer"][0][0, j]), bool(by_cycles["double"][0][0, j]), by_cycles["cost"][0, j]) == \
+        (False, True, 8.0)

@@ -297,7 +297,7 @@ def _ranked(result: dict[str, np.ndarray], ddr_traffic: int,
     """(key, (combo row, structure)) of the best fitting candidate of an evaluation, None when none fits. The key
     ranks across outer nests: the objective's, its traffic DDR bytes then inner bytes, its energy the whole
     candidate's (DDR included), no peak."""
-    cost, traffic, fits, energy = result["cost"], result["traffic"], result["fits"], result["energy"]
+    cost, traffic, fits, energy = result["cost"], result["traffic"], result["fits"], result.get("energy")
     if not fits.any():
         return None
     big = np.iinfo(np.int64).max  # what does not fit ranks last
