@@ -78,6 +78,7 @@ TIMING_TESTS = ("tests/test_timing.py", "tests/test_timing_rules.py", "tests/tes
 COUNTS_TESTS = ("tests/test_access_counts.py",)
 GEMMEN_TESTS = ("tests/test_gemm_chain_energy.py",)
 GEMM_CHAIN_PATH = "dsasim/architect/search/gemm_chain.py"
+LEVEL_ENERGY_TESTS = ("tests/test_level_energy.py",)
 
 MUTANTS: list[Mutant] = [
     # -- memory model ------------------------------------------------------------------------------------------
@@ -784,7 +785,8 @@ MUTANTS: list[Mutant] = [
            'dsasim/architect/search/gemm_chain.py',
            'while j < len(sizes) - 1 and math.prod(sizes[j + 1:]) > chunk_nests:', 'while False:', LIMITS_TESTS),
     Mutant('limits: a chain search starts without its whole estimate', 'dsasim/architect/search/fused_search.py',
-           '    check_work(estimate_chain_work(chain, hw), force, warn, smaller=CHAIN_SMALLER)\n', '', LIMITS_TESTS),
+           '    check_work(estimate_chain_work(chain, hw, objective=objective), force, warn, smaller=CHAIN_SMALLER)\n',
+           '', LIMITS_TESTS),
     Mutant('limits: a shape sweep starts without its estimate', 'dsasim/architect/studies/shapes.py',
            '    check_work(work, force, warn, smaller="fewer shapes', '    0 and check_work(work, force, warn, smaller="fewer shapes',
            LIMITS_TESTS),
@@ -1005,8 +1007,8 @@ MUTANTS: list[Mutant] = [
     Mutant("objective: a search's best always by traffic", "dsasim/architect/search/layer_search.py",
            "        return self.best_by[self.objective]", "        return self.best_by[TRAFFIC]", OBJECTIVE_TESTS),
     Mutant("objective: an inner search's key leaves the DDR traffic out", "dsasim/architect/search/level_search.py",
-           "    return objective.key(traffic=(ddr_traffic, int(traffic[i, j])), cycles=float(cost[i, j]))",
-           "    return objective.key(traffic=int(traffic[i, j]), cycles=float(cost[i, j]))",
+           "    return (objective.key(traffic=(ddr_traffic, int(traffic[i, j])), cycles=float(cost[i, j]), energy=picked),",
+           "    return (objective.key(traffic=int(traffic[i, j]), cycles=float(cost[i, j]), energy=picked),",
            OBJECTIVE_TESTS),
     Mutant("objective: a fused segment ranked without the peak", "dsasim/architect/search/fused_space.py",
            "    order = objective.order(traffic=traffic, cycles=cycles, peak=peak, energy=energy)",
@@ -1087,7 +1089,7 @@ MUTANTS: list[Mutant] = [
            "    if first.m != second.m or first.n != second.k:\n        return None",
            "    if False:\n        return None", ("tests/test_chain_kinds.py",)),
     Mutant("chainreg: the search ignores a kind's fused work", "dsasim/architect/search/fused_search.py",
-           "    fused = chain_kind_of(chain).fused_work(chain, hw)",
+           "    fused = chain_kind_of(chain).fused_work(chain, hw, objective, n_capacities)",
            "    fused = WorkEstimate(what=\"\", evaluations=0, traced_operations=0, seconds=0.0)",
            ("tests/test_chain_kinds.py",)),
     # -- issue 27: memtree --
@@ -1417,9 +1419,6 @@ MUTANTS: list[Mutant] = [
     Mutant("energy objective: edp is energy alone", "dsasim/architect/search/objective.py",
            '"edp": None if energy is None else energy * cycles}', '"edp": energy}',
            ("tests/test_energy_objective.py",)),
-    Mutant("energy objective: the level search does not refuse energy", "dsasim/architect/search/level_search.py",
-           '    require_ranked(objective_named(objective), "a search over levels below the SRAM")',
-           "    pass", ("tests/test_energy_objective.py",)),
     # -- issue 28: power --
     Mutant("power: a stage priced from DDR, not its parent level", "dsasim/timing/power.py",
            "parent_rows = np.array([row[lv.parent] for lv in hardware.levels], np.int64)",
@@ -1655,6 +1654,44 @@ MUTANTS: list[Mutant] = [
     Mutant("llm: a parameter of the other phase is silently ignored", "dsasim/architect/studies/network_models.py",
            "            if p.name in given and p.only_with is not None", "            if False and p.only_with is not None",
            (LLM_TESTS,)),
+    # -- issue 28: levelen --
+    Mutant("levelen: an inner candidate's output reads priced as its writes (no fresh elements)",
+           "dsasim/architect/search/level_energy.py",
+           "(self.output, ops.output_writes - output_fresh_bytes)):", "(self.output, ops.output_writes)):",
+           LEVEL_ENERGY_TESTS),
+    Mutant("levelen: the TensorCore's operands priced at the SRAM whatever level holds them",
+           "dsasim/architect/search/level_energy.py",
+           "            level = self.levels[tensor]\n            read[level] = read.get(level, 0) + reads",
+           "            level = SRAM_LEVEL\n            read[level] = read.get(level, 0) + reads", LEVEL_ENERGY_TESTS),
+    Mutant("levelen: an inner level's stages do not read the SRAM", "dsasim/architect/search/level_energy.py",
+           "read[SRAM_LEVEL] = read[SRAM_LEVEL] + staged", "read[SRAM_LEVEL] = read[SRAM_LEVEL]",
+           LEVEL_ENERGY_TESTS),
+    Mutant("levelen: a candidate's leakage left out", "dsasim/architect/search/level_energy.py",
+           "self.padded_macs, 0, np.round(cycles))", "self.padded_macs, 0, 0)", LEVEL_ENERGY_TESTS),
+    Mutant("levelen: useful MACs priced instead of padded ones", "dsasim/architect/search/level_energy.py",
+           "self.padded_macs = padded_macs(hardware, np.asarray(tensorcore_cycles, np.float64))",
+           "self.padded_macs = 0.5 * padded_macs(hardware, np.asarray(tensorcore_cycles, np.float64))",
+           LEVEL_ENERGY_TESTS),
+    Mutant("levelen: an output staged in the outer nest priced with the inner staging's fresh elements",
+           "dsasim/architect/search/level_search.py",
+           'place = "sram" if out not in self.level_of else "outer" if pick[out][0] else "inner"',
+           'place = "sram" if out not in self.level_of else "inner"', LEVEL_ENERGY_TESTS),
+    Mutant("levelen: a staged tensor's options chosen by cycles under an energy objective",
+           "dsasim/architect/search/level_search.py",
+           "key = objective.key(traffic=traffic.astype(np.float64), cycles=cost, energy=energy)",
+           "key = objective.key(traffic=traffic.astype(np.float64), cycles=cost, energy=None if energy is None "
+           "else cost)", LEVEL_ENERGY_TESTS),
+    Mutant("levelen: the inner tilings ranked by cycles under an energy objective",
+           "dsasim/architect/search/level_search.py",
+           "energy=None if energy is None else np.where(fits, energy, np.inf).ravel())",
+           "energy=None if energy is None else np.where(fits, cost, np.inf).ravel())", LEVEL_ENERGY_TESTS),
+    Mutant("levelen: the one-level energy winner left out of the outer nests",
+           "dsasim/architect/search/level_search.py",
+           "first = [outer_result.best] if objective.needs_energy else []", "first = []", LEVEL_ENERGY_TESTS),
+    Mutant("levelen: every size of a level sweep priced at the first size", "dsasim/architect/search/level_search.py",
+           "r = search_levels(problem, hw, None, objective,",
+           "r = search_levels(problem, variants[0], None, objective,",
+           LEVEL_ENERGY_TESTS),
 ]
 
 

@@ -59,18 +59,6 @@ def test_the_registry_and_the_key():
         ENERGY.key(traffic=1, cycles=1)
 
 
-@pytest.mark.parametrize("argv, what", [  # chains and fused networks rank by energy: test_chain_energy_objective.py
-    (["search", "resnet50.res2a_branch2b", "--hardware", "blog-l1", "--objective", "energy"],
-     "a search over levels below the SRAM"),
-])
-def test_kinds_that_cannot_rank_by_energy_refuse_it_in_one_line(argv, what, capsys):
-    from dsasim.cli import main
-
-    assert main(argv) == 2
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1 and what in err and "rank it by traffic or cycles" in err
-
-
 def test_when_macs_dominate_the_energy_winner_wastes_no_lane_it_can_avoid():
     # mac_pj = 50 pJ makes a MAC step cost more than any access: the least energy is the fewest TensorCore steps,
     # m x ceil(k / 16) x ceil(n / 24) = 64 x 4 x 3 = 768 (no tile splits a channel block), although a schedule that

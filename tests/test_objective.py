@@ -9,9 +9,9 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from dsasim.architect.search.objective import (CYCLES, DEFAULT_OBJECTIVE, OBJECTIVES, TRAFFIC, Objective,
-                                        UnknownObjectiveError, describe_objectives, lexicographic_less,
-                                        objective_named)
+from dsasim.architect.search.objective import (CYCLES, DEFAULT_OBJECTIVE, EDP, ENERGY, OBJECTIVES, TRAFFIC,
+                                        Objective, UnknownObjectiveError, describe_objectives,
+                                        lexicographic_less, objective_named)
 from dsasim.hardware import load_hardware
 
 # (traffic, cycles, peak) of five candidates; C and E are equal in every figure (a full tie)
@@ -137,6 +137,15 @@ def test_an_inner_search_ranks_by_the_objective_across_outer_nests():
     assert _ranked(result, 100, TRAFFIC) == ((100, 7, 30.0), (0, 0))
     assert _ranked(result, 100, CYCLES) == ((20.0, 100, 9), (0, 1))
     assert _ranked(dict(result, fits=np.zeros((1, 3), bool)), 100, TRAFFIC) is None
+    # energy 5, 3 pJ (and 0 for the one that does not fit): by energy the second (3), key (3.0, cost 20.0, DDR 100,
+    # 9); by edp (energy x cost: 150, 60) the second, key (60.0, 3.0, DDR 100, 9). Energy 2, 4: by energy the first
+    # (2), key (2.0, 30.0, 100, 7); by edp (60, 80) the first, key (60.0, 2.0, 100, 7)
+    energy = dict(result, energy=np.array([[5.0, 3.0, 0.0]]))
+    assert _ranked(energy, 100, ENERGY) == ((3.0, 20.0, 100, 9), (0, 1))
+    assert _ranked(energy, 100, EDP) == ((60.0, 3.0, 100, 9), (0, 1))
+    cheap_first = dict(result, energy=np.array([[2.0, 4.0, 0.0]]))
+    assert _ranked(cheap_first, 100, ENERGY) == ((2.0, 30.0, 100, 7), (0, 0))
+    assert _ranked(cheap_first, 100, EDP) == ((60.0, 2.0, 100, 7), (0, 0))
 
 
 def test_the_library_refuses_an_unknown_objective_before_any_work():

@@ -2,7 +2,7 @@
 
 The decomposition. The SRAM level is searched as on a one-level machine (`search.search`: DDR traffic and the
 cycle estimate under the SRAM size); the few best outer nests (by cycles, by traffic and the Pareto front of peak
-SRAM vs traffic) are then each given the inner tiling that is best for them. An inner tile must divide its outer
+SRAM vs traffic; for an energy objective its one-level winner first) are then each given the inner tiling that is best for them. An inner tile must divide its outer
 tile (`hierarchy` explains why), so the inner space of one outer nest is small: per dimension the divisors of the
 outer tile (every balanced or TensorCore-aligned size when the outer loop runs once), and per tensor the inner
 loops above its inner staging point. As in the outer search, only the set of loops above each tensor matters
@@ -14,8 +14,10 @@ counts for every candidate at once. A first pass covers up to COARSE_PER_DIM til
 then sweeps each dimension over all its tiles with the others fixed, until nothing improves.
 
 Objective 'cycles': the least cost (the slowest of the TensorCore and every level's transfers), ties broken by
-DDR traffic then inner traffic; 'traffic': the least DDR traffic, then inner traffic, then cycles. Every level's
-peak must fit its capacity. Inner buffering: 2 ways where the level allows and it fits (so that a level's
+DDR traffic then inner traffic; 'traffic': the least DDR traffic, then inner traffic, then cycles; 'energy': the
+least energy per inference (`level_energy`: every candidate's reads and writes at DDR, the SRAM and each inner
+level, its padded MACs and leakage over its cost, priced on the hardware at the searched SRAM size), then cycles,
+then traffic; 'edp': the least energy x cost, then energy, then traffic. Every level's peak must fit its capacity. Inner buffering: 2 ways where the level allows and it fits (so that a level's
 transfers can overlap the computes, which the cost assumes), else 1.
 """
 
@@ -29,18 +31,18 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from dsasim.architect.model.analytic import Batch, Evaluator, tensorcore_blocks
+from dsasim.architect.model.analytic import Batch, Evaluator, analyze, tensorcore_blocks
 from dsasim.architect.model.hierarchy import (InnerTiling, LevelAnalysis, LevelNest, analyze_levels, exposed_cycles,
                                         level_cycles, tensor_role)
+from dsasim.architect.search.level_energy import InnerPricing, fresh_output_bytes
 from dsasim.architect.nests.loopnest import LoopNest, Problem, tile_count
 from dsasim.architect.search import layer_search as one_level
 from dsasim.energy.report import energy_json
-from dsasim.architect.search.objective import (DEFAULT_OBJECTIVE, Objective, lexicographic_less, objective_named,
-                                               require_ranked)
+from dsasim.architect.search.objective import DEFAULT_OBJECTIVE, Objective, lexicographic_less, objective_named
 from dsasim.architect.search.layer_search import chain_structures, tile_candidates
 from dsasim.hardware import SRAM_LEVEL, Accelerator
 
-__all__ = ["LevelSearchResult", "search_levels", "OUTER_CANDIDATES", "COARSE_PER_DIM"]
+__all__ = ["LevelSearchResult", "search_levels", "outer_pool", "OUTER_CANDIDATES", "COARSE_PER_DIM"]
 
 OUTER_CANDIDATES = 6  # outer nests given an inner search each
 # tracing a LevelNest runs the memory model's pure-Python path: about 50 us per TensorCore step with its accesses
@@ -116,6 +118,7 @@ class _InnerSpace:
             self.levels.setdefault(lv.name, (lv, []))[1].append(x)
             self.level_of[x] = lv
         self.outer_options = {x: self._outer_option(x) for x in self.staged}
+        self._outer_bytes: tuple[int, int] | None = None  # the outer nest's DDR (loaded, stored), for pricing
 
     def _outer_option(self, x: int) -> tuple[int, Any] | None:
         """Tensor x staged in its level inside the outer nest (at or below its SRAM staging, held across the loops
@@ -148,7 +151,8 @@ class _InnerSpace:
     def evaluate(self, combos: np.ndarray, ddr_cycles: float, objective: Objective) -> dict[str, np.ndarray]:
         """Cost, inner traffic, fit, ways and outer staging of every (combo, structure) for combos (n, dims) of
         tile positions, each with its best options for `objective` (`_choose`): arrays (n, structures), plus the
-        structures themselves (structures, tensors, dims)."""
+        structures themselves (structures, tensors, dims); the energy (pJ) too, for an objective that ranks by it
+        (None otherwise: a traffic or cycles search prices nothing)."""
         ev, nd = self.ev, self.ev.nd
         tiled = [d for d in range(nd) if len(set(combos[:, d].tolist()) - {self.outer_idx[d]}) > 0]
         key = tuple(tiled)
@@ -164,17 +168,50 @@ class _InnerSpace:
             tidx = [np.where(structs[None, :, x, d], combos[:, d][:, None], self.outer_idx[d]) for d in range(nd)]
             r = ev.evaluate(Batch(tidx=tidx, above=everything, ways=[1] * ev.nt, shape=(n, s)), estimate=False)
             inner[x] = r.tensors[x]
-        return self._choose(inner, finest.tensorcore_cycles, float(ddr_cycles), objective, structs, n, s)
+        pricing = self._pricing(combos, structs, finest) if objective.needs_energy else None
+        return self._choose(inner, finest.tensorcore_cycles, float(ddr_cycles), objective, structs, n, s, pricing)
+
+    def _pricing(self, combos: np.ndarray, structs: np.ndarray, finest: Any) -> tuple[InnerPricing, dict[str, Any]]:
+        """The pricing of an evaluation's candidates (`level_energy`) and the output's fresh bytes for each place
+        its innermost buffer can be: 'sram' (no inner level: the outer nest's buffer, the loops above its SRAM
+        staging), 'inner' (staged among the inner loops: every loop above it, the inner tap tile where the inner
+        tap loop is above it) or 'outer' (staged in the outer nest at its outer option: the loops above that)."""
+        p, ev = self.problem, self.ev
+        if self._outer_bytes is None:  # the outer nest's DDR loads and stores, as `analyze_levels` counts them
+            a = analyze(self.outer, self.hardware, strided_boxes=False)
+            self._outer_bytes = (int(a.loaded_bytes), int(a.stored_bytes))
+        levels = {n: SRAM_LEVEL for n in p.tensor_names}
+        levels.update({p.tensor_names[x]: lv.name for x, lv in self.level_of.items()})
+        pricing = InnerPricing(self.hardware, p, levels, *self._outer_bytes, finest.operand_bytes,
+                               finest.tensorcore_cycles)
+        compute = [combos[:, d][:, None] for d in range(ev.nd)]
+        outer_taps = [self.outer_idx[g.k] for g in ev.groups]
+
+        def above(loops: Sequence[str]) -> list[bool]:
+            return [p.dims[g.k] in loops for g in ev.groups]
+
+        out = ev.out_t
+        if out not in self.level_of:
+            return pricing, {"sram": fresh_output_bytes(ev, compute, outer_taps, above(self.outer.above(p.output.name)))}
+        seen_taps = [np.where(structs[None, :, out, g.k], combos[:, g.k][:, None], self.outer_idx[g.k])
+                     for g in ev.groups]
+        fresh = {"inner": fresh_output_bytes(ev, compute, seen_taps, [True] * len(ev.groups))}
+        if self.outer_options[out] is not None:
+            fresh["outer"] = fresh_output_bytes(ev, compute, outer_taps,
+                                                above(self.outer.order[:self.outer_options[out][0]]))
+        return pricing, fresh
 
     def _choose(self, inner: dict[int, Any], tensorcore: Any, ddr_cycles: float, objective: Objective,
-                structs: np.ndarray, n: int, s: int) -> dict[str, Any]:
+                structs: np.ndarray, n: int, s: int,
+                pricing: tuple[InnerPricing, dict[str, Any]] | None = None) -> dict[str, Any]:
         """Per candidate, every staged tensor's options decided jointly and exactly: staged among the inner loops
         or, where it has one, at its outer option (`_outer_option`), and 1 or 2 ways. They interact: tensors of
         one level share its capacity, and a 1-way buffer's transfers (all but its first instance's) lie on the
         TensorCore's path, which every level's exposed transfers lengthen together. Of the combinations that fit
-        every level, the best by the objective's key of (inner traffic, cost) (cycles then traffic, or traffic then
-        cycles; then the least busy level ports in all, which leaves the most slack; then the first, inner staging
-        and 2 ways before the others). Cost = max(DDR, each level's transfers, TensorCore + the exposed transfers)."""
+        every level, the best by the objective's key of (inner traffic, cost, energy) (cycles then traffic, or
+        traffic then cycles, or energy (`pricing`'s) then its tie-breaks; then the least busy level ports in all,
+        which leaves the most slack; then the first, inner staging and 2 ways before the others).
+        Cost = max(DDR, each level's transfers, TensorCore + the exposed transfers)."""
         choices = {}  # tensor -> its (outside, ways) options
         for x in self.staged:
             lv = self.level_of[x]
@@ -182,7 +219,7 @@ class _InnerSpace:
             choices[x] = [(out, w) for out in places for w in ((2, 1) if lv.max_ways >= 2 else (1,))]
         shape = (n, s)
         tc = np.broadcast_to(np.asarray(tensorcore, np.float64), shape)
-        best = None  # (the objective's key (2 arrays), busy, fits, cost, traffic, option index) arrays
+        best = None  # [the objective's key (a tuple of arrays), busy, fits, cost, traffic, energy, option index]
         combos = list(itertools.product(*(choices[x] for x in self.staged)))
         for index, combo in enumerate(combos):
             pick = dict(zip(self.staged, combo))
@@ -206,15 +243,24 @@ class _InnerSpace:
                         c = cs[x]
                         critical += exposed_cycles(lv, c.loads, c.stores, c.loaded_bytes, c.stored_bytes, c.instances)
             np.maximum(cost, critical, out=cost)
-            primary, secondary = objective.key(traffic=traffic.astype(np.float64), cycles=cost)
+            energy = None
+            if pricing is not None:
+                moved = {self.problem.tensor_names[x]: (c.loaded_bytes, c.stored_bytes)
+                         for x, c in ((x, self.outer_options[x][1] if pick[x][0] else inner[x]) for x in self.staged)}
+                out = self.ev.out_t
+                place = "sram" if out not in self.level_of else "outer" if pick[out][0] else "inner"
+                energy = np.broadcast_to(pricing[0].energy_pj(moved, pricing[1][place], cost), shape)
+            key = objective.key(traffic=traffic.astype(np.float64), cycles=cost, energy=energy)
             if best is None:
-                best = [primary, secondary, busy, fits, cost, traffic, np.zeros(shape, np.int64)]
+                best = [key, busy, fits, cost, traffic, energy, np.zeros(shape, np.int64)]
                 continue
-            b_primary, b_secondary, b_busy, b_fits = best[:4]
-            better = fits & (~b_fits | lexicographic_less((primary, secondary, busy),
-                                                          (b_primary, b_secondary, b_busy)))
-            for k, value in enumerate((primary, secondary, busy, fits, cost, traffic)):
+            b_key, b_busy, b_fits = best[:3]
+            better = fits & (~b_fits | lexicographic_less((*key, busy), (*b_key, b_busy)))
+            best[0] = tuple(np.where(better, v, b) for v, b in zip(key, b_key))
+            for k, value in enumerate((busy, fits, cost, traffic), start=1):
                 best[k] = np.where(better, value, best[k])
+            if energy is not None:
+                best[5] = np.where(better, energy, best[5])
             best[6] = np.where(better, index, best[6])
         chosen = best[6]
         outside, double = {}, {}  # per staged tensor and candidate: staged in the outer nest, 2 ways
@@ -222,8 +268,8 @@ class _InnerSpace:
             if self.outer_options[x] is not None:
                 outside[x] = np.array([combo[position][0] for combo in combos])[chosen]
             double[x] = np.array([combo[position][1] == 2 for combo in combos])[chosen]
-        return {"cost": best[4], "traffic": best[5], "fits": best[3], "double": double, "structs": structs,
-                "outer": outside}
+        return {"cost": best[3], "traffic": best[4], "fits": best[2], "energy": best[5], "double": double,
+                "structs": structs, "outer": outside}
 
     def nest(self, combo: np.ndarray, struct: np.ndarray, double: dict[int, bool],
              outer_staged: Sequence[int] = ()) -> LevelNest:
@@ -249,15 +295,19 @@ class _InnerSpace:
 def _ranked(result: dict[str, np.ndarray], ddr_traffic: int,
             objective: Objective) -> tuple[tuple, tuple[int, int]] | None:
     """(key, (combo row, structure)) of the best fitting candidate of an evaluation, None when none fits. The key
-    ranks across outer nests: the objective's, its traffic DDR bytes then inner bytes, no peak."""
-    cost, traffic, fits = result["cost"], result["traffic"], result["fits"]
+    ranks across outer nests: the objective's, its traffic DDR bytes then inner bytes, its energy the whole
+    candidate's (DDR included), no peak."""
+    cost, traffic, fits, energy = result["cost"], result["traffic"], result["fits"], result.get("energy")
     if not fits.any():
         return None
     big = np.iinfo(np.int64).max  # what does not fit ranks last
     order = objective.order(traffic=np.where(fits, traffic, big).ravel(),
-                            cycles=np.where(fits, cost, np.inf).ravel())
+                            cycles=np.where(fits, cost, np.inf).ravel(),
+                            energy=None if energy is None else np.where(fits, energy, np.inf).ravel())
     i, j = np.unravel_index(int(order[0]), cost.shape)
-    return objective.key(traffic=(ddr_traffic, int(traffic[i, j])), cycles=float(cost[i, j])), (int(i), int(j))
+    picked = None if energy is None else float(energy[i, j])
+    return (objective.key(traffic=(ddr_traffic, int(traffic[i, j])), cycles=float(cost[i, j]), energy=picked),
+            (int(i), int(j)))
 
 
 def _choice(combo: np.ndarray, res: dict[str, Any], i: int, j: int) -> tuple:
@@ -298,6 +348,20 @@ def _inner_search(outer: LoopNest, hardware: Accelerator, staged: Sequence[str],
     return best_key, space.nest(*best), evaluations
 
 
+def outer_pool(outer_result: one_level.SearchResult, objective: Objective,
+               outer_candidates: int = OUTER_CANDIDATES) -> list[LoopNest]:
+    """The outer nests a level search gives an inner search each: of the one-level search's result, its best by
+    cycles, by traffic and its Pareto front of peak SRAM vs traffic (fastest first), distinct, at most
+    `outer_candidates`; for an energy objective its winner (the SRAM level priced as on a one-level machine) first."""
+    pool: list[LoopNest] = []
+    first = [outer_result.best] if objective.needs_energy else []
+    for c in [*first, outer_result.best_cycles, outer_result.best_traffic,
+              *sorted(outer_result.pareto, key=lambda c: (c.estimated_cycles, c.traffic_bytes))]:
+        if c is not None and c.nest not in pool:
+            pool.append(c.nest)
+    return pool[:outer_candidates]
+
+
 def search_levels(problem: Problem, hardware: Accelerator, sram_bytes: int | None = None,
                   objective: Objective | str = DEFAULT_OBJECTIVE, outer_candidates: int = OUTER_CANDIDATES,
                   progress: Callable[[float], None] | None = None, force: bool = False,
@@ -306,14 +370,13 @@ def search_levels(problem: Problem, hardware: Accelerator, sram_bytes: int | Non
     the objective). ValueError for hardware without inner levels or with levels below an inner level. `force`,
     `warn` and `slide` go to the outer search. `progress` gets the fraction done (0..1): the outer search's
     progress scaled to OUTER_PROGRESS_SHARE, then an equal part after each inner search."""
-    require_ranked(objective_named(objective), "a search over levels below the SRAM")
+    objective = objective_named(objective)
     if not hardware.inner_levels:
         raise ValueError(f"hardware {hardware.name!r} has no level below the SRAM; `search` finds its schedules "
                          f"(give a hardware with inner_levels, e.g. blog-l1)")
     deep = [lv.name for lv in hardware.inner_levels if lv.parent != SRAM_LEVEL]
     if deep:
         raise ValueError(f"search_levels tiles one level below the SRAM; levels {deep} hang below inner levels")
-    objective = objective_named(objective)
     start = time.perf_counter()
     # the SRAM level alone is a one-level machine: the outer search sees it so
     outer_progress = None if progress is None else (lambda f: progress(OUTER_PROGRESS_SHARE * f))
@@ -321,12 +384,7 @@ def search_levels(problem: Problem, hardware: Accelerator, sram_bytes: int | Non
                                     warn=warn, slide=slide, progress=outer_progress)
     hw = replace(hardware, sram_bytes=outer_result.sram_bytes)
     outer_seconds = time.perf_counter() - start
-    pool: list[LoopNest] = []
-    for c in [outer_result.best_cycles, outer_result.best_traffic,
-              *sorted(outer_result.pareto, key=lambda c: (c.estimated_cycles, c.traffic_bytes))]:
-        if c is not None and c.nest not in pool:
-            pool.append(c.nest)
-    pool = pool[:outer_candidates]
+    pool = outer_pool(outer_result, objective, outer_candidates)
     staged = [n for n in problem.tensor_names if len(hw.path(tensor_role(problem, n))) > 1]
     evaluations = outer_result.evaluations
     best_key, best_nest = None, None
@@ -387,7 +445,6 @@ def sweep_levels(problem: Problem, hardware: Accelerator, level: str, sizes: Seq
     if not sizes:
         raise ValueError("sweep_levels needs at least one size")
     objective = objective_named(objective)
-    require_ranked(objective, "a sweep over levels below the SRAM")
     variants = [with_level_capacity(hardware, level, int(s)) for s in sizes]
     start = time.perf_counter()
     best: list[LevelAnalysis | None] = []

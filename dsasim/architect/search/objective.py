@@ -23,7 +23,7 @@ from typing import Any, Sequence
 import numpy as np
 
 __all__ = ["Objective", "OBJECTIVES", "TRAFFIC", "CYCLES", "ENERGY", "EDP", "DEFAULT_OBJECTIVE", "FIGURES",
-           "ENERGY_FIGURES", "require_ranked", "UnknownObjectiveError",
+           "ENERGY_FIGURES", "UnknownObjectiveError",
            "objective_named", "lexicographic_less", "describe_objectives"]
 
 FIGURES = ("traffic", "cycles", "peak", "energy", "edp")  # what a key may rank by (module docstring)
@@ -133,16 +133,6 @@ def objective_named(objective: Objective | str) -> Objective:
         return OBJECTIVES[objective]
     raise UnknownObjectiveError(f"unknown objective {objective!r}: choose one of "
                                 f"{', '.join(repr(name) for name in OBJECTIVES)}")
-
-
-def require_ranked(objective: Objective, what: str) -> None:
-    """ValueError (one line) when `objective` ranks by energy and `what` (e.g. "a search over levels below the
-    SRAM") cannot price its candidates yet: its results report energy, but its search ranks by traffic or cycles
-    only."""
-    if objective.needs_energy:
-        raise ValueError(f"objective {objective.name} ranks single layers, chains and networks on one-level hardware "
-                         f"(search, sweep-sram, network); {what} does not price its candidates yet: rank it by "
-                         f"traffic or cycles (its results still report energy)")
 
 
 def describe_objectives() -> str:
