@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Sequence
 
 from dsasim.architect.problems.attention import AttentionProblem
 from dsasim.architect.search.attention_search import AttentionSearchResult
@@ -133,6 +133,46 @@ class AttentionTarget:
         self.confirm_count(options)
         return AttentionChoice(self.spec, search_attention(self.problem, dataclasses.replace(
             self.hardware, sram_bytes=sram_bytes), sram_bytes, objective))
+
+    # -- sweep-sram: the attention across SRAM sizes (`attention_sweep.sweep_attention`)
+    def check_sweep(self, level: str | None, objective: str | None, options: SearchOptions) -> None:
+        """ValueError for a --level other than the SRAM, an unknown objective, --no-simulate or --no-slide."""
+        from dsasim.architect.search.objective import objective_named
+
+        if level not in (None, "SRAM"):
+            raise ValueError(f"--level {level}: attention is swept over the SRAM only (on one-level hardware)")
+        if objective is not None:
+            objective_named(objective)
+        if not options.simulate:
+            raise ValueError("--no-simulate does not apply to an attention sweep (its cycles are the model's "
+                             "estimate, nothing is simulated); leave it out")
+        if not options.slide:
+            raise ValueError("--no-slide does not apply to attention (its tiles do not slide); leave it out")
+
+    def check_sizes(self, sizes: Sequence[int], level: str | None) -> None:
+        """ValueError for an SRAM size (bytes) below one word."""
+        if any(s < self.hardware.word_bytes for s in sizes):
+            raise ValueError(f"every size must hold at least one {self.hardware.word_bytes}-byte word")
+
+    def sweep_work(self, sizes: Sequence[int], level: str | None, options: SearchOptions) -> Any:
+        """The sizes' searches together (`estimate_work` per size), for the caller's progress bar."""
+        from dsasim.architect.search.layer_search import WorkEstimate
+        one = self.estimate_work(self.hardware.sram_bytes, options)
+        return WorkEstimate(what=f"{one.what} at {len(sizes)} sizes", evaluations=one.evaluations * len(sizes),
+                            traced_operations=0, seconds=one.seconds * len(sizes))
+
+    def sweep(self, sizes: Sequence[int], level: str | None, objective: str | None, options: SearchOptions,
+              show_progress: bool) -> Any:
+        """`attention_sweep.sweep_attention` (a `TargetSweep` of `AttentionSweepPoint`s) by `objective`."""
+        from dsasim.architect.search.objective import DEFAULT_OBJECTIVE
+        from dsasim.architect.studies.attention_sweep import sweep_attention
+        return sweep_attention(self, sizes, objective or DEFAULT_OBJECTIVE.name, options.progress)
+
+    def sweep_json(self, sweep: Any) -> dict[str, Any]:
+        """The JSON of `sweep-sram attention:... --json`: the problem, the hardware and per size its point."""
+        return {"attention": self.spec, "problem": self.problem.to_json(), "hardware": self.hardware.name,
+                "word_bytes": self.hardware.word_bytes, "objective": sweep.objective,
+                "evaluations": sweep.evaluations, "points": [p.to_json() for p in sweep.choices]}
 
 
 def load_attention_target(spec: str, hardware: Accelerator) -> AttentionTarget:
