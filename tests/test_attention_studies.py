@@ -76,3 +76,66 @@ def test_sweep_text_names_the_schedule_and_the_sizing_answers(capsys):
 ])
 def test_sweep_refusals_are_one_line(argv, words, capsys):
     one_line_error(argv, capsys, words)
+
+
+# ------------------------------------------------------------------------------------------------------ shapes
+def _shapes_json(tmp_path, capsys, *extra: str) -> dict:
+    out = tmp_path / "shapes.json"
+    code = main(["shapes", "attention:b=1,h=2,hkv=1,n=256,d=64", "--vary", "n+m=64:512:64", "--sram", "64KiB",
+                 "--json", str(out), "--quiet", *extra])
+    assert code == 0
+    capsys.readouterr()
+    return json.loads(out.read_text())
+
+
+def test_shapes_dispatch_covers_every_length_within_the_loss(tmp_path, capsys):
+    data = _shapes_json(tmp_path, capsys)
+    shapes = data["shapes"]
+    assert [s["n+m"] for s in shapes] == list(range(64, 513, 64))
+    assert all(s["shape"].endswith(f"n={s['n+m']},m={s['n+m']},d=64") for s in shapes)  # both lengths move
+    # the table's ranges are contiguous and cover 64..512 in order
+    ranges = [(e["lo"], e["hi"]) for e in data["dispatch"]]
+    assert ranges[0][0] == 64 and ranges[-1][1] == 512
+    assert all(prev_hi < lo for (_, prev_hi), (lo, _) in zip(ranges, ranges[1:]))
+    for s in shapes:
+        assert 0 <= s["dispatched_loss"] <= 0.05 + 1e-9
+        assert s["dispatched_cycles"] == pytest.approx(s["cycles"] * (1 + s["dispatched_loss"]))
+        assert s["single_loss"] >= 0  # each length's best is the least any template costs it
+        assert s["tensorcore_utilization"] <= 1
+
+
+def test_shapes_with_no_loss_allowed_dispatches_each_length_its_optimum(tmp_path, capsys):
+    data = _shapes_json(tmp_path, capsys, "--max-loss", "0%")
+    assert all(s["dispatched_cycles"] == s["cycles"] for s in data["shapes"])
+
+
+def test_attention_template_rounds_to_tensorcore_blocks_and_clamps_to_the_lengths():
+    from dsasim.architect.model.attention import analyze_attention
+    from dsasim.architect.nests.attention_schedule import AttentionSchedule
+    from dsasim.architect.problems.attention import parse_attention
+    from dsasim.architect.studies.attention_shapes import _cost, _generic
+    from dsasim.architect.studies.shapes import ShapePoint
+    from dsasim.hardware import load_hardware
+
+    hw = load_hardware("blog")  # TensorCore block 16 rows (in) x 24 keys (out)
+    p = parse_attention("attention:h=2,hkv=1,n=64,d=64")
+    point = ShapePoint(100, p, {"kind": "kv-outer", "tiles": {"br": 100, "bc": 128}}, 1, 1, 1.0)
+    # 100 rows -> 7 blocks of 16 = 112; 128 keys -> 6 blocks of 24 = 144
+    assert _generic(point, hw)["tiles"] == {"br": 112, "bc": 144}
+    # a 96 x 96 template on 64 queries and 64 keys runs as 64 x 64 tiles; its TensorCore cycles by hand: per
+    # head Q.K^T ceil(64/16) x ceil(64/24) x 64 rows = 4 x 3 x 64 = 768 and P.V the same, 2 heads: 3,072
+    a = analyze_attention(AttentionSchedule(p, "q-outer", 64, 64), hw)
+    assert a.tensorcore_cycles == 3_072
+    assert _cost({"kind": "q-outer", "tiles": {"br": 96, "bc": 96}, "generic": True}, p, hw) == a.estimated_cycles
+    tiny = __import__("dataclasses").replace(hw, sram_bytes=1024)
+    assert _cost({"kind": "q-outer", "tiles": {"br": 96, "bc": 96}, "generic": True}, p, tiny) == float("inf")
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["shapes", SPEC, "--vary", "d=16:64:16"], "attention varies n, m, n+m"),
+    (["shapes", "attention:h=2,n=64,d=16,causal=1", "--vary", "n=32:128:32"], "causal with m=64 keys < n=96 queries"),
+    (["shapes", SPEC, "--vary", "n=64:128:64", "--jobs", "4"], "--jobs and --force do not apply"),
+    (["shapes", SPEC, "--vary", "n=64:128:64", "--hardware", "blog-l1"], "one-level"),
+])
+def test_shapes_refusals_are_one_line(argv, words, capsys):
+    one_line_error(argv, capsys, words)
