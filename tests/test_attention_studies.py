@@ -139,3 +139,88 @@ def test_attention_template_rounds_to_tensorcore_blocks_and_clamps_to_the_length
 ])
 def test_shapes_refusals_are_one_line(argv, words, capsys):
     one_line_error(argv, capsys, words)
+
+
+# ------------------------------------------------------------------------------------- --confirm 1 and timing
+# One q-outer tile of 256 query rows x 16 keys, d=16, one head, on blog (1-byte words, DMA setup 64 cycles and
+# 32 B/cycle on one shared port, TensorCore 16 x 24 block, 32 vector lanes). By hand:
+#   load Q  256 x 16 = 4,096 B: 64 + 128 = 192 cycles   [0, 192)      TensorCore idle: "load:Q" 192
+#   load K   16 x 16 =   256 B: 64 +   8 =  72 cycles   [192, 264)    "load:K" 72 (V loads under Q.K^T)
+#   Q.K^T   ceil(16/16) x ceil(16/24) x 256 rows = 256  [264, 520)
+#   softmax row max, subtract, exp: 3 x 256 x 16 / 32 lanes = 3 x 128 = 384  [520, 904)   "vector" 384
+#   P.V     ceil(16/16) x ceil(16/24) x 256 rows = 256  [904, 1160)   (the row sum, 128, runs beside it)
+#   O / l   4,096 / 32 = 128, store O 4,096 B: 192      [1160, 1480)  "drain" 320
+# cycles 1,480; TensorCore busy 512; vector busy 5 x 128 = 640; stalls sum to 1,480 - 512 = 968.
+STALL_SPEC = "attention:h=1,n=256,m=16,d=16"
+STALL_TIMING = {"cycles": 1_480, "tensorcore_busy_cycles": 512, "vector_busy_cycles": 640,
+                "tensorcore_idle_cycles": 968, "vector_stall_cycles": 384,
+                "stall_cycles": {"drain": 320, "load:K": 72, "load:Q": 192, "vector": 384}}
+
+
+def _attention_kernels(kind: str):
+    from dsasim.kernels.attention_kernel import run_attention
+    return run_attention if kind == "attention" else None
+
+
+def test_confirmed_timing_shows_the_tensorcore_waiting_for_the_softmax():
+    from dsasim.architect.model.attention import analyze_attention
+    from dsasim.architect.nests.attention_schedule import AttentionSchedule
+    from dsasim.architect.problems.attention import parse_attention
+    from dsasim.architect.studies.attention_timing import confirm_attention
+    from dsasim.hardware import load_hardware
+    from dsasim.kernels.attention_kernel import run_attention
+
+    hw = load_hardware("blog")
+    a = analyze_attention(AttentionSchedule(parse_attention(STALL_SPEC), "q-outer", 256, 16), hw)
+    timing = confirm_attention(a, hw, run_attention)
+    got = timing.to_json()
+    assert {k: got[k] for k in STALL_TIMING} == STALL_TIMING
+
+
+def test_cli_confirm_reports_simulated_cycles_and_the_vector_stall(tmp_path, capsys, monkeypatch):
+    import dsasim.cli.search as search_cli
+
+    monkeypatch.setattr(search_cli, "kernel_runner", _attention_kernels)  # main's venv predates the entry point
+    path = tmp_path / "a.json"
+    # at 1 MiB the one-tile q-outer (all 256 rows, all 16 keys) is the best by traffic (compulsory) and cycles
+    assert main(["search", STALL_SPEC, "--sram", "1MiB", "--objective", "cycles", "--confirm", "1", "--json",
+                 str(path)]) == 0
+    out = capsys.readouterr().out
+    data = json.loads(path.read_text())
+    best = data["best"]["schedule"]
+    assert (best["kind"], best["br"], best["bc"]) == ("q-outer", 256, 16)
+    timing = data["confirmation"]["timing"]
+    assert data["confirmation"]["trace_equals_model"] is True
+    assert {k: timing[k] for k in STALL_TIMING} == STALL_TIMING
+    assert "simulated    1,480 cycles" in out and "waiting for the vector unit 384" in out
+
+
+def test_confirm_raises_when_the_trace_differs_from_the_model():
+    from dsasim.architect.model.attention import analyze_attention
+    from dsasim.architect.nests.attention_schedule import AttentionSchedule
+    from dsasim.architect.problems.attention import parse_attention
+    from dsasim.architect.studies.attention_timing import confirm_attention
+    from dsasim.hardware import load_hardware
+    from dsasim.kernels.attention_kernel import run_attention
+
+    hw = load_hardware("blog")
+    p = parse_attention(STALL_SPEC)
+    other = analyze_attention(AttentionSchedule(p, "unfused", 256, 16), hw)  # a model of another schedule
+    wrong = __import__("dataclasses").replace(other, schedule=AttentionSchedule(p, "q-outer", 256, 16))
+    with pytest.raises(AssertionError, match="attention model and trace differ .* loaded_bytes"):
+        confirm_attention(wrong, hw, run_attention, simulate=False)
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["search", STALL_SPEC, "--confirm", "2"], "--confirm 2 does not apply to attention"),
+    (["search", STALL_SPEC, "--no-simulate"], "--no-simulate does not apply to attention without --confirm 1"),
+])
+def test_confirm_refusals_are_one_line(argv, words, capsys):
+    one_line_error(argv, capsys, words)
+
+
+def test_confirm_without_a_registered_kernel_is_refused(capsys, monkeypatch):
+    import dsasim.cli.search as search_cli
+
+    monkeypatch.setattr(search_cli, "kernel_runner", lambda kind: None)
+    one_line_error(["search", STALL_SPEC, "--confirm", "1"], capsys, "no attention kernel is registered")

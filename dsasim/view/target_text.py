@@ -194,6 +194,17 @@ def format_attention_choice(choice: Any, wall_seconds: float) -> str:
             tiles = f"{a.schedule.br}x{a.schedule.bc}"
             lines.append(f"  {kind:12}{tiles:>12}{a.traffic_bytes:>16,}{a.peak_sram_bytes:>14,}"
                          f"{a.estimated_cycles:>16,}")
+    if choice.traced:
+        lines.append("  confirmed    traced: every count equals the model's")
+    timing = choice.timing
+    if timing is not None:
+        idle = timing.cycles - timing.tensorcore_busy_cycles
+        causes = ", ".join(f"{cause} {n:,}" for cause, n in sorted(timing.stall_cycles.items(),
+                                                                    key=lambda kv: (-kv[1], kv[0])))
+        lines += [f"  simulated    {timing.cycles:,} cycles (TensorCore busy {timing.tensorcore_busy_cycles:,}, vector "
+                  f"busy {timing.vector_busy_cycles:,}, DMA busy {timing.dma_busy_cycles:,})",
+                  f"  TC stalls    {idle:,} idle cycles: waiting for the vector unit {timing.vector_stall_cycles:,} "
+                  f"({100 * timing.vector_stall_cycles / timing.cycles:.1f}% of the run); by cause: {causes or 'none'}"]
     lines.append(f"  searched     {result.evaluations:,} schedules (counted by the model, equal to the trace); "
                  f"{wall_seconds:.2f} s in all")
     return "\n".join(lines)
