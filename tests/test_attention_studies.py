@@ -224,3 +224,15 @@ def test_confirm_without_a_registered_kernel_is_refused(capsys, monkeypatch):
 
     monkeypatch.setattr(search_cli, "kernel_runner", lambda kind: None)
     one_line_error(["search", STALL_SPEC, "--confirm", "1"], capsys, "no attention kernel is registered")
+
+
+def test_confirmed_choice_carries_the_simulated_cycles():
+    from dsasim.architect.studies.target import SearchOptions
+    from dsasim.architect.studies.target_kinds import target_of
+    from dsasim.hardware import load_hardware
+
+    target = target_of(STALL_SPEC, load_hardware("blog"))
+    choice = target.search(1 << 20, "cycles", SearchOptions(confirm=1, kernels=_attention_kernels))
+    assert (choice.cycles, choice.cycles_source, choice.traced) == (1_480, "simulated", True)  # by hand, above
+    plain = target.search(1 << 20, "cycles", SearchOptions())
+    assert plain.cycles_source == "estimate" and plain.timing is None and not plain.traced
