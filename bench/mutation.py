@@ -60,6 +60,7 @@ RESULTS_TESTS = "tests/test_energy_results.py"
 CHAIN_ENERGY_TESTS = "tests/test_chain_energy_objective.py"
 ATTN_TESTS = "tests/test_attention.py"
 LLM_TESTS = "tests/test_llm_layers.py"
+ATTN_STUDY_TESTS = "tests/test_attention_studies.py"
 BITE_MEMORY_TESTS = ("tests/test_trust_bite_memory.py", "tests/test_memory.py")
 BITE_SEARCH_TESTS = ("tests/test_trust_bite_search.py", "tests/test_search.py")
 TARGET_TESTS = ("tests/test_target.py",)
@@ -1692,6 +1693,31 @@ MUTANTS: list[Mutant] = [
            "r = search_levels(problem, hw, None, objective,",
            "r = search_levels(problem, variants[0], None, objective,",
            LEVEL_ENERGY_TESTS),
+    # -- issue 29: attnsweep --
+    Mutant("attnsweep: a sweep point priced at one SRAM size for every size", "dsasim/architect/studies/attention_sweep.py",
+           "energy_report(best.access_counts, self.hardware, best.estimated_cycles)",
+           "energy_report(best.access_counts, dataclasses.replace(self.hardware, sram_bytes=65536), "
+           "best.estimated_cycles)", (ATTN_STUDY_TESTS,)),
+    Mutant("attnsweep: the sweep ignores its objective", "dsasim/architect/studies/attention_sweep.py",
+           "search_attention(target.problem, sized, int(size), objective)",
+           "search_attention(target.problem, sized, int(size), \"traffic\")", (ATTN_STUDY_TESTS,)),
+    Mutant("attnsweep: a length-generic template keeps its ragged tiles", "dsasim/architect/studies/attention_shapes.py",
+           '"tiles": {"br": ceil_div(t["br"], hardware.tensorcore_in_channels) * hardware.tensorcore_in_channels,',
+           '"tiles": {"br": t["br"],', (ATTN_STUDY_TESTS,)),
+    Mutant("attnsweep: a template that does not fit costs its cycles", "dsasim/architect/studies/attention_shapes.py",
+           "return float(a.estimated_cycles) if a.peak_sram_bytes <= hardware.sram_bytes else math.inf",
+           "return float(a.estimated_cycles)", (ATTN_STUDY_TESTS,)),
+    Mutant("attnsweep: --vary n+m moves the query length only", "dsasim/architect/studies/attention_shapes.py",
+           '**{d: v for d in dim.split("+")}', '**{dim.split("+")[0]: v}', (ATTN_STUDY_TESTS,)),
+    Mutant("attnsweep: --confirm does not compare the trace with the model", "dsasim/architect/studies/attention_timing.py",
+           "        if traced != modelled:\n", "        if False:\n", (ATTN_STUDY_TESTS,)),
+    Mutant("attnsweep: the vector stall read from the drain", "dsasim/architect/studies/attention_timing.py",
+           'VECTOR_STALL = "vector"', 'VECTOR_STALL = "drain"', (ATTN_STUDY_TESTS,)),
+    Mutant("attnsweep: a confirmed choice keeps the estimated cycles", "dsasim/architect/studies/attention_target.py",
+           'return self._figure("estimated_cycles") if self.timing is None else self.timing.cycles',
+           'return self._figure("estimated_cycles")', (ATTN_STUDY_TESTS,)),
+    Mutant("attnsweep: --confirm 1 never looks up the kernel", "dsasim/architect/studies/attention_target.py",
+           'runner = options.kernel("attention") if confirm else None', "runner = None", (ATTN_STUDY_TESTS,)),
 ]
 
 

@@ -428,7 +428,7 @@ def test_cli_search_attention_json_is_the_models(tmp_path, capsys):
 
 @pytest.mark.parametrize("argv, words", [
     (["search", "attention:h=6,hkv=4,n=64,d=16"], "multiple of hkv=4"),
-    (["search", "attention:h=4,n=64,d=16", "--confirm", "1"], "--confirm 1 does not apply to attention"),
+    (["search", "attention:h=4,n=64,d=16", "--confirm", "2"], "--confirm 2 does not apply to attention"),
     (["search", "attention:h=4,n=64,d=16", "--no-slide"], "--no-slide does not apply to attention"),
     (["search", "attention:h=4,n=64,d=16", "--hardware", "blog-l1"], "levels below it"),
 ])

@@ -345,7 +345,7 @@ def schedule_inputs(names: Sequence[str] | None) -> list[FileUse]:
 
 # the kernels the CLI runs, each through its entry-point group `dsasim.<kind>_runner` (the library never imports
 # dsasim.kernels): the generic LoopNest kernel, the LevelNest kernel, the fused-chain kernel
-RUNNER_KINDS = ("loopnest", "levelnest", "fused")
+RUNNER_KINDS = ("loopnest", "levelnest", "fused", "attention")
 
 
 def kernel_runner(kind: str) -> Callable[..., Any] | None:

@@ -7,6 +7,8 @@ LAYER as for `dsasim search` (blog-conv, resnet50.<name>, gemm-1024, conv:..., g
 or hw (both); matmul m, n, k; several joined by + move together (m+n). Per shape: the best schedule's estimated
 cycles, traffic, TensorCore utilization and padding waste; then the single shape-generic schedule and the dispatch
 table (shape ranges -> schedules) that keeps every shape within --max-loss of its own optimum (after DietCode).
+An attention spec (attention:b=..,h=..,n=..,d=..) varies n, m or n+m (query length, key length, both): its
+templates are schedule kinds with whole-block tiles, and the schedule chosen at the largest length is reported too.
 """
 
 from __future__ import annotations
@@ -29,7 +31,8 @@ __all__ = ["COMMAND", "format_shapes"]
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """The arguments of `dsasim shapes`."""
-    p.add_argument("layer", help="a layer (as for dsasim search): blog-conv, resnet50.<name>, conv:..., gemm:...")
+    p.add_argument("layer", help="a layer (as for dsasim search): blog-conv, resnet50.<name>, conv:..., gemm:..., "
+                                   "or attention:... (vary n, m or n+m)")
     p.add_argument("--vary", required=True, metavar="DIM=LO:HI[:STEP]",
                    help="the dimension to sweep and its values, e.g. m=1:128, n=1:16, hw=7:56:7, m+n=1:128:8")
     p.add_argument("--sram", metavar="SIZE", help="SRAM size, e.g. 256KiB (default: the hardware's)")
@@ -45,7 +48,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _tiles(template: dict) -> str:
-    return " ".join(f"{d}{t}" for d, t in template["tiles"].items())
+    kind = f"{template['kind']} " if "kind" in template else ""  # an attention template: its schedule kind
+    return kind + " ".join(f"{d}{t}" for d, t in template["tiles"].items())
 
 
 def format_shapes(sweep: ShapeSweep) -> str:
@@ -88,6 +92,10 @@ def run(args: argparse.Namespace) -> int:
     from dsasim.architect.studies.shapes import parse_vary, shape_problems, sweep_shapes
     from dsasim.architect.studies.sweep import parse_bytes
 
+    from dsasim.architect.problems.attention import is_attention
+
+    if is_attention(args.layer):
+        return _run_attention(args)
     try:
         problem = parse_layer(args.layer)
         hardware = load_hardware(args.hardware)
@@ -117,6 +125,59 @@ def run(args: argparse.Namespace) -> int:
     print(format_shapes(sweep))
     write_outputs(sweep, json_path, plot_path, "plot_shapes")
     return 0 if all(p.cycles is not None for p in sweep.points) else 1
+
+
+def _run_attention(args: argparse.Namespace) -> int:
+    """`dsasim shapes attention:... --vary n|m|n+m=...`: per length the best schedule, the single length-generic
+    schedule, the one chosen at the largest length, and the dispatch table (`studies.attention_shapes`)."""
+    from dsasim.architect.problems.attention import parse_attention
+    from dsasim.architect.studies.attention_shapes import (attention_shape_problems, sweep_attention_shapes,
+                                                           template_loss)
+    from dsasim.architect.studies.shapes import parse_vary
+
+    try:
+        if args.jobs != 2 or args.force:  # the lengths' searches are quick and run here, never refused
+            raise ValueError("--jobs and --force do not apply to attention (its searches take well under a second "
+                             "per length and run in this process); leave them out")
+        problem = parse_attention(args.layer)
+        hardware = _sized_hardware(args)
+        dim, values = parse_vary(args.vary)
+        attention_shape_problems(problem, dim, values)  # every length valid before any search
+        max_loss = parse_percent(args.max_loss, "--max-loss")
+        json_path, plot_path = json_and_plot_paths(args)
+        sweep = sweep_attention_shapes(problem, dim, values, hardware, max_loss)
+    except ValueError as err:
+        raise CliError(str(err)) from None
+    text = format_shapes(sweep)
+    fitting = [p for p in sweep.points if p.cycles is not None]
+    if fitting:
+        from dsasim.architect.studies.attention_shapes import _generic
+
+        largest = _generic(fitting[-1], hardware)
+        loss = template_loss(sweep, largest)
+        if loss is not None:
+            text += (f"\nthe schedule chosen at the largest {dim} ({fitting[-1].value}), made generic: "
+                     f"#{sweep.templates.index(largest)} ({_tiles(largest)}), loss max "
+                     + ("does not fit every length" if loss == float("inf") else f"{100 * loss:.1f}%"))
+    print(text)
+    write_outputs(sweep, json_path, plot_path, "plot_shapes")
+    return 0 if len(fitting) == len(sweep.points) else 1
+
+
+def _sized_hardware(args: argparse.Namespace):
+    """The hardware of --hardware, one-level, with --sram's size when given; ValueError otherwise."""
+    import dataclasses
+
+    from dsasim.architect.studies.sweep import parse_bytes
+
+    hardware = load_hardware(args.hardware)
+    require_one_level(hardware, "shape sweep")
+    if args.sram is not None:
+        try:
+            hardware = dataclasses.replace(hardware, sram_bytes=parse_bytes(args.sram))
+        except ValueError as err:
+            raise ValueError(f"--sram: {err}") from None
+    return hardware
 
 
 COMMAND = Command(

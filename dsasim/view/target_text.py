@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from dsasim.architect.studies.level_target import LevelChoice
     from dsasim.architect.studies.target_sweep import TargetSweep
 
-__all__ = ["CHOICE_TEXTS", "SWEEP_VIEWS", "SweepView", "format_chain_choice", "format_chain_sweep", "format_choice",
+__all__ = ["CHOICE_TEXTS", "SWEEP_VIEWS", "SweepView", "format_attention_sweep", "format_chain_choice", "format_chain_sweep", "format_choice",
            "format_layer_choice", "format_level_choice", "format_level_sweep", "format_levels", "format_sweep",
            "format_target_sweep", "plot_target_sweep", "sweep_view"]
 
@@ -194,6 +194,17 @@ def format_attention_choice(choice: Any, wall_seconds: float) -> str:
             tiles = f"{a.schedule.br}x{a.schedule.bc}"
             lines.append(f"  {kind:12}{tiles:>12}{a.traffic_bytes:>16,}{a.peak_sram_bytes:>14,}"
                          f"{a.estimated_cycles:>16,}")
+    if choice.traced:
+        lines.append("  confirmed    traced: every count equals the model's")
+    timing = choice.timing
+    if timing is not None:
+        idle = timing.cycles - timing.tensorcore_busy_cycles
+        causes = ", ".join(f"{cause} {n:,}" for cause, n in sorted(timing.stall_cycles.items(),
+                                                                    key=lambda kv: (-kv[1], kv[0])))
+        lines += [f"  simulated    {timing.cycles:,} cycles (TensorCore busy {timing.tensorcore_busy_cycles:,}, vector "
+                  f"busy {timing.vector_busy_cycles:,}, DMA busy {timing.dma_busy_cycles:,})",
+                  f"  TC stalls    {idle:,} idle cycles: waiting for the vector unit {timing.vector_stall_cycles:,} "
+                  f"({100 * timing.vector_stall_cycles / timing.cycles:.1f}% of the run); by cause: {causes or 'none'}"]
     lines.append(f"  searched     {result.evaluations:,} schedules (counted by the model, equal to the trace); "
                  f"{wall_seconds:.2f} s in all")
     return "\n".join(lines)
@@ -281,6 +292,25 @@ def format_level_sweep(sweep: TargetSweep, n_sizes: int) -> str:
         f"{n_sizes} sizes, {sweep.evaluations:,} nests evaluated, {sweep.seconds:.2f} s"])
 
 
+def format_attention_sweep(sweep: TargetSweep, n_sizes: int) -> str:
+    """An attention sweep's `TargetSweep` (choices: `AttentionSweepPoint`): per SRAM size the best schedule (kind,
+    query rows x keys per tile), its traffic beside the compulsory bound, peak, estimated cycles, energy, area."""
+    from dsasim.architect.studies.sweep import format_bytes
+
+    header = ("SRAM", "best", "traffic B", "compulsory B", "best/bound", "peak SRAM B", "cycles", "energy uJ",
+              "area mm2")
+    rows = [(format_bytes(p.sram_bytes), p.schedule_label or "nothing fits", p.traffic_bytes, p.compulsory_bytes,
+             None if p.traffic_bytes is None else f"{p.traffic_bytes / p.compulsory_bytes:.3f}", p.peak_sram_bytes,
+             None if p.cycles is None else f"{p.cycles:,} (est)", *_energy_cells(p))
+            for p in sweep.choices]
+    return "\n".join([
+        f"{sweep.spec} on {sweep.hardware.name}: the best schedule per SRAM size (objective {sweep.objective}; "
+        f"counted by the model, equal to the trace)",
+        format_table(header, rows),
+        f"{n_sizes} sizes, {sweep.evaluations:,} schedules evaluated, {sweep.seconds:.2f} s; best: kind, query rows "
+        f"x keys per tile"])
+
+
 @dataclass(frozen=True)
 class SweepView:
     """How a kind's sweep is shown: `text(result, n_sizes)` (the table and its summary; `n_sizes` as given on the
@@ -298,6 +328,7 @@ SWEEP_VIEWS: dict[str, SweepView] = {
     "layer": SweepView(_layer_sweep_text, "plot_sweep"),
     "chain": SweepView(_chain_sweep_text, "plot_sweep"),
     "levels": SweepView(format_level_sweep, "plot_level_sweep"),
+    "attention": SweepView(format_attention_sweep, "plot_sweep"),
 }
 
 

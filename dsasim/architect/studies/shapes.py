@@ -32,7 +32,7 @@ from dsasim.one_level import require_one_level
 from dsasim.util import parse_whole
 
 __all__ = ["MAX_SHAPES", "estimate_shapes_work", "shape_problems", "DispatchEntry", "ShapePoint", "ShapeSweep",
-           "parse_vary", "sweep_shapes", "vary_problem"]
+           "parse_vary", "shape_sweep_of", "sweep_shapes", "vary_problem"]
 
 _CONV_KEYS = ("n", "ic", "oc", "h", "w")
 _GEMM_KEYS = ("m", "n", "k")
@@ -333,21 +333,37 @@ def sweep_shapes(problem: Problem, dim: str, values: Sequence[int], hardware: Ac
         else:
             points.append(ShapePoint(value=v, problem=p, nest=f.nest, cycles=f.cycles, traffic_bytes=f.traffic_bytes,
                                      tensorcore_utilization=f.tensorcore_utilization, energy=f.energy))
+    return shape_sweep_of(problem, dim, hardware, points, lambda p: _template(p.nest, p.problem, hardware),
+                          _exact, lambda t, q: _cost(t, q, hardware), max_loss)
+
+
+def _exact(p: ShapePoint) -> dict[str, Any]:
+    """A shape's own optimum as a template (not shape-generic: its tiles exactly)."""
+    return {"order": list(p.nest["order"]), "tiles": dict(p.nest["tiles"]), "stage": dict(p.nest["stage"]),
+            "ways": dict(p.nest["ways"]), "slide": list(p.nest.get("slide", ())), "generic": False}
+
+
+def shape_sweep_of(problem: Any, dim: str, hardware: Accelerator, points: Sequence[ShapePoint],
+                   template_of: Callable[[ShapePoint], dict[str, Any]],
+                   exact_of: Callable[[ShapePoint], dict[str, Any]],
+                   cost_of: Callable[[dict[str, Any], Any], float], max_loss: float) -> ShapeSweep:
+    """The `ShapeSweep` of per-shape bests `points` (module docstring), for any kind of problem: `template_of(point)`
+    makes a point's best shape-generic, `exact_of(point)` keeps it exact, `cost_of(template, problem)` is a
+    template's estimated cycles on a shape (inf where it does not fit)."""
     templates: list[dict[str, Any]] = []
     for p in points:
         if p.nest is not None:
-            t = _template(p.nest, p.problem, hardware)
+            t = template_of(p)
             if t not in templates:
                 templates.append(t)
-    cost = [tuple(_cost(t, p.problem, hardware) for p in points) for t in templates]
+    cost = [tuple(cost_of(t, p.problem) for p in points) for t in templates]
     # a rounded-up template may cost its own shape a little: the per-shape optimum stays the reference, and a shape
     # no template serves within the bound gets its own optimum's exact nest as one more template
     for i, p in enumerate(points):
         if p.cycles is not None and not any(c[i] <= (1 + max_loss) * p.cycles * (1 + 1e-12) for c in cost):
-            exact = {"order": list(p.nest["order"]), "tiles": dict(p.nest["tiles"]), "stage": dict(p.nest["stage"]),
-                     "ways": dict(p.nest["ways"]), "slide": list(p.nest.get("slide", ())), "generic": False}
+            exact = exact_of(p)
             templates.append(exact)
-            cost.append(tuple(_cost(exact, q.problem, hardware) for q in points))
+            cost.append(tuple(cost_of(exact, q.problem) for q in points))
     fitting = [i for i, p in enumerate(points) if p.cycles is not None]
     single = None
     if templates and fitting:
