@@ -52,10 +52,9 @@ def add_arguments(s: argparse.ArgumentParser) -> None:
                    "scheduler, dask://, whose workers are its own)")
     s.add_argument("--vary", action="append", default=[], metavar="FIELD=V1,V2,...",
                    help="(--network) a hardware grid: each value of a field (repeat for a product), e.g. "
-                        "dram_bytes_per_cycle=16,32,64")
-    # no default here: given to a sweep it does not apply to, it is refused (_refuse); the sweeps default to it
-    add_objective_argument(s, None, scope="(--network, a chain, or hardware with levels) ",
-                           note="; a single layer's sweep ranks by traffic")
+                        "dram_bytes_per_cycle=16,32,64 or dram_type=LPDDR4,HBM2")
+    # no default here: every sweep ranks by it, each defaulting to DEFAULT_OBJECTIVE
+    add_objective_argument(s, None, scope="at each size, ")
     s.add_argument("--sizes", required=True, metavar="LO:HI[:POINTS]",
                    help="SRAM sizes, geometric from LO to HI, e.g. 64KiB:8MiB:20 (or a list A,B,C)")
     s.add_argument("--hardware", metavar="PRESET|FILE", default="blog",
