@@ -57,6 +57,7 @@ __all__ = ["Network", "NetworkAttention", "NetworkChain", "NetworkImportError", 
            "load_network", "WEIGHTS", "KV_CACHE", "ACTIVATIONS"]
 
 TENSORCORE, VECTOR, UNMODELLED, CHAIN = "tensorcore", "vector", "unmodelled", "chain"
+ATTENTION = "attention"  # an attention group evaluated as one fused entry (network_eval)
 
 # canonical op names (fx function/method names, aten schema names and module classes all map onto these)
 _VIEWS = {"view", "reshape", "flatten", "permute", "transpose", "contiguous", "unsqueeze", "squeeze", "expand",
@@ -196,6 +197,19 @@ class NetworkAttention:
         """The block as an attention target's spec: attention:b=..,h=..,hkv=..,n=..,m=..,d=..[,causal=1]."""
         return (f"attention:b={self.b},h={self.h},hkv={self.hkv},n={self.n},m={self.m},d={self.d}"
                 + (f",dv={self.dv}" if self.dv != self.d else "") + (",causal=1" if self.causal else ""))
+
+    def problem(self) -> Any:
+        """The group as an `AttentionProblem` the attention search takes, or None where it cannot (V's head
+        dimension differs from Q's and K's, or the sizes are past the exact-count limit): the group stays
+        unfused."""
+        from dsasim.architect.problems.attention import AttentionProblem
+        if self.dv != self.d:
+            return None
+        try:
+            return AttentionProblem(b=self.b, h=self.h, hkv=self.hkv, n=self.n, m=self.m, d=self.d,
+                                    causal=self.causal)
+        except ValueError:
+            return None
 
     def to_json(self, network: Network) -> dict[str, Any]:
         """spec, source, whether masked, and the member layers' names."""
