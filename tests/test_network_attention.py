@@ -80,3 +80,19 @@ def test_sweep_sram_network_in_a_process_pool_fuses_the_same(tmp_path):
     assert one == json.loads((tmp_path / "pool.json").read_text())
     expected = [r.traffic_bytes for r in _results(True)]
     assert [p["traffic_bytes"] for p in one["points"]] == expected
+
+
+def test_an_attention_mask_is_loaded_beside_the_fused_schedule_and_added_on_chip():
+    from dsasim.architect.studies.network import import_network
+    from tests.test_llm_layers import Sdpa
+
+    net = import_network(Sdpa(mask=True), (2, 8, 64))
+    entry = next(x for x in evaluate_network(net, [BLOG], [1 << 20])[0][0].layers if x.layer.kind == ATTENTION)
+    best = search_attention(AttentionProblem(b=2, h=4, hkv=4, n=8, m=8, d=16), BLOG, 1 << 20).best
+    # q = k = v (2, 4, 8, 16): Q, K, V, O each 2*4*8*16 = 1024 B at 1 MiB (all on chip, read once); the (8, 8)
+    # mask is 64 B loaded beside it
+    assert best.traffic_bytes == 4 * 1024
+    assert entry.traffic_bytes == entry.compulsory_bytes == 4 * 1024 + 64
+    # the mask added to each of the 2*4*8*8 = 512 scores: one lane operation each, beside the schedule's
+    assert entry.access_counts.vector_lane_ops == best.vector_lane_ops + 512
+    assert entry.cycles == best.estimated_cycles + -(-512 // BLOG.vector_lanes)
