@@ -508,6 +508,8 @@ class NetworkSweep:
                                "lower_bound_bytes": r.lower_bound_bytes, "compulsory_bytes": r.compulsory_bytes,
                                "partial": r.partial, "unmodelled": r.unmodelled, "unplaceable": r.unplaceable,
                                **energy_json(r.energy), "energy_left_out": r.energy_left_out})
+                if r.per_token is not None:  # a token model's layer (an LLM decoder layer, a BERT layer)
+                    points[-1]["per_token"] = r.per_token.to_json()
         out: dict[str, Any] = {"network": self.network.name, "sizes": list(self.sizes),
                                "hardware": [dataclasses.asdict(h) for h in self.hardwares], "points": points,
                                "sizing": {h.name: a.to_json() for h, a in zip(self.hardwares, self.sizing())}}
