@@ -1739,6 +1739,16 @@ MUTANTS: list[Mutant] = [
     Mutant("attnnet: the work estimate leaves the attention searches out", "dsasim/architect/studies/sweep.py",
            "    attentions = list(dict.fromkeys(problem for _, problem in in_attention.values()))",
            "    attentions = []", (ATTNNET_TESTS,)),
+    Mutant("attnnet: --vary-network keeps the spec's own value of the varied parameter",
+           "dsasim/architect/studies/network_vary.py",
+           "    kept = [item for item in kept if by_name.get(item.partition(\"=\")[0].strip()) != canonical]\n", "",
+           ("tests/test_network_vary.py",)),
+    Mutant("attnnet: --vary-network accepts a value twice", "dsasim/architect/studies/network_vary.py",
+           "    if len(set(values)) != len(values):", "    if False:", ("tests/test_network_vary.py",)),
+    Mutant("attnnet: a network sweep's points leave the per-token figures out",
+           "dsasim/architect/studies/network_eval.py",
+           "                if r.per_token is not None:  # a token model's layer", "                if False:  #",
+           ("tests/test_network_vary.py",)),
 ]
 
 
