@@ -64,3 +64,26 @@ def test_decode_bytes_per_token_by_batch(tmp_path, capsys):
     # the same at any batch
     assert one["kv_cache"] == eight["kv_cache"] == 2 * 4097 * 8 * 128 + 2 * 8 * 128
     assert "per token" in text and "tokens/s" in text and f"{LLAMA},batch=8:" in text
+
+
+def test_the_decode_batch_figures_command():
+    """plots/llm_decode_batch.py's numbers: its COMMAND's JSON, checked here."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent.parent / "plots" / "llm_decode_batch.py"
+    spec = importlib.util.spec_from_file_location("llm_decode_batch", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    data = module.decode_batch_figures()
+    assert [s["network"].rsplit("=", 1)[1] for s in data["sweeps"]] == ["1", "8", "32"]
+    for sweep, batch in zip(data["sweeps"], (1, 8, 32)):
+        for point in sweep["points"]:
+            per = point["per_token"]
+            # weights 218,112,512 B per step shared by the batch; the KV cache per sequence (as above)
+            assert per["bytes_per_token"]["weights"] == 218_112_512 / batch
+            assert per["bytes_per_token"]["kv_cache"] == 2 * 4097 * 8 * 128 + 2 * 8 * 128
+    # batch 1 moves ~1 byte per MAC (memory-bound); at batch 32 the weights' share is 1/32 and the MACs per byte
+    # rise past the blog's 384 MACs / 32 B = 12 per byte of the compute/memory balance
+    assert data["sweeps"][0]["points"][0]["per_token"]["bound"] == "memory"
+    assert data["sweeps"][2]["points"][0]["per_token"]["bound"] == "compute"
