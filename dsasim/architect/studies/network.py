@@ -53,7 +53,8 @@ from typing import Any, Iterable, Mapping, Sequence
 from dsasim.architect.nests.loopnest import ConvProblem, MatmulProblem, Problem
 from dsasim.util import is_ascii_whole
 
-__all__ = ["Network", "NetworkAttention", "NetworkChain", "NetworkImportError", "NetworkLayer", "import_network",
+__all__ = ["Network", "NetworkAttention", "NetworkChain", "NetworkImportError", "NetworkLayer", "fused_attentions",
+           "import_network",
            "load_network", "WEIGHTS", "KV_CACHE", "ACTIVATIONS"]
 
 TENSORCORE, VECTOR, UNMODELLED, CHAIN = "tensorcore", "vector", "unmodelled", "chain"
@@ -215,6 +216,19 @@ class NetworkAttention:
         """spec, source, whether masked, and the member layers' names."""
         return {"spec": self.spec(), "source": self.source, "masked": self.masked,
                 "layers": [network.layers[i].name for i in self.members]}
+
+
+def fused_attentions(network: Network, fusion: bool) -> dict[int, tuple[NetworkAttention, Any]]:
+    """With `fusion`, the attention groups evaluated as one entry, by the index of each member layer: (group, its
+    `AttentionProblem`); a group the attention search cannot take is left out (its layers stay)."""
+    if not fusion:
+        return {}
+    out: dict[int, tuple[NetworkAttention, Any]] = {}
+    for group in network.attentions:
+        problem = group.problem()
+        if problem is not None:
+            out.update((i, (group, problem)) for i in group.members)
+    return out
 
 
 @dataclass(frozen=True)

@@ -37,7 +37,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Sequence
 
 from dsasim.architect.studies.network import (ATTENTION, CHAIN, KV_CACHE, TENSORCORE, UNMODELLED, VECTOR, Network,
-                                              NetworkAttention, NetworkChain, NetworkLayer)
+                                              NetworkAttention, NetworkChain, NetworkLayer, fused_attentions)
 from dsasim.architect.search.objective import DEFAULT_OBJECTIVE, Objective, objective_named
 from dsasim.architect.studies.target_figures import TargetFigures, sweep_target_task
 from dsasim.architect.studies.target_kinds import network_target_of
@@ -291,19 +291,6 @@ def _attention_outcome(network: Network, group: NetworkAttention, hardware: Acce
         tensorcore_utilization=tensorcore_utilization(found.macs, found.tensorcore_cycles, hardware),
         peak_sram_bytes=found.peak_sram_bytes, schedule=found.schedule,
         energy=None if counts is None else energy_report(counts, hardware, cycles), access_counts=counts)
-
-
-def fused_attentions(network: Network, fusion: bool) -> dict[int, tuple[NetworkAttention, Any]]:
-    """With `fusion`, the attention groups evaluated as one entry, by the index of each member layer: (group, its
-    `AttentionProblem`); a group the attention search cannot take is left out (its layers stay)."""
-    if not fusion:
-        return {}
-    out: dict[int, tuple[NetworkAttention, Any]] = {}
-    for group in network.attentions:
-        problem = group.problem()
-        if problem is not None:
-            out.update((i, (group, problem)) for i in group.members)
-    return out
 
 
 def check_network_objective(network: Network, objective: Objective | str, fusion: bool) -> None:

@@ -383,7 +383,7 @@ def estimate_network_sweep_work(network: Any, hardwares: Sequence[Accelerator], 
         raise ValueError(f"estimate_network_sweep_work: n_sizes and workers must be >= 1, got {n_sizes}, {workers}")
     objective = objective_named(objective)
     chains = network.chains if fusion else ()
-    from dsasim.architect.studies.network_eval import fused_attentions
+    from dsasim.architect.studies.network import fused_attentions
     in_attention = fused_attentions(network, fusion)
     in_chain = {i for nc in chains for i in nc.members} | set(in_attention)
     problems = list(dict.fromkeys(layer.problem for i, layer in enumerate(network.layers)
