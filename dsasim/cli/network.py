@@ -53,7 +53,8 @@ def add_network_source(p: argparse.ArgumentParser) -> None:
                    help="the example input's shape (a MODULE:ATTR network needs it unless it defines "
                         "example_input_shape; a preset uses its own by default)")
     p.add_argument("--no-fusion", action="store_true",
-                   help="(networks) every layer on its own: no chain of convs is fused (epilogues still are)")
+                   help="(networks) every layer on its own: no chain is fused and attention stays its unfused "
+                        "layers (scores, softmax, output); epilogues still are fused")
     p.add_argument("--verbose", action="store_true",
                    help=f"(networks) show torch's own messages while reading the network (tracebacks, graph "
                         f"dumps), which are otherwise held back; or set {VERBOSE_ENV}=1")
