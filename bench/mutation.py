@@ -60,6 +60,7 @@ RESULTS_TESTS = "tests/test_energy_results.py"
 CHAIN_ENERGY_TESTS = "tests/test_chain_energy_objective.py"
 ATTN_TESTS = "tests/test_attention.py"
 LLM_TESTS = "tests/test_llm_layers.py"
+ATTNNET_TESTS = "tests/test_network_attention.py"
 ATTN_STUDY_TESTS = "tests/test_attention_studies.py"
 BITE_MEMORY_TESTS = ("tests/test_trust_bite_memory.py", "tests/test_memory.py")
 BITE_SEARCH_TESTS = ("tests/test_trust_bite_search.py", "tests/test_search.py")
@@ -1718,6 +1719,36 @@ MUTANTS: list[Mutant] = [
            'return self._figure("estimated_cycles")', (ATTN_STUDY_TESTS,)),
     Mutant("attnsweep: --confirm 1 never looks up the kernel", "dsasim/architect/studies/attention_target.py",
            'runner = options.kernel("attention") if confirm else None', "runner = None", (ATTN_STUDY_TESTS,)),
+    # -- issue 29: attnnet --
+    Mutant("attnnet: fusion leaves the attention groups unfused", "dsasim/architect/studies/network_eval.py",
+           "    if not fusion:\n        return {}\n    out: dict[int, tuple[NetworkAttention, Any]] = {}",
+           "    if True:\n        return {}\n    out: dict[int, tuple[NetworkAttention, Any]] = {}",
+           (ATTNNET_TESTS,)),
+    Mutant("attnnet: a fused attention entry's K and V counted as activations",
+           "dsasim/architect/studies/network_eval.py", 'roles=(("K", KV_CACHE), ("V", KV_CACHE)))',
+           "roles=())", (ATTNNET_TESTS, LLM_TESTS)),
+    Mutant("attnnet: a fused attention entry leaves its mask out", "dsasim/architect/studies/network_eval.py",
+           "    extra = members[0].extra_read_elements * hardware.word_bytes\n    mask_ops",
+           "    extra = 0\n    mask_ops", (ATTNNET_TESTS,)),
+    Mutant("attnnet: the mask's additions are free", "dsasim/architect/studies/network_eval.py",
+           "mask_ops = group.b * group.h * group.n * group.m if group.masked else 0", "mask_ops = 0",
+           (ATTNNET_TESTS,)),
+    Mutant("attnnet: one fused entry per member layer", "dsasim/architect/studies/network_eval.py",
+           "                    if index == group.members[0]:\n", "                    if True:\n",
+           (ATTNNET_TESTS,)),
+    Mutant("attnnet: the work estimate leaves the attention searches out", "dsasim/architect/studies/sweep.py",
+           "    attentions = list(dict.fromkeys(problem for _, problem in in_attention.values()))",
+           "    attentions = []", (ATTNNET_TESTS,)),
+    Mutant("attnnet: --vary-network keeps the spec's own value of the varied parameter",
+           "dsasim/architect/studies/network_vary.py",
+           "    kept = [item for item in kept if by_name.get(item.partition(\"=\")[0].strip()) != canonical]\n", "",
+           ("tests/test_network_vary.py",)),
+    Mutant("attnnet: --vary-network accepts a value twice", "dsasim/architect/studies/network_vary.py",
+           "    if len(set(values)) != len(values):", "    if False:", ("tests/test_network_vary.py",)),
+    Mutant("attnnet: a network sweep's points leave the per-token figures out",
+           "dsasim/architect/studies/network_eval.py",
+           "                if r.per_token is not None:  # a token model's layer", "                if False:  #",
+           ("tests/test_network_vary.py",)),
 ]
 
 

@@ -53,7 +53,8 @@ def add_network_source(p: argparse.ArgumentParser) -> None:
                    help="the example input's shape (a MODULE:ATTR network needs it unless it defines "
                         "example_input_shape; a preset uses its own by default)")
     p.add_argument("--no-fusion", action="store_true",
-                   help="(networks) every layer on its own: no chain of convs is fused (epilogues still are)")
+                   help="(networks) every layer on its own: no chain is fused and attention stays its unfused "
+                        "layers (scores, softmax, output); epilogues still are fused")
     p.add_argument("--verbose", action="store_true",
                    help=f"(networks) show torch's own messages while reading the network (tracebacks, graph "
                         f"dumps), which are otherwise held back; or set {VERBOSE_ENV}=1")
@@ -214,9 +215,19 @@ def format_network(result: NetworkResult, top: int = 5, wide: bool = False) -> s
                      + ", ".join(unpriced))
     if result.per_token is not None:  # a token model's layer: per token, the bound, tokens/s, the whole model
         lines.extend(result.per_token.lines())
+    entries = {x.layer.name: x for x in result.layers}
     for group in result.network.attentions:
-        names = ", ".join(short_layer_name(result.network.layers[i].name) for i in group.members)
-        lines.append(f"  attention {group.spec()} (unfused: {names})")
+        members = [result.network.layers[i].name for i in group.members]
+        fused = entries.get("+".join(members))  # the group as one entry (fusion on and the search takes it)
+        if fused is not None and fused.schedule is not None:
+            sch = fused.schedule
+            lines.append(f"  attention {group.spec()}: best {sch['kind']} br={sch['br']} bc={sch['bc']}, "
+                         f"{fused.traffic_bytes:,} B (bound {fused.lower_bound_bytes:,} B), {fused.cycles:,} cycles")
+        elif fused is not None:
+            lines.append(f"  attention {group.spec()}: no schedule fits ({fused.reason})")
+        else:
+            names = ", ".join(short_layer_name(name) for name in members)
+            lines.append(f"  attention {group.spec()} (unfused: {names})")
     lines.append("dominant layers (share of cycles, of traffic):")
     lines.extend(f"  {_cut(short_layer_name(x.layer.name), 10**6 if wide else 3 * NAME_CELL_CHARS)} "
                  f"{100 * c:.1f}%, {100 * t:.1f}%" for x, c, t in result.dominant(top))

@@ -17,7 +17,7 @@ import dataclasses
 import sys
 from contextlib import nullcontext
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from dsasim.architect.search.objective import DEFAULT_OBJECTIVE
 from dsasim.architect.studies.target import SearchOptions, SweptTarget
@@ -53,6 +53,10 @@ def add_arguments(s: argparse.ArgumentParser) -> None:
     s.add_argument("--vary", action="append", default=[], metavar="FIELD=V1,V2,...",
                    help="(--network) a hardware grid: each value of a field (repeat for a product), e.g. "
                         "dram_bytes_per_cycle=16,32,64 or dram_type=LPDDR4,HBM2")
+    s.add_argument("--vary-network", metavar="PARAMETER=V1,V2,...",
+                   help="(--network, a preset with parameters) one sweep per value of a parameter the preset "
+                        "declares, e.g. batch=1,8,32 for llama3-8b-layer:phase=decode,context=4096; per-token "
+                        "figures per size (bytes per token by weights / KV cache / activations, tokens/s)")
     # no default here: every sweep ranks by it, each defaulting to DEFAULT_OBJECTIVE
     add_objective_argument(s, None, scope="at each size, ")
     s.add_argument("--sizes", required=True, metavar="LO:HI[:POINTS]",
@@ -83,6 +87,7 @@ _OPTIONS = {"--within": ("within", "--network sweeps"), "--input-shape": ("input
             "--vary": ("vary", "--network sweeps"), "--no-fusion": ("no_fusion", "--network sweeps"),
             "--executor": ("executor", "--network sweeps"), "--jobs": ("jobs", "--network sweeps"),
             "--verbose": ("verbose", "--network sweeps"),
+            "--vary-network": ("vary_network", "--network sweeps of a preset with parameters"),
             "--level": ("level", "a LAYER's sweep"),
             "--no-slide": ("no_slide", "a single layer's sweep (with or without --level)"),
             "--no-simulate": ("no_simulate", "a layer's or a chain's sweep (--network and --level cycles are "
@@ -113,8 +118,8 @@ def run(args: argparse.Namespace) -> int:
         return _run_network(args)
     if args.layer is None:
         raise CliError("give a LAYER (or CHAIN) to sweep, or --network NAME")
-    _refuse(args, ("--within", "--input-shape", "--vary", "--no-fusion", "--executor", "--jobs", "--verbose"),
-            "a LAYER's sweep")
+    _refuse(args, ("--within", "--input-shape", "--vary", "--no-fusion", "--executor", "--jobs", "--verbose",
+                   "--vary-network"), "a LAYER's sweep")
     options = SearchOptions(simulate=not args.no_simulate, slide=not args.no_slide, force=args.force,
                             warn=warner("sweep-sram"), kernels=kernel_runner)
     try:
@@ -180,6 +185,15 @@ def format_network_sweep(sweep: NetworkSweep) -> str:
              None if r.energy is None else f"{r.energy.area_mm2:.3f}", len(r.left_out) or None)
             for row in sweep.results for r in row]
     lines = [format_table(header, rows)]
+    for row in sweep.results:  # a token model's layer: per size, its bytes per token and tokens/s
+        for r in row:
+            f = r.per_token
+            if f is not None:
+                t = f.tokens
+                lines.append(f"{r.hardware.name} {format_bytes(r.sram_bytes)}: per token {f.traffic_bytes / t:,.1f} B "
+                             f"(weights {f.weights_bytes / t:,.1f}, KV cache {f.kv_cache_bytes / t:,.1f}, "
+                             f"activations {f.activation_bytes / t:,.1f}), {f.bound}-bound, "
+                             f"{f.tokens_per_second:,.1f} tokens/s for this layer")
     for hw, answers in zip(sweep.hardwares, sweep.sizing()):
         lines.append(f"{hw.name}: {format_sizing(answers)}")
     if any(r.partial for row in sweep.results for r in row):
@@ -196,6 +210,19 @@ def format_network_sweep(sweep: NetworkSweep) -> str:
     return "\n".join(lines)
 
 
+def _networks_work(networks: list[Any], hardwares: list[Any], n_sizes: int, fusion: bool, workers: int,
+                   objective: str) -> Any:
+    """The sweeps of `networks` together (`estimate_network_sweep_work` each, summed): one WorkEstimate."""
+    from dsasim.architect.studies.sweep import estimate_network_sweep_work
+    works = [estimate_network_sweep_work(n, hardwares, n_sizes, fusion, workers, objective) for n in networks]
+    if len(works) == 1:
+        return works[0]
+    total = works[0]
+    for w in works[1:]:
+        total = total + w
+    return dataclasses.replace(total, what=f"{len(works)} network sweeps: " + "; ".join(w.what for w in works))
+
+
 _NETWORK_SMALLER = "fewer SRAM sizes, fewer hardware (--vary values), or more workers (--jobs)"
 
 
@@ -206,6 +233,7 @@ def _run_network(args: argparse.Namespace) -> int:
     from dsasim.architect.studies.network_eval import check_network_objective, sweep_network, vary_hardware
     from dsasim.architect.search.layer_search import check_work
     from dsasim.architect.studies.sweep import estimate_network_sweep_work, parse_sizes
+    from dsasim.architect.studies.network_vary import NetworkVariation, vary_network_specs
     from dsasim.cli.network import load_network_quietly, warn_partial
 
     _refuse(args, ("--level", "--no-slide", "--no-simulate"), "a --network sweep")
@@ -229,15 +257,24 @@ def _run_network(args: argparse.Namespace) -> int:
         if energy_plot_path is not None and len(hardwares) > 1:
             raise ValueError(f"--energy-plot draws one hardware's energy; this sweep has {len(hardwares)} (a list "
                              f"or --vary): sweep one hardware for the plot, the JSON has every one's energy")
+        specs = [args.network]
+        if args.vary_network is not None:
+            specs = vary_network_specs(args.network, args.vary_network)
+            for flag, given in (("--plot", plot_path), ("--energy-plot", energy_plot_path),
+                                ("--input-shape", args.input_shape)):
+                if given is not None:
+                    raise ValueError(f"{flag} does not apply with --vary-network (one network per value: the JSON "
+                                     f"has every one's sweep; plots/llm_decode_batch.py draws them); leave it out")
     except ValueError as err:
         raise CliError(str(err)) from None
-    network = load_network_quietly(args)
+    networks = [load_network_quietly(argparse.Namespace(**{**vars(args), "network": spec})) for spec in specs]
     work = None  # the sweep's estimate, checked before it starts and shown on its progress bar
     try:
-        check_network_objective(network, args.objective or DEFAULT_OBJECTIVE.name, not args.no_fusion)
+        for network in networks:
+            check_network_objective(network, args.objective or DEFAULT_OBJECTIVE.name, not args.no_fusion)
         if not executor_spec.startswith("dask://"):  # refused before any worker starts
-            work = estimate_network_sweep_work(network, hardwares, len(sizes), not args.no_fusion, jobs,
-                                               args.objective or DEFAULT_OBJECTIVE.name)
+            work = _networks_work(networks, hardwares, len(sizes), not args.no_fusion, jobs,
+                                  args.objective or DEFAULT_OBJECTIVE.name)
             check_work(work, args.force, warner("sweep-sram"), smaller=_NETWORK_SMALLER)
         executor = open_executor(executor_spec, jobs)
     except ValueError as err:
@@ -246,19 +283,27 @@ def _run_network(args: argparse.Namespace) -> int:
         if executor_spec.startswith("dask://"):  # its workers, counted now that it is reached
             workers = max(1, len(executor.client.nthreads()))
             try:
-                work = estimate_network_sweep_work(network, hardwares, len(sizes), not args.no_fusion, workers,
-                                                   args.objective or DEFAULT_OBJECTIVE.name)
+                work = _networks_work(networks, hardwares, len(sizes), not args.no_fusion, workers,
+                                      args.objective or DEFAULT_OBJECTIVE.name)
                 check_work(work, args.force, warner("sweep-sram"), smaller=_NETWORK_SMALLER)
             except ValueError as err:
                 raise CliError(str(err)) from None
-        sweep = sweep_network(network, hardwares, sizes, executor, progress=not args.quiet, within=within,
-                              objective=args.objective or DEFAULT_OBJECTIVE.name, fusion=not args.no_fusion,
-                              estimated_seconds=work.seconds)
+        sweeps = [sweep_network(network, hardwares, sizes, executor, progress=not args.quiet, within=within,
+                                objective=args.objective or DEFAULT_OBJECTIVE.name, fusion=not args.no_fusion,
+                                estimated_seconds=work.seconds / len(networks))
+                  for network in networks]
     except WorkersLostError as err:
         print(f"dsasim sweep-sram: {err}", file=sys.stderr)
         return EXIT_FAILED
     finally:
         executor.close()
+    if args.vary_network is not None:
+        print("\n\n".join(f"{s.network.name}:\n{format_network_sweep(s)}" for s in sweeps))
+        write_outputs(NetworkVariation(args.vary_network, tuple(sweeps)), json_path, None, "")
+        results = [r for s in sweeps for row in s.results for r in row]
+        warn_partial("sweep-sram", "the sweep's totals are", results)
+        return EXIT_FAILED if any(r.partial for r in results) else 0
+    sweep = sweeps[0]
     print(format_network_sweep(sweep))
     write_outputs(sweep, json_path, plot_path, "plot_network_sweep")
     if energy_plot_path is not None:

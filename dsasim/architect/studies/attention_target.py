@@ -6,7 +6,8 @@ the SRAM size, with the best of every kind beside it and the compulsory traffic 
 the kernel found by the entry point group `dsasim.attention_runner`): the trace must equal the model, and the
 choice's cycles become the simulated ones, with the TensorCore's stalls by cause (the vector unit's among them).
 `sweep-sram` sweeps it over SRAM sizes (`attention_sweep`), `shapes` over the sequence length (`attention_shapes`).
-Not yet: the network evaluation (`of_network`).
+In a network (`network_eval`, with fusion) an attention group is one entry: `network_choices` gives its best
+schedule per SRAM size (the `NetworkTarget` protocol; `target_kinds` finds it by `of_network`).
 """
 
 from __future__ import annotations
@@ -102,6 +103,22 @@ class AttentionChoice:
     def evaluations(self) -> int:
         return self.result.evaluations
 
+    @property
+    def tensorcore_cycles(self) -> int | None:
+        """Cycles the TensorCore computes (padding included), None when nothing fits."""
+        return self._figure("tensorcore_cycles")
+
+    @property
+    def access_counts(self) -> Any:
+        """The best schedule's reads and writes (`AccessCounts`: tensors Q, K, V, O, S, P, ...), None when nothing
+        fits."""
+        return None if self.result.best is None else self.result.best.access_counts
+
+    def network_schedule(self) -> tuple[str, dict[str, Any]]:
+        """(label, schedule JSON) for the network evaluation: label 'q-outer br=64 bc=128' (the kind and tiles)."""
+        sch = self.result.best.schedule
+        return f"{sch.kind} br={sch.br} bc={sch.bc}", sch.to_json()
+
     def to_json(self) -> dict[str, Any]:
         """The JSON object of `dsasim search attention:... --json` (no wall times)."""
         out = {"attention": self.spec, **self.result.to_json()}
@@ -168,6 +185,13 @@ class AttentionTarget:
                    smaller="leave --confirm out (the model equals the trace), or a shorter sequence")
         timing = confirm_attention(result.best, sized, runner, options.simulate)
         return AttentionChoice(self.spec, result, timing, traced=True)
+
+    def network_choices(self, sizes: Sequence[int], objective: Objective | str) -> list[AttentionChoice]:
+        """Per SRAM size (bytes, in order), `search_attention`'s best schedule by `objective` (the model's figures,
+        equal to the trace; nothing re-run)."""
+        from dsasim.architect.search.attention_search import search_attention
+        return [AttentionChoice(self.spec, search_attention(self.problem, self.hardware, size, objective))
+                for size in sizes]
 
     # -- sweep-sram: the attention across SRAM sizes (`attention_sweep.sweep_attention`)
     def check_sweep(self, level: str | None, objective: str | None, options: SearchOptions) -> None:

@@ -53,10 +53,12 @@ from typing import Any, Iterable, Mapping, Sequence
 from dsasim.architect.nests.loopnest import ConvProblem, MatmulProblem, Problem
 from dsasim.util import is_ascii_whole
 
-__all__ = ["Network", "NetworkAttention", "NetworkChain", "NetworkImportError", "NetworkLayer", "import_network",
+__all__ = ["Network", "NetworkAttention", "NetworkChain", "NetworkImportError", "NetworkLayer", "fused_attentions",
+           "import_network",
            "load_network", "WEIGHTS", "KV_CACHE", "ACTIVATIONS"]
 
 TENSORCORE, VECTOR, UNMODELLED, CHAIN = "tensorcore", "vector", "unmodelled", "chain"
+ATTENTION = "attention"  # an attention group evaluated as one fused entry (network_eval)
 
 # canonical op names (fx function/method names, aten schema names and module classes all map onto these)
 _VIEWS = {"view", "reshape", "flatten", "permute", "transpose", "contiguous", "unsqueeze", "squeeze", "expand",
@@ -197,10 +199,36 @@ class NetworkAttention:
         return (f"attention:b={self.b},h={self.h},hkv={self.hkv},n={self.n},m={self.m},d={self.d}"
                 + (f",dv={self.dv}" if self.dv != self.d else "") + (",causal=1" if self.causal else ""))
 
+    def problem(self) -> Any:
+        """The group as an `AttentionProblem` the attention search takes, or None where it cannot (V's head
+        dimension differs from Q's and K's, or the sizes are past the exact-count limit): the group stays
+        unfused."""
+        from dsasim.architect.problems.attention import AttentionProblem
+        if self.dv != self.d:
+            return None
+        try:
+            return AttentionProblem(b=self.b, h=self.h, hkv=self.hkv, n=self.n, m=self.m, d=self.d,
+                                    causal=self.causal)
+        except ValueError:
+            return None
+
     def to_json(self, network: Network) -> dict[str, Any]:
         """spec, source, whether masked, and the member layers' names."""
         return {"spec": self.spec(), "source": self.source, "masked": self.masked,
                 "layers": [network.layers[i].name for i in self.members]}
+
+
+def fused_attentions(network: Network, fusion: bool) -> dict[int, tuple[NetworkAttention, Any]]:
+    """With `fusion`, the attention groups evaluated as one entry, by the index of each member layer: (group, its
+    `AttentionProblem`); a group the attention search cannot take is left out (its layers stay)."""
+    if not fusion:
+        return {}
+    out: dict[int, tuple[NetworkAttention, Any]] = {}
+    for group in network.attentions:
+        problem = group.problem()
+        if problem is not None:
+            out.update((i, (group, problem)) for i in group.members)
+    return out
 
 
 @dataclass(frozen=True)

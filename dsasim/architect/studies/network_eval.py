@@ -16,7 +16,13 @@ Per layer kind (see `dsasim.architect.studies.network`):
   cycles = max(lane operations / vector lanes, its DDR bytes / dram_bytes_per_cycle).
 - unmodelled: no figures; listed in `unmodelled`.
 
-An attention group (`Network.attentions`) is evaluated as its unfused member layers, each as above. A layer of a
+- attention (with fusion): an attention group (`Network.attentions`: its scores matmul, softmax and output matmul)
+  is one entry, its best schedule by `search_attention` under the SRAM size (the attention target's
+  `network_choices`, by the same objective: unfused, S or P stored, or online-softmax fused, whichever ranks
+  first); an attention mask is loaded beside it (and added on chip: one lane operation per score, after the
+  schedule's cycles). Its K and V reads are the KV cache in the per-token figures. A group the attention search
+  cannot take (V's head dimension differs, sizes past exact counts) and every group with `fusion` off is evaluated
+  as its unfused member layers, each as above. A layer of a
 token model (`Network.tokens`) adds its per-token figures (`NetworkResult.per_token`, `network_tokens`).
 
 Results depend only on (network, hardware, sizes): the same inputs give byte-identical JSON whichever executor ran
@@ -30,11 +36,13 @@ import math
 from dataclasses import dataclass, field, replace
 from typing import Any, Sequence
 
-from dsasim.architect.studies.network import CHAIN, TENSORCORE, UNMODELLED, VECTOR, Network, NetworkChain, NetworkLayer
+from dsasim.architect.studies.network import (ATTENTION, CHAIN, KV_CACHE, TENSORCORE, UNMODELLED, VECTOR, Network,
+                                              NetworkAttention, NetworkChain, NetworkLayer, fused_attentions)
 from dsasim.architect.search.objective import DEFAULT_OBJECTIVE, Objective, objective_named
 from dsasim.architect.studies.target_figures import TargetFigures, sweep_target_task
 from dsasim.architect.studies.target_kinds import network_target_of
-from dsasim.architect.studies.network_accesses import chain_entry_counts, tensorcore_layer_counts, vector_layer_counts
+from dsasim.architect.studies.network_accesses import (chain_entry_counts, extra_operand_counts,
+                                                       tensorcore_layer_counts, vector_layer_counts)
 from dsasim.energy.accesses import AccessCounts
 from dsasim.energy.report import EnergyReport, energy_json, energy_report
 from dsasim.energy.sizing import EnergyPoint, SizingAnswers
@@ -259,6 +267,32 @@ def _chain_outcome(network: Network, nc: NetworkChain, hardware: Accelerator,
         energy=None if counts is None else energy_report(counts, hardware, found.cycles), access_counts=counts)
 
 
+def _attention_outcome(network: Network, group: NetworkAttention, hardware: Accelerator,
+                       found: TargetFigures | str) -> LayerOutcome:
+    """One entry for an attention group (its members named; its best schedule, kind and tiles, in `schedule`)."""
+    members = [network.layers[i] for i in group.members]
+    label = "" if isinstance(found, str) else f" {found.label}"  # e.g. "q-outer br=64 bc=128"
+    layer = NetworkLayer(name="+".join(m.name for m in members), op="attention" + label, kind=ATTENTION,
+                         shape=group.spec(), fused=tuple(f for m in members for f in (m.name,) + m.fused),
+                         roles=(("K", KV_CACHE), ("V", KV_CACHE)))
+    if isinstance(found, str):
+        return LayerOutcome(layer=layer, status="unplaceable", reason=found)
+    # an attention mask tensor: loaded once beside the schedule (the unfused scores layer's extra operand) and
+    # added to every score (one lane operation each), its vector time after the schedule's (not overlapped)
+    extra = members[0].extra_read_elements * hardware.word_bytes
+    mask_ops = group.b * group.h * group.n * group.m if group.masked else 0
+    cycles = found.cycles + vector_cycles(mask_ops, hardware.vector_lanes)
+    counts = (None if found.access_counts is None else
+              AccessCounts.sum([found.access_counts, extra_operand_counts(extra, mask_ops)]))
+    return LayerOutcome(
+        layer=layer, status="ok", loaded_bytes=found.loaded_bytes + extra, stored_bytes=found.stored_bytes,
+        cycles=cycles, lower_bound_bytes=found.lower_bound_bytes + extra,
+        compulsory_bytes=found.compulsory_bytes + extra, macs=found.macs,
+        tensorcore_utilization=tensorcore_utilization(found.macs, found.tensorcore_cycles, hardware),
+        peak_sram_bytes=found.peak_sram_bytes, schedule=found.schedule,
+        energy=None if counts is None else energy_report(counts, hardware, cycles), access_counts=counts)
+
+
 def check_network_objective(network: Network, objective: Objective | str, fusion: bool) -> None:
     """ValueError (one line) for an objective the network's pieces cannot rank by, before any work: an unknown
     name. Every registered objective ranks a network's single layers and its fused chains (energy and edp price
@@ -291,11 +325,14 @@ def evaluate_network(network: Network, hardwares: Sequence[Accelerator], sizes: 
     caps = tuple(int(s) for s in sizes)
     chains = network.chains if fusion else ()
     in_chain = {i: nc for nc in chains for i in nc.members}
-    # the pieces searched: every distinct problem of a layer outside the chains, then every distinct chain; each
-    # is one target (`network_target_of`: the kind that evaluates it) and one task per hardware
+    in_attention = fused_attentions(network, fusion)
+    # the pieces searched: every distinct problem of a layer outside the chains and fused attention groups, then
+    # every distinct chain, then every distinct attention problem; each is one target (`network_target_of`: the
+    # kind that evaluates it) and one task per hardware
     pieces = list(dict.fromkeys(layer.problem for i, layer in enumerate(network.layers)
-                                if layer.problem is not None and i not in in_chain))
+                                if layer.problem is not None and i not in in_chain and i not in in_attention))
     pieces += list(dict.fromkeys(nc.chain for nc in chains))
+    pieces += list(dict.fromkeys(problem for _, problem in in_attention.values()))
     keys = [(hw, piece) for hw in hardwares for piece in pieces]
     tasks = [(sweep_target_task, (network_target_of(piece, hw), caps, objective)) for hw, piece in keys]
     runner = executor if executor is not None else InProcess()
@@ -312,7 +349,11 @@ def evaluate_network(network: Network, hardwares: Sequence[Accelerator], sizes: 
             outcomes = []
             sized = replace(hw, sram_bytes=cap)  # what the entries' energy is priced on: the SRAM at this size
             for index, layer in enumerate(network.layers):
-                if index in in_chain:
+                if index in in_attention:
+                    group, problem = in_attention[index]
+                    if index == group.members[0]:
+                        outcomes.append(_attention_outcome(network, group, sized, per_hw[(hw, problem)][i]))
+                elif index in in_chain:
                     nc = in_chain[index]
                     if index == nc.first:
                         outcomes.append(_chain_outcome(network, nc, sized, per_hw[(hw, nc.chain)][i]))
@@ -454,6 +495,8 @@ class NetworkSweep:
                                "lower_bound_bytes": r.lower_bound_bytes, "compulsory_bytes": r.compulsory_bytes,
                                "partial": r.partial, "unmodelled": r.unmodelled, "unplaceable": r.unplaceable,
                                **energy_json(r.energy), "energy_left_out": r.energy_left_out})
+                if r.per_token is not None:  # a token model's layer (an LLM decoder layer, a BERT layer)
+                    points[-1]["per_token"] = r.per_token.to_json()
         out: dict[str, Any] = {"network": self.network.name, "sizes": list(self.sizes),
                                "hardware": [dataclasses.asdict(h) for h in self.hardwares], "points": points,
                                "sizing": {h.name: a.to_json() for h, a in zip(self.hardwares, self.sizing())}}

@@ -373,8 +373,8 @@ def sweep_chain(target: Any, sizes: Sequence[int],
 def estimate_network_sweep_work(network: Any, hardwares: Sequence[Accelerator], n_sizes: int, fusion: bool = True,
                                 workers: int = 1, objective: Objective | str = DEFAULT_OBJECTIVE) -> WorkEstimate:
     """The whole work of `network_eval.sweep_network` over `n_sizes` SRAM sizes: per hardware, every distinct
-    layer's search (`estimate_search_work`) and, with `fusion`, every distinct chain's (`estimate_chain_work`),
-    the tasks spread over `workers`. Hardware that differs only in fields the search's space does not depend on
+    layer's search (`estimate_search_work`) and, with `fusion`, every distinct chain's (`estimate_chain_work`) and
+    every distinct fused attention group's (`AttentionTarget.estimate_work`, one search per size), the tasks spread over `workers`. Hardware that differs only in fields the search's space does not depend on
     (bandwidths, setup cycles) shares one count. By an energy `objective` every layer is searched once per size
     (the SRAM's energy per access follows its size) instead of one search for all sizes."""
     from dsasim.architect.search.fused_search import estimate_chain_work
@@ -383,9 +383,12 @@ def estimate_network_sweep_work(network: Any, hardwares: Sequence[Accelerator], 
         raise ValueError(f"estimate_network_sweep_work: n_sizes and workers must be >= 1, got {n_sizes}, {workers}")
     objective = objective_named(objective)
     chains = network.chains if fusion else ()
-    in_chain = {i for nc in chains for i in nc.members}
+    from dsasim.architect.studies.network import fused_attentions
+    in_attention = fused_attentions(network, fusion)
+    in_chain = {i for nc in chains for i in nc.members} | set(in_attention)
     problems = list(dict.fromkeys(layer.problem for i, layer in enumerate(network.layers)
                                   if layer.problem is not None and i not in in_chain))
+    attentions = list(dict.fromkeys(problem for _, problem in in_attention.values()))
     distinct_chains = list(dict.fromkeys(nc.chain for nc in chains))
     counted: dict[tuple, WorkEstimate] = {}  # (layer spec, what the space depends on) -> its search's estimate
 
@@ -407,9 +410,17 @@ def estimate_network_sweep_work(network: Any, hardwares: Sequence[Accelerator], 
             total = total + layer_work(problem, hw)
         for chain in distinct_chains:
             total = total + estimate_chain_work(chain, hw, n_sizes, lambda p, hw=hw: layer_work(p, hw), objective)
-    tasks = len(hardwares) * (len(problems) + len(distinct_chains))
+        for attention in attentions:
+            from dsasim.architect.studies.attention_target import AttentionTarget
+            from dsasim.architect.studies.target import SearchOptions
+            one = AttentionTarget(attention.spec(), attention, hw).estimate_work(hw.sram_bytes, SearchOptions())
+            total = total + WorkEstimate(what="", evaluations=one.evaluations * n_sizes, traced_operations=0,
+                                         seconds=one.seconds * n_sizes)
+    tasks = len(hardwares) * (len(problems) + len(distinct_chains) + len(attentions))
     return WorkEstimate(what=f"the sweep of {network.name}: {tasks:,} searches ({len(problems)} distinct layers and "
-                             f"{len(distinct_chains)} chains per hardware, {len(hardwares)} hardware) at {n_sizes:,} "
+                             f"{len(distinct_chains)} chains"
+                             + (f" and {len(attentions)} attention groups" if attentions else "")
+                             + f" per hardware, {len(hardwares)} hardware) at {n_sizes:,} "
                              f"SRAM size(s) on {min(workers, max(tasks, 1))} worker(s)",
                         evaluations=total.evaluations, traced_operations=0,
                         seconds=total.seconds / min(workers, max(tasks, 1)))

@@ -71,9 +71,18 @@ def _network_layer(piece: Any, hardware: Accelerator) -> Target | None:
     return LayerTarget(piece.spec(), piece, hardware)
 
 
+def _network_attention(piece: Any, hardware: Accelerator) -> Target | None:
+    """An attention target of a network's attention group (its `AttentionProblem`), else None."""
+    from dsasim.architect.problems.attention import AttentionProblem
+    if not isinstance(piece, AttentionProblem):
+        return None
+    from dsasim.architect.studies.attention_target import AttentionTarget
+    return AttentionTarget(piece.spec(), piece, hardware)
+
+
 # the adapters are imported when a spec is loaded, not with the registry (`dsasim search --help` stays fast)
 CHAIN_TARGET = TargetKind("chain", _is_chain, _load_chain, _network_chain)
-ATTENTION_TARGET = TargetKind("attention", _is_attention, _load_attention)
+ATTENTION_TARGET = TargetKind("attention", _is_attention, _load_attention, _network_attention)
 LEVEL_TARGET = TargetKind("levels", lambda spec, hardware: bool(hardware.inner_levels), _load_level)
 LAYER_TARGET = TargetKind("layer", lambda spec, hardware: not hardware.inner_levels, _load_layer, _network_layer)
 
