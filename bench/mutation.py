@@ -682,7 +682,10 @@ MUTANTS: list[Mutant] = [
     Mutant('network: exits 0 with unmodelled layers', 'dsasim/cli/network.py',
            '    return EXIT_FAILED if result.partial else 0', '    return 0', NETWORK_TRUST_TESTS),
     Mutant('network: sweep-sram --network exits 0 with unmodelled layers', 'dsasim/cli/sweep.py',
-           '    return EXIT_FAILED if any(r.partial for r in results) else 0', '    return 0', NETWORK_TRUST_TESTS),
+           '    results = [r for row in sweep.results for r in row]\n    warn_partial("sweep-sram", "the sweep\'s totals '
+           'are", results)\n    return EXIT_FAILED if any(r.partial for r in results) else 0',
+           '    results = [r for row in sweep.results for r in row]\n    warn_partial("sweep-sram", "the sweep\'s totals '
+           'are", results)\n    return 0', NETWORK_TRUST_TESTS),
     Mutant('network: the JSON never says partial', 'dsasim/architect/studies/network_eval.py',
            '"partial": self.partial,', '"partial": False,', NETWORK_TRUST_TESTS),
     Mutant('network: the smallest SRAM within X % not labelled partial', 'dsasim/cli/sweep.py',
@@ -777,7 +780,8 @@ MUTANTS: list[Mutant] = [
     Mutant('limits: a network sweep ignores --level, --no-slide, --no-simulate', 'dsasim/cli/sweep.py',
            '    _refuse(args, ("--level", "--no-slide", "--no-simulate"), "a --network sweep")\n', '', LIMITS_TESTS),
     Mutant('limits: a layer sweep ignores the network-only options', 'dsasim/cli/sweep.py',
-           '"--executor", "--jobs", "--verbose"),\n            "a LAYER\'s sweep")', '),\n            "a LAYER\'s sweep")',
+           '"--executor", "--jobs", "--verbose",\n                   "--vary-network"), "a LAYER\'s sweep")',
+           ',\n                   "--vary-network"), "a LAYER\'s sweep")',
            LIMITS_TESTS),
     Mutant('limits: --jobs ignored beside a running Dask scheduler', 'dsasim/cli/sweep.py',
            'if executor_spec.startswith("dask://") and args.jobs is not None:', 'if False:', LIMITS_TESTS),
@@ -977,7 +981,8 @@ MUTANTS: list[Mutant] = [
            "                               warn=options.warn, slide=options.slide, progress=options.progress)",
            "                               warn=options.warn, slide=options.slide)", ("tests/test_trust_close_progress.py",)),
     Mutant("trust4: the network sweep's bar without its estimate", "dsasim/cli/sweep.py",
-           "                              estimated_seconds=work.seconds)", "                              )",
+           "                                estimated_seconds=work.seconds / len(networks))",
+           "                                )",
            ("tests/test_trust_close_progress.py",)),
     # -- issue 27: objective --------------------------------------------------------------------------------------
     Mutant("objective: traffic's ties broken by the peak before cycles", "dsasim/architect/search/objective.py",
@@ -1488,10 +1493,6 @@ MUTANTS: list[Mutant] = [
     Mutant("vary: the levels misread instead of refused", "dsasim/architect/studies/network_eval.py",
            "        if kind not in _VARY_PARSERS:", "        if kind not in _VARY_PARSERS and False:",
            ("tests/test_network.py::test_vary_takes_names_and_prices_each_dram_type_by_its_own_figure",)),
-    Mutant("vary: a non-finite energy taken", "dsasim/architect/studies/network_eval.py",
-           "    if not math.isfinite(value):\n        raise ValueError(f\"{key}: {text!r} is not finite\")",
-           "    if False:\n        raise ValueError(f\"{key}: {text!r} is not finite\")", ("tests/test_network.py::test_vary_takes_names_and_prices_each_dram_type_by_its_own_figure",)),
-    # -- issue 28: chainen --
     Mutant("chainen: the fused space counts one TensorCore call per tile along the slide loop",
            "dsasim/architect/search/fused_space.py",
            "r = np.where(self.slide_oh, self.along(row_pieces[:, i], 0), self.rt)", "r = self.rt",
@@ -1720,7 +1721,7 @@ MUTANTS: list[Mutant] = [
     Mutant("attnsweep: --confirm 1 never looks up the kernel", "dsasim/architect/studies/attention_target.py",
            'runner = options.kernel("attention") if confirm else None', "runner = None", (ATTN_STUDY_TESTS,)),
     # -- issue 29: attnnet --
-    Mutant("attnnet: fusion leaves the attention groups unfused", "dsasim/architect/studies/network_eval.py",
+    Mutant("attnnet: fusion leaves the attention groups unfused", "dsasim/architect/studies/network.py",
            "    if not fusion:\n        return {}\n    out: dict[int, tuple[NetworkAttention, Any]] = {}",
            "    if True:\n        return {}\n    out: dict[int, tuple[NetworkAttention, Any]] = {}",
            (ATTNNET_TESTS,)),

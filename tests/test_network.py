@@ -339,8 +339,9 @@ def test_vary_hardware_builds_the_grid_and_rejects_nonsense():
 
 
 def test_vary_takes_names_and_prices_each_dram_type_by_its_own_figure():
-    """--vary reads a field by its declared type: names (a DRAM type, a dataflow) as given, checked by the hardware;
-    a field no value on a command line can express (the levels) is refused, not misread as a float."""
+    """--vary reads a field by its declared type: names (a DRAM type, a dataflow) and numbers as given, checked by
+    the hardware (a non-finite energy too); a field no value on a command line can express (the levels) is refused,
+    not misread as a float."""
     grid = vary_hardware([BLOG], ["dram_type=LPDDR4,HBM2"])
     assert [h.dram_type for h in grid] == ["LPDDR4", "HBM2"]
     assert vary_hardware([BLOG], ["tensorcore_dataflow=output_stationary"])[0].tensorcore_dataflow == \
@@ -349,7 +350,7 @@ def test_vary_takes_names_and_prices_each_dram_type_by_its_own_figure():
         vary_hardware([BLOG], ["dram_type=XDR"])
     with pytest.raises(ValueError, match="inner_levels .* cannot be varied"):
         vary_hardware([BLOG], ["inner_levels=1"])
-    with pytest.raises(ValueError, match="'nan' is not a valid mac_pj"):
+    with pytest.raises(ValueError, match="mac_pj must be a finite number >= 0"):
         vary_hardware([BLOG], ["mac_pj=0.5,nan"])
     with pytest.raises(ValueError, match="mac_pj must be a finite number >= 0"):
         vary_hardware([BLOG], ["mac_pj=-1"])

@@ -46,10 +46,10 @@ def test_the_question_table_names_every_command_and_a_page_for_each_question():
 def test_every_command_of_the_question_table_parses_and_names_a_real_layer():
     """The table's commands are not run (some take minutes); their options must still exist and their layers,
     chains and networks be real, so a renamed option or preset cannot leave the front page stale."""
-    from dsasim.architect.problems.chain_catalogue import is_chain, parse_chain
-    from dsasim.architect.problems.layers import parse_layer
     from dsasim.architect.studies.network_models import PRESETS
+    from dsasim.architect.studies.target_kinds import target_of
     from dsasim.cli import build_parser
+    from dsasim.hardware import preset
 
     commands = [span for _, cell, _ in _question_table(README.read_text(encoding="utf-8"))
                 for span in re.findall(r"`(dsasim [^`]+)`", cell)]
@@ -58,7 +58,7 @@ def test_every_command_of_the_question_table_parses_and_names_a_real_layer():
         args = build_parser().parse_args(shlex.split(command)[1:])
         layer = getattr(args, "layer", None) or getattr(args, "name", "")
         if args.command in ("search", "sweep-sram", "shapes") and layer:
-            parse_chain(layer) if is_chain(layer) else parse_layer(layer)
+            target_of(layer, preset("blog"))  # a layer, chain or attention: the registry that loads it
         network = getattr(args, "network", None) or (layer if args.command == "network" else None)
         if network and ":" not in network:
             assert network in PRESETS, command
@@ -82,13 +82,13 @@ def test_every_anchor_the_readme_links_is_a_heading_there():
 
 
 def test_the_readme_says_what_is_not_modelled_and_lists_every_one_level_refusal():
-    """A reader looking for transformers, LLMs, energy or file formats finds a plain no; the features that refuse
-    hardware with levels below the SRAM are the ones `dsasim.one_level` refuses (a new one must be listed)."""
+    """A reader looking for whole LLMs or file formats finds a plain no; the features that refuse hardware with
+    levels below the SRAM are the ones `dsasim.one_level` refuses (a new one must be listed)."""
     from dsasim.one_level import ONE_LEVEL_FEATURES
     text = README.read_text(encoding="utf-8")
     section = text[text.index("## Not modelled yet"):]
     section = " ".join(section[:section.index("\n## ")].split())  # a name may wrap across lines
-    for phrase in ("Transformers", "LLM", "Energy", "ONNX", "Timeloop"):
+    for phrase in ("LLM", "ONNX", "Timeloop"):
         assert phrase in section
     refused = [name for name in ONE_LEVEL_FEATURES if name != "search"]  # the plain search runs per level instead
     assert [name for name in refused if name not in section] == []
