@@ -781,7 +781,7 @@ MUTANTS: list[Mutant] = [
            '    _refuse(args, ("--level", "--no-slide", "--no-simulate"), "a --network sweep")\n', '', LIMITS_TESTS),
     Mutant('limits: a layer sweep ignores the network-only options', 'dsasim/cli/sweep.py',
            '"--executor", "--jobs", "--verbose",\n                   "--vary-network"), "a LAYER\'s sweep")',
-           ',\n                   "--vary-network"), "a LAYER\'s sweep")',
+           '\n                   "--vary-network"), "a LAYER\'s sweep")',
            LIMITS_TESTS),
     Mutant('limits: --jobs ignored beside a running Dask scheduler', 'dsasim/cli/sweep.py',
            'if executor_spec.startswith("dask://") and args.jobs is not None:', 'if False:', LIMITS_TESTS),
