@@ -1157,7 +1157,8 @@ MUTANTS: list[Mutant] = [
     Mutant("docsread: the README's not-modelled list drops the file formats", "README.md",
            "no ONNX or Timeloop input", "no ZigZag input", ("tests/test_readme.py",)),
     Mutant("docsread: the README's not-modelled list misses a one-level refusal", "README.md",
-           "sweep, the shape sweep and `--no-simulate`", "sweep and `--no-simulate`", ("tests/test_readme.py",)),
+           "the attention search, the shape sweep and `--no-simulate`", "the attention search and `--no-simulate`",
+           ("tests/test_readme.py",)),
     Mutant("docsread: the hardware page leaves a hardware-file key undescribed", "docs/reference/hardware.md",
            "| `dram_shared_load_store` (default true", "| `dram_shared` (default true", ("tests/test_docs_reference.py",)),
     # -- issue 27: memsplit --

@@ -85,26 +85,16 @@ def format_shapes(sweep: ShapeSweep) -> str:
 
 def run(args: argparse.Namespace) -> int:
     """Handle `dsasim shapes`: 0, or 1 when some shape fits no schedule (the rest is reported)."""
-    import dataclasses
-
     from dsasim.architect.studies.executor import WorkersLostError, open_executor
     from dsasim.architect.problems.layers import parse_layer
     from dsasim.architect.studies.shapes import parse_vary, shape_problems, sweep_shapes
-    from dsasim.architect.studies.sweep import parse_bytes
-
     from dsasim.architect.problems.attention import is_attention
 
     if is_attention(args.layer):
         return _run_attention(args)
     try:
         problem = parse_layer(args.layer)
-        hardware = load_hardware(args.hardware)
-        require_one_level(hardware, "shape sweep")
-        if args.sram is not None:
-            try:
-                hardware = dataclasses.replace(hardware, sram_bytes=parse_bytes(args.sram))
-            except ValueError as err:
-                raise ValueError(f"--sram: {err}") from None
+        hardware = _sized_hardware(args)
         dim, values = parse_vary(args.vary)
         shape_problems(problem, dim, values)  # every value a valid layer: a usage error before any search
         max_loss = parse_percent(args.max_loss, "--max-loss")
