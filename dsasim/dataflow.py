@@ -140,6 +140,13 @@ DATAFLOWS: dict[str, Dataflow] = {d.name: d for d in (
              output_writes={"pixels": "elements", "groups": "elements", "out": "elements"},
              description="a pixel's out-block of sums stays in the array over the call's taps and in-blocks; "
                          "weights are re-read every step"),
+    Dataflow("no_local_reuse", input_reads=_STREAMED_INPUTS,
+             weight_reads={"pixels": "elements", "taps": "elements", "groups": "elements", "in": "elements",
+                           "out": "elements"},
+             output_writes={"pixels": "elements", "taps": "elements", "groups": "elements", "in": "blocks",
+                            "out": "elements"},
+             description="nothing stays in the array between steps: every step reads its weight block and inputs "
+                         "and read-modify-writes its partial sums (Timeloop's MAC with no storage of its own)"),
 )}
 DEFAULT_DATAFLOW = "weight_stationary"
 

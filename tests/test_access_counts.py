@@ -77,7 +77,7 @@ def test_unknown_dataflow_is_one_line_in_python_and_toml(tmp_path):
     with pytest.raises(ValueError) as err:
         Accelerator("x", 1024, 1, tensorcore_dataflow="row_stationary")
     assert str(err.value) == ("Accelerator 'x': tensorcore_dataflow must be one of weight_stationary, "
-                              "output_stationary, got 'row_stationary'")
+                              "output_stationary, no_local_reuse, got 'row_stationary'")
     path = tmp_path / "hw.toml"
     path.write_text('base = "blog"\ntensorcore_dataflow = "rowstationary"\n')
     with pytest.raises(ValueError) as err:

@@ -17,14 +17,14 @@ import os
 import sys
 from typing import Sequence
 
-from dsasim.cli import demo, hardware, network, search, shapes, simulate, sweep
+from dsasim.cli import demo, hardware, network, search, shapes, simulate, sweep, timeloop
 from dsasim.cli.common import (EXIT_FAILED, EXIT_INTERRUPTED, EXIT_USAGE, CliError, Command, DsasimArgumentParser,
                      all_schedules, find_schedule)
 
 __all__ = ["COMMANDS", "CliError", "all_schedules", "build_parser", "find_schedule", "main"]
 
 COMMANDS: tuple[Command, ...] = (demo.COMMAND, simulate.COMMAND, search.COMMAND, sweep.COMMAND, network.COMMAND,
-                                 shapes.COMMAND, hardware.COMMAND)
+                                 shapes.COMMAND, hardware.COMMAND, timeloop.COMMAND)
 
 
 def build_parser() -> argparse.ArgumentParser:
