@@ -2,6 +2,7 @@
 
     dsasim search LAYER [--sram BYTES] [--hardware PRESET|FILE] [--objective traffic|cycles] [--json PATH]
                         [--confirm N] [--no-simulate] [--force]
+                        [--timeloop DIR]
 
 LAYER is a built-in name (blog-conv, resnet50.res2a_branch2b, ..., gemm-1024) or a shape spec such as
 conv:ic=64,oc=64,h=56,k=3,p=1 or gemm:m=512,n=512,k=512 (see `dsasim.architect.problems.layers`), or a chain of layers to
@@ -50,6 +51,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help=f"hardware preset ({', '.join(PRESETS)}) or TOML file (default: blog)")
     add_objective_argument(p, DEFAULT_OBJECTIVE.name)
     p.add_argument("--json", metavar="PATH", help="write the best schedule and its figures as JSON")
+    p.add_argument("--timeloop", metavar="DIR", help="write the best nest as Timeloop v0.4 problem.yaml, arch.yaml "
+                                                      "and map.yaml in DIR (a layer without padding; never overwrites)")
     p.add_argument("--confirm", type=int_at_least(0), default=None, metavar="N",
                    help=f"re-run the top N candidates through the trace and timing simulator (default "
                         f"{LAYER_CONFIRM.default}; 0: none); a chain, or hardware with levels below the SRAM, re-runs its "
@@ -147,7 +150,12 @@ def run(args: argparse.Namespace) -> int:
         target.confirm_count(options)  # an option the kind refuses, before any work
     except ValueError as err:
         raise CliError(str(err)) from None
-    check_outputs(args, [("--json", args.json)])
+    timeloop_paths = None
+    if args.timeloop is not None:
+        from dsasim.cli.timeloop import timeloop_outputs
+
+        timeloop_paths = timeloop_outputs(args.timeloop, target)
+    check_outputs(args, [("--json", args.json), *((f"--timeloop {k}", p) for k, p in (timeloop_paths or {}).items())])
     json_path = output_file("--json", args.json) if args.json is not None else None
     t0 = time.perf_counter()
     with _as_cli_errors(args.layer):
@@ -161,6 +169,10 @@ def run(args: argparse.Namespace) -> int:
     print(format_choice(choice, wall))
     if json_path is not None:
         write_text_atomic(json_path, json.dumps(choice.to_json(), indent=2) + "\n")
+    if timeloop_paths is not None:
+        from dsasim.cli.timeloop import write_timeloop
+
+        write_timeloop(timeloop_paths, choice.schedule, dataclasses.replace(target.hardware, sram_bytes=sram))
     return 0
 
 

@@ -48,7 +48,7 @@ from dsasim.geometry import window_step
 from dsasim.hardware import DDR, Accelerator, load_hardware
 
 __all__ = ["TimeloopFormatError", "TimeloopLevel", "TimeloopInput", "TimeloopCount", "read_timeloop",
-           "timeloop_counts", "rule_differences", "timeloop_files", "timeloop_hardware_priced", "FILE_NAMES"]
+           "timeloop_counts", "rule_differences", "timeloop_files", "timeloop_hardware_priced", "check_exportable", "FILE_NAMES"]
 
 VERSIONS = ("0.4",)
 FILE_NAMES = {"problem": "problem.yaml", "arch": "arch.yaml", "mapping": "map.yaml"}  # what `search --timeloop` writes
@@ -359,7 +359,7 @@ def _read_arch(path: Path) -> tuple[tuple[TimeloopLevel, ...], str, float | None
             if not (seconds > 0 and math.isfinite(seconds)):
                 raise _fail(path, f"{entry}.attributes.global_cycle_seconds", f"must be a positive number of "
                                                                              f"seconds, got {attributes['global_cycle_seconds']!r}")
-            clock_hz = 1.0 / seconds
+            clock_hz = float(f"{1.0 / seconds:.12g}")  # 1e-9 s -> 1 GHz exactly, not 999999999.9999999
         if tag == "Container":
             unknown = sorted(k for k in attributes if k not in ENERGY_ATTRIBUTES)
             if unknown:
@@ -677,9 +677,11 @@ MATMUL_NAMES = {"m": "M", "n": "N", "k": "K"}
 SPACE_NAMES = {"image": "Inputs", "weight": "Weights", "output": "Outputs", "a": "A", "b": "B", "c": "Z"}
 
 
-def _expressible(nest: LoopNest) -> None:
-    """ValueError unless Timeloop can run `nest` as dsasim does (the reason and the fix)."""
-    problem = nest.problem
+def check_exportable(problem: Problem, hardware: Accelerator) -> None:
+    """ValueError unless some nest of `problem` on `hardware` can be written as Timeloop files (checked before a
+    search): an ungrouped conv without padding or a matmul, on hardware without levels below the SRAM."""
+    if hardware.inner_levels:
+        raise ValueError(f"{hardware.name} has levels below the SRAM: --timeloop writes two-level hardware only")
     if isinstance(problem, ConvProblem):
         if problem.padding != (0, 0):
             raise ValueError(f"{problem.name} has padding {problem.padding}: Timeloop's problems have none (its input "
@@ -688,6 +690,12 @@ def _expressible(nest: LoopNest) -> None:
             raise ValueError(f"{problem.name} is grouped: --timeloop writes ungrouped convs and matmuls only")
     elif not isinstance(problem, MatmulProblem):
         raise ValueError(f"--timeloop writes convs and matmuls, not {problem.kind}")
+
+
+def _expressible(nest: LoopNest, hardware: Accelerator) -> None:
+    """ValueError unless Timeloop can run `nest` as dsasim does (the reason and the fix)."""
+    problem = nest.problem
+    check_exportable(problem, hardware)
     for d in problem.dims:
         if problem.extents[d] % nest.tile(d):
             raise ValueError(f"the best nest tiles {d} by {nest.tile(d)}, which does not divide {problem.extents[d]}: "
@@ -708,9 +716,7 @@ def timeloop_files(nest: LoopNest, hardware: Accelerator) -> dict[str, str]:
     """`nest` on `hardware` as Timeloop v0.4 problem, architecture and mapping YAML (file kind -> text, keys of
     FILE_NAMES); ValueError when Timeloop cannot express the nest as dsasim runs it, or the hardware has levels
     below the SRAM."""
-    if hardware.inner_levels:
-        raise ValueError(f"{hardware.name} has levels below the SRAM: --timeloop writes two-level hardware only")
-    _expressible(nest)
+    _expressible(nest, hardware)
     problem = nest.problem
     conv = isinstance(problem, ConvProblem)
     names = CONV_NAMES if conv else MATMUL_NAMES
@@ -738,7 +744,7 @@ def timeloop_files(nest: LoopNest, hardware: Accelerator) -> dict[str, str]:
         lines += [f"    Wstride: {sw}", f"    Hstride: {sh}", f"    Wdilation: {dw}", f"    Hdilation: {dh}"]
     word_bits = 8 * hardware.word_bytes
     arch = ["architecture:", "  version: 0.4", "  nodes:", "  - !Container", "    name: System", "    attributes:",
-            f"      global_cycle_seconds: {1 / hardware.clock_hz!r}",
+            f"      global_cycle_seconds: {1 / hardware.clock_hz:.9e}",
             "  - !Component", "    name: MainMemory", "    class: DRAM", "    attributes:",
             f"      width: {word_bits}", f"      datawidth: {word_bits}",
             f"      read_bandwidth: {hardware.dram_bytes_per_cycle / hardware.word_bytes!r}",
@@ -755,5 +761,8 @@ def timeloop_files(nest: LoopNest, hardware: Accelerator) -> dict[str, str]:
                f"    permutation: {''.join(names[d] for d in reversed(order))}"]
     header = (f"# written by `dsasim search` for {problem.spec()} on {hardware.name} ({hardware.sram_bytes:,} B SRAM);"
               f" Timeloop v0.4\n")
-    return {"problem": header + "\n".join(lines) + "\n", "arch": header + "\n".join(arch) + "\n",
+    arch_note = (f"# MACC is one MAC, as Timeloop's: the MainMemory counts are dsasim's; the Buffer's reads are per "
+                 f"MAC here, per\n# {hardware.tensorcore_in_channels} x {hardware.tensorcore_out_channels} block on "
+                 f"{hardware.name}'s TensorCore ({hardware.tensorcore_dataflow})\n")
+    return {"problem": header + "\n".join(lines) + "\n", "arch": header + arch_note + "\n".join(arch) + "\n",
             "mapping": header + "\n".join(mapping) + "\n"}
