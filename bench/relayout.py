@@ -90,6 +90,7 @@ HOME: dict[str, str] = {
     "network_eval": "studies",       # a network per hardware and SRAM size
     "shapes": "studies",             # dynamic shapes
     "executor": "studies",           # in process, process pool, Dask
+    "timeloop": "studies",           # Timeloop YAML in and out
 }
 
 # the tracked files rewritten; any other tracked text file that names an old path is refused
