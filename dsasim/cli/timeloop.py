@@ -1,6 +1,6 @@
 """`dsasim timeloop PROBLEM ARCH MAPPING`: a Timeloop v0.4 problem, architecture and mapping run through dsasim.
 
-    dsasim timeloop PROBLEM.yaml ARCH.yaml MAPPING.yaml [--accelergy ERT.yaml [ART.yaml]] [--json PATH]
+    dsasim timeloop PROBLEM.yaml ARCH.yaml MAPPING.yaml [--accelergy ERT.yaml ART.yaml] [--json PATH]
 
 The three files become a dsasim loop nest on a two-level hardware (`dsasim.architect.studies.timeloop`), run
 count-only through the traced memory model; printed per level and data space: dsasim's bytes read and written, and
@@ -29,8 +29,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("problem", metavar="PROBLEM.yaml", help="Timeloop v0.4 problem (a conv or a matmul)")
     p.add_argument("arch", metavar="ARCH.yaml", help="Timeloop v0.4 architecture (two storage levels and a MAC)")
     p.add_argument("mapping", metavar="MAPPING.yaml", help="Timeloop v0.4 mapping (temporal factors, permutations)")
-    p.add_argument("--accelergy", nargs="+", metavar="ERT.yaml [ART.yaml]",
-                   help="price the run by an Accelergy ERT summary (and ART summary) of this architecture")
+    p.add_argument("--accelergy", nargs=2, metavar=("ERT.yaml", "ART.yaml"),
+                   help="price the run by the Accelergy ERT and ART summaries of this architecture (Timeloop's "
+                        "timeloop-model.ERT_summary.yaml and ART_summary.yaml)")
     p.add_argument("--json", metavar="PATH", help="write the nest, the counts and the rules as JSON")
 
 
@@ -41,16 +42,13 @@ def run(args: argparse.Namespace) -> int:
     from dsasim.view.table import format_table
 
     accelergy = args.accelergy or []
-    if len(accelergy) > 2:
-        raise CliError(f"--accelergy takes an ERT summary and optionally an ART summary, got {len(accelergy)} files")
     inputs = [("PROBLEM", args.problem), ("ARCH", args.arch), ("MAPPING", args.mapping)]
     inputs += [(f"the --accelergy {kind}", path) for kind, path in zip(("ERT", "ART"), accelergy)]
     check_outputs(args, [("--json", args.json)], inputs)
     json_path = output_file("--json", args.json) if args.json is not None else None
     try:
         spec = read_timeloop(args.problem, args.arch, args.mapping)
-        hardware = timeloop_hardware_priced(spec, accelergy[0], accelergy[1] if len(accelergy) > 1 else None) \
-            if accelergy else spec.hardware
+        hardware = timeloop_hardware_priced(spec, *accelergy) if accelergy else spec.hardware
     except ValueError as err:
         raise CliError(str(err)) from None
     runner = kernel_runner("loopnest")
@@ -81,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
 
         cycles = spec.nest.problem.macs  # one MAC per cycle, as Timeloop's unit with no bandwidth stall
         energy = energy_report(counts, hardware, cycles)
-        print(f"\nenergy (Accelergy table {accelergy[0]}; leakage over {cycles:,} cycles, one MAC per cycle):")
+        print(f"\nenergy (Accelergy table {Path(accelergy[0]).name}; leakage over {cycles:,} cycles, one MAC per cycle):")
         print(format_table(("component", "pJ"), [(k, f"{v:.2f}") for k, v in energy.energy_breakdown_pj.items()]
                            + [("total", f"{energy.energy_pj:.2f}")]))
         print("(dsasim prices DDR per byte, Timeloop per whole access of the backing store's width, and charges DDR "
