@@ -193,7 +193,8 @@ def test_every_registered_command_shares_the_one_error_path(monkeypatch, capsys)
         raise KeyboardInterrupt
 
     required = {"demo": [], "simulate": ["demo6"], "search": ["gemm-64"], "sweep-sram": ["gemm-64", "--sizes", "1"],
-                "network": ["resnet18"], "shapes": ["gemm-64", "--vary", "m=1:2"], "hardware": []}
+                "network": ["resnet18"], "shapes": ["gemm-64", "--vary", "m=1:2"], "hardware": [],
+                "timeloop": ["p.yaml", "a.yaml", "m.yaml"]}
     assert [c.name for c in dsasim.cli.COMMANDS] == list(required)
     for run, code, message in ((mistake, 2, "planted mistake in {}"), (ctrl_c, 130, "interrupted")):
         monkeypatch.setattr(dsasim.cli, "COMMANDS", tuple(dataclasses.replace(c, run=run)
