@@ -198,6 +198,8 @@ BAD = {
                      "3 storage level(s)"),
     "spatial fan-out": ("arch", ARCH_TEXT.replace("    name: PE", "    name: PE\n    spatial: {meshX: 4}"),
                         "spatial fan-out is not modelled"),
+    "fan-out as an attribute": ("arch", ARCH_TEXT.replace("      depth: 64", "      depth: 64\n      meshX: 2"),
+                                "spatial fan-out is not modelled"),
     "bypass": ("mapping", MAP_TEXT + "  - target: Buffer\n    type: dataspace\n    bypass: [Inputs]\n",
                "bypass ['Inputs'] at Buffer is not modelled"),
     "unknown attribute": ("arch", ARCH_TEXT.replace("      depth: 64", "      depth: 64\n      colour: red"),
@@ -207,7 +209,8 @@ ENTRIES = {"malformed YAML": "line 6", "two dimensions, one role": "problem.shap
            "problem", "spatial factors": "mapping[2] (Buffer, spatial)", "unknown mapping key": "mapping[1]",
            "factors do not multiply": "factors of K", "level the arch lacks": "mapping[1] (GlobalBuffer, temporal)",
            "three levels": "architecture.nodes", "spatial fan-out": "architecture.nodes[2] (PE).spatial",
-           "bypass": "mapping (dataspace of Buffer)", "unknown attribute": "architecture.nodes[3] (Buffer).attributes"}
+           "bypass": "mapping (dataspace of Buffer)",
+           "fan-out as an attribute": "architecture.nodes[3] (Buffer).spatial", "unknown attribute": "architecture.nodes[3] (Buffer).attributes"}
 
 
 @pytest.mark.parametrize("name", sorted(BAD))

@@ -344,6 +344,8 @@ def _read_arch(path: Path) -> tuple[tuple[TimeloopLevel, ...], str, float | None
         if compute is not None:
             raise _fail(path, entry, f"a node below the arithmetic component {compute!r}")
         spatial = body.get("spatial") or {}
+        if isinstance(spatial, dict) and isinstance(body.get("attributes"), dict):  # v0.3's meshX in attributes
+            spatial = {**spatial, **{k: v for k, v in body["attributes"].items() if k in ("meshX", "meshY")}}
         if not isinstance(spatial, dict) or any(v != 1 for v in spatial.values()):
             raise _fail(path, f"{entry}.spatial", f"{spatial!r}: spatial fan-out is not modelled (dsasim models one "
                                                   f"PE); give meshX/meshY 1 or leave it out")
