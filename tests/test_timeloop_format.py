@@ -233,6 +233,18 @@ def test_bad_input_is_one_line_naming_file_and_entry(name, tmp_path, capsys):
         read_timeloop(paths["problem"], paths["arch"], paths["mapping"])
 
 
+def test_tiles_that_overflow_the_buffer_fail_in_one_line(tmp_path, capsys):
+    """Everything in the 64-byte Buffer (96 weights + 18 inputs + 512 outputs): exit 1, one line on stderr naming
+    the mapping, the buffer and the overflow (Timeloop rejects the mapping for capacity too)."""
+    mapping = tmp_path / "big.map.yaml"
+    mapping.write_text(MAP_TEXT.replace("R=1 P=16 K=16", "R=1 P=1 K=1").replace("R=3 P=1 K=2", "R=3 P=16 K=32"))
+    assert main(["timeloop", str(DATA / "conv1d+oc.prob.yaml"), str(ARCH), str(mapping)]) == 1
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err.count("\n") == 1
+    assert captured.err.startswith(f"dsasim timeloop: {mapping}: the mapping does not run on Buffer (64 B): SRAM "
+                                   f"overflow")
+
+
 # -- out: search --timeloop, read back ---------------------------------------------------------------------------
 ROUND_TRIP = {
     # a nest Timeloop expresses: every tensor staged inside its innermost tiled loop, the image sliding along ow

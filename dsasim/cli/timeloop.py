@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 
 from dsasim.atomic import write_text_atomic
 from pathlib import Path
@@ -55,8 +56,10 @@ def run(args: argparse.Namespace) -> int:
     if runner is None:
         raise CliError("no loop-nest kernel is installed (entry point dsasim.loopnest_runner); reinstall dsasim")
     result = runner(spec.nest, hardware, record_trace=False)
-    if result.status.value != "ok":
-        print(f"dsasim timeloop: the mapping does not run in dsasim: {result.message}")
+    if result.status.value != "ok":  # Timeloop rejects such a mapping too: its tiles must fit the buffer
+        first = result.message.strip().split("\n")[0]
+        print(f"dsasim timeloop: {args.mapping}: the mapping does not run on {spec.levels[1].name} "
+              f"({hardware.sram_bytes:,} B): {first}", file=sys.stderr)
         return EXIT_FAILED
     counts = result.access_counts
     rows = timeloop_counts(spec, counts)
