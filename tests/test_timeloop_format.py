@@ -1,6 +1,6 @@
 """Timeloop's YAML in and out (dsasim/architect/studies/timeloop.py, `dsasim timeloop`, `dsasim search --timeloop`).
 
-Outside truth: four exercises of Accelergy-Project/timeloop-accelergy-exercises at commit
+Outside truth: five mappings of Accelergy-Project/timeloop-accelergy-exercises at commit
 2d5510807128e9bd5f1cad0705cdf2ec4612fd4e, under workspace/tutorial_exercises/01_accelergy_timeloop_2020_ispass/
 timeloop/. Their problem, architecture and mapping files are copied unchanged into tests/data/timeloop/ (README there
 names each source); the expected counts are Timeloop's own, digit for digit from each exercise's
@@ -20,6 +20,8 @@ Known differences, each asserted to be exactly its term:
 * sliding-window reuse along a kernel-tap loop (exercise 01, weight-stationary mapping `ws`): MainMemory loops
   R=3 outside, the Buffer holds P=16. Timeloop keeps the 15 inputs two consecutive taps share: 16 + 1 + 1 = 18
   fills. dsasim slides only along output positions, so it loads the 16-input window of each tap: 3 x 16 = 48.
+* sliding below the SRAM (exercise 03, three levels): dsasim's levels below the SRAM do not slide, so its
+  RegisterFile loads each 3-input window (768 fills) where Timeloop slides along P (288).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from pathlib import Path
 import pytest
 
 from dsasim.architect.model.analytic import analyze
+from dsasim.architect.model.hierarchy import InnerTiling, LevelNest
 from dsasim.architect.nests.loopnest import ConvProblem, LoopNest, MatmulProblem
 from dsasim.architect.studies.timeloop import (TimeloopFormatError, read_timeloop, rule_differences,
                                                timeloop_counts, timeloop_files, timeloop_hardware_priced)
@@ -37,7 +40,7 @@ from dsasim.cli import main
 from dsasim.dataflow import operand_accesses
 from dsasim.energy.report import LEAKAGE, TENSORCORE, energy_report
 from dsasim.hardware import load_hardware
-from dsasim.kernels.loopnest_kernel import run_loopnest
+from dsasim.kernels.loopnest_kernel import run_levelnest, run_loopnest
 
 DATA = Path(__file__).parent / "data" / "timeloop"
 ACCELERGY = Path(__file__).parent / "data" / "accelergy"
@@ -63,17 +66,36 @@ PUBLISHED = {
         ("Buffer", "Weights"): (48, 3, 0), ("Buffer", "Inputs"): (48, 18, 0),
         ("Buffer", "Outputs"): (32, 0, 48), ("MainMemory", "Weights"): (3, 0, 0),
         ("MainMemory", "Inputs"): (18, 0, 0), ("MainMemory", "Outputs"): (0, 0, 16)}),
+    # 03-model-conv1d+oc-3level, ref-output/no-bypass: arch/3level.arch.yaml (MainMemory DRAM, GlobalBuffer
+    # 32768 x 64 bits, RegisterFile 64 x 8 bits), MainMemory factors all 1, GlobalBuffer K=16 P=16, RegisterFile
+    # K=2 R=3
+    "03-no-bypass": ("conv1d+oc.prob.yaml", "conv1d+oc-3level.map.yaml", 1536, {
+        ("RegisterFile", "Weights"): (1536, 96, 0), ("RegisterFile", "Inputs"): (1536, 288, 0),
+        ("RegisterFile", "Outputs"): (1024, 0, 1536), ("GlobalBuffer", "Weights"): (96, 96, 0),
+        ("GlobalBuffer", "Inputs"): (288, 18, 0), ("GlobalBuffer", "Outputs"): (0, 0, 512),
+        ("MainMemory", "Weights"): (96, 0, 0), ("MainMemory", "Inputs"): (18, 0, 0),
+        ("MainMemory", "Outputs"): (0, 0, 512)}),
 }
-# The one published count dsasim does not reproduce, and dsasim's own (module docstring: the tap-slide rule)
-TAP_SLIDE = {"01-ws": {("Buffer", "Inputs"): (48, 3 * 16, 0), ("MainMemory", "Inputs"): (3 * 16, 0, 0)}}
+ARCHS = {"03-no-bypass": DATA / "3level.arch.yaml"}
+# The published counts dsasim does not reproduce, and dsasim's own (module docstring: the two sliding rules).
+# 01-ws: each of the 3 taps loads its 16-input window, 3 x 16 = 48 (Timeloop 16 + 1 + 1 = 18). 03: the
+# RegisterFile holds 2 output channels x 1 position; per K tile (16) and position (16) it loads the 3 inputs of the
+# window, 16 x 16 x 3 = 768 (Timeloop slides along P: 16 x (3 + 15) = 288), all read from the GlobalBuffer.
+SLIDING = {"01-ws": {("Buffer", "Inputs"): (48, 3 * 16, 0), ("MainMemory", "Inputs"): (3 * 16, 0, 0)},
+           "03-no-bypass": {("RegisterFile", "Inputs"): (1536, 16 * 16 * 3, 0),
+                            ("GlobalBuffer", "Inputs"): (16 * 16 * 3, 18, 0)}}
 
 
 def _read(case: str):
     problem, mapping, _, _ = PUBLISHED[case]
-    return read_timeloop(DATA / problem, ARCH, DATA / mapping)
+    return read_timeloop(DATA / problem, ARCHS.get(case, ARCH), DATA / mapping)
 
 
 def _run(spec, hardware=None):
+    if isinstance(spec.nest, LevelNest):
+        run = run_levelnest(spec.on(hardware).nest if hardware else spec.nest, record_trace=False)
+        assert run.status.value == "ok", run.message
+        return run.access_counts
     run = run_loopnest(spec.nest, hardware or spec.hardware, record_trace=False)
     assert run.status.value == "ok", run.message
     return run.access_counts
@@ -87,20 +109,23 @@ def test_counts_equal_timeloops_published_ones(case):
     counts = _run(spec)
     got = {(r.level, r.data_space): (r.reads, r.fills, r.updates) for r in timeloop_counts(spec, counts)}
     expected = dict(PUBLISHED[case][3])
-    expected.update(TAP_SLIDE.get(case, {}))
+    expected.update(SLIDING.get(case, {}))
     assert got == expected
     assert counts.macs == counts.padded_macs == PUBLISHED[case][2]
 
 
 @pytest.mark.parametrize("case", sorted(PUBLISHED))
 def test_the_raw_bytes_keep_the_drain_read(case):
-    """dsasim's own SRAM reads of Outputs are Timeloop's Buffer reads plus its MainMemory updates (the store of each
-    finished output reads it: 1024 + 512 = 1536 in exercise 02, 32 + 16 = 48 in exercise 01)."""
+    """dsasim's own reads of Outputs at a level are Timeloop's reads there plus the updates of the level above
+    (the write-back of each finished output reads it: 1024 + 512 = 1536 at exercise 02's Buffer, 32 + 16 = 48 at
+    exercise 01's; 1024 + 512 at exercise 03's RegisterFile and 0 + 512 at its GlobalBuffer)."""
     spec = _read(case)
     rows = {(r.level, r.data_space): r for r in timeloop_counts(spec, _run(spec))}
     published = PUBLISHED[case][3]
-    assert rows[("Buffer", "Outputs")].dsasim_read_bytes == published[("Buffer", "Outputs")][0] + \
-        published[("MainMemory", "Outputs")][2]
+    names = [lv.name for lv in spec.levels]
+    for above, level in zip(names, names[1:]):
+        assert rows[(level, "Outputs")].dsasim_read_bytes == published[(level, "Outputs")][0] + \
+            published[(above, "Outputs")][2]
 
 
 def test_the_nest_read_is_the_hand_built_one():
@@ -122,14 +147,57 @@ def test_the_nest_read_is_the_hand_built_one():
 
 def test_each_difference_is_named_where_it_applies():
     """The rules printed: the drain in every case; the tap slide only where an input's innermost MainMemory loop
-    is a kernel tap (01-ws: R outside); none about strided windows (all strides 1)."""
+    is a kernel tap (01-ws: R outside); the slide below the SRAM only in 03 (P innermost at the GlobalBuffer);
+    none about strided windows (all strides 1)."""
     for case in PUBLISHED:
         rules = rule_differences(_read(case))
         assert any(r.startswith("the drain read") for r in rules)
         tap = [r for r in rules if r.startswith("sliding-window reuse along a kernel-tap loop")]
         assert len(tap) == (1 if case == "01-ws" else 0), (case, rules)
+        below = [r for r in rules if r.startswith("sliding-window reuse below the SRAM")]
+        assert len(below) == (1 if case == "03-no-bypass" else 0), (case, rules)
         assert not any("strided" in r for r in rules)
     assert "the tap R" in next(r for r in rule_differences(_read("01-ws")) if "kernel-tap" in r)
+
+
+def test_three_levels_read_as_a_level_nest():
+    """Exercise 03: MainMemory (a DRAM, no depth) is DDR, the GlobalBuffer (32768 x 64 bits = 262,144 B) the SRAM,
+    the RegisterFile (64 x 8 bits) a level below it holding every operand; the outer nest runs once (MainMemory's
+    factors are 1) with every tensor whole in the SRAM; the inner loops K (16 trips) then P (16), the weights kept
+    inside K, inputs and outputs inside P."""
+    spec = _read("03-no-bypass")
+    assert isinstance(spec.nest, LevelNest)
+    hw = spec.hardware
+    assert (hw.sram_bytes, [(lv.name, lv.capacity_bytes, lv.holds) for lv in hw.inner_levels]) == \
+        (262144, [("RegisterFile", 64, ("input", "weight", "output"))])
+    order = ("oc", "kw", "ow", "n", "oh", "ic", "kh")
+    outer = LoopNest(ConvProblem(1, 1, 32, 1, 18, 1, 3), order, None, {"image": 0, "weight": 0, "output": 0})
+    assert spec.nest.outer == outer
+    assert spec.nest.inner == InnerTiling(order, {"oc": 2, "ow": 1, "kw": 3}, {"weight": 1, "image": 3, "output": 3})
+
+
+def test_bypass_above_the_lowest_level_is_refused_below_it_read(tmp_path):
+    """Exercise 03's bypass mapping bypasses Outputs at the GlobalBuffer (dsasim's SRAM holds every tensor:
+    refused); bypassing only at the RegisterFile is read: it holds the outputs alone, and the MAC reads weights and
+    inputs from the GlobalBuffer (Timeloop's published GlobalBuffer reads: 1536 each)."""
+    with pytest.raises(TimeloopFormatError, match=r"bypass \['Outputs'\] at GlobalBuffer is not modelled"):
+        _read_files("conv1d+oc.prob.yaml", "3level.arch.yaml", "conv1d+oc-3level-bypass.map.yaml")
+    text = (DATA / "conv1d+oc-3level-bypass.map.yaml").read_text()
+    mapping = tmp_path / "rf-bypass.map.yaml"
+    mapping.write_text(text[:text.index("  - target: GlobalBuffer\n    type: dataspace")] +
+                       text[text.index("  - target: RegisterFile\n    type: dataspace"):])
+    spec = read_timeloop(DATA / "conv1d+oc.prob.yaml", DATA / "3level.arch.yaml", mapping)
+    assert spec.hardware.inner_levels[0].holds == ("output",)
+    rows = {(r.level, r.data_space): (r.reads, r.fills, r.updates) for r in timeloop_counts(spec, _run(spec))}
+    # published (ref-output/bypass): GlobalBuffer Weights 1536 reads / 96 fills, Inputs 1536 / 18; RegisterFile
+    # Outputs 1024 / 0 / 1536; MainMemory as before
+    assert rows[("GlobalBuffer", "Weights")] == (1536, 96, 0) and rows[("GlobalBuffer", "Inputs")] == (1536, 18, 0)
+    assert rows[("RegisterFile", "Outputs")] == (1024, 0, 1536)
+    assert ("RegisterFile", "Weights") not in rows
+
+
+def _read_files(problem: str, arch: str, mapping: str):
+    return read_timeloop(DATA / problem, DATA / arch, DATA / mapping)
 
 
 def test_no_local_reuse_dataflow_by_hand():
@@ -192,10 +260,11 @@ BAD = {
                                 "factors of K: MainMemory x Buffer = 8 x 2 = 16, but the problem's K is 32"),
     "level the arch lacks": ("mapping", MAP_TEXT.replace("target: Buffer", "target: GlobalBuffer"),
                              "target 'GlobalBuffer' is not a storage level of the architecture"),
-    "three levels": ("arch", ARCH_TEXT.replace("  - !Container\n    name: PE",
-                                               "  - !Component\n    name: L2\n    class: SRAM\n    attributes:\n"
-                                               "      depth: 128\n      width: 8\n      datawidth: 8\n"),
-                     "3 storage level(s)"),
+    "four levels": ("arch", ARCH_TEXT.replace("  - !Container\n    name: PE",
+                                              "".join(f"  - !Component\n    name: L{k}\n    class: SRAM\n    "
+                                                      f"attributes:\n      depth: 128\n      width: 8\n      "
+                                                      f"datawidth: 8\n" for k in (2, 3))),
+                    "4 storage level(s)"),
     "spatial fan-out": ("arch", ARCH_TEXT.replace("    name: PE", "    name: PE\n    spatial: {meshX: 4}"),
                         "spatial fan-out is not modelled"),
     "fan-out as an attribute": ("arch", ARCH_TEXT.replace("      depth: 64", "      depth: 64\n      meshX: 2"),
@@ -208,7 +277,7 @@ BAD = {
 ENTRIES = {"malformed YAML": "line 6", "two dimensions, one role": "problem.shape", "unknown problem shape": "problem.shape", "unknown key in the problem":
            "problem", "spatial factors": "mapping[2] (Buffer, spatial)", "unknown mapping key": "mapping[1]",
            "factors do not multiply": "factors of K", "level the arch lacks": "mapping[1] (GlobalBuffer, temporal)",
-           "three levels": "architecture.nodes", "spatial fan-out": "architecture.nodes[2] (PE).spatial",
+           "four levels": "architecture.nodes", "spatial fan-out": "architecture.nodes[2] (PE).spatial",
            "bypass": "mapping (dataspace of Buffer)",
            "fan-out as an attribute": "architecture.nodes[3] (Buffer).spatial", "unknown attribute": "architecture.nodes[3] (Buffer).attributes"}
 
@@ -241,8 +310,7 @@ def test_tiles_that_overflow_the_buffer_fail_in_one_line(tmp_path, capsys):
     assert main(["timeloop", str(DATA / "conv1d+oc.prob.yaml"), str(ARCH), str(mapping)]) == 1
     captured = capsys.readouterr()
     assert captured.out == "" and captured.err.count("\n") == 1
-    assert captured.err.startswith(f"dsasim timeloop: {mapping}: the mapping does not run on Buffer (64 B): SRAM "
-                                   f"overflow")
+    assert captured.err.startswith(f"dsasim timeloop: {mapping}: the mapping's tiles do not fit: SRAM overflow")
 
 
 # -- out: search --timeloop, read back ---------------------------------------------------------------------------

@@ -38,6 +38,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Handle `dsasim timeloop`: read, run count-only, print the counts side by side, the rules and the energy."""
+    from dsasim.architect.model.hierarchy import LevelNest
     from dsasim.architect.studies.timeloop import read_timeloop, rule_differences, timeloop_counts, \
         timeloop_hardware_priced
     from dsasim.view.table import format_table
@@ -52,19 +53,21 @@ def run(args: argparse.Namespace) -> int:
         hardware = timeloop_hardware_priced(spec, *accelergy) if accelergy else spec.hardware
     except ValueError as err:
         raise CliError(str(err)) from None
-    runner = kernel_runner("loopnest")
+    spec = spec.on(hardware)
+    levels = isinstance(spec.nest, LevelNest)
+    runner = kernel_runner("levelnest" if levels else "loopnest")
     if runner is None:
-        raise CliError("no loop-nest kernel is installed (entry point dsasim.loopnest_runner); reinstall dsasim")
-    result = runner(spec.nest, hardware, record_trace=False)
+        raise CliError("no loop-nest kernel is installed (entry points dsasim.loopnest_runner, "
+                       "dsasim.levelnest_runner); reinstall dsasim")
+    result = runner(spec.nest, record_trace=False) if levels else runner(spec.nest, hardware, record_trace=False)
     if result.status.value != "ok":  # Timeloop rejects such a mapping too: its tiles must fit the buffer
         first = result.message.strip().split("\n")[0]
-        print(f"dsasim timeloop: {args.mapping}: the mapping does not run on {spec.levels[1].name} "
-              f"({hardware.sram_bytes:,} B): {first}", file=sys.stderr)
+        print(f"dsasim timeloop: {args.mapping}: the mapping's tiles do not fit: {first}", file=sys.stderr)
         return EXIT_FAILED
     counts = result.access_counts
     rows = timeloop_counts(spec, counts)
     rules = rule_differences(spec)
-    print(spec.nest.format(hardware.word_bytes))
+    print(spec.nest.format() if levels else spec.nest.format(hardware.word_bytes))
     print(f"\n{spec.nest.problem.macs:,} MACs on {spec.compute} (Timeloop's computes); "
           f"{hardware.word_bytes}-byte words\n")
     print(format_table(("level", "data space", "dsasim read B", "dsasim written B", "reads", "fills", "updates"),
@@ -88,7 +91,7 @@ def run(args: argparse.Namespace) -> int:
         print("(dsasim prices DDR per byte, Timeloop per whole access of the backing store's width, and charges DDR "
               "no leakage)")
     if json_path is not None:
-        data = {"loop_nest": spec.nest.to_json(), "hardware": hardware.name, "macs": spec.nest.problem.macs,
+        data = {"level_nest" if levels else "loop_nest": spec.nest.to_json(), "hardware": hardware.name, "macs": spec.nest.problem.macs,
                 "counts": [{"level": r.level, "data_space": r.data_space, "tensor": r.tensor,
                             "dsasim_read_bytes": r.dsasim_read_bytes, "dsasim_write_bytes": r.dsasim_write_bytes,
                             "reads": r.reads, "fills": r.fills, "updates": r.updates} for r in rows],

@@ -1,7 +1,7 @@
 """Timeloop's YAML (v0.4) in and out: a problem, an architecture and a mapping as a dsasim `LoopNest` on an
 `Accelerator`, their counts in Timeloop's terms, and a nest written back as the three files.
 
-In (`read_timeloop`): the subset that covers conv and matmul problems on two storage levels.
+In (`read_timeloop`): the subset that covers conv and matmul problems on two or three storage levels.
 
 * Problem: three data spaces, one of them `read_write` (the output). Each projection entry is one dimension
   (`[[K]]`) or a window of two (`[[R, Wdilation], [P, Wstride]]`: an output position, which the output is indexed
@@ -12,25 +12,30 @@ In (`read_timeloop`): the subset that covers conv and matmul problems on two sto
   matmul: the first input is `a` (M x K), the second `b` (K x N). Padding does not exist in Timeloop's problems:
   the input extent is (P - 1) x stride + (R - 1) x dilation + 1.
 * Architecture: the `!Component`s in order, outermost first; the last is the arithmetic unit (one MAC), the others
-  storage. Two storage levels: the outer is dsasim's DDR (its `read_bandwidth`, words per cycle, the DDR port), the
-  inner its SRAM (depth x width bits). A `spatial` fan-out above 1 is refused: dsasim models one PE.
+  storage. The outermost storage level is dsasim's DDR (its `read_bandwidth`, words per cycle, the DDR port), the
+  next its SRAM (depth x width bits), a third (if any) a level below the SRAM. A `spatial` fan-out above 1 is
+  refused: dsasim models one PE.
 * Mapping: per storage level, temporal `factors` (a dimension left out: 1) and a `permutation` (innermost first,
-  Timeloop's order); `dataspace` entries keep or bypass. The product of a dimension's factors must be its size.
-  The nest: the outer level's loops in its permutation (outermost first), tiles the inner level's factors; each
+  Timeloop's order); `dataspace` entries keep, or bypass at the lowest of three levels (dsasim's SRAM holds every
+  tensor). The product of a dimension's factors must be its size.
+  The nest: the outer level's loops in its permutation (outermost first), tiles the product of the factors below; each
   tensor staged just inside the innermost loop with more than one trip that indexes it (Timeloop keeps a tile
   across the innermost loops that do not index it), and an input slides along that loop when it is one of its
   output-position loops (Timeloop's delta between consecutive tiles). The inner level's own permutation does not
   change a count: the MAC reads every operand once per MAC from the buffer (dsasim's TensorCore is 1 x 1 here,
-  with the `no_local_reuse` dataflow).
+  with the `no_local_reuse` dataflow). On three levels the nest is a `LevelNest`: the middle level's loops are its
+  inner loops over the SRAM tile, the lowest level's factors their tile, each tensor that level holds staged by the
+  same rule among the inner loops (or, indexed by none with more than one trip, where the SRAM holds it).
 
 Counts (`timeloop_counts`): dsasim's bytes per tensor and level (`AccessCounts` of the traced run) in Timeloop's
-words: the outer level's reads (every load, partial sums reloaded included) and updates (every store); the buffer's
-fills (its writes by a load), reads (by the MAC, less the drain: dsasim's store of a finished output reads the
-SRAM, Timeloop does not count that read at the buffer) and updates (the MAC's writes of partial sums). Where the two
-tools count the same schedule differently the rule is named (`rule_differences`): sliding-window reuse along a
-kernel-tap loop, the drain read, and the bounding box of a strided input.
+words: the backing store's reads (every load, partial sums reloaded included) and updates (every store); a
+buffer's fills (its writes by a load from its parent), reads (by the level below or the MAC, less the drain: dsasim's
+write-back of a finished output reads it, Timeloop does not count that read) and updates (the writes of partial
+sums from below). Where the two tools count the same schedule differently the rule is named (`rule_differences`):
+sliding-window reuse along a kernel-tap loop, sliding below the SRAM, the drain read, and the bounding box of a
+strided input.
 
-Out (`timeloop_files`): a `LoopNest` that Timeloop can express (no padding, tiles that divide, tensors staged where
+Out (`timeloop_files`): a two-level `LoopNest` that Timeloop can express (no padding, tiles that divide, tensors staged where
 Timeloop keeps them) as the three files; `read_timeloop` of them gives the nest back (ways aside: Timeloop has no
 double buffering).
 """
@@ -43,9 +48,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from dsasim.architect.nests.loopnest import ConvProblem, LoopNest, MatmulProblem, Problem
+from dsasim.architect.model.hierarchy import InnerTiling, LevelNest, tensor_role
+from dsasim.architect.nests.loopnest import ConvProblem, LoopNest, MatmulProblem, Problem, tile_count
 from dsasim.geometry import window_step
-from dsasim.hardware import DDR, Accelerator, load_hardware
+from dsasim.hardware import DDR, SRAM_LEVEL, Accelerator, MemoryLevel, load_hardware
 
 __all__ = ["TimeloopFormatError", "TimeloopLevel", "TimeloopInput", "TimeloopCount", "read_timeloop",
            "timeloop_counts", "rule_differences", "timeloop_files", "timeloop_hardware_priced", "check_exportable", "FILE_NAMES"]
@@ -400,15 +406,18 @@ def _read_arch(path: Path) -> tuple[tuple[TimeloopLevel, ...], str, float | None
     if compute is None:
         raise _fail(path, "architecture.nodes", f"no arithmetic component (class one of {list(COMPUTE_CLASSES)}) "
                                                 f"as its last node")
-    if len(levels) != 2:
+    if len(levels) not in (2, 3):
         raise _fail(path, "architecture.nodes", f"{len(levels)} storage level(s) {[lv.name for lv in levels]}: dsasim "
-                                                f"reads two (a backing store and one buffer); three and more levels "
-                                                f"are not read yet")
+                                                f"reads two or three (a backing store, the SRAM, one level below it)")
     if len({lv.word_bits for lv in levels}) != 1:
         raise _fail(path, "architecture.nodes", f"datawidths {[lv.word_bits for lv in levels]} differ: dsasim has one "
                                                 f"word size")
-    if levels[1].depth_words is None:
-        raise _fail(path, f"architecture ({levels[1].name})", "the buffer needs a depth (its capacity)")
+    for level in levels[1:]:
+        if level.depth_words is None:
+            raise _fail(path, f"architecture ({level.name})", "a buffer needs a depth (its capacity)")
+        if level.name in (DDR, SRAM_LEVEL):
+            raise _fail(path, f"architecture ({level.name})", f"dsasim reserves the names {DDR} and {SRAM_LEVEL}; "
+                                                              f"rename the buffer")
     for key in ("read_bandwidth", "write_bandwidth"):
         if getattr(levels[1], key) is not None:
             notes.append(f"{levels[1].name} {key} {getattr(levels[1], key):g} words/cycle: dsasim's SRAM has no "
@@ -419,11 +428,14 @@ def _read_arch(path: Path) -> tuple[tuple[TimeloopLevel, ...], str, float | None
     return tuple(levels), compute, clock_hz, notes
 
 
-def _hardware(levels: Sequence[TimeloopLevel], clock_hz: float | None, name: str) -> Accelerator:
-    """The architecture as a dsasim accelerator: the backing store as DDR, the buffer as the SRAM, one MAC as a
-    1 x 1 TensorCore with no local reuse (one MAC per step that reads both operands and read-modify-writes its
-    partial sum in the buffer, as Timeloop's arithmetic unit, which holds nothing)."""
-    outer, inner = levels
+def _hardware(levels: Sequence[TimeloopLevel], clock_hz: float | None, name: str,
+              inner_roles: Sequence[str] = ()) -> Accelerator:
+    """The architecture as a dsasim accelerator: the backing store as DDR, the next level as the SRAM, a third
+    (if any) as a level below the SRAM holding the operand roles `inner_roles` (its `read_bandwidth`, words per
+    cycle, its port; none given: the widest port dsasim takes), one MAC as a 1 x 1 TensorCore with no local reuse
+    (one MAC per step that reads both operands and read-modify-writes its partial sum in the innermost level
+    holding it, as Timeloop's arithmetic unit, which holds nothing)."""
+    outer, inner = levels[:2]
     word_bytes = inner.word_bits // 8
     fields: dict[str, Any] = {"name": name, "sram_bytes": inner.capacity_bytes, "word_bytes": word_bytes,
                               "tensorcore_in_channels": 1, "tensorcore_out_channels": 1,
@@ -432,6 +444,11 @@ def _hardware(levels: Sequence[TimeloopLevel], clock_hz: float | None, name: str
         fields["clock_hz"] = clock_hz
     if outer.read_bandwidth is not None:
         fields["dram_bytes_per_cycle"] = outer.read_bandwidth * word_bytes
+    if len(levels) == 3:
+        low = levels[2]
+        bandwidth = float(1 << 20) if low.read_bandwidth is None else low.read_bandwidth * word_bytes
+        fields["inner_levels"] = (MemoryLevel(low.name, low.capacity_bytes, bandwidth, tuple(inner_roles),
+                                              access_bytes=low.width_bits // 8),)
     return dataclasses.replace(load_hardware("blog"), **fields)
 
 
@@ -514,7 +531,7 @@ class TimeloopInput:
     dimension -> dsasim dimension, data space -> tensor, storage levels outermost first, the arithmetic unit) and
     notes on what dsasim reads differently but that changes no count."""
 
-    nest: LoopNest
+    nest: LoopNest | LevelNest
     hardware: Accelerator
     dimension_names: Mapping[str, str]
     tensor_names: Mapping[str, str]
@@ -523,8 +540,25 @@ class TimeloopInput:
     notes: tuple[str, ...]
 
     def __post_init__(self) -> None:
-        if len(self.levels) != 2:
-            raise ValueError(f"TimeloopInput: two storage levels, got {len(self.levels)}")
+        if len(self.levels) != (3 if isinstance(self.nest, LevelNest) else 2):
+            raise ValueError(f"TimeloopInput: a LoopNest takes two storage levels, a LevelNest three; got "
+                             f"{len(self.levels)} for a {type(self.nest).__name__}")
+
+    @property
+    def outer(self) -> LoopNest:
+        """The DDR -> SRAM loop nest (the whole nest on two levels)."""
+        return self.nest.outer if isinstance(self.nest, LevelNest) else self.nest
+
+    @property
+    def dsasim_levels(self) -> tuple[str, ...]:
+        """dsasim's name of each storage level, outermost first (DDR, SRAM, the inner level's own name)."""
+        return (DDR, SRAM_LEVEL, *(lv.name for lv in self.levels[2:]))
+
+    def on(self, hardware: Accelerator) -> "TimeloopInput":
+        """The same input on other hardware of the same levels (priced by Accelergy, say)."""
+        nest = LevelNest(self.nest.outer, self.nest.inner, hardware) if isinstance(self.nest, LevelNest) \
+            else self.nest
+        return dataclasses.replace(self, nest=nest, hardware=hardware)
 
 
 def read_timeloop(problem_path: str | Path, arch_path: str | Path, mapping_path: str | Path) -> TimeloopInput:
@@ -535,35 +569,56 @@ def read_timeloop(problem_path: str | Path, arch_path: str | Path, mapping_path:
     levels, compute, clock_hz, notes = _read_arch(arch_path)
     tl_dims = list(dim_names)
     factors, perms, keeps = _read_mapping(mapping_path, levels, tl_dims)
-    outer, inner = (lv.name for lv in levels)
+    names = [lv.name for lv in levels]
+    inner_spaces = list(tensor_names)
     for level, (keep, bypass) in keeps.items():
         entry = f"mapping (dataspace of {level})"
         for space in (*keep, *bypass):
             if space not in tensor_names:
                 raise _fail(mapping_path, entry, f"{space!r} is not a data space of the problem {list(tensor_names)}")
-        if bypass:
-            where = "the backing store holds every tensor" if level == outer else \
+        if bypass and level != names[-1] or bypass and len(levels) == 2:
+            where = "the backing store holds every tensor" if level == names[0] else \
+                "dsasim's SRAM holds every tensor" if len(levels) == 3 else \
                 "dsasim's MAC reads its operands from the buffer"
-            raise _fail(mapping_path, entry, f"bypass {bypass} at {level} is not modelled with two levels ({where})")
+            raise _fail(mapping_path, entry, f"bypass {bypass} at {level} is not modelled ({where})")
+        if bypass:
+            inner_spaces = [t for t in tensor_names if t not in bypass]
     extents = {t: problem.extents[d] for t, d in dim_names.items()}
     for d in tl_dims:
-        product = factors.get(outer, {}).get(d, 1) * factors.get(inner, {}).get(d, 1)
-        if product != extents[d]:
-            raise _fail(mapping_path, f"factors of {d}", f"{outer} x {inner} = {factors.get(outer, {}).get(d, 1)} x "
-                                                          f"{factors.get(inner, {}).get(d, 1)} = {product}, but the "
-                                                          f"problem's {d} is {extents[d]}; the factors of a dimension "
-                                                          f"must multiply to its size")
-    outer_perm = perms.get(outer, [])
-    missing = [d for d in tl_dims if factors.get(outer, {}).get(d, 1) > 1 and d not in outer_perm]
-    if missing:
-        raise _fail(mapping_path, f"mapping ({outer}).permutation", f"misses {missing}, which loop more than once "
-                                                                    f"there; name every such dimension")
-    # the outer level's loops, outermost first (Timeloop lists innermost first), then the one-trip rest
-    order_tl = list(reversed([d for d in outer_perm])) + [d for d in tl_dims if d not in outer_perm]
-    order = [dim_names[d] for d in order_tl] + [d for d in problem.dims if d not in dim_names.values()]
-    tiles = {dim_names[d]: factors.get(inner, {}).get(d, 1) for d in tl_dims}
-    nest = _timeloop_nest(problem, order, tiles)
-    hardware = _hardware(levels, clock_hz, f"timeloop-{arch_path.stem}")
+        parts = [factors.get(level, {}).get(d, 1) for level in names]
+        if math.prod(parts) != extents[d]:
+            raise _fail(mapping_path, f"factors of {d}", f"{' x '.join(names)} = {' x '.join(map(str, parts))} = "
+                                                          f"{math.prod(parts)}, but the problem's {d} is {extents[d]}; "
+                                                          f"the factors of a dimension must multiply to its size")
+    orders = []
+    for level in names[:-1]:  # the innermost level's loops are the tile the MAC runs: their order changes no count
+        perm = perms.get(level, [])
+        missing = [d for d in tl_dims if factors.get(level, {}).get(d, 1) > 1 and d not in perm]
+        if missing:
+            raise _fail(mapping_path, f"mapping ({level}).permutation", f"misses {missing}, which loop more than "
+                                                                        f"once there; name every such dimension")
+        # the level's loops, outermost first (Timeloop lists innermost first), then the one-trip rest
+        order_tl = list(reversed(perm)) + [d for d in tl_dims if d not in perm]
+        orders.append([dim_names[d] for d in order_tl] + [d for d in problem.dims if d not in dim_names.values()])
+    below = {dim_names[d]: math.prod(factors.get(level, {}).get(d, 1) for level in names[1:]) for d in tl_dims}
+    outer_nest = _timeloop_nest(problem, orders[0], below)
+    name = f"timeloop-{arch_path.stem}"
+    if len(levels) == 2:
+        return TimeloopInput(outer_nest, _hardware(levels, clock_hz, name), dict(dim_names), dict(tensor_names),
+                             levels, compute, tuple(notes))
+    held = [tensor_names[t] for t in inner_spaces]
+    hardware = _hardware(levels, clock_hz, name, [tensor_role(problem, t) for t in held])
+    tiles = {dim_names[d]: factors.get(names[2], {}).get(d, 1) for d in tl_dims}
+    stage: dict[str, int | str] = {}
+    for t in held:  # just inside the innermost inner loop with more than one trip that indexes it, else where the
+        spec = problem.tensor(t)  # SRAM holds it (it stays in the level across the outer loops below that)
+        relevant = [k for k, d in enumerate(orders[1]) if d in spec.dims and
+                    tile_count(outer_nest.tile(d), tiles.get(d, outer_nest.tile(d))) > 1]
+        stage[t] = relevant[-1] + 1 if relevant else f"outer:{outer_nest.loop_of(t)}"
+    try:
+        nest = LevelNest(outer_nest, InnerTiling(orders[1], tiles, stage), hardware)
+    except ValueError as err:
+        raise _fail(mapping_path, f"mapping ({names[2]})", str(err)) from None
     return TimeloopInput(nest, hardware, dict(dim_names), dict(tensor_names), levels, compute, tuple(notes))
 
 
@@ -610,31 +665,53 @@ def timeloop_counts(spec: TimeloopInput, counts: Any) -> tuple[TimeloopCount, ..
     level (outermost first) and data space (module docstring: the rules)."""
     word = spec.hardware.word_bytes
     got = {(t.tensor, t.level): (int(t.read_bytes), int(t.write_bytes)) for t in counts.tensors}
-    outer, inner = (lv.name for lv in spec.levels)
     rows = []
-    for level, dsasim_level in ((inner, "SRAM"), (outer, DDR)):
-        for space, tensor in spec.tensor_names.items():
-            read, write = got.get((tensor, dsasim_level), (0, 0))
-            is_output = spec.nest.problem.tensor(tensor).output
-            if dsasim_level == DDR:  # loads read it, stores update it
-                reads, fills, updates = read // word, 0, write // word
-            elif not is_output:  # loads fill the buffer, the MAC reads it
-                reads, fills, updates = read // word, write // word, 0
-            else:  # reloaded partial sums fill it, the MAC updates it; the store's drain read is not Timeloop's
-                ddr_read, ddr_write = got.get((tensor, DDR), (0, 0))
-                fills = ddr_read // word
-                reads, updates = (read - ddr_write) // word, write // word - fills
-            rows.append(TimeloopCount(level, space, tensor, read, write, reads, fills, updates))
-    return tuple(rows)
+    for space, tensor in spec.tensor_names.items():
+        is_output = spec.nest.problem.tensor(tensor).output
+        path = [(lv, name) for lv, name in zip(spec.levels, spec.dsasim_levels) if (tensor, name) in got]
+        # top down along the tensor's path (the module docstring's terms): a level's fills are what its parent read
+        # for it, less the parent's own drain; an output level's drain (what it writes back to its parent: the
+        # parent's updates) is a read Timeloop does not count; its updates are its writes less its fills
+        reads = fills = updates = drained = parent_read = parent_drained = 0
+        for k, (level, name) in enumerate(path):
+            read, write = got[(tensor, name)]
+            if k == 0:  # the backing store: loads read it, stores update it
+                reads, fills, updates, drained = read, 0, write, 0
+            elif not is_output:  # loads fill it, the level below (or the MAC) reads it
+                reads, fills, updates = read, write, 0
+            else:
+                fills = parent_read - parent_drained
+                drained = updates  # the parent's updates are this level's write-backs
+                reads, updates = read - drained, write - fills
+            rows.append(TimeloopCount(level.name, space, tensor, read, write, reads // word, fills // word,
+                                      updates // word))
+            parent_read, parent_drained = read, drained
+    order = {lv.name: i for i, lv in enumerate(spec.levels)}
+    return tuple(sorted(rows, key=lambda r: (-order[r.level], list(spec.tensor_names).index(r.data_space))))
 
 
 def rule_differences(spec: TimeloopInput) -> tuple[str, ...]:
     """Where Timeloop counts this nest differently from dsasim, one line per rule that applies (empty: none)."""
-    nest, problem = spec.nest, spec.nest.problem
-    outer, inner = (lv.name for lv in spec.levels)
+    nest, problem = spec.outer, spec.nest.problem
+    outer, inner = (lv.name for lv in spec.levels[:2])
     back = {v: k for k, v in spec.dimension_names.items()}
     space = {v: k for k, v in spec.tensor_names.items()}
     lines = []
+    if isinstance(spec.nest, LevelNest):  # no sliding below the SRAM in dsasim
+        low, levels = spec.levels[2].name, spec.nest
+        for t, level in levels.levels.items():
+            if levels.inner_depth[t] is None or problem.tensor(t).output:
+                continue
+            seen_tiles, _ = levels.seen(t)
+            relevant = [d for d in levels.inner_above(t) if d in problem.tensor(t).dims and
+                        levels.inner_trips(d) > 1]
+            positions = {a.dim for a in problem.tensor(t).axes if a.is_window}
+            if relevant and relevant[-1] in positions:
+                lines.append(f"sliding-window reuse below the SRAM: the innermost {inner} loop indexing "
+                             f"{space[t]} is the output position {back.get(relevant[-1], relevant[-1])}; Timeloop "
+                             f"keeps the overlap of consecutive {space[t]} tiles in {low}, dsasim's levels below the "
+                             f"SRAM do not slide and reload each tile, so its {low} fills and {inner} reads of "
+                             f"{space[t]} are higher")
     for t in problem.tensors:
         relevant = [d for d in nest.above(t.name) if nest.trips(d) > 1]
         taps = {a.tap for a in t.axes if a.is_window}
@@ -645,9 +722,10 @@ def rule_differences(spec: TimeloopInput) -> tuple[str, ...]:
                          f"positions and reloads each tile, so its {inner} fills and {outer} reads of "
                          f"{space[t.name]} are higher")
         if t.output:
-            lines.append(f"the drain read: dsasim's store of each finished {space[t.name]} element reads it from the "
-                         f"SRAM ({inner}); Timeloop does not count that read at {inner}, so its reads there are "
-                         f"dsasim's less the {outer} updates")
+            lines.append(f"the drain read: dsasim's write-back of each finished {space[t.name]} element to the "
+                         f"level above reads it; Timeloop does not count that read, so its reads of "
+                         f"{space[t.name]} at {' and '.join(lv.name for lv in spec.levels[1:])} are dsasim's less the "
+                         f"updates of the level above")
         if not t.output and not nest.slides(t.name) and any(a.is_window for a in t.axes):
             for a in t.axes:
                 if a.is_window and window_step(nest.tile(a.dim), nest.tile(a.tap), a.stride, a.dilation) > 1:
@@ -660,16 +738,15 @@ def rule_differences(spec: TimeloopInput) -> tuple[str, ...]:
 
 def timeloop_hardware_priced(spec: TimeloopInput, ert_path: str | Path, art_path: str | Path | None) -> Accelerator:
     """The input's hardware priced by an Accelergy ERT (and ART) summary: the backing store's component as DDR, the
-    buffer's as the SRAM (each access its width), the arithmetic unit's as the TensorCore's MAC; ValueError naming the
-    file for a table that lacks one of them."""
+    next as the SRAM, a third as the level below it (each access its width), the arithmetic unit's as the
+    TensorCore's MAC; ValueError naming the file for a table that lacks one of them."""
     from dsasim.energy.accelergy import read_accelergy
     from dsasim.energy.accelergy_map import AccelergyBinding, accelergy_energies, with_accelergy
 
-    outer, inner = spec.levels
     tables = read_accelergy(ert_path, art_path)
-    bindings = (AccelergyBinding(DDR, outer.name, outer.width_bits // 8),
-                AccelergyBinding("SRAM", inner.name, inner.width_bits // 8),
-                AccelergyBinding("tensorcore", spec.compute))
+    bindings = tuple(AccelergyBinding(name, level.name, level.width_bits // 8)
+                     for name, level in zip(spec.dsasim_levels, spec.levels)) + \
+        (AccelergyBinding("tensorcore", spec.compute),)
     return with_accelergy(spec.hardware, accelergy_energies(tables, bindings, spec.hardware))
 
 
