@@ -1780,6 +1780,19 @@ MUTANTS: list[Mutant] = [
     Mutant("timeloop: search --timeloop overwrites files", "dsasim/cli/timeloop.py",
            "    taken = [str(p) for p in paths.values() if p.exists()]", "    taken = []",
            ("tests/test_timeloop_format.py",)),
+    Mutant("timeloop: the level below the SRAM staged ignoring one-trip inner loops",
+           "dsasim/architect/studies/timeloop.py",
+           "                    tile_count(outer_nest.tile(d), tiles.get(d, outer_nest.tile(d))) > 1]",
+           "                    True]", ("tests/test_timeloop_format.py",)),
+    Mutant("timeloop: a bypass at the lowest level ignored", "dsasim/architect/studies/timeloop.py",
+           "            inner_spaces = [t for t in tensor_names if t not in bypass]", "            pass",
+           ("tests/test_timeloop_format.py",)),
+    Mutant("timeloop: the slide below the SRAM never named", "dsasim/architect/studies/timeloop.py",
+           "            if relevant and relevant[-1] in positions:", "            if False:",
+           ("tests/test_timeloop_format.py",)),
+    Mutant("timeloop: an output's fills ignore the parent's drain", "dsasim/architect/studies/timeloop.py",
+           "                fills = parent_read - parent_drained", "                fills = parent_read",
+           ("tests/test_timeloop_format.py",)),
 ]
 
 
