@@ -274,12 +274,14 @@ BAD = {
     "unknown attribute": ("arch", ARCH_TEXT.replace("      depth: 64", "      depth: 64\n      colour: red"),
                           "unknown key(s) ['colour']"),
 }
-ENTRIES = {"malformed YAML": "line 6", "two dimensions, one role": "problem.shape", "unknown problem shape": "problem.shape", "unknown key in the problem":
-           "problem", "spatial factors": "mapping[2] (Buffer, spatial)", "unknown mapping key": "mapping[1]",
+ENTRIES = {"malformed YAML": "line 6", "two dimensions, one role": "problem.shape",
+           "unknown problem shape": "problem.shape", "unknown key in the problem": "problem",
+           "spatial factors": "mapping[2] (Buffer, spatial)", "unknown mapping key": "mapping[1]",
            "factors do not multiply": "factors of K", "level the arch lacks": "mapping[1] (GlobalBuffer, temporal)",
            "four levels": "architecture.nodes", "spatial fan-out": "architecture.nodes[2] (PE).spatial",
            "bypass": "mapping (dataspace of Buffer)",
-           "fan-out as an attribute": "architecture.nodes[3] (Buffer).spatial", "unknown attribute": "architecture.nodes[3] (Buffer).attributes"}
+           "fan-out as an attribute": "architecture.nodes[3] (Buffer).spatial",
+           "unknown attribute": "architecture.nodes[3] (Buffer).attributes"}
 
 
 @pytest.mark.parametrize("name", sorted(BAD))

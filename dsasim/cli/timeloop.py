@@ -85,13 +85,15 @@ def run(args: argparse.Namespace) -> int:
 
         cycles = spec.nest.problem.macs  # one MAC per cycle, as Timeloop's unit with no bandwidth stall
         energy = energy_report(counts, hardware, cycles)
-        print(f"\nenergy (Accelergy table {Path(accelergy[0]).name}; leakage over {cycles:,} cycles, one MAC per cycle):")
+        print(f"\nenergy (Accelergy table {Path(accelergy[0]).name}; leakage over {cycles:,} cycles, one MAC per "
+              f"cycle):")
         print(format_table(("component", "pJ"), [(k, f"{v:.2f}") for k, v in energy.energy_breakdown_pj.items()]
                            + [("total", f"{energy.energy_pj:.2f}")]))
         print("(dsasim prices DDR per byte, Timeloop per whole access of the backing store's width, and charges DDR "
               "no leakage)")
     if json_path is not None:
-        data = {"level_nest" if levels else "loop_nest": spec.nest.to_json(), "hardware": hardware.name, "macs": spec.nest.problem.macs,
+        data = {"level_nest" if levels else "loop_nest": spec.nest.to_json(), "hardware": hardware.name,
+                "macs": spec.nest.problem.macs,
                 "counts": [{"level": r.level, "data_space": r.data_space, "tensor": r.tensor,
                             "dsasim_read_bytes": r.dsasim_read_bytes, "dsasim_write_bytes": r.dsasim_write_bytes,
                             "reads": r.reads, "fills": r.fills, "updates": r.updates} for r in rows],

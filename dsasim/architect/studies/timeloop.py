@@ -35,9 +35,9 @@ sums from below). Where the two tools count the same schedule differently the ru
 sliding-window reuse along a kernel-tap loop, sliding below the SRAM, the drain read, and the bounding box of a
 strided input.
 
-Out (`timeloop_files`): a two-level `LoopNest` that Timeloop can express (no padding, tiles that divide, tensors staged where
-Timeloop keeps them) as the three files; `read_timeloop` of them gives the nest back (ways aside: Timeloop has no
-double buffering).
+Out (`timeloop_files`): a two-level `LoopNest` that Timeloop can express (no padding, tiles that divide, tensors
+staged where Timeloop keeps them) as the three files; `read_timeloop` of them gives the nest back (ways aside:
+Timeloop has no double buffering).
 """
 
 from __future__ import annotations
@@ -54,7 +54,8 @@ from dsasim.geometry import window_step
 from dsasim.hardware import DDR, SRAM_LEVEL, Accelerator, MemoryLevel, load_hardware
 
 __all__ = ["TimeloopFormatError", "TimeloopLevel", "TimeloopInput", "TimeloopCount", "read_timeloop",
-           "timeloop_counts", "rule_differences", "timeloop_files", "timeloop_hardware_priced", "check_exportable", "FILE_NAMES"]
+           "timeloop_counts", "rule_differences", "timeloop_files", "timeloop_hardware_priced", "check_exportable",
+           "FILE_NAMES"]
 
 VERSIONS = ("0.4",)
 FILE_NAMES = {"problem": "problem.yaml", "arch": "arch.yaml", "mapping": "map.yaml"}  # what `search --timeloop` writes
@@ -164,7 +165,8 @@ def _read_problem(path: Path) -> tuple[Problem, dict[str, str], dict[str, str], 
     _keys(path, "problem.shape", shape, ("name", "dimensions", "coefficients", "data_spaces", "data-spaces"),
           ("dimensions",))
     dims = shape["dimensions"]
-    if not isinstance(dims, list) or not dims or not all(isinstance(d, str) for d in dims) or len(set(dims)) != len(dims):
+    if not isinstance(dims, list) or not dims or not all(isinstance(d, str) for d in dims) or \
+            len(set(dims)) != len(dims):
         raise _fail(path, "problem.shape.dimensions", f"must be a list of distinct names, got {dims!r}")
     if not isinstance(instance, dict):
         raise _fail(path, "problem.instance", f"must be a mapping of dimension sizes, got {instance!r}")
@@ -365,8 +367,9 @@ def _read_arch(path: Path) -> tuple[tuple[TimeloopLevel, ...], str, float | None
             except (TypeError, ValueError):
                 seconds = -1.0
             if not (seconds > 0 and math.isfinite(seconds)):
+                given = attributes["global_cycle_seconds"]
                 raise _fail(path, f"{entry}.attributes.global_cycle_seconds", f"must be a positive number of "
-                                                                             f"seconds, got {attributes['global_cycle_seconds']!r}")
+                                                                             f"seconds, got {given!r}")
             clock_hz = float(f"{1.0 / seconds:.12g}")  # 1e-9 s -> 1 GHz exactly, not 999999999.9999999
         if tag == "Container":
             unknown = sorted(k for k in attributes if k not in ENERGY_ATTRIBUTES)
@@ -380,8 +383,8 @@ def _read_arch(path: Path) -> tuple[tuple[TimeloopLevel, ...], str, float | None
         unknown = sorted(k for k in attributes if k not in STORAGE_ATTRIBUTES + ENERGY_ATTRIBUTES + ("width",))
         if unknown:
             raise _fail(path, f"{entry}.attributes", f"unknown key(s) {unknown}; dsasim reads "
-                                                     f"{list(STORAGE_ATTRIBUTES)} (the rest: {list(ENERGY_ATTRIBUTES)}, "
-                                                     f"priced by Accelergy)")
+                                                     f"{list(STORAGE_ATTRIBUTES)} (the rest: "
+                                                     f"{list(ENERGY_ATTRIBUTES)}, priced by Accelergy)")
         if klass.lower() in COMPUTE_CLASSES:
             compute = name
             continue
