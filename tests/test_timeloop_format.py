@@ -380,4 +380,15 @@ def test_search_refuses_padding_before_searching(tmp_path, capsys):
     assert main(["search", "conv:ic=16,oc=16,h=8,k=3,p=1", "--timeloop", str(folder)]) == 2
     captured = capsys.readouterr()
     assert captured.out == "" and captured.err.count("\n") == 1 and "padding (1, 1)" in captured.err
-    assert not any(folder.iterdir()) if folder.exists() else True
+    assert not folder.exists()
+
+
+@pytest.mark.parametrize("argv", [["resnet18.layer1.0"], ["gemm:m=64,n=48,k=32", "--hardware", "blog-l1"]])
+def test_search_refuses_chains_and_inner_levels_before_searching(argv, tmp_path, capsys):
+    folder = tmp_path / "tl"
+    assert main(["search", *argv, "--timeloop", str(folder)]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err.count("\n") == 1
+    assert "--timeloop writes one layer's nest on hardware without levels below the SRAM" in captured.err
+    assert not folder.exists()
+

@@ -111,7 +111,8 @@ def timeloop_outputs(text: str, target: Any) -> dict[str, Path]:
     from dsasim.architect.studies.timeloop import FILE_NAMES, check_exportable
 
     if target.kind != "layer":
-        raise CliError(f"--timeloop writes a single layer's nest; {target.spec} is a {target.kind}")
+        raise CliError(f"--timeloop writes one layer's nest on hardware without levels below the SRAM; "
+                       f"{target.spec} here is a {target.kind!r} target (a chain, or hardware with inner levels)")
     try:
         check_exportable(target.problem, target.hardware)
     except ValueError as err:
