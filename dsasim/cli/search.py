@@ -50,6 +50,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help=f"hardware preset ({', '.join(PRESETS)}) or TOML file (default: blog)")
     add_objective_argument(p, DEFAULT_OBJECTIVE.name)
     p.add_argument("--json", metavar="PATH", help="write the best schedule and its figures as JSON")
+    p.add_argument("--zigzag", metavar="DIR", help="write the best loop nest as a ZigZag workload and mapping "
+                   "(DIR/workload.yaml, DIR/mapping.yaml; a single layer on one-level hardware; never overwrites)")
     p.add_argument("--confirm", type=int_at_least(0), default=None, metavar="N",
                    help=f"re-run the top N candidates through the trace and timing simulator (default "
                         f"{LAYER_CONFIRM.default}; 0: none); a chain, or hardware with levels below the SRAM, re-runs its "
@@ -147,7 +149,12 @@ def run(args: argparse.Namespace) -> int:
         target.confirm_count(options)  # an option the kind refuses, before any work
     except ValueError as err:
         raise CliError(str(err)) from None
-    check_outputs(args, [("--json", args.json)])
+    zigzag = None
+    if args.zigzag is not None:
+        from dsasim.cli.zigzag_output import zigzag_output
+        zigzag = zigzag_output(args, target)
+    zigzag_outputs, zigzag_inputs = zigzag.uses() if zigzag is not None else ([], [])
+    check_outputs(args, [("--json", args.json), *zigzag_outputs], zigzag_inputs)
     json_path = output_file("--json", args.json) if args.json is not None else None
     t0 = time.perf_counter()
     with _as_cli_errors(args.layer):
@@ -161,6 +168,8 @@ def run(args: argparse.Namespace) -> int:
     print(format_choice(choice, wall))
     if json_path is not None:
         write_text_atomic(json_path, json.dumps(choice.to_json(), indent=2) + "\n")
+    if zigzag is not None:
+        zigzag.write(choice, target.hardware, sram)
     return 0
 
 

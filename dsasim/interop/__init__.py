@@ -1,0 +1,1 @@
+"""Other tools' file formats read into dsasim and written from it (ZigZag, Timeloop, ...): one module per format."""
