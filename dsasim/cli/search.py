@@ -1,14 +1,15 @@
 """`dsasim search LAYER`: the best loop nest of a layer under an SRAM capacity.
 
     dsasim search LAYER [--sram BYTES] [--hardware PRESET|FILE] [--objective traffic|cycles] [--json PATH]
-                        [--confirm N] [--no-simulate] [--force]
+                        [--zigzag DIR] [--confirm N] [--no-simulate] [--force]
 
 LAYER is a built-in name (blog-conv, resnet50.res2a_branch2b, ..., gemm-1024) or a shape spec such as
 conv:ic=64,oc=64,h=56,k=3,p=1 or gemm:m=512,n=512,k=512 (see `dsasim.architect.problems.layers`), or a chain of layers to
 fuse (resnet18.layer1.0, resnet50.res2a, resnet50.res2b, mobilenetv2.features.1 .. 17; `dsasim.architect.problems.chain`):
 then the search compares the whole chain fused, layer by layer and every split between (`ChainSearchResult.to_json`: keys
 fused, partition, layer_by_layer_bytes, recomputed_macs, intermediate_peak_bytes, parts). Sizes accept 65536, 64KiB,
-1.5MiB. `--json` writes the best schedule with its figures; its `loop_nest` key is loadable by
+1.5MiB. A layer of a ZigZag workload YAML is `zigzag:FILE.yaml#ID` or `FILE.yaml#ID` (`dsasim.interop.zigzag`);
+`--zigzag DIR` writes the best loop nest as a ZigZag workload and mapping (`dsasim.cli.zigzag_output`). `--json` writes the best schedule with its figures; its `loop_nest` key is loadable by
 `dsasim.kernels.loopnest_kernel.load_nest`; `macs`, `padded_macs` and `tensorcore_utilization` (= macs / padded_macs,
 6 decimals) give the padding waste of partial 16x24 blocks (a depthwise conv: 1/384). JSON output is
 deterministic (no wall times). Work estimated far beyond
@@ -43,8 +44,8 @@ __all__ = ["COMMAND", "progress_callback"]
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """The arguments of `dsasim search`."""
     p.add_argument("layer", help="blog-conv, resnet50.<name>, gemm-1024, a spec like conv:ic=64,oc=64,h=56,k=3,p=1, "
-                                 "or a chain to fuse: resnet18.layer1.0, resnet50.res2a, resnet50.res2b, "
-                                 "mobilenetv2.features.N")
+                                 "a chain to fuse: resnet18.layer1.0, resnet50.res2a, resnet50.res2b, "
+                                 "mobilenetv2.features.N, or a layer of a ZigZag workload: zigzag:FILE.yaml#ID")
     p.add_argument("--sram", metavar="BYTES", help="SRAM capacity (default: the hardware's), e.g. 1536KiB")
     p.add_argument("--hardware", metavar="PRESET|FILE", default="blog",
                    help=f"hardware preset ({', '.join(PRESETS)}) or TOML file (default: blog)")
