@@ -1,4 +1,4 @@
-"""ZigZag workloads in, ZigZag workload and mapping out (issue 31; `dsasim.interop.zigzag`, `zigzag_mapping`).
+"""ZigZag workloads in, ZigZag workload and mapping out (issue 31; `dsasim.architect.problems.zigzag_workload`, `zigzag_mapping`).
 
 The files under tests/data/zigzag/ are ZigZag's own examples (resnet18_excerpt.yaml, gemm_layer.yaml: copied
 verbatim, their source in their header) or written in the form ZigZag's ONNX parser writes (mobilenetv2_dw.yaml);
@@ -20,8 +20,8 @@ from dsasim.architect.studies.target import SearchOptions
 from dsasim.architect.studies.target_kinds import target_of
 from dsasim.cli import main
 from dsasim.hardware import PRESETS
-from dsasim.interop.zigzag import is_zigzag_spec, read_layer, read_workload, workload_yaml
-from dsasim.interop.zigzag_mapping import mapping_yaml, temporal_ordering
+from dsasim.architect.problems.zigzag_workload import is_zigzag_spec, read_layer, read_workload, workload_yaml
+from dsasim.architect.nests.zigzag_mapping import mapping_yaml, temporal_ordering
 
 DATA = Path(__file__).parent / "data" / "zigzag"
 RESNET18 = str(DATA / "resnet18_excerpt.yaml")

@@ -8,7 +8,7 @@ conv:ic=64,oc=64,h=56,k=3,p=1 or gemm:m=512,n=512,k=512 (see `dsasim.architect.p
 fuse (resnet18.layer1.0, resnet50.res2a, resnet50.res2b, mobilenetv2.features.1 .. 17; `dsasim.architect.problems.chain`):
 then the search compares the whole chain fused, layer by layer and every split between (`ChainSearchResult.to_json`: keys
 fused, partition, layer_by_layer_bytes, recomputed_macs, intermediate_peak_bytes, parts). Sizes accept 65536, 64KiB,
-1.5MiB. A layer of a ZigZag workload YAML is `zigzag:FILE.yaml#ID` or `FILE.yaml#ID` (`dsasim.interop.zigzag`);
+1.5MiB. A layer of a ZigZag workload YAML is `zigzag:FILE.yaml#ID` or `FILE.yaml#ID` (`dsasim.architect.problems.zigzag_workload`);
 `--zigzag DIR` writes the best loop nest as a ZigZag workload and mapping (`dsasim.cli.zigzag_output`). `--json` writes the best schedule with its figures; its `loop_nest` key is loadable by
 `dsasim.kernels.loopnest_kernel.load_nest`; `macs`, `padded_macs` and `tensorcore_utilization` (= macs / padded_macs,
 6 decimals) give the padding waste of partial 16x24 blocks (a depthwise conv: 1/384). JSON output is

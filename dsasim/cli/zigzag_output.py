@@ -1,5 +1,5 @@
 """`dsasim search LAYER --zigzag DIR`: the best loop nest written as a ZigZag workload and mapping YAML
-(`DIR/workload.yaml`, `DIR/mapping.yaml`; `dsasim.interop.zigzag`, `dsasim.interop.zigzag_mapping`).
+(`DIR/workload.yaml`, `DIR/mapping.yaml`; `dsasim.architect.problems.zigzag_workload`, `dsasim.architect.nests.zigzag_mapping`).
 
 Checked before the search: the target is a single layer on one-level hardware (its schedule is one `LoopNest`),
 DIR is a folder that takes new files, and neither file exists (an earlier export is never overwritten: remove it or
@@ -45,8 +45,8 @@ class ZigzagOutput:
 
     def write(self, choice: Any, hardware: Any, sram_bytes: int) -> None:
         """The choice's nest as the two YAML files, both or neither."""
-        from dsasim.interop.zigzag import workload_yaml
-        from dsasim.interop.zigzag_mapping import mapping_yaml
+        from dsasim.architect.problems.zigzag_workload import workload_yaml
+        from dsasim.architect.nests.zigzag_mapping import mapping_yaml
 
         nest = choice.schedule
         texts = (workload_yaml(nest.problem, hardware.word_bytes * 8), mapping_yaml(nest, hardware, sram_bytes))
@@ -58,7 +58,7 @@ class ZigzagOutput:
 def zigzag_output(args: argparse.Namespace, target: Any) -> ZigzagOutput:
     """The checked `--zigzag DIR` of `dsasim search` for `target`, before any work; CliError for a target whose
     best schedule is not one loop nest, a folder that cannot take the files, or a file already there."""
-    from dsasim.interop.zigzag import is_zigzag_spec, split_zigzag_spec
+    from dsasim.architect.problems.zigzag_workload import is_zigzag_spec, split_zigzag_spec
 
     if target.kind != "layer":
         where = ("hardware with levels below the SRAM (one tiling per level)" if target.kind == "levels"

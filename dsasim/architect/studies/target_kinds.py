@@ -1,7 +1,7 @@
 """The registry of target kinds (`TARGET_KINDS`), tried in order by `target_of(spec, hardware)`: the first kind
 whose `can_load` takes the spec on that hardware loads it.
 
-- zigzag: a layer of a ZigZag workload YAML (`zigzag:PATH[#LAYER]`, `PATH.yaml[#LAYER]`; `dsasim.interop.zigzag`),
+- zigzag: a layer of a ZigZag workload YAML (`zigzag:PATH[#LAYER]`, `PATH.yaml[#LAYER]`; `dsasim.architect.problems.zigzag_workload`),
   a `LayerTarget` or `LevelTarget` by the hardware (`zigzag_target`);
 - attention: an attention spec (`attention:...`, `problems.attention`), `AttentionTarget` (`attention_target`);
 - chain: a chain preset or spec (`chain_catalogue.is_chain`; conv and GEMM chains, `chain_kinds`), `ChainTarget`;
@@ -46,7 +46,7 @@ def _load_attention(spec: str, hardware: Accelerator) -> Target:
 
 
 def _is_zigzag(spec: str, hardware: Accelerator) -> bool:
-    from dsasim.interop.zigzag import is_zigzag_spec
+    from dsasim.architect.problems.zigzag_workload import is_zigzag_spec
     return is_zigzag_spec(spec)
 
 

@@ -1,5 +1,5 @@
 """The ZigZag target: a layer of a ZigZag workload YAML (`zigzag:PATH[#LAYER]` or `PATH.yaml[#LAYER]`, read by
-`dsasim.interop.zigzag`) searched as the layer it is: a `LayerTarget` on one-level hardware, a `LevelTarget` on
+`dsasim.architect.problems.zigzag_workload`) searched as the layer it is: a `LayerTarget` on one-level hardware, a `LevelTarget` on
 hardware with levels below the SRAM. Its precisions must be the hardware's word (`ZigzagLayer.check_word`); a
 partial-sum precision other than the word is said in a warning with each search (dsasim keeps partial sums in
 words)."""
@@ -50,7 +50,7 @@ class ZigzagLevelTarget(LevelTarget):
 def load_zigzag_target(spec: str, hardware: Accelerator) -> Target:
     """The ZigZag layer `spec` names on `hardware`; ValueError (one line naming the file, the layer and what is
     wrong) for a file, a layer or a precision dsasim cannot read."""
-    from dsasim.interop.zigzag import read_layer, split_zigzag_spec
+    from dsasim.architect.problems.zigzag_workload import read_layer, split_zigzag_spec
 
     path, which = split_zigzag_spec(spec)
     layer = read_layer(path, which)

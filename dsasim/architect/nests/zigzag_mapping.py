@@ -24,7 +24,7 @@ import json
 
 from dsasim.architect.nests.loopnest import LoopNest, tile_count
 from dsasim.hardware import Accelerator
-from dsasim.interop.zigzag import ZIGZAG_DIMS, ZIGZAG_OPERANDS
+from dsasim.architect.problems.zigzag_workload import ZIGZAG_DIMS, ZIGZAG_OPERANDS
 
 __all__ = ["mapping_yaml", "spatial_factors", "temporal_ordering"]
 

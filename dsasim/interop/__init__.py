@@ -1,1 +1,0 @@
-"""Other tools' file formats read into dsasim and written from it (ZigZag, Timeloop, ...): one module per format."""
