@@ -1787,6 +1787,11 @@ MUTANTS: list[Mutant] = [
            "return {p.tc_out_dim: hardware.tensorcore_out_channels,", (ZIGZAG_TESTS,)),
     Mutant("zigzag: the written workload leaves the padding out", "dsasim/architect/problems/zigzag_workload.py",
            'f"  padding: [[{ph}, {ph}], [{pw}, {pw}]]"', 'f"  padding: [[0, 0], [0, 0]]"', (ZIGZAG_TESTS,)),
+    Mutant("zigzag: dsasim network takes a ZigZag workload for a module", "dsasim/architect/studies/network.py",
+           "    if is_zigzag_spec(spec):\n", "    if False:\n", (ZIGZAG_TESTS,)),
+    Mutant("zigzag: a doc block's repository file named relative to its temporary folder", "bench/doc_blocks.py",
+           "    if word.startswith(\"-\") or \"/\" not in word or not (root / word).is_file():",
+           "    if True:", ("tests/test_docs_blocks.py",)),
 ]
 
 
