@@ -7,7 +7,8 @@ PATH: markdown files (default: README.md and every docs/**/*.md). Each ``` fence
 * an **output block**: right after a `<!-- figure ...: COMMAND -->` marker; `bench/readme_figures.py` compares it
   with what COMMAND prints (not run here);
 * **commands** (a fence with no language, or `sh`/`bash`/`shell`): every line (joined at a trailing `\\`) runs a
-  program of this project: `dsasim ...` (or `.venv/bin/dsasim ...`, run as `python -m dsasim.cli ...`) or
+  program of this project: `dsasim ...` (or `.venv/bin/dsasim ...`, run as `python -m dsasim.cli ...`; an argument
+  naming a file of the repository, such as `tests/data/zigzag/small_gemm.yaml`, is given by its absolute path) or
   `python ...` (`python3`, `.venv/bin/python`: this Python); each must exit 0, or N with `<!-- run exit=N -->`;
 * **Python** (```` ```python ````): executed as a script;
 * **TOML** (```` ```toml ````): loaded as a hardware file (`dsasim.hardware.from_toml`);
@@ -187,11 +188,20 @@ def _environment(root: Path) -> dict[str, str]:
     return dict(os.environ, PYTHONPATH=path, MPLBACKEND="Agg", COLUMNS="200")
 
 
+def _repository_file(word: str, root: Path) -> str:
+    """A dsasim argument naming a file of the repository (`tests/data/zigzag/small_gemm.yaml`) as its absolute
+    path, since the block runs in a temporary folder; any other argument as it is."""
+    if word.startswith("-") or "/" not in word or not (root / word).is_file():
+        return word
+    return str(root / word)
+
+
 def argv_of(command: str, root: Path = ROOT) -> list[str]:
-    """A command line as this Python runs it: dsasim as `-m dsasim.cli`; a script of the repository by its path."""
+    """A command line as this Python runs it: dsasim as `-m dsasim.cli` (an argument naming a file of the
+    repository by its absolute path); a script of the repository by its path."""
     words = shlex.split(command, comments=True)
     if PROGRAMS[words[0]] == "dsasim":
-        return [sys.executable, "-m", "dsasim.cli", *words[1:]]
+        return [sys.executable, "-m", "dsasim.cli", *(_repository_file(w, root) for w in words[1:])]
     args = words[1:]
     if args and not args[0].startswith("-") and (root / args[0]).is_file():
         args[0] = str(root / args[0])

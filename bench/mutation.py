@@ -78,6 +78,7 @@ TIMING_TESTS = ("tests/test_timing.py", "tests/test_timing_rules.py", "tests/tes
                 "tests/test_timing_result.py")
 
 COUNTS_TESTS = ("tests/test_access_counts.py",)
+ZIGZAG_TESTS = "tests/test_zigzag_format.py"
 GEMMEN_TESTS = ("tests/test_gemm_chain_energy.py",)
 GEMM_CHAIN_PATH = "dsasim/architect/search/gemm_chain.py"
 LEVEL_ENERGY_TESTS = ("tests/test_level_energy.py",)
@@ -1793,6 +1794,46 @@ MUTANTS: list[Mutant] = [
     Mutant("timeloop: an output's fills ignore the parent's drain", "dsasim/architect/studies/timeloop.py",
            "                fills = parent_read - parent_drained", "                fills = parent_read",
            ("tests/test_timeloop_format.py",)),
+    # -- issue 31: zigzag --
+    Mutant("zigzag: a relation's stride and dilation swapped", "dsasim/architect/problems/zigzag_workload.py",
+           "(s, pos), (d, tap) = ((coefs[0], d1), (coefs[1], d2)) if d1 in output else ((coefs[1], d2), (coefs[0], d1))",
+           "(d, pos), (s, tap) = ((coefs[0], d1), (coefs[1], d2)) if d1 in output else ((coefs[1], d2), (coefs[0], d1))",
+           (ZIGZAG_TESTS,)),
+    Mutant("zigzag: the windows taken in the relations' order, not the output's", "dsasim/architect/problems/zigzag_workload.py",
+           "windows = sorted(windows, key=lambda w: output[1].index(w.position))", "windows = list(windows)",
+           (ZIGZAG_TESTS,)),
+    Mutant("zigzag: padding taken whatever output size it gives", "dsasim/architect/problems/zigzag_workload.py",
+           "            if have != out:", "            if False:", (ZIGZAG_TESTS,)),
+    Mutant("zigzag: the input extent leaves the padding in", "dsasim/architect/problems/zigzag_workload.py",
+           "extent = w.stride * (out - 1) + reach - begin - end", "extent = w.stride * (out - 1) + reach",
+           (ZIGZAG_TESTS,)),
+    Mutant("zigzag: a grouped conv's channels read per group", "dsasim/architect/problems/zigzag_workload.py",
+           'oc = self._one("output channel", found.get("output channel", []), sizes) * groups',
+           'oc = self._one("output channel", found.get("output channel", []), sizes)', (ZIGZAG_TESTS,)),
+    Mutant("zigzag: the matmul's weight is always the second input", "dsasim/architect/problems/zigzag_workload.py",
+           "b = named_w[0] if len(named_w) == 1 else 1", "b = 1", (ZIGZAG_TESTS,)),
+    Mutant("zigzag: a precision narrower than the word accepted", "dsasim/architect/problems/zigzag_workload.py",
+           "            if b != bits:\n", "            if b > bits:\n", (ZIGZAG_TESTS,)),
+    Mutant("zigzag: a layer of another operator type searched", "dsasim/architect/problems/zigzag_workload.py",
+           "if not isinstance(op, str) or op not in MAC_OPERATORS:", "if not isinstance(op, str):", (ZIGZAG_TESTS,)),
+    Mutant("zigzag: the partial-sum precision never said", "dsasim/architect/studies/zigzag_target.py",
+           "    if note is not None and options.warn is not None:", "    if False:", (ZIGZAG_TESTS,)),
+    Mutant("zigzag: --zigzag overwrites an earlier export", "dsasim/cli/zigzag_output.py",
+           "there = [p.name for p in (out.workload, out.mapping) if p.exists() or p.is_symlink()]", "there = []",
+           (ZIGZAG_TESTS,)),
+    Mutant("zigzag: the mapping's tile loops outermost first", "dsasim/architect/nests/zigzag_mapping.py",
+           'outer = [(d, nest.trips(d), "dram") for d in reversed(nest.order)]',
+           'outer = [(d, nest.trips(d), "dram") for d in nest.order]', (ZIGZAG_TESTS,)),
+    Mutant("zigzag: the spatial factor exceeds the tile", "dsasim/architect/nests/zigzag_mapping.py",
+           "return {p.tc_out_dim: min(hardware.tensorcore_out_channels, nest.tile(p.tc_out_dim)),",
+           "return {p.tc_out_dim: hardware.tensorcore_out_channels,", (ZIGZAG_TESTS,)),
+    Mutant("zigzag: the written workload leaves the padding out", "dsasim/architect/problems/zigzag_workload.py",
+           'f"  padding: [[{ph}, {ph}], [{pw}, {pw}]]"', 'f"  padding: [[0, 0], [0, 0]]"', (ZIGZAG_TESTS,)),
+    Mutant("zigzag: dsasim network takes a ZigZag workload for a module", "dsasim/architect/studies/network.py",
+           "    if is_zigzag_spec(spec):\n", "    if False:\n", (ZIGZAG_TESTS,)),
+    Mutant("zigzag: a doc block's repository file named relative to its temporary folder", "bench/doc_blocks.py",
+           "    if word.startswith(\"-\") or \"/\" not in word or not (root / word).is_file():",
+           "    if True:", ("tests/test_docs_blocks.py",)),
 ]
 
 

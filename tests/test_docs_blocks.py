@@ -120,6 +120,13 @@ def test_the_script_refuses_an_uncovered_block_in_one_line_with_exit_2(tmp_path,
     assert out == "" and err.count("\n") == 1 and err.startswith("doc_blocks: page.md line 2: ")
 
 
+def test_a_dsasim_argument_naming_a_repository_file_is_given_by_its_absolute_path():
+    # the block runs in a temporary folder: tests/data/... must still name the file; an option, a path that is no
+    # file of the repository and a plain word stay as written
+    argv = blocks.argv_of("dsasim search tests/data/zigzag/small_gemm.yaml --json out/x.json gemm-64", ROOT)
+    assert argv[3:] == ["search", f"{ROOT}/tests/data/zigzag/small_gemm.yaml", "--json", "out/x.json", "gemm-64"]
+
+
 # last, so that a planted bug in the checker fails a fast test first (bench/mutation.py runs with -x)
 @pytest.mark.parametrize("block", FAST, ids=[b.where for b in FAST])
 def test_the_block_runs(block, tmp_path):

@@ -29,6 +29,7 @@ KNOWN_UPWARD: dict[str, str] = {
         "into problems/problem.py",
     "dsasim.architect.problems.chain -> dsasim.architect.nests.loopnest": "the same loopnest.py split",
     "dsasim.architect.problems.chain_catalogue -> dsasim.architect.nests.loopnest": "the same loopnest.py split",
+    "dsasim.architect.problems.zigzag_workload -> dsasim.architect.nests.loopnest": "the same loopnest.py split",
     "dsasim.architect.problems.chain -> dsasim.architect.model.lower_bounds":
         "ConvChain.compulsory_bytes is a bound: move it to model/lower_bounds.py (chain_compulsory_bytes)",
     "dsasim.architect.problems.chain_catalogue -> dsasim.architect.search.gemm_chain":

@@ -1,15 +1,15 @@
 """`dsasim search LAYER`: the best loop nest of a layer under an SRAM capacity.
 
     dsasim search LAYER [--sram BYTES] [--hardware PRESET|FILE] [--objective traffic|cycles] [--json PATH]
-                        [--confirm N] [--no-simulate] [--force]
-                        [--timeloop DIR]
+                        [--timeloop DIR] [--zigzag DIR] [--confirm N] [--no-simulate] [--force]
 
 LAYER is a built-in name (blog-conv, resnet50.res2a_branch2b, ..., gemm-1024) or a shape spec such as
 conv:ic=64,oc=64,h=56,k=3,p=1 or gemm:m=512,n=512,k=512 (see `dsasim.architect.problems.layers`), or a chain of layers to
 fuse (resnet18.layer1.0, resnet50.res2a, resnet50.res2b, mobilenetv2.features.1 .. 17; `dsasim.architect.problems.chain`):
 then the search compares the whole chain fused, layer by layer and every split between (`ChainSearchResult.to_json`: keys
 fused, partition, layer_by_layer_bytes, recomputed_macs, intermediate_peak_bytes, parts). Sizes accept 65536, 64KiB,
-1.5MiB. `--json` writes the best schedule with its figures; its `loop_nest` key is loadable by
+1.5MiB. A layer of a ZigZag workload YAML is `zigzag:FILE.yaml#ID` or `FILE.yaml#ID` (`dsasim.architect.problems.zigzag_workload`);
+`--zigzag DIR` writes the best loop nest as a ZigZag workload and mapping (`dsasim.cli.zigzag_output`). `--json` writes the best schedule with its figures; its `loop_nest` key is loadable by
 `dsasim.kernels.loopnest_kernel.load_nest`; `macs`, `padded_macs` and `tensorcore_utilization` (= macs / padded_macs,
 6 decimals) give the padding waste of partial 16x24 blocks (a depthwise conv: 1/384). JSON output is
 deterministic (no wall times). Work estimated far beyond
@@ -44,8 +44,8 @@ __all__ = ["COMMAND", "progress_callback"]
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """The arguments of `dsasim search`."""
     p.add_argument("layer", help="blog-conv, resnet50.<name>, gemm-1024, a spec like conv:ic=64,oc=64,h=56,k=3,p=1, "
-                                 "or a chain to fuse: resnet18.layer1.0, resnet50.res2a, resnet50.res2b, "
-                                 "mobilenetv2.features.N")
+                                 "a chain to fuse: resnet18.layer1.0, resnet50.res2a, resnet50.res2b, "
+                                 "mobilenetv2.features.N, or a layer of a ZigZag workload: zigzag:FILE.yaml#ID")
     p.add_argument("--sram", metavar="BYTES", help="SRAM capacity (default: the hardware's), e.g. 1536KiB")
     p.add_argument("--hardware", metavar="PRESET|FILE", default="blog",
                    help=f"hardware preset ({', '.join(PRESETS)}) or TOML file (default: blog)")
@@ -53,6 +53,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", metavar="PATH", help="write the best schedule and its figures as JSON")
     p.add_argument("--timeloop", metavar="DIR", help="write the best nest as Timeloop v0.4 problem.yaml, arch.yaml "
                                                       "and map.yaml in DIR (a layer without padding; never overwrites)")
+    p.add_argument("--zigzag", metavar="DIR", help="write the best loop nest as a ZigZag workload and mapping "
+                   "(DIR/workload.yaml, DIR/mapping.yaml; a single layer on one-level hardware; never overwrites)")
     p.add_argument("--confirm", type=int_at_least(0), default=None, metavar="N",
                    help=f"re-run the top N candidates through the trace and timing simulator (default "
                         f"{LAYER_CONFIRM.default}; 0: none); a chain, or hardware with levels below the SRAM, re-runs its "
@@ -155,7 +157,13 @@ def run(args: argparse.Namespace) -> int:
         from dsasim.cli.timeloop import timeloop_outputs
 
         timeloop_paths = timeloop_outputs(args.timeloop, target)
-    check_outputs(args, [("--json", args.json), *((f"--timeloop {k}", p) for k, p in (timeloop_paths or {}).items())])
+    zigzag = None
+    if args.zigzag is not None:
+        from dsasim.cli.zigzag_output import zigzag_output
+        zigzag = zigzag_output(args, target)
+    zigzag_outputs, zigzag_inputs = zigzag.uses() if zigzag is not None else ([], [])
+    check_outputs(args, [("--json", args.json), *((f"--timeloop {k}", p) for k, p in (timeloop_paths or {}).items()),
+                         *zigzag_outputs], zigzag_inputs)
     json_path = output_file("--json", args.json) if args.json is not None else None
     t0 = time.perf_counter()
     with _as_cli_errors(args.layer):
@@ -173,6 +181,8 @@ def run(args: argparse.Namespace) -> int:
         from dsasim.cli.timeloop import write_timeloop
 
         write_timeloop(timeloop_paths, choice.schedule, dataclasses.replace(target.hardware, sram_bytes=sram))
+    if zigzag is not None:
+        zigzag.write(choice, target.hardware, sram)
     return 0
 
 

@@ -938,6 +938,11 @@ def load_network(spec: str, input_shape: Sequence[int] | None = None) -> Network
         if preset.build_with is not None:  # a layer of a token model (BERT): tokens = batch x sequence
             network = replace(network, tokens=shape[0] * shape[1], model_layers=preset.model_layers)
         return network
+    from dsasim.architect.problems.zigzag_workload import is_zigzag_spec  # a ZigZag workload is searched layer by layer (no graph here)
+    if is_zigzag_spec(spec):
+        raise NetworkImportError(f"network {spec!r} is a ZigZag workload: dsasim reads its conv and matmul layers one "
+                                 f"at a time, `dsasim search zigzag:FILE#ID`; for the whole network give its ONNX "
+                                 f"model or torch module")
     if not tail:
         raise ValueError(f"unknown network {spec!r}: use a preset ({', '.join(PRESETS)}) or MODULE:ATTR / FILE.py:ATTR "
                          f"naming an nn.Module, e.g. mypkg.models:Net or models.py:Net")

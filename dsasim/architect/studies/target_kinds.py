@@ -1,6 +1,8 @@
 """The registry of target kinds (`TARGET_KINDS`), tried in order by `target_of(spec, hardware)`: the first kind
 whose `can_load` takes the spec on that hardware loads it.
 
+- zigzag: a layer of a ZigZag workload YAML (`zigzag:PATH[#LAYER]`, `PATH.yaml[#LAYER]`; `dsasim.architect.problems.zigzag_workload`),
+  a `LayerTarget` or `LevelTarget` by the hardware (`zigzag_target`);
 - attention: an attention spec (`attention:...`, `problems.attention`), `AttentionTarget` (`attention_target`);
 - chain: a chain preset or spec (`chain_catalogue.is_chain`; conv and GEMM chains, `chain_kinds`), `ChainTarget`;
 - levels: a layer on hardware with levels below the SRAM (e.g. blog-l1), `LevelTarget`;
@@ -19,8 +21,8 @@ from typing import Any
 from dsasim.architect.studies.target import Target, TargetKind
 from dsasim.hardware import Accelerator
 
-__all__ = ["ATTENTION_TARGET", "CHAIN_TARGET", "LAYER_TARGET", "LEVEL_TARGET", "TARGET_KINDS", "network_target_of",
-           "register_target_kind", "target_of"]
+__all__ = ["ATTENTION_TARGET", "CHAIN_TARGET", "LAYER_TARGET", "LEVEL_TARGET", "TARGET_KINDS", "ZIGZAG_TARGET",
+           "network_target_of", "register_target_kind", "target_of"]
 
 
 def _is_chain(spec: str, hardware: Accelerator) -> bool:
@@ -41,6 +43,16 @@ def _is_attention(spec: str, hardware: Accelerator) -> bool:
 def _load_attention(spec: str, hardware: Accelerator) -> Target:
     from dsasim.architect.studies.attention_target import load_attention_target
     return load_attention_target(spec, hardware)
+
+
+def _is_zigzag(spec: str, hardware: Accelerator) -> bool:
+    from dsasim.architect.problems.zigzag_workload import is_zigzag_spec
+    return is_zigzag_spec(spec)
+
+
+def _load_zigzag(spec: str, hardware: Accelerator) -> Target:
+    from dsasim.architect.studies.zigzag_target import load_zigzag_target
+    return load_zigzag_target(spec, hardware)
 
 
 def _load_level(spec: str, hardware: Accelerator) -> Target:
@@ -85,8 +97,9 @@ CHAIN_TARGET = TargetKind("chain", _is_chain, _load_chain, _network_chain)
 ATTENTION_TARGET = TargetKind("attention", _is_attention, _load_attention, _network_attention)
 LEVEL_TARGET = TargetKind("levels", lambda spec, hardware: bool(hardware.inner_levels), _load_level)
 LAYER_TARGET = TargetKind("layer", lambda spec, hardware: not hardware.inner_levels, _load_layer, _network_layer)
+ZIGZAG_TARGET = TargetKind("zigzag", _is_zigzag, _load_zigzag)  # a file's layer; networks search their own problems
 
-TARGET_KINDS: list[TargetKind] = [ATTENTION_TARGET, CHAIN_TARGET, LEVEL_TARGET, LAYER_TARGET]
+TARGET_KINDS: list[TargetKind] = [ZIGZAG_TARGET, ATTENTION_TARGET, CHAIN_TARGET, LEVEL_TARGET, LAYER_TARGET]
 
 
 def register_target_kind(kind: TargetKind) -> None:
