@@ -219,3 +219,43 @@ def test_network_sources_are_a_registry_tried_in_order():
     assert source_for("models.py:Net").name == "module" and source_for("pkg.mod:Net").name == "module"
     with pytest.raises(ValueError, match="unknown network 'resnet51'.*or an ONNX model FILE.onnx"):
         source_for("resnet51")
+
+
+def test_a_hand_built_graph_folds_its_batch_norm_and_names_an_asymmetric_pad(tmp_path):
+    # a graph as other exporters write it, built node by node: Conv (no bias) -> BatchNormalization -> Relu ->
+    # MaxPool 2x2, then a Conv padded on one side only
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    def init(name, *shape):
+        return numpy_helper.from_array(np.ones(shape, dtype=np.float32), name)
+
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], name="conv", pads=[1, 1, 1, 1]),
+             helper.make_node("BatchNormalization", ["c", "s", "b", "m", "v"], ["n"], name="bn"),
+             helper.make_node("Relu", ["n"], ["r"], name="relu"),
+             helper.make_node("MaxPool", ["r"], ["p"], name="pool", kernel_shape=[2, 2], strides=[2, 2]),
+             helper.make_node("Conv", ["p", "w2"], ["y"], name="lopsided", pads=[0, 0, 1, 1])]
+    def save(output_shape):
+        graph = helper.make_graph(
+            nodes, "hand", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 4, 8, 8])],
+            [helper.make_tensor_value_info("y", TensorProto.FLOAT, output_shape)],
+            [init("w", 8, 4, 3, 3), init("s", 8), init("b", 8), init("m", 8), init("v", 8), init("w2", 8, 8, 2, 2)])
+        onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(path))
+
+    path = tmp_path / "hand.onnx"
+    save(None)  # an output without a shape: the checker refuses the graph
+    with pytest.raises(NetworkImportError, match=r"hand.onnx: not a valid ONNX model: Field 'shape' of 'type' is "
+                                                 r"required but missing"):
+        load_network(str(path), (2, 4, 8, 8))
+    save(["batch", 8, 4, 4])
+    net = load_network(str(path), (2, 4, 8, 8))
+    conv, pool, lopsided = net.layers
+    # by hand: conv n=2, 4 -> 8 channels at 8x8 (2*8*8*8 = 1,024 outputs); the batch norm on its own output folds
+    # into it (a bias of 8: one add per output), the relu fuses (one op per output): 2,048 lane operations
+    assert conv.problem.spec() == "conv:n=2,ic=4,oc=8,h=8,w=8,k=3,s=1,p=1"
+    assert (conv.fused, conv.bias_elements, conv.epilogue_ops, conv.relu) == (("bn", "relu"), 8, 2048, True)
+    # the pool reads 1,024 elements, writes 2*8*4*4 = 256, one lane op per window tap: 256 * 4 = 1,024
+    assert (pool.op, pool.read_elements, pool.write_elements, pool.vector_ops) == ("max_pool2d", 1024, 256, 1024)
+    assert (lopsided.kind, lopsided.op, lopsided.reason) == (
+        UNMODELLED, "Conv", "ONNX op Conv: asymmetric padding [0, 0, 1, 1] (dsasim's conv pads each side alike)")
