@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from dsasim.architect.studies.network import UNMODELLED, NetworkImportError, import_network, load_network
+from dsasim.architect.studies.network import (NETWORK_SOURCES, UNMODELLED, NetworkImportError, import_network,
+                                              load_network, source_for)
 from dsasim.architect.studies.network_eval import evaluate_network
-from dsasim.architect.studies.network_sources import NETWORK_SOURCES, source_for
 from dsasim.cli import main
 from dsasim.hardware import load_hardware
 

@@ -51,9 +51,10 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Iterable, Mapping, Sequence
 
 from dsasim.architect.nests.loopnest import ConvProblem, MatmulProblem, Problem
+from dsasim.architect.studies.network_sources import NetworkSource, first_source
 from dsasim.util import is_ascii_whole
 
-__all__ = ["Network", "NetworkAttention", "NetworkChain", "NetworkImportError", "NetworkLayer", "fused_attentions",
+__all__ = ["NETWORK_SOURCES", "Network", "NetworkAttention", "NetworkChain", "NetworkImportError", "NetworkLayer", "fused_attentions",
            "import_network",
            "load_network", "WEIGHTS", "KV_CACHE", "ACTIVATIONS"]
 
@@ -917,12 +918,42 @@ def load_network(spec: str, input_shape: Sequence[int] | None = None) -> Network
     """A preset by name, with the parameters it declares (`NetworkPreset.parameters`: bert-base-layer:seq=384,
     llama3-8b-layer:phase=decode,context=4096,batch=8), an ONNX model FILE.onnx, or a user's module
     `MODULE:ATTR` (an nn.Module instance, class or factory; its example input shape from `input_shape`, else from
-    an `example_input_shape` attribute of the object or its module) -> Network: the first of
-    `network_sources.NETWORK_SOURCES` that can load `spec` loads it."""
-    from dsasim.architect.studies.network_sources import source_for
-
+    an `example_input_shape` attribute of the object or its module) -> Network: the first of `NETWORK_SOURCES`
+    that can load `spec` loads it."""
     spec = spec.strip()
     return source_for(spec).load(spec, tuple(input_shape) if input_shape else None)
+
+
+def source_for(spec: str) -> NetworkSource:
+    """The first of `NETWORK_SOURCES` that can load `spec`; ValueError naming what is accepted when none can."""
+    source = first_source(NETWORK_SOURCES, spec)
+    if source is None:
+        raise unknown_network(spec)
+    return source
+
+
+def is_onnx_spec(spec: str) -> bool:
+    """Whether `spec` names an ONNX file (FILE.onnx, any case)."""
+    return spec.strip().lower().endswith(".onnx")
+
+
+def load_onnx(spec: str, input_shape: tuple[int, ...] | None) -> Network:
+    """An ONNX model FILE.onnx (`network_onnx`) -> Network; each node it does not translate is an unmodelled
+    layer with its op type and why (one the import saw no tensor of, its shapes unknown, is added at the end)."""
+    from dsasim.architect.studies.network_onnx import OnnxModelError, read_onnx
+
+    try:
+        read = read_onnx(spec.strip(), input_shape)
+    except OnnxModelError as err:
+        raise NetworkImportError(str(err)) from None
+    network = network_from_graph(read, read.input_shape, spec.strip(), "onnx")
+    named = {name: (op, reason) for name, op, reason in read.untranslated}
+    layers = [replace(x, op=named[x.name][0], reason=named[x.name][1]) if x.kind == UNMODELLED and x.name in named
+              else x for x in network.layers]
+    seen = {x.name for x in layers}
+    layers += [NetworkLayer(name=name, op=op, kind=UNMODELLED, shape="?", reason=reason)
+               for name, (op, reason) in named.items() if name not in seen]
+    return replace(network, layers=tuple(layers))
 
 
 def is_preset_spec(spec: str) -> bool:
@@ -1002,6 +1033,14 @@ def load_user_module(spec: str, input_shape: tuple[int, ...] | None) -> Network:
         return import_network(module, shape, spec)
     except NetworkImportError as err:  # (its forward raised while traced): say which network
         raise NetworkImportError(f"network {spec!r}: {err}") from None
+
+
+# the front ends `load_network` asks, in order (network_sources)
+NETWORK_SOURCES: tuple[NetworkSource, ...] = (
+    NetworkSource("preset", is_preset_spec, load_preset),
+    NetworkSource("onnx", is_onnx_spec, load_onnx),
+    NetworkSource("module", is_user_module_spec, load_user_module),
+)
 
 
 def _what_raised(err: BaseException) -> str:

@@ -30,47 +30,62 @@ from __future__ import annotations
 import math
 import operator
 import os
-from dataclasses import replace
 from typing import Any, Callable
 
-from dsasim.architect.studies.network import UNMODELLED, Network, NetworkImportError, NetworkLayer, network_from_graph
-
-__all__ = ["ONNX_TRANSLATED_OPS", "load_onnx_network"]
+__all__ = ["ONNX_TRANSLATED_OPS", "OnnxGraph", "OnnxModelError", "read_onnx"]
 
 INSTALL_HINT = "pip install 'dsasim[onnx]'"
 
 
-def load_onnx_network(path: str, input_shape: tuple[int, ...] | None = None) -> Network:
-    """The ONNX model at `path` as a Network; its first input's shape from `input_shape` (elements), else from the
-    file where it is static. NetworkImportError (one line naming the file) for a missing onnx package, a file that
+class OnnxModelError(ValueError):
+    """An ONNX file that cannot be read (no onnx package, not ONNX, a malformed graph, a shape that does not fit);
+    its message is one line naming the file."""
+
+
+class OnnxGraph:
+    """An ONNX model read as a torch.fx graph whose nodes carry fake-tensor values (`meta['val']`), as
+    `network.network_from_graph` takes it; `untranslated`: (layer name, op type, reason) of each node left
+    unmodelled, in the graph's order."""
+
+    def __init__(self, graph: Any, input_shape: tuple[int, ...], untranslated: tuple[tuple[str, str, str], ...]
+                 ) -> None:
+        self.graph, self.input_shape, self.untranslated = graph, input_shape, untranslated
+
+    def get_submodule(self, target: str) -> Any:
+        """(An ONNX graph calls no modules: every node is a function call.)"""
+        raise AttributeError(f"an ONNX graph calls no modules ({target!r})")
+
+
+def read_onnx(path: str, input_shape: tuple[int, ...] | None = None) -> OnnxGraph:
+    """The ONNX model at `path` as an OnnxGraph; its first input's shape from `input_shape` (elements), else from
+    the file where it is static. OnnxModelError (one line naming the file) for a missing onnx package, a file that
     is not a valid ONNX model, a shape that does not fit the graph's input, or an input left without a shape."""
     try:
         import onnx
     except ImportError:
-        raise NetworkImportError(f"reading {path} needs the onnx package ({INSTALL_HINT})") from None
+        raise OnnxModelError(f"reading {path} needs the onnx package ({INSTALL_HINT})") from None
     model = _read_model(onnx, path)
     shapes = _input_shapes(model, path, input_shape)
     builder = _Builder(model, path, shapes)
     builder.translate()
-    first = next(iter(shapes.values()))
-    network = network_from_graph(builder, first, path, "onnx")
-    return _with_onnx_reasons(network, builder)
+    untranslated = tuple((name, builder.opaque[name], reason) for name, reason in builder.reasons.items())
+    return OnnxGraph(builder.graph, next(iter(shapes.values())), untranslated)
 
 
 def _read_model(onnx: Any, path: str) -> Any:
-    """The parsed, checked ModelProto; NetworkImportError naming the file and what is wrong otherwise."""
+    """The parsed, checked ModelProto; OnnxModelError naming the file and what is wrong otherwise."""
     if not os.path.isfile(path):
-        raise NetworkImportError(f"{path}: no such file")
+        raise OnnxModelError(f"{path}: no such file")
     try:
         model = onnx.load(path, load_external_data=False)
     except Exception as err:  # noqa: BLE001 - protobuf's DecodeError and friends: not an ONNX file
-        raise NetworkImportError(f"{path}: not an ONNX model (it does not parse: {_first_line(err)})") from None
+        raise OnnxModelError(f"{path}: not an ONNX model (it does not parse: {_first_line(err)})") from None
     if model.ir_version < 1 or not model.graph.node:
-        raise NetworkImportError(f"{path}: not an ONNX model (no IR version or no graph nodes)")
+        raise OnnxModelError(f"{path}: not an ONNX model (no IR version or no graph nodes)")
     try:
         onnx.checker.check_model(model)
     except Exception as err:  # noqa: BLE001 - onnx.checker.ValidationError: a malformed graph
-        raise NetworkImportError(f"{path}: not a valid ONNX model: {_first_line(err)}") from None
+        raise OnnxModelError(f"{path}: not a valid ONNX model: {_first_line(err)}") from None
     return model
 
 
@@ -90,21 +105,21 @@ def _input_shapes(model: Any, path: str, input_shape: tuple[int, ...] | None) ->
     initializers = {t.name for t in model.graph.initializer}
     inputs = [i for i in model.graph.input if i.name not in initializers]
     if not inputs:
-        raise NetworkImportError(f"{path}: the graph has no input")
+        raise OnnxModelError(f"{path}: the graph has no input")
     shapes: dict[str, tuple[int, ...]] = {}
     for position, value in enumerate(inputs):
         if not value.type.HasField("tensor_type") or not value.type.tensor_type.HasField("shape"):
-            raise NetworkImportError(f"{path}: input {value.name!r} is not a tensor of known rank")
+            raise OnnxModelError(f"{path}: input {value.name!r} is not a tensor of known rank")
         dims: list[int | str] = [d.dim_value if d.HasField("dim_value") else (d.dim_param or "?")
                                  for d in value.type.tensor_type.shape.dim]
         if position == 0 and input_shape is not None:
             given = ",".join(map(str, input_shape))
             if len(input_shape) != len(dims):
-                raise NetworkImportError(f"{path}: --input-shape {given} has {len(input_shape)} dimensions; input "
+                raise OnnxModelError(f"{path}: --input-shape {given} has {len(input_shape)} dimensions; input "
                                          f"{value.name!r} has {len(dims)} ({_dims_text(dims)})")
             for axis, (want, have) in enumerate(zip(dims, input_shape)):
                 if isinstance(want, int) and want > 0 and want != have:
-                    raise NetworkImportError(f"{path}: --input-shape {given} does not match input {value.name!r} "
+                    raise OnnxModelError(f"{path}: --input-shape {given} does not match input {value.name!r} "
                                              f"({_dims_text(dims)}): dimension {axis} is fixed at {want}")
             shapes[value.name] = tuple(input_shape)
             continue
@@ -113,20 +128,9 @@ def _input_shapes(model: Any, path: str, input_shape: tuple[int, ...] | None) ->
                                                           for d in dims)) if position == 0 else (
                 "dsasim takes one input shape (--input-shape is the first input's); export the model with this "
                 "input's shape fixed")
-            raise NetworkImportError(f"{path}: input {value.name!r} has a dynamic shape ({_dims_text(dims)}): {how}")
+            raise OnnxModelError(f"{path}: input {value.name!r} has a dynamic shape ({_dims_text(dims)}): {how}")
         shapes[value.name] = tuple(int(d) for d in dims)
     return shapes
-
-
-def _with_onnx_reasons(network: Network, builder: _Builder) -> Network:
-    """The network with each untranslated node's reason (op type and why) and, where the importer saw no tensor
-    of it (its shapes unknown), the node itself added as unmodelled: no node is dropped."""
-    seen = {layer.name for layer in network.layers}
-    layers = [replace(x, reason=builder.reasons[x.name]) if x.kind == UNMODELLED and x.name in builder.reasons else x
-              for x in network.layers]
-    layers += [NetworkLayer(name=name, op=op, kind=UNMODELLED, shape="?", reason=builder.reasons[name])
-               for name, op in builder.opaque.items() if name not in seen]
-    return replace(network, layers=tuple(layers))
 
 
 # ------------------------------------------------------------------------------------------------ the builder
@@ -143,8 +147,7 @@ class _Opaque:
 
 class _Builder:
     """Walks the ONNX graph once, building a torch.fx graph whose nodes carry fake-tensor values (`meta['val']`),
-    and evaluating shape arithmetic on constants (numpy) as it goes. Quacks as the graph module
-    `network_from_graph` takes (`.graph`)."""
+    and evaluating shape arithmetic on constants (numpy) as it goes."""
 
     def __init__(self, model: Any, path: str, input_shapes: dict[str, tuple[int, ...]]) -> None:
         import torch
@@ -163,7 +166,7 @@ class _Builder:
                 if name:
                     self.users.setdefault(name, []).append(node)
         self.outputs = {o.name for o in model.graph.output}
-        self.reasons: dict[str, str] = {}  # layer name -> why an ONNX node is unmodelled
+        self.reasons: dict[str, str] = {}  # layer name -> why an ONNX node is unmodelled (in the graph's order)
         self.opaque: dict[str, str] = {}  # layer name -> op type of each untranslated node
         self.skipped: set[int] = set()  # ids of nodes a pattern or a peephole took in
         self.inferred: dict[str, tuple[tuple[int, ...], Any]] | None = None  # ONNX shape inference, when needed
@@ -175,10 +178,20 @@ class _Builder:
                 node.meta["val"] = torch.empty(shape, dtype=_torch_dtype(value.type.tensor_type.elem_type))
                 self.values[name] = node
 
-    def get_submodule(self, target: str) -> Any:
-        raise AttributeError(f"an ONNX graph calls no modules ({target!r})")
-
     # --------------------------------------------------------------------------------- values
+    @staticmethod
+    def axis(axis: int, rank: int) -> int:
+        """An ONNX axis (negative: from the end) as a non-negative index; ValueError when out of range."""
+        return _axis(axis, rank)
+
+    def ints_of(self, node: Any, attr: str, index: int) -> list[int] | None:
+        """A list of ints given as attribute `attr` (older opsets) or constant input `index` (newer), or None."""
+        return _ints_of(self, node, attr, index)
+
+    def weight(self, name: str, shape: tuple[int, ...]) -> Any:
+        """A get_attr node of constant `name` seen with `shape`."""
+        return _weight_node(self, name, shape)
+
     def const(self, name: str) -> Any:
         """The numpy value of `name` when it is known here (an initializer, a Constant, shape arithmetic), else
         None."""
@@ -271,7 +284,7 @@ class _Builder:
                 try:
                     self.consts.update(zip(node.output, _CONST_OPS["Constant"](self, node)))
                 except (_Untranslatable, ValueError, TypeError) as err:
-                    raise NetworkImportError(f"{self.path}: node {node.name!r} (Constant): {err}") from None
+                    raise OnnxModelError(f"{self.path}: node {node.name!r} (Constant): {err}") from None
                 self.skipped.add(id(node))
         for node in self.model.graph.node:
             if id(node) in self.skipped:
@@ -302,9 +315,9 @@ class _Builder:
             except _Untranslatable as err:
                 outputs = self.untranslated(node, label, f"ONNX op {node.op_type}: {err}")
             except _BadGraph as err:
-                raise NetworkImportError(f"{self.path}: node {label!r} ({node.op_type}): {err}") from None
+                raise OnnxModelError(f"{self.path}: node {label!r} ({node.op_type}): {err}") from None
             except (ValueError, TypeError, IndexError, KeyError) as err:  # an attribute or operand out of form
-                raise NetworkImportError(f"{self.path}: node {label!r} ({node.op_type}): "
+                raise OnnxModelError(f"{self.path}: node {label!r} ({node.op_type}): "
                                          f"{_first_line(err)}") from None
             for out, value in zip(node.output, outputs):
                 if not out:

@@ -16,10 +16,11 @@ no op is counted twice); its inner nodes are skipped and its last node (the root
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable
 
-if TYPE_CHECKING:
-    from dsasim.architect.studies.network_onnx import _Builder
+# the builder of `network_onnx` (its values, constants, users and shape lookups): Any here, so that this module,
+# which it imports, imports nothing of it
+_Builder = Any
 
 __all__ = ["match_onnx_pattern"]
 
@@ -56,14 +57,12 @@ def _other(node: Any, name: str) -> str | None:
 
 def _layer_norm(b: _Builder, mean: Any) -> tuple[list[Any], Callable[[_Builder, str], Any], str] | None:
     """The decomposed LayerNorm whose first ReduceMean is `mean`: (its nodes, root last; how to build it)."""
-    from dsasim.architect.studies.network_onnx import _axis, _ints_of
-
     x = mean.input[0]
     if x not in b.values:
         return None
     rank = len(b.shape_of(x))
-    axes = _ints_of(b, mean, "axes", 1)
-    if axes is None or [_axis(a, rank) for a in axes] != [rank - 1]:
+    axes = b.ints_of(mean, "axes", 1)
+    if axes is None or [b.axis(a, rank) for a in axes] != [rank - 1]:
         return None
     sub = _only_user(b, mean.output[0], "Sub")
     if sub is None or list(sub.input) != [x, mean.output[0]]:
@@ -77,7 +76,7 @@ def _layer_norm(b: _Builder, mean: Any) -> tuple[list[Any], Callable[[_Builder, 
     if list(pow_.input)[0] != d or not _near(_scalar(b, pow_.input[1]), 2.0) or list(div.input)[0] != d:
         return None
     var = _only_user(b, pow_.output[0], "ReduceMean")
-    if var is None or [_axis(a, rank) for a in (_ints_of(b, var, "axes", 1) or [])] != [rank - 1]:
+    if var is None or [b.axis(a, rank) for a in (b.ints_of(var, "axes", 1) or [])] != [rank - 1]:
         return None
     add = _only_user(b, var.output[0], "Add")
     eps = _scalar(b, _other(add, var.output[0]) or "") if add is not None else None
@@ -103,10 +102,8 @@ def _layer_norm(b: _Builder, mean: Any) -> tuple[list[Any], Callable[[_Builder, 
 
     def build(b: _Builder, label: str) -> Any:
         import torch.nn.functional as F
-        from dsasim.architect.studies.network_onnx import _weight_node
-
-        w = _weight_node(b, weight, (width,)) if weight is not None else None
-        c = _weight_node(b, bias, (width,)) if bias is not None else None
+        w = b.weight(weight, (width,)) if weight is not None else None
+        c = b.weight(bias, (width,)) if bias is not None else None
         return b.call(F.layer_norm, (b.tensor(x), (width,), w, c, float(eps)), label)
     return nodes, build, "layer_norm"
 
