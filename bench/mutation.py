@@ -58,6 +58,7 @@ BITE_SHAPES_TESTS = ("tests/test_trust_bite_shapes.py", "tests/test_shapes.py")
 BITE_LEVEL_TESTS = ("tests/test_trust_bite_levels.py", "tests/test_levels.py")
 RESULTS_TESTS = "tests/test_energy_results.py"
 CHAIN_ENERGY_TESTS = "tests/test_chain_energy_objective.py"
+ONNX_TESTS = ("tests/test_network_onnx.py",)
 ATTN_TESTS = "tests/test_attention.py"
 LLM_TESTS = "tests/test_llm_layers.py"
 ATTNNET_TESTS = "tests/test_network_attention.py"
@@ -1834,6 +1835,37 @@ MUTANTS: list[Mutant] = [
     Mutant("zigzag: a doc block's repository file named relative to its temporary folder", "bench/doc_blocks.py",
            "    if word.startswith(\"-\") or \"/\" not in word or not (root / word).is_file():",
            "    if True:", ("tests/test_docs_blocks.py",)),
+    # -- issue 31: onnx --
+    Mutant("onnx: a MatMul's bias Add stays a vector layer", "dsasim/architect/studies/network_onnx.py",
+           'if len(users) == 1 and users[0].op_type == "Add" and out not in b.outputs:', "if False:", ONNX_TESTS),
+    Mutant("onnx: Gemm's transB is ignored", "dsasim/architect/studies/network_onnx.py",
+           "n = ws[0] if trans_b else ws[1]", "n = ws[1]", ONNX_TESTS),
+    Mutant("onnx: LayerNorm written as nodes is not recognised", "dsasim/architect/studies/network_onnx_patterns.py",
+           '_FINDERS = {"ReduceMean": _layer_norm, ', "_FINDERS = {", ONNX_TESTS),
+    Mutant("onnx: the erf GELU is not recognised", "dsasim/architect/studies/network_onnx_patterns.py",
+           '"Div": _gelu, "Mul": _gelu}', "}", ONNX_TESTS),
+    Mutant("onnx: a dynamic dimension is not refused", "dsasim/architect/studies/network_onnx.py",
+           "        if any(not isinstance(d, int) or d < 1 for d in dims):", "        if False:", ONNX_TESTS),
+    Mutant("onnx: --input-shape's rank is not checked", "dsasim/architect/studies/network_onnx.py",
+           "            if len(input_shape) != len(dims):", "            if False:", ONNX_TESTS),
+    Mutant("onnx: --input-shape may change a fixed dimension", "dsasim/architect/studies/network_onnx.py",
+           "if isinstance(want, int) and want > 0 and want != have:", "if False:", ONNX_TESTS),
+    Mutant("onnx: an untranslated op's output shape is not inferred", "dsasim/architect/studies/network_onnx.py",
+           "                known = inferred.get(out)", "                known = None", ONNX_TESTS),
+    Mutant("onnx: an untranslated op is not named by its op type", "dsasim/architect/studies/network.py",
+           "    return replace(network, layers=tuple(layers))\n", "    return network\n", ONNX_TESTS),
+    Mutant("onnx: asymmetric conv padding is taken as symmetric", "dsasim/architect/studies/network_onnx.py",
+           "    if pads[0] != pads[2] or pads[1] != pads[3]:\n        raise _Untranslatable(f\"asymmetric padding {pads} (",
+           "    if False:\n        raise _Untranslatable(f\"asymmetric padding {pads} (", ONNX_TESTS),
+    Mutant("onnx: a BatchNormalization node is not translated", "dsasim/architect/studies/network_onnx.py",
+           '"LayerNormalization": _layer_norm, "BatchNormalization": _batch_norm,', '"LayerNormalization": _layer_norm,',
+           ONNX_TESTS),
+    Mutant("onnx: a graph the checker refuses is read", "dsasim/architect/studies/network_onnx.py",
+           "        onnx.checker.check_model(model)", "        pass", ONNX_TESTS),
+    Mutant("onnx: the .onnx suffix is matched case-sensitively", "dsasim/architect/studies/network.py",
+           'return spec.strip().lower().endswith(".onnx")', 'return spec.strip().endswith(".onnx")', ONNX_TESTS),
+    Mutant("onnx: constants are not read before the patterns", "dsasim/architect/studies/network_onnx.py",
+           '            if node.op_type == "Constant" and not node.input:', "            if False:", ONNX_TESTS),
 ]
 
 

@@ -1,13 +1,14 @@
 """`dsasim network NAME|MODULE:ATTR`: a whole network under one SRAM size, layer by layer.
 
-    dsasim network NAME|MODULE:ATTR [--input-shape N,C,H,W] [--sram SIZE] [--hardware PRESET|FILE]
+    dsasim network NAME|MODULE:ATTR|FILE.onnx [--input-shape N,C,H,W] [--sram SIZE] [--hardware PRESET|FILE]
                    [--objective traffic|cycles|energy|edp] [--no-fusion] [--jobs N] [--json PATH] [--plot PATH] [--top K]
                    [--wide] [--verbose] [--quiet]
 
 NAME is a preset (resnet18, resnet50, resnet50-caffe, mobilenetv2, bert-base-layer[:seq=N],
 llama3-8b-layer[:phase=prefill|decode,seq=N,context=L,batch=B], gpt2-layer[:...]); MODULE:ATTR imports a
 user's nn.Module (an instance, or a class or function called with no arguments), e.g. mypkg.models:Net, with the
-example input from --input-shape (or an `example_input_shape` attribute). Per layer: the best schedule under the
+example input from --input-shape (or an `example_input_shape` attribute); FILE.onnx reads an ONNX model (the onnx
+package: pip install 'dsasim[onnx]'), its input's dynamic dimensions from --input-shape. Per layer: the best schedule under the
 SRAM size (traffic and estimated cycles), its bound and compulsory traffic, TensorCore utilization (--wide: the
 shapes and padding waste too); a run of convs that feed only each other (a chain) is one entry with its best fused
 partition (--no-fusion: every layer on its own); network totals and the layers that dominate. A layer dsasim does
@@ -51,7 +52,8 @@ def add_network_source(p: argparse.ArgumentParser) -> None:
     """--input-shape, --no-fusion and --verbose, shared with `dsasim sweep-sram --network`."""
     p.add_argument("--input-shape", metavar="N,C,H,W",
                    help="the example input's shape (a MODULE:ATTR network needs it unless it defines "
-                        "example_input_shape; a preset uses its own by default)")
+                        "example_input_shape; an ONNX model needs it where its input has a dynamic dimension; a "
+                        "preset uses its own by default)")
     p.add_argument("--no-fusion", action="store_true",
                    help="(networks) every layer on its own: no chain is fused and attention stays its unfused "
                         "layers (scores, softmax, output); epilogues still are fused")
@@ -66,7 +68,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                                    "bert-base-layer[:seq=N], llama3-8b-layer[:phase=prefill|decode,seq=N,context=L,"
                                    "batch=B], gpt2-layer[:...]) "
                                    "or MODULE:ATTR / FILE.py:ATTR (an nn.Module of yours, "
-                                   "from an importable module or a file)")
+                                   "from an importable module or a file), or FILE.onnx (an ONNX model)")
     add_network_source(p)
     p.add_argument("--sram", metavar="SIZE", help="SRAM size, e.g. 512KiB (default: the hardware's)")
     p.add_argument("--hardware", metavar="PRESET|FILE", default="blog", help="hardware preset or TOML file")
@@ -278,7 +280,7 @@ def run(args: argparse.Namespace) -> int:
 
 COMMAND = Command(
     "network", "a whole network's traffic and cycles under one SRAM size, per layer",
-    "Reads a preset or your nn.Module through torch.fx, searches the best schedule of every layer under the "
+    "Reads a preset or your nn.Module through torch.fx (or an ONNX model), searches the best schedule of every layer under the "
     "SRAM size (each distinct shape once) and prints per layer and in total: traffic, cycles, bound, compulsory "
     "traffic, TensorCore utilization, energy (pJ, by component) and area; JSON and a per-layer bar chart. A layer "
     "left out (unmodelled or "

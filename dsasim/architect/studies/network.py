@@ -51,9 +51,10 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Iterable, Mapping, Sequence
 
 from dsasim.architect.nests.loopnest import ConvProblem, MatmulProblem, Problem
+from dsasim.architect.studies.network_sources import NetworkSource, first_source
 from dsasim.util import is_ascii_whole
 
-__all__ = ["Network", "NetworkAttention", "NetworkChain", "NetworkImportError", "NetworkLayer", "fused_attentions",
+__all__ = ["NETWORK_SOURCES", "Network", "NetworkAttention", "NetworkChain", "NetworkImportError", "NetworkLayer", "fused_attentions",
            "import_network",
            "load_network", "WEIGHTS", "KV_CACHE", "ACTIVATIONS"]
 
@@ -876,11 +877,17 @@ def import_network(module: Any, input_shape: Sequence[int], name: str | None = N
     if not shape or any(not isinstance(d, int) or isinstance(d, bool) or d < 1 for d in shape):
         raise ValueError(f"input shape must be positive integers, e.g. 1,3,224,224; got {input_shape!r}")
     gm, how = _trace(module.eval(), shape)
+    return network_from_graph(gm, shape, name or type(module).__name__, how)
+
+
+def network_from_graph(gm: Any, input_shape: tuple[int, ...], name: str, traced_with: str) -> Network:
+    """The Network of a graph whose nodes carry their shapes (`node.meta`): a traced module's, or one another
+    front end built (`network_onnx`); `gm` needs `.graph` (and `get_submodule` where it calls modules)."""
     importer = _Importer(gm)
     for node in gm.graph.nodes:
         importer.visit(node)
-    return Network(name=name or type(module).__name__, input_shape=shape, layers=tuple(importer.layers),
-                   traced_with=how, ignored_views=importer.views,
+    return Network(name=name, input_shape=input_shape, layers=tuple(importer.layers),
+                   traced_with=traced_with, ignored_views=importer.views,
                    chains=tuple(importer.find_chains(CHAIN_MAX_LAYERS)), attentions=tuple(importer.attentions))
 
 
@@ -909,45 +916,100 @@ def network_names() -> list[str]:
 
 def load_network(spec: str, input_shape: Sequence[int] | None = None) -> Network:
     """A preset by name, with the parameters it declares (`NetworkPreset.parameters`: bert-base-layer:seq=384,
-    llama3-8b-layer:phase=decode,context=4096,batch=8) or a user's module
+    llama3-8b-layer:phase=decode,context=4096,batch=8), an ONNX model FILE.onnx, or a user's module
     `MODULE:ATTR` (an nn.Module instance, class or factory; its example input shape from `input_shape`, else from
-    an `example_input_shape` attribute of the object or its module) -> Network."""
+    an `example_input_shape` attribute of the object or its module) -> Network: the first of `NETWORK_SOURCES`
+    that can load `spec` loads it."""
+    spec = spec.strip()
+    return source_for(spec).load(spec, tuple(input_shape) if input_shape else None)
+
+
+def source_for(spec: str) -> NetworkSource:
+    """The first of `NETWORK_SOURCES` that can load `spec`; ValueError naming what is accepted when none can."""
+    source = first_source(NETWORK_SOURCES, spec)
+    if source is None:
+        raise unknown_network(spec)
+    return source
+
+
+def is_onnx_spec(spec: str) -> bool:
+    """Whether `spec` names an ONNX file (FILE.onnx, any case)."""
+    return spec.strip().lower().endswith(".onnx")
+
+
+def load_onnx(spec: str, input_shape: tuple[int, ...] | None) -> Network:
+    """An ONNX model FILE.onnx (`network_onnx`) -> Network; each node it does not translate is an unmodelled
+    layer with its op type and why (one the import saw no tensor of, its shapes unknown, is added at the end)."""
+    from dsasim.architect.studies.network_onnx import OnnxModelError, read_onnx
+
+    try:
+        read = read_onnx(spec.strip(), input_shape)
+    except OnnxModelError as err:
+        raise NetworkImportError(str(err)) from None
+    network = network_from_graph(read, read.input_shape, spec.strip(), "onnx")
+    named = {name: (op, reason) for name, op, reason in read.untranslated}
+    layers = [replace(x, op=named[x.name][0], reason=named[x.name][1]) if x.kind == UNMODELLED and x.name in named
+              else x for x in network.layers]
+    seen = {x.name for x in layers}
+    layers += [NetworkLayer(name=name, op=op, kind=UNMODELLED, shape="?", reason=reason)
+               for name, (op, reason) in named.items() if name not in seen]
+    return replace(network, layers=tuple(layers))
+
+
+def is_preset_spec(spec: str) -> bool:
+    """Whether `spec` names a preset (its name, then optionally :PARAMETERS)."""
+    from dsasim.architect.studies.network_models import PRESETS
+
+    return spec.strip().partition(":")[0] in PRESETS
+
+
+def load_preset(spec: str, input_shape: tuple[int, ...] | None) -> Network:
+    """A preset by name with its parameters (see `load_network`) -> Network."""
     from dsasim.architect.studies.network_models import PRESETS
 
     spec = spec.strip()
     head, _, tail = spec.partition(":")
-    if head in PRESETS:
-        preset = PRESETS[head]
-        if tail or (preset.build_with is not None and preset.build_for is None):
-            values = preset.parameter_values(spec, tail) if tail else {p.name: p.default for p in preset.parameters}
-            if input_shape and preset.build_for is None:  # its parameters decide its shapes
-                raise ValueError(f"{spec!r}: preset {head} takes its shapes from its parameters, not --input-shape; "
-                                 f"e.g. {preset.example()}")
-            assert preset.build_with is not None
-            module, shape, tokens = preset.build_with(values)
-            if input_shape:  # (a preset that also builds for any input shape: the shape given wins, as before)
-                shape = tuple(input_shape)
-                module, tokens = preset.build_for(shape), shape[0] * shape[1]
-                values = {**values, preset.parameters[0].name: shape[1]}
-            network = import_network(module, shape, preset.spec_name(values))
-            return replace(network, tokens=tokens, model_layers=preset.model_layers)
-        shape = tuple(input_shape) if input_shape else preset.input_shape
-        module = preset.build_for(shape) if preset.build_for is not None else preset.build()
-        name = f"{head}:seq={shape[1]}" if preset.build_for is not None and shape != preset.input_shape else head
-        network = import_network(module, shape, name)
-        if preset.build_with is not None:  # a layer of a token model (BERT): tokens = batch x sequence
-            network = replace(network, tokens=shape[0] * shape[1], model_layers=preset.model_layers)
-        return network
-    from dsasim.architect.problems.zigzag_workload import is_zigzag_spec  # a ZigZag workload is searched layer by layer (no graph here)
-    if is_zigzag_spec(spec):
-        raise NetworkImportError(f"network {spec!r} is a ZigZag workload: dsasim reads its conv and matmul layers one "
-                                 f"at a time, `dsasim search zigzag:FILE#ID`; for the whole network give its ONNX "
-                                 f"model or torch module")
-    if not tail:
-        raise ValueError(f"unknown network {spec!r}: use a preset ({', '.join(PRESETS)}) or MODULE:ATTR / FILE.py:ATTR "
-                         f"naming an nn.Module, e.g. mypkg.models:Net or models.py:Net")
+    preset = PRESETS[head]
+    if tail or (preset.build_with is not None and preset.build_for is None):
+        values = preset.parameter_values(spec, tail) if tail else {p.name: p.default for p in preset.parameters}
+        if input_shape and preset.build_for is None:  # its parameters decide its shapes
+            raise ValueError(f"{spec!r}: preset {head} takes its shapes from its parameters, not --input-shape; "
+                             f"e.g. {preset.example()}")
+        assert preset.build_with is not None
+        module, shape, tokens = preset.build_with(values)
+        if input_shape:  # (a preset that also builds for any input shape: the shape given wins, as before)
+            shape = tuple(input_shape)
+            module, tokens = preset.build_for(shape), shape[0] * shape[1]
+            values = {**values, preset.parameters[0].name: shape[1]}
+        network = import_network(module, shape, preset.spec_name(values))
+        return replace(network, tokens=tokens, model_layers=preset.model_layers)
+    shape = tuple(input_shape) if input_shape else preset.input_shape
+    module = preset.build_for(shape) if preset.build_for is not None else preset.build()
+    name = f"{head}:seq={shape[1]}" if preset.build_for is not None and shape != preset.input_shape else head
+    network = import_network(module, shape, name)
+    if preset.build_with is not None:  # a layer of a token model (BERT): tokens = batch x sequence
+        network = replace(network, tokens=shape[0] * shape[1], model_layers=preset.model_layers)
+    return network
+
+
+def unknown_network(spec: str) -> ValueError:
+    """The error for a spec no network source can load: what the sources take, with examples."""
+    from dsasim.architect.studies.network_models import PRESETS
+
+    return ValueError(f"unknown network {spec!r}: use a preset ({', '.join(PRESETS)}) or MODULE:ATTR / FILE.py:ATTR "
+                      f"naming an nn.Module, e.g. mypkg.models:Net or models.py:Net, or an ONNX model FILE.onnx")
+
+
+def is_user_module_spec(spec: str) -> bool:
+    """Whether `spec` has the form MODULE:ATTR or FILE.py:ATTR (something after the colon)."""
+    return bool(spec.strip().partition(":")[2])
+
+
+def load_user_module(spec: str, input_shape: tuple[int, ...] | None) -> Network:
+    """A user's nn.Module `MODULE:ATTR` or `FILE.py:ATTR` (see `load_network`) -> Network."""
     from dsasim.user_code import UserCodeError, load_module, split_spec
 
+    spec = spec.strip()
     try:  # one loader for all user code (schedules too): what its import raises is one line, never an exit
         head, tail = split_spec(spec, "network")
         mod = load_module(head, "network", spec)
@@ -971,6 +1033,28 @@ def load_network(spec: str, input_shape: Sequence[int] | None = None) -> Network
         return import_network(module, shape, spec)
     except NetworkImportError as err:  # (its forward raised while traced): say which network
         raise NetworkImportError(f"network {spec!r}: {err}") from None
+
+
+# the front ends `load_network` asks, in order (network_sources)
+def _is_zigzag_spec(spec: str) -> bool:
+    from dsasim.architect.problems.zigzag_workload import is_zigzag_spec
+
+    return is_zigzag_spec(spec)
+
+
+def _refuse_zigzag(spec: str, input_shape: Sequence[int] | None = None) -> Network:
+    """A ZigZag workload is searched layer by layer (it holds no graph): the refusal, with the way to read it."""
+    raise NetworkImportError(f"network {spec!r} is a ZigZag workload: dsasim reads its conv and matmul layers one "
+                             f"at a time, `dsasim search zigzag:FILE#ID`; for the whole network give its ONNX "
+                             f"model or torch module")
+
+
+NETWORK_SOURCES: tuple[NetworkSource, ...] = (
+    NetworkSource("preset", is_preset_spec, load_preset),
+    NetworkSource("onnx", is_onnx_spec, load_onnx),
+    NetworkSource("zigzag", _is_zigzag_spec, _refuse_zigzag),
+    NetworkSource("module", is_user_module_spec, load_user_module),
+)
 
 
 def _what_raised(err: BaseException) -> str:
