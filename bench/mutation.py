@@ -62,6 +62,7 @@ ATTN_TESTS = "tests/test_attention.py"
 LLM_TESTS = "tests/test_llm_layers.py"
 ATTNNET_TESTS = "tests/test_network_attention.py"
 ATTN_STUDY_TESTS = "tests/test_attention_studies.py"
+ATTN_OBJECTIVE_TESTS = "tests/test_attention_shapes_objective.py"
 BITE_MEMORY_TESTS = ("tests/test_trust_bite_memory.py", "tests/test_memory.py")
 BITE_SEARCH_TESTS = ("tests/test_trust_bite_search.py", "tests/test_search.py")
 TARGET_TESTS = ("tests/test_target.py",)
@@ -1708,8 +1709,8 @@ MUTANTS: list[Mutant] = [
            '"tiles": {"br": ceil_div(t["br"], hardware.tensorcore_in_channels) * hardware.tensorcore_in_channels,',
            '"tiles": {"br": t["br"],', (ATTN_STUDY_TESTS,)),
     Mutant("attnsweep: a template that does not fit costs its cycles", "dsasim/architect/studies/attention_shapes.py",
-           "return float(a.estimated_cycles) if a.peak_sram_bytes <= hardware.sram_bytes else math.inf",
-           "return float(a.estimated_cycles)", (ATTN_STUDY_TESTS,)),
+           "return attention_figure(a, hardware, objective) if a.peak_sram_bytes <= hardware.sram_bytes else math.inf",
+           "return attention_figure(a, hardware, objective)", (ATTN_STUDY_TESTS,)),
     Mutant("attnsweep: --vary n+m moves the query length only", "dsasim/architect/studies/attention_shapes.py",
            '**{d: v for d in dim.split("+")}', '**{dim.split("+")[0]: v}', (ATTN_STUDY_TESTS,)),
     Mutant("attnsweep: --confirm does not compare the trace with the model", "dsasim/architect/studies/attention_timing.py",
@@ -1751,8 +1752,35 @@ MUTANTS: list[Mutant] = [
            "dsasim/architect/studies/network_eval.py",
            "                if r.per_token is not None:  # a token model's layer", "                if False:  #",
            ("tests/test_network_vary.py",)),
+    # -- issue 29: attnfin --
+    Mutant("attnfin: a length's best is searched by cycles whatever the objective",
+           "dsasim/architect/studies/attention_shapes.py",
+           "search_attention(problem, hardware, hardware.sram_bytes, objective)",
+           "search_attention(problem, hardware, hardware.sram_bytes, \"cycles\")", (ATTN_OBJECTIVE_TESTS,)),
+    Mutant("attnfin: a template's cost is its cycles whatever the objective",
+           "dsasim/architect/studies/attention_shapes.py",
+           "return attention_figure(a, hardware, objective) if a.peak_sram_bytes",
+           "return float(a.estimated_cycles) if a.peak_sram_bytes", (ATTN_OBJECTIVE_TESTS,)),
+    Mutant("attnfin: shapes --objective is dropped for attention", "dsasim/cli/shapes.py",
+           "sweep_attention_shapes(problem, dim, values, hardware, max_loss, args.objective)",
+           "sweep_attention_shapes(problem, dim, values, hardware, max_loss)", (ATTN_OBJECTIVE_TESTS,)),
+    Mutant("attnfin: shapes --objective silently ignored for a layer", "dsasim/cli/shapes.py",
+           '    if args.objective != "cycles":\n        raise CliError(',
+           '    if False:\n        raise CliError(', (ATTN_OBJECTIVE_TESTS,)),
+    Mutant("attnfin: edp priced as energy alone", "dsasim/architect/studies/attention_shapes.py",
+           '"edp": lambda a, hardware: _energy_pj(a, hardware) * a.estimated_cycles,',
+           '"edp": lambda a, hardware: _energy_pj(a, hardware),', (ATTN_OBJECTIVE_TESTS,)),
+    Mutant("attnfin: a length given twice is swept twice", "dsasim/architect/studies/attention_shapes.py",
+           "if any(b <= a for a, b in zip(values, values[1:])):", "if any(b < a for a, b in zip(values, values[1:])):",
+           (ATTN_OBJECTIVE_TESTS,)),
+    Mutant("attnfin: losses measured against the best's cycles whatever the objective",
+           "dsasim/architect/studies/shapes.py",
+           "return self.objective_value if self.objective_value is not None else self.cycles",
+           "return self.cycles", (ATTN_OBJECTIVE_TESTS,)),
+    Mutant("attnfin: the JSON names a traffic figure cycles", "dsasim/architect/studies/shapes.py",
+           '"traffic": "traffic_bytes", "energy": "energy_pj"', '"traffic": "cycles", "energy": "energy_pj"',
+           (ATTN_OBJECTIVE_TESTS,)),
 ]
-
 
 def _run_mutant(mutant: Mutant, timeout_s: float) -> tuple[str, float, str]:
     """Apply one mutant to a fresh copy of the committed tree and run its tests: (outcome, seconds, detail)."""
