@@ -63,6 +63,7 @@ LLM_TESTS = "tests/test_llm_layers.py"
 ATTNNET_TESTS = "tests/test_network_attention.py"
 ATTN_STUDY_TESTS = "tests/test_attention_studies.py"
 ATTN_OBJECTIVE_TESTS = "tests/test_attention_shapes_objective.py"
+ATTN_FIGURE_TESTS = "tests/test_attention_dispatch_figure.py"
 BITE_MEMORY_TESTS = ("tests/test_trust_bite_memory.py", "tests/test_memory.py")
 BITE_SEARCH_TESTS = ("tests/test_trust_bite_search.py", "tests/test_search.py")
 TARGET_TESTS = ("tests/test_target.py",)
@@ -1780,8 +1781,22 @@ MUTANTS: list[Mutant] = [
     Mutant("attnfin: the JSON names a traffic figure cycles", "dsasim/architect/studies/shapes.py",
            '"traffic": "traffic_bytes", "energy": "energy_pj"', '"traffic": "cycles", "energy": "energy_pj"',
            (ATTN_OBJECTIVE_TESTS,)),
+    Mutant("attnfin: the dispatch figure plots the best's cycles as its traffic", "plots/attention_dispatch.py",
+           '"best_traffic_bytes": p.traffic_bytes,', '"best_traffic_bytes": p.cycles,', (ATTN_FIGURE_TESTS,)),
+    Mutant("attnfin: the dispatch figure's single schedule is the dispatched one", "plots/attention_dispatch.py",
+           '"single_traffic_bytes": sweep.cost[sweep.single][i],',
+           '"single_traffic_bytes": sweep.cost[sweep.dispatched(i)][i],', (ATTN_FIGURE_TESTS,)),
+    Mutant("attnfin: the dispatch figure ranks by cycles", "plots/attention_dispatch.py",
+           'sweep_attention_shapes(parse_attention(SPEC), "n+m", lengths, hardware, 0.0, OBJECTIVE)',
+           'sweep_attention_shapes(parse_attention(SPEC), "n+m", lengths, hardware, 0.0, "cycles")',
+           (ATTN_FIGURE_TESTS,)),
+    Mutant("attnfin: the dispatch figure's bound is the best's traffic", "plots/attention_dispatch.py",
+           '"compulsory_bytes": p.problem.compulsory_bytes(hardware.word_bytes),',
+           '"compulsory_bytes": p.traffic_bytes,', (ATTN_FIGURE_TESTS,)),
+    Mutant("attnfin: the dispatch figure's lengths one per octave", "plots/attention_dispatch.py",
+           "round(lo * 2 ** (k / per_octave) / multiple)", "round(lo * 2 ** (k // per_octave) / multiple)",
+           (ATTN_FIGURE_TESTS,)),
 ]
-
 def _run_mutant(mutant: Mutant, timeout_s: float) -> tuple[str, float, str]:
     """Apply one mutant to a fresh copy of the committed tree and run its tests: (outcome, seconds, detail)."""
     start = time.perf_counter()
