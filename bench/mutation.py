@@ -1796,7 +1796,15 @@ MUTANTS: list[Mutant] = [
     Mutant("attnfin: the dispatch figure's lengths one per octave", "plots/attention_dispatch.py",
            "round(lo * 2 ** (k / per_octave) / multiple)", "round(lo * 2 ** (k // per_octave) / multiple)",
            (ATTN_FIGURE_TESTS,)),
+    Mutant("attnfin: --vary-network leaves its values to the load", "dsasim/architect/studies/network_vary.py",
+           "            preset.parameter_values(one, one.partition(\":\")[2])\n",
+           "            pass\n", ("tests/test_network_vary.py",)),
+    Mutant("attnfin: a decode preset keeps its default context", "dsasim/architect/studies/network_models.py",
+           'seq, context = int(values["seq"]), int(values["context"])', 'seq, context = int(values["seq"]), 4096',
+           ("tests/test_network_vary.py",)),
 ]
+
+
 def _run_mutant(mutant: Mutant, timeout_s: float) -> tuple[str, float, str]:
     """Apply one mutant to a fresh copy of the committed tree and run its tests: (outcome, seconds, detail)."""
     start = time.perf_counter()
