@@ -1802,6 +1802,10 @@ MUTANTS: list[Mutant] = [
     Mutant("attnfin: a decode preset keeps its default context", "dsasim/architect/studies/network_models.py",
            'seq, context = int(values["seq"]), int(values["context"])', 'seq, context = int(values["seq"]), 4096',
            ("tests/test_network_vary.py",)),
+    Mutant("attnfin: shapes --plot draws the bests' cycles whatever the objective", "dsasim/view/plot.py",
+           'bottom.plot(xs, [p.reference for _, p in pts], "-", color="black", label="best per shape")',
+           'bottom.plot(xs, [p.cycles for _, p in pts], "-", color="black", label="best per shape")',
+           (ATTN_OBJECTIVE_TESTS,)),
 ]
 
 

@@ -170,3 +170,22 @@ def test_the_library_refuses_unknown_objectives_and_unordered_lengths():
         sweep_attention_shapes(p, "n+m", [64, 32], hw)
     with pytest.raises(ValueError, match="lengths must increase, each given once"):
         sweep_attention_shapes(p, "n+m", [32, 32], hw)
+
+
+def test_the_plot_draws_the_objectives_figure(monkeypatch, tmp_path):
+    import dataclasses
+
+    import dsasim.view.plot as plot_module
+    from dsasim.architect.problems.attention import parse_attention
+    from dsasim.architect.studies.attention_shapes import sweep_attention_shapes
+    from dsasim.hardware import load_hardware
+
+    hw = dataclasses.replace(load_hardware("blog"), sram_bytes=8 * 1024)
+    sweep = sweep_attention_shapes(parse_attention(SPEC), "n+m", [32, 64], hw, 0.0, "traffic")
+    drawn = {}
+    monkeypatch.setattr(plot_module, "_save", lambda fig, path: drawn.setdefault("fig", fig) and path)
+    plot_module.plot_shapes(sweep, tmp_path / "s.png")
+    bottom = drawn["fig"].axes[1]
+    # by traffic the curves are bytes: the bests 2,048 and 4,096 B (derived above), not their cycles
+    assert list(bottom.lines[0].get_ydata()) == [2_048, 4_096]
+    assert bottom.get_ylabel() == "DDR traffic (bytes)"
