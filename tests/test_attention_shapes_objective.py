@@ -134,10 +134,10 @@ def test_each_length_best_equals_a_brute_force_by_the_objective(objective):
 def test_every_objective_has_a_figure_for_attention_and_a_json_name():
     from dsasim.architect.search.objective import OBJECTIVES
     from dsasim.architect.studies.attention_shapes import _FIGURE_OF
-    from dsasim.architect.studies.shapes import FIGURE_FIELDS
+    from dsasim.architect.studies.shapes import FIGURE_AXES, FIGURE_FIELDS
 
     primaries = {o.primary for o in OBJECTIVES.values()}
-    assert primaries <= set(_FIGURE_OF) and primaries <= set(FIGURE_FIELDS)
+    assert primaries <= set(_FIGURE_OF) and primaries <= set(FIGURE_FIELDS) and primaries <= set(FIGURE_AXES)
 
 
 # ----------------------------------------------------------------------------------------------------- refusals

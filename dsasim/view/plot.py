@@ -423,10 +423,6 @@ def plot_network_sweep(sweep: Any, path: str | Path) -> Path:
     return _save_twin(fig, ax, ax2, f"{sweep.network.name}: SRAM sizing", path, fontsize=7)
 
 
-_SHAPES_FIGURE_AXIS = {"cycles": "cycles (estimate)", "traffic": "DDR traffic (bytes)", "energy": "energy (pJ)",
-                       "edp": "energy x delay (pJ x cycles)"}  # a shape sweep's objective -> its bottom axis
-
-
 def plot_shapes(sweep: Any, path: str | Path) -> Path:
     """A shape sweep (`ShapeSweep`): TensorCore utilization of each shape's best schedule (top), and the figure of
     its objective (estimated cycles for layers) of the per-shape best, the dispatch table's schedule and the single
@@ -447,7 +443,9 @@ def plot_shapes(sweep: Any, path: str | Path) -> Path:
         bottom.plot(xs, [sweep.cost[sweep.single][i] for i, _ in pts], ":", color="tab:red",
                     label="one generic schedule")
     bottom.set_xlabel(sweep.dim)
-    bottom.set_ylabel(_SHAPES_FIGURE_AXIS[sweep.objective])
+    from dsasim.architect.studies.shapes import FIGURE_AXES
+
+    bottom.set_ylabel(FIGURE_AXES[sweep.objective])
     _cycles_axis_from_zero(bottom)
     _legend_beside(bottom)
     bottom.grid(True, alpha=0.3)

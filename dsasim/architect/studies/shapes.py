@@ -33,7 +33,7 @@ from dsasim.hardware import Accelerator
 from dsasim.one_level import require_one_level
 from dsasim.util import parse_whole
 
-__all__ = ["FIGURE_FIELDS", "MAX_SHAPES", "estimate_shapes_work", "shape_problems", "DispatchEntry", "ShapePoint", "ShapeSweep",
+__all__ = ["FIGURE_AXES", "FIGURE_FIELDS", "MAX_SHAPES", "estimate_shapes_work", "shape_problems", "DispatchEntry", "ShapePoint", "ShapeSweep",
            "parse_vary", "shape_sweep_of", "sweep_shapes", "vary_problem"]
 
 _CONV_KEYS = ("n", "ic", "oc", "h", "w")
@@ -44,6 +44,9 @@ MAX_SHAPES = 4096  # values one --vary may give: every shape is a whole search
 
 # an objective's primary figure -> its name in the JSON (a template's figure on a shape: dispatched_<field>)
 FIGURE_FIELDS = {"cycles": "cycles", "traffic": "traffic_bytes", "energy": "energy_pj", "edp": "edp_pj_cycles"}
+# the same figure on a plot's axis (`dsasim shapes --plot`)
+FIGURE_AXES = {"cycles": "cycles (estimate)", "traffic": "DDR traffic (bytes)", "energy": "energy (pJ)",
+               "edp": "energy x delay (pJ x cycles)"}
 
 
 def parse_vary(text: str) -> tuple[str, list[int]]:
