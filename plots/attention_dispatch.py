@@ -12,7 +12,7 @@ loaded and O stored once: 10,240 B per token), in MB (top) and over the compulso
 coloured by the schedule the dispatch table gives each range of lengths (within 0 %: the lengths that share a
 best).
 
-The two sizes' sweeps run in two processes (each deterministic): about 11 s of CPU in all (a length's search at
+The two sizes' sweeps run in two processes (each deterministic): about 13 s of CPU in all (a length's search at
 8,192 tokens takes about 1 s of CPU; the templates' costs on every length the rest).
 """
 
