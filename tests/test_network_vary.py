@@ -87,3 +87,32 @@ def test_the_decode_batch_figures_command():
     # rise past the blog's 384 MACs / 32 B = 12 per byte of the compute/memory balance
     assert data["sweeps"][0]["points"][0]["per_token"]["bound"] == "memory"
     assert data["sweeps"][2]["points"][0]["per_token"]["bound"] == "compute"
+
+
+# -------------------------------------------------------------------------------- decode over the context length
+DECODE_BATCH8 = "llama3-8b-layer:phase=decode,batch=8"
+
+
+def test_a_context_past_the_models_positions_is_refused_before_any_network_is_traced():
+    # Llama 3 8B's config.json: max_position_embeddings 8192, so at most 8191 cached rows beside the new token;
+    # the last value is checked with the first, not after two networks were traced and swept
+    with pytest.raises(ValueError, match="context='16384' must be a whole number from 1 to 8191 .*8,192 positions"):
+        vary_network_specs(DECODE_BATCH8, "context=1024,4096,16384")
+
+
+def test_decode_kv_cache_bytes_per_token_by_context(tmp_path, capsys):
+    path = tmp_path / "context.json"
+    assert main(["sweep-sram", "--network", DECODE_BATCH8, "--vary-network", "context=1024,4096", "--sizes", "2MiB",
+                 "--quiet", "--json", str(path)]) == 0
+    capsys.readouterr()
+    data = json.loads(path.read_text())
+    assert [s["network"] for s in data["sweeps"]] == [f"llama3-8b-layer:phase=decode,context={c},batch=8"
+                                                      for c in (1024, 4096)]
+    short, long = (s["points"][0]["per_token"]["bytes_per_token"] for s in data["sweeps"])
+    # per token, per layer, 1-byte elements: the token's sequence reads K and V of its cache and its own new row,
+    # L + 1 rows x hkv 8 heads x d 128 each (2 x (L + 1) x 8 x 128), and writes the new row of each (2 x 8 x 128):
+    # 2 x 1025 x 1024 + 2,048 = 2,101,248 B at L = 1024; 2 x 4097 x 1024 + 2,048 = 8,392,704 B at L = 4096
+    assert short["kv_cache"] == 2 * 1025 * 8 * 128 + 2 * 8 * 128 == 2_101_248
+    assert long["kv_cache"] == 2 * 4097 * 8 * 128 + 2 * 8 * 128 == 8_392_704
+    # the weights do not depend on the context: 218,112,512 B per step shared by the batch of 8
+    assert short["weights"] == long["weights"] == 218_112_512 / 8

@@ -115,6 +115,8 @@ def test_shapes_command_prints_the_table_and_writes_json_and_plot(tmp_path, caps
     assert [s["n"] for s in data["shapes"]] == list(range(8, 65, 8))
     assert all(s["dispatched_loss"] <= 0.03 + 1e-9 for s in data["shapes"])
     assert data["max_loss"] == 0.03 and data["dispatch"][0]["lo"] == 8 and data["dispatch"][-1]["hi"] == 64
+    # a layer's shapes rank by estimated cycles, and the JSON says so (issue 29: attention's may rank otherwise)
+    assert data["objective"] == "cycles" and all("dispatched_cycles" in s for s in data["shapes"])
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 

@@ -177,11 +177,11 @@ def test_a_layer_kind_without_a_colour_is_refused():
 
 def test_shapes_cycles_axis_starts_at_zero(figures):
     # cycles 400 .. 440 over three shapes: from zero, not from 400
-    points = [SimpleNamespace(value=v, cycles=c, tensorcore_utilization=u)
+    points = [SimpleNamespace(value=v, cycles=c, reference=c, tensorcore_utilization=u)
               for v, c, u in ((1, 400, 0.5), (2, 420, 0.6), (3, 440, 0.7))]
     sweep = SimpleNamespace(points=points, problem=SimpleNamespace(name="gemm"), dim="m", sram_bytes=256 * 1024,
                             hardware=SimpleNamespace(name="blog"), dispatch=[(1, 3, 0)], max_loss=0.05, single=0,
-                            cost=[[400, 420, 440]], dispatched=lambda i: 0)
+                            cost=[[400, 420, 440]], dispatched=lambda i: 0, objective="cycles")
     plot.plot_shapes(sweep, "shapes.png")
     fig = figures[0]
     top, bottom = fig.axes

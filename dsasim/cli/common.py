@@ -79,11 +79,13 @@ class DsasimArgumentParser(argparse.ArgumentParser):
 def add_objective_argument(p: argparse.ArgumentParser, default: str | None, scope: str = "",
                            note: str = "") -> None:
     """The --objective option: its choices and help from the registry `dsasim.architect.search.objective.OBJECTIVES`
-    (a name outside it: argparse's exit 2 listing the choices); `scope` opens the help, `note` ends it."""
+    (a name outside it: argparse's exit 2 listing the choices); `scope` opens the help, `note` ends it; the help
+    names `default` (None: the searches' DEFAULT_OBJECTIVE)."""
     from dsasim.architect.search.objective import DEFAULT_OBJECTIVE, OBJECTIVES, describe_objectives
 
     p.add_argument("--objective", choices=tuple(OBJECTIVES), default=default,
-                   help=f"{scope}the best schedule by one of: {describe_objectives()} (default: {DEFAULT_OBJECTIVE.name})"
+                   help=f"{scope}the best schedule by one of: {describe_objectives()} "
+                        f"(default: {default or DEFAULT_OBJECTIVE.name})"
                         f"{note}")
 
 

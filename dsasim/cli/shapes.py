@@ -1,14 +1,15 @@
 """`dsasim shapes LAYER --vary DIM=LO:HI[:STEP]`: a layer over a range of one dimension (dynamic shapes).
 
     dsasim shapes LAYER --vary DIM=LO:HI[:STEP] [--sram SIZE] [--hardware PRESET|FILE] [--max-loss 5%] [--jobs N]
-                  [--json PATH] [--plot PATH] [--quiet] [--force]
+                  [--objective cycles|traffic|energy|edp] [--json PATH] [--plot PATH] [--quiet] [--force]
 
 LAYER as for `dsasim search` (blog-conv, resnet50.<name>, gemm-1024, conv:..., gemm:...). DIM: conv n, ic, oc, h, w
 or hw (both); matmul m, n, k; several joined by + move together (m+n). Per shape: the best schedule's estimated
 cycles, traffic, TensorCore utilization and padding waste; then the single shape-generic schedule and the dispatch
 table (shape ranges -> schedules) that keeps every shape within --max-loss of its own optimum (after DietCode).
 An attention spec (attention:b=..,h=..,n=..,d=..) varies n, m or n+m (query length, key length, both): its
-templates are schedule kinds with whole-block tiles, and the schedule chosen at the largest length is reported too.
+templates are schedule kinds with whole-block tiles, and the schedule chosen at the largest length is reported too;
+`--objective` ranks its lengths, templates and losses by traffic, energy or edp instead of estimated cycles.
 """
 
 from __future__ import annotations
@@ -17,8 +18,8 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
-from dsasim.cli.common import (EXIT_FAILED, CliError, Command, int_at_least, json_and_plot_paths, parse_percent,
-                               warner, write_outputs)
+from dsasim.cli.common import (EXIT_FAILED, CliError, Command, add_objective_argument, int_at_least,
+                               json_and_plot_paths, parse_percent, warner, write_outputs)
 from dsasim.view.table import format_table
 from dsasim.hardware import load_hardware
 from dsasim.one_level import require_one_level
@@ -40,6 +41,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-loss", default="5%", metavar="PERCENT",
                    help="the dispatch table keeps every shape within this much of its own best (default 5%%)")
     p.add_argument("--jobs", type=int_at_least(1), default=2, help="worker processes for the per-shape searches")
+    add_objective_argument(p, "cycles", scope="attention only (a layer's shapes rank by cycles): per length ",
+                           note="; the losses and the dispatch table are in the same figure")
     p.add_argument("--json", metavar="PATH", help="write the sweep as JSON")
     p.add_argument("--plot", metavar="PATH", help="write a PNG: utilization and cycles against the shape")
     p.add_argument("--quiet", action="store_true", help="no progress bar (work estimates are still printed)")
@@ -54,8 +57,9 @@ def _tiles(template: dict) -> str:
 
 def format_shapes(sweep: ShapeSweep) -> str:
     """Per shape: best and dispatched figures; then the single schedule, the dispatch table and the templates."""
+    by = "" if sweep.objective == "cycles" else f" ({sweep.objective})"  # what the losses are in
     header = (sweep.dim, "best cycles", "traffic B", "TC util", "padding waste", "pJ/MAC", "best tiles",
-              "dispatched", "loss", "single-schedule loss")
+              "dispatched", f"loss{by}", f"single-schedule loss{by}")
     rows = []
     for i, p in enumerate(sweep.points):
         if p.cycles is None:
@@ -69,6 +73,8 @@ def format_shapes(sweep: ShapeSweep) -> str:
                      f"{100 * sweep.loss(t, i):.1f}%",
                      None if sweep.single is None else f"{100 * sweep.loss(sweep.single, i):.1f}%"))
     lines = [format_table(header, rows), ""]
+    if by:
+        lines.append(f"ranked by {sweep.objective}: every best, loss and dispatch below is in its figure")
     fitting = [i for i, p in enumerate(sweep.points) if p.cycles is not None]
     if sweep.single is not None:
         losses = [sweep.loss(sweep.single, i) for i in fitting]
@@ -92,6 +98,9 @@ def run(args: argparse.Namespace) -> int:
 
     if is_attention(args.layer):
         return _run_attention(args)
+    if args.objective != "cycles":
+        raise CliError(f"--objective {args.objective} applies to attention targets; a layer's shapes rank by "
+                       f"estimated cycles (leave --objective out)")
     try:
         problem = parse_layer(args.layer)
         hardware = _sized_hardware(args)
@@ -135,7 +144,7 @@ def _run_attention(args: argparse.Namespace) -> int:
         attention_shape_problems(problem, dim, values)  # every length valid before any search
         max_loss = parse_percent(args.max_loss, "--max-loss")
         json_path, plot_path = json_and_plot_paths(args)
-        sweep = sweep_attention_shapes(problem, dim, values, hardware, max_loss)
+        sweep = sweep_attention_shapes(problem, dim, values, hardware, max_loss, args.objective)
     except ValueError as err:
         raise CliError(str(err)) from None
     text = format_shapes(sweep)

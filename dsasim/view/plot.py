@@ -424,8 +424,9 @@ def plot_network_sweep(sweep: Any, path: str | Path) -> Path:
 
 
 def plot_shapes(sweep: Any, path: str | Path) -> Path:
-    """A shape sweep (`ShapeSweep`): TensorCore utilization of each shape's best schedule (top), and estimated
-    cycles of the per-shape best, the dispatch table's schedule and the single generic schedule (bottom)."""
+    """A shape sweep (`ShapeSweep`): TensorCore utilization of each shape's best schedule (top), and the figure of
+    its objective (estimated cycles for layers) of the per-shape best, the dispatch table's schedule and the single
+    generic schedule (bottom)."""
     pts = [(i, p) for i, p in enumerate(sweep.points) if p.cycles is not None]
     xs = [p.value for _, p in pts]
     fig = _figure(8.0, 6.0)
@@ -435,14 +436,16 @@ def plot_shapes(sweep: Any, path: str | Path) -> Path:
     top.set_ylim(0, 105)
     top.set_title(f"{sweep.problem.name} over {sweep.dim}, {sweep.hardware.name}, "
                   f"SRAM {format_bytes(sweep.sram_bytes)}")
-    bottom.plot(xs, [p.cycles for _, p in pts], "-", color="black", label="best per shape")
+    bottom.plot(xs, [p.reference for _, p in pts], "-", color="black", label="best per shape")
     bottom.plot(xs, [sweep.cost[sweep.dispatched(i)][i] for i, _ in pts], "--", color="tab:blue",
                 label=f"dispatch table ({len(sweep.dispatch)} ranges, within {100 * sweep.max_loss:g}%)")
     if sweep.single is not None:
         bottom.plot(xs, [sweep.cost[sweep.single][i] for i, _ in pts], ":", color="tab:red",
                     label="one generic schedule")
     bottom.set_xlabel(sweep.dim)
-    bottom.set_ylabel("cycles (estimate)")
+    from dsasim.architect.studies.shapes import FIGURE_AXES
+
+    bottom.set_ylabel(FIGURE_AXES[sweep.objective])
     _cycles_axis_from_zero(bottom)
     _legend_beside(bottom)
     bottom.grid(True, alpha=0.3)

@@ -631,7 +631,8 @@ def _decoder_parameters(dims: _DecoderDims, seq: int, context: int) -> tuple[Pre
     return (PresetParameter("phase", "prefill", "prefill (a prompt) or decode (one new token)", choices=PHASES),
             PresetParameter("seq", seq, "prompt tokens per sequence", high=dims.max_positions,
                             only_with=("phase", "prefill"), aliases=("seq_len",)),
-            PresetParameter("context", context, "KV-cache rows per sequence", high=dims.max_positions - 1,
+            PresetParameter("context", context, f"KV-cache rows per sequence; the model's {dims.max_positions:,} "
+                            f"positions hold them and the new token", high=dims.max_positions - 1,
                             only_with=("phase", "decode")),
             PresetParameter("batch", 1, "sequences", high=4096))
 

@@ -4,8 +4,8 @@ batch=1,8,32`): one network spec per value, its other parameters kept.
 Distinct from `--vary FIELD=...` (a hardware grid): a preset's parameters change the workload (its shapes), so each
 value is its own network and its own sweep (`sweep_network`), not a hardware of one sweep. Bad input raises
 ValueError with one line: a network that is not a preset with parameters, a parameter it does not declare, an
-empty or repeated value; the values themselves are checked by the preset (`NetworkPreset.parameter_values`) when
-each spec is loaded.
+empty or repeated value, and a value the preset refuses (`NetworkPreset.parameter_values`: e.g. a context past the
+model's positions), every value checked before any network is traced.
 """
 
 from __future__ import annotations
@@ -59,4 +59,10 @@ def vary_network_specs(spec: str, vary: str) -> list[str]:
     # the spec's other parameters kept; the varied one (under any alias) replaced by each value
     kept = [item.strip() for item in tail.split(",") if item.strip()] if tail else []
     kept = [item for item in kept if by_name.get(item.partition("=")[0].strip()) != canonical]
-    return [f"{head}:" + ",".join(kept + [f"{name}={value}"]) for value in values]
+    specs = [f"{head}:" + ",".join(kept + [f"{name}={value}"]) for value in values]
+    for one in specs:  # every value checked now: a bad last value is refused before the first network is traced
+        try:
+            preset.parameter_values(one, one.partition(":")[2])
+        except ValueError as err:
+            raise ValueError(f"--vary-network {vary!r}: {err}") from None
+    return specs

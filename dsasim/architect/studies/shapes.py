@@ -16,7 +16,9 @@ invalid for a shape, costs infinity there), and:
   template within `max_loss` of the per-shape optimum (greedy interval cover, which is optimal for contiguous
   ranges); its `schedules` are the distinct templates it uses.
 
-Loss = template cycles / per-shape best cycles - 1 (estimated cycles of the analytic model for both).
+Loss = template cycles / per-shape best cycles - 1 (estimated cycles of the analytic model for both). A sweep of
+another kind may rank by another objective's figure (`ShapeSweep.objective`: attention's `--objective traffic`);
+its points then carry that figure (`ShapePoint.objective_value`) and the loss is the ratio of that figure.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from dsasim.hardware import Accelerator
 from dsasim.one_level import require_one_level
 from dsasim.util import parse_whole
 
-__all__ = ["MAX_SHAPES", "estimate_shapes_work", "shape_problems", "DispatchEntry", "ShapePoint", "ShapeSweep",
+__all__ = ["FIGURE_AXES", "FIGURE_FIELDS", "MAX_SHAPES", "estimate_shapes_work", "shape_problems", "DispatchEntry", "ShapePoint", "ShapeSweep",
            "parse_vary", "shape_sweep_of", "sweep_shapes", "vary_problem"]
 
 _CONV_KEYS = ("n", "ic", "oc", "h", "w")
@@ -39,6 +41,12 @@ _GEMM_KEYS = ("m", "n", "k")
 
 
 MAX_SHAPES = 4096  # values one --vary may give: every shape is a whole search
+
+# an objective's primary figure -> its name in the JSON (a template's figure on a shape: dispatched_<field>)
+FIGURE_FIELDS = {"cycles": "cycles", "traffic": "traffic_bytes", "energy": "energy_pj", "edp": "edp_pj_cycles"}
+# the same figure on a plot's axis (`dsasim shapes --plot`)
+FIGURE_AXES = {"cycles": "cycles (estimate)", "traffic": "DDR traffic (bytes)", "energy": "energy (pJ)",
+               "edp": "energy x delay (pJ x cycles)"}
 
 
 def parse_vary(text: str) -> tuple[str, list[int]]:
@@ -116,6 +124,13 @@ class ShapePoint:
     reason: str = ""
     # the best schedule's energy (its model's counts priced on the hardware, over its estimated cycles), None: no fit
     energy: EnergyReport | None = None
+    # the best's figure of the sweep's objective (traffic bytes, pJ, ...); None: its cycles (the layers' objective)
+    objective_value: float | None = None
+
+    @property
+    def reference(self) -> float | None:
+        """What a template's figure on this shape is compared with: the best's objective figure (None: no fit)."""
+        return self.objective_value if self.objective_value is not None else self.cycles
 
 
 @dataclass(frozen=True)
@@ -139,14 +154,21 @@ class ShapeSweep:
     points: tuple[ShapePoint, ...]
     templates: tuple[dict[str, Any], ...]  # order, tiles, stage, ways, slide; generic: False for a shape's exact
     # optimum added because no shape-generic template served that shape within the bound
-    cost: tuple[tuple[float, ...], ...]  # [template][shape] estimated cycles (inf: does not fit / invalid)
+    cost: tuple[tuple[float, ...], ...]  # [template][shape] the objective's figure (inf: does not fit / invalid)
     single: int | None  # the template with the least worst-case loss
     dispatch: tuple[DispatchEntry, ...]
     max_loss: float
+    objective: str = "cycles"  # the figure `cost` and the losses are in (a key of FIGURE_FIELDS)
+
+    def __post_init__(self) -> None:
+        if self.objective not in FIGURE_FIELDS:
+            raise ValueError(f"ShapeSweep: objective must be one of {', '.join(FIGURE_FIELDS)}, got "
+                             f"{self.objective!r}")
 
     def loss(self, template: int, shape: int) -> float:
-        """Loss of a template on the shape at index `shape` (inf where it does not fit)."""
-        best = self.points[shape].cycles
+        """Loss of a template on the shape at index `shape`, in the objective's figure (inf where it does not
+        fit)."""
+        best = self.points[shape].reference
         return self.cost[template][shape] / best - 1 if best else math.inf
 
     def dispatched(self, shape: int) -> int:
@@ -172,17 +194,22 @@ class ShapeSweep:
                                    "padding_waste": None if p.tensorcore_utilization is None else
                                    round(1 - p.tensorcore_utilization, 6), "best": p.nest,
                                    **energy_json(p.energy)}
+            field = FIGURE_FIELDS[self.objective]
+            if self.objective != "cycles" and p.objective_value is not None:
+                row[f"best_{field}"] = num(p.objective_value)
             if p.cycles is not None and self.dispatch:
                 t = self.dispatched(i)
-                row.update(dispatched_schedule=t, dispatched_cycles=num(self.cost[t][i]),
-                           dispatched_loss=num(self.loss(t, i)))
+                row.update({"dispatched_schedule": t, f"dispatched_{field}": num(self.cost[t][i]),
+                            "dispatched_loss": num(self.loss(t, i))})
             if self.single is not None and p.cycles is not None:
-                row.update(single_cycles=num(self.cost[self.single][i]), single_loss=num(self.loss(self.single, i)))
+                row.update({f"single_{field}": num(self.cost[self.single][i]),
+                            "single_loss": num(self.loss(self.single, i))})
             if p.reason:
                 row["reason"] = p.reason
             shapes.append(row)
         return {"layer": self.problem.spec(), "dim": self.dim, "hardware": self.hardware.name,
-                "sram_bytes": self.sram_bytes, "max_loss": self.max_loss, "shapes": shapes,
+                "sram_bytes": self.sram_bytes, "objective": self.objective, "max_loss": self.max_loss,
+                "shapes": shapes,
                 "templates": list(self.templates), "single_schedule": self.single,
                 "dispatch": [{"lo": e.lo, "hi": e.hi, "schedule": e.schedule, "max_loss": round(e.max_loss, 6)}
                              for e in self.dispatch]}
@@ -244,8 +271,8 @@ def _cost(template: dict[str, Any], problem: Problem, hardware: Accelerator) -> 
 def _cover(points: Sequence[ShapePoint], cost: Sequence[Sequence[float]], max_loss: float) -> list[DispatchEntry]:
     """Fewest contiguous ranges of the (fitting) shapes, each served by one template within max_loss."""
     ok = [i for i, p in enumerate(points) if p.cycles is not None]
-    within = [[cost[t][i] <= (1 + max_loss) * points[i].cycles * (1 + 1e-12) for i in range(len(points))]
-              for t in range(len(cost))]
+    within = [[points[i].cycles is not None and cost[t][i] <= (1 + max_loss) * points[i].reference * (1 + 1e-12)
+               for i in range(len(points))] for t in range(len(cost))]
     entries: list[DispatchEntry] = []
     k = 0
     while k < len(ok):
@@ -260,7 +287,7 @@ def _cover(points: Sequence[ShapePoint], cost: Sequence[Sequence[float]], max_lo
             # the model's estimate of that nest differed from the search's): the cheapest serves this shape alone
             best_t, best_reach = min(range(len(cost)), key=lambda t: (cost[t][ok[k]], t)), k
         span = ok[k:best_reach + 1]
-        worst = max(cost[best_t][i] / points[i].cycles - 1 for i in span)
+        worst = max(cost[best_t][i] / points[i].reference - 1 for i in span)
         entries.append(DispatchEntry(lo=points[span[0]].value, hi=points[span[-1]].value, schedule=best_t,
                                      max_loss=worst))
         k = best_reach + 1
@@ -346,10 +373,12 @@ def _exact(p: ShapePoint) -> dict[str, Any]:
 def shape_sweep_of(problem: Any, dim: str, hardware: Accelerator, points: Sequence[ShapePoint],
                    template_of: Callable[[ShapePoint], dict[str, Any]],
                    exact_of: Callable[[ShapePoint], dict[str, Any]],
-                   cost_of: Callable[[dict[str, Any], Any], float], max_loss: float) -> ShapeSweep:
+                   cost_of: Callable[[dict[str, Any], Any], float], max_loss: float,
+                   objective: str = "cycles") -> ShapeSweep:
     """The `ShapeSweep` of per-shape bests `points` (module docstring), for any kind of problem: `template_of(point)`
     makes a point's best shape-generic, `exact_of(point)` keeps it exact, `cost_of(template, problem)` is a
-    template's estimated cycles on a shape (inf where it does not fit)."""
+    template's figure of `objective` on a shape (estimated cycles by default; inf where it does not fit), compared
+    with each point's `reference`."""
     templates: list[dict[str, Any]] = []
     for p in points:
         if p.nest is not None:
@@ -360,7 +389,7 @@ def shape_sweep_of(problem: Any, dim: str, hardware: Accelerator, points: Sequen
     # a rounded-up template may cost its own shape a little: the per-shape optimum stays the reference, and a shape
     # no template serves within the bound gets its own optimum's exact nest as one more template
     for i, p in enumerate(points):
-        if p.cycles is not None and not any(c[i] <= (1 + max_loss) * p.cycles * (1 + 1e-12) for c in cost):
+        if p.cycles is not None and not any(c[i] <= (1 + max_loss) * p.reference * (1 + 1e-12) for c in cost):
             exact = exact_of(p)
             templates.append(exact)
             cost.append(tuple(cost_of(exact, q.problem) for q in points))
@@ -368,9 +397,9 @@ def shape_sweep_of(problem: Any, dim: str, hardware: Accelerator, points: Sequen
     single = None
     if templates and fitting:
         single = min(range(len(templates)),
-                     key=lambda t: (max(cost[t][i] / points[i].cycles for i in fitting),
+                     key=lambda t: (max(cost[t][i] / points[i].reference for i in fitting),
                                     sum(cost[t][i] for i in fitting), t))
     dispatch = _cover(points, cost, max_loss) if templates else []
     return ShapeSweep(problem=problem, dim=dim, hardware=hardware, sram_bytes=hardware.sram_bytes,
                       points=tuple(points), templates=tuple(templates), cost=tuple(cost), single=single,
-                      dispatch=tuple(dispatch), max_loss=max_loss)
+                      dispatch=tuple(dispatch), max_loss=max_loss, objective=objective)
