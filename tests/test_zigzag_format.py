@@ -274,6 +274,8 @@ def test_mapping_of_a_depthwise_nest_has_no_spatial_channels():
 BAD = [
     ("- id: 0\n  equation: [unclosed\n", "not valid YAML (line"),
     ("id: 0\noperator_type: Conv\n", "a ZigZag workload is a YAML list of layers"),
+    ("problem:\n  shape: {name: CNN-Layer}\n", "found a dict (a Timeloop problem, its top-level key 'problem', is not "
+                                               "one)"),
     ("", "found an empty file"),
     ("- 3\n", "entry 1: a layer is a mapping"),
     (CONV.format(rel="ix=1*ox+1*fx, iy=1*oy+1*fy", sizes="1, 8, 4, 6, 6, 3, 3",

@@ -156,8 +156,10 @@ def _load_entries(path: str) -> list[Any]:
     if not isinstance(document, list) or not document:
         found = "an empty file" if document is None else (
             "an empty list" if document == [] else f"a {type(document).__name__}")
+        timeloop = " (a Timeloop problem, its top-level key 'problem', is not one)" if (
+            isinstance(document, dict) and "problem" in document) else ""
         raise ValueError(f"{what}: a ZigZag workload is a YAML list of layers (- id: 0, operator_type: Conv, "
-                         f"equation: ...), found {found}")
+                         f"equation: ...), found {found}{timeloop}")
     return document
 
 
