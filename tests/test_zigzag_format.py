@@ -274,6 +274,8 @@ def test_mapping_of_a_depthwise_nest_has_no_spatial_channels():
 BAD = [
     ("- id: 0\n  equation: [unclosed\n", "not valid YAML (line"),
     ("id: 0\noperator_type: Conv\n", "a ZigZag workload is a YAML list of layers"),
+    ("problem:\n  shape: {name: CNN-Layer}\n", "found a dict (a Timeloop problem, its top-level key 'problem', is not "
+                                               "one)"),
     ("", "found an empty file"),
     ("- 3\n", "entry 1: a layer is a mapping"),
     (CONV.format(rel="ix=1*ox+1*fx, iy=1*oy+1*fy", sizes="1, 8, 4, 6, 6, 3, 3",
@@ -296,6 +298,9 @@ BAD = [
     ("- id: 0\n  operator_type: MatMul\n  equation: O[h][d][k]+=I[h][d][c]*W[h][c][k]\n  loop_dims: [H, D, C, K]\n"
      "  loop_sizes: [12, 8, 8, 8]\n  operand_precision: {W: 8, I: 8, O: 8, O_final: 8}\n",
      "dimension(s) ['H'] index the output and both inputs: a batched matmul"),
+    ("- id: 0\n  operator_type: Gemm\n  equation: O[d][k]+=I[d][c]*W[c][k]\n  loop_dims: [D, C, K, Z]\n"
+     "  loop_sizes: [8, 8, 8, 4]\n  operand_precision: {W: 8, I: 8, O: 8, O_final: 8}\n",
+     "loop dimension Z (size 4) appears nowhere in the equation"),
     ("- id: 0\n  operator_type: Gemm\n  equation: O[d][k]+=I[d][c]*W[c][k]\n  loop_dims: [D, C]\n"
      "  loop_sizes: [8, 8]\n  operand_precision: {W: 8, I: 8, O: 8, O_final: 8}\n",
      "dimension K of the equation has no loop size"),

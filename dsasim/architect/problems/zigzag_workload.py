@@ -156,8 +156,10 @@ def _load_entries(path: str) -> list[Any]:
     if not isinstance(document, list) or not document:
         found = "an empty file" if document is None else (
             "an empty list" if document == [] else f"a {type(document).__name__}")
+        timeloop = " (a Timeloop problem, its top-level key 'problem', is not one)" if (
+            isinstance(document, dict) and "problem" in document) else ""
         raise ValueError(f"{what}: a ZigZag workload is a YAML list of layers (- id: 0, operator_type: Conv, "
-                         f"equation: ...), found {found}")
+                         f"equation: ...), found {found}{timeloop}")
     return document
 
 
@@ -236,12 +238,13 @@ class _LayerReader:
         sizes = self.loop_sizes()
         windows = self.relations(sizes)
         used = {d for _, idx in (output, *inputs) for d in idx}
-        for d in sorted(used - set(sizes) - {w.pr for w in windows}):
-            raise self.fail(f"dimension {d} of the equation has no loop size; add it to loop_dims and loop_sizes "
-                            f"(or define it in dimension_relations)")
-        for d in sorted(set(sizes) - used - {x for w in windows for x in (w.position, w.tap)}):
-            if sizes[d] > 1:
-                raise self.fail(f"loop dimension {d} (size {sizes[d]}) appears nowhere in the equation")
+        unsized = sorted(used - set(sizes) - {w.pr for w in windows})
+        if unsized:
+            raise self.fail(f"dimension {unsized[0]} of the equation has no loop size; add it to loop_dims and "
+                            f"loop_sizes (or define it in dimension_relations)")
+        stray = sorted(d for d in set(sizes) - used if sizes[d] > 1)  # (a size-1 loop changes nothing)
+        if stray:
+            raise self.fail(f"loop dimension {stray[0]} (size {sizes[stray[0]]}) appears nowhere in the equation")
         problem = (self.conv(name, output, inputs, sizes, windows) if windows
                    else self.matmul(name, output, inputs, sizes))
         bits = self.precisions([n for n, _ in inputs])
