@@ -29,10 +29,11 @@ TINY = replace(preset("blog"), name="tiny", word_bytes=1, dram_bytes_per_cycle=1
 
 
 def _matmul(name: str, m: int, n: int, k: int, reads: tuple[str, ...], loaded: int, stored: int,
-            stage: dict[str, str] | None = None, **extra: object) -> LayerOutcome:
+            stage: dict[str, str] | None = None, tiles: dict[str, int] | None = None,
+            **extra: object) -> LayerOutcome:
     """A matmul entry whose figures are given (hand-derived: the search's would be the same for these nests)."""
     p = MatmulProblem(m, n, k, name=name)
-    nest = LoopNest(p, ("m", "n", "k"), {"m": 1}, stage or {"a": "m", "b": "top", "c": "m"})
+    nest = LoopNest(p, ("m", "n", "k"), tiles or {"m": 1}, stage or {"a": "m", "b": "top", "c": "m"})
     layer = NetworkLayer(name=name, op="matmul", kind=TENSORCORE, shape=p.spec(), problem=p, reads=reads,
                          out_shape=(m, n), **extra)
     return LayerOutcome(layer=layer, status="ok", loaded_bytes=loaded, stored_bytes=stored, cycles=1,
@@ -93,6 +94,12 @@ def test_two_layers_by_hand():
     # model == trace: l1 loads 96 B and stores 8, l2 loads 24 and stores 8
     assert (first.loaded_bytes, first.stored_bytes, second.loaded_bytes, second.stored_bytes) == (96, 8, 24, 8)
     assert second.shared_input_bytes == 8  # c1, read by l2 from DDR: what keeping it on chip would save
+    # stalls, each idle TensorCore gap charged to the entry whose TensorCore operation ends it: l1's gap [0, 80)
+    # is w1's load (64) then a1[0]'s (16), its gap [81, 97) a1[1]'s load; l2's gap [98, 118) (counted from the end
+    # of l1's last tc, 98) is w2's load [98, 114) then c1[0]'s [114, 118), its gap [119, 123) c1[1]'s load; the
+    # network's drain after the last tc (ends 124) to 128 is l2's
+    assert dict(first.stall_cycles) == {"load:l1:b": 64, "load:l1:a": 32}
+    assert dict(second.stall_cycles) == {"load:l2:b": 16, "load:l1": 8, "drain": 4}
 
 
 def test_shared_result_waits_only_for_its_own_rows():
@@ -138,6 +145,25 @@ def test_fused_epilogue_runs_on_each_final_tile_before_its_store():
     assert vector[0] == (81, 82)
     assert [(a, b) for _, a, b in _ops(s.sim, "l1", "store")][0] == (82, 86)
     assert s.entries[0].vector_busy_cycles == 2  # two rows, one cycle each
+
+
+def test_epilogue_waits_for_the_last_reduction_tile():
+    """With k tiled by 8 (two partial products per row of l1), the epilogue still runs once per row, after the
+    second: 2 vector operations of 1 cycle, not 4."""
+    l1 = _matmul("l1", 2, 4, 16, ("",), loaded=96, stored=8, tiles={"m": 1, "k": 8}, epilogue_ops=8)
+    s = _simulate(l1, L2)
+    assert s.entries[0].vector_busy_cycles == 2
+    assert s.sim.engine_operations["vector"] == 2
+
+
+def test_window_is_the_operations_on_engines():
+    """An OPEN takes no engine: l2 here holds its whole 2 x 24 result at the top (bytes 96..144, never used
+    before: its OPEN is placed at cycle 0) and w2 (4 x 24 = 96 B) at bytes 0..96, whose last occupants include
+    c1[1]'s buffer (80..84), free once its store ends at 102: l2's window starts at 102, not 0."""
+    l2 = _matmul("l2", 2, 24, 4, ("l1",), loaded=8 + 96, stored=48, stage={"a": "m", "b": "top", "c": "top"})
+    s = _simulate(L1, l2)
+    assert _ops(s.sim, "l2:b", "load")[0][1] == 102
+    assert s.entries[1].start_cycle == 102
 
 
 def test_vector_layer_streams_the_bytes_the_model_counts():
