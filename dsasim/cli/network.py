@@ -150,6 +150,7 @@ def warn_partial(command: str, what: str, results: list[NetworkResult]) -> None:
 
 
 NAME_CELL_CHARS, OP_CELL_CHARS = 34, 20  # the table's name and op cells: with the numbers, 120 columns at most
+STALL_CELL_CHARS = 24  # the simulation table's stall cell (a load's cause names its tensor: the JSON has it whole)
 
 
 def _cut(text: str, chars: int) -> str:
@@ -338,7 +339,7 @@ def format_simulation(simulation: Any, wide: bool = False) -> str:
         name = short_layer_name(e.name)
         rows.append([name if wide else _cut(name, NAME_CELL_CHARS), e.kind, e.estimated_cycles, e.cycles,
                      f"{e.ratio:.3f}" if e.estimated_cycles else None, f"{e.start_cycle:,}-{e.end_cycle:,}",
-                     e.overlap_cycles, e.top_stall or None])
+                     e.overlap_cycles, (e.top_stall if wide else _cut(e.top_stall, STALL_CELL_CHARS)) or None])
     header = ["layer", "kind", "estimate", "simulated", "ratio", "start-end", "overlap", "stall"]
     lines = [format_table(header, rows, left=(0, 1, 5, 7)), ""]
     s = simulation

@@ -14,7 +14,8 @@ The inter-layer rules (each stated again beside its code):
     layer whose operand is that result *with the same shape* reads the same `TracedArray`, so the model's DDR rule
     (a LOAD of a writable tensor's region waits for every earlier STORE to an overlapping region) lets it start on
     rows already stored, while its producer still computes.
-  * Where the shapes differ (a flatten, a view, a batched matmul's repeats) the consumer reads a read-only tensor
+  * Where the shapes differ (a flatten, a view, a batched matmul's repeats), or the reader slides over its input
+    (a rotating buffer) or loads it strided (a 1x1 stride-2 conv), the consumer reads a read-only tensor
     of its own shape, and a fence keeps it from being optimistic: before its first load, one word of the
     producer's last element is loaded (per DMA load channel). The producer stores its last element last (every
     kernel's final tile holds every loop's last tile), stores run in program order on one store engine, and loads
@@ -302,9 +303,10 @@ def _run_nest(tracer: _Tracer, nest: Any, reads: Sequence[str], out_name: str, r
             producer = ""  # a batched layer's repeats: operands of their own (fenced once, before repeat 0)
         spec = nest.problem.tensor(name)
         strided = not nest.slides(name) and any(a.is_window and a.stride > 1 for a in spec.axes)
-        if strided and producer in tracer.values:
-            # rule: a strided reader (a 1x1 stride-2 conv loads every other row) reads a read-only copy, fenced
-            # after its producer: the session checks a written tensor's buffers as dense boxes only
+        if (strided or nest.slides(name)) and producer in tracer.values:
+            # rule: a strided reader (a 1x1 stride-2 conv loads every other row) or a sliding one (a rotating
+            # buffer keeps rows on chip) reads a read-only copy, fenced after its producer: the session checks a
+            # written tensor's buffers as dense boxes only, and lets only read-only tensors slide
             tracer.fence(tracer.values[producer])
             producer = ""
         tensors[name] = (tracer.operand(producer, name, shape, role) if producer
@@ -397,11 +399,12 @@ def _run_chain(tracer: _Tracer, outcome: Any, network: Any) -> None:
     skip_elements = 0 if chain.residual else last.extra_read_elements
     _extras(tracer, layer, sum(m.bias_elements for m in members), last.skip_read, skip_elements)
     parts = outcome.schedule["segments"]
-    by_name = {m.name: k for k, m in enumerate(members)}
-    source = first_read
+    source, k0 = first_read, 0
     for part_index, part in enumerate(parts):
-        names = part["layers"]
-        k0, k1 = by_name[names[0]], by_name[names[-1]]
+        # a part's layers by position (one search serves every chain of this shape: its names are the first's)
+        k0, k1 = k0 + (len(parts[part_index - 1]["layers"]) if part_index else 0), None
+        k1 = k0 + len(part["layers"]) - 1
+        names = [m.name for m in members[k0:k1 + 1]]
         final = part_index == len(parts) - 1
         if final and chain.residual and not (part["fused"] and k0 == 0):
             value = tracer.values.get(first_read)
@@ -415,8 +418,11 @@ def _run_chain(tracer: _Tracer, outcome: Any, network: Any) -> None:
             workload = workload_of(nest.chain)
             tensors = {}
             ins = list(workload.inputs.items())
+            slides = getattr(nest, "halo", None) == "keep"  # its image is a rotating buffer: read-only only
+            if slides and source in tracer.values:
+                tracer.fence(tracer.values[source])  # rule: a sliding reader reads a fenced copy (see _run_nest)
             for j, (name, shape) in enumerate(ins):
-                tensors[name] = (tracer.operand(source, name, shape) if j == 0
+                tensors[name] = (tracer.operand("" if slides else source, name, shape) if j == 0
                                  else tracer.fresh_input(f"{names[0]}.{name}", shape, role="weight"))
             (oname, oshape), = workload.outputs.items()
             tensors[oname] = tracer.result(out_name, oshape)
