@@ -215,3 +215,76 @@ def test_bounds_and_json_determinism():
     assert a.cycles >= a.roofline_cycles and all(a.cycles >= e.roofline_cycles for e in a.entries)
     assert a.cycles >= a.layer_roofline_sum  # 128 >= 96 + 24 (these two do not overlap enough to beat it)
     assert json.dumps(a.to_json()) == json.dumps(b.to_json())
+
+
+# ------------------------------------------------------------------------------------------------ the command
+_NET = ("import torch.nn as nn\n"
+        "example_input_shape = (1, 4, 8, 8)\n"
+        "class Net(nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.c1 = nn.Conv2d(4, 8, 3, padding=1, bias=False)\n"
+        "        self.c2 = nn.Conv2d(8, 8, 3, padding=1)\n"
+        "        self.pool = nn.MaxPool2d(2)\n"
+        "        self.fc = nn.Linear(8 * 4 * 4, 24)\n"
+        "    def forward(self, x):\n"
+        "        y = self.c2(self.c1(x).relu()).relu()\n"
+        "        return self.fc(self.pool(y).flatten(1))\n"
+        "class Mlp(nn.Module):\n"
+        "    example_input_shape = (2, 8)\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.a = nn.Linear(8, 24)\n"
+        "        self.b = nn.Linear(24, 16)\n"
+        "    def forward(self, x):\n"
+        "        return self.b(self.a(x).relu())\n")
+
+
+@pytest.mark.parametrize("fusion", [[], ["--no-fusion"]])
+def test_network_simulate_command(tmp_path, monkeypatch, capsys, fusion):
+    """`dsasim network --simulate`: the per-entry table, totals, the JSON's simulation (every entry's traced bytes
+    equal the search's) and a Perfetto trace with a 'layers' track of one slice per entry; without --simulate
+    the JSON has no simulation."""
+    from dsasim.cli import main
+
+    (tmp_path / "simnets.py").write_text(_NET)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    js, pf = tmp_path / "s.json", tmp_path / "s.perfetto.json"
+    assert main(["network", "simnets:Net", "--simulate", "--json", str(js), "--perfetto", str(pf), "--quiet",
+                 "--jobs", "1", *fusion]) == 0
+    out = capsys.readouterr().out
+    assert "cycles simulated" in out and "model == trace for every entry" in out
+    data = json.loads(js.read_text())
+    sim = data["simulation"]
+    names = [x["name"] for x in data["layers"]]
+    assert sorted(x["name"] for x in sim["layers"]) == sorted(names)
+    assert all(x["loaded_bytes"] == x["model_loaded_bytes"] and x["stored_bytes"] == x["model_stored_bytes"]
+               for x in sim["layers"])
+    assert sim["loaded_bytes"] == data["loaded_bytes"] and sim["stored_bytes"] == data["stored_bytes"]
+    assert sim["cycles"] >= sim["roofline_cycles"] and sim["cycles"] == max(x["end_cycle"] for x in sim["layers"])
+    assert sim["fence_bytes"] >= 1  # the flatten before fc: fc's input is a fenced copy
+    trace = json.loads(pf.read_text())["traceEvents"]
+    tid = next(e["tid"] for e in trace if e.get("name") == "thread_name" and e["args"]["name"] == "layers")
+    assert sorted(e["name"] for e in trace if e.get("tid") == tid and e["ph"] == "X") == sorted(names)
+    assert main(["network", "simnets:Net", "--json", str(js), "--quiet", "--jobs", "1", *fusion]) == 0
+    assert "simulation" not in json.loads(js.read_text())
+
+
+def test_network_simulate_a_gemm_chain(tmp_path, monkeypatch, capsys):
+    """A fused GEMM chain (a -> relu -> b) runs through its chain kind's kernel in the one session."""
+    from dsasim.cli import main
+
+    (tmp_path / "simmlp.py").write_text(_NET)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    js = tmp_path / "m.json"
+    assert main(["network", "simmlp:Mlp", "--simulate", "--json", str(js), "--quiet", "--jobs", "1"]) == 0
+    sim = json.loads(js.read_text())["simulation"]
+    assert [(x["name"], x["kind"]) for x in sim["layers"]] == [("a+b", "chain")]
+
+
+def test_network_perfetto_needs_simulate(tmp_path, capsys):
+    from dsasim.cli import main
+
+    assert main(["network", "resnet18", "--perfetto", str(tmp_path / "t.json")]) == 2
+    err = capsys.readouterr().err
+    assert "--perfetto needs --simulate" in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
