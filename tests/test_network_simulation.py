@@ -191,9 +191,9 @@ def test_refuses_a_partial_network_and_an_unknown_kind():
                         status="unmodelled", reason="no")
     with pytest.raises(NetworkTraceError, match="left out"):
         trace_network(_result(L1, left))
-    attention = replace(L1, layer=replace(L1.layer, kind="attention"))
-    with pytest.raises(NetworkTraceError, match="no kernel for yet"):
-        trace_network(_result(attention))
+    levels = replace(L1, schedule={**L1.schedule, "inner": {}})  # a LevelNest's schedule: no runner yet
+    with pytest.raises(NetworkTraceError, match="levelnest schedule, which the network trace has no kernel for"):
+        trace_network(_result(levels))
 
 
 def test_reference_scheduler_agrees():

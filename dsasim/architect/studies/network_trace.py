@@ -462,12 +462,42 @@ class _prefixed_on_chip:
         del self.session.on_chip
 
 
+ATTENTION_KERNEL = KernelRef("dsasim.kernels.attention_kernel", "attention_workload", "execute_attention")
+
+
+def _run_attention(tracer: _Tracer, outcome: Any, network: Any) -> None:
+    """An attention group: Q, K and V are views (heads split out) of their producers' results, so each is a fenced
+    read-only tensor of its own (rule: shapes differ); the mask is streamed beside it; its DDR intermediates (S, P;
+    M, L) are tensors of its own; O is the result its output matmul's readers read. The mask's additions (one lane
+    operation per score, which the estimate adds after the schedule's cycles) are not traced."""
+    from dsasim.architect.nests.attention_schedule import AttentionSchedule
+
+    members = _member_layers(network, outcome)
+    scores, output = members[0], members[-1]
+    sch = AttentionSchedule.from_json(outcome.schedule)
+    workload_of, execute = tracer.resolve(ATTENTION_KERNEL)
+    workload = workload_of(sch.problem, sch.kind)
+    for producer in dict.fromkeys((*scores.reads, *output.reads[1:])):
+        if producer in tracer.values:
+            tracer.fence(tracer.values[producer])
+    _extras(tracer, scores, 0, "", scores.extra_read_elements)
+    tensors = {name: tracer.fresh_input(name, shape, role=workload.roles.get(name, "input"))
+               for name, shape in workload.inputs.items()}
+    tensors.update((name, tracer.session.intermediate(f"{tracer.prefix}{name}", shape))
+                   for name, shape in workload.intermediates.items())
+    (oname, oshape), = workload.outputs.items()
+    tensors[oname] = tracer.result(output.name, oshape)
+    with _prefixed_on_chip(tracer.session, tracer.prefix):
+        execute(sch, tracer.session, tensors)
+
+
 # the entry runners by schedule kind (`entry_kind`); a kind not here is refused with one line (e.g. "levelnest"
 # until networks search LevelNests: it would run `execute_levels` the same way)
 ENTRY_RUNNERS: dict[str, Callable[[_Tracer, Any, Any], None]] = {
     "loopnest": _run_loopnest,
     "vector": _run_vector,
     "chain": _run_chain,
+    "attention": _run_attention,
 }
 
 
