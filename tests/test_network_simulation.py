@@ -288,3 +288,33 @@ def test_network_perfetto_needs_simulate(tmp_path, capsys):
     assert main(["network", "resnet18", "--perfetto", str(tmp_path / "t.json")]) == 2
     err = capsys.readouterr().err
     assert "--perfetto needs --simulate" in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+def test_sweep_sram_simulates_the_network_at_each_size(tmp_path, monkeypatch, capsys):
+    """`sweep-sram --network --simulate-network`: per size a simulation whose traffic is that size's point's."""
+    from dsasim.cli import main
+
+    (tmp_path / "simsweep.py").write_text(_NET)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    js = tmp_path / "w.json"
+    assert main(["sweep-sram", "--network", "simsweep:Net", "--sizes", "8KiB,64KiB", "--simulate-network",
+                 "--json", str(js), "--quiet", "--jobs", "1"]) == 0
+    assert "simulated in one timeline per size" in capsys.readouterr().out
+    data = json.loads(js.read_text())
+    assert [s["sram_bytes"] for s in data["simulation"]] == [8192, 65536]
+    for point, sim in zip(data["points"], data["simulation"]):
+        assert (sim["loaded_bytes"], sim["stored_bytes"]) == (point["loaded_bytes"], point["stored_bytes"])
+        assert sim["estimated_cycles"] == point["cycles"]
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["sweep-sram", "--network", "resnet18", "--sizes", "1KiB", "--simulate-network", "--vary",
+      "dram_bytes_per_cycle=16,32"], "one network on one hardware"),
+    (["sweep-sram", "blog-conv", "--sizes", "1KiB", "--simulate-network"], "it applies to --network sweeps"),
+])
+def test_sweep_simulate_network_refusals(argv, message, capsys):
+    from dsasim.cli import main
+
+    assert main(argv + ["--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
