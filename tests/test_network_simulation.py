@@ -249,9 +249,10 @@ def test_network_simulate_command(tmp_path, monkeypatch, capsys, fusion):
 
     (tmp_path / "simnets.py").write_text(_NET)
     monkeypatch.syspath_prepend(str(tmp_path))
-    js, pf = tmp_path / "s.json", tmp_path / "s.perfetto.json"
+    js, pf, png = tmp_path / "s.json", tmp_path / "s.perfetto.json", tmp_path / "t.png"
     assert main(["network", "simnets:Net", "--simulate", "--json", str(js), "--perfetto", str(pf), "--quiet",
-                 "--jobs", "1", *fusion]) == 0
+                 "--timeline-plot", str(png), "--jobs", "1", *fusion]) == 0
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     out = capsys.readouterr().out
     assert "cycles simulated" in out and "model == trace for every entry" in out
     data = json.loads(js.read_text())
@@ -282,12 +283,13 @@ def test_network_simulate_a_gemm_chain(tmp_path, monkeypatch, capsys):
     assert [(x["name"], x["kind"]) for x in sim["layers"]] == [("a+b", "chain")]
 
 
-def test_network_perfetto_needs_simulate(tmp_path, capsys):
+@pytest.mark.parametrize("flag, name", [("--perfetto", "t.json"), ("--timeline-plot", "t.png")])
+def test_network_timeline_outputs_need_simulate(tmp_path, capsys, flag, name):
     from dsasim.cli import main
 
-    assert main(["network", "resnet18", "--perfetto", str(tmp_path / "t.json")]) == 2
+    assert main(["network", "resnet18", flag, str(tmp_path / name)]) == 2
     err = capsys.readouterr().err
-    assert "--perfetto needs --simulate" in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert f"{flag} needs --simulate" in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
 
 
 def test_sweep_sram_simulates_the_network_at_each_size(tmp_path, monkeypatch, capsys):

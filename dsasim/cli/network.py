@@ -2,7 +2,7 @@
 
     dsasim network NAME|MODULE:ATTR [--input-shape N,C,H,W] [--sram SIZE] [--hardware PRESET|FILE]
                    [--objective traffic|cycles|energy|edp] [--no-fusion] [--jobs N] [--json PATH] [--plot PATH] [--top K]
-                   [--wide] [--verbose] [--quiet] [--simulate [--perfetto PATH]]
+                   [--wide] [--verbose] [--quiet] [--simulate [--perfetto PATH] [--timeline-plot PATH]]
 
 NAME is a preset (resnet18, resnet50, resnet50-caffe, mobilenetv2, bert-base-layer[:seq=N],
 llama3-8b-layer[:phase=prefill|decode,seq=N,context=L,batch=B], gpt2-layer[:...]); MODULE:ATTR imports a
@@ -85,6 +85,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--perfetto", metavar="PATH",
                    help="(with --simulate) write the network's timeline as a Chrome/Perfetto trace: one track per "
                         "engine, a 'layers' track, DDR bandwidth and SRAM occupancy counters")
+    p.add_argument("--timeline-plot", metavar="PATH",
+                   help="(with --simulate) write the network's timeline as a figure: a bar per layer, the DDR "
+                        "bandwidth and the SRAM occupancy over time (--plot stays the per-layer bar chart)")
 
 
 @contextlib.contextmanager
@@ -301,6 +304,10 @@ def run(args: argparse.Namespace) -> int:
         from dsasim.view.perfetto import write_perfetto
 
         print(f"wrote {write_perfetto(simulation.sim, perfetto_path, network.name, layers=simulation.layer_slices())}")
+    if args.timeline_plot is not None:
+        from dsasim.view.plot import plot_network_timeline
+
+        print(f"wrote {plot_network_timeline(simulation, args.timeline_plot)}")
     return 0
 
 
@@ -320,15 +327,19 @@ class _WithSimulation:
 def _perfetto_path(args: argparse.Namespace, json_path: Any, plot_path: Any) -> Any:
     """The checked --perfetto path (None where not given); CliError without --simulate or where it names another
     output."""
-    if args.perfetto is None:
+    for flag, given in (("--perfetto", args.perfetto), ("--timeline-plot", args.timeline_plot)):
+        if given is not None and not args.simulate:
+            raise CliError(f"{flag} needs --simulate (the timeline comes from simulating the network); add "
+                           f"--simulate")
+    if args.perfetto is None and args.timeline_plot is None:
         return None
-    if not args.simulate:
-        raise CliError("--perfetto needs --simulate (the timeline comes from simulating the network); add "
-                       "--simulate")
-    from dsasim.cli.common import check_outputs, output_file
+    from dsasim.cli.common import PLOT_SUFFIXES, check_outputs, output_file
 
-    check_outputs(args, [("--json", args.json), ("--plot", args.plot), ("--perfetto", args.perfetto)])
-    return output_file("--perfetto", args.perfetto)
+    check_outputs(args, [("--json", args.json), ("--plot", args.plot), ("--perfetto", args.perfetto),
+                         ("--timeline-plot", args.timeline_plot)])
+    if args.timeline_plot is not None:
+        output_file("--timeline-plot", args.timeline_plot, PLOT_SUFFIXES)
+    return None if args.perfetto is None else output_file("--perfetto", args.perfetto)
 
 
 def format_simulation(simulation: Any, wide: bool = False) -> str:
