@@ -30,6 +30,7 @@ from dsasim.architect.studies.network_eval import evaluate_network  # noqa: E402
 from dsasim.architect.studies.network_simulation import time_network_trace  # noqa: E402
 from dsasim.architect.studies.network_trace import trace_network  # noqa: E402
 from dsasim.architect.studies.sweep import parse_bytes  # noqa: E402
+from dsasim.cli.common import import_kernel  # noqa: E402
 
 TARGET_SECONDS = {"resnet50": 60.0, "mobilenetv2": 20.0, "bert-base-layer": 20.0}
 TARGET_PEAK_MIB = 2048
@@ -60,7 +61,7 @@ def main() -> int:
             executor.close()
         t1 = time.perf_counter()
         try:
-            traced = trace_network(result)
+            traced = trace_network(result, import_kernel)
         except ValueError as err:
             print(f"{name:<18} {t1 - t0:9.1f}  not simulated: {err}")
             continue

@@ -21,11 +21,18 @@ from dsasim.architect.nests.loopnest import LoopNest, MatmulProblem
 from dsasim.architect.studies.network import TENSORCORE, VECTOR, Network, NetworkLayer
 from dsasim.architect.studies.network_eval import LayerOutcome, NetworkResult
 from dsasim.architect.studies.network_simulation import NetworkTraceMismatch, time_network_trace
-from dsasim.architect.studies.network_trace import NetworkTraceError, trace_network
+from dsasim.architect.studies.network_trace import NetworkTraceError
+from dsasim.architect.studies.network_trace import trace_network as _trace_network
+from dsasim.cli.common import import_kernel
 from dsasim.hardware import preset
 
 TINY = replace(preset("blog"), name="tiny", word_bytes=1, dram_bytes_per_cycle=1.0, dma_setup_cycles=0,
                dram_shared_load_store=False, sram_bytes=4096)
+
+
+def trace_network(result: NetworkResult):
+    """The network's one trace, its kernels found by the command line's resolver."""
+    return _trace_network(result, import_kernel)
 
 
 def _matmul(name: str, m: int, n: int, k: int, reads: tuple[str, ...], loaded: int, stored: int,

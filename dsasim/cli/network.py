@@ -289,10 +289,11 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_FAILED if result.partial else 0
     from dsasim.architect.studies.network_simulation import simulate_network
     from dsasim.architect.studies.network_trace import NetworkTraceError
+    from dsasim.cli.common import import_kernel
     from dsasim.timing import TimingError
 
     try:
-        simulation = simulate_network(result)
+        simulation = simulate_network(result, import_kernel)
     except (NetworkTraceError, TimingError) as err:
         warn_partial("network", "the result is", [result])
         print(f"dsasim network: {err}", file=sys.stderr)

@@ -332,13 +332,14 @@ def _simulate_sizes(sweep: Any) -> list[Any]:
     is not (a layer unplaceable at that size); prints one table row each."""
     from dsasim.architect.studies.network_simulation import simulate_network
     from dsasim.architect.studies.network_trace import NetworkTraceError
+    from dsasim.cli.common import import_kernel
     from dsasim.timing import TimingError
     from dsasim.view.table import format_table
 
     out, rows = [], []
     for r in sweep.results[0]:
         try:
-            sim = simulate_network(r)
+            sim = simulate_network(r, import_kernel)
         except (NetworkTraceError, TimingError) as err:
             out.append(str(err))
             rows.append([r.sram_bytes, r.cycles, None, None, None, "not simulated: " + str(err)[:60]])

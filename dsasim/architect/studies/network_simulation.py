@@ -1,6 +1,7 @@
 """A whole network timed in one timeline: `simulate_network(result, resolve)` -> `NetworkSimulation`.
 
-The network's one trace (`network_trace.trace_network`: the inter-layer rules are stated there) is lowered and timed
+The network's one trace (`network_trace.trace_network`, its kernels found by `resolve`: the inter-layer rules are
+stated there) is lowered and timed
 by the timing model as any trace is (model.pyx's rules; `reference=True`: the simpy reference). Per entry, from the
 operations of its events:
   * start / end: the first operation's start and the last one's end in the one timeline (operations on engines:
@@ -26,8 +27,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from dsasim.architect.studies.network_trace import (NetworkTrace, NetworkTraceError, Resolver, import_kernel,
-                                                    trace_network)
+from dsasim.architect.studies.network_trace import NetworkTrace, NetworkTraceError, Resolver, trace_network
 
 __all__ = ["EntryTiming", "NetworkSimulation", "NetworkTraceMismatch", "simulate_network", "time_network_trace"]
 
@@ -260,7 +260,7 @@ def _stalls_per_entry(graph: Any, timeline: Any, entry: np.ndarray, n: int, chai
     return out
 
 
-def simulate_network(result: Any, resolve: Resolver = import_kernel, reference: bool = False,
+def simulate_network(result: Any, resolve: Resolver, reference: bool = False,
                      window_cycles: int | None = None) -> NetworkSimulation:
     """Trace `result` (a NetworkResult: one hardware, one SRAM size) as one session and time it in one timeline;
     NetworkTraceError (one line) for what cannot be traced, NetworkTraceMismatch where model != trace."""

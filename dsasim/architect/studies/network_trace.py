@@ -2,8 +2,9 @@
 
 `trace_network(result, resolve)` takes a `NetworkResult` (one hardware, one SRAM size: each entry's best schedule
 by the search) and runs each entry's schedule through its traced kernel (`ENTRY_RUNNERS`, a registry keyed by the
-entry's schedule kind; the kernels live in `dsasim.kernels` and are reached through `resolve(KernelRef)`, which
-the caller supplies: the library imports no kernel). The trace is then timed as one timeline by the existing timing
+entry's schedule kind; the kernels live in `dsasim.kernels` and are reached through `resolve(KernelRef)` ->
+(workload, execute), which the caller supplies, e.g. `dsasim.cli.common.import_kernel`: the library imports no
+kernel). The trace is then timed as one timeline by the existing timing
 model (`network_simulation`), whose within-layer rules (model.pyx) apply unchanged across layers.
 
 The inter-layer rules (each stated again beside its code):
@@ -54,7 +55,7 @@ from dsasim.architect.studies.network import ATTENTION, CHAIN, TENSORCORE, VECTO
 from dsasim.hardware import Accelerator
 
 __all__ = ["ENTRY_RUNNERS", "EntrySpan", "LOOPNEST_KERNEL", "NetworkTrace", "NetworkTraceError", "entry_kind",
-           "import_kernel", "trace_network"]
+           "trace_network"]
 
 LOOPNEST_KERNEL = KernelRef("dsasim.kernels.loopnest_kernel", "loopnest_workload", "execute")
 STREAM_SCOPE_WAYS = 2  # a streamed chunk's scope: the next chunk loads while this one is computed and stored
@@ -89,15 +90,6 @@ class NetworkTrace:
     hardware: Accelerator
     spans: tuple[EntrySpan, ...]
     access_counts: Any = field(default=None, compare=False)
-
-
-def import_kernel(ref: KernelRef) -> tuple[Callable[..., Any], Callable[..., Any]]:
-    """(workload, execute) of a kernel module by its reference (importlib: for the CLI and tests, never the
-    library's own import)."""
-    import importlib
-
-    module = importlib.import_module(ref.module)
-    return getattr(module, ref.workload), getattr(module, ref.execute)
 
 
 Resolver = Callable[[KernelRef], tuple[Callable[..., Any], Callable[..., Any]]]
@@ -539,7 +531,7 @@ def _member_layers(network: Any, outcome: Any) -> list[NetworkLayer]:
     return found or [outcome.layer]
 
 
-def trace_network(result: Any, resolve: Resolver = import_kernel) -> NetworkTrace:
+def trace_network(result: Any, resolve: Resolver) -> NetworkTrace:
     """Run every entry of `result` (a NetworkResult) count-only in one session, in data-flow order (the rules:
     module docstring); NetworkTraceError (one line) for a result that leaves a layer out or an entry whose schedule
     kind has no runner. The trace's bytes per entry are checked against the search's by the caller
