@@ -327,3 +327,22 @@ def test_sweep_simulate_network_refusals(argv, message, capsys):
     assert main(argv + ["--quiet"]) == 2
     err = capsys.readouterr().err
     assert message in err and "Traceback" not in err
+
+
+def test_the_import_records_the_data_flow():
+    """Per layer, which result each operand reads, a fused residual's other operand and the result's shape (read
+    off ResNet-18's graph: the maxpool reads conv1's result; layer2.0.conv2's residual add, fused into it, reads the
+    projection layer2.0.downsample.0, which the graph lists after it; fc reads the pooled result through a
+    flatten); none of it is in the JSON."""
+    from dsasim.architect.studies.network import load_network
+
+    net = load_network("resnet18")
+    by = {layer.name: layer for layer in net.layers}
+    assert by["conv1"].reads == ("",) and by["conv1"].out_shape == (1, 64, 112, 112)
+    assert by["maxpool"].reads == ("conv1",) and by["maxpool"].out_shape == (1, 64, 56, 56)
+    assert by["layer2.0.conv2"].reads == ("layer2.0.conv1",)
+    assert by["layer2.0.conv2"].skip_read == "layer2.0.downsample.0"
+    names = [layer.name for layer in net.layers]
+    assert names.index("layer2.0.downsample.0") > names.index("layer2.0.conv2")
+    assert by["fc"].reads == ("avgpool",) and by["avgpool"].out_shape == (1, 512, 1, 1)
+    assert not {"reads", "skip_read", "out_shape"} & set(by["fc"].to_json())
