@@ -347,7 +347,7 @@ def _run_vector(tracer: _Tracer, outcome: Any, network: Any) -> None:
     if rest:  # what no produced value covers: the network's input, parameters, an operand read through a view
         for producer in dict.fromkeys(layer.reads):
             value = tracer.values.get(producer) if producer else None
-            if value is not None and value not in inputs:
+            if value is not None and all(value is not a for a in inputs):
                 tracer.fence(value)
         inputs.append(tracer.fresh_input("operands", (rest,)))
     if not layer.write_elements:
