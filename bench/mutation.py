@@ -57,6 +57,7 @@ NETWORK_TRUST_TESTS = ("tests/test_trust_network.py",)
 BITE_SHAPES_TESTS = ("tests/test_trust_bite_shapes.py", "tests/test_shapes.py")
 BITE_LEVEL_TESTS = ("tests/test_trust_bite_levels.py", "tests/test_levels.py")
 RESULTS_TESTS = "tests/test_energy_results.py"
+NETSIM_TESTS = "tests/test_network_simulation.py"
 CHAIN_ENERGY_TESTS = "tests/test_chain_energy_objective.py"
 ONNX_TESTS = ("tests/test_network_onnx.py",)
 ATTN_TESTS = "tests/test_attention.py"
@@ -1921,6 +1922,49 @@ MUTANTS: list[Mutant] = [
            'bottom.plot(xs, [p.reference for _, p in pts], "-", color="black", label="best per shape")',
            'bottom.plot(xs, [p.cycles for _, p in pts], "-", color="black", label="best per shape")',
            (ATTN_OBJECTIVE_TESTS,)),
+    # -- issue 30: netsim --
+    Mutant("netsim: a result read by the next layer is never shared (always a fenced copy)",
+           "dsasim/architect/studies/network_trace.py",
+           "        if value is not None and tuple(value.shape) == shape:\n            self.on_chip_bytes",
+           "        if False:\n            self.on_chip_bytes", (NETSIM_TESTS,)),
+    Mutant("netsim: a view of a result is read without a fence",
+           "dsasim/architect/studies/network_trace.py",
+           "        if value is not None:\n            self.fence(value)\n        return self.fresh_input",
+           "        return self.fresh_input", (NETSIM_TESTS,)),
+    Mutant("netsim: entries run in network order whatever they read",
+           "dsasim/architect/studies/network_trace.py",
+           "            if i not in done and needs[i] <= done:", "            if i not in done:", (NETSIM_TESTS,)),
+    Mutant("netsim: the epilogue runs on every partial tile",
+           "kernels/loopnest_kernel.py",
+           "        if epilogue is not None and all(cur[d][1] == problem.extents[d] for d in reduced):",
+           "        if epilogue is not None:", (NETSIM_TESTS,)),
+    Mutant("netsim: the epilogue is left out of the trace",
+           "dsasim/architect/studies/network_trace.py",
+           "    if total_ops <= 0 or total_elements <= 0:\n        return None",
+           "    if True:\n        return None", (NETSIM_TESTS,)),
+    Mutant("netsim: model != trace passes silently",
+           "dsasim/architect/studies/network_simulation.py", "    if wrong:\n        listed", "    if False:\n        listed",
+           (NETSIM_TESTS,)),
+    Mutant("netsim: the window counts OPENs (no engine, cycle 0)",
+           "dsasim/architect/studies/network_simulation.py",
+           "    timed = np.asarray(graph.engine) >= 0\n", "    timed = np.asarray(graph.engine) >= -1\n",
+           (NETSIM_TESTS,)),
+    Mutant("netsim: a vector layer reads its producer's result through a fresh tensor",
+           "dsasim/architect/studies/network_trace.py",
+           "        if value is not None and known + value.nbytes // wb <= layer.read_elements:",
+           "        if False:", (NETSIM_TESTS,)),
+    Mutant("netsim: the import forgets a fused residual's other operand",
+           "dsasim/architect/studies/network.py",
+           "skip_read=made_by(self.skip[i]) if i in self.skip else \"\",", "skip_read=\"\",", (NETSIM_TESTS,)),
+    Mutant("netsim: the import reads operands without looking through views",
+           "dsasim/architect/studies/network.py",
+           "            index = self.producer.get(node)\n            return \"\" if index is None",
+           "            index = None if node in self.view_of else self.producer.get(node)\n            return \"\" if index is None",
+           (NETSIM_TESTS,)),
+    Mutant("netsim: the stalls of an entry count from cycle 0",
+           "dsasim/architect/studies/network_simulation.py",
+           "        after = 0 if g[0] == 0 else int(timeline.ends[queue[g[0] - 1]])", "        after = 0",
+           (NETSIM_TESTS,)),
 ]
 
 

@@ -71,12 +71,15 @@ def _largest_box(axes: tuple[Axis, ...], cur: dict[str, Segment], loop: str, ext
 
 def execute(nest: LoopNest, s: Session, tensors: Mapping[str, TracedArray],
             level_scopes: Mapping[int, Sequence[tuple[str, str, int]]] | None = None,
-            innermost: Callable[[dict[str, Segment]], None] | None = None, strided_boxes: bool = False) -> None:
+            innermost: Callable[[dict[str, Segment]], None] | None = None, strided_boxes: bool = False,
+            epilogue: Callable[[TracedArray], None] | None = None) -> None:
     """Run `nest` in session `s` over its traced tensors (by name). For a `LevelNest`'s outer nest:
     `level_scopes[k]` lists (tensor, level, ways) staged in a level below the SRAM at depth k (after the SRAM
     scopes there), and `innermost(tiles)` runs at the innermost point instead of the compute. strided_boxes: an
     input that does not slide loads strided boxes (only the rows its windows read, e.g. every other row of a 1x1
-    stride-2 conv; `analytic` counts the same); off, every box is dense (multi-level and fused nests)."""
+    stride-2 conv; `analytic` counts the same); off, every box is dense (multi-level and fused nests).
+    `epilogue(out_tile)` runs on each output tile once it is final (every reduction loop at its last tile: the
+    fused nodes of a network's layer, on chip before the tile is stored)."""
     problem, order = nest.problem, nest.order
     strided = frozenset(t.name for t in problem.tensors
                         if strided_boxes and not t.output and not nest.slides(t.name) and any(a.is_window for a in t.axes))
@@ -94,6 +97,7 @@ def execute(nest: LoopNest, s: Session, tensors: Mapping[str, TracedArray],
     tc, out_name = TensorCore(s), problem.output.name
     # an output has plain axes only (two or more), so its tile is the current tiles of its dimensions
     out_key = itemgetter(*(a.dim for a in problem.output.axes))
+    reduced = tuple(d for d in problem.dims if d not in {a.dim for a in problem.output.axes})
 
     def operand(name: str, region: Region) -> TracedArray:
         """An input tile of the compute: the staged buffer when it is staged innermost, else an access (a hit)."""
@@ -110,6 +114,8 @@ def execute(nest: LoopNest, s: Session, tensors: Mapping[str, TracedArray],
             s.mark_written(out)
         else:
             out += product
+        if epilogue is not None and all(cur[d][1] == problem.extents[d] for d in reduced):
+            epilogue(out)
 
     plans = {n: (nest.scope_name(n), nest.ways_of(n), problem.tensor(n).axes) for n in problem.tensor_names}
     capacity.update((n, None) for n in nest.sliding)

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from dsasim.traced.schedule import Schedule
 
 __all__ = ["Command", "CliError", "DsasimArgumentParser", "all_schedules", "check_distinct_files", "check_outputs",
-           "find_schedule", "find_schedules", "int_at_least", "kernel_runner", "output_dir", "output_file",
+           "find_schedule", "find_schedules", "import_kernel", "int_at_least", "kernel_runner", "output_dir", "output_file",
            "plot_dir_outputs", "PLOT_SUFFIXES", "warner"]
 
 EXIT_FAILED = 1  # the command ran, but what it ran failed (a schedule error, an overflow under simulate, no fit)
@@ -359,6 +359,15 @@ def kernel_runner(kind: str) -> Callable[..., Any] | None:
     from importlib.metadata import entry_points  # only when a command runs: keeps --help fast
     found = sorted(entry_points(group=f"dsasim.{kind}_runner"), key=lambda e: e.name)
     return found[0].load() if found else None
+
+
+def import_kernel(ref: Any) -> tuple[Callable[..., Any], Callable[..., Any]]:
+    """(workload, execute) of the kernel module a `KernelRef` names (what the network simulation runs each entry
+    with: the library never imports a kernel itself)."""
+    import importlib
+
+    module = importlib.import_module(ref.module)
+    return getattr(module, ref.workload), getattr(module, ref.execute)
 
 
 def warner(cmd: str) -> Callable[[str], None]:

@@ -2,7 +2,7 @@
 
     dsasim network NAME|MODULE:ATTR|FILE.onnx [--input-shape N,C,H,W] [--sram SIZE] [--hardware PRESET|FILE]
                    [--objective traffic|cycles|energy|edp] [--no-fusion] [--jobs N] [--json PATH] [--plot PATH] [--top K]
-                   [--wide] [--verbose] [--quiet]
+                   [--wide] [--verbose] [--quiet] [--simulate [--perfetto PATH] [--timeline-plot PATH]]
 
 NAME is a preset (resnet18, resnet50, resnet50-caffe, mobilenetv2, bert-base-layer[:seq=N],
 llama3-8b-layer[:phase=prefill|decode,seq=N,context=L,batch=B], gpt2-layer[:...]); MODULE:ATTR imports a
@@ -28,7 +28,7 @@ import io
 import os
 import sys
 import tempfile
-from typing import TYPE_CHECKING, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
 from dsasim.architect.search.objective import DEFAULT_OBJECTIVE
 from dsasim.cli.common import (EXIT_FAILED, CliError, Command, add_objective_argument, int_at_least,
@@ -80,6 +80,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--wide", action="store_true", help="add each layer's shape and padding waste to the table "
                                                        "(wider than 120 columns; the JSON always has them)")
     p.add_argument("--quiet", action="store_true", help="no progress bar (warnings are still printed)")
+    p.add_argument("--simulate", action="store_true",
+                   help="also trace every entry's chosen schedule in one session and time the whole network in one "
+                        "timeline (per layer: simulated cycles beside the estimate, start-end, stall cause; totals "
+                        "and overlap; --json adds a 'simulation' object)")
+    p.add_argument("--perfetto", metavar="PATH",
+                   help="(with --simulate) write the network's timeline as a Chrome/Perfetto trace: one track per "
+                        "engine, a 'layers' track, DDR bandwidth and SRAM occupancy counters")
+    p.add_argument("--timeline-plot", metavar="PATH",
+                   help="(with --simulate) write the network's timeline as a figure: a bar per layer, the DDR "
+                        "bandwidth and the SRAM occupancy over time (--plot stays the per-layer bar chart)")
 
 
 @contextlib.contextmanager
@@ -145,6 +155,7 @@ def warn_partial(command: str, what: str, results: list[NetworkResult]) -> None:
 
 
 NAME_CELL_CHARS, OP_CELL_CHARS = 34, 20  # the table's name and op cells: with the numbers, 120 columns at most
+STALL_CELL_CHARS = 24  # the simulation table's stall cell (a load's cause names its tensor: the JSON has it whole)
 
 
 def _cut(text: str, chars: int) -> str:
@@ -259,6 +270,7 @@ def run(args: argparse.Namespace) -> int:
         if sram < hardware.word_bytes:
             raise ValueError(f"--sram {args.sram}: must hold at least one {hardware.word_bytes}-byte word")
         json_path, plot_path = json_and_plot_paths(args)
+        perfetto_path = _perfetto_path(args, json_path, plot_path)
     except ValueError as err:
         raise CliError(str(err)) from None
     network = load_network_quietly(args)
@@ -273,9 +285,93 @@ def run(args: argparse.Namespace) -> int:
     finally:
         executor.close()
     print(format_network(result, args.top, args.wide))
-    write_outputs(result, json_path, plot_path, "plot_network")
-    warn_partial("network", "the result is", [result])
-    return EXIT_FAILED if result.partial else 0
+    if not args.simulate:
+        write_outputs(result, json_path, plot_path, "plot_network")
+        warn_partial("network", "the result is", [result])
+        return EXIT_FAILED if result.partial else 0
+    from dsasim.architect.studies.network_simulation import simulate_network
+    from dsasim.architect.studies.network_trace import NetworkTraceError
+    from dsasim.cli.common import import_kernel
+    from dsasim.timing import TimingError
+
+    try:
+        simulation = simulate_network(result, import_kernel)
+    except (NetworkTraceError, TimingError) as err:
+        warn_partial("network", "the result is", [result])
+        print(f"dsasim network: {err}", file=sys.stderr)
+        return EXIT_FAILED
+    print()
+    print(format_simulation(simulation, args.wide))
+    write_outputs(_WithSimulation(result, simulation), json_path, plot_path, "plot_network")
+    if perfetto_path is not None:
+        from dsasim.view.perfetto import write_perfetto
+
+        print(f"wrote {write_perfetto(simulation.sim, perfetto_path, network.name, layers=simulation.layer_slices())}")
+    if args.timeline_plot is not None:
+        from dsasim.view.plot import plot_network_timeline
+
+        print(f"wrote {plot_network_timeline(simulation, args.timeline_plot)}")
+    return 0
+
+
+class _WithSimulation:
+    """The network's result whose JSON carries the simulation (`--simulate --json`); its plot is the result's."""
+
+    def __init__(self, result: NetworkResult, simulation: Any) -> None:
+        self.result, self.simulation = result, simulation
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.result, name)
+
+    def to_json(self) -> dict[str, Any]:
+        return {**self.result.to_json(), "simulation": self.simulation.to_json()}
+
+
+def _perfetto_path(args: argparse.Namespace, json_path: Any, plot_path: Any) -> Any:
+    """The checked --perfetto path (None where not given); CliError without --simulate or where it names another
+    output."""
+    for flag, given in (("--perfetto", args.perfetto), ("--timeline-plot", args.timeline_plot)):
+        if given is not None and not args.simulate:
+            raise CliError(f"{flag} needs --simulate (the timeline comes from simulating the network); add "
+                           f"--simulate")
+    if args.perfetto is None and args.timeline_plot is None:
+        return None
+    from dsasim.cli.common import PLOT_SUFFIXES, check_outputs, output_file
+
+    check_outputs(args, [("--json", args.json), ("--plot", args.plot), ("--perfetto", args.perfetto),
+                         ("--timeline-plot", args.timeline_plot)])
+    if args.timeline_plot is not None:
+        output_file("--timeline-plot", args.timeline_plot, PLOT_SUFFIXES)
+    return None if args.perfetto is None else output_file("--perfetto", args.perfetto)
+
+
+def format_simulation(simulation: Any, wide: bool = False) -> str:
+    """The simulated network per entry (in the order run): estimate, simulated window, ratio, start-end, the
+    TensorCore's main stall cause; the totals, the overlap gained and the bounds."""
+    rows = []
+    for e in simulation.entries:
+        name = short_layer_name(e.name)
+        rows.append([name if wide else _cut(name, NAME_CELL_CHARS), e.kind, e.estimated_cycles, e.cycles,
+                     f"{e.ratio:.3f}" if e.estimated_cycles else None, f"{e.start_cycle:,}-{e.end_cycle:,}",
+                     e.overlap_cycles, (e.top_stall if wide else _cut(e.top_stall, STALL_CELL_CHARS)) or None])
+    header = ["layer", "kind", "estimate", "simulated", "ratio", "start-end", "overlap", "stall"]
+    lines = [format_table(header, rows, left=(0, 1, 5, 7)), ""]
+    s = simulation
+    lines.append(f"simulated {s.network} on {s.hardware}, SRAM {s.sram_bytes:,} B, one timeline of "
+                 f"{len(s.entries)} entries:")
+    ratio = f" (x{s.cycles / s.estimated_cycles:.3f})" if s.estimated_cycles else ""
+    lines.append(f"  {s.cycles:,} cycles simulated, {s.estimated_cycles:,} estimated{ratio}; roofline "
+                 f"{s.roofline_cycles:,}")
+    lines.append(f"  overlap between entries {s.overlap_cycles:,} cycles (windows summed "
+                 f"{s.cycles + s.overlap_cycles:,} minus the total)")
+    lines.append(f"  traffic traced {int(s.sim.loaded_bytes) - s.fence_bytes + int(s.sim.stored_bytes):,} B = the "
+                 f"search's (model == trace for every entry)"
+                 + (f"; fences {s.fence_bytes:,} B apart" if s.fence_bytes else ""))
+    stalls = ", ".join(f"{k} {v:,}" for k, v in sorted(s.sim.stall_cycles.items(), key=lambda kv: -kv[1])[:4])
+    if stalls:
+        lines.append(f"  TensorCore stalls: {stalls}")
+    lines.append(f"  peak SRAM {int(s.sim.peak_sram_bytes):,} B")
+    return "\n".join(lines)
 
 
 COMMAND = Command(

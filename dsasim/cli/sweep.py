@@ -76,6 +76,10 @@ def add_arguments(s: argparse.ArgumentParser) -> None:
     s.add_argument("--no-slide", action="store_true", help="leave sliding-window reuse out of the search (every "
                    "box reloaded), to see what it gains")
     s.add_argument("--no-simulate", action="store_true", help="no trace/timing simulation: estimated cycles")
+    s.add_argument("--simulate-network", action="store_true",
+                   help="(--network, one hardware) also trace and time the whole network in one timeline at each "
+                        "size (as dsasim network --simulate): simulated cycles beside the estimate; the JSON adds "
+                        "'simulation', one object per size")
     s.add_argument("--quiet", action="store_true", help="no progress bar (work estimates are still printed)")
     s.add_argument("--force", action="store_true", help="run work estimated far beyond the usual (hours) "
                                                           "instead of refusing it; the estimate is still printed")
@@ -88,6 +92,7 @@ _OPTIONS = {"--within": ("within", "--network sweeps"), "--input-shape": ("input
             "--executor": ("executor", "--network sweeps"), "--jobs": ("jobs", "--network sweeps"),
             "--verbose": ("verbose", "--network sweeps"),
             "--vary-network": ("vary_network", "--network sweeps of a preset with parameters"),
+            "--simulate-network": ("simulate_network", "--network sweeps"),
             "--level": ("level", "a LAYER's sweep"),
             "--no-slide": ("no_slide", "a single layer's sweep (with or without --level)"),
             "--no-simulate": ("no_simulate", "a layer's or a chain's sweep (--network and --level cycles are "
@@ -119,7 +124,7 @@ def run(args: argparse.Namespace) -> int:
     if args.layer is None:
         raise CliError("give a LAYER (or CHAIN) to sweep, or --network NAME")
     _refuse(args, ("--within", "--input-shape", "--vary", "--no-fusion", "--executor", "--jobs", "--verbose",
-                   "--vary-network"), "a LAYER's sweep")
+                   "--vary-network", "--simulate-network"), "a LAYER's sweep")
     options = SearchOptions(simulate=not args.no_simulate, slide=not args.no_slide, force=args.force,
                             warn=warner("sweep-sram"), kernels=kernel_runner)
     try:
@@ -257,6 +262,9 @@ def _run_network(args: argparse.Namespace) -> int:
         if energy_plot_path is not None and len(hardwares) > 1:
             raise ValueError(f"--energy-plot draws one hardware's energy; this sweep has {len(hardwares)} (a list "
                              f"or --vary): sweep one hardware for the plot, the JSON has every one's energy")
+        if args.simulate_network and (len(hardwares) > 1 or args.vary_network is not None):
+            raise ValueError("--simulate-network times one network on one hardware per size; leave out --vary, "
+                             "--vary-network and the hardware list (or run one sweep per hardware)")
         specs = [args.network]
         if args.vary_network is not None:
             specs = vary_network_specs(args.network, args.vary_network)
@@ -305,6 +313,9 @@ def _run_network(args: argparse.Namespace) -> int:
         return EXIT_FAILED if any(r.partial for r in results) else 0
     sweep = sweeps[0]
     print(format_network_sweep(sweep))
+    if args.simulate_network:
+        simulated = _simulate_sizes(sweep)
+        sweep = _SweepWithSimulation(sweep, simulated)
     write_outputs(sweep, json_path, plot_path, "plot_network_sweep")
     if energy_plot_path is not None:
         from dsasim.view.energy_plot import plot_energy_sweep
@@ -314,6 +325,48 @@ def _run_network(args: argparse.Namespace) -> int:
     results = [r for row in sweep.results for r in row]
     warn_partial("sweep-sram", "the sweep's totals are", results)
     return EXIT_FAILED if any(r.partial for r in results) else 0
+
+
+def _simulate_sizes(sweep: Any) -> list[Any]:
+    """Per SRAM size, the network traced and timed in one timeline (`simulate_network`), or the one-line reason it
+    is not (a layer unplaceable at that size); prints one table row each."""
+    from dsasim.architect.studies.network_simulation import simulate_network
+    from dsasim.architect.studies.network_trace import NetworkTraceError
+    from dsasim.cli.common import import_kernel
+    from dsasim.timing import TimingError
+    from dsasim.view.table import format_table
+
+    out, rows = [], []
+    for r in sweep.results[0]:
+        try:
+            sim = simulate_network(r, import_kernel)
+        except (NetworkTraceError, TimingError) as err:
+            out.append(str(err))
+            rows.append([r.sram_bytes, r.cycles, None, None, None, "not simulated: " + str(err)[:60]])
+            continue
+        out.append(sim)
+        rows.append([r.sram_bytes, sim.estimated_cycles, sim.cycles, f"{sim.cycles / max(1, sim.estimated_cycles):.3f}",
+                     sim.overlap_cycles, int(sim.sim.peak_sram_bytes)])
+    print()
+    print("simulated in one timeline per size:")
+    print(format_table(["SRAM B", "estimate", "simulated", "ratio", "overlap", "peak SRAM B"], rows, left=()))
+    return out
+
+
+class _SweepWithSimulation:
+    """A network sweep whose JSON carries, per size, its simulation (or why it has none); its plots are the
+    sweep's."""
+
+    def __init__(self, sweep: Any, simulated: list[Any]) -> None:
+        self.sweep, self.simulated = sweep, simulated
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.sweep, name)
+
+    def to_json(self) -> dict[str, Any]:
+        return {**self.sweep.to_json(), "simulation": [
+            {"sram_bytes": r.sram_bytes, "not_simulated": s} if isinstance(s, str) else s.to_json()
+            for r, s in zip(self.sweep.results[0], self.simulated)]}
 
 
 COMMAND = Command(

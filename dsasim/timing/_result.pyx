@@ -294,12 +294,13 @@ cdef class CriticalChain:
                 hi = s_q
             cur = q
 
-    def attribute(self, queue, int64_t cycles) -> dict:
-        """Blame every idle cycle before each operation of `queue` (the TensorCore's, in order) and after the
-        last one ("drain") on a cause; {} for an empty queue."""
+    def attribute(self, queue, int64_t cycles, int64_t after = 0) -> dict:
+        """Blame every idle cycle before each operation of `queue` (the TensorCore's, in order; the first one's gap
+        counted from cycle `after`, 0 for a whole run) and after the last one ("drain") on a cause; {} for an empty
+        queue."""
         cdef const int64_t[:] ops = np.asarray(queue, dtype=np.int64)
         cdef dict stalls = {}
-        cdef int64_t prev_end = 0, op
+        cdef int64_t prev_end = after, op
         cdef Py_ssize_t i
         if ops.shape[0] == 0:
             return stalls

@@ -30,8 +30,11 @@ def _us(cycles: float, clock_hz: float) -> float:
     return round(cycles * 1e6 / clock_hz, 6)
 
 
-def perfetto_events(result: SimResult, name: str | None = None) -> list[dict[str, Any]]:
-    """The trace events: metadata first, then slices and counters in timestamp order."""
+def perfetto_events(result: SimResult, name: str | None = None,
+                    layers: list[tuple[str, int, int]] | None = None) -> list[dict[str, Any]]:
+    """The trace events: metadata first, then slices and counters in timestamp order. `layers` (a network's
+    (name, start cycle, end cycle) per entry) adds a "layers" track with one slice each, and the occupancy
+    counters then carry one "total" series (a network has hundreds of tensors)."""
     clock = result.clock_hz
     meta: list[dict[str, Any]] = [
         {"ph": "M", "pid": PID, "tid": 0, "name": "process_name",
@@ -41,6 +44,14 @@ def perfetto_events(result: SimResult, name: str | None = None) -> list[dict[str
         meta.append({"ph": "M", "pid": PID, "tid": tid, "name": "thread_name", "args": {"name": engine}})
         meta.append({"ph": "M", "pid": PID, "tid": tid, "name": "thread_sort_index", "args": {"sort_index": tid}})
     timed: list[tuple[float, int, int, dict[str, Any]]] = []
+    if layers is not None:
+        tid = len(result.engines) + 1
+        meta.append({"ph": "M", "pid": PID, "tid": tid, "name": "thread_name", "args": {"name": "layers"}})
+        meta.append({"ph": "M", "pid": PID, "tid": tid, "name": "thread_sort_index", "args": {"sort_index": 0}})
+        for k, (layer, start, end) in enumerate(layers):
+            ev = {"ph": "X", "pid": PID, "tid": tid, "ts": _us(start, clock), "dur": _us(end - start, clock),
+                  "name": layer, "cat": "layer", "args": {"start_cycle": start, "end_cycle": end}}
+            timed.append((ev["ts"], 1, -len(layers) + k, ev))
     tensors = result.tensors
     engines = result.op_engine.tolist()
     kinds = result.op_kind.tolist()
@@ -88,6 +99,8 @@ def perfetto_events(result: SimResult, name: str | None = None) -> list[dict[str
     for level, track in [(0, "SRAM occupancy (B)")] + [(i, f"{lv.name} occupancy (B)")
                                                         for i, lv in enumerate(result.levels, start=1)]:
         for ts, values in _sram_steps(result, level):
+            if layers is not None:
+                values = {"total": sum(values.values())}
             ev = {"ph": "C", "pid": PID, "name": track, "ts": _us(ts, clock), "args": values}
             timed.append((ev["ts"], 0, seq, ev))
             seq += 1
@@ -128,12 +141,13 @@ def _sram_steps(result: SimResult, level: int = 0) -> list[tuple[int, dict[str, 
     return steps
 
 
-def write_perfetto(result: SimResult, path: str | Path, name: str | None = None) -> Path:
-    """Write the Chrome/Perfetto JSON trace of `result` to `path` atomically (missing folders are created);
-    returns the path."""
+def write_perfetto(result: SimResult, path: str | Path, name: str | None = None,
+                   layers: list[tuple[str, int, int]] | None = None) -> Path:
+    """Write the Chrome/Perfetto JSON trace of `result` to `path` atomically (missing folders are created; `layers`:
+    a network's layers track, see `perfetto_events`); returns the path."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    doc = {"traceEvents": perfetto_events(result, name), "displayTimeUnit": "ns",
+    doc = {"traceEvents": perfetto_events(result, name, layers), "displayTimeUnit": "ns",
            "otherData": {"generator": "dsasim", "hardware": result.hardware, "cycles": result.cycles,
                          "clock_hz": result.clock_hz}}
     with atomic_path(path) as tmp, tmp.open("w") as f:  # never a truncated trace, even on Ctrl-C

@@ -454,3 +454,34 @@ def plot_shapes(sweep: Any, path: str | Path) -> Path:
 
 __all__ = ["plot_all", "plot_bandwidth", "plot_gantt", "plot_network", "plot_network_sweep", "plot_shapes",
            "plot_sram", "plot_sweep"]
+
+
+def plot_network_timeline(simulation: Any, path: str | Path) -> Path:
+    """A network simulated in one timeline (`NetworkSimulation`): a 'layers' track (one bar per entry, in the order
+    run), the DDR bandwidth (load, store; bytes per cycle per window) and the SRAM occupancy (bytes, all tensors)."""
+    sim = simulation.sim
+    scale, unit = _time_axis(sim)
+    fig = _figure(10.0, 7.0)
+    layers, bandwidth, occupancy = fig.subplots(3, 1, sharex=True, height_ratios=(2, 1, 1))
+    slices = simulation.layer_slices()
+    for k, (name, start, end) in enumerate(slices):
+        layers.broken_barh([(start * scale, max(end - start, 1) * scale)], (k - 0.4, 0.8), color=f"C{k % 10}")
+    layers.set_yticks(range(len(slices)), [_short_layer_name(n) for n, _, _ in slices],
+                      fontsize=6 if len(slices) > 30 else 8)
+    layers.invert_yaxis()
+    layers.set_title(f"{simulation.network} on {simulation.hardware}, SRAM {format_bytes(simulation.sram_bytes)}: "
+                     f"{simulation.cycles:,} cycles simulated ({simulation.estimated_cycles:,} estimated)")
+    starts, load, store = simulation.ddr_bandwidth()
+    x = starts * scale
+    bandwidth.step(x, load, where="post", label="load")
+    bandwidth.step(x, store, where="post", label="store")
+    bandwidth.set_ylabel("DDR B/cycle")
+    bandwidth.legend(fontsize=8, loc="upper right")
+    _, occupied = simulation.sram_occupancy()
+    occupancy.step(x, occupied, where="post", color="C2")
+    occupancy.axhline(simulation.sram_bytes, color="k", linestyle=":", linewidth=1)
+    occupancy.set_ylabel("SRAM B")
+    occupancy.set_xlabel(unit)
+    for ax in (bandwidth, occupancy):
+        ax.set_ylim(bottom=0)
+    return _save(fig, path)

@@ -128,6 +128,12 @@ class NetworkLayer:
     # the KV cache (`WEIGHTS`, `KV_CACHE`); the rest of its traffic is activations
     roles: tuple[tuple[str, str], ...] = ()
     weight_elements: int = 0  # vector layers: the parameters among read_elements (a norm's weight, RoPE's tables)
+    # the data flow (`network_trace` runs the network in one session by it; never in the JSON): per tensor operand
+    # of the layer's own node, in argument order, the layer whose result it reads ("" for the network's input or a
+    # parameter); the layer a fused residual add's other operand comes from; the shape of the layer's result
+    reads: tuple[str, ...] = field(default=(), compare=False)
+    skip_read: str = field(default="", compare=False)
+    out_shape: tuple[int, ...] | None = field(default=None, compare=False)
 
     def role_of(self, tensor: str) -> str:
         """`WEIGHTS`, `KV_CACHE` or `ACTIVATIONS`: what `tensor` (an access-count tensor name) of this layer is."""
@@ -410,6 +416,7 @@ class _Importer:
         self.tuple_outputs: dict[Any, dict[int, int]] = {}  # a node returning a tuple -> item -> its layer index
         # layers one fx node made (a MultiheadAttention's projections): its users are not the layers' own
         self.no_chain: set[int] = set()
+        self.operands: dict[int, list[Any]] = {}  # layer index -> the nodes of its own node's tensor operands
         from dsasim.architect.studies.network_patterns import find_patterns
         self.patterns = find_patterns(gm.graph)
 
@@ -423,6 +430,18 @@ class _Importer:
         self.layers.append(layer)
         if layer.op == "conv2d" and layer.kind == TENSORCORE:
             self.foldable.add(index)
+
+    def data_flow(self) -> list[NetworkLayer]:
+        """The layers with their data flow filled in (`NetworkLayer.reads`, `skip_read`, `out_shape`): an operand
+        is the result of the layer that produced it (through views), else "" (an input or a parameter)."""
+        def made_by(node: Any) -> str:
+            index = self.producer.get(node)
+            return "" if index is None else self.layers[index].name
+
+        return [replace(layer, reads=tuple(made_by(n) for n in self.operands.get(i, ())),
+                        skip_read=made_by(self.skip[i]) if i in self.skip else "",
+                        out_shape=_shape(self.result[i]) if i in self.result else None)
+                for i, layer in enumerate(self.layers)]
 
     def source(self, node: Any) -> Any:
         """The node whose tensor `node` is, looking through views (a view moves no data)."""
@@ -523,6 +542,7 @@ class _Importer:
         if match is not None:  # a pattern's inner node is the pattern's; its root is the pattern's one layer
             if node is match.root:
                 self.add(node, self.pattern_layer(match, _pattern_label(match)), match.input)
+                self.operands[len(self.layers) - 1] = [match.input, *match.tables]
             return
         if op == "getitem" and inputs and inputs[0][0] in self.tuple_outputs:  # an item of an attention's tuple
             item = self.tuple_outputs[inputs[0][0]].get(node.args[1] if len(node.args) > 1 else None)
@@ -547,6 +567,7 @@ class _Importer:
                                  reason=f"{op} with these shapes is not modelled: {err}")
         if layer is not None:
             self.add(node, layer, tensors[0][0] if tensors else None)
+            self.operands[len(self.layers) - 1] = [a for a, _ in tensors]
             if layer.op == "matmul" and layer.count > 1:
                 self.group_written_attention(len(self.layers) - 1, node, tensors)
 
@@ -886,7 +907,7 @@ def network_from_graph(gm: Any, input_shape: tuple[int, ...], name: str, traced_
     importer = _Importer(gm)
     for node in gm.graph.nodes:
         importer.visit(node)
-    return Network(name=name, input_shape=input_shape, layers=tuple(importer.layers),
+    return Network(name=name, input_shape=input_shape, layers=tuple(importer.data_flow()),
                    traced_with=traced_with, ignored_views=importer.views,
                    chains=tuple(importer.find_chains(CHAIN_MAX_LAYERS)), attentions=tuple(importer.attentions))
 
