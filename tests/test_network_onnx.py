@@ -217,7 +217,8 @@ def test_without_the_onnx_package_the_message_says_how_to_install_it(tmp_path, c
 
 
 def test_network_sources_are_a_registry_tried_in_order():
-    assert [s.name for s in NETWORK_SOURCES] == ["preset", "onnx", "module"]
+    names = [s.name for s in NETWORK_SOURCES]  # (other formats' sources may sit between these)
+    assert names[0] == "preset" and names.index("onnx") < names.index("module") == len(names) - 1
     assert source_for("resnet18").name == "preset"
     assert source_for("bert-base-layer:seq=8").name == "preset"
     assert source_for("models/net.ONNX").name == "onnx"

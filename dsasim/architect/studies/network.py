@@ -54,9 +54,9 @@ from dsasim.architect.nests.loopnest import ConvProblem, MatmulProblem, Problem
 from dsasim.architect.studies.network_sources import NetworkSource, first_source
 from dsasim.util import is_ascii_whole
 
-__all__ = ["NETWORK_SOURCES", "Network", "NetworkAttention", "NetworkChain", "NetworkImportError", "NetworkLayer", "fused_attentions",
-           "import_network",
-           "load_network", "WEIGHTS", "KV_CACHE", "ACTIVATIONS"]
+__all__ = ["NETWORK_SOURCES", "Network", "NetworkAttention", "NetworkChain", "NetworkImportError", "NetworkLayer",
+           "fused_attentions", "import_network", "load_network", "network_from_graph", "source_for", "WEIGHTS",
+           "KV_CACHE", "ACTIVATIONS"]
 
 TENSORCORE, VECTOR, UNMODELLED, CHAIN = "tensorcore", "vector", "unmodelled", "chain"
 ATTENTION = "attention"  # an attention group evaluated as one fused entry (network_eval)

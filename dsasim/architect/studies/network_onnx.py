@@ -318,7 +318,7 @@ class _Builder:
                 raise OnnxModelError(f"{self.path}: node {label!r} ({node.op_type}): {err}") from None
             except (ValueError, TypeError, IndexError, KeyError) as err:  # an attribute or operand out of form
                 raise OnnxModelError(f"{self.path}: node {label!r} ({node.op_type}): "
-                                         f"{_first_line(err)}") from None
+                                     f"{_first_line(err)}") from None
             for out, value in zip(node.output, outputs):
                 if not out:
                     continue
@@ -332,8 +332,6 @@ class _Builder:
     def untranslated(self, node: Any, label: str, reason: str) -> list[Any]:
         """An unmodelled fx node for `node` (its tensor inputs its operands, its output shapes from ONNX's shape
         inference where known), one per output through getitem when it has several."""
-        import operator as op_module
-
         import torch
 
         args = tuple(self.values[i] for i in node.input if i and i in self.values)
@@ -354,7 +352,7 @@ class _Builder:
             return [fx_node]
         outs = []
         for i, val in enumerate(vals):
-            item = self.graph.call_function(op_module.getitem, (fx_node, i))
+            item = self.graph.call_function(operator.getitem, (fx_node, i))
             if val is not None:
                 item.meta["val"] = val
             outs.append(item)
