@@ -22,7 +22,7 @@ use `dsasim.util.format_bytes`; colours name what they mean in the legend.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -490,6 +490,60 @@ def plot_shapes(sweep: Any, path: str | Path) -> Path:
     return _save(shapes_figure(sweep), path)
 
 
+def network_timeline_figure(layers: Sequence[tuple[str, int, int]], window_cycles: int, ddr_load: Sequence[float],
+                            ddr_store: Sequence[float], sram_occupancy: Sequence[float], ceiling: float | None = None,
+                            capacity_bytes: int | None = None) -> Figure:
+    """A whole network timed in one timeline: a bar per layer from its start to its end cycle (top; overlapping
+    layers stack on separate rows), the DDR bytes per cycle per window, loads and stores stacked (middle), the
+    SRAM occupancy per window (bottom); `ceiling` (B/cycle) and `capacity_bytes` drawn as lines when given."""
+    rows: list[int] = []  # each layer on the first row free at its start: overlap shows as a second row
+    row_ends: list[int] = []
+    for _, start, end in layers:
+        row = next((r for r, busy_until in enumerate(row_ends) if busy_until <= start), len(row_ends))
+        if row == len(row_ends):
+            row_ends.append(end)
+        else:
+            row_ends[row] = end
+        rows.append(row)
+    fig = _figure(10.0, 8.0)
+    top, middle, bottom = fig.subplots(3, 1, sharex=True, height_ratios=(1.0 + 0.3 * len(row_ends), 1.5, 1.5))
+    for k, ((_, start, end), row) in enumerate(zip(layers, rows)):  # neighbours in distinct colours (C0..C9)
+        top.broken_barh([(start, max(end - start, 1))], (row - 0.4, 0.8), facecolors=f"C{k % 10}",
+                        edgecolor="white", linewidth=0.5)
+    top.set_yticks(range(len(row_ends)))
+    top.set_yticklabels([f"layers ({r + 1})" for r in range(len(row_ends))])
+    top.set_ylim(-0.6, max(1, len(row_ends)) - 0.4)
+    top.set_title(f"{len(layers):,} layers in one timeline: {max((e for _, _, e in layers), default=0):,} cycles "
+                  f"(a second row: layers that overlap)")
+    n = len(ddr_load)
+    if len(ddr_store) != n or len(sram_occupancy) != n:
+        raise ValueError(f"the timelines differ in length: {n} DDR load, {len(ddr_store)} DDR store, "
+                         f"{len(sram_occupancy)} SRAM windows")
+    edges = np.arange(n + 1) * window_cycles
+    load = np.asarray(ddr_load, dtype=np.float64) / window_cycles
+    store = np.asarray(ddr_store, dtype=np.float64) / window_cycles
+    middle.stairs(load, edges, fill=True, color="tab:blue", alpha=0.8, label="load")
+    middle.stairs(load + store, edges, baseline=load, fill=True, color="tab:orange", alpha=0.8, label="store")
+    if ceiling is not None:
+        middle.axhline(ceiling, color="black", linestyle="--", linewidth=1, label=f"ceiling {ceiling:g} B/cycle")
+    middle.set_ylim(bottom=0)
+    middle.set_ylabel("DDR bytes / cycle")
+    _legend_beside(middle)
+    occupancy = np.asarray(sram_occupancy, dtype=np.float64) / 1024
+    bottom.stairs(occupancy, edges, fill=True, color="tab:green", alpha=0.8, label="occupied")
+    if capacity_bytes is not None:
+        bottom.axhline(capacity_bytes / 1024, color="red", linestyle=":", linewidth=1,
+                       label=f"capacity {format_bytes(capacity_bytes)}")
+    bottom.set_ylim(bottom=0)
+    bottom.set_ylabel("SRAM KiB (average per window)")
+    bottom.set_xlabel("cycles")
+    bottom.set_xlim(0, max(edges[-1] if n else 0, max((e for _, _, e in layers), default=0), 1))
+    bottom.xaxis.set_major_formatter(EngFormatter(sep=" "))
+    _legend_beside(bottom)
+    return fig
+
+
 __all__ = ["bandwidth_figure", "gantt_figure", "level_sweep_figure", "network_figure", "network_sweep_figure",
+           "network_timeline_figure",
            "plot_all", "plot_bandwidth", "plot_gantt", "plot_level_sweep", "plot_network", "plot_network_sweep",
            "plot_shapes", "plot_sram", "plot_sweep", "shapes_figure", "sram_figure", "sweep_figure"]
