@@ -224,8 +224,10 @@ def sweep_report(sweep: TargetSweep, n_sizes: int) -> HtmlPage:
         page.section("Sizing answers")
         page.paragraph(format_sizing(sweep.sizing()))
     page.section("Traffic and cycles against size")
-    page.figure(getattr(plot, view.figure)(sweep), "Best schedule's traffic beside the lower bound and the "
-                                                   "compulsory traffic, and its cycles, at each size.")
+    caption = ("Best schedule's traffic beside the lower bound and the compulsory traffic, and its cycles, at each "
+               "size." if view.figure == "sweep_figure" else
+               f"Traffic into every memory level and the cycles at each size of {what}.")
+    page.figure(getattr(plot, view.figure)(sweep), caption)
     page.section("Table")
     if view.table is not None:
         header, rows = view.table(sweep)
