@@ -57,12 +57,12 @@ def test_every_string_put_into_the_page_is_escaped() -> None:
     page.paragraph(HOSTILE, warning=True)
     page.bullets([HOSTILE])
     page.facts([(HOSTILE, HOSTILE)])
-    page.table([HOSTILE, "n"], [[HOSTILE, 1234]])
+    page.table([HOSTILE, "n", "note"], [[HOSTILE, 1234, HOSTILE]])  # a name (left-aligned) and a number column
     page.preformatted(HOSTILE, summary=HOSTILE)
     html = page.html()
     assert "<script" not in html and "alert(\"x\")" not in html
-    # title, h1, subtitle, h2, 2 paragraphs, 1 bullet, fact label and value, table header and cell, pre, summary
-    assert html.count(HOSTILE_ESCAPED) == 13
+    # title, h1, subtitle, h2, 2 paragraphs, 1 bullet, fact label and value, table header and 2 cells, pre, summary
+    assert html.count(HOSTILE_ESCAPED) == 14
     assert '<td class="num">1,234</td>' in html  # a count: right-aligned, thousands separators
 
 
