@@ -1782,6 +1782,9 @@ MUTANTS: list[Mutant] = [
            "    summed = sum(end - start for _, start, end, _ in layers)",
            "    summed = sum(end - start for _, start, end, _ in layers[:1])",
            ("tests/test_html_report.py::test_a_network_simulation_section_from_its_json",)),
+    Mutant("htmlrep: the network chart's title on one line (clipped on a narrow chart)", "dsasim/view/plot.py",
+           'SRAM {format_bytes(result.sram_bytes)}:\\n"', 'SRAM {format_bytes(result.sram_bytes)}: "',
+           ("tests/test_trust_plots.py::test_network_chart_colours_each_kind_as_its_legend_says",)),
 ]
 
 

@@ -28,8 +28,9 @@ if TYPE_CHECKING:
 
 __all__ = ["HtmlPage", "escape", "figure_svg"]
 
-# the SVG's text stays text (the browser's fonts; searchable, selectable, and a tenth of the size of glyph paths)
-SVG_RC = {"svg.fonttype": "none"}
+# text as glyph paths (matplotlib's default, said here): the figure looks as laid out whatever fonts the reader has
+# (as <text>, another font's widths push titles and labels over the edges); the page's tables carry the numbers
+SVG_RC = {"svg.fonttype": "path"}
 SVG_SALT = "dsasim"  # matplotlib's ids hash their content with it: deterministic (it draws a random salt otherwise)
 # an id, and the references to one (url(#id) in styles and clip paths, href="#id" of markers), inside a tag: text
 # is outside tags (matplotlib escapes its < and >, and the " of attribute values), so a label never matches
