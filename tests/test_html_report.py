@@ -261,6 +261,20 @@ def test_the_sweep_report_in_a_browser(tmp_path: Path) -> None:
 
 
 @needs_chromium
+def test_the_network_sweep_report_in_a_browser(network_run: tuple[Path, dict], tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp, _ = network_run
+    monkeypatch.syspath_prepend(str(tmp))
+    js, html = tmp_path / "ns.json", tmp_path / "ns.html"
+    assert main(["sweep-sram", "--network", "tinyhtml:Net", "--sizes", "1KiB,64KiB", "--within", "5%", "--jobs", "1",
+                 "--quiet", "--json", str(js), "--html", str(html)]) == 1  # partial: the Upsample is left out
+    smallest = json.loads(js.read_text())["points"][0]
+    row = "\t".join(f"{smallest[k]:,}" for k in ("traffic_bytes", "lower_bound_bytes", "compulsory_bytes"))
+    _check_in_browser(html, tmp_path / "network-sweep.png", f"1 KiB\t{row}", f"{smallest['cycles']:,}",
+                      "the smallest SRAM within 5% of compulsory traffic is 1 KiB", "PARTIAL")
+
+
+@needs_chromium
 def test_a_network_simulation_section_in_a_browser(tmp_path: Path) -> None:
     html = _simulation_page().write(tmp_path / "sim.html")
     _check_in_browser(html, tmp_path / "simulated.png", "simulated cycles\t200", HOSTILE)  # (a stub: not in the docs)
