@@ -29,7 +29,8 @@ if TYPE_CHECKING:
     from dsasim.traced.schedule import Schedule
 
 __all__ = ["Command", "CliError", "DsasimArgumentParser", "all_schedules", "check_distinct_files", "check_outputs",
-           "find_schedule", "find_schedules", "html_output_path", "HTML_SUFFIXES", "int_at_least", "kernel_runner", "output_dir", "output_file",
+           "find_schedule", "find_schedules", "html_output_path", "HTML_SUFFIXES", "int_at_least", "kernel_runner",
+           "output_dir", "output_file",
            "plot_dir_outputs", "PLOT_SUFFIXES", "warner"]
 
 EXIT_FAILED = 1  # the command ran, but what it ran failed (a schedule error, an overflow under simulate, no fit)

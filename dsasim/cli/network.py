@@ -292,7 +292,8 @@ def run(args: argparse.Namespace) -> int:
     write_outputs(result, json_path, plot_path, "plot_network")
     if html_path is not None:
         from dsasim.view.html_report import network_report
-        network_report(result, args.top).write(html_path)
+        network_report(result, network_table(result, wide=True), network_notes(result, args.top, wide=True)).write(
+            html_path)
     warn_partial("network", "the result is", [result])
     return EXIT_FAILED if result.partial else 0
 

@@ -337,7 +337,7 @@ def _run_network(args: argparse.Namespace) -> int:
                           energy_plot_path)
     if html_path is not None:
         from dsasim.view.html_report import network_sweep_report
-        network_sweep_report(sweep).write(html_path)
+        network_sweep_report(sweep, (*network_sweep_table(sweep), (0, 1)), network_sweep_notes(sweep)).write(html_path)
     results = [r for row in sweep.results for r in row]
     warn_partial("sweep-sram", "the sweep's totals are", results)
     return EXIT_FAILED if any(r.partial for r in results) else 0

@@ -14,7 +14,7 @@ No page holds a wall-clock time or a date: the same result gives the same bytes.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any, Collection, Mapping, Sequence
 
 from dsasim.util import format_bytes
 from dsasim.view.html_page import HtmlPage
@@ -25,7 +25,10 @@ if TYPE_CHECKING:
     from dsasim.energy.report import EnergyReport
     from dsasim.timing.result import SimResult
 
-__all__ = ["NETWORK_SIMULATION_KEYS", "add_network_simulation", "network_report", "network_sweep_report",
+# a table as the text output prints it: (header, rows, the left-aligned columns)
+Table = tuple[Sequence[str], Sequence[Sequence[Any]], Collection[int]]
+
+__all__ = ["NETWORK_SIMULATION_KEYS", "Table", "add_network_simulation", "network_report", "network_sweep_report",
            "simulate_report", "sweep_report"]
 
 
@@ -95,11 +98,11 @@ def simulate_report(result: SimResult, name: str, energy: EnergyReport | None = 
 
 
 # -------------------------------------------------------------------------------------------------- network
-def network_report(result: NetworkResult, top: int = 5, simulation: Mapping[str, Any] | None = None) -> HtmlPage:
-    """The page of `dsasim network NAME`: totals, per-token figures, layers left out, the per-layer table and chart
-    (the text output's rows, full names), and the network simulation's section when `simulation` (its JSON) is
-    given."""
-    from dsasim.cli.network import network_notes, network_table
+def network_report(result: NetworkResult, table: Table, notes: Sequence[str],
+                   simulation: Mapping[str, Any] | None = None) -> HtmlPage:
+    """The page of `dsasim network NAME`: totals, per-token figures, layers left out, the per-layer `table` and the
+    chart, the `notes` (both as the command prints them: `dsasim.cli.network.network_table`, `network_notes`), and
+    the network simulation's section when `simulation` (its JSON) is given."""
     from dsasim.view import plot
 
     page = HtmlPage(f"{result.network.name} on {result.hardware.name}, SRAM {format_bytes(result.sram_bytes)}",
@@ -125,12 +128,11 @@ def network_report(result: NetworkResult, top: int = 5, simulation: Mapping[str,
     if simulation is not None:
         add_network_simulation(page, simulation)
     page.section("Per layer")
-    header, rows, left = network_table(result, wide=True)
-    page.table(header, rows, left=left)
+    page.table(*table)
     page.figure(plot.network_figure(result), "Per layer: DDR traffic with its lower bound (top) and estimated "
                                              "cycles (bottom), coloured by kind of layer.")
     page.section("Notes")
-    page.preformatted("\n".join(network_notes(result, top, wide=True)), summary="the totals and notes as printed")
+    page.preformatted("\n".join(notes), summary="the totals and notes as printed")
     return page
 
 
@@ -237,10 +239,10 @@ def sweep_report(sweep: TargetSweep, n_sizes: int) -> HtmlPage:
     return page
 
 
-def network_sweep_report(sweep: NetworkSweep) -> HtmlPage:
+def network_sweep_report(sweep: NetworkSweep, table: Table, notes: Sequence[str]) -> HtmlPage:
     """The page of `dsasim sweep-sram --network NAME`: the figure (traffic, summed bounds, compulsory, cycles
-    against SRAM size, per hardware), the sizing answers and notes, the table."""
-    from dsasim.cli.sweep import network_sweep_notes, network_sweep_table
+    against SRAM size, per hardware), the sizing answers and `notes`, the `table` (both as the command prints them:
+    `dsasim.cli.sweep.network_sweep_table`, `network_sweep_notes`)."""
     from dsasim.view import plot
 
     hardware = ", ".join(hw.name for hw in sweep.hardwares)
@@ -251,11 +253,10 @@ def network_sweep_report(sweep: NetworkSweep) -> HtmlPage:
         page.paragraph("PARTIAL: some sizes' totals leave layers out (unmodelled or unplaceable; the 'left out' "
                        "column counts them).", warning=True)
     page.section("Sizing answers and notes")
-    page.bullets(network_sweep_notes(sweep))
+    page.bullets(notes)
     page.section("Traffic and cycles against SRAM size")
     page.figure(plot.network_sweep_figure(sweep), "Total traffic beside the summed lower bounds and the compulsory "
                                                   "traffic, and the estimated cycles, at each size.")
     page.section("Table")
-    header, rows = network_sweep_table(sweep)
-    page.table(header, rows, left=(0, 1))
+    page.table(*table)
     return page

@@ -20,8 +20,8 @@ if TYPE_CHECKING:
     from dsasim.architect.studies.level_target import LevelChoice
     from dsasim.architect.studies.target_sweep import TargetSweep
 
-__all__ = ["CHOICE_TEXTS", "SWEEP_VIEWS", "SweepView", "attention_sweep_table", "chain_sweep_table", "level_sweep_table",
-           "sweep_table", "format_attention_sweep", "format_chain_choice", "format_chain_sweep", "format_choice",
+__all__ = ["CHOICE_TEXTS", "SWEEP_VIEWS", "SweepView", "attention_sweep_table", "chain_sweep_table",
+           "level_sweep_table", "sweep_table", "format_attention_sweep", "format_chain_choice", "format_chain_sweep", "format_choice",
            "format_layer_choice", "format_level_choice", "format_level_sweep", "format_levels", "format_sweep",
            "format_target_sweep", "plot_target_sweep", "sweep_view"]
 
