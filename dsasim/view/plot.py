@@ -365,6 +365,7 @@ NETWORK_BAR_KINDS: dict[str, tuple[str, str]] = {
     "fused chain": ("tab:purple", "conv chain fused into one schedule"),
     "split chain": ("tab:orange", "conv chain run in parts ([1] [2 3] ...)"),
     "vector": ("tab:gray", "vector layer (pooling, add, softmax ...)"),
+    "attention": ("tab:green", "attention fused into one schedule (scores, softmax, output)"),
 }
 
 
