@@ -1785,6 +1785,9 @@ MUTANTS: list[Mutant] = [
     Mutant("htmlrep: the network chart's title on one line (clipped on a narrow chart)", "dsasim/view/plot.py",
            'SRAM {format_bytes(result.sram_bytes)}:\\n"', 'SRAM {format_bytes(result.sram_bytes)}: "',
            ("tests/test_trust_plots.py::test_network_chart_colours_each_kind_as_its_legend_says",)),
+    Mutant("htmlrep: a fused attention entry has no bar colour (the network chart raises)", "dsasim/view/plot.py",
+           '    "attention": ("tab:green", "attention fused into one schedule (scores, softmax, output)"),\n', "",
+           ("tests/test_trust_plots.py::test_network_chart_colours_each_kind_as_its_legend_says",)),
 ]
 
 
