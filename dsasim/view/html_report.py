@@ -205,7 +205,8 @@ def add_network_simulation(page: HtmlPage, simulation: Mapping[str, Any]) -> Non
 # -------------------------------------------------------------------------------------------------- sweeps
 def sweep_report(sweep: TargetSweep, n_sizes: int) -> HtmlPage:
     """The page of `dsasim sweep-sram LAYER|CHAIN|attention:...` (any target kind, by its `SweepView`): the figure
-    with its lower bound, the sizing answers, the table (a kind without a table: its text as printed)."""
+    with its lower bound, the sizing answers, the table (a kind whose `SweepView` has no table: its text as printed,
+    whose wall time then makes the bytes differ from run to run: give the kind a table)."""
     from dsasim.view import plot
     from dsasim.view.energy_text import format_sizing
     from dsasim.view.target_text import format_target_sweep, sweep_view
