@@ -168,6 +168,16 @@ def test_network_chart_colours_each_kind_as_its_legend_says(figures):
     assert "SRAM 256 KiB" in top.get_title() and "left out: odd" in top.get_title()
     check_legends_cover_no_data(fig)
     check_text_inside_figure(fig)
+    # an attention group fused into one entry (an LLM or BERT layer preset) has its own colour
+    assert plot._bar_kind(NetworkLayer(name="sdpa", op="attention [fused]", kind="attention", shape="-")) == \
+        "attention"
+    # a few layers (the narrowest chart) of a network and hardware with long names: the title still fits
+    few = dataclasses.replace(result, network=Network(name="my_models.vision:TinyNet", input_shape=(1, 3, 8, 8),
+                                                      layers=()),
+                              hardware=dataclasses.replace(preset("blog"), name="prototype-accelerator-v2"),
+                              layers=layers[:2] + layers[4:])
+    plot.plot_network(few, "few.png")
+    check_text_inside_figure(figures[1])
 
 
 def test_a_layer_kind_without_a_colour_is_refused():

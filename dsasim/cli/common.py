@@ -29,13 +29,15 @@ if TYPE_CHECKING:
     from dsasim.traced.schedule import Schedule
 
 __all__ = ["Command", "CliError", "DsasimArgumentParser", "all_schedules", "check_distinct_files", "check_outputs",
-           "find_schedule", "find_schedules", "import_kernel", "int_at_least", "kernel_runner", "output_dir", "output_file",
+           "find_schedule", "find_schedules", "html_output_path", "HTML_SUFFIXES", "import_kernel", "int_at_least",
+           "kernel_runner", "output_dir", "output_file",
            "plot_dir_outputs", "PLOT_SUFFIXES", "warner"]
 
 EXIT_FAILED = 1  # the command ran, but what it ran failed (a schedule error, an overflow under simulate, no fit)
 EXIT_USAGE = 2  # a mistake in the command line: nothing was run, or nothing was written
 EXIT_INTERRUPTED = 130  # Ctrl-C (128 + SIGINT, the shell's convention)
 PLOT_SUFFIXES = (".png", ".svg", ".pdf", ".jpg", ".jpeg", ".webp", ".tif", ".tiff", ".eps", ".ps")  # matplotlib's
+HTML_SUFFIXES = (".html", ".htm")
 
 
 class CliError(Exception):
@@ -179,6 +181,15 @@ def check_outputs(args: Any, outputs: Sequence[FileUse], inputs: Sequence[FileUs
     """The shared collision check of every command: `check_distinct_files` of its outputs against each other
     and against its inputs (those `command_inputs` finds in `args`, and `inputs`). Call it before any work."""
     check_distinct_files(outputs, [*command_inputs(args), *inputs])
+
+
+def html_output_path(args: Any, others: Sequence[FileUse]) -> Path | None:
+    """The checked --html path of a command (None where not asked for); CliError when it is not writable, does not
+    end in .html or .htm, or names another output (`others`) or an input (`check_outputs`)."""
+    if getattr(args, "html", None) is None:
+        return None
+    check_outputs(args, [*others, ("--html", args.html)])
+    return output_file("--html", args.html, HTML_SUFFIXES)
 
 
 def write_outputs(result: Any, json_path: Path | None, plot_path: Path | None, plot: str) -> None:

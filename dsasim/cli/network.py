@@ -1,8 +1,9 @@
 """`dsasim network NAME|MODULE:ATTR`: a whole network under one SRAM size, layer by layer.
 
     dsasim network NAME|MODULE:ATTR|FILE.onnx [--input-shape N,C,H,W] [--sram SIZE] [--hardware PRESET|FILE]
-                   [--objective traffic|cycles|energy|edp] [--no-fusion] [--jobs N] [--json PATH] [--plot PATH] [--top K]
-                   [--wide] [--verbose] [--quiet] [--simulate [--perfetto PATH] [--timeline-plot PATH]]
+                   [--objective traffic|cycles|energy|edp] [--no-fusion] [--jobs N] [--json PATH] [--plot PATH]
+                   [--html PATH] [--top K] [--wide] [--verbose] [--quiet]
+                   [--simulate [--perfetto PATH] [--timeline-plot PATH]]
 
 NAME is a preset (resnet18, resnet50, resnet50-caffe, mobilenetv2, bert-base-layer[:seq=N],
 llama3-8b-layer[:phase=prefill|decode,seq=N,context=L,batch=B], gpt2-layer[:...]); MODULE:ATTR imports a
@@ -31,8 +32,8 @@ import tempfile
 from typing import TYPE_CHECKING, Any, Iterator
 
 from dsasim.architect.search.objective import DEFAULT_OBJECTIVE
-from dsasim.cli.common import (EXIT_FAILED, CliError, Command, add_objective_argument, int_at_least,
-                               json_and_plot_paths, warner, write_outputs)
+from dsasim.cli.common import (EXIT_FAILED, CliError, Command, add_objective_argument, html_output_path,
+                               int_at_least, json_and_plot_paths, warner, write_outputs)
 from dsasim.view.energy_text import format_energy_narrow
 from dsasim.view.table import format_table
 from dsasim.hardware import load_hardware
@@ -42,8 +43,8 @@ if TYPE_CHECKING:
     from dsasim.architect.studies.network import Network
     from dsasim.architect.studies.network_eval import LayerOutcome, NetworkResult
 
-__all__ = ["COMMAND", "add_network_source", "format_network", "load_network_quietly", "short_layer_name", "short_op",
-           "warn_partial"]
+__all__ = ["COMMAND", "add_network_source", "format_network", "load_network_quietly", "network_notes", "network_table",
+           "short_layer_name", "short_op", "warn_partial"]
 
 VERBOSE_ENV = "DSASIM_VERBOSE"  # set (to anything but "" or "0"): torch's own messages are shown, as --verbose
 
@@ -76,6 +77,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--jobs", type=int_at_least(1), default=2, help="worker processes for the layer searches")
     p.add_argument("--json", metavar="PATH", help="write the result as JSON")
     p.add_argument("--plot", metavar="PATH", help="write a per-layer bar chart (traffic and cycles, bound)")
+    p.add_argument("--html", metavar="PATH", help="write one self-contained HTML page (.html): the totals, the "
+                                                  "per-layer table and chart, the layers left out")
     p.add_argument("--top", type=int_at_least(1), default=5, help="how many dominant layers to name (default 5)")
     p.add_argument("--wide", action="store_true", help="add each layer's shape and padding waste to the table "
                                                        "(wider than 120 columns; the JSON always has them)")
@@ -188,8 +191,14 @@ def format_network(result: NetworkResult, top: int = 5, wide: bool = False) -> s
     """The per-layer table, the totals and the dominant layers, within 120 columns (long names and ops cut in the
     middle; a layer left out reads 'unmodelled' or 'unplaceable' in its traffic cell); `wide`: full names, each
     layer's shape, status and padding waste. The totals say 'PARTIAL' and name the layers left out when any is."""
-    from dsasim.architect.studies.sweep import format_bytes
+    header, rows, left = network_table(result, wide)
+    return "\n".join([format_table(header, rows, left=left), "", *network_notes(result, top, wide)])
 
+
+def network_table(result: NetworkResult, wide: bool = False) -> tuple[list[str], list[list[int | str | None]],
+                                                                       tuple[int, ...]]:
+    """The per-layer table of `format_network` as (header, rows, left-aligned columns); the HTML report shows the
+    same rows."""
     header = ["layer", "op", "traffic B", "bound B", "compulsory B", "cycles (est)", "TC util", "energy uJ"]
     if wide:
         header[2:2] = ["shape", "status"]
@@ -208,7 +217,15 @@ def format_network(result: NetworkResult, top: int = 5, wide: bool = False) -> s
         else:
             row[:2] = [_cut(name, NAME_CELL_CHARS), _cut(op, OP_CELL_CHARS)]
         rows.append(row)
-    lines = [format_table(header, rows, left=(0, 1, 2, 3) if wide else (0, 1)), ""]
+    return header, rows, (0, 1, 2, 3) if wide else (0, 1)
+
+
+def network_notes(result: NetworkResult, top: int = 5, wide: bool = False) -> list[str]:
+    """The lines `format_network` prints under its table: the totals, energy, per-token figures, attention, the
+    dominant layers and the layers left out."""
+    from dsasim.architect.studies.sweep import format_bytes
+
+    lines: list[str] = []
     counted = (f"PARTIAL totals ({len(result.layers) - len(result.left_out)} of {len(result.layers)} layers "
                f"counted)" if result.partial else f"totals ({len(result.layers)} layers)")
     lines.append(f"{result.network.name} on {result.hardware.name}, SRAM {format_bytes(result.sram_bytes)}, "
@@ -249,7 +266,7 @@ def format_network(result: NetworkResult, top: int = 5, wide: bool = False) -> s
             reasons = {x.layer.name: x.reason for x in result.layers}
             lines.append(f"{len(names)} {label}, left out of the totals:")
             lines.extend(f"  {n}: {reasons[n]}" for n in names)
-    return "\n".join(lines)
+    return lines
 
 
 def _pct(value: float | None) -> str | None:
@@ -271,6 +288,8 @@ def run(args: argparse.Namespace) -> int:
             raise ValueError(f"--sram {args.sram}: must hold at least one {hardware.word_bytes}-byte word")
         json_path, plot_path = json_and_plot_paths(args)
         perfetto_path = _perfetto_path(args, json_path, plot_path)
+        html_path = html_output_path(args, [("--json", args.json), ("--plot", args.plot), ("--perfetto", args.perfetto),
+                                            ("--timeline-plot", args.timeline_plot)])
     except ValueError as err:
         raise CliError(str(err)) from None
     network = load_network_quietly(args)
@@ -287,6 +306,7 @@ def run(args: argparse.Namespace) -> int:
     print(format_network(result, args.top, args.wide))
     if not args.simulate:
         write_outputs(result, json_path, plot_path, "plot_network")
+        _write_html(html_path, result, args.top, None)
         warn_partial("network", "the result is", [result])
         return EXIT_FAILED if result.partial else 0
     from dsasim.architect.studies.network_simulation import simulate_network
@@ -303,6 +323,7 @@ def run(args: argparse.Namespace) -> int:
     print()
     print(format_simulation(simulation, args.wide))
     write_outputs(_WithSimulation(result, simulation), json_path, plot_path, "plot_network")
+    _write_html(html_path, result, args.top, simulation.to_json())
     if perfetto_path is not None:
         from dsasim.view.perfetto import write_perfetto
 
@@ -312,6 +333,16 @@ def run(args: argparse.Namespace) -> int:
 
         print(f"wrote {plot_network_timeline(simulation, args.timeline_plot)}")
     return 0
+
+
+def _write_html(html_path: Any, result: NetworkResult, top: int, simulation: dict[str, Any] | None) -> None:
+    """The --html page (where asked): the result as printed (wide), and the simulation's section when given."""
+    if html_path is None:
+        return
+    from dsasim.view.html_report import network_report
+
+    network_report(result, network_table(result, wide=True), network_notes(result, top, wide=True),
+                   simulation).write(html_path)
 
 
 class _WithSimulation:

@@ -1,12 +1,13 @@
 """`dsasim simulate NAME`: trace a schedule count-only and time it.
 
     dsasim simulate NAME|MODULE:NAME|FILE.py:NAME [--ways N] [--hardware PRESET|FILE] [--layout TENSOR=LAYOUT ...]
-                         [--json PATH] [--perfetto PATH] [--plot DIR] [--window CYCLES]
+                         [--json PATH] [--perfetto PATH] [--plot DIR] [--html PATH] [--window CYCLES]
 
 NAME is looked up with `common.find_schedule` (a registered name, or MODULE:NAME / FILE.py:NAME). `--ways N` (alias `--buffers N`, the blog's word) makes every scope of
 the schedule N-way buffered (the scope names are found by a first count-only pass). Prints a summary; --json writes
 `SimResult.to_json` (fixed key order, byte-identical for the same input), --perfetto a Chrome/Perfetto trace,
---plot the bandwidth, Gantt and SRAM figures as PNGs. The model (torch via `dsasim.traced.schedule`, the timing
+--plot the bandwidth, Gantt and SRAM figures as PNGs, --html one self-contained page with the summary and those
+figures (`dsasim.view.html_report.simulate_report`). The model (torch via `dsasim.traced.schedule`, the timing
 simulator, matplotlib) is imported by the run, not by `dsasim --help`.
 """
 
@@ -19,8 +20,8 @@ from typing import TYPE_CHECKING
 
 from dsasim.atomic import write_text_atomic
 from dsasim.hardware import load_hardware, preset
-from dsasim.cli.common import (EXIT_FAILED, CliError, Command, check_outputs, find_schedule, int_at_least, output_dir,
-                               output_file, plot_dir_outputs, schedule_inputs)
+from dsasim.cli.common import (EXIT_FAILED, HTML_SUFFIXES, CliError, Command, check_outputs, find_schedule,
+                               int_at_least, output_dir, output_file, plot_dir_outputs, schedule_inputs)
 
 if TYPE_CHECKING:
     from dsasim.hardware import Accelerator
@@ -47,6 +48,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", metavar="PATH", help="write the result summary as JSON")
     p.add_argument("--perfetto", metavar="PATH", help="write a Chrome/Perfetto trace (open in ui.perfetto.dev)")
     p.add_argument("--plot", metavar="DIR", help="write NAME-bandwidth.png, NAME-gantt.png, NAME-sram.png")
+    p.add_argument("--html", metavar="PATH", help="write one self-contained HTML page (.html): the summary, stalls "
+                                                  "by cause, the engines' Gantt chart, the DDR bandwidth and SRAM "
+                                                  "occupancy timelines")
     p.add_argument("--window", type=int_at_least(1, MAX_WINDOW_CYCLES), metavar="CYCLES", default=None,
                    help="timeline window in cycles (default: about 256 windows over the run)")
 
@@ -105,12 +109,13 @@ def run(args: argparse.Namespace) -> int:
     if args.plot is not None:
         from dsasim.view.plot import plot_all, plot_all_names  # matplotlib loads only when a plot is asked for
         plot_names = plot_all_names(prefix=f"{schedule.name}-")
-    check_outputs(args, [("--json", args.json), ("--perfetto", args.perfetto),
+    check_outputs(args, [("--json", args.json), ("--perfetto", args.perfetto), ("--html", args.html),
                          *plot_dir_outputs("--plot", args.plot, plot_names)], schedule_inputs([args.name]))
     if args.plot is not None:
         plot_dir = output_dir("--plot", args.plot)
     json_path = output_file("--json", args.json) if args.json is not None else None
     perfetto_path = output_file("--perfetto", args.perfetto) if args.perfetto is not None else None
+    html_path = output_file("--html", args.html, HTML_SUFFIXES) if args.html is not None else None
     scope_ways = None
     if ways is not None:
         scope_ways = {name: ways for name in scope_names(schedule, hardware)}
@@ -143,6 +148,9 @@ def run(args: argparse.Namespace) -> int:
     if args.plot is not None:
         for path in plot_all(result, plot_dir, prefix=f"{schedule.name}-"):
             print(f"wrote {path}")
+    if html_path is not None:
+        from dsasim.view.html_report import simulate_report
+        print(f"wrote {simulate_report(result, schedule.name, energy, ways).write(html_path)}")
     return 0
 
 

@@ -1,6 +1,6 @@
 """`dsasim sweep-sram LAYER`: best traffic and cycles of a layer across SRAM sizes.
 
-    dsasim sweep-sram LAYER --sizes LO:HI[:POINTS] [--hardware PRESET|FILE] [--json PATH] [--plot PATH]
+    dsasim sweep-sram LAYER --sizes LO:HI[:POINTS] [--hardware PRESET|FILE] [--json PATH] [--plot PATH] [--html PATH]
                         [--no-simulate] [--quiet] [--force]
 
 LAYER as for `dsasim search`; for a chain (resnet18.layer1.0, mobilenetv2.features.N, gemm-chain:m=..,n=..,k=..,l=..)
@@ -23,8 +23,8 @@ from dsasim.architect.search.objective import DEFAULT_OBJECTIVE
 from dsasim.architect.studies.target import SearchOptions, SweptTarget
 from dsasim.hardware import load_hardware
 from dsasim.cli.common import (EXIT_FAILED, PLOT_SUFFIXES, CliError, Command, add_objective_argument, check_outputs,
-                               int_at_least, json_and_plot_paths, kernel_runner, output_file, parse_percent, warner,
-                               write_outputs)
+                               html_output_path, int_at_least, json_and_plot_paths, kernel_runner, output_file,
+                               parse_percent, warner, write_outputs)
 from dsasim.cli.network import add_network_source
 from dsasim.view.table import format_table
 from dsasim.one_level import require_one_level
@@ -32,7 +32,7 @@ from dsasim.one_level import require_one_level
 if TYPE_CHECKING:
     from dsasim.architect.studies.network_eval import NetworkSweep
 
-__all__ = ["COMMAND", "format_network_sweep"]
+__all__ = ["COMMAND", "format_network_sweep", "network_sweep_notes", "network_sweep_table"]
 
 
 def add_arguments(s: argparse.ArgumentParser) -> None:
@@ -69,6 +69,8 @@ def add_arguments(s: argparse.ArgumentParser) -> None:
                         "the SRAM (e.g. blog-l1) every size gets the best nest with one tiling per level")
     s.add_argument("--json", metavar="PATH", help="write the sweep as JSON")
     s.add_argument("--plot", metavar="PATH", help="write a PNG: traffic, bound, compulsory and cycles vs SRAM")
+    s.add_argument("--html", metavar="PATH", help="write one self-contained HTML page (.html): the sweep figure with "
+                                                  "its lower bound, the sizing answers, the table")
     s.add_argument("--energy-plot", metavar="PATH",
                    help="write a PNG: energy per inference stacked by component (DDR, SRAM, inner levels, MACs, "
                         "vector, leakage) and area vs SRAM, the sizes with the least energy, least EDP and best "
@@ -142,6 +144,7 @@ def run(args: argparse.Namespace) -> int:
         raise CliError(str(err)) from None
     json_path, plot_path = json_and_plot_paths(args)
     energy_plot_path = _energy_plot_path(args)
+    html_path = _html_path(args)
     try:
         work = target.sweep_work(sizes, args.level, options)  # None: the sweep draws its own bar
         bar = (progress_callback(f"sweep {args.layer} on {hardware.name}", work, not args.quiet, 0.0)
@@ -164,7 +167,15 @@ def run(args: argparse.Namespace) -> int:
 
         plot_energy_sweep(result.energy_points(), f"{result.spec} on {result.hardware.name}: energy per inference",
                           energy_plot_path)
+    if html_path is not None:
+        from dsasim.view.html_report import sweep_report
+        sweep_report(result, len(sizes)).write(html_path)
     return 0
+
+
+def _html_path(args: argparse.Namespace) -> Path | None:
+    """The checked --html path (None when not asked for): distinct from the other outputs and the inputs."""
+    return html_output_path(args, [("--json", args.json), ("--plot", args.plot), ("--energy-plot", args.energy_plot)])
 
 
 def _energy_plot_path(args: argparse.Namespace) -> Path | None:
@@ -178,9 +189,12 @@ def _energy_plot_path(args: argparse.Namespace) -> Path | None:
 def format_network_sweep(sweep: NetworkSweep) -> str:
     """One row per hardware and SRAM size: totals, the summed bounds and how many layers are left out of them
     (unmodelled or unplaceable); the smallest size within X % says 'partial' when its totals leave layers out."""
-    from dsasim.architect.studies.sweep import format_bytes
+    return "\n".join([format_table(*network_sweep_table(sweep)), *network_sweep_notes(sweep)])
 
-    from dsasim.view.energy_text import format_sizing
+
+def network_sweep_table(sweep: NetworkSweep) -> tuple[tuple[str, ...], list[tuple]]:
+    """The table of `format_network_sweep` as (header, rows); the HTML report shows the same rows."""
+    from dsasim.architect.studies.sweep import format_bytes
 
     header = ("hardware", "SRAM", "traffic B", "lower bound B", "compulsory B", "traffic/compulsory", "cycles (est)",
               "energy uJ", "area mm2", "left out")
@@ -189,7 +203,16 @@ def format_network_sweep(sweep: NetworkSweep) -> str:
              None if r.energy is None else f"{r.energy.energy_pj / 1e6:,.3f}",
              None if r.energy is None else f"{r.energy.area_mm2:.3f}", len(r.left_out) or None)
             for row in sweep.results for r in row]
-    lines = [format_table(header, rows)]
+    return header, rows
+
+
+def network_sweep_notes(sweep: NetworkSweep) -> list[str]:
+    """The lines `format_network_sweep` prints under its table: per-token figures, the sizing answers, the smallest
+    size within --within."""
+    from dsasim.architect.studies.sweep import format_bytes
+    from dsasim.view.energy_text import format_sizing
+
+    lines: list[str] = []
     for row in sweep.results:  # a token model's layer: per size, its bytes per token and tokens/s
         for r in row:
             f = r.per_token
@@ -212,7 +235,7 @@ def format_network_sweep(sweep: NetworkSweep) -> str:
                                            f"{format_bytes(best.sram_bytes)} ({best.traffic_bytes:,} B, "
                                            f"{best.cycles:,} cycles){partial}" if best is not None else
                                            f"no size swept is within {pct} of compulsory traffic"))
-    return "\n".join(lines)
+    return lines
 
 
 def _networks_work(networks: list[Any], hardwares: list[Any], n_sizes: int, fusion: bool, workers: int,
@@ -259,6 +282,7 @@ def _run_network(args: argparse.Namespace) -> int:
         within = parse_percent(args.within, "--within") if args.within is not None else None
         json_path, plot_path = json_and_plot_paths(args)
         energy_plot_path = _energy_plot_path(args)
+        html_path = _html_path(args)
         if energy_plot_path is not None and len(hardwares) > 1:
             raise ValueError(f"--energy-plot draws one hardware's energy; this sweep has {len(hardwares)} (a list "
                              f"or --vary): sweep one hardware for the plot, the JSON has every one's energy")
@@ -268,7 +292,7 @@ def _run_network(args: argparse.Namespace) -> int:
         specs = [args.network]
         if args.vary_network is not None:
             specs = vary_network_specs(args.network, args.vary_network)
-            for flag, given in (("--plot", plot_path), ("--energy-plot", energy_plot_path),
+            for flag, given in (("--plot", plot_path), ("--energy-plot", energy_plot_path), ("--html", html_path),
                                 ("--input-shape", args.input_shape)):
                 if given is not None:
                     raise ValueError(f"{flag} does not apply with --vary-network (one network per value: the JSON "
@@ -322,6 +346,9 @@ def _run_network(args: argparse.Namespace) -> int:
 
         plot_energy_sweep(sweep.energy_points(), f"{network.name} on {hardwares[0].name}: energy per inference",
                           energy_plot_path)
+    if html_path is not None:
+        from dsasim.view.html_report import network_sweep_report
+        network_sweep_report(sweep, (*network_sweep_table(sweep), (0, 1)), network_sweep_notes(sweep)).write(html_path)
     results = [r for row in sweep.results for r in row]
     warn_partial("sweep-sram", "the sweep's totals are", results)
     return EXIT_FAILED if any(r.partial for r in results) else 0

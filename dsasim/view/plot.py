@@ -10,7 +10,8 @@
 * `plot_sram`: SRAM occupancy over time, stacked by tensor (time-averaged per window), with the peak and the
   capacity; on hardware with memory levels below the SRAM, one more panel per level, drawn the same way.
 * `plot_sweep`: an SRAM sweep's best traffic, lower bound, compulsory traffic and cycles against SRAM size.
-Each returns the path it wrote (the format follows the suffix, e.g. .png or .svg).
+Each `plot_X(..., path)` returns the path it wrote (the format follows the suffix, e.g. .png or .svg); its
+`X_figure(...)` returns the matplotlib Figure unsaved (`dsasim.view.html_report` draws it inline as SVG).
 
 What every figure keeps to (tests/test_trust_plots.py checks the Figure objects): a legend never covers data (it
 sits outside the axes); a linear axis of cycles starts at zero (beside a log traffic axis, a twin cycles axis from
@@ -21,7 +22,7 @@ use `dsasim.util.format_bytes`; colours name what they mean in the legend.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -90,7 +91,7 @@ def _colors(names: list[str]) -> dict[str, tuple]:
     return {n: cmap(k % cmap.N) for k, n in enumerate(names)}
 
 
-def plot_bandwidth(result: SimResult, path: str | Path, title: str | None = None) -> Path:
+def bandwidth_figure(result: SimResult, title: str | None = None) -> Figure:
     """DDR bandwidth timeline: load and store bytes/cycle per window, stacked, with the ceiling; below it the power
     (W per window, stacked by component) when the result carries energy."""
     scale, xlabel = _time_axis(result)
@@ -128,7 +129,12 @@ def plot_bandwidth(result: SimResult, path: str | Path, title: str | None = None
         _power_panel(power_ax, result, power, edges)
         power_ax.set_xlabel(xlabel)
         ax.set_xlabel("")
-    return _save(fig, path)
+    return fig
+
+
+def plot_bandwidth(result: SimResult, path: str | Path, title: str | None = None) -> Path:
+    """`bandwidth_figure` written to `path` (atomically; the format follows the suffix); the path written."""
+    return _save(bandwidth_figure(result, title), path)
 
 
 def _power_panel(ax: Any, result: SimResult, power: np.ndarray, edges: np.ndarray) -> None:
@@ -149,7 +155,7 @@ def _power_panel(ax: Any, result: SimResult, power: np.ndarray, edges: np.ndarra
     _legend_beside(ax)
 
 
-def plot_gantt(result: SimResult, path: str | Path, title: str | None = None) -> Path:
+def gantt_figure(result: SimResult, title: str | None = None) -> Figure:
     """Engine Gantt chart: a row per engine that ran an operation (the idle ones named in the title), operations
     colored by tensor (merged when there are many)."""
     scale, xlabel = _time_axis(result)
@@ -209,10 +215,15 @@ def plot_gantt(result: SimResult, path: str | Path, title: str | None = None) ->
     ax.set_title(title)
     if handles:
         _legend_below(fig, list(handles.values()), list(handles), ncol=6)
-    return _save(fig, path)
+    return fig
 
 
-def plot_sram(result: SimResult, path: str | Path, title: str | None = None) -> Path:
+def plot_gantt(result: SimResult, path: str | Path, title: str | None = None) -> Path:
+    """`gantt_figure` written to `path` (atomically; the format follows the suffix); the path written."""
+    return _save(gantt_figure(result, title), path)
+
+
+def sram_figure(result: SimResult, title: str | None = None) -> Figure:
     """SRAM occupancy over time, stacked by tensor, with the exact peak and the capacity; a panel per memory level
     below the SRAM, if any."""
     scale, xlabel = _time_axis(result)
@@ -233,7 +244,12 @@ def plot_sram(result: SimResult, path: str | Path, title: str | None = None) -> 
                      f"{lv.written_back_bytes:,} B written back; reserved {format_bytes(lv.reserved_bytes)})",
                      fontsize=9)
     axes[-1].set_xlabel(xlabel)
-    return _save(fig, path)
+    return fig
+
+
+def plot_sram(result: SimResult, path: str | Path, title: str | None = None) -> Path:
+    """`sram_figure` written to `path` (atomically; the format follows the suffix); the path written."""
+    return _save(sram_figure(result, title), path)
 
 
 def _occupancy_panel(ax: Any, tensors: tuple[str, ...], occ: np.ndarray, peak: int, reserved: int, capacity_bytes: int,
@@ -274,18 +290,18 @@ def plot_all(result: SimResult, directory: str | Path, prefix: str = "") -> list
     return [plot(result, path) for plot, path in zip((plot_bandwidth, plot_gantt, plot_sram), paths)]
 
 
-def _save_twin(fig: Any, ax: Any, ax2: Any, title: str, path: str | Path, fontsize: int = 8) -> Path:
+def _finish_twin(fig: Figure, ax: Any, ax2: Any, title: str, fontsize: int = 8) -> Figure:
     """Finish a figure whose axes `ax` (traffic, log) and `ax2` (cycles) share x: the cycles axis from zero, one
-    legend for both under the plot, the title, a grid; save it."""
+    legend for both under the plot, the title, a grid; the figure."""
     _cycles_axis_from_zero(ax2)
     lines, lines2 = ax.get_legend_handles_labels(), ax2.get_legend_handles_labels()
     _legend_below(fig, lines[0] + lines2[0], lines[1] + lines2[1], fontsize=fontsize, ncol=3)
     ax.set_title(title)
     ax.grid(True, which="both", alpha=0.3)
-    return _save(fig, path)
+    return fig
 
 
-def plot_sweep(result: TargetSweep, path: str | Path) -> Path:
+def sweep_figure(result: TargetSweep) -> Figure:
     """An SRAM sweep (a layer's or a chain's `TargetSweep`): traffic (best found, lower bound, compulsory; for a
     chain also all fused and layer by layer) and cycles against SRAM size, log-log."""
     pts = result.choices
@@ -310,10 +326,15 @@ def plot_sweep(result: TargetSweep, path: str | Path) -> Path:
     sim = all(p.cycles_source == "simulated" for p in pts if p.cycles is not None)
     ax2.plot(xs, cycles, "s-", color="tab:green", label="best schedule: cycles" + ("" if sim else " (estimate)"))
     ax2.set_ylabel("cycles")
-    return _save_twin(fig, ax, ax2, f"{result.spec} on {result.hardware.name}: SRAM sizing", path)
+    return _finish_twin(fig, ax, ax2, f"{result.spec} on {result.hardware.name}: SRAM sizing")
 
 
-def plot_level_sweep(sweep: TargetSweep, path: str | Path) -> Path:
+def plot_sweep(result: TargetSweep, path: str | Path) -> Path:
+    """`sweep_figure` written to `path` (atomically; the format follows the suffix); the path written."""
+    return _save(sweep_figure(result), path)
+
+
+def level_sweep_figure(sweep: TargetSweep) -> Figure:
     """A sweep of one memory level's size (a level sweep's `TargetSweep`): traffic into every level and the
     cycles against it."""
     xs = [s / 1024 for s in sweep.sizes]
@@ -330,7 +351,12 @@ def plot_level_sweep(sweep: TargetSweep, path: str | Path) -> Path:
     ax2.plot(xs, [a.cycles if a else float("nan") for a in sweep.choices], "s--", color="black",
              label="cycles (slowest level or TensorCore)")
     ax2.set_ylabel("cycles")
-    return _save_twin(fig, ax, ax2, f"{sweep.spec} on {sweep.hardware.name}: sizing {sweep.level}", path)
+    return _finish_twin(fig, ax, ax2, f"{sweep.spec} on {sweep.hardware.name}: sizing {sweep.level}")
+
+
+def plot_level_sweep(sweep: TargetSweep, path: str | Path) -> Path:
+    """`level_sweep_figure` written to `path` (atomically; the format follows the suffix); the path written."""
+    return _save(level_sweep_figure(sweep), path)
 
 
 # what a bar of the network chart is: (colour, legend label) per kind of layer (`_bar_kind`)
@@ -339,6 +365,7 @@ NETWORK_BAR_KINDS: dict[str, tuple[str, str]] = {
     "fused chain": ("tab:purple", "conv chain fused into one schedule"),
     "split chain": ("tab:orange", "conv chain run in parts ([1] [2 3] ...)"),
     "vector": ("tab:gray", "vector layer (pooling, add, softmax ...)"),
+    "attention": ("tab:green", "attention fused into one schedule (scores, softmax, output)"),
 }
 
 
@@ -367,7 +394,7 @@ def _short_layer_name(name: str) -> str:
     return "+".join(short)
 
 
-def plot_network(result: Any, path: str | Path) -> Path:
+def network_figure(result: Any) -> Figure:
     """A network under one SRAM size (`NetworkResult`): per layer, traffic bars with the lower bound marked,
     and estimated cycles bars below, coloured by kind of layer (NETWORK_BAR_KINDS); unplaceable and unmodelled
     layers are left out (named in the title)."""
@@ -395,12 +422,17 @@ def plot_network(result: Any, path: str | Path) -> Path:
     top.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0, fontsize=8)
     note = (f"; left out: {', '.join(left_out[:3])}" + (f" and {len(left_out) - 3} more" if len(left_out) > 3 else "")
             if left_out else "")
-    top.set_title(f"{result.network.name} on {result.hardware.name}, SRAM {format_bytes(result.sram_bytes)}: "
-                  f"{result.traffic_bytes:,} B, {result.cycles:,} cycles{note}")
-    return _save(fig, path)
+    top.set_title(f"{result.network.name} on {result.hardware.name}, SRAM {format_bytes(result.sram_bytes)}:\n"
+                  f"{result.traffic_bytes:,} B, {result.cycles:,} cycles{note}")  # two lines: a narrow chart's fit
+    return fig
 
 
-def plot_network_sweep(sweep: Any, path: str | Path) -> Path:
+def plot_network(result: Any, path: str | Path) -> Path:
+    """`network_figure` written to `path` (atomically; the format follows the suffix); the path written."""
+    return _save(network_figure(result), path)
+
+
+def network_sweep_figure(sweep: Any) -> Figure:
     """A network SRAM sweep (`NetworkSweep`): total traffic (best per layer, summed bounds, compulsory) and
     estimated cycles against SRAM size, one line per hardware, log-log."""
     fig = _figure(8.0, 4.8)
@@ -420,10 +452,15 @@ def plot_network_sweep(sweep: Any, path: str | Path) -> Path:
     ax.set_xlabel("SRAM (KiB)")
     ax.set_ylabel("DDR traffic (bytes, log scale)")
     ax2.set_ylabel("cycles")
-    return _save_twin(fig, ax, ax2, f"{sweep.network.name}: SRAM sizing", path, fontsize=7)
+    return _finish_twin(fig, ax, ax2, f"{sweep.network.name}: SRAM sizing", fontsize=7)
 
 
-def plot_shapes(sweep: Any, path: str | Path) -> Path:
+def plot_network_sweep(sweep: Any, path: str | Path) -> Path:
+    """`network_sweep_figure` written to `path` (atomically; the format follows the suffix); the path written."""
+    return _save(network_sweep_figure(sweep), path)
+
+
+def shapes_figure(sweep: Any) -> Figure:
     """A shape sweep (`ShapeSweep`): TensorCore utilization of each shape's best schedule (top), and the figure of
     its objective (estimated cycles for layers) of the per-shape best, the dispatch table's schedule and the single
     generic schedule (bottom)."""
@@ -449,39 +486,77 @@ def plot_shapes(sweep: Any, path: str | Path) -> Path:
     _cycles_axis_from_zero(bottom)
     _legend_beside(bottom)
     bottom.grid(True, alpha=0.3)
-    return _save(fig, path)
+    return fig
 
 
-__all__ = ["plot_all", "plot_bandwidth", "plot_gantt", "plot_network", "plot_network_sweep", "plot_shapes",
-           "plot_sram", "plot_sweep"]
+def plot_shapes(sweep: Any, path: str | Path) -> Path:
+    """`shapes_figure` written to `path` (atomically; the format follows the suffix); the path written."""
+    return _save(shapes_figure(sweep), path)
+
+
+def network_timeline_figure(layers: Sequence[tuple[str, int, int]], window_cycles: int, ddr_load: Sequence[float],
+                            ddr_store: Sequence[float], sram_occupancy: Sequence[float], ceiling: float | None = None,
+                            capacity_bytes: int | None = None) -> Figure:
+    """A whole network timed in one timeline: a bar per layer from its start to its end cycle (top; overlapping
+    layers stack on separate rows), the DDR bytes per cycle per window, loads and stores stacked (middle), the
+    SRAM occupancy per window (bottom); `ceiling` (B/cycle) and `capacity_bytes` drawn as lines when given."""
+    rows: list[int] = []  # each layer on the first row free at its start: overlap shows as a second row
+    row_ends: list[int] = []
+    for _, start, end in layers:
+        row = next((r for r, busy_until in enumerate(row_ends) if busy_until <= start), len(row_ends))
+        if row == len(row_ends):
+            row_ends.append(end)
+        else:
+            row_ends[row] = end
+        rows.append(row)
+    fig = _figure(10.0, 8.0)
+    top, middle, bottom = fig.subplots(3, 1, sharex=True, height_ratios=(1.0 + 0.3 * len(row_ends), 1.5, 1.5))
+    for k, ((_, start, end), row) in enumerate(zip(layers, rows)):  # neighbours in distinct colours (C0..C9)
+        top.broken_barh([(start, max(end - start, 1))], (row - 0.4, 0.8), facecolors=f"C{k % 10}",
+                        edgecolor="white", linewidth=0.5)
+    top.set_yticks(range(len(row_ends)))
+    top.set_yticklabels([f"layers ({r + 1})" for r in range(len(row_ends))])
+    top.set_ylim(-0.6, max(1, len(row_ends)) - 0.4)
+    top.set_title(f"{len(layers):,} layers in one timeline: {max((e for _, _, e in layers), default=0):,} cycles "
+                  f"(a second row: layers that overlap)")
+    n = len(ddr_load)
+    if len(ddr_store) != n or len(sram_occupancy) != n:
+        raise ValueError(f"the timelines differ in length: {n} DDR load, {len(ddr_store)} DDR store, "
+                         f"{len(sram_occupancy)} SRAM windows")
+    edges = np.arange(n + 1) * window_cycles
+    load = np.asarray(ddr_load, dtype=np.float64) / window_cycles
+    store = np.asarray(ddr_store, dtype=np.float64) / window_cycles
+    middle.stairs(load, edges, fill=True, color="tab:blue", alpha=0.8, label="load")
+    middle.stairs(load + store, edges, baseline=load, fill=True, color="tab:orange", alpha=0.8, label="store")
+    if ceiling is not None:
+        middle.axhline(ceiling, color="black", linestyle="--", linewidth=1, label=f"ceiling {ceiling:g} B/cycle")
+    middle.set_ylim(bottom=0)
+    middle.set_ylabel("DDR bytes / cycle")
+    _legend_beside(middle)
+    occupancy = np.asarray(sram_occupancy, dtype=np.float64) / 1024
+    bottom.stairs(occupancy, edges, fill=True, color="tab:green", alpha=0.8, label="occupied")
+    if capacity_bytes is not None:
+        bottom.axhline(capacity_bytes / 1024, color="red", linestyle=":", linewidth=1,
+                       label=f"capacity {format_bytes(capacity_bytes)}")
+    bottom.set_ylim(bottom=0)
+    bottom.set_ylabel("SRAM KiB (average per window)")
+    bottom.set_xlabel("cycles")
+    bottom.set_xlim(0, max(edges[-1] if n else 0, max((e for _, _, e in layers), default=0), 1))
+    bottom.xaxis.set_major_formatter(EngFormatter(sep=" "))
+    _legend_beside(bottom)
+    return fig
+
+
+__all__ = ["bandwidth_figure", "gantt_figure", "level_sweep_figure", "network_figure", "network_sweep_figure",
+           "network_timeline_figure",
+           "plot_all", "plot_bandwidth", "plot_gantt", "plot_level_sweep", "plot_network", "plot_network_sweep",
+           "plot_shapes", "plot_sram", "plot_sweep", "shapes_figure", "sram_figure", "sweep_figure"]
 
 
 def plot_network_timeline(simulation: Any, path: str | Path) -> Path:
-    """A network simulated in one timeline (`NetworkSimulation`): a 'layers' track (one bar per entry, in the order
-    run), the DDR bandwidth (load, store; bytes per cycle per window) and the SRAM occupancy (bytes, all tensors)."""
+    """A network simulated in one timeline (`NetworkSimulation`): `network_timeline_figure` of its entries' windows,
+    DDR bandwidth and SRAM occupancy, against the DDR ceiling and the SRAM capacity, written to `path`."""
     sim = simulation.sim
-    scale, unit = _time_axis(sim)
-    fig = _figure(10.0, 7.0)
-    layers, bandwidth, occupancy = fig.subplots(3, 1, sharex=True, height_ratios=(2, 1, 1))
-    slices = simulation.layer_slices()
-    for k, (name, start, end) in enumerate(slices):
-        layers.broken_barh([(start * scale, max(end - start, 1) * scale)], (k - 0.4, 0.8), color=f"C{k % 10}")
-    layers.set_yticks(range(len(slices)), [_short_layer_name(n) for n, _, _ in slices],
-                      fontsize=6 if len(slices) > 30 else 8)
-    layers.invert_yaxis()
-    layers.set_title(f"{simulation.network} on {simulation.hardware}, SRAM {format_bytes(simulation.sram_bytes)}: "
-                     f"{simulation.cycles:,} cycles simulated ({simulation.estimated_cycles:,} estimated)")
-    starts, load, store = simulation.ddr_bandwidth()
-    x = starts * scale
-    bandwidth.step(x, load, where="post", label="load")
-    bandwidth.step(x, store, where="post", label="store")
-    bandwidth.set_ylabel("DDR B/cycle")
-    bandwidth.legend(fontsize=8, loc="upper right")
-    _, occupied = simulation.sram_occupancy()
-    occupancy.step(x, occupied, where="post", color="C2")
-    occupancy.axhline(simulation.sram_bytes, color="k", linestyle=":", linewidth=1)
-    occupancy.set_ylabel("SRAM B")
-    occupancy.set_xlabel(unit)
-    for ax in (bandwidth, occupancy):
-        ax.set_ylim(bottom=0)
-    return _save(fig, path)
+    return _save(network_timeline_figure(simulation.layer_slices(), sim.window_cycles, sim.ddr_load_bytes,
+                                         sim.ddr_store_bytes, simulation.sram_occupancy()[1],
+                                         capacity_bytes=simulation.sram_bytes), path)

@@ -20,7 +20,8 @@ if TYPE_CHECKING:
     from dsasim.architect.studies.level_target import LevelChoice
     from dsasim.architect.studies.target_sweep import TargetSweep
 
-__all__ = ["CHOICE_TEXTS", "SWEEP_VIEWS", "SweepView", "format_attention_sweep", "format_chain_choice", "format_chain_sweep", "format_choice",
+__all__ = ["CHOICE_TEXTS", "SWEEP_VIEWS", "SweepView", "attention_sweep_table", "chain_sweep_table",
+           "level_sweep_table", "sweep_table", "format_attention_sweep", "format_chain_choice", "format_chain_sweep", "format_choice",
            "format_layer_choice", "format_level_choice", "format_level_sweep", "format_levels", "format_sweep",
            "format_target_sweep", "plot_target_sweep", "sweep_view"]
 
@@ -229,6 +230,11 @@ def format_choice(choice: Any, wall_seconds: float) -> str:
 # ------------------------------------------------------------------------------------------------ sweeps
 def format_sweep(result: TargetSweep) -> str:
     """The sweep table: one row per SRAM size; '-' where nothing fits, '(est)' on estimated cycles."""
+    return format_table(*sweep_table(result))
+
+
+def sweep_table(result: TargetSweep) -> tuple[tuple[str, ...], list[tuple]]:
+    """`format_sweep`'s table as (header, rows)."""
     from dsasim.architect.studies.sweep import format_bytes
 
     header = ("SRAM", "traffic B", "lower bound B", "compulsory B", "best/bound", "peak SRAM B", "cycles",
@@ -239,7 +245,7 @@ def format_sweep(result: TargetSweep) -> str:
              None if p.cycles is None else f"{p.cycles:,}" + ("" if p.cycles_source == "simulated" else " (est)"),
              *_energy_cells(p))
             for p in result.choices]
-    return format_table(header, rows)
+    return header, rows
 
 
 def _energy_cells(choice: Any) -> tuple[str | None, str | None]:
@@ -252,6 +258,11 @@ def _energy_cells(choice: Any) -> tuple[str | None, str | None]:
 
 def format_chain_sweep(result: TargetSweep) -> str:
     """The chain sweep table: per SRAM size the best partition, its traffic beside all fused and layer by layer."""
+    return format_table(*chain_sweep_table(result))
+
+
+def chain_sweep_table(result: TargetSweep) -> tuple[tuple[str, ...], list[tuple]]:
+    """`format_chain_sweep`'s table as (header, rows)."""
     from dsasim.architect.studies.sweep import format_bytes
 
     header = ("SRAM", "best", "traffic B", "all fused B", "layer by layer B", "compulsory B", "best/bound", "cycles",
@@ -261,7 +272,7 @@ def format_chain_sweep(result: TargetSweep) -> str:
              None if p.cycles is None else f"{p.cycles:,}" + ("" if p.cycles_source == "simulated" else " (est)"),
              *_energy_cells(p))
             for p in result.choices]
-    return format_table(header, rows)
+    return header, rows
 
 
 def _layer_sweep_text(result: TargetSweep, n_sizes: int) -> str:
@@ -278,6 +289,15 @@ def _chain_sweep_text(result: TargetSweep, n_sizes: int) -> str:
 def format_level_sweep(sweep: TargetSweep, n_sizes: int) -> str:
     """A level sweep's `TargetSweep` (choices: `LevelAnalysis` or None): per size of its level the traffic into
     every level, the cycles and the bottleneck."""
+    return "\n".join([
+        f"{sweep.spec} on {sweep.hardware.name}: traffic into each level and cycles vs the size of {sweep.level} "
+        f"(objective {sweep.objective}; the analytic model of every level)",
+        format_table(*level_sweep_table(sweep)),
+        f"{n_sizes} sizes, {sweep.evaluations:,} nests evaluated, {sweep.seconds:.2f} s"])
+
+
+def level_sweep_table(sweep: TargetSweep) -> tuple[tuple[str, ...], list[tuple]]:
+    """`format_level_sweep`'s table as (header, rows)."""
     from dsasim.architect.studies.sweep import format_bytes
 
     names = [lv.name for lv in sweep.hardware.levels]
@@ -285,16 +305,22 @@ def format_level_sweep(sweep: TargetSweep, n_sizes: int) -> str:
     rows = [(format_bytes(size), *((a.level(n).traffic_bytes for n in names) if a else [None] * len(names)),
              round(a.cycles) if a else None, a.bottleneck if a else "nothing fits", *_energy_cells(a))
             for size, a in zip(sweep.sizes, sweep.choices)]
-    return "\n".join([
-        f"{sweep.spec} on {sweep.hardware.name}: traffic into each level and cycles vs the size of {sweep.level} "
-        f"(objective {sweep.objective}; the analytic model of every level)",
-        format_table(header, rows),
-        f"{n_sizes} sizes, {sweep.evaluations:,} nests evaluated, {sweep.seconds:.2f} s"])
+    return header, rows
 
 
 def format_attention_sweep(sweep: TargetSweep, n_sizes: int) -> str:
     """An attention sweep's `TargetSweep` (choices: `AttentionSweepPoint`): per SRAM size the best schedule (kind,
     query rows x keys per tile), its traffic beside the compulsory bound, peak, estimated cycles, energy, area."""
+    return "\n".join([
+        f"{sweep.spec} on {sweep.hardware.name}: the best schedule per SRAM size (objective {sweep.objective}; "
+        f"counted by the model, equal to the trace)",
+        format_table(*attention_sweep_table(sweep)),
+        f"{n_sizes} sizes, {sweep.evaluations:,} schedules evaluated, {sweep.seconds:.2f} s; best: kind, query rows "
+        f"x keys per tile"])
+
+
+def attention_sweep_table(sweep: TargetSweep) -> tuple[tuple[str, ...], list[tuple]]:
+    """`format_attention_sweep`'s table as (header, rows)."""
     from dsasim.architect.studies.sweep import format_bytes
 
     header = ("SRAM", "best", "traffic B", "compulsory B", "best/bound", "peak SRAM B", "cycles", "energy uJ",
@@ -303,32 +329,36 @@ def format_attention_sweep(sweep: TargetSweep, n_sizes: int) -> str:
              None if p.traffic_bytes is None else f"{p.traffic_bytes / p.compulsory_bytes:.3f}", p.peak_sram_bytes,
              None if p.cycles is None else f"{p.cycles:,} (est)", *_energy_cells(p))
             for p in sweep.choices]
-    return "\n".join([
-        f"{sweep.spec} on {sweep.hardware.name}: the best schedule per SRAM size (objective {sweep.objective}; "
-        f"counted by the model, equal to the trace)",
-        format_table(header, rows),
-        f"{n_sizes} sizes, {sweep.evaluations:,} schedules evaluated, {sweep.seconds:.2f} s; best: kind, query rows "
-        f"x keys per tile"])
+    return header, rows
 
 
 @dataclass(frozen=True)
 class SweepView:
     """How a kind's sweep is shown: `text(result, n_sizes)` (the table and its summary; `n_sizes` as given on the
-    command line) and the name of its plot in `dsasim.view.plot`."""
+    command line), the name of its plot in `dsasim.view.plot` (`plot_X`, whose Figure is `X_figure`), and
+    `table(result)`: that table as (header, rows) for the HTML report (None: the report shows the text as printed)."""
 
     text: Callable[[Any, int], str]
     plot: str
+    table: Callable[[Any], tuple[tuple[str, ...], list[tuple]]] | None = None
 
     def __post_init__(self) -> None:
-        if not callable(self.text) or not isinstance(self.plot, str) or not self.plot:
-            raise ValueError(f"SweepView: a text function and a plot name, got {self.text!r}, {self.plot!r}")
+        if not callable(self.text) or not isinstance(self.plot, str) or not self.plot.startswith("plot_"):
+            raise ValueError(f"SweepView: a text function and a plot name plot_X, got {self.text!r}, {self.plot!r}")
+        if self.table is not None and not callable(self.table):
+            raise ValueError(f"SweepView: a table function or None, got {self.table!r}")
+
+    @property
+    def figure(self) -> str:
+        """The name in `dsasim.view.plot` of the function returning the plot's Figure unsaved."""
+        return self.plot.removeprefix("plot_") + "_figure"
 
 
 SWEEP_VIEWS: dict[str, SweepView] = {
-    "layer": SweepView(_layer_sweep_text, "plot_sweep"),
-    "chain": SweepView(_chain_sweep_text, "plot_sweep"),
-    "levels": SweepView(format_level_sweep, "plot_level_sweep"),
-    "attention": SweepView(format_attention_sweep, "plot_sweep"),
+    "layer": SweepView(_layer_sweep_text, "plot_sweep", sweep_table),
+    "chain": SweepView(_chain_sweep_text, "plot_sweep", chain_sweep_table),
+    "levels": SweepView(format_level_sweep, "plot_level_sweep", level_sweep_table),
+    "attention": SweepView(format_attention_sweep, "plot_sweep", attention_sweep_table),
 }
 
 

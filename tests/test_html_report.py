@@ -1,0 +1,293 @@
+"""`--html PATH` reports (dsasim.view.html_page, dsasim.view.html_report): every string escaped, the same bytes for
+the same inputs, written whole or not at all, the path checked before any work; and each kind of report opened in
+headless Chromium (tests/chromium_page.py): no console error, nothing loaded from elsewhere, the headline figure
+(read from the command's own --json) on the page, a screenshot.
+
+The screenshots in docs/img/ are these tests' own: `DSASIM_WRITE_SCREENSHOTS=1 pytest tests/test_html_report.py`
+writes them there (otherwise into a temporary folder).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from chromium_page import chromium_missing, open_page
+from dsasim.cli import main
+from dsasim.view.html_page import HtmlPage, figure_svg
+from dsasim.view.html_report import add_network_simulation
+
+HOSTILE = "<script>alert(\"x\")</script> & 'q'"
+# HOSTILE escaped by hand: < > & " ' as character references
+HOSTILE_ESCAPED = "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt; &amp; &#x27;q&#x27;"
+DOCS_IMG = Path(__file__).resolve().parent.parent / "docs" / "img"
+needs_chromium = pytest.mark.skipif(chromium_missing() is not None, reason=chromium_missing() or "")
+
+
+def _screenshot_path(tmp_path: Path, name: str) -> Path:
+    """docs/img/NAME when DSASIM_WRITE_SCREENSHOTS=1 (the docs' pictures), else a temporary file."""
+    if os.environ.get("DSASIM_WRITE_SCREENSHOTS") == "1":
+        DOCS_IMG.mkdir(exist_ok=True)
+        return DOCS_IMG / name
+    return tmp_path / name
+
+
+def _check_in_browser(html: Path, shot: Path, *expected: str) -> str:
+    """Open `html` in Chromium: no console error, no request but the file itself, each of `expected` in its text;
+    a PNG screenshot at `shot`. The page's text."""
+    page = open_page(html, screenshot=shot)
+    assert page.errors == ()
+    assert page.requests == (html.resolve().as_uri(),)  # self-contained: nothing fetched, not even a favicon
+    for text in expected:
+        assert text in page.text, f"{text!r} is not on the page"
+    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    return page.text
+
+
+# ------------------------------------------------------------------------------------------------ the page itself
+def test_every_string_put_into_the_page_is_escaped() -> None:
+    page = HtmlPage(HOSTILE, HOSTILE)
+    page.section(HOSTILE)
+    page.paragraph(HOSTILE)
+    page.paragraph(HOSTILE, warning=True)
+    page.bullets([HOSTILE])
+    page.facts([(HOSTILE, HOSTILE)])
+    page.table([HOSTILE, "n", "note"], [[HOSTILE, 1234, HOSTILE]])  # a name (left-aligned) and a number column
+    page.preformatted(HOSTILE, summary=HOSTILE)
+    html = page.html()
+    assert "<script" not in html and "alert(\"x\")" not in html
+    # title, h1, subtitle, h2, 2 paragraphs, 1 bullet, fact label and value, table header and 2 cells, pre, summary
+    assert html.count(HOSTILE_ESCAPED) == 14
+    assert '<td class="num">1,234</td>' in html  # a count: right-aligned, thousands separators
+
+
+def test_a_figure_is_the_same_bytes_whatever_the_date_and_ids_never_collide(monkeypatch: pytest.MonkeyPatch) -> None:
+    from dsasim.view.plot import _figure
+
+    def figure() -> Any:
+        fig = _figure(4.0, 3.0)
+        ax = fig.add_subplot()
+        ax.plot([1, 2, 3], [3, 1, 2], "o-", label=HOSTILE)
+        ax.legend()
+        ax.set_title(HOSTILE)
+        return fig
+
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "0")  # matplotlib dates its SVG metadata by this when set
+    first = figure_svg(figure(), "a")
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1700000000")
+    assert figure_svg(figure(), "a") == first  # no date, no random id: byte-identical
+    assert first.startswith("<svg") and "<?xml" not in first and "<!DOCTYPE" not in first
+    assert "<script" not in first  # matplotlib escapes the text it draws
+    second = figure_svg(figure(), "b")
+    ids = [set(re.findall(r'\sid="([^"]+)"', svg)) for svg in (first, second)]
+    assert ids[0] and not ids[0] & ids[1]  # two figures on one page share no id
+    for svg, own in zip((first, second), ids):
+        references = set(re.findall(r'url\(#([^)]+)\)|href="#([^"]+)"', svg))
+        assert {r for pair in references for r in pair if r} <= own  # every reference is to the figure's own id
+
+
+def test_a_page_is_written_whole_or_not_at_all(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A write that fails half-way (a full disk) leaves the earlier report as it was, and no temporary file."""
+    out = tmp_path / "report.html"
+    out.write_text("the earlier report")
+    page = HtmlPage("a page")
+    page.paragraph("x" * 10_000)
+
+    def half_then_full(self: Path, text: str, *args: Any, **kwargs: Any) -> int:
+        with open(self, "w", encoding="utf-8") as f:
+            f.write(text[:len(text) // 2])
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(Path, "write_text", half_then_full)
+    with pytest.raises(OSError, match="No space left"):
+        page.write(out)
+    monkeypatch.undo()
+    assert out.read_text() == "the earlier report"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["report.html"]
+
+
+# a network simulation as netsim's result writes it (the shape of NETWORK_SIMULATION_KEYS): layer a from cycle 0 to
+# 100, layer b from 80 to 200 (it starts while a still computes: 20 cycles of overlap); windows of 50 cycles
+NETWORK_SIMULATION = {
+    "cycles": 200, "window_cycles": 50, "dram_bytes_per_cycle": 32.0, "sram_bytes": 65536,
+    "layers": [{"name": "a", "start_cycle": 0, "end_cycle": 100, "estimated_cycles": 90},
+               {"name": HOSTILE, "start_cycle": 80, "end_cycle": 200, "estimated_cycles": 100}],
+    "ddr_load_bytes": [1600, 800, 400, 0], "ddr_store_bytes": [0, 0, 100, 300],
+    "sram_occupancy_bytes": [4096, 8192, 6144, 2048],
+    "stall_cycles": {"load:weight": 30, "load:image": 12},
+}
+
+
+def _simulation_page() -> HtmlPage:
+    page = HtmlPage("a network, simulated")
+    add_network_simulation(page, NETWORK_SIMULATION)
+    return page
+
+
+def test_a_network_simulation_section_from_its_json() -> None:
+    html = _simulation_page().html()
+    # simulated 200 cycles against the analytic 90 + 100 = 190: 200 / 190 = 1.0526 -> 1.053; the layers' spans
+    # 100 + 120 = 220 summed, 220 - 200 = 20 cycles overlap; layer b: 120 simulated / 100 analytic = 1.200
+    assert "190 cycles; simulated / estimate 1.053" in html
+    assert "20 cycles (the layers&#x27; own spans summed: 220)" in html
+    assert '<td class="num">80</td><td class="num">200</td><td class="num">120</td><td class="num">100</td>' \
+           '<td class="num">1.200</td>' in html
+    assert "load:weight 30, load:image 12" in html  # stalls, the longest first
+    assert HOSTILE_ESCAPED in html and "<script" not in html
+    assert html.count("<svg") == 1
+
+
+def test_a_network_simulation_without_a_key_is_refused_by_name() -> None:
+    broken = {**NETWORK_SIMULATION, "layers": [{"name": "a", "end_cycle": 5}]}
+    with pytest.raises(ValueError, match="layer 0 of the network simulation has no 'start_cycle'"):
+        add_network_simulation(HtmlPage("x"), broken)
+    with pytest.raises(ValueError, match="has no 'window_cycles'.*layers"):
+        add_network_simulation(HtmlPage("x"), {k: v for k, v in NETWORK_SIMULATION.items() if k != "window_cycles"})
+
+
+# ------------------------------------------------------------------------------------------------ the commands
+@pytest.mark.parametrize("argv, says", [
+    (["simulate", "demo2", "--html", "{tmp}/report.txt"],
+     "dsasim simulate: --html '{tmp}/report.txt': the file name must end in .html or .htm"),
+    (["network", "resnet18", "--html", "{tmp}/missing/report.html"],
+     "dsasim network: --html '{tmp}/missing/report.html': folder '{tmp}/missing' does not exist; create it first "
+     "(mkdir -p {tmp}/missing) or fix the path"),
+    (["sweep-sram", "blog-conv", "--sizes", "16KiB:32KiB", "--json", "{tmp}/r.html", "--html", "{tmp}/r.html"],
+     "dsasim sweep-sram: --json and --html both name {tmp}/r.html; give each output its own file"),
+    (["sweep-sram", "--network", "resnet18", "--sizes", "16KiB:32KiB", "--html", "{tmp}"],
+     "dsasim sweep-sram: --html '{tmp}' is a folder; give a file path, e.g. {tmp}/out.html"),
+    (["sweep-sram", "--network", "llama3-8b-layer:phase=decode,context=64", "--vary-network", "batch=1,2",
+      "--sizes", "1MiB", "--html", "{tmp}/r.html"],
+     "dsasim sweep-sram: --html does not apply with --vary-network (one network per value: the JSON has every "
+     "one's sweep; plots/llm_decode_batch.py draws them); leave it out"),
+], ids=["simulate-suffix", "network-folder", "sweep-same-file", "network-sweep-folder", "vary-network"])
+def test_a_bad_html_path_is_one_line_before_any_work(argv: list[str], says: str, tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch,
+                                                     capsys: pytest.CaptureFixture) -> None:
+    import dsasim.cli.network
+
+    def no_work(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("work started before the --html path was checked")
+
+    # the networks' first piece of work, looked up in the CLI's own module at each call (a library function would
+    # stay patched in any module that imports it by name while the patch holds)
+    monkeypatch.setattr(dsasim.cli.network, "load_network_quietly", no_work)
+    assert main([a.replace("{tmp}", str(tmp_path)) for a in argv]) == 2
+    assert capsys.readouterr().err == says.replace("{tmp}", str(tmp_path)) + "\n"
+    assert not list(tmp_path.glob("*.html"))
+
+
+@pytest.fixture(scope="module")
+def simulated(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
+    """`dsasim simulate demo2` with --json and --html, run twice: the page and the JSON of the first."""
+    tmp = tmp_path_factory.mktemp("simulate")
+    for k in (1, 2):
+        assert main(["simulate", "demo2", "--json", str(tmp / f"{k}.json"), "--html", str(tmp / f"{k}.html")]) == 0
+    return tmp, json.loads((tmp / "1.json").read_text())
+
+
+def test_the_same_run_gives_the_same_page(simulated: tuple[Path, dict]) -> None:
+    tmp, _ = simulated
+    first = (tmp / "1.html").read_bytes()
+    assert first == (tmp / "2.html").read_bytes()
+    assert first.count(b"<svg") == 3  # the Gantt chart, the bandwidth and the SRAM occupancy timelines
+
+
+TINY_NET = ("import torch.nn as nn\n"
+            "example_input_shape = (1, 8, 8, 8)\n"
+            "class Net(nn.Module):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.conv = nn.Conv2d(8, 16, 3, padding=1, bias=False)\n"
+            "        self.odd = nn.Upsample(scale_factor=2)\n"  # not modelled: the result is partial
+            "        self.pool = nn.AdaptiveAvgPool2d(1)\n"
+            "        self.fc = nn.Linear(16, 10)\n"
+            "    def forward(self, x):\n"
+            "        return self.fc(self.pool(self.odd(self.conv(x))).flatten(1))\n")
+HARDWARE_NAME = '<b>hw</b> & "co"'  # a hardware file's name: on the page as text, never as markup
+
+
+@pytest.fixture(scope="module")
+def network_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
+    """`dsasim network` of a four-layer module (one layer unmodelled) on hardware whose name is markup."""
+    tmp = tmp_path_factory.mktemp("network")
+    (tmp / "tinyhtml.py").write_text(TINY_NET)
+    (tmp / "hw.toml").write_text('base = "blog"\nname = "<b>hw</b> & \\"co\\""\n')
+    with pytest.MonkeyPatch.context() as mp:
+        mp.syspath_prepend(str(tmp))
+        assert main(["network", "tinyhtml:Net", "--hardware", str(tmp / "hw.toml"), "--jobs", "1", "--quiet",
+                     "--json", str(tmp / "n.json"), "--html", str(tmp / "n.html")]) == 1  # partial: exit 1
+    return tmp, json.loads((tmp / "n.json").read_text())
+
+
+def test_the_network_page_escapes_names_from_user_files(network_run: tuple[Path, dict]) -> None:
+    tmp, js = network_run
+    html = (tmp / "n.html").read_text()
+    assert js["hardware"] == HARDWARE_NAME
+    assert "<b>hw" not in html and "&lt;b&gt;hw&lt;/b&gt; &amp; &quot;co&quot;" in html
+
+
+@needs_chromium
+def test_the_simulate_report_in_a_browser(simulated: tuple[Path, dict], tmp_path: Path) -> None:
+    tmp, js = simulated
+    _check_in_browser(tmp / "1.html", _screenshot_path(tmp_path, "report-simulate.png"),
+                      f"{js['cycles']:,} cycles", f"{js['loaded_bytes'] + js['stored_bytes']:,} B",
+                      "TensorCore stalls by cause")
+
+
+@needs_chromium
+def test_the_network_report_in_a_browser(network_run: tuple[Path, dict], tmp_path: Path) -> None:
+    tmp, js = network_run
+    text = _check_in_browser(tmp / "n.html", _screenshot_path(tmp_path, "report-network.png"),
+                             f"{js['loaded_bytes'] + js['stored_bytes']:,} B", f"{js['cycles']:,}",
+                             HARDWARE_NAME, "Layers left out of the totals", "PARTIAL")
+    assert "odd\tunmodelled\tdsasim does not model module Upsample" in text  # the layer left out, and why
+
+
+@needs_chromium
+def test_the_sweep_report_in_a_browser(tmp_path: Path) -> None:
+    js, html = tmp_path / "s.json", tmp_path / "s.html"
+    assert main(["sweep-sram", "blog-conv", "--sizes", "16KiB:64KiB:2", "--no-simulate", "--quiet", "--json", str(js),
+                 "--html", str(html)]) == 0
+    largest = json.loads(js.read_text())["points"][-1]
+    _check_in_browser(html, _screenshot_path(tmp_path, "report-sweep.png"),
+                      f"traffic at 64 KiB\t{largest['traffic_bytes']:,} B",
+                      f"its lower bound\t{largest['lower_bound_bytes']:,} B", "Sizing answers")
+
+
+@needs_chromium
+def test_the_network_sweep_report_in_a_browser(network_run: tuple[Path, dict], tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp, _ = network_run
+    monkeypatch.syspath_prepend(str(tmp))
+    js, html = tmp_path / "ns.json", tmp_path / "ns.html"
+    assert main(["sweep-sram", "--network", "tinyhtml:Net", "--sizes", "1KiB,64KiB", "--within", "5%", "--jobs", "1",
+                 "--quiet", "--json", str(js), "--html", str(html)]) == 1  # partial: the Upsample is left out
+    smallest = json.loads(js.read_text())["points"][0]
+    row = "\t".join(f"{smallest[k]:,}" for k in ("traffic_bytes", "lower_bound_bytes", "compulsory_bytes"))
+    _check_in_browser(html, tmp_path / "network-sweep.png", f"1 KiB\t{row}", f"{smallest['cycles']:,}",
+                      "the smallest SRAM within 5% of compulsory traffic is 1 KiB", "PARTIAL")
+
+
+@needs_chromium
+def test_a_network_simulation_section_in_a_browser(tmp_path: Path) -> None:
+    html = _simulation_page().write(tmp_path / "sim.html")
+    _check_in_browser(html, tmp_path / "simulated.png", "simulated cycles\t200", HOSTILE)  # (a stub: not in the docs)
+
+
+@needs_chromium
+def test_the_browser_check_sees_a_console_error(tmp_path: Path) -> None:
+    """The harness itself: a page that logs an error, throws and loads a missing image is reported, all three."""
+    bad = tmp_path / "bad.html"
+    bad.write_text('<!DOCTYPE html><html><body><p>x</p><img src="missing.png">'
+                   '<script>console.error("planted"); throw new Error("boom");</script></body></html>')
+    page = open_page(bad)
+    assert any("planted" in e for e in page.errors)
+    assert any("boom" in e for e in page.errors)
+    assert any("missing.png" in e for e in page.errors)
+    assert len(page.requests) == 2
