@@ -35,7 +35,6 @@ from dsasim.cli.common import (EXIT_FAILED, CliError, Command, add_objective_arg
 from dsasim.view.energy_text import format_energy_narrow
 from dsasim.view.table import format_table
 from dsasim.hardware import load_hardware
-from dsasim.one_level import require_one_level
 
 if TYPE_CHECKING:
     from dsasim.architect.studies.network import Network
@@ -143,6 +142,7 @@ def warn_partial(command: str, what: str, results: list[NetworkResult]) -> None:
 
 
 NAME_CELL_CHARS, OP_CELL_CHARS = 34, 20  # the table's name and op cells: with the numbers, 120 columns at most
+LEVEL_CELL_CHARS = 6  # what each level column below the SRAM takes from the name cell (half that from the op's)
 
 
 def _cut(text: str, chars: int) -> str:
@@ -177,7 +177,9 @@ def format_network(result: NetworkResult, top: int = 5, wide: bool = False) -> s
     layer's shape, status and padding waste. The totals say 'PARTIAL' and name the layers left out when any is."""
     from dsasim.architect.studies.sweep import format_bytes
 
+    inner = [lv.name for lv in result.hardware.inner_levels]  # on levels: a column per level below the SRAM
     header = ["layer", "op", "traffic B", "bound B", "compulsory B", "cycles (est)", "TC util", "energy uJ"]
+    header[3:3] = [f"{name} B" for name in inner]
     if wide:
         header[2:2] = ["shape", "status"]
         header.append("padding waste")
@@ -185,7 +187,9 @@ def format_network(result: NetworkResult, top: int = 5, wide: bool = False) -> s
     for x in result.layers:
         ok = x.status == "ok"
         name, op = short_layer_name(x.layer.name), short_op(x)
+        moved = {level: loaded + stored for level, loaded, stored in x.level_bytes}
         row: list[int | str | None] = [name, op, x.traffic_bytes if ok else x.status,
+                                       *[moved.get(level, 0) if ok else None for level in inner],
                                        x.lower_bound_bytes if ok else None, x.compulsory_bytes if ok else None,
                                        x.cycles if ok else None, _pct(x.tensorcore_utilization),
                                        None if x.energy is None else f"{x.energy.energy_pj / 1e6:,.3f}"]
@@ -193,7 +197,9 @@ def format_network(result: NetworkResult, top: int = 5, wide: bool = False) -> s
             row[2:2] = [x.layer.shape, x.status]
             row.append(None if x.tensorcore_utilization is None else _pct(1 - x.tensorcore_utilization))
         else:
-            row[:2] = [_cut(name, NAME_CELL_CHARS), _cut(op, OP_CELL_CHARS)]
+            # on levels the numbers take more columns: the names give way to keep the table within 120
+            row[:2] = [_cut(name, NAME_CELL_CHARS - LEVEL_CELL_CHARS * len(inner)),
+                       _cut(op, OP_CELL_CHARS - (LEVEL_CELL_CHARS // 2) * len(inner))]
         rows.append(row)
     lines = [format_table(header, rows, left=(0, 1, 2, 3) if wide else (0, 1)), ""]
     counted = (f"PARTIAL totals ({len(result.layers) - len(result.left_out)} of {len(result.layers)} layers "
@@ -203,6 +209,9 @@ def format_network(result: NetworkResult, top: int = 5, wide: bool = False) -> s
     lines.append(f"  traffic {result.traffic_bytes:,} B (loaded {result.loaded_bytes:,}, stored "
                  f"{result.stored_bytes:,}), lower bound {result.lower_bound_bytes:,} B, compulsory "
                  f"{result.compulsory_bytes:,} B")
+    for level, loaded, stored in result.level_bytes:  # levels below the SRAM: what each moves, from the model
+        lines.append(f"  {level}: {loaded + stored:,} B staged and written back (staged in {loaded:,}, written "
+                     f"back {stored:,}; the hierarchy model's)")
     lines.append(f"  {result.cycles:,} cycles (estimated), {result.macs:,} MACs")
     if result.traffic_bytes and result.lower_bound_bytes:
         lines.append(f"  best / bound {result.traffic_bytes / result.lower_bound_bytes:.3f}"
@@ -213,6 +222,8 @@ def format_network(result: NetworkResult, top: int = 5, wide: bool = False) -> s
     if unpriced:  # placed, but its schedule's model counts no accesses: out of the energy total, never zero
         lines.append(f"  energy leaves out {len(unpriced)} placed layer(s) whose model counts no accesses: "
                      + ", ".join(unpriced))
+    if result.hardware.inner_levels:
+        lines.extend(levels_notes(result))
     if result.per_token is not None:  # a token model's layer: per token, the bound, tokens/s, the whole model
         lines.extend(result.per_token.lines())
     entries = {x.layer.name: x for x in result.layers}
@@ -239,6 +250,19 @@ def format_network(result: NetworkResult, top: int = 5, wide: bool = False) -> s
     return "\n".join(lines)
 
 
+def levels_notes(result: NetworkResult) -> list[str]:
+    """On hardware with levels below the SRAM: what the levels model leaves as it was (the chains and attention
+    groups evaluated as their member layers; what the energy prices at the SRAM only)."""
+    lines = []
+    if result.unfused_on_levels:
+        lines.append(f"  note: the fused models know one on-chip level; on {result.hardware.name} "
+                     f"{len(result.unfused_on_levels)} chain(s) and attention group(s) are evaluated as their member "
+                     f"layers, each on the levels: " + ", ".join(short_layer_name(n) for n in result.unfused_on_levels))
+    lines.append("  note: the levels below the SRAM hold the TensorCore's operands; vector layers, fused epilogues and "
+                 "extra operands (biases, residuals) stream through the SRAM only, and their energy is priced there")
+    return lines
+
+
 def _pct(value: float | None) -> str | None:
     return None if value is None else f"{100 * value:.0f}%"
 
@@ -247,15 +271,15 @@ def run(args: argparse.Namespace) -> int:
     """Handle `dsasim network`: 0, or 1 when the result is partial (a layer unmodelled or unplaceable: the rest
     is reported, the layers left out are named on stderr)."""
     from dsasim.architect.studies.executor import open_executor
-    from dsasim.architect.studies.network_eval import check_network_objective, evaluate_network
+    from dsasim.architect.studies.network_eval import check_network_objective, evaluate_network, sized_hardware
     from dsasim.architect.studies.sweep import parse_bytes
 
     try:
         hardware = load_hardware(args.hardware)
-        require_one_level(hardware, "network evaluation")
         sram = parse_bytes(args.sram) if args.sram is not None else hardware.sram_bytes
         if sram < hardware.word_bytes:
             raise ValueError(f"--sram {args.sram}: must hold at least one {hardware.word_bytes}-byte word")
+        sized_hardware(hardware, sram)  # a level below the SRAM larger than it: refused before the network loads
         json_path, plot_path = json_and_plot_paths(args)
     except ValueError as err:
         raise CliError(str(err)) from None
