@@ -254,12 +254,11 @@ def levels_notes(result: NetworkResult) -> list[str]:
     """On hardware with levels below the SRAM: what the levels model leaves as it was (the chains and attention
     groups evaluated as their member layers; what the energy prices at the SRAM only)."""
     lines = []
-    if result.unfused_on_levels:
-        lines.append(f"  note: the fused models know one on-chip level; on {result.hardware.name} "
-                     f"{len(result.unfused_on_levels)} chain(s) and attention group(s) are evaluated as their member "
-                     f"layers, each on the levels: " + ", ".join(short_layer_name(n) for n in result.unfused_on_levels))
-    lines.append("  note: the levels below the SRAM hold the TensorCore's operands; vector layers, fused epilogues and "
-                 "extra operands (biases, residuals) stream through the SRAM only, and their energy is priced there")
+    if result.unfused_on_levels:  # the fused models know one on-chip level
+        lines.append(f"  note: on {result.hardware.name} (levels below the SRAM) chains and attention groups are "
+                     f"searched as their layers: " + ", ".join(short_layer_name(n) for n in result.unfused_on_levels))
+    lines.append("  note: energy prices each level below the SRAM for the TensorCore operands it holds; vector layers,")
+    lines.append("        epilogues, biases and residuals pass through the SRAM only")
     return lines
 
 

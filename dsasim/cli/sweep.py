@@ -201,9 +201,8 @@ def format_network_sweep(sweep: NetworkSweep) -> str:
                     + " staged and written back (the hierarchy model's)")
     for row in sweep.results:
         if row and row[0].unfused_on_levels:
-            lines.append(f"note: on {row[0].hardware.name} (levels below the SRAM) {len(row[0].unfused_on_levels)} "
-                         f"chain(s) and attention group(s) are evaluated as their member layers: "
-                         + ", ".join(row[0].unfused_on_levels))
+            lines.append(f"note: on {row[0].hardware.name} (levels below the SRAM) chains and attention groups are "
+                         f"searched as their layers: " + ", ".join(row[0].unfused_on_levels))
     for hw, answers in zip(sweep.hardwares, sweep.sizing()):
         lines.append(f"{hw.name}: {format_sizing(answers)}")
     if any(r.partial for row in sweep.results for r in row):

@@ -365,11 +365,15 @@ def outer_pool(outer_result: one_level.SearchResult, objective: Objective,
 def search_levels(problem: Problem, hardware: Accelerator, sram_bytes: int | None = None,
                   objective: Objective | str = DEFAULT_OBJECTIVE, outer_candidates: int = OUTER_CANDIDATES,
                   progress: Callable[[float], None] | None = None, force: bool = False,
-                  warn: Callable[[str], None] | None = None, slide: bool = True) -> LevelSearchResult:
+                  warn: Callable[[str], None] | None = None, slide: bool = True,
+                  inner_cache: dict[tuple, tuple] | None = None) -> LevelSearchResult:
     """The best `LevelNest` of `problem` on a hardware with inner levels (module docstring: the decomposition,
     the objective). ValueError for hardware without inner levels or with levels below an inner level. `force`,
     `warn` and `slide` go to the outer search. `progress` gets the fraction done (0..1): the outer search's
-    progress scaled to OUTER_PROGRESS_SHARE, then an equal part after each inner search."""
+    progress scaled to OUTER_PROGRESS_SHARE, then an equal part after each inner search. `inner_cache` (a dict
+    kept by the caller across searches of this problem on this hardware at several SRAM sizes) reuses the inner
+    search of an outer nest seen before (`_inner_cache_key`: the result is the same; its evaluations are not
+    counted again)."""
     objective = objective_named(objective)
     if not hardware.inner_levels:
         raise ValueError(f"hardware {hardware.name!r} has no level below the SRAM; `search` finds its schedules "
@@ -391,8 +395,15 @@ def search_levels(problem: Problem, hardware: Accelerator, sram_bytes: int | Non
     for k, outer in enumerate(pool):
         a = analyze_levels(LevelNest(outer, InnerTiling(outer.order, {}, {n: 0 for n in staged}), hw))
         sram = a.level(SRAM_LEVEL)
-        key, nest, n = _inner_search(outer, hw, staged, sram.cycles, sram.traffic_bytes, objective)
-        evaluations += n
+        cache_key = _inner_cache_key(outer, hw, objective)
+        if inner_cache is not None and cache_key in inner_cache:
+            key, inner = inner_cache[cache_key]
+            nest = None if inner is None else LevelNest(outer, inner, hw)  # on this size's hardware
+        else:
+            key, nest, n = _inner_search(outer, hw, staged, sram.cycles, sram.traffic_bytes, objective)
+            evaluations += n
+            if inner_cache is not None:
+                inner_cache[cache_key] = (key, None if nest is None else nest.inner)
         if key is not None and (best_key is None or key < best_key):
             best_key, best_nest = key, nest
         if progress is not None:
@@ -402,6 +413,16 @@ def search_levels(problem: Problem, hardware: Accelerator, sram_bytes: int | Non
                              outer_considered=len(pool), evaluations=evaluations,
                              seconds=time.perf_counter() - start, outer_evaluations=outer_result.evaluations,
                              outer_seconds=outer_seconds)
+
+
+def _inner_cache_key(outer: LoopNest, hardware: Accelerator, objective: Objective) -> tuple:
+    """What an outer nest's inner search depends on: the nest, the objective and, for an objective that prices
+    energy, the SRAM size (its energy per access follows the size). Nothing else of the SRAM size enters it: the
+    inner candidates fit the inner levels' capacities, and their cost compares with the outer nest's DDR time,
+    which its transfers fix; the hardware's other fields are the caller's to keep (one cache per hardware)."""
+    import json
+    return (json.dumps(outer.to_json(), sort_keys=True), objective.name,
+            hardware.sram_bytes if objective.needs_energy else None)
 
 
 def with_level_capacity(hardware: Accelerator, level: str, capacity_bytes: int) -> Accelerator:

@@ -189,12 +189,14 @@ class LevelTarget:
 
     def network_choices(self, sizes: Sequence[int], objective: Objective | str) -> list[LevelChoice]:
         """Per SRAM size (bytes, in order), the level search's best nest by `objective` (one `search_levels` per
-        size: its outer pool and inner tilings depend on the size; nothing re-run through the trace). The network's
-        own estimate has already been checked against the limit, so each search runs without its own refusal."""
+        size: its outer pool depends on the size; an outer nest that recurs across sizes has its inner search
+        once, `search_levels`' inner_cache; nothing re-run through the trace). The network's own estimate has
+        already been checked against the limit, so each search runs without its own refusal."""
         from dsasim.architect.search.level_search import search_levels
 
-        return [LevelChoice(self.spec, search_levels(self.problem, self.hardware, int(size), objective, force=True),
-                            int(size)) for size in sizes]
+        cache: dict[tuple, tuple] = {}
+        return [LevelChoice(self.spec, search_levels(self.problem, self.hardware, int(size), objective, force=True,
+                                                     inner_cache=cache), int(size)) for size in sizes]
 
     def search(self, sram_bytes: int, objective: Objective | str, options: SearchOptions) -> LevelChoice:
         """`search_levels` of the layer; with confirm 1 and a "levelnest" kernel its best nest is traced."""
