@@ -134,6 +134,7 @@ def test_the_chain_is_evaluated_as_its_layers_and_the_output_says_so(network, re
     assert ("note: on blog-l1 (levels below the SRAM) chains and attention groups are searched as their layers: a+b"
             in text)
     assert "L1w: 9,216 B staged and written back" in text
+    assert text.splitlines()[0].split()[4:10] == ["L1w", "B", "L1i", "B", "L1acc", "B"]  # a column per level
     assert all(len(line) <= 120 for line in text.splitlines()[:5])  # the table, its level columns included
     # without fusion nothing is left unfused: no note
     unfused = evaluate_network(network, [L1], SIZES[:1], fusion=False)[0][0]
@@ -200,3 +201,33 @@ def test_the_estimate_counts_a_level_search_per_layer_and_size(network):
 def test_what_the_levels_cannot_take_is_refused_in_one_line(argv, expect, capsys):
     from cli_helpers import one_line_error
     one_line_error(argv, capsys, expect)
+
+
+def test_a_batched_layer_moves_its_level_bytes_once_per_repeat(results):
+    # a bmm of 2 independent repeats of layer b's problem runs its nest twice: every level's bytes doubled
+    from dsasim.architect.studies.network import TENSORCORE, NetworkLayer
+    from dsasim.architect.studies.network_eval import _tensorcore_outcome
+    from dsasim.architect.studies.target_figures import TargetFigures
+    from dsasim.architect.studies.level_target import LevelTarget
+
+    b = results[0].layers[1]
+    choice, = LevelTarget("b", b.layer.problem, L1).network_choices([64 * KIB], "traffic")
+    twice = NetworkLayer(name="bmm", op="matmul", kind=TENSORCORE, shape="2 x b", problem=b.layer.problem, count=2)
+    x = _tensorcore_outcome(twice, dataclasses.replace(L1, sram_bytes=64 * KIB), TargetFigures.of(choice))
+    assert x.level_bytes == (("L1w", 2 * 3072, 0), ("L1i", 2 * 1536, 0), ("L1acc", 0, 2 * 512))
+    assert (x.loaded_bytes, x.stored_bytes) == (2 * b.loaded_bytes, 2 * b.stored_bytes)
+
+
+def test_the_inner_search_is_shared_across_sizes_only_where_the_size_cannot_change_it():
+    # an outer nest's inner search depends on the SRAM size only through the energy's price per SRAM access
+    from dsasim.architect.search.level_search import _inner_cache_key
+    from dsasim.architect.search.objective import objective_named
+
+    nest = search_levels(import_network(TwoLinear(), (16, 64), "n").layers[1].problem, L1, 64 * KIB).best.nest.outer
+    at = lambda size, objective: _inner_cache_key(nest, dataclasses.replace(L1, sram_bytes=size),  # noqa: E731
+                                                  objective_named(objective))
+    assert at(64 * KIB, "traffic") == at(1024 * KIB, "traffic")
+    assert at(64 * KIB, "cycles") == at(1024 * KIB, "cycles")
+    assert at(64 * KIB, "energy") != at(1024 * KIB, "energy")
+    assert at(64 * KIB, "edp") != at(1024 * KIB, "edp")
+    assert at(64 * KIB, "traffic") != at(64 * KIB, "cycles")
