@@ -25,6 +25,10 @@ Per layer kind (see `dsasim.architect.studies.network`):
   as its unfused member layers, each as above. A layer of a
 token model (`Network.tokens`) adds its per-token figures (`NetworkResult.per_token`, `network_tokens`).
 
+On hardware with levels below the SRAM (e.g. blog-l1) a tensorcore layer is searched by the level search (its best
+`LevelNest` per size, `level_target.LevelTarget`; its `level_bytes` per inner level, its energy priced per level),
+and chains and attention groups are evaluated as their member layers and named (`network_levels`).
+
 Results depend only on (network, hardware, sizes): the same inputs give byte-identical JSON whichever executor ran
 the searches (results are placed by task index, never by completion order).
 """

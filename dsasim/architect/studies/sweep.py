@@ -376,7 +376,9 @@ def estimate_network_sweep_work(network: Any, hardwares: Sequence[Accelerator], 
     layer's search (`estimate_search_work`) and, with `fusion`, every distinct chain's (`estimate_chain_work`) and
     every distinct fused attention group's (`AttentionTarget.estimate_work`, one search per size), the tasks spread over `workers`. Hardware that differs only in fields the search's space does not depend on
     (bandwidths, setup cycles) shares one count. By an energy `objective` every layer is searched once per size
-    (the SRAM's energy per access follows its size) instead of one search for all sizes."""
+    (the SRAM's energy per access follows its size) instead of one search for all sizes. On hardware with levels
+    below the SRAM every layer (chains and attention groups as their layers, `network_levels`) is one level search
+    per size (`estimate_level_search_work`)."""
     from dsasim.architect.search.fused_search import estimate_chain_work
 
     if n_sizes < 1 or workers < 1:
