@@ -16,7 +16,10 @@ the exit status is 1. torch and the search are imported by the run; torch's own 
 network are held back (--verbose or DSASIM_VERBOSE=1 shows them). For a layer of a token model (the LLM and BERT
 layer presets): bytes per token split into weights, KV cache and activations, MACs per DDR byte, the bound (DDR or
 TensorCore), tokens/s at the hardware's clock, and the whole model as this layer times its layer count plus the
-embedding and head (not modelled).
+embedding and head (not modelled). On hardware with levels below the SRAM (blog-l1, a TOML file with inner levels)
+each layer is searched on the levels (its best LevelNest): a column per inner level (bytes staged in and written
+back), a total line each, chains and attention groups evaluated as their layers and named in a note
+(docs/model/levels.md, "Networks on levels").
 """
 
 from __future__ import annotations
