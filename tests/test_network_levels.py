@@ -184,6 +184,11 @@ def test_the_estimate_counts_a_level_search_per_layer_and_size(network):
     by_hand = [estimate_level_search_work(network.layers[i].problem, L1, n_searches=3) for i in (0, 1)]
     assert work.seconds == pytest.approx(sum(w.seconds for w in by_hand), rel=1e-12)
     assert work.evaluations == sum(w.evaluations for w in by_hand)
+    # each level search: its outer (one-level) search's estimate over its usual share (0.6), plus 2 s of inner searches
+    from dsasim.architect.search.layer_search import estimate_search_work
+    outer = [estimate_search_work(network.layers[i].problem, dataclasses.replace(L1, inner_levels=()), 1).seconds
+             for i in (0, 1)]
+    assert work.seconds == pytest.approx(sum(3 * (s / 0.6 + 2.0) for s in outer), rel=1e-12)
     assert "2 searches (2 distinct layers and 0 chains" in work.what
     # on one level: one chain search (its layers' fronts), no layer on its own
     assert "1 searches (0 distinct layers and 1 chains" in estimate_network_sweep_work(network, [BLOG], 3).what

@@ -54,6 +54,10 @@ _REFINE_ROUNDS = 4
 # inner searches share the rest. Measured on blog-l1 (2026-11-27): res2a_branch2b 0.40, mobilenetv2.dw1 0.69,
 # res3a_branch2a 0.67, gemm-1024 0.70, blog-conv 0.81
 OUTER_PROGRESS_SHARE = 0.6
+# what the inner searches add to a level search beyond that share, about the same for any layer: measured on
+# ResNet-50's layers on blog-l1 (CPU time, bench/bench_network_levels.py, 2026-11-28) a 1x1 conv's level search
+# takes 2.0-2.6 s where its outer search is estimated at 0.3-0.4 s; a 3x3 or 7x7 conv's, 1.3x its share's estimate
+INNER_SECONDS_PER_SEARCH = 2.0
 
 
 @dataclass
@@ -483,19 +487,22 @@ def sweep_levels(problem: Problem, hardware: Accelerator, level: str, sizes: Seq
 
 
 __all__ += ["with_level_capacity", "LevelSweep", "sweep_levels", "estimate_level_trace_work",
-            "LEVEL_TRACE_SECONDS_PER_STEP", "estimate_level_search_work", "OUTER_PROGRESS_SHARE"]
+            "LEVEL_TRACE_SECONDS_PER_STEP", "estimate_level_search_work", "OUTER_PROGRESS_SHARE",
+            "INNER_SECONDS_PER_SEARCH"]
 
 
 def estimate_level_search_work(problem: Problem, hardware: Accelerator, sram_bytes: int | None = None,
                                n_searches: int = 1, slide: bool = True) -> one_level.WorkEstimate:
     """The work of `n_searches` level searches (`search_levels`) of `problem`: the outer (SRAM) search's estimate
-    (`search.estimate_search_work`) divided by OUTER_PROGRESS_SHARE, its usual share of the time (the inner
-    searches depend on the outer nests found, so they are not counted ahead)."""
+    (`search.estimate_search_work`) divided by OUTER_PROGRESS_SHARE, its usual share of the time, plus
+    INNER_SECONDS_PER_SEARCH each (the inner searches depend on the outer nests found, so they are not counted
+    ahead: what a small layer's take is measured instead)."""
     one = replace(hardware, inner_levels=(), sram_bytes=hardware.sram_bytes if sram_bytes is None else sram_bytes)
     outer = one_level.estimate_search_work(problem, one, 1, slide=slide)
     return one_level.WorkEstimate(what=f"{n_searches:,} level search(es) of {problem.name}",
                                   evaluations=outer.evaluations * n_searches, traced_operations=0,
-                                  seconds=outer.seconds * n_searches / OUTER_PROGRESS_SHARE)
+                                  seconds=n_searches * (outer.seconds / OUTER_PROGRESS_SHARE
+                                                        + INNER_SECONDS_PER_SEARCH))
 
 
 def estimate_level_trace_work(nest: LevelNest) -> one_level.WorkEstimate:
