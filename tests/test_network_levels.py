@@ -236,3 +236,25 @@ def test_the_inner_search_is_shared_across_sizes_only_where_the_size_cannot_chan
     assert at(64 * KIB, "energy") != at(1024 * KIB, "energy")
     assert at(64 * KIB, "edp") != at(1024 * KIB, "edp")
     assert at(64 * KIB, "traffic") != at(64 * KIB, "cycles")
+
+
+class SameShapeTwice(nn.Module):
+    """Two linears of one shape (32 -> 32): one search serves both."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.first = nn.Linear(32, 32, bias=False)
+        self.second = nn.Linear(32, 32, bias=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.second(self.first(x))
+
+
+def test_layers_of_one_shape_share_a_search_and_each_schedule_names_its_layer():
+    net = import_network(SameShapeTwice(), (16, 32), "same-shape")
+    first, second = evaluate_network(net, [L1], [64 * KIB])[0][0].layers
+    assert first.layer.problem == second.layer.problem  # one search
+    assert (first.loaded_bytes, first.level_bytes) == (second.loaded_bytes, second.level_bytes)
+    assert first.schedule["outer"]["problem"]["name"] == "first"
+    assert second.schedule["outer"]["problem"]["name"] == "second"
+    assert LevelNest.from_json(second.schedule, dataclasses.replace(L1, sram_bytes=64 * KIB)).problem.name == "second"
