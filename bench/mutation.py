@@ -58,6 +58,7 @@ BITE_SHAPES_TESTS = ("tests/test_trust_bite_shapes.py", "tests/test_shapes.py")
 BITE_LEVEL_TESTS = ("tests/test_trust_bite_levels.py", "tests/test_levels.py")
 RESULTS_TESTS = "tests/test_energy_results.py"
 NETSIM_TESTS = "tests/test_network_simulation.py"
+NETLEVELS_TESTS = "tests/test_network_levels.py"
 CHAIN_ENERGY_TESTS = "tests/test_chain_energy_objective.py"
 ONNX_TESTS = ("tests/test_network_onnx.py",)
 ATTN_TESTS = "tests/test_attention.py"
@@ -2002,6 +2003,37 @@ MUTANTS: list[Mutant] = [
     Mutant("htmlrep: a fused attention entry has no bar colour (the network chart raises)", "dsasim/view/plot.py",
            '    "attention": ("tab:green", "attention fused into one schedule (scores, softmax, output)"),\n', "",
            ("tests/test_trust_plots.py::test_network_chart_colours_each_kind_as_its_legend_says",)),
+    # -- issue 30: netlevels --
+    Mutant("netlevels: a layer on levels reports no level bytes", "dsasim/architect/studies/target_figures.py",
+           'level_bytes=tuple(getattr(choice, "level_bytes", ())))', "level_bytes=())", (NETLEVELS_TESTS,)),
+    Mutant("netlevels: a batched layer's level bytes counted once", "dsasim/architect/studies/network_eval.py",
+           "level_bytes=tuple((name, c * loaded, c * stored) for name, loaded, stored in found.level_bytes),",
+           "level_bytes=tuple((name, loaded, stored) for name, loaded, stored in found.level_bytes),",
+           (NETLEVELS_TESTS,)),
+    Mutant("netlevels: chains stay fused on levels", "dsasim/architect/studies/network_levels.py",
+           "fused = fusion and not hardware.inner_levels", "fused = fusion", (NETLEVELS_TESTS,)),
+    Mutant("netlevels: the chains evaluated as layers are not named", "dsasim/architect/studies/network_levels.py",
+           "    if not fusion or not hardware.inner_levels:\n        return []",
+           "    if True:\n        return []", (NETLEVELS_TESTS,)),
+    Mutant("netlevels: the inner-search cache shares energy searches across sizes",
+           "dsasim/architect/search/level_search.py",
+           "hardware.sram_bytes if objective.needs_energy else None", "None", (NETLEVELS_TESTS,)),
+    Mutant("netlevels: the estimate counts one level search for every size", "dsasim/architect/studies/sweep.py",
+           "estimate_level_search_work(problem, hw, n_searches=n_sizes)",
+           "estimate_level_search_work(problem, hw, n_searches=1)", (NETLEVELS_TESTS,)),
+    Mutant("netlevels: a LevelNest schedule carries no kind", "dsasim/architect/studies/level_target.py",
+           'return "", {"kind": LEVELNEST_SCHEDULE, **self.result.best.nest.to_json()}',
+           'return "", self.result.best.nest.to_json()', (NETLEVELS_TESTS,)),
+    Mutant("netlevels: a LevelNest keeps the search's problem name", "dsasim/architect/studies/network_eval.py",
+           '        return {**schedule, "outer": _labelled(schedule["outer"], name)}', "        return schedule",
+           (NETLEVELS_TESTS,)),
+    Mutant("netlevels: an SRAM smaller than a level below it reaches the search",
+           "dsasim/cli/network.py",
+           "        sized_hardware(hardware, sram)  # a level below",
+           "        # sized_hardware(hardware, sram)  # a level below",
+           (NETLEVELS_TESTS,)),
+    Mutant("netlevels: the table has no column per level", "dsasim/cli/network.py",
+           "inner = [lv.name for lv in result.hardware.inner_levels]", "inner = []", (NETLEVELS_TESTS,)),
 ]
 
 

@@ -52,12 +52,6 @@ ONE_LEVEL_FEATURES: dict[str, OneLevelFeature] = {
         "the chain search", "`dsasim search CHAIN`", "`dsasim.architect.search.fused_search.search_chain`", _LEVEL_MODEL),
     "chain sweep": OneLevelFeature(
         "the chain sweep", "`dsasim sweep-sram CHAIN`", "`dsasim.architect.studies.sweep.sweep_chain`", _LEVEL_MODEL),
-    "network evaluation": OneLevelFeature(
-        "the network evaluation", "`dsasim network NAME`", "`dsasim.architect.studies.network_eval.evaluate_network`",
-        _LEVEL_MODEL),
-    "network sweep": OneLevelFeature(
-        "the network sweep", "`dsasim sweep-sram --network NAME`", "`dsasim.architect.studies.network_eval.evaluate_network`",
-        _LEVEL_MODEL),
     "attention search": OneLevelFeature(
         "the attention search", "`dsasim search attention:...`",
         "`dsasim.architect.search.attention_search.search_attention`", _LEVEL_MODEL),

@@ -82,8 +82,6 @@ LIBRARY_ONLY = {"search"}  # `dsasim search LAYER` on levels runs the per-level 
 CLI_REFUSALS = [
     ("chain search", ["search", "resnet18.layer1.0", "--hardware", "blog-l1"]),
     ("chain sweep", ["sweep-sram", "resnet18.layer1.0", "--sizes", "1MiB", "--hardware", "blog-l1"]),
-    ("network evaluation", ["network", "resnet18", "--hardware", "blog-l1"]),
-    ("network sweep", ["sweep-sram", "--network", "resnet18", "--sizes", "1MiB", "--hardware", "blog-l1"]),
     ("attention search", ["search", "attention:h=4,n=64,d=16", "--hardware", "blog-l1"]),
     ("shape sweep", ["shapes", "gemm-64", "--vary", "m=1:4", "--hardware", "blog-l1"]),
     ("--no-simulate", ["search", "gemm-64", "--hardware", "blog-l1", "--no-simulate"]),
@@ -118,7 +116,6 @@ def test_the_library_entry_points_refuse_before_any_work():
     from dsasim.architect.problems.chain_catalogue import parse_chain
     from dsasim.architect.search.fused_search import search_chain
     from dsasim.architect.problems.layers import MatmulProblem
-    from dsasim.architect.studies.network_eval import evaluate_network
     from dsasim.architect.search.layer_search import search
     from dsasim.architect.studies.shapes import sweep_shapes
     from dsasim.architect.studies.chain_target import ChainTarget
@@ -131,8 +128,6 @@ def test_the_library_entry_points_refuse_before_any_work():
         "search": lambda: search(MatmulProblem(8, 8, 8), L1),
         "chain search": lambda: search_chain(chain, L1),
         "chain sweep": lambda: sweep_chain(ChainTarget("c", chain, L1), [1 << 20]),
-        # the refusal comes before the network is looked at, so none is needed
-        "network evaluation": lambda: evaluate_network(None, [BLOG, L1], [1 << 20]),
         "shape sweep": lambda: sweep_shapes(MatmulProblem(8, 8, 8), "m", [1, 2], L1),
         "attention search": lambda: search_attention(AttentionProblem(1, 1, 1, 8, 8, 4), L1),
     }

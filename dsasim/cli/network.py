@@ -18,7 +18,10 @@ the exit status is 1. torch and the search are imported by the run; torch's own 
 network are held back (--verbose or DSASIM_VERBOSE=1 shows them). For a layer of a token model (the LLM and BERT
 layer presets): bytes per token split into weights, KV cache and activations, MACs per DDR byte, the bound (DDR or
 TensorCore), tokens/s at the hardware's clock, and the whole model as this layer times its layer count plus the
-embedding and head (not modelled).
+embedding and head (not modelled). On hardware with levels below the SRAM (blog-l1, a TOML file with inner levels)
+each layer is searched on the levels (its best LevelNest): a column per inner level (bytes staged in and written
+back), a total line each, chains and attention groups evaluated as their layers and named in a note
+(docs/model/levels.md, "Networks on levels").
 """
 
 from __future__ import annotations
@@ -37,7 +40,6 @@ from dsasim.cli.common import (EXIT_FAILED, CliError, Command, add_objective_arg
 from dsasim.view.energy_text import format_energy_narrow
 from dsasim.view.table import format_table
 from dsasim.hardware import load_hardware
-from dsasim.one_level import require_one_level
 
 if TYPE_CHECKING:
     from dsasim.architect.studies.network import Network
@@ -159,6 +161,7 @@ def warn_partial(command: str, what: str, results: list[NetworkResult]) -> None:
 
 NAME_CELL_CHARS, OP_CELL_CHARS = 34, 20  # the table's name and op cells: with the numbers, 120 columns at most
 STALL_CELL_CHARS = 24  # the simulation table's stall cell (a load's cause names its tensor: the JSON has it whole)
+LEVEL_CELL_CHARS = 6  # what each level column below the SRAM takes from the name cell (half that from the op's)
 
 
 def _cut(text: str, chars: int) -> str:
@@ -199,7 +202,9 @@ def network_table(result: NetworkResult, wide: bool = False) -> tuple[list[str],
                                                                        tuple[int, ...]]:
     """The per-layer table of `format_network` as (header, rows, left-aligned columns); the HTML report shows the
     same rows."""
+    inner = [lv.name for lv in result.hardware.inner_levels]  # on levels: a column per level below the SRAM
     header = ["layer", "op", "traffic B", "bound B", "compulsory B", "cycles (est)", "TC util", "energy uJ"]
+    header[3:3] = [f"{name} B" for name in inner]
     if wide:
         header[2:2] = ["shape", "status"]
         header.append("padding waste")
@@ -207,7 +212,9 @@ def network_table(result: NetworkResult, wide: bool = False) -> tuple[list[str],
     for x in result.layers:
         ok = x.status == "ok"
         name, op = short_layer_name(x.layer.name), short_op(x)
+        moved = {level: loaded + stored for level, loaded, stored in x.level_bytes}
         row: list[int | str | None] = [name, op, x.traffic_bytes if ok else x.status,
+                                       *[moved.get(level, 0) if ok else None for level in inner],
                                        x.lower_bound_bytes if ok else None, x.compulsory_bytes if ok else None,
                                        x.cycles if ok else None, _pct(x.tensorcore_utilization),
                                        None if x.energy is None else f"{x.energy.energy_pj / 1e6:,.3f}"]
@@ -215,7 +222,9 @@ def network_table(result: NetworkResult, wide: bool = False) -> tuple[list[str],
             row[2:2] = [x.layer.shape, x.status]
             row.append(None if x.tensorcore_utilization is None else _pct(1 - x.tensorcore_utilization))
         else:
-            row[:2] = [_cut(name, NAME_CELL_CHARS), _cut(op, OP_CELL_CHARS)]
+            # on levels the numbers take more columns: the names give way to keep the table within 120
+            row[:2] = [_cut(name, NAME_CELL_CHARS - LEVEL_CELL_CHARS * len(inner)),
+                       _cut(op, OP_CELL_CHARS - (LEVEL_CELL_CHARS // 2) * len(inner))]
         rows.append(row)
     return header, rows, (0, 1, 2, 3) if wide else (0, 1)
 
@@ -233,6 +242,9 @@ def network_notes(result: NetworkResult, top: int = 5, wide: bool = False) -> li
     lines.append(f"  traffic {result.traffic_bytes:,} B (loaded {result.loaded_bytes:,}, stored "
                  f"{result.stored_bytes:,}), lower bound {result.lower_bound_bytes:,} B, compulsory "
                  f"{result.compulsory_bytes:,} B")
+    for level, loaded, stored in result.level_bytes:  # levels below the SRAM: what each moves, from the model
+        lines.append(f"  {level}: {loaded + stored:,} B staged and written back (staged in {loaded:,}, written "
+                     f"back {stored:,}; the hierarchy model's)")
     lines.append(f"  {result.cycles:,} cycles (estimated), {result.macs:,} MACs")
     if result.traffic_bytes and result.lower_bound_bytes:
         lines.append(f"  best / bound {result.traffic_bytes / result.lower_bound_bytes:.3f}"
@@ -243,6 +255,8 @@ def network_notes(result: NetworkResult, top: int = 5, wide: bool = False) -> li
     if unpriced:  # placed, but its schedule's model counts no accesses: out of the energy total, never zero
         lines.append(f"  energy leaves out {len(unpriced)} placed layer(s) whose model counts no accesses: "
                      + ", ".join(unpriced))
+    if result.hardware.inner_levels:
+        lines.extend(levels_notes(result))
     if result.per_token is not None:  # a token model's layer: per token, the bound, tokens/s, the whole model
         lines.extend(result.per_token.lines())
     entries = {x.layer.name: x for x in result.layers}
@@ -269,6 +283,18 @@ def network_notes(result: NetworkResult, top: int = 5, wide: bool = False) -> li
     return lines
 
 
+def levels_notes(result: NetworkResult) -> list[str]:
+    """On hardware with levels below the SRAM: what the levels model leaves as it was (the chains and attention
+    groups evaluated as their member layers; what the energy prices at the SRAM only)."""
+    lines = []
+    if result.unfused_on_levels:  # the fused models know one on-chip level
+        lines.append(f"  note: on {result.hardware.name} (levels below the SRAM) chains and attention groups are "
+                     f"searched as their layers: " + ", ".join(short_layer_name(n) for n in result.unfused_on_levels))
+    lines.append("  note: energy prices each level below the SRAM for the TensorCore operands it holds; vector layers,")
+    lines.append("        epilogues, biases and residuals pass through the SRAM only")
+    return lines
+
+
 def _pct(value: float | None) -> str | None:
     return None if value is None else f"{100 * value:.0f}%"
 
@@ -277,15 +303,15 @@ def run(args: argparse.Namespace) -> int:
     """Handle `dsasim network`: 0, or 1 when the result is partial (a layer unmodelled or unplaceable: the rest
     is reported, the layers left out are named on stderr)."""
     from dsasim.architect.studies.executor import open_executor
-    from dsasim.architect.studies.network_eval import check_network_objective, evaluate_network
+    from dsasim.architect.studies.network_eval import check_network_objective, evaluate_network, sized_hardware
     from dsasim.architect.studies.sweep import parse_bytes
 
     try:
         hardware = load_hardware(args.hardware)
-        require_one_level(hardware, "network evaluation")
         sram = parse_bytes(args.sram) if args.sram is not None else hardware.sram_bytes
         if sram < hardware.word_bytes:
             raise ValueError(f"--sram {args.sram}: must hold at least one {hardware.word_bytes}-byte word")
+        sized_hardware(hardware, sram)  # a level below the SRAM larger than it: refused before the network loads
         json_path, plot_path = json_and_plot_paths(args)
         perfetto_path = _perfetto_path(args, json_path, plot_path)
         html_path = html_output_path(args, [("--json", args.json), ("--plot", args.plot), ("--perfetto", args.perfetto),

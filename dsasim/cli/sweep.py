@@ -27,7 +27,6 @@ from dsasim.cli.common import (EXIT_FAILED, PLOT_SUFFIXES, CliError, Command, ad
                                parse_percent, warner, write_outputs)
 from dsasim.cli.network import add_network_source
 from dsasim.view.table import format_table
-from dsasim.one_level import require_one_level
 
 if TYPE_CHECKING:
     from dsasim.architect.studies.network_eval import NetworkSweep
@@ -222,6 +221,16 @@ def network_sweep_notes(sweep: NetworkSweep) -> list[str]:
                              f"(weights {f.weights_bytes / t:,.1f}, KV cache {f.kv_cache_bytes / t:,.1f}, "
                              f"activations {f.activation_bytes / t:,.1f}), {f.bound}-bound, "
                              f"{f.tokens_per_second:,.1f} tokens/s for this layer")
+    for row in sweep.results:  # levels below the SRAM: what each moves per size, and what stays unfused
+        for r in row:
+            if r.level_bytes:
+                lines.append(f"{r.hardware.name} {format_bytes(r.sram_bytes)}: " + ", ".join(
+                    f"{level} {loaded + stored:,} B" for level, loaded, stored in r.level_bytes)
+                    + " staged and written back (the hierarchy model's)")
+    for row in sweep.results:
+        if row and row[0].unfused_on_levels:
+            lines.append(f"note: on {row[0].hardware.name} (levels below the SRAM) chains and attention groups are "
+                         f"searched as their layers: " + ", ".join(row[0].unfused_on_levels))
     for hw, answers in zip(sweep.hardwares, sweep.sizing()):
         lines.append(f"{hw.name}: {format_sizing(answers)}")
     if any(r.partial for row in sweep.results for r in row):
@@ -258,7 +267,8 @@ def _run_network(args: argparse.Namespace) -> int:
     """`dsasim sweep-sram --network`: 0, or 1 when some result is partial (a layer unplaceable at some size or
     unmodelled; a warning on stderr names them)."""
     from dsasim.architect.studies.executor import WorkersLostError, open_executor, parse_dask_address
-    from dsasim.architect.studies.network_eval import check_network_objective, sweep_network, vary_hardware
+    from dsasim.architect.studies.network_eval import (check_network_objective, sized_hardware, sweep_network,
+                                                       vary_hardware)
     from dsasim.architect.search.layer_search import check_work
     from dsasim.architect.studies.sweep import estimate_network_sweep_work, parse_sizes
     from dsasim.architect.studies.network_vary import NetworkVariation, vary_network_specs
@@ -274,11 +284,12 @@ def _run_network(args: argparse.Namespace) -> int:
         if executor_spec.startswith("dask://"):
             parse_dask_address(executor_spec)  # a malformed address before the network is loaded
         hardwares = vary_hardware([load_hardware(h.strip()) for h in args.hardware.split(",")], args.vary)
-        for hw in hardwares:
-            require_one_level(hw, "network sweep")
         sizes = parse_sizes(args.sizes)
         if any(s < hw.word_bytes for s in sizes for hw in hardwares):
             raise ValueError("every size must hold at least one word of every hardware")
+        for hw in hardwares:  # on levels: a size below a level under the SRAM makes no hierarchy
+            for size in sizes:
+                sized_hardware(hw, size)
         within = parse_percent(args.within, "--within") if args.within is not None else None
         json_path, plot_path = json_and_plot_paths(args)
         energy_plot_path = _energy_plot_path(args)

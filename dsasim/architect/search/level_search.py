@@ -54,6 +54,10 @@ _REFINE_ROUNDS = 4
 # inner searches share the rest. Measured on blog-l1 (2026-11-27): res2a_branch2b 0.40, mobilenetv2.dw1 0.69,
 # res3a_branch2a 0.67, gemm-1024 0.70, blog-conv 0.81
 OUTER_PROGRESS_SHARE = 0.6
+# what the inner searches add to a level search beyond that share, about the same for any layer: measured on
+# ResNet-50's layers on blog-l1 (CPU time, bench/bench_network_levels.py, 2026-11-28) a 1x1 conv's level search
+# takes 2.0-2.6 s where its outer search is estimated at 0.3-0.4 s; a 3x3 or 7x7 conv's, 1.3x its share's estimate
+INNER_SECONDS_PER_SEARCH = 2.0
 
 
 @dataclass
@@ -365,11 +369,15 @@ def outer_pool(outer_result: one_level.SearchResult, objective: Objective,
 def search_levels(problem: Problem, hardware: Accelerator, sram_bytes: int | None = None,
                   objective: Objective | str = DEFAULT_OBJECTIVE, outer_candidates: int = OUTER_CANDIDATES,
                   progress: Callable[[float], None] | None = None, force: bool = False,
-                  warn: Callable[[str], None] | None = None, slide: bool = True) -> LevelSearchResult:
+                  warn: Callable[[str], None] | None = None, slide: bool = True,
+                  inner_cache: dict[tuple, tuple] | None = None) -> LevelSearchResult:
     """The best `LevelNest` of `problem` on a hardware with inner levels (module docstring: the decomposition,
     the objective). ValueError for hardware without inner levels or with levels below an inner level. `force`,
     `warn` and `slide` go to the outer search. `progress` gets the fraction done (0..1): the outer search's
-    progress scaled to OUTER_PROGRESS_SHARE, then an equal part after each inner search."""
+    progress scaled to OUTER_PROGRESS_SHARE, then an equal part after each inner search. `inner_cache` (a dict
+    kept by the caller across searches of this problem on this hardware at several SRAM sizes) reuses the inner
+    search of an outer nest seen before (`_inner_cache_key`: the result is the same; its evaluations are not
+    counted again)."""
     objective = objective_named(objective)
     if not hardware.inner_levels:
         raise ValueError(f"hardware {hardware.name!r} has no level below the SRAM; `search` finds its schedules "
@@ -391,8 +399,15 @@ def search_levels(problem: Problem, hardware: Accelerator, sram_bytes: int | Non
     for k, outer in enumerate(pool):
         a = analyze_levels(LevelNest(outer, InnerTiling(outer.order, {}, {n: 0 for n in staged}), hw))
         sram = a.level(SRAM_LEVEL)
-        key, nest, n = _inner_search(outer, hw, staged, sram.cycles, sram.traffic_bytes, objective)
-        evaluations += n
+        cache_key = _inner_cache_key(outer, hw, objective)
+        if inner_cache is not None and cache_key in inner_cache:
+            key, inner = inner_cache[cache_key]
+            nest = None if inner is None else LevelNest(outer, inner, hw)  # on this size's hardware
+        else:
+            key, nest, n = _inner_search(outer, hw, staged, sram.cycles, sram.traffic_bytes, objective)
+            evaluations += n
+            if inner_cache is not None:
+                inner_cache[cache_key] = (key, None if nest is None else nest.inner)
         if key is not None and (best_key is None or key < best_key):
             best_key, best_nest = key, nest
         if progress is not None:
@@ -402,6 +417,16 @@ def search_levels(problem: Problem, hardware: Accelerator, sram_bytes: int | Non
                              outer_considered=len(pool), evaluations=evaluations,
                              seconds=time.perf_counter() - start, outer_evaluations=outer_result.evaluations,
                              outer_seconds=outer_seconds)
+
+
+def _inner_cache_key(outer: LoopNest, hardware: Accelerator, objective: Objective) -> tuple:
+    """What an outer nest's inner search depends on: the nest, the objective and, for an objective that prices
+    energy, the SRAM size (its energy per access follows the size). Nothing else of the SRAM size enters it: the
+    inner candidates fit the inner levels' capacities, and their cost compares with the outer nest's DDR time,
+    which its transfers fix; the hardware's other fields are the caller's to keep (one cache per hardware)."""
+    import json
+    return (json.dumps(outer.to_json(), sort_keys=True), objective.name,
+            hardware.sram_bytes if objective.needs_energy else None)
 
 
 def with_level_capacity(hardware: Accelerator, level: str, capacity_bytes: int) -> Accelerator:
@@ -462,19 +487,22 @@ def sweep_levels(problem: Problem, hardware: Accelerator, level: str, sizes: Seq
 
 
 __all__ += ["with_level_capacity", "LevelSweep", "sweep_levels", "estimate_level_trace_work",
-            "LEVEL_TRACE_SECONDS_PER_STEP", "estimate_level_search_work", "OUTER_PROGRESS_SHARE"]
+            "LEVEL_TRACE_SECONDS_PER_STEP", "estimate_level_search_work", "OUTER_PROGRESS_SHARE",
+            "INNER_SECONDS_PER_SEARCH"]
 
 
 def estimate_level_search_work(problem: Problem, hardware: Accelerator, sram_bytes: int | None = None,
                                n_searches: int = 1, slide: bool = True) -> one_level.WorkEstimate:
     """The work of `n_searches` level searches (`search_levels`) of `problem`: the outer (SRAM) search's estimate
-    (`search.estimate_search_work`) divided by OUTER_PROGRESS_SHARE, its usual share of the time (the inner
-    searches depend on the outer nests found, so they are not counted ahead)."""
+    (`search.estimate_search_work`) divided by OUTER_PROGRESS_SHARE, its usual share of the time, plus
+    INNER_SECONDS_PER_SEARCH each (the inner searches depend on the outer nests found, so they are not counted
+    ahead: what a small layer's take is measured instead)."""
     one = replace(hardware, inner_levels=(), sram_bytes=hardware.sram_bytes if sram_bytes is None else sram_bytes)
     outer = one_level.estimate_search_work(problem, one, 1, slide=slide)
     return one_level.WorkEstimate(what=f"{n_searches:,} level search(es) of {problem.name}",
                                   evaluations=outer.evaluations * n_searches, traced_operations=0,
-                                  seconds=outer.seconds * n_searches / OUTER_PROGRESS_SHARE)
+                                  seconds=n_searches * (outer.seconds / OUTER_PROGRESS_SHARE
+                                                        + INNER_SECONDS_PER_SEARCH))
 
 
 def estimate_level_trace_work(nest: LevelNest) -> one_level.WorkEstimate:

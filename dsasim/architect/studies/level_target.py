@@ -13,10 +13,12 @@ from dsasim.architect.search.objective import Objective
 from dsasim.architect.studies.target import ConfirmRule, SearchOptions
 from dsasim.energy.accesses import AccessCounts
 from dsasim.energy.report import EnergyReport, energy_json
-from dsasim.hardware import Accelerator
+from dsasim.hardware import SRAM_LEVEL, Accelerator
 from dsasim.one_level import require_one_level
 
-__all__ = ["LevelChoice", "LevelTarget", "load_level_target", "trace_levels"]
+__all__ = ["LEVELNEST_SCHEDULE", "LevelChoice", "LevelTarget", "load_level_target", "trace_levels"]
+
+LEVELNEST_SCHEDULE = "levelnest"  # the "kind" of a network schedule that is a LevelNest's JSON
 
 
 def trace_levels(a: Any, runner: Any, force: bool) -> str:
@@ -116,6 +118,27 @@ class LevelChoice:
     def evaluations(self) -> int:
         return self.result.evaluations
 
+    # -- what the network evaluation adds (`target_figures.NetworkChoice`)
+    @property
+    def tensorcore_cycles(self) -> int | None:
+        """Cycles the TensorCore computes over the inner tiles (padding included), None when nothing fits."""
+        return None if self.result.best is None else self.result.best.tensorcore_cycles
+
+    @property
+    def level_bytes(self) -> tuple[tuple[str, int, int], ...]:
+        """Per level below the SRAM (hardware order): (level, bytes staged in from its parent, bytes written back
+        to it), the hierarchy model's; () when nothing fits."""
+        if self.result.best is None:
+            return ()
+        return tuple((lv.level, lv.loaded_bytes, lv.stored_bytes) for lv in self.result.best.levels
+                     if lv.level != SRAM_LEVEL)
+
+    def network_schedule(self) -> tuple[str, dict[str, Any]]:
+        """('', the LevelNest's JSON with kind "levelnest"): `LevelNest.from_json(schedule, hardware)` rebuilds it
+        (the kind tells a network's trace to run it with the "levelnest" kernel)."""
+        assert self.result.best is not None, "network_schedule() of a choice that does not fit"
+        return "", {"kind": LEVELNEST_SCHEDULE, **self.result.best.nest.to_json()}
+
     @property
     def access_counts(self) -> AccessCounts | None:
         """The best nest's reads and writes per tensor and level, inner levels included (None: nothing fits)."""
@@ -163,6 +186,17 @@ class LevelTarget:
     def estimate_work(self, sram_bytes: int, options: SearchOptions) -> Any:
         from dsasim.architect.search.level_search import estimate_level_search_work
         return estimate_level_search_work(self.problem, self.hardware, sram_bytes, slide=options.slide)
+
+    def network_choices(self, sizes: Sequence[int], objective: Objective | str) -> list[LevelChoice]:
+        """Per SRAM size (bytes, in order), the level search's best nest by `objective` (one `search_levels` per
+        size: its outer pool depends on the size; an outer nest that recurs across sizes has its inner search
+        once, `search_levels`' inner_cache; nothing re-run through the trace). The network's own estimate has
+        already been checked against the limit, so each search runs without its own refusal."""
+        from dsasim.architect.search.level_search import search_levels
+
+        cache: dict[tuple, tuple] = {}
+        return [LevelChoice(self.spec, search_levels(self.problem, self.hardware, int(size), objective, force=True,
+                                                     inner_cache=cache), int(size)) for size in sizes]
 
     def search(self, sram_bytes: int, objective: Objective | str, options: SearchOptions) -> LevelChoice:
         """`search_levels` of the layer; with confirm 1 and a "levelnest" kernel its best nest is traced."""

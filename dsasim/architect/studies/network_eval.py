@@ -25,6 +25,10 @@ Per layer kind (see `dsasim.architect.studies.network`):
   as its unfused member layers, each as above. A layer of a
 token model (`Network.tokens`) adds its per-token figures (`NetworkResult.per_token`, `network_tokens`).
 
+On hardware with levels below the SRAM (e.g. blog-l1) a tensorcore layer is searched by the level search (its best
+`LevelNest` per size, `level_target.LevelTarget`; its `level_bytes` per inner level, its energy priced per level),
+and chains and attention groups are evaluated as their member layers and named (`network_levels`).
+
 Results depend only on (network, hardware, sizes): the same inputs give byte-identical JSON whichever executor ran
 the searches (results are placed by task index, never by completion order).
 """
@@ -36,10 +40,11 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Sequence
 
 from dsasim.architect.studies.network import (ATTENTION, CHAIN, KV_CACHE, TENSORCORE, UNMODELLED, VECTOR, Network,
-                                              NetworkAttention, NetworkChain, NetworkLayer, fused_attentions)
+                                              NetworkAttention, NetworkChain, NetworkLayer)
 from dsasim.architect.search.objective import DEFAULT_OBJECTIVE, Objective, objective_named
 from dsasim.architect.studies.target_figures import TargetFigures, sweep_target_task
 from dsasim.architect.studies.target_kinds import network_target_of
+from dsasim.architect.studies.network_levels import fused_pieces, unfused_on_levels
 from dsasim.architect.studies.network_accesses import (chain_entry_counts, extra_operand_counts,
                                                        tensorcore_layer_counts, vector_layer_counts)
 from dsasim.energy.accesses import AccessCounts
@@ -48,11 +53,10 @@ from dsasim.energy.sizing import EnergyPoint, SizingAnswers
 from dsasim.hardware import Accelerator
 from dsasim.architect.search.layer_search import tensorcore_utilization
 from dsasim.cost import ddr_port, dma_cycles, overlapped_cycles, vector_cycles
-from dsasim.one_level import require_one_level
 from dsasim.util import parse_whole
 
-__all__ = ["LayerOutcome", "NetworkResult", "NetworkSweep", "evaluate_network", "smallest_within", "sweep_network",
-           "vary_hardware"]
+__all__ = ["LayerOutcome", "NetworkResult", "NetworkSweep", "evaluate_network", "sized_hardware", "smallest_within",
+           "sweep_network", "vary_hardware"]
 
 
 @dataclass(frozen=True)
@@ -72,6 +76,9 @@ class LayerOutcome:
     peak_sram_bytes: int = 0
     schedule: dict[str, Any] | None = None  # the best nest (LoopNest.to_json)
     reason: str = ""
+    # per level below the SRAM (a layer searched on levels): (level, bytes staged in from its parent, bytes written
+    # back to it), the hierarchy model's, repeats counted; () on one-level hardware and for a streaming layer
+    level_bytes: tuple[tuple[str, int, int], ...] = ()
     # its reads and writes (`network_accesses`) priced on the hardware at this SRAM size over its cycles; None for
     # a layer left out (unmodelled, unplaceable) or whose schedule's model gives no counts
     energy: EnergyReport | None = field(default=None, compare=False)
@@ -92,6 +99,9 @@ class LayerOutcome:
             out["padding_waste"] = round(1.0 - self.tensorcore_utilization, 6)
         if self.schedule is not None:
             out["schedule"] = self.schedule
+        if self.level_bytes:
+            out["levels"] = [{"level": name, "loaded_bytes": loaded, "stored_bytes": stored}
+                             for name, loaded, stored in self.level_bytes]
         if self.reason and "reason" not in out:
             out["reason"] = self.reason
         out.update(energy_json(self.energy))
@@ -107,6 +117,9 @@ class NetworkResult:
     hardware: Accelerator
     sram_bytes: int
     layers: tuple[LayerOutcome, ...]
+    # the chains and attention groups evaluated as their member layers because the hardware has levels below the
+    # SRAM (`network_levels`), named as their entries would be
+    unfused_on_levels: tuple[str, ...] = ()
     _ok: tuple[LayerOutcome, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -122,6 +135,24 @@ class NetworkResult:
     lower_bound_bytes = property(lambda self: self._total("lower_bound_bytes"), doc="the layers' bounds summed")
     compulsory_bytes = property(lambda self: self._total("compulsory_bytes"), doc="compulsory bytes summed")
     macs = property(lambda self: self._total("macs"), doc="MACs the placed layers' schedules run")
+
+    @property
+    def level_bytes(self) -> list[tuple[str, int, int]]:
+        """Per level below the SRAM (hardware order): (level, bytes staged in from its parent, bytes written back),
+        the placed layers summed; [] on one-level hardware."""
+        return [(lv.name, sum(b[1] for x in self._ok for b in x.level_bytes if b[0] == lv.name),
+                 sum(b[2] for x in self._ok for b in x.level_bytes if b[0] == lv.name))
+                for lv in self.hardware.inner_levels]
+
+    def levels_json(self) -> dict[str, Any]:
+        """On hardware with levels below the SRAM: "levels" (per inner level its parent and the bytes staged in and
+        written back, summed) and "unfused_on_levels"; {} on one-level hardware (its JSON is unchanged)."""
+        if not self.hardware.inner_levels:
+            return {}
+        parents = {lv.name: lv.parent for lv in self.hardware.inner_levels}
+        return {"levels": [{"level": name, "parent": parents[name], "loaded_bytes": loaded, "stored_bytes": stored}
+                           for name, loaded, stored in self.level_bytes],
+                "unfused_on_levels": list(self.unfused_on_levels)}
 
     @property
     def unmodelled(self) -> list[str]:
@@ -204,7 +235,7 @@ class NetworkResult:
                 "loaded_bytes": self.loaded_bytes, "stored_bytes": self.stored_bytes, "cycles": self.cycles,
                 "lower_bound_bytes": self.lower_bound_bytes, "compulsory_bytes": self.compulsory_bytes,
                 "macs": self.macs, "partial": self.partial, "unmodelled": self.unmodelled,
-                "unplaceable": self.unplaceable, **energy_json(self.energy),
+                "unplaceable": self.unplaceable, **self.levels_json(), **energy_json(self.energy),
                 "energy_left_out": self.energy_left_out, **extra,
                 "layers": [x.to_json() for x in self.layers]}
 
@@ -229,9 +260,7 @@ def _tensorcore_outcome(layer: NetworkLayer, hardware: Accelerator, found: Targe
     # a fused residual add's other operand and the bias: loaded once for the layer (a batched layer's operand is
     # already its whole batch; a bias is never batched)
     extra = (layer.extra_read_elements + layer.bias_elements) * hardware.word_bytes
-    schedule = found.schedule
-    if "problem" in schedule:  # one search serves every layer of this shape: the nest is labelled with this name
-        schedule = {**schedule, "problem": {**schedule["problem"], "name": layer.name}}
+    schedule = _labelled(found.schedule, layer.name)
     cycles = overlapped_cycles(c * found.cycles, epilogue)
     counts = (None if found.access_counts is None else
               tensorcore_layer_counts(found.access_counts, c, extra, layer.epilogue_ops))
@@ -242,7 +271,28 @@ def _tensorcore_outcome(layer: NetworkLayer, hardware: Accelerator, found: Targe
         compulsory_bytes=c * found.compulsory_bytes + extra, macs=c * found.macs,
         tensorcore_utilization=tensorcore_utilization(found.macs, found.tensorcore_cycles, hardware),
         peak_sram_bytes=found.peak_sram_bytes, schedule=schedule,
+        level_bytes=tuple((name, c * loaded, c * stored) for name, loaded, stored in found.level_bytes),
         energy=None if counts is None else energy_report(counts, hardware, cycles), access_counts=counts)
+
+
+def _labelled(schedule: dict[str, Any], name: str) -> dict[str, Any]:
+    """One search serves every layer of a shape: its nest (a LoopNest's JSON, or a LevelNest's whose outer nest
+    holds the problem) labelled with this layer's name."""
+    if "problem" in schedule:
+        return {**schedule, "problem": {**schedule["problem"], "name": name}}
+    if "outer" in schedule and "problem" in schedule["outer"]:
+        return {**schedule, "outer": _labelled(schedule["outer"], name)}
+    return schedule
+
+
+def sized_hardware(hardware: Accelerator, sram_bytes: int) -> Accelerator:
+    """`hardware` with its SRAM at `sram_bytes`; ValueError (one line) for a size that makes no valid hierarchy
+    (a level below the SRAM larger than it)."""
+    try:
+        return replace(hardware, sram_bytes=sram_bytes)
+    except ValueError as err:
+        raise ValueError(f"SRAM size {sram_bytes:,} B on {hardware.name}: {err}; give sizes at least as large as "
+                         f"the levels below the SRAM") from None
 
 
 def _chain_outcome(network: Network, nc: NetworkChain, hardware: Accelerator,
@@ -313,8 +363,6 @@ def evaluate_network(network: Network, hardwares: Sequence[Accelerator], sizes: 
     (the caller's `sweep.estimate_network_sweep_work`)."""
     from dsasim.architect.studies.executor import InProcess
 
-    for hw in hardwares:
-        require_one_level(hw, "network evaluation")
     if not sizes:
         raise ValueError("evaluate_network needs at least one SRAM size")
     if not hardwares:
@@ -322,17 +370,11 @@ def evaluate_network(network: Network, hardwares: Sequence[Accelerator], sizes: 
     objective = objective_named(objective)
     check_network_objective(network, objective, fusion)
     caps = tuple(int(s) for s in sizes)
-    chains = network.chains if fusion else ()
-    in_chain = {i: nc for nc in chains for i in nc.members}
-    in_attention = fused_attentions(network, fusion)
-    # the pieces searched: every distinct problem of a layer outside the chains and fused attention groups, then
-    # every distinct chain, then every distinct attention problem; each is one target (`network_target_of`: the
-    # kind that evaluates it) and one task per hardware
-    pieces = list(dict.fromkeys(layer.problem for i, layer in enumerate(network.layers)
-                                if layer.problem is not None and i not in in_chain and i not in in_attention))
-    pieces += list(dict.fromkeys(nc.chain for nc in chains))
-    pieces += list(dict.fromkeys(problem for _, problem in in_attention.values()))
-    keys = [(hw, piece) for hw in hardwares for piece in pieces]
+    sized_of = {hw: [sized_hardware(hw, cap) for cap in caps] for hw in hardwares}  # refused before any search
+    # what is fused on each hardware (none on levels below the SRAM: `network_levels`) and the pieces searched
+    # there, each one target (`network_target_of`: the kind that evaluates it) and one task per hardware
+    fused_of = {hw: fused_pieces(network, hw, fusion) for hw in hardwares}
+    keys = [(hw, piece) for hw in hardwares for piece in fused_of[hw].searched(network)]
     tasks = [(sweep_target_task, (network_target_of(piece, hw), caps, objective)) for hw, piece in keys]
     runner = executor if executor is not None else InProcess()
     label = f"{network.name}: searches"
@@ -344,9 +386,11 @@ def evaluate_network(network: Network, hardwares: Sequence[Accelerator], sizes: 
     results: list[list[NetworkResult]] = []
     for hw in hardwares:
         row = []
+        in_chain, in_attention = fused_of[hw].in_chain, fused_of[hw].in_attention
+        unfused = tuple(unfused_on_levels(network, hw, fusion))
         for i, cap in enumerate(caps):
             outcomes = []
-            sized = replace(hw, sram_bytes=cap)  # what the entries' energy is priced on: the SRAM at this size
+            sized = sized_of[hw][i]  # what the entries' energy is priced on: the SRAM at this size
             for index, layer in enumerate(network.layers):
                 if index in in_attention:
                     group, problem = in_attention[index]
@@ -363,7 +407,8 @@ def evaluate_network(network: Network, hardwares: Sequence[Accelerator], sizes: 
                 else:
                     assert layer.kind == UNMODELLED
                     outcomes.append(LayerOutcome(layer=layer, status="unmodelled", reason=layer.reason))
-            row.append(NetworkResult(network=network, hardware=hw, sram_bytes=cap, layers=tuple(outcomes)))
+            row.append(NetworkResult(network=network, hardware=hw, sram_bytes=cap, layers=tuple(outcomes),
+                                     unfused_on_levels=unfused))
         results.append(row)
     return results
 
@@ -490,7 +535,7 @@ class NetworkSweep:
                                "traffic_bytes": r.traffic_bytes, "cycles": r.cycles,
                                "lower_bound_bytes": r.lower_bound_bytes, "compulsory_bytes": r.compulsory_bytes,
                                "partial": r.partial, "unmodelled": r.unmodelled, "unplaceable": r.unplaceable,
-                               **energy_json(r.energy), "energy_left_out": r.energy_left_out})
+                               **r.levels_json(), **energy_json(r.energy), "energy_left_out": r.energy_left_out})
                 if r.per_token is not None:  # a token model's layer (an LLM decoder layer, a BERT layer)
                     points[-1]["per_token"] = r.per_token.to_json()
         out: dict[str, Any] = {"network": self.network.name, "sizes": list(self.sizes),

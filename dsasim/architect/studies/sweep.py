@@ -376,26 +376,25 @@ def estimate_network_sweep_work(network: Any, hardwares: Sequence[Accelerator], 
     layer's search (`estimate_search_work`) and, with `fusion`, every distinct chain's (`estimate_chain_work`) and
     every distinct fused attention group's (`AttentionTarget.estimate_work`, one search per size), the tasks spread over `workers`. Hardware that differs only in fields the search's space does not depend on
     (bandwidths, setup cycles) shares one count. By an energy `objective` every layer is searched once per size
-    (the SRAM's energy per access follows its size) instead of one search for all sizes."""
+    (the SRAM's energy per access follows its size) instead of one search for all sizes. On hardware with levels
+    below the SRAM every layer (chains and attention groups as their layers, `network_levels`) is one level search
+    per size (`estimate_level_search_work`)."""
     from dsasim.architect.search.fused_search import estimate_chain_work
 
     if n_sizes < 1 or workers < 1:
         raise ValueError(f"estimate_network_sweep_work: n_sizes and workers must be >= 1, got {n_sizes}, {workers}")
     objective = objective_named(objective)
-    chains = network.chains if fusion else ()
-    from dsasim.architect.studies.network import fused_attentions
-    in_attention = fused_attentions(network, fusion)
-    in_chain = {i for nc in chains for i in nc.members} | set(in_attention)
-    problems = list(dict.fromkeys(layer.problem for i, layer in enumerate(network.layers)
-                                  if layer.problem is not None and i not in in_chain))
-    attentions = list(dict.fromkeys(problem for _, problem in in_attention.values()))
-    distinct_chains = list(dict.fromkeys(nc.chain for nc in chains))
+    from dsasim.architect.studies.network_levels import fused_pieces
     counted: dict[tuple, WorkEstimate] = {}  # (layer spec, what the space depends on) -> its search's estimate
 
     def layer_work(problem: Problem, hw: Accelerator) -> WorkEstimate:
-        key = (problem.spec(), hw.word_bytes, hw.tensorcore_in_channels, hw.tensorcore_out_channels)
+        key = (problem.spec(), hw.word_bytes, hw.tensorcore_in_channels, hw.tensorcore_out_channels,
+               hw.inner_levels)
         if key not in counted:  # building a layer's space to count it costs ~0.1 s: once per distinct shape
-            if objective.needs_energy:
+            if hw.inner_levels:  # a level search per size (`LevelTarget.network_choices`): slower, counted so
+                from dsasim.architect.search.level_search import estimate_level_search_work
+                counted[key] = estimate_level_search_work(problem, hw, n_searches=n_sizes)
+            elif objective.needs_energy:
                 one = estimate_search_work(problem, hw, 1)
                 counted[key] = WorkEstimate(what=f"{n_sizes:,} searches of {problem.spec()} (one per size)",
                                             evaluations=one.evaluations * n_sizes, traced_operations=0,
@@ -405,7 +404,14 @@ def estimate_network_sweep_work(network: Any, hardwares: Sequence[Accelerator], 
         return counted[key]
 
     total = WorkEstimate(what="", evaluations=0, traced_operations=0, seconds=0.0)
+    tasks = 0
     for hw in hardwares:
+        fused = fused_pieces(network, hw, fusion)  # on levels below the SRAM nothing is fused: every layer searched
+        pieces = fused.searched(network)
+        distinct_chains = list(dict.fromkeys(nc.chain for nc in fused.chains))
+        attentions = list(dict.fromkeys(problem for _, problem in fused.in_attention.values()))
+        problems = pieces[:len(pieces) - len(distinct_chains) - len(attentions)]
+        tasks += len(pieces)
         for problem in problems:
             total = total + layer_work(problem, hw)
         for chain in distinct_chains:
@@ -416,7 +422,6 @@ def estimate_network_sweep_work(network: Any, hardwares: Sequence[Accelerator], 
             one = AttentionTarget(attention.spec(), attention, hw).estimate_work(hw.sram_bytes, SearchOptions())
             total = total + WorkEstimate(what="", evaluations=one.evaluations * n_sizes, traced_operations=0,
                                          seconds=one.seconds * n_sizes)
-    tasks = len(hardwares) * (len(problems) + len(distinct_chains) + len(attentions))
     return WorkEstimate(what=f"the sweep of {network.name}: {tasks:,} searches ({len(problems)} distinct layers and "
                              f"{len(distinct_chains)} chains"
                              + (f" and {len(attentions)} attention groups" if attentions else "")

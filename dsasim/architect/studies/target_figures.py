@@ -65,6 +65,9 @@ class TargetFigures:
     schedule: dict[str, Any]  # the schedule's JSON
     # the schedule's reads and writes (its model's, priced by the network evaluation); None: its model gives none
     access_counts: AccessCounts | None = None
+    # per level below the SRAM: (level, bytes staged in from its parent, bytes written back), per repeat; () for a
+    # kind that models the SRAM only (`level_target.LevelChoice.level_bytes`)
+    level_bytes: tuple[tuple[str, int, int], ...] = ()
 
     def __post_init__(self) -> None:
         for name in ("loaded_bytes", "stored_bytes", "cycles", "tensorcore_cycles", "macs", "peak_sram_bytes",
@@ -72,6 +75,11 @@ class TargetFigures:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise ValueError(f"TargetFigures: {name} must be a whole number >= 0, got {value!r}")
+        for row in self.level_bytes:
+            if (not isinstance(row, tuple) or len(row) != 3 or not isinstance(row[0], str)
+                    or any(isinstance(v, bool) or not isinstance(v, int) or v < 0 for v in row[1:])):
+                raise ValueError(f"TargetFigures: level_bytes rows must be (level name, bytes >= 0, bytes >= 0), "
+                                 f"got {row!r}")
 
     @classmethod
     def of(cls, choice: NetworkChoice) -> TargetFigures:
@@ -84,7 +92,9 @@ class TargetFigures:
                    peak_sram_bytes=choice.peak_sram_bytes, lower_bound_bytes=choice.lower_bound_bytes,
                    compulsory_bytes=choice.compulsory_bytes, label=label, schedule=schedule,
                    # a kind whose model counts no accesses: its energy is left out of the network's, and named
-                   access_counts=getattr(choice, "access_counts", None))
+                   access_counts=getattr(choice, "access_counts", None),
+                   # a kind searched on levels below the SRAM: the bytes each one moves
+                   level_bytes=tuple(getattr(choice, "level_bytes", ())))
 
 
 def sweep_target_task(target: NetworkTarget, sizes: tuple[int, ...],

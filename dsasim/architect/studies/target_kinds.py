@@ -83,6 +83,16 @@ def _network_layer(piece: Any, hardware: Accelerator) -> Target | None:
     return LayerTarget(piece.spec(), piece, hardware)
 
 
+def _network_level(piece: Any, hardware: Accelerator) -> Target | None:
+    """A layer-on-levels target of a network's tensorcore layer on hardware with levels below the SRAM, else None
+    (a chain or an attention group on such hardware is evaluated as its member layers: `network_levels`)."""
+    from dsasim.architect.nests.loopnest import Problem
+    if not hardware.inner_levels or not isinstance(piece, Problem):
+        return None
+    from dsasim.architect.studies.level_target import LevelTarget
+    return LevelTarget(piece.spec(), piece, hardware)
+
+
 def _network_attention(piece: Any, hardware: Accelerator) -> Target | None:
     """An attention target of a network's attention group (its `AttentionProblem`), else None."""
     from dsasim.architect.problems.attention import AttentionProblem
@@ -95,7 +105,7 @@ def _network_attention(piece: Any, hardware: Accelerator) -> Target | None:
 # the adapters are imported when a spec is loaded, not with the registry (`dsasim search --help` stays fast)
 CHAIN_TARGET = TargetKind("chain", _is_chain, _load_chain, _network_chain)
 ATTENTION_TARGET = TargetKind("attention", _is_attention, _load_attention, _network_attention)
-LEVEL_TARGET = TargetKind("levels", lambda spec, hardware: bool(hardware.inner_levels), _load_level)
+LEVEL_TARGET = TargetKind("levels", lambda spec, hardware: bool(hardware.inner_levels), _load_level, _network_level)
 LAYER_TARGET = TargetKind("layer", lambda spec, hardware: not hardware.inner_levels, _load_layer, _network_layer)
 ZIGZAG_TARGET = TargetKind("zigzag", _is_zigzag, _load_zigzag)  # a file's layer; networks search their own problems
 
