@@ -60,7 +60,7 @@ def test_every_command_of_the_question_table_parses_and_names_a_real_layer():
         if args.command in ("search", "sweep-sram", "shapes") and layer:
             target_of(layer, preset("blog"))  # a layer, chain or attention: the registry that loads it
         network = getattr(args, "network", None) or (layer if args.command == "network" else None)
-        if network and ":" not in network:
+        if network and ":" not in network and not network.endswith(".onnx"):
             assert network in PRESETS, command
 
 
