@@ -20,6 +20,7 @@ from dsasim.dataflow import DEFAULT_DATAFLOW, check_dataflow
 from dsasim.energy.accelergy_map import accelergy_from_toml
 from dsasim.energy.sources import DRAM_TYPES
 from dsasim.util import is_int
+from dsasim.user_files import read_text
 
 KIB = 1024
 MIB = 1024 * 1024
@@ -335,17 +336,9 @@ def from_toml(path: str | Path) -> Accelerator:
     Every problem with the file (missing, a folder, unreadable, not UTF-8, not TOML, a wrong key or value) is a
     ValueError that names the file and, for a value, the key and what is allowed."""
     path = Path(path)
-    if not path.exists():
-        raise ValueError(f"hardware file {path} does not exist; give a preset ({', '.join(PRESETS)}) or the path "
-                         f"of a .toml file")
-    if path.is_dir():
-        raise ValueError(f"hardware file {path} is a folder, not a file; give the path of a .toml file")
-    try:
-        text = path.read_bytes().decode("utf-8")
-    except UnicodeDecodeError as err:
-        raise ValueError(f"hardware file {path}: not UTF-8 text (byte {err.start}); save it as UTF-8 TOML") from None
-    except OSError as err:
-        raise ValueError(f"hardware file {path}: cannot be read: {err.strerror or err}") from None
+    text = read_text(path, "hardware file",
+                     missing_hint=f"give a preset ({', '.join(PRESETS)}) or the path of a .toml file",
+                     folder_hint="give the path of a .toml file", encoding_hint="save it as UTF-8 TOML")
     try:
         table = tomllib.loads(text)
     except tomllib.TOMLDecodeError as err:

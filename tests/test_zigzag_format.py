@@ -317,7 +317,7 @@ def test_bad_workload_is_one_line_naming_the_file(tmp_path, capsys, text, expect
 @pytest.mark.parametrize("argv, expect", [
     (["search", RESNET18], "holds 6 layers; name one by id or name, e.g. zigzag:"),
     (["search", f"{RESNET18}#99"], "no layer with id or name '99'; its ids are 0, 1, 2, 4, 8, 30"),
-    (["search", "zigzag:missing.yaml"], "ZigZag workload missing.yaml: no such file"),
+    (["search", "zigzag:missing.yaml"], "ZigZag workload missing.yaml does not exist"),
     (["search", f"{RESNET18}#"], "nothing after '#'"),
     (["search", f"{SMALL_GEMM}", "--hardware", "blog-fp32"],
      "layer 0 (entry 1): operand_precision I is 8 bits, but blog-fp32 counts every tensor in 32-bit words"),

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dsasim.util import is_int
+from dsasim.user_files import parse_yaml, read_text
 
 __all__ = ["ACCELERGY_VERSIONS", "AccelergyComponent", "AccelergyTables", "read_accelergy", "read_ert", "read_art",
            "instances_of", "short_name"]
@@ -181,26 +182,10 @@ def _check_number(what: str, value: object) -> float:
 def _load_yaml(path: Path, kind: str) -> tuple[str, list]:
     """The `table_summary` list and the version of an ERT/ART summary file (`kind` "ERT" or "ART"); ValueError
     naming the file for a missing file, one that is not YAML, or one of the wrong shape or version."""
-    import yaml  # only a user with Accelergy files pays for the import
-
-    if not path.exists():
-        raise ValueError(f"Accelergy {kind} file {path} does not exist; give the path of the "
-                         f"{kind}_summary.yaml a Timeloop or Accelergy run printed")
-    if path.is_dir():
-        raise ValueError(f"Accelergy {kind} file {path} is a folder, not a file")
-    try:
-        text = path.read_bytes().decode("utf-8")
-    except UnicodeDecodeError as err:
-        raise ValueError(f"Accelergy {kind} file {path}: not UTF-8 text (byte {err.start})") from None
-    except OSError as err:
-        raise ValueError(f"Accelergy {kind} file {path}: cannot be read: {err.strerror or err}") from None
-    try:
-        document = yaml.safe_load(text)
-    except yaml.YAMLError as err:
-        where = getattr(err, "problem_mark", None)
-        line = f" (line {where.line + 1})" if where is not None else ""
-        raise ValueError(f"Accelergy {kind} file {path}: not valid YAML{line}: "
-                         f"{getattr(err, 'problem', None) or err}") from None
+    what = f"Accelergy {kind} file"
+    text = read_text(path, what, missing_hint=f"give the path of the {kind}_summary.yaml a Timeloop or Accelergy run "
+                                              f"printed")
+    document = parse_yaml(text, f"{what} {path}")
     key = f"{kind}_summary"
     if not isinstance(document, dict) or key not in document:
         found = sorted(document) if isinstance(document, dict) else type(document).__name__

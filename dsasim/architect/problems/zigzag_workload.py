@@ -46,6 +46,7 @@ from typing import Any, Mapping, Sequence
 
 from dsasim.architect.nests.loopnest import ConvProblem, MatmulProblem, Problem
 from dsasim.hardware import Accelerator
+from dsasim.user_files import parse_yaml, read_text
 
 __all__ = ["ZIGZAG_DIMS", "ZIGZAG_OPERANDS", "ZIGZAG_PREFIX", "ZigzagLayer", "is_zigzag_spec", "read_layer",
            "read_workload", "split_zigzag_spec", "workload_yaml"]
@@ -132,27 +133,8 @@ class ZigzagLayer:
 def _load_entries(path: str) -> list[Any]:
     """The list of layer entries of a workload file; ValueError naming the file when it is missing, not YAML or
     not a list."""
-    import yaml  # only a user with ZigZag files pays for the import
-
     what = f"ZigZag workload {path}"
-    p = Path(path)
-    if not p.exists():
-        raise ValueError(f"{what}: no such file")
-    if p.is_dir():
-        raise ValueError(f"{what}: a folder, not a file")
-    try:
-        text = p.read_bytes().decode("utf-8")
-    except UnicodeDecodeError as err:
-        raise ValueError(f"{what}: not UTF-8 text (byte {err.start})") from None
-    except OSError as err:
-        raise ValueError(f"{what}: cannot be read: {err.strerror or err}") from None
-    try:
-        document = yaml.safe_load(text)
-    except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        line = f" (line {mark.line + 1})" if mark is not None else ""
-        problem = " ".join(str(getattr(err, "problem", None) or err).split())
-        raise ValueError(f"{what}: not valid YAML{line}: {problem}") from None
+    document = parse_yaml(read_text(path, "ZigZag workload"), what)
     if not isinstance(document, list) or not document:
         found = "an empty file" if document is None else (
             "an empty list" if document == [] else f"a {type(document).__name__}")
