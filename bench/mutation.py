@@ -2031,6 +2031,14 @@ MUTANTS: list[Mutant] = [
            (NETLEVELS_TESTS,)),
     Mutant("netlevels: the table has no column per level", "dsasim/cli/network.py",
            "inner = [lv.name for lv in result.hardware.inner_levels]", "inner = []", (NETLEVELS_TESTS,)),
+    # -- issue 31: user files --
+    Mutant("user files: a folder read as a missing file", "dsasim/user_files.py",
+           "    if not path.exists():\n", "    if not path.exists() or path.is_dir():\n", ("tests/test_user_files.py",)),
+    Mutant("user files: the reader's hint dropped", "dsasim/user_files.py",
+           '    return f"{message}; {hint}" if hint else message', "    return message", ("tests/test_user_files.py",)),
+    Mutant("user files: the YAML problem keeps its line breaks", "dsasim/user_files.py",
+           '        problem = " ".join(str(getattr(err, "problem", None) or err).split())',
+           '        problem = str(err)', ("tests/test_user_files.py",)),
 ]
 
 
