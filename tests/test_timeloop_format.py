@@ -371,7 +371,7 @@ def test_search_writes_the_files_and_never_overwrites(tmp_path, capsys):
     capsys.readouterr()
     assert main(argv) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "already exist" in err and "does not overwrite" in err
+    assert err.count("\n") == 1 and "already exist" in err and "never overwritten" in err
     assert {p.name: p.read_text() for p in folder.iterdir()} == written
 
 
@@ -389,6 +389,6 @@ def test_search_refuses_chains_and_inner_levels_before_searching(argv, tmp_path,
     assert main(["search", *argv, "--timeloop", str(folder)]) == 2
     captured = capsys.readouterr()
     assert captured.out == "" and captured.err.count("\n") == 1
-    assert "--timeloop writes one layer's nest on hardware without levels below the SRAM" in captured.err
+    assert "--timeloop writes a single layer's loop nest on one-level hardware" in captured.err
     assert not folder.exists()
 

@@ -9,7 +9,7 @@ fuse (resnet18.layer1.0, resnet50.res2a, resnet50.res2b, mobilenetv2.features.1 
 then the search compares the whole chain fused, layer by layer and every split between (`ChainSearchResult.to_json`: keys
 fused, partition, layer_by_layer_bytes, recomputed_macs, intermediate_peak_bytes, parts). Sizes accept 65536, 64KiB,
 1.5MiB. A layer of a ZigZag workload YAML is `zigzag:FILE.yaml#ID` or `FILE.yaml#ID` (`dsasim.architect.problems.zigzag_workload`);
-`--zigzag DIR` writes the best loop nest as a ZigZag workload and mapping (`dsasim.cli.zigzag_output`). `--json` writes the best schedule with its figures; its `loop_nest` key is loadable by
+`--zigzag DIR` and `--timeloop DIR` write the best loop nest in those formats (`dsasim.cli.nest_export`). `--json` writes the best schedule with its figures; its `loop_nest` key is loadable by
 `dsasim.kernels.loopnest_kernel.load_nest`; `macs`, `padded_macs` and `tensorcore_utilization` (= macs / padded_macs,
 6 decimals) give the padding waste of partial 16x24 blocks (a depthwise conv: 1/384). JSON output is
 deterministic (no wall times). Work estimated far beyond
@@ -34,6 +34,7 @@ from dsasim.atomic import write_text_atomic
 from dsasim.hardware import PRESETS, load_hardware
 from dsasim.cli.common import (EXIT_FAILED, CliError, Command, add_objective_argument, check_outputs, int_at_least,
                                kernel_runner, output_file, warner)
+from dsasim.cli.nest_export import add_export_arguments, nest_exports
 
 if TYPE_CHECKING:
     from dsasim.architect.studies.target import Target
@@ -51,10 +52,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help=f"hardware preset ({', '.join(PRESETS)}) or TOML file (default: blog)")
     add_objective_argument(p, DEFAULT_OBJECTIVE.name)
     p.add_argument("--json", metavar="PATH", help="write the best schedule and its figures as JSON")
-    p.add_argument("--timeloop", metavar="DIR", help="write the best nest as Timeloop v0.4 problem.yaml, arch.yaml "
-                                                      "and map.yaml in DIR (a layer without padding; never overwrites)")
-    p.add_argument("--zigzag", metavar="DIR", help="write the best loop nest as a ZigZag workload and mapping "
-                   "(DIR/workload.yaml, DIR/mapping.yaml; a single layer on one-level hardware; never overwrites)")
+    add_export_arguments(p)
     p.add_argument("--confirm", type=int_at_least(0), default=None, metavar="N",
                    help=f"re-run the top N candidates through the trace and timing simulator (default "
                         f"{LAYER_CONFIRM.default}; 0: none); a chain, or hardware with levels below the SRAM, re-runs its "
@@ -152,18 +150,9 @@ def run(args: argparse.Namespace) -> int:
         target.confirm_count(options)  # an option the kind refuses, before any work
     except ValueError as err:
         raise CliError(str(err)) from None
-    timeloop_paths = None
-    if args.timeloop is not None:
-        from dsasim.cli.timeloop import timeloop_outputs
-
-        timeloop_paths = timeloop_outputs(args.timeloop, target)
-    zigzag = None
-    if args.zigzag is not None:
-        from dsasim.cli.zigzag_output import zigzag_output
-        zigzag = zigzag_output(args, target)
-    zigzag_outputs, zigzag_inputs = zigzag.uses() if zigzag is not None else ([], [])
-    check_outputs(args, [("--json", args.json), *((f"--timeloop {k}", p) for k, p in (timeloop_paths or {}).items()),
-                         *zigzag_outputs], zigzag_inputs)
+    exports = nest_exports(args, args.layer, target)  # --timeloop DIR, --zigzag DIR: checked before any work
+    check_outputs(args, [("--json", args.json), *(use for e in exports for use in e.uses()[0])],
+                  [use for e in exports for use in e.uses()[1]])
     json_path = output_file("--json", args.json) if args.json is not None else None
     t0 = time.perf_counter()
     with _as_cli_errors(args.layer):
@@ -177,12 +166,9 @@ def run(args: argparse.Namespace) -> int:
     print(format_choice(choice, wall))
     if json_path is not None:
         write_text_atomic(json_path, json.dumps(choice.to_json(), indent=2) + "\n")
-    if timeloop_paths is not None:
-        from dsasim.cli.timeloop import write_timeloop
-
-        write_timeloop(timeloop_paths, choice.schedule, dataclasses.replace(target.hardware, sram_bytes=sram))
-    if zigzag is not None:
-        zigzag.write(choice, target.hardware, sram)
+    for export in exports:
+        written = export.write(choice.schedule, dataclasses.replace(target.hardware, sram_bytes=sram))
+        print(f"wrote {export.format.what}: {', '.join(str(p) for p in written)}")
     return 0
 
 

@@ -22,7 +22,7 @@ from typing import Any
 
 from dsasim.cli.common import EXIT_FAILED, CliError, Command, check_outputs, kernel_runner, output_dir, output_file
 
-__all__ = ["COMMAND", "timeloop_outputs", "write_timeloop"]
+__all__ = ["COMMAND"]
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -102,42 +102,6 @@ def run(args: argparse.Namespace) -> int:
             data["energy"] = energy.to_json()
         write_text_atomic(json_path, json.dumps(data, indent=2) + "\n")
     return 0
-
-
-def timeloop_outputs(text: str, target: Any) -> dict[str, Path]:
-    """`dsasim search --timeloop DIR`, checked before the search: the three files' paths in DIR (created if
-    missing), none of which may exist yet; CliError when one does, or the target cannot be written as Timeloop
-    files (a chain, padding, groups, levels below the SRAM)."""
-    from dsasim.architect.studies.timeloop import FILE_NAMES, check_exportable
-
-    if target.kind != "layer":
-        raise CliError(f"--timeloop writes one layer's nest on hardware without levels below the SRAM; "
-                       f"{target.spec} here is a {target.kind!r} target (a chain, or hardware with inner levels)")
-    try:
-        check_exportable(target.problem, target.hardware)
-    except ValueError as err:
-        raise CliError(f"--timeloop: {err}") from None
-    folder = output_dir("--timeloop", text)
-    paths = {kind: folder / name for kind, name in FILE_NAMES.items()}
-    taken = [str(p) for p in paths.values() if p.exists()]
-    if taken:
-        raise CliError(f"--timeloop {folder}: {', '.join(taken)} already exist(s); dsasim does not overwrite them: "
-                       f"give an empty folder or remove them")
-    return paths
-
-
-def write_timeloop(paths: dict[str, Path], nest: Any, hardware: Any) -> None:
-    """The nest as Timeloop files at `paths` (`timeloop_outputs`), each written atomically, all or none: CliError
-    before any is written when Timeloop cannot express the nest."""
-    from dsasim.architect.studies.timeloop import timeloop_files
-
-    try:
-        texts = timeloop_files(nest, hardware)
-    except ValueError as err:
-        raise CliError(f"--timeloop: {err}") from None
-    for kind, path in paths.items():
-        write_text_atomic(path, texts[kind])
-    print(f"wrote Timeloop files {', '.join(str(p) for p in paths.values())}")
 
 
 COMMAND = Command(
