@@ -3,8 +3,8 @@
 One mechanism for every format (`NEST_FORMATS`, a registry: a new format is one `NestFormat` entry and its writer
 in the library). Checked before the search: the target is a single layer on one-level hardware (its schedule is
 one `LoopNest`), the format can take that layer (Timeloop: no padding or groups), DIR is a folder that takes new
-files (created if missing), none of the format's files is there yet, and none is the input the layer was read
-from (an export is never overwritten: remove the files or choose another folder). After the search, the texts are
+files (created if missing) and none of the format's files is there yet (an export is never overwritten, nor the
+ZigZag workload a layer was read from: remove the files or choose another folder). After the search, the texts are
 all made before any file is written (a nest the format cannot express is one line, nothing written), then every
 file is written atomically, all or none.
 """
@@ -26,15 +26,14 @@ __all__ = ["NEST_FORMATS", "NestExport", "NestFormat", "nest_exports"]
 @dataclass(frozen=True)
 class NestFormat:
     """A format the best nest is written in: its option, what it is (for messages), its files in DIR, the check of
-    a layer before the search (ValueError: the format cannot take it), its texts (nest, hardware at the searched
-    size -> one text per file; ValueError: the format cannot express the nest), and the input file a spec reads."""
+    a layer before the search (ValueError: the format cannot take it), and its texts (nest, hardware at the searched
+    size -> one text per file; ValueError: the format cannot express the nest)."""
 
     flag: str
     what: str
     file_names: tuple[str, ...]
     check: Callable[[Any], None]
     texts: Callable[[Any, Any], tuple[str, ...]]
-    source: Callable[[str], str | None]
 
     def __post_init__(self) -> None:
         if not self.flag.startswith("--") or not self.file_names or len(set(self.file_names)) != len(self.file_names):
@@ -61,36 +60,28 @@ def _zigzag_texts(nest: Any, hardware: Any) -> tuple[str, ...]:
     return workload_yaml(nest.problem, hardware.word_bytes * 8), mapping_yaml(nest, hardware, hardware.sram_bytes)
 
 
-def _zigzag_source(spec: str) -> str | None:
-    from dsasim.architect.problems.zigzag_workload import is_zigzag_spec, split_zigzag_spec
-
-    return split_zigzag_spec(spec)[0] if is_zigzag_spec(spec) else None
-
-
 NEST_FORMATS: dict[str, NestFormat] = {
     "timeloop": NestFormat("--timeloop", "Timeloop v0.4 files", ("problem.yaml", "arch.yaml", "map.yaml"),
-                           _timeloop_check, _timeloop_texts, lambda spec: None),
+                           _timeloop_check, _timeloop_texts),
     "zigzag": NestFormat("--zigzag", "a ZigZag workload and mapping", ("workload.yaml", "mapping.yaml"),
-                         lambda target: None, _zigzag_texts, _zigzag_source),
+                         lambda target: None, _zigzag_texts),
 }
 
 
 @dataclass(frozen=True)
 class NestExport:
-    """One `--FORMAT DIR` of a search, checked: its format, its folder and the input file its layer came from."""
+    """One `--FORMAT DIR` of a search, checked: its format and its folder."""
 
     format: NestFormat
     folder: Path
-    source: str | None
 
     @property
     def paths(self) -> tuple[Path, ...]:
         return tuple(self.folder / name for name in self.format.file_names)
 
-    def uses(self) -> tuple[list[FileUse], list[FileUse]]:
-        """(its outputs, its inputs) for `check_outputs`."""
-        outputs: list[FileUse] = [(f"{self.format.flag} {self.folder} (its {p.name})", p) for p in self.paths]
-        return outputs, ([("the layer's input file", self.source)] if self.source is not None else [])
+    def uses(self) -> list[FileUse]:
+        """Its outputs, for `check_outputs`."""
+        return [(f"{self.format.flag} {self.folder} (its {p.name})", p) for p in self.paths]
 
     def write(self, nest: Any, hardware: Any) -> tuple[Path, ...]:
         """`nest` (searched on `hardware`, its SRAM at the searched size) as the format's files, all or none;
@@ -118,7 +109,7 @@ def _export(fmt: NestFormat, text: str, spec: str, target: Any) -> NestExport:
     except ValueError as err:
         raise CliError(f"{fmt.flag}: {err}") from None
     folder = output_dir(fmt.flag, text)
-    export = NestExport(fmt, folder, fmt.source(spec))
+    export = NestExport(fmt, folder)
     there = [p.name for p in export.paths if p.exists() or p.is_symlink()]
     if there:
         raise CliError(f"{fmt.flag} {folder}: {' and '.join(there)} already exist there; an export is never "

@@ -151,8 +151,7 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as err:
         raise CliError(str(err)) from None
     exports = nest_exports(args, args.layer, target)  # --timeloop DIR, --zigzag DIR: checked before any work
-    check_outputs(args, [("--json", args.json), *(use for e in exports for use in e.uses()[0])],
-                  [use for e in exports for use in e.uses()[1]])
+    check_outputs(args, [("--json", args.json), *(use for e in exports for use in e.uses())])
     json_path = output_file("--json", args.json) if args.json is not None else None
     t0 = time.perf_counter()
     with _as_cli_errors(args.layer):
