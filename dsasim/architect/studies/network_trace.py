@@ -54,10 +54,11 @@ from dsasim.architect.search.chain_kind import KernelRef
 from dsasim.architect.studies.network import ATTENTION, CHAIN, TENSORCORE, VECTOR, NetworkLayer
 from dsasim.hardware import Accelerator
 
-__all__ = ["ENTRY_RUNNERS", "EntrySpan", "LOOPNEST_KERNEL", "NetworkTrace", "NetworkTraceError", "entry_kind",
+__all__ = ["ENTRY_RUNNERS", "EntrySpan", "LEVELNEST_KERNEL", "LOOPNEST_KERNEL", "NEST_KERNELS", "NetworkTrace", "NetworkTraceError", "entry_kind",
            "trace_network"]
 
 LOOPNEST_KERNEL = KernelRef("dsasim.kernels.loopnest_kernel", "loopnest_workload", "execute")
+LEVELNEST_KERNEL = KernelRef("dsasim.kernels.loopnest_kernel", "loopnest_workload", "execute_levels")
 STREAM_SCOPE_WAYS = 2  # a streamed chunk's scope: the next chunk loads while this one is computed and stored
 
 
@@ -281,12 +282,14 @@ def _extras(tracer: _Tracer, layer: NetworkLayer, bias_elements: int, skip: str,
 
 def _run_nest(tracer: _Tracer, nest: Any, reads: Sequence[str], out_name: str, relu_ops: int,
               out_value: tuple[int, ...] | None, repeat: int = 0) -> None:
-    """One LoopNest (a layer or a chain's unfused part) over shared inputs: each non-weight input in order is
-    `reads`' next value; the result is `out_name`'s DDR tensor."""
+    """One LoopNest or LevelNest (a layer or a chain's unfused part) over shared inputs: each non-weight input in
+    order is `reads`' next value; the result is `out_name`'s DDR tensor; the nest runs by its `NEST_KERNELS` entry."""
     from dsasim.architect.model.hierarchy import tensor_role
 
-    workload_of, execute = tracer.resolve(LOOPNEST_KERNEL)
+    kernel = NEST_KERNELS[type(nest).__name__]
+    workload_of, execute = tracer.resolve(kernel.ref)
     workload = workload_of(nest.problem)
+    sram_nest = kernel.sram_nest(nest)  # the loops over the SRAM: what slides there
     tensors, pending = {}, list(reads)
     for name, shape in workload.inputs.items():
         role = tensor_role(nest.problem, name)
@@ -294,8 +297,8 @@ def _run_nest(tracer: _Tracer, nest: Any, reads: Sequence[str], out_name: str, r
         if repeat:
             producer = ""  # a batched layer's repeats: operands of their own (fenced once, before repeat 0)
         spec = nest.problem.tensor(name)
-        strided = not nest.slides(name) and any(a.is_window and a.stride > 1 for a in spec.axes)
-        if (strided or nest.slides(name)) and producer in tracer.values:
+        strided = not sram_nest.slides(name) and any(a.is_window and a.stride > 1 for a in spec.axes)
+        if (strided or sram_nest.slides(name) or not kernel.shares_results) and producer in tracer.values:
             # rule: a strided reader (a 1x1 stride-2 conv loads every other row) or a sliding one (a rotating
             # buffer keeps rows on chip) reads a read-only copy, fenced after its producer: the session checks a
             # written tensor's buffers as dense boxes only, and lets only read-only tensors slide
@@ -307,15 +310,60 @@ def _run_nest(tracer: _Tracer, nest: Any, reads: Sequence[str], out_name: str, r
     tensors[out] = (tracer.result(out_name, shape) if out_value is not None and not repeat
                     else tracer.session.output(f"{tracer.prefix}{out}#{repeat}", shape))
     epilogue = _epilogue(tracer, relu_ops, math.prod(shape))
-    execute(nest, tracer.session, tensors, strided_boxes=True, epilogue=epilogue)
+    kernel.call(execute, nest, tracer.session, tensors, epilogue)
+
+
+def _call_loopnest(execute: Callable[..., None], nest: Any, session: Any, tensors: Mapping[str, Any],
+                   epilogue: Callable[[Any], None] | None) -> None:
+    """`execute` of a LoopNest: strided boxes (only the rows a stride reads, as `analytic` counts them)."""
+    execute(nest, session, tensors, strided_boxes=True, epilogue=epilogue)
+
+
+def _call_levelnest(execute: Callable[..., None], nest: Any, session: Any, tensors: Mapping[str, Any],
+                    epilogue: Callable[[Any], None] | None) -> None:
+    """`execute_levels` of a LevelNest: dense boxes (as the hierarchy model counts them)."""
+    execute(nest, session, tensors, epilogue=epilogue)
+
+
+@dataclass(frozen=True)
+class _NestKernel:
+    """How a nest type runs in the network's trace: its kernel, how `execute` is called, its loops over the SRAM."""
+
+    ref: KernelRef
+    call: Callable[[Callable[..., None], Any, Any, Mapping[str, Any], Callable[[Any], None] | None], None]
+    sram_nest: Callable[[Any], Any]  # the LoopNest whose scopes are in the SRAM (a LevelNest's outer nest)
+    # whether a reader may load its producer's result itself (rule: activations shared); not on levels below the
+    # SRAM, where a tensor's role picks its inner level (inputs in one, results in another: a result read as an
+    # input would be refused), so a reader loads a read-only copy fenced after its producer (rule: fences)
+    shares_results: bool
+
+
+# the nest types a tensorcore entry runs, by class name (LoopNest: one level; LevelNest: levels below the SRAM)
+NEST_KERNELS: dict[str, _NestKernel] = {
+    "LoopNest": _NestKernel(LOOPNEST_KERNEL, _call_loopnest, lambda nest: nest, shares_results=True),
+    "LevelNest": _NestKernel(LEVELNEST_KERNEL, _call_levelnest, lambda nest: nest.outer, shares_results=False),
+}
 
 
 def _run_loopnest(tracer: _Tracer, outcome: Any, network: Any) -> None:
-    """A tensorcore layer: its extras streamed, then its nest `count` times (rules: see the module docstring)."""
+    """A tensorcore layer on one level: its extras streamed, then its LoopNest `count` times (rules: see the module
+    docstring)."""
     from dsasim.architect.nests.loopnest import LoopNest
 
+    _run_tensorcore(tracer, outcome, LoopNest.from_json(outcome.schedule))
+
+
+def _run_levelnest(tracer: _Tracer, outcome: Any, network: Any) -> None:
+    """A tensorcore layer on levels below the SRAM: as `_run_loopnest`, its LevelNest run by `execute_levels`
+    (each inner level's stages and write-backs traced, timed on that level's DMA engines)."""
+    from dsasim.architect.model.hierarchy import LevelNest
+
+    _run_tensorcore(tracer, outcome, LevelNest.from_json(outcome.schedule, tracer.hardware))
+
+
+def _run_tensorcore(tracer: _Tracer, outcome: Any, nest: Any) -> None:
+    """A tensorcore layer: its extras streamed, then `nest` `count` times (rules: see the module docstring)."""
     layer = outcome.layer
-    nest = LoopNest.from_json(outcome.schedule)
     reads = list(layer.reads)
     if layer.count > 1:  # every repeat's operands are its own: fence the producers once, before the first
         for producer in dict.fromkeys(reads):
@@ -483,10 +531,10 @@ def _run_attention(tracer: _Tracer, outcome: Any, network: Any) -> None:
         execute(sch, tracer.session, tensors)
 
 
-# the entry runners by schedule kind (`entry_kind`); a kind not here is refused with one line (e.g. "levelnest"
-# until networks search LevelNests: it would run `execute_levels` the same way)
+# the entry runners by schedule kind (`entry_kind`); a kind not here is refused with one line
 ENTRY_RUNNERS: dict[str, Callable[[_Tracer, Any, Any], None]] = {
     "loopnest": _run_loopnest,
+    "levelnest": _run_levelnest,
     "vector": _run_vector,
     "chain": _run_chain,
     "attention": _run_attention,
