@@ -81,6 +81,10 @@ class EntrySpan:
     traced_loaded_bytes: int  # what the trace moved (fence words included)
     traced_stored_bytes: int
     reads_on_chip_bytes: int = 0  # bytes of its shared inputs a layer could keep on chip (on_chip_savings)
+    # per level below the SRAM (hardware order): (level, bytes staged in from its parent, bytes written back to it),
+    # the search's model's (`LayerOutcome.level_bytes`) and the trace's; () on one-level hardware
+    model_level_bytes: tuple[tuple[str, int, int], ...] = ()
+    traced_level_bytes: tuple[tuple[str, int, int], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -602,16 +606,35 @@ def trace_network(result: Any, resolve: Resolver) -> NetworkTrace:
         first, fence0, onchip0 = len(log), tracer.fence_bytes, tracer.on_chip_bytes
         counters = tracer.session.counters
         loaded0, stored0 = counters.loaded_bytes, counters.stored_bytes
+        levels0 = _level_bytes(tracer)
         tracer.prefix = f"{x.layer.name}:"
         ENTRY_RUNNERS[kind](tracer, x, result.network)
+        levels = tuple((name, loaded - b[1], stored - b[2])
+                       for (name, loaded, stored), b in zip(_level_bytes(tracer), levels0))
         spans.append(EntrySpan(name=x.layer.name, kind=kind, index=i, first_event=first, stop_event=len(log),
                                fence_bytes=tracer.fence_bytes - fence0, model_loaded_bytes=x.loaded_bytes,
                                model_stored_bytes=x.stored_bytes,
                                traced_loaded_bytes=counters.loaded_bytes - loaded0,
                                traced_stored_bytes=counters.stored_bytes - stored0,
-                               reads_on_chip_bytes=tracer.on_chip_bytes - onchip0))
+                               reads_on_chip_bytes=tracer.on_chip_bytes - onchip0,
+                               model_level_bytes=_model_level_bytes(x, tracer.hardware),
+                               traced_level_bytes=levels))
     trace = tracer.session.finish()
     return NetworkTrace(trace=trace, hardware=tracer.hardware, spans=tuple(spans))
+
+
+def _level_bytes(tracer: _Tracer) -> tuple[tuple[str, int, int], ...]:
+    """The session's bytes so far per level below the SRAM (hardware order): (level, staged in, written back)."""
+    traffic = tracer.session.counters.levels
+    return tuple((lv.name, traffic[lv.name].loaded_bytes if lv.name in traffic else 0,
+                  traffic[lv.name].stored_bytes if lv.name in traffic else 0) for lv in tracer.hardware.inner_levels)
+
+
+def _model_level_bytes(outcome: Any, hardware: Accelerator) -> tuple[tuple[str, int, int], ...]:
+    """The search's bytes per level below the SRAM for an entry, every level of `hardware` listed (a level the
+    entry does not use, or a streaming entry that uses none, moves 0)."""
+    found = {name: (loaded, stored) for name, loaded, stored in outcome.level_bytes}
+    return tuple((lv.name, *found.get(lv.name, (0, 0))) for lv in hardware.inner_levels)
 
 
 def replace_sram(hardware: Accelerator, sram_bytes: int) -> Accelerator:
