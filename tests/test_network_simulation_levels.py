@@ -141,12 +141,15 @@ def test_network_simulate_command_on_levels(tmp_path, monkeypatch, capsys):
 
     (tmp_path / "simres.py").write_text(_RES)
     monkeypatch.syspath_prepend(str(tmp_path))
-    js = tmp_path / "r.json"
+    js, page = tmp_path / "r.json", tmp_path / "r.html"
     assert main(["network", "simres:Res", "--hardware", "blog-l1", "--sram", "64KiB", "--simulate", "--json",
-                 str(js), "--quiet", "--jobs", "1"]) == 0
+                 str(js), "--html", str(page), "--quiet", "--jobs", "1"]) == 0
     out = capsys.readouterr().out
     assert "L1w in/out B" in out and "levels below the SRAM traced" in out
     data = json.loads(js.read_text())
+    totals = "; ".join(f"{lv['level']} {lv['loaded_bytes']:,} / {lv['stored_bytes']:,} B"
+                       for lv in data["simulation"]["levels"])
+    assert totals in page.read_text(encoding="utf-8")  # the page's simulation section says the levels too
     sim, by_name = data["simulation"], {x["name"]: x for x in data["layers"]}
     assert [x["kind"] for x in sim["layers"]] == ["levelnest", "levelnest", "levelnest", "vector", "levelnest"]
     for x in sim["layers"]:
