@@ -2052,8 +2052,8 @@ MUTANTS: list[Mutant] = [
     Mutant("netsimlv: the simulation's table has no column per level", "dsasim/cli/network.py",
            '    header += [f"{name} in/out B"', '    header += [] and [f"{name} in/out B"', (NETSIMLV_TESTS,)),
     Mutant("netsimlv: the --html page's simulation section leaves the levels out", "dsasim/view/html_report.py",
-           "    if levels:\n        facts.append((\"levels below the SRAM", "    if False:\n        facts.append((\"levels below the SRAM",
-           (NETSIMLV_TESTS,)),
+           "    if levels:\n        facts.append((\"levels below the SRAM",
+           "    if False:\n        facts.append((\"levels below the SRAM", (NETSIMLV_TESTS,)),
 ]
 
 
