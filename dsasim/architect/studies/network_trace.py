@@ -38,6 +38,12 @@ The inter-layer rules (each stated again beside its code):
     operand, a chain's residual fold) are streamed in before the entry's own loads (chunks in their own 2-way
     scope), their bytes and port time counted; they are not held on chip (the model does not charge their
     SRAM either).
+  * Levels below the SRAM (a "levelnest" entry: the layer's best `LevelNest`, run by `execute_levels`). Its
+    stages into each inner level and write-backs from it run on that level's DMA engines; its epilogue runs on
+    each final inner output tile, in the output's innermost level. A tensor's role picks its inner level (an
+    input's, a weight's, a result's), so a level entry never reads an earlier result itself (its role is
+    "output"): it reads a copy of its own, fenced after the producer (`_NestKernel.shares_results`). Per entry,
+    each inner level's bytes staged in and written back are recorded beside the search's (`EntrySpan`).
   * Vector layers (pools, adds, norms) run a streaming kernel: each operand and the result cut along their leading
     rows into the same number of steps, each step's chunks loaded into a 2-way scope, one vector operation per
     result box (the layer's lane operations spread over the steps by elements), the result stored: it moves the
