@@ -59,6 +59,7 @@ BITE_LEVEL_TESTS = ("tests/test_trust_bite_levels.py", "tests/test_levels.py")
 RESULTS_TESTS = "tests/test_energy_results.py"
 NETSIM_TESTS = "tests/test_network_simulation.py"
 NETLEVELS_TESTS = "tests/test_network_levels.py"
+NETSIMLV_TESTS = "tests/test_network_simulation_levels.py"
 CHAIN_ENERGY_TESTS = "tests/test_chain_energy_objective.py"
 ONNX_TESTS = ("tests/test_network_onnx.py",)
 ATTN_TESTS = "tests/test_attention.py"
@@ -2045,6 +2046,28 @@ MUTANTS: list[Mutant] = [
     Mutant("user files: the YAML problem keeps its line breaks", "dsasim/user_files.py",
            '        problem = " ".join(str(getattr(err, "problem", None) or err).split())',
            '        problem = str(err)', ("tests/test_user_files.py",)),
+    # -- issue 30: netsimlv --
+    Mutant("netsimlv: a network's LevelNest entry has no runner", "dsasim/architect/studies/network_trace.py",
+           '    "levelnest": _run_levelnest,\n', "", (NETSIMLV_TESTS,)),
+    Mutant("netsimlv: execute_levels leaves the fused epilogue out", "kernels/loopnest_kernel.py",
+           "        if epilogue is not None and all(local[d][1] == problem.extents[d] for d in reduced):",
+           "        if False:", (NETSIMLV_TESTS,)),
+    Mutant("netsimlv: on levels a reader loads its producer's result itself",
+           "dsasim/architect/studies/network_trace.py",
+           "lambda nest: nest.outer, shares_results=False)", "lambda nest: nest.outer, shares_results=True)",
+           (NETSIMLV_TESTS,)),
+    Mutant("netsimlv: a level's bytes differing from the model pass silently",
+           "dsasim/architect/studies/network_simulation.py",
+           " or s.traced_level_bytes != s.model_level_bytes]", "]", (NETSIMLV_TESTS,)),
+    Mutant("netsimlv: an entry's level bytes counted from the session's start",
+           "dsasim/architect/studies/network_trace.py",
+           "        levels0 = _level_bytes(tracer)\n",
+           "        levels0 = tuple((lv.name, 0, 0) for lv in tracer.hardware.inner_levels)\n", (NETSIMLV_TESTS,)),
+    Mutant("netsimlv: the simulation's table has no column per level", "dsasim/cli/network.py",
+           '    header += [f"{name} in/out B"', '    header += [] and [f"{name} in/out B"', (NETSIMLV_TESTS,)),
+    Mutant("netsimlv: the --html page's simulation section leaves the levels out", "dsasim/view/html_report.py",
+           "    if levels:\n        facts.append((\"levels below the SRAM",
+           "    if False:\n        facts.append((\"levels below the SRAM", (NETSIMLV_TESTS,)),
 ]
 
 

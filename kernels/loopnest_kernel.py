@@ -174,11 +174,14 @@ def execute(nest: LoopNest, s: Session, tensors: Mapping[str, TracedArray],
     open_scopes(0)
 
 
-def execute_levels(nest: LevelNest, s: Session, tensors: Mapping[str, TracedArray]) -> None:
+def execute_levels(nest: LevelNest, s: Session, tensors: Mapping[str, TracedArray],
+                   epilogue: Callable[[TracedArray], None] | None = None) -> None:
     """Run a `LevelNest` in session `s` (on its hardware, with levels below the SRAM): the outer nest as
     `execute`, and at its innermost point the inner loops over the outer tile, each tensor with an inner level
     staged in a `GlobalHierarchy(level=...)` scope at its inner depth; the TensorCore then reads every operand
-    from its innermost level (hits)."""
+    from its innermost level (hits). `epilogue(out_tile)`: as `execute`'s, on each inner output tile once it is
+    final (every reduction loop at its last inner tile), in the output's innermost level before it is written
+    back. Every box is dense (the hierarchy model counts dense boxes)."""
     problem, order = nest.problem, nest.inner.order
     staged: list[list[str]] = [[] for _ in range(len(order) + 1)]
     outer_levels: dict[int, list[tuple[str, str, int]]] = {}
@@ -194,6 +197,7 @@ def execute_levels(nest: LevelNest, s: Session, tensors: Mapping[str, TracedArra
     tc, out_name = TensorCore(s), problem.output.name
     out_key = itemgetter(*(a.dim for a in problem.output.axes))
     local: dict[str, Segment] = {}
+    reduced = tuple(d for d in problem.dims if d not in {a.dim for a in problem.output.axes})
 
     def operand(name: str, region: Region) -> TracedArray:
         return tensors[name][region]  # resolves in the operand's innermost level: a hit there
@@ -205,6 +209,8 @@ def execute_levels(nest: LevelNest, s: Session, tensors: Mapping[str, TracedArra
             s.mark_written(out)
         else:
             out += product
+        if epilogue is not None and all(local[d][1] == problem.extents[d] for d in reduced):
+            epilogue(out)
 
     def open_scopes(outer: dict[str, Segment], k: int, i: int = 0) -> None:
         if i == len(staged[k]):

@@ -193,12 +193,15 @@ def test_model_trace_mismatch_fails_loudly():
         time_network_trace(trace_network(result), result)
 
 
-def test_refuses_a_partial_network_and_an_unknown_kind():
+def test_refuses_a_partial_network_and_an_unknown_kind(monkeypatch):
+    from dsasim.architect.studies.network_trace import ENTRY_RUNNERS
+
     left = LayerOutcome(layer=NetworkLayer(name="odd", op="fft", kind="unmodelled", shape="?"),
                         status="unmodelled", reason="no")
     with pytest.raises(NetworkTraceError, match="left out"):
         trace_network(_result(L1, left))
-    levels = replace(L1, schedule={**L1.schedule, "inner": {}})  # a LevelNest's schedule: no runner yet
+    monkeypatch.delitem(ENTRY_RUNNERS, "levelnest")  # a kind with no runner (levelnest has one: take it away)
+    levels = replace(L1, schedule={**L1.schedule, "inner": {}})  # a LevelNest's schedule
     with pytest.raises(NetworkTraceError, match="levelnest schedule, which the network trace has no kernel for"):
         trace_network(_result(levels))
 

@@ -410,8 +410,11 @@ def format_simulation(simulation: Any, wide: bool = False) -> str:
         name = short_layer_name(e.name)
         rows.append([name if wide else _cut(name, NAME_CELL_CHARS), e.kind, e.estimated_cycles, e.cycles,
                      f"{e.ratio:.3f}" if e.estimated_cycles else None, f"{e.start_cycle:,}-{e.end_cycle:,}",
-                     e.overlap_cycles, (e.top_stall if wide else _cut(e.top_stall, STALL_CELL_CHARS)) or None])
+                     e.overlap_cycles, (e.top_stall if wide else _cut(e.top_stall, STALL_CELL_CHARS)) or None]
+                    + [f"{loaded:,}/{stored:,}" if loaded or stored else None for _, loaded, stored in e.level_bytes])
     header = ["layer", "kind", "estimate", "simulated", "ratio", "start-end", "overlap", "stall"]
+    # on levels below the SRAM: a column per level, its bytes staged in / written back (traced = the search's)
+    header += [f"{name} in/out B" for name, _, _ in (simulation.entries[0].level_bytes if simulation.entries else ())]
     lines = [format_table(header, rows, left=(0, 1, 5, 7)), ""]
     s = simulation
     lines.append(f"simulated {s.network} on {s.hardware}, SRAM {s.sram_bytes:,} B, one timeline of "
@@ -424,6 +427,9 @@ def format_simulation(simulation: Any, wide: bool = False) -> str:
     lines.append(f"  traffic traced {int(s.sim.loaded_bytes) - s.fence_bytes + int(s.sim.stored_bytes):,} B = the "
                  f"search's (model == trace for every entry)"
                  + (f"; fences {s.fence_bytes:,} B apart" if s.fence_bytes else ""))
+    if s.level_bytes:  # per level below the SRAM, checked equal to the level search's per entry
+        lines.append("  levels below the SRAM traced (staged in / written back) = the level search's: "
+                     + "; ".join(f"{name} {loaded:,} / {stored:,} B" for name, loaded, stored in s.level_bytes))
     stalls = ", ".join(f"{k} {v:,}" for k, v in sorted(s.sim.stall_cycles.items(), key=lambda kv: -kv[1])[:4])
     if stalls:
         lines.append(f"  TensorCore stalls: {stalls}")

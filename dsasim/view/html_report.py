@@ -187,6 +187,10 @@ def add_network_simulation(page: HtmlPage, simulation: Mapping[str, Any]) -> Non
     if stalls:
         facts.append(("TensorCore stalls", ", ".join(f"{cause} {n:,}" for cause, n in
                                                      sorted(stalls.items(), key=lambda kv: (-kv[1], kv[0])))))
+    levels = simulation.get("levels") or []  # on hardware with levels below the SRAM: traced = the level search's
+    if levels:
+        facts.append(("levels below the SRAM (staged in / written back, traced = the level search's)",
+                      "; ".join(f"{lv['level']} {lv['loaded_bytes']:,} / {lv['stored_bytes']:,} B" for lv in levels)))
     page.facts(facts)
     page.table(("layer", "start cycle", "end cycle", "simulated cycles", "analytic cycles", "simulated / analytic"),
                [(name, start, end, end - start, analytic_cycles,

@@ -9,9 +9,10 @@ operations of its events:
     end - start (its window). Windows of consecutive entries overlap where the next entry's loads run while the
     previous one still computes or stores: `overlap_cycles` (per entry: its start before the latest end of the
     entries run before it; in total: the windows summed minus the network's cycles).
-  * traffic: its LOADs' and STOREs' bytes, which must equal the search's figures for the entry (fence words apart):
-    `simulate_network` raises `NetworkTraceMismatch` naming every entry where they differ ("model == trace" across
-    the whole network).
+  * traffic: its LOADs' and STOREs' bytes, which must equal the search's figures for the entry (fence words apart),
+    and on hardware with levels below the SRAM each level's bytes staged in and written back, which must equal the
+    level search's (`LayerOutcome.level_bytes`): `simulate_network` raises `NetworkTraceMismatch` naming every
+    entry where they differ ("model == trace" across the whole network).
   * stalls: each idle TensorCore gap is charged to the entry whose TensorCore operation ends it, and blamed on a
     cause by the timing model's own attribution (result.py: the critical chain); the idle time after the network's
     last TensorCore operation is "drain", charged to the last entry that has TensorCore operations.
@@ -56,6 +57,10 @@ class EntryTiming:
     overlap_cycles: int  # cycles its window starts before the latest end of the entries run before it
     shared_input_bytes: int  # bytes of earlier results it loads (what staying on chip could save it)
     stall_cycles: Mapping[str, int]
+    # per level below the SRAM (hardware order): (level, bytes staged in from its parent, bytes written back),
+    # traced; equal to the search's (checked like the DDR bytes); () on one-level hardware
+    level_bytes: tuple[tuple[str, int, int], ...] = ()
+    model_level_bytes: tuple[tuple[str, int, int], ...] = ()  # the search's, the same rows
 
     @property
     def cycles(self) -> int:
@@ -84,7 +89,11 @@ class EntryTiming:
                 "tensorcore_busy_cycles": self.tensorcore_busy_cycles,
                 "vector_busy_cycles": self.vector_busy_cycles, "overlap_cycles": self.overlap_cycles,
                 "shared_input_bytes": self.shared_input_bytes,
-                "stall_cycles": dict(sorted(self.stall_cycles.items()))}
+                "stall_cycles": dict(sorted(self.stall_cycles.items())),
+                **({"levels": [{"level": t[0], "loaded_bytes": t[1], "stored_bytes": t[2],
+                                "model_loaded_bytes": m[1], "model_stored_bytes": m[2]}
+                               for t, m in zip(self.level_bytes, self.model_level_bytes)]}
+                   if self.level_bytes else {})}
 
 
 @dataclass(frozen=True)
@@ -123,6 +132,14 @@ class NetworkSimulation:
         return sum(e.roofline_cycles for e in self.entries)
 
     @property
+    def level_bytes(self) -> list[tuple[str, int, int]]:
+        """Per level below the SRAM (hardware order): (level, bytes staged in, bytes written back), traced, the
+        entries summed; [] on one-level hardware."""
+        names = [row[0] for row in self.entries[0].level_bytes] if self.entries else []
+        return [(name, sum(e.level_bytes[i][1] for e in self.entries), sum(e.level_bytes[i][2] for e in self.entries))
+                for i, name in enumerate(names)]
+
+    @property
     def fence_bytes(self) -> int:
         return sum(e.fence_bytes for e in self.entries)
 
@@ -150,7 +167,10 @@ class NetworkSimulation:
             "roofline_cycles": self.roofline_cycles, "layer_roofline_sum_cycles": self.layer_roofline_sum,
             "overlap_cycles": self.overlap_cycles, "loaded_bytes": int(sim.loaded_bytes) - self.fence_bytes,
             "stored_bytes": int(sim.stored_bytes), "fence_bytes": self.fence_bytes,
-            "model_equals_trace": True, "peak_sram_bytes": int(sim.peak_sram_bytes),
+            "model_equals_trace": True,
+            **({"levels": [{"level": name, "loaded_bytes": loaded, "stored_bytes": stored}
+                           for name, loaded, stored in self.level_bytes]} if self.level_bytes else {}),
+            "peak_sram_bytes": int(sim.peak_sram_bytes),
             "stall_cycles": dict(sorted(sim.stall_cycles.items())), "window_cycles": int(sim.window_cycles),
             "ddr_load_bytes": [round(float(x), 3) for x in sim.ddr_load_bytes],
             "ddr_store_bytes": [round(float(x), 3) for x in sim.ddr_store_bytes],
@@ -174,11 +194,11 @@ def time_network_trace(network_trace: NetworkTrace, result: Any, reference: bool
     from dsasim.util import gc_paused
 
     wrong = [s for s in network_trace.spans if s.traced_loaded_bytes - s.fence_bytes != s.model_loaded_bytes
-             or s.traced_stored_bytes != s.model_stored_bytes]
+             or s.traced_stored_bytes != s.model_stored_bytes or s.traced_level_bytes != s.model_level_bytes]
     if wrong:
         listed = "; ".join(f"{s.name}: traced {s.traced_loaded_bytes - s.fence_bytes:,} B loaded, "
                            f"{s.traced_stored_bytes:,} B stored, model {s.model_loaded_bytes:,} / "
-                           f"{s.model_stored_bytes:,}" for s in wrong)
+                           f"{s.model_stored_bytes:,}" + _levels_differ(s) for s in wrong)
         raise NetworkTraceMismatch(f"model != trace for {len(wrong)} entr{'y' if len(wrong) == 1 else 'ies'} "
                                    f"of {result.network.name}: {listed}")
     hardware, trace = network_trace.hardware, network_trace.trace
@@ -227,10 +247,16 @@ def time_network_trace(network_trace: NetworkTrace, result: Any, reference: bool
             model_loaded_bytes=s.model_loaded_bytes, model_stored_bytes=s.model_stored_bytes,
             fence_bytes=s.fence_bytes, tensorcore_busy_cycles=int(tc_busy[k]), vector_busy_cycles=int(vec_busy[k]),
             overlap_cycles=max(0, latest - start) if k else 0, shared_input_bytes=s.reads_on_chip_bytes,
-            stall_cycles=stalls[k]))
+            stall_cycles=stalls[k], level_bytes=s.traced_level_bytes, model_level_bytes=s.model_level_bytes))
         latest = max(latest, end)
     return NetworkSimulation(network=result.network.name, hardware=result.hardware.name,
                              sram_bytes=result.sram_bytes, entries=tuple(timings), sim=sim)
+
+
+def _levels_differ(span: Any) -> str:
+    """', L1w: traced 6,144 / 0, model 6,000 / 0' for each level below the SRAM where the entry's bytes differ."""
+    return "".join(f", {t[0]}: traced {t[1]:,} / {t[2]:,}, model {m[1]:,} / {m[2]:,}"
+                   for t, m in zip(span.traced_level_bytes, span.model_level_bytes) if t != m)
 
 
 def _stalls_per_entry(graph: Any, timeline: Any, entry: np.ndarray, n: int, chain_type: Any) -> list[dict[str, int]]:

@@ -38,6 +38,12 @@ The inter-layer rules (each stated again beside its code):
     operand, a chain's residual fold) are streamed in before the entry's own loads (chunks in their own 2-way
     scope), their bytes and port time counted; they are not held on chip (the model does not charge their
     SRAM either).
+  * Levels below the SRAM (a "levelnest" entry: the layer's best `LevelNest`, run by `execute_levels`). Its
+    stages into each inner level and write-backs from it run on that level's DMA engines; its epilogue runs on
+    each final inner output tile, in the output's innermost level. A tensor's role picks its inner level (an
+    input's, a weight's, a result's), so a level entry never reads an earlier result itself (its role is
+    "output"): it reads a copy of its own, fenced after the producer (`_NestKernel.shares_results`). Per entry,
+    each inner level's bytes staged in and written back are recorded beside the search's (`EntrySpan`).
   * Vector layers (pools, adds, norms) run a streaming kernel: each operand and the result cut along their leading
     rows into the same number of steps, each step's chunks loaded into a 2-way scope, one vector operation per
     result box (the layer's lane operations spread over the steps by elements), the result stored: it moves the
@@ -54,10 +60,11 @@ from dsasim.architect.search.chain_kind import KernelRef
 from dsasim.architect.studies.network import ATTENTION, CHAIN, TENSORCORE, VECTOR, NetworkLayer
 from dsasim.hardware import Accelerator
 
-__all__ = ["ENTRY_RUNNERS", "EntrySpan", "LOOPNEST_KERNEL", "NetworkTrace", "NetworkTraceError", "entry_kind",
+__all__ = ["ENTRY_RUNNERS", "EntrySpan", "LEVELNEST_KERNEL", "LOOPNEST_KERNEL", "NEST_KERNELS", "NetworkTrace", "NetworkTraceError", "entry_kind",
            "trace_network"]
 
 LOOPNEST_KERNEL = KernelRef("dsasim.kernels.loopnest_kernel", "loopnest_workload", "execute")
+LEVELNEST_KERNEL = KernelRef("dsasim.kernels.loopnest_kernel", "loopnest_workload", "execute_levels")
 STREAM_SCOPE_WAYS = 2  # a streamed chunk's scope: the next chunk loads while this one is computed and stored
 
 
@@ -80,6 +87,10 @@ class EntrySpan:
     traced_loaded_bytes: int  # what the trace moved (fence words included)
     traced_stored_bytes: int
     reads_on_chip_bytes: int = 0  # bytes of its shared inputs a layer could keep on chip (on_chip_savings)
+    # per level below the SRAM (hardware order): (level, bytes staged in from its parent, bytes written back to it),
+    # the search's model's (`LayerOutcome.level_bytes`) and the trace's; () on one-level hardware
+    model_level_bytes: tuple[tuple[str, int, int], ...] = ()
+    traced_level_bytes: tuple[tuple[str, int, int], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -281,12 +292,14 @@ def _extras(tracer: _Tracer, layer: NetworkLayer, bias_elements: int, skip: str,
 
 def _run_nest(tracer: _Tracer, nest: Any, reads: Sequence[str], out_name: str, relu_ops: int,
               out_value: tuple[int, ...] | None, repeat: int = 0) -> None:
-    """One LoopNest (a layer or a chain's unfused part) over shared inputs: each non-weight input in order is
-    `reads`' next value; the result is `out_name`'s DDR tensor."""
+    """One LoopNest or LevelNest (a layer or a chain's unfused part) over shared inputs: each non-weight input in
+    order is `reads`' next value; the result is `out_name`'s DDR tensor; the nest runs by its `NEST_KERNELS` entry."""
     from dsasim.architect.model.hierarchy import tensor_role
 
-    workload_of, execute = tracer.resolve(LOOPNEST_KERNEL)
+    kernel = NEST_KERNELS[type(nest).__name__]
+    workload_of, execute = tracer.resolve(kernel.ref)
     workload = workload_of(nest.problem)
+    sram_nest = kernel.sram_nest(nest)  # the loops over the SRAM: what slides there
     tensors, pending = {}, list(reads)
     for name, shape in workload.inputs.items():
         role = tensor_role(nest.problem, name)
@@ -294,8 +307,8 @@ def _run_nest(tracer: _Tracer, nest: Any, reads: Sequence[str], out_name: str, r
         if repeat:
             producer = ""  # a batched layer's repeats: operands of their own (fenced once, before repeat 0)
         spec = nest.problem.tensor(name)
-        strided = not nest.slides(name) and any(a.is_window and a.stride > 1 for a in spec.axes)
-        if (strided or nest.slides(name)) and producer in tracer.values:
+        strided = not sram_nest.slides(name) and any(a.is_window and a.stride > 1 for a in spec.axes)
+        if (strided or sram_nest.slides(name) or not kernel.shares_results) and producer in tracer.values:
             # rule: a strided reader (a 1x1 stride-2 conv loads every other row) or a sliding one (a rotating
             # buffer keeps rows on chip) reads a read-only copy, fenced after its producer: the session checks a
             # written tensor's buffers as dense boxes only, and lets only read-only tensors slide
@@ -307,15 +320,60 @@ def _run_nest(tracer: _Tracer, nest: Any, reads: Sequence[str], out_name: str, r
     tensors[out] = (tracer.result(out_name, shape) if out_value is not None and not repeat
                     else tracer.session.output(f"{tracer.prefix}{out}#{repeat}", shape))
     epilogue = _epilogue(tracer, relu_ops, math.prod(shape))
-    execute(nest, tracer.session, tensors, strided_boxes=True, epilogue=epilogue)
+    kernel.call(execute, nest, tracer.session, tensors, epilogue)
+
+
+def _call_loopnest(execute: Callable[..., None], nest: Any, session: Any, tensors: Mapping[str, Any],
+                   epilogue: Callable[[Any], None] | None) -> None:
+    """`execute` of a LoopNest: strided boxes (only the rows a stride reads, as `analytic` counts them)."""
+    execute(nest, session, tensors, strided_boxes=True, epilogue=epilogue)
+
+
+def _call_levelnest(execute: Callable[..., None], nest: Any, session: Any, tensors: Mapping[str, Any],
+                    epilogue: Callable[[Any], None] | None) -> None:
+    """`execute_levels` of a LevelNest: dense boxes (as the hierarchy model counts them)."""
+    execute(nest, session, tensors, epilogue=epilogue)
+
+
+@dataclass(frozen=True)
+class _NestKernel:
+    """How a nest type runs in the network's trace: its kernel, how `execute` is called, its loops over the SRAM."""
+
+    ref: KernelRef
+    call: Callable[[Callable[..., None], Any, Any, Mapping[str, Any], Callable[[Any], None] | None], None]
+    sram_nest: Callable[[Any], Any]  # the LoopNest whose scopes are in the SRAM (a LevelNest's outer nest)
+    # whether a reader may load its producer's result itself (rule: activations shared); not on levels below the
+    # SRAM, where a tensor's role picks its inner level (inputs in one, results in another: a result read as an
+    # input would be refused), so a reader loads a read-only copy fenced after its producer (rule: fences)
+    shares_results: bool
+
+
+# the nest types a tensorcore entry runs, by class name (LoopNest: one level; LevelNest: levels below the SRAM)
+NEST_KERNELS: dict[str, _NestKernel] = {
+    "LoopNest": _NestKernel(LOOPNEST_KERNEL, _call_loopnest, lambda nest: nest, shares_results=True),
+    "LevelNest": _NestKernel(LEVELNEST_KERNEL, _call_levelnest, lambda nest: nest.outer, shares_results=False),
+}
 
 
 def _run_loopnest(tracer: _Tracer, outcome: Any, network: Any) -> None:
-    """A tensorcore layer: its extras streamed, then its nest `count` times (rules: see the module docstring)."""
+    """A tensorcore layer on one level: its extras streamed, then its LoopNest `count` times (rules: see the module
+    docstring)."""
     from dsasim.architect.nests.loopnest import LoopNest
 
+    _run_tensorcore(tracer, outcome, LoopNest.from_json(outcome.schedule))
+
+
+def _run_levelnest(tracer: _Tracer, outcome: Any, network: Any) -> None:
+    """A tensorcore layer on levels below the SRAM: as `_run_loopnest`, its LevelNest run by `execute_levels`
+    (each inner level's stages and write-backs traced, timed on that level's DMA engines)."""
+    from dsasim.architect.model.hierarchy import LevelNest
+
+    _run_tensorcore(tracer, outcome, LevelNest.from_json(outcome.schedule, tracer.hardware))
+
+
+def _run_tensorcore(tracer: _Tracer, outcome: Any, nest: Any) -> None:
+    """A tensorcore layer: its extras streamed, then `nest` `count` times (rules: see the module docstring)."""
     layer = outcome.layer
-    nest = LoopNest.from_json(outcome.schedule)
     reads = list(layer.reads)
     if layer.count > 1:  # every repeat's operands are its own: fence the producers once, before the first
         for producer in dict.fromkeys(reads):
@@ -483,10 +541,10 @@ def _run_attention(tracer: _Tracer, outcome: Any, network: Any) -> None:
         execute(sch, tracer.session, tensors)
 
 
-# the entry runners by schedule kind (`entry_kind`); a kind not here is refused with one line (e.g. "levelnest"
-# until networks search LevelNests: it would run `execute_levels` the same way)
+# the entry runners by schedule kind (`entry_kind`); a kind not here is refused with one line
 ENTRY_RUNNERS: dict[str, Callable[[_Tracer, Any, Any], None]] = {
     "loopnest": _run_loopnest,
+    "levelnest": _run_levelnest,
     "vector": _run_vector,
     "chain": _run_chain,
     "attention": _run_attention,
@@ -554,16 +612,35 @@ def trace_network(result: Any, resolve: Resolver) -> NetworkTrace:
         first, fence0, onchip0 = len(log), tracer.fence_bytes, tracer.on_chip_bytes
         counters = tracer.session.counters
         loaded0, stored0 = counters.loaded_bytes, counters.stored_bytes
+        levels0 = _level_bytes(tracer)
         tracer.prefix = f"{x.layer.name}:"
         ENTRY_RUNNERS[kind](tracer, x, result.network)
+        levels = tuple((name, loaded - b[1], stored - b[2])
+                       for (name, loaded, stored), b in zip(_level_bytes(tracer), levels0))
         spans.append(EntrySpan(name=x.layer.name, kind=kind, index=i, first_event=first, stop_event=len(log),
                                fence_bytes=tracer.fence_bytes - fence0, model_loaded_bytes=x.loaded_bytes,
                                model_stored_bytes=x.stored_bytes,
                                traced_loaded_bytes=counters.loaded_bytes - loaded0,
                                traced_stored_bytes=counters.stored_bytes - stored0,
-                               reads_on_chip_bytes=tracer.on_chip_bytes - onchip0))
+                               reads_on_chip_bytes=tracer.on_chip_bytes - onchip0,
+                               model_level_bytes=_model_level_bytes(x, tracer.hardware),
+                               traced_level_bytes=levels))
     trace = tracer.session.finish()
     return NetworkTrace(trace=trace, hardware=tracer.hardware, spans=tuple(spans))
+
+
+def _level_bytes(tracer: _Tracer) -> tuple[tuple[str, int, int], ...]:
+    """The session's bytes so far per level below the SRAM (hardware order): (level, staged in, written back)."""
+    traffic = tracer.session.counters.levels
+    return tuple((lv.name, traffic[lv.name].loaded_bytes if lv.name in traffic else 0,
+                  traffic[lv.name].stored_bytes if lv.name in traffic else 0) for lv in tracer.hardware.inner_levels)
+
+
+def _model_level_bytes(outcome: Any, hardware: Accelerator) -> tuple[tuple[str, int, int], ...]:
+    """The search's bytes per level below the SRAM for an entry, every level of `hardware` listed (a level the
+    entry does not use, or a streaming entry that uses none, moves 0)."""
+    found = {name: (loaded, stored) for name, loaded, stored in outcome.level_bytes}
+    return tuple((lv.name, *found.get(lv.name, (0, 0))) for lv in hardware.inner_levels)
 
 
 def replace_sram(hardware: Accelerator, sram_bytes: int) -> Accelerator:
