@@ -2068,6 +2068,14 @@ MUTANTS: list[Mutant] = [
     Mutant("netsimlv: the --html page's simulation section leaves the levels out", "dsasim/view/html_report.py",
            "    if levels:\n        facts.append((\"levels below the SRAM",
            "    if False:\n        facts.append((\"levels below the SRAM", (NETSIMLV_TESTS,)),
+    # -- issue 30: level trace warning --
+    Mutant("netsimlv: a long trace on levels starts without a word", "dsasim/cli/network.py",
+           "    if seconds > LONG_TRACE_SECONDS:", "    if False:",
+           ("tests/test_network_simulation_levels.py::test_a_long_level_trace_is_announced_before_it_starts",)),
+    Mutant("netsimlv: the level trace estimate leaves a layer's steps out", "dsasim/architect/studies/network_trace.py",
+           "               for x in result.layers if entry_kind(x) == \"levelnest\")",
+           "               for x in result.layers[:1] if entry_kind(x) == \"levelnest\")",
+           ("tests/test_network_simulation_levels.py::test_the_level_trace_estimate_counts_each_level_nest_s_tensorcore_steps",)),
 ]
 
 

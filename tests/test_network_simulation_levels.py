@@ -159,3 +159,38 @@ def test_network_simulate_command_on_levels(tmp_path, monkeypatch, capsys):
         assert [(lv["level"], lv["loaded_bytes"], lv["stored_bytes"]) for lv in x["levels"]
                 if lv["loaded_bytes"] or lv["stored_bytes"]] == [row for row in moved if row[1] or row[2]]
     assert sim["cycles"] >= sim["roofline_cycles"]
+
+
+def test_the_level_trace_estimate_counts_each_level_nest_s_tensorcore_steps(result):
+    """One TensorCore step per inner tile of the whole problem (`estimate_level_trace_work`), summed over the
+    LevelNest entries: counted here from each entry's schedule JSON (its inner tiles over the layer's sizes)."""
+    from math import ceil
+
+    from dsasim.architect.search.level_search import LEVEL_TRACE_SECONDS_PER_STEP
+    from dsasim.architect.studies.network_trace import level_trace_seconds
+
+    sizes = {"a": {"m": 16, "n": 96, "k": 64}, "b": {"m": 16, "n": 32, "k": 96}}  # the two linears, by hand
+    steps = 0
+    for x in result.layers:
+        if x.layer.name in sizes:
+            tiles = x.schedule["inner"]["tiles"]
+            steps += ceil(16 / tiles["m"]) * ceil(sizes[x.layer.name]["n"] / tiles["n"]) * ceil(
+                sizes[x.layer.name]["k"] / tiles["k"])
+    assert steps > 0
+    assert level_trace_seconds(result) == pytest.approx(steps * LEVEL_TRACE_SECONDS_PER_STEP)
+
+
+def test_a_long_level_trace_is_announced_before_it_starts(tmp_path, capsys, monkeypatch):
+    import dsasim.cli.network as network_cli
+    from dsasim.cli import main
+
+    monkeypatch.setattr(network_cli, "LONG_TRACE_SECONDS", 0.0)  # every trace on levels counts as long
+    path = tmp_path / "two_linear.py"
+    path.write_text("import torch\nfrom torch import nn\n\n\nclass TwoLinear(nn.Module):\n"
+                    "    def __init__(self):\n        super().__init__()\n"
+                    "        self.a = nn.Linear(64, 96, bias=False)\n        self.b = nn.Linear(96, 32, bias=False)\n\n"
+                    "    def forward(self, x):\n        return torch.softmax(self.b(torch.relu(self.a(x))), dim=-1)\n")
+    assert main(["network", f"{path}:TwoLinear", "--input-shape", "16,64", "--hardware", "blog-l1", "--sram",
+                 "64KiB", "--simulate", "--quiet"]) == 0
+    err = capsys.readouterr().err
+    assert "warning: tracing" in err and "on the levels below the SRAM of blog-l1" in err

@@ -159,6 +159,7 @@ def warn_partial(command: str, what: str, results: list[NetworkResult]) -> None:
         warner(command)(f"{what} partial: {len(names)} layer(s) left out of the totals: {listed}")
 
 
+LONG_TRACE_SECONDS = 60.0  # a network simulation estimated longer than this says so before it starts
 NAME_CELL_CHARS, OP_CELL_CHARS = 34, 20  # the table's name and op cells: with the numbers, 120 columns at most
 STALL_CELL_CHARS = 24  # the simulation table's stall cell (a load's cause names its tensor: the JSON has it whole)
 LEVEL_CELL_CHARS = 6  # what each level column below the SRAM takes from the name cell (half that from the op's)
@@ -340,6 +341,13 @@ def run(args: argparse.Namespace) -> int:
     from dsasim.cli.common import import_kernel
     from dsasim.timing import TimingError
 
+    from dsasim.architect.studies.network_trace import level_trace_seconds
+
+    seconds = level_trace_seconds(result) if result.hardware.inner_levels and not result.partial else 0.0
+    if seconds > LONG_TRACE_SECONDS:  # the levels' trace runs in Python: say so before minutes pass in silence
+        print(f"dsasim network: warning: tracing {result.network.name}'s layers on the levels below the SRAM of "
+              f"{result.hardware.name} takes about {seconds / 60:.0f} min (their TensorCore steps, one at a time; "
+              f"Ctrl-C stops it)", file=sys.stderr, flush=True)
     try:
         simulation = simulate_network(result, import_kernel)
     except (NetworkTraceError, TimingError) as err:

@@ -61,7 +61,7 @@ from dsasim.architect.studies.network import ATTENTION, CHAIN, TENSORCORE, VECTO
 from dsasim.hardware import Accelerator
 
 __all__ = ["ENTRY_RUNNERS", "EntrySpan", "LEVELNEST_KERNEL", "LOOPNEST_KERNEL", "NEST_KERNELS", "NetworkTrace", "NetworkTraceError", "entry_kind",
-           "trace_network"]
+           "level_trace_seconds", "trace_network"]
 
 LOOPNEST_KERNEL = KernelRef("dsasim.kernels.loopnest_kernel", "loopnest_workload", "execute")
 LEVELNEST_KERNEL = KernelRef("dsasim.kernels.loopnest_kernel", "loopnest_workload", "execute_levels")
@@ -369,6 +369,18 @@ def _run_levelnest(tracer: _Tracer, outcome: Any, network: Any) -> None:
     from dsasim.architect.model.hierarchy import LevelNest
 
     _run_tensorcore(tracer, outcome, LevelNest.from_json(outcome.schedule, tracer.hardware))
+
+
+def level_trace_seconds(result: Any) -> float:
+    """The estimated seconds of tracing a network's LevelNest entries (`estimate_level_trace_work` per entry, times
+    its repeats): the levels below the SRAM are traced in Python, one TensorCore step at a time, so a large network
+    on levels takes minutes where the same network on one level takes seconds (0.0: no such entry)."""
+    from dsasim.architect.model.hierarchy import LevelNest
+    from dsasim.architect.search.level_search import estimate_level_trace_work
+
+    hardware = replace_sram(result.hardware, result.sram_bytes)
+    return sum(estimate_level_trace_work(LevelNest.from_json(x.schedule, hardware)).seconds * x.layer.count
+               for x in result.layers if entry_kind(x) == "levelnest")
 
 
 def _run_tensorcore(tracer: _Tracer, outcome: Any, nest: Any) -> None:
