@@ -15,6 +15,8 @@ import dataclasses
 import json
 import math
 
+from pathlib import Path
+
 import pytest
 import torch
 from torch import nn
@@ -34,16 +36,12 @@ KIB = 1024
 SIZES = [64 * KIB, 256 * KIB]
 
 
-class TwoLinear(nn.Module):
-    """examples/network_levels.py's network."""
+from dsasim.user_code import load_module
 
-    def __init__(self) -> None:
-        super().__init__()
-        self.a = nn.Linear(64, 96, bias=False)
-        self.b = nn.Linear(96, 32, bias=False)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return torch.softmax(self.b(torch.relu(self.a(x))), dim=-1)
+# the network of examples/network_levels.py (two linears, a ReLU fused between, a softmax), loaded from the example
+# itself so the docs' figure and these tests cannot describe two different networks
+TwoLinear = load_module(str(Path(__file__).resolve().parent.parent / "examples" / "network_levels.py"), "network",
+                        "examples/network_levels.py").TwoLinear
 
 
 @pytest.fixture(scope="module")

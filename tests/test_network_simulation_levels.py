@@ -16,9 +16,9 @@ from __future__ import annotations
 import dataclasses
 import json
 
+from pathlib import Path
+
 import pytest
-import torch
-from torch import nn
 
 from dsasim import preset
 from dsasim.architect.studies.network import import_network
@@ -30,14 +30,12 @@ L1 = preset("blog-l1")
 KIB = 1024
 
 
-class TwoLinear(nn.Module):
-    def __init__(self) -> None:
-        super().__init__()
-        self.a = nn.Linear(64, 96, bias=False)
-        self.b = nn.Linear(96, 32, bias=False)
+from dsasim.user_code import load_module
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return torch.softmax(self.b(torch.relu(self.a(x))), dim=-1)
+# the network of examples/network_levels.py (two linears, a ReLU fused between, a softmax), loaded from the example
+# itself so the docs' figure and these tests cannot describe two different networks
+TwoLinear = load_module(str(Path(__file__).resolve().parent.parent / "examples" / "network_levels.py"), "network",
+                        "examples/network_levels.py").TwoLinear
 
 
 @pytest.fixture(scope="module")
@@ -185,12 +183,8 @@ def test_a_long_level_trace_is_announced_before_it_starts(tmp_path, capsys, monk
     from dsasim.cli import main
 
     monkeypatch.setattr(network_cli, "LONG_TRACE_SECONDS", 0.0)  # every trace on levels counts as long
-    path = tmp_path / "two_linear.py"
-    path.write_text("import torch\nfrom torch import nn\n\n\nclass TwoLinear(nn.Module):\n"
-                    "    def __init__(self):\n        super().__init__()\n"
-                    "        self.a = nn.Linear(64, 96, bias=False)\n        self.b = nn.Linear(96, 32, bias=False)\n\n"
-                    "    def forward(self, x):\n        return torch.softmax(self.b(torch.relu(self.a(x))), dim=-1)\n")
-    assert main(["network", f"{path}:TwoLinear", "--input-shape", "16,64", "--hardware", "blog-l1", "--sram",
+    example = Path(__file__).resolve().parent.parent / "examples" / "network_levels.py"
+    assert main(["network", f"{example}:TwoLinear", "--hardware", "blog-l1", "--sram",
                  "64KiB", "--simulate", "--quiet"]) == 0
     err = capsys.readouterr().err
     assert "warning: tracing" in err and "on the levels below the SRAM of blog-l1" in err
