@@ -201,7 +201,7 @@ def test_refuses_a_partial_network_and_an_unknown_kind(monkeypatch):
     with pytest.raises(NetworkTraceError, match="left out"):
         trace_network(_result(L1, left))
     monkeypatch.delitem(ENTRY_RUNNERS, "levelnest")  # a kind with no runner (levelnest has one: take it away)
-    levels = replace(L1, schedule={**L1.schedule, "inner": {}})  # a LevelNest's schedule
+    levels = replace(L1, schedule={**L1.schedule, "kind": "levelnest", "inner": {}})  # as a LevelNest's schedule
     with pytest.raises(NetworkTraceError, match="levelnest schedule, which the network trace has no kernel for"):
         trace_network(_result(levels))
 

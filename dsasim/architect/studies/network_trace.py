@@ -113,7 +113,11 @@ def entry_kind(outcome: Any) -> str:
     if kind == VECTOR:
         return "vector"
     if kind == TENSORCORE:
-        return "levelnest" if outcome.schedule is not None and "inner" in outcome.schedule else "loopnest"
+        # the schedule says its own kind (`level_target.LEVELNEST_SCHEDULE`); a LoopNest's JSON names none
+        from dsasim.architect.studies.level_target import LEVELNEST_SCHEDULE
+
+        schedule = outcome.schedule or {}
+        return LEVELNEST_SCHEDULE if schedule.get("kind") == LEVELNEST_SCHEDULE else "loopnest"
     if kind in (CHAIN, ATTENTION):
         return kind
     return kind
