@@ -95,6 +95,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--timeline-plot", metavar="PATH",
                    help="(with --simulate) write the network's timeline as a figure: a bar per layer, the DDR "
                         "bandwidth and the SRAM occupancy over time (--plot stays the per-layer bar chart)")
+    p.add_argument("--keep-on-chip", action="store_true",
+                   help="(with --simulate) keep a layer's result in the SRAM for the layers that read it where it "
+                        "fits beside their buffers (one-level hardware): simulated twice, every result through "
+                        "DDR and then with results kept; says which are kept, which not and why, the bytes and "
+                        "cycles saved ('on_chip' in the JSON)")
 
 
 @contextlib.contextmanager
@@ -313,6 +318,10 @@ def run(args: argparse.Namespace) -> int:
         if sram < hardware.word_bytes:
             raise ValueError(f"--sram {args.sram}: must hold at least one {hardware.word_bytes}-byte word")
         sized_hardware(hardware, sram)  # a level below the SRAM larger than it: refused before the network loads
+        if args.keep_on_chip and hardware.inner_levels:
+            raise ValueError(f"--keep-on-chip keeps results in the SRAM of one-level hardware; {hardware.name} has "
+                             f"levels below the SRAM, where every reader stages a copy of its input by role: leave "
+                             f"out --keep-on-chip")
         json_path, plot_path = json_and_plot_paths(args)
         perfetto_path = _perfetto_path(args, json_path, plot_path)
         html_path = html_output_path(args, [("--json", args.json), ("--plot", args.plot), ("--perfetto", args.perfetto),
@@ -349,7 +358,7 @@ def run(args: argparse.Namespace) -> int:
               f"{result.hardware.name} takes about {seconds / 60:.0f} min (their TensorCore steps, one at a time; "
               f"Ctrl-C stops it)", file=sys.stderr, flush=True)
     try:
-        simulation = simulate_network(result, import_kernel)
+        simulation = simulate_network(result, import_kernel, keep_on_chip=args.keep_on_chip)
     except (NetworkTraceError, TimingError) as err:
         warn_partial("network", "the result is", [result])
         print(f"dsasim network: {err}", file=sys.stderr)
@@ -395,6 +404,9 @@ class _WithSimulation:
 def _perfetto_path(args: argparse.Namespace, json_path: Any, plot_path: Any) -> Any:
     """The checked --perfetto path (None where not given); CliError without --simulate or where it names another
     output."""
+    if args.keep_on_chip and not args.simulate:
+        raise CliError("--keep-on-chip needs --simulate (results are kept on chip in the network's simulation); "
+                       "add --simulate")
     for flag, given in (("--perfetto", args.perfetto), ("--timeline-plot", args.timeline_plot)):
         if given is not None and not args.simulate:
             raise CliError(f"{flag} needs --simulate (the timeline comes from simulating the network); add "
@@ -423,6 +435,14 @@ def format_simulation(simulation: Any, wide: bool = False) -> str:
     header = ["layer", "kind", "estimate", "simulated", "ratio", "start-end", "overlap", "stall"]
     # on levels below the SRAM: a column per level, its bytes staged in / written back (traced = the search's)
     header += [f"{name} in/out B" for name, _, _ in (simulation.entries[0].level_bytes if simulation.entries else ())]
+    on_chip = simulation.on_chip
+    if on_chip is not None:  # results kept on chip: each entry's result (kept, or why not) and the bytes it saved
+        fate = {k.name: "kept" for k in on_chip.plan.kept}
+        fate.update((n.name, n.reason) for n in on_chip.plan.not_kept)
+        for row, e in zip(rows, simulation.entries):
+            saved = sum(e.kept_bytes) if e.kept_bytes else 0
+            row += [fate.get(e.name.split("+")[-1], fate.get(e.name)), saved or None]
+        header += ["result", "saved B"]
     lines = [format_table(header, rows, left=(0, 1, 5, 7)), ""]
     s = simulation
     lines.append(f"simulated {s.network} on {s.hardware}, SRAM {s.sram_bytes:,} B, one timeline of "
@@ -433,7 +453,8 @@ def format_simulation(simulation: Any, wide: bool = False) -> str:
     lines.append(f"  overlap between entries {s.overlap_cycles:,} cycles (windows summed "
                  f"{s.cycles + s.overlap_cycles:,} minus the total)")
     lines.append(f"  traffic traced {int(s.sim.loaded_bytes) - s.fence_bytes + int(s.sim.stored_bytes):,} B = the "
-                 f"search's (model == trace for every entry)"
+                 f"search's" + (" less what the kept results save" if s.on_chip is not None else "")
+                 + " (model == trace for every entry)"
                  + (f"; fences {s.fence_bytes:,} B apart" if s.fence_bytes else ""))
     if s.level_bytes:  # per level below the SRAM, checked equal to the level search's per entry
         lines.append("  levels below the SRAM traced (staged in / written back) = the level search's: "
@@ -442,7 +463,33 @@ def format_simulation(simulation: Any, wide: bool = False) -> str:
     if stalls:
         lines.append(f"  TensorCore stalls: {stalls}")
     lines.append(f"  peak SRAM {int(s.sim.peak_sram_bytes):,} B")
+    if on_chip is not None:
+        lines.extend(format_on_chip(s))
     return "\n".join(lines)
+
+
+def format_on_chip(simulation: Any) -> list[str]:
+    """What keeping results on chip did: how many are kept and why the others are not, the DDR bytes and the
+    cycles beside the same network simulated with every result through DDR."""
+    from collections import Counter
+
+    report, plan = simulation.on_chip, simulation.on_chip.plan
+    through = report.ddr_loaded_bytes + report.ddr_stored_bytes
+    saved = plan.saved_loaded_bytes + plan.saved_stored_bytes
+    held = max((k.nbytes for k in plan.kept), default=0)
+    lines = [f"  results kept on chip: {len(plan.kept)} of {len(plan.kept) + len(plan.not_kept)} (the largest "
+             f"{held:,} B), saving {plan.saved_loaded_bytes:,} B loaded and {plan.saved_stored_bytes:,} B stored: "
+             f"{through - saved:,} B of DDR traffic instead of {through:,} B"
+             + (f" ({100 * saved / through:.1f} % less)" if through else "")]
+    change = simulation.cycles - report.ddr_cycles
+    lines.append(f"  {simulation.cycles:,} cycles with them kept, {report.ddr_cycles:,} with every result through "
+                 f"DDR ({'+' if change >= 0 else ''}{change:,}; a reader of a kept result starts computing when its "
+                 f"producer has finished)")
+    for reason, count in sorted(Counter(n.reason for n in plan.not_kept).items()):
+        from dsasim.architect.studies.network_on_chip import REASONS
+
+        lines.append(f"  not kept ({reason}): {count}, {REASONS[reason]}")
+    return lines
 
 
 COMMAND = Command(

@@ -37,7 +37,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from dsasim.errors import LevelError, SessionFinishedError, SessionStateError, UnfinishedError
+from dsasim.errors import LevelError, SessionFinishedError, SessionStateError, SramOverflowError, UnfinishedError
 from dsasim.hardware import SRAM_LEVEL, Accelerator
 from dsasim.layout import DEFAULT_LAYOUT, LAYOUTS, check_layout
 from dsasim.traced.counters import Counters
@@ -128,6 +128,7 @@ class Session(SramAccess):
         self._live_bytes = 0
         self._word_bytes = hardware.word_bytes
         self._sram_limit = hardware.sram_bytes if enforce_capacity else _NO_LIMIT
+        self._kept: dict[int, tuple[int, int]] = {}  # buffer id -> its [start, end) bytes (`keep_on_chip`)
         self._used_scopes: set[str] = set()
         # computes created but not yet written into a tile, keyed by themselves (identity: no id() integer each)
         self.pending_products: dict[Any, Any] = {}
@@ -245,6 +246,57 @@ class Session(SramAccess):
             buf.data = np.zeros(shape, self.dtype)
         self._log.open(buf.id, arr.id, region, reuse)
         return Tile(buf, region)
+
+    def keep_on_chip(self, arr: TracedArray, address: int) -> Tile:
+        """Hold all of on-chip tensor `arr` in one SRAM buffer at byte `address`, outside every scope, until
+        `release_kept(tile)` (a network's result kept in the SRAM for the layers that read it).
+
+        Its bytes [address, address + nbytes) must lie above every byte the scopes hold: the scopes' buffers grow
+        from address 0 (SRAM is a stack), so while it is held they must stay below `address` (the capacity check's
+        limit becomes the lowest kept address). It opens as zeros (an OPEN: no DMA); accesses inside it are hits;
+        it is dropped, never stored, when released. One level only: hardware with levels below the SRAM is refused."""
+        if not isinstance(arr, TracedArray) or arr.session is not self or not arr.scratch:
+            raise ValueError(f"keep_on_chip needs an on-chip tensor of this session (Session.on_chip), got {arr!r}")
+        if self._levels is not None:
+            raise LevelError("keep_on_chip models one level: on hardware with levels below the SRAM a result read "
+                             "by the next layer is staged into the inner levels by role; keep nothing there")
+        if not is_int(address) or address < 0:
+            raise ValueError(f"keep_on_chip {arr.name}: address must be an integer >= 0, got {address!r}")
+        region = whole_region(arr.shape)
+        nbytes = region_elements(region) * self._word_bytes
+        capacity = self.hardware.sram_bytes
+        if address < self._live_bytes or address + nbytes > capacity \
+                or any(address < end and start < address + nbytes for start, end in self._kept.values()):
+            raise SramOverflowError(
+                f"keeping {arr.name} ({nbytes:,} B) at SRAM byte {address:,} overlaps the scopes' live "
+                f"{self._live_bytes:,} B, another kept buffer or the end of the SRAM ({capacity:,} B)",
+                capacity, nbytes, [])
+        if arr.live.by_id:
+            raise ValueError(f"keep_on_chip {arr.name}: a scope already holds part of it; keep it before its first "
+                             f"access")
+        buf = Buffer(self._next_buffer, arr, region, nbytes, nbytes)
+        self._next_buffer += 1
+        arr.live.add(buf)
+        self._log.alloc(buf.id, arr.id, region, nbytes, address, nbytes)
+        self._fill(buf, arr, region, region_elements(region), False)  # an on-chip tensor opens as zeros
+        self._kept[buf.id] = (address, address + nbytes)
+        if self._sram_limit != _NO_LIMIT:
+            self._sram_limit = min(start for start, _ in self._kept.values())
+        return Tile(buf, region)
+
+    def release_kept(self, tile: Tile) -> None:
+        """Free a buffer `keep_on_chip` holds: its bytes are reusable once every operation on it has ended (the
+        timing model's FREE); its contents are dropped, never stored."""
+        buf = tile.buffer
+        if buf.id not in self._kept or buf.freed:
+            raise ValueError(f"release_kept: {tile} is not a buffer keep_on_chip holds (or it was released)")
+        del self._kept[buf.id]
+        buf.freed = True
+        buf.dirty = False
+        buf.tensor.live.remove(buf)
+        self._log.free(buf.id, buf.charged_bytes)
+        if self._sram_limit != _NO_LIMIT:
+            self._sram_limit = min((start for start, _ in self._kept.values()), default=self.hardware.sram_bytes)
 
     # -- scopes ----------------------------------------------------------------------------------------------
     def scope(self, name: str | None = None, ways: int | None = None,
@@ -397,6 +449,9 @@ class Session(SramAccess):
             names = ", ".join("/".join(s.path) for s in self._stack)
             raise UnfinishedError(f"scopes still open at the end of the run: {names}; their buffers were never "
                                   f"freed or stored")
+        if self._kept:
+            raise UnfinishedError(f"{len(self._kept)} buffer(s) held by keep_on_chip were never released "
+                                  f"(release_kept); every buffer must be freed before the end")
         if self.pending_products:
             lost = list(self.pending_products.values())
             raise UnfinishedError(f"{len(lost)} compute result(s) were never written into a tile, e.g. {lost[0]!r}; "

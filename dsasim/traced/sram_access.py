@@ -205,6 +205,9 @@ class SramAccess(_core.SessionFields):
             self.counters.hits += 1
             self._log.hit(held.id, arr.id, region, reuse)
             return Tile(held, region)
+        kept = self._kept_hit(arr, region) if self._kept else None
+        if kept is not None:
+            return kept
         if arr.writable:
             raise RegionError(f"{arr.name}{format_region(region)}: a strided box is loaded from a read-only input "
                               f"only (a written tensor's buffers are checked for coherence as dense boxes); load "
@@ -320,6 +323,9 @@ class SramAccess(_core.SessionFields):
         if type(region_elements(region)) is not int:
             region = integral_region(arr.name, region)[0]
         inst = self.current_scope(arr, region)
+        kept = self._kept_hit(arr, region) if self._kept else None
+        if kept is not None:
+            return kept
         on_chip = arr.scratch  # an on-chip tensor's new rows open as zeros, for the schedule to compute
         if arr.writable and not on_chip:
             raise ReuseError(f"{arr.name}{format_region(region)}: only an input or an on-chip tensor slides; "
@@ -388,6 +394,19 @@ class SramAccess(_core.SessionFields):
             buf.load_bytes = nbytes
         self._log.slide(buf.id, arr.id, region, nbytes)
         return Tile(buf, region)
+
+    def _kept_hit(self, arr: TracedArray, region: Region) -> Tile | None:
+        """A hit on the buffer `Session.keep_on_chip` holds `arr` in (it holds the whole tensor), for a slide or a
+        strided box too: every row is on chip already; None where `arr` is not kept."""
+        if not arr.scratch or not arr.live.by_id:
+            return None
+        held = arr.live.containing(tuple(axis[:2] for axis in region))
+        if held is None or held.id not in self._kept:
+            return None
+        arr.traffic.hits += 1
+        self.counters.hits += 1
+        self._log.hit(held.id, arr.id, region, False)
+        return Tile(held, region)
 
     def mark_region_written(self, buf: Buffer, region: Region) -> None:
         """`mark_written` of region of buf (an inner level's write-back into its parent buffer)."""

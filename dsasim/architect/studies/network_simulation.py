@@ -9,7 +9,8 @@ operations of its events:
     end - start (its window). Windows of consecutive entries overlap where the next entry's loads run while the
     previous one still computes or stores: `overlap_cycles` (per entry: its start before the latest end of the
     entries run before it; in total: the windows summed minus the network's cycles).
-  * traffic: its LOADs' and STOREs' bytes, which must equal the search's figures for the entry (fence words apart),
+  * traffic: its LOADs' and STOREs' bytes, which must equal the search's figures for the entry (fence words apart;
+    with results kept on chip, minus the DDR bytes the kept results saved it, measured on the trace through DDR),
     and on hardware with levels below the SRAM each level's bytes staged in and written back, which must equal the
     level search's (`LayerOutcome.level_bytes`): `simulate_network` raises `NetworkTraceMismatch` naming every
     entry where they differ ("model == trace" across the whole network).
@@ -19,6 +20,11 @@ operations of its events:
   * roofline: max(its TensorCore busy, its vector busy, its DDR bytes over the port (no setups)), as
     `SimResult.roofline_cycles` is for a whole trace.
 The network's DDR bandwidth, SRAM occupancy and energy over time are the one trace's `SimResult` timelines.
+
+`keep_on_chip=True`: the network is traced and timed twice, every result through DDR (checked against the search as
+above), then with the results `network_on_chip.plan_on_chip` keeps on chip (its rules are stated there), whose
+trace must move, entry by entry, the first trace's bytes minus what the kept results saved. The simulation is the
+second; `on_chip` (an `OnChipReport`) holds the plan and the first one's cycles and bytes beside it.
 """
 
 from __future__ import annotations
@@ -30,7 +36,7 @@ import numpy as np
 
 from dsasim.architect.studies.network_trace import NetworkTrace, NetworkTraceError, Resolver, trace_network
 
-__all__ = ["EntryTiming", "NetworkSimulation", "NetworkTraceMismatch", "simulate_network", "time_network_trace"]
+__all__ = ["EntryTiming", "NetworkSimulation", "OnChipReport", "NetworkTraceMismatch", "simulate_network", "time_network_trace"]
 
 
 class NetworkTraceMismatch(NetworkTraceError):
@@ -61,6 +67,8 @@ class EntryTiming:
     # traced; equal to the search's (checked like the DDR bytes); () on one-level hardware
     level_bytes: tuple[tuple[str, int, int], ...] = ()
     model_level_bytes: tuple[tuple[str, int, int], ...] = ()  # the search's, the same rows
+    # the DDR bytes results kept on chip saved it (None: every result through DDR, the default)
+    kept_bytes: tuple[int, int] | None = None
 
     @property
     def cycles(self) -> int:
@@ -93,7 +101,25 @@ class EntryTiming:
                 **({"levels": [{"level": t[0], "loaded_bytes": t[1], "stored_bytes": t[2],
                                 "model_loaded_bytes": m[1], "model_stored_bytes": m[2]}
                                for t, m in zip(self.level_bytes, self.model_level_bytes)]}
-                   if self.level_bytes else {})}
+                   if self.level_bytes else {}),
+                **({"on_chip_saved_loaded_bytes": self.kept_bytes[0], "on_chip_saved_stored_bytes": self.kept_bytes[1]}
+                   if self.kept_bytes is not None else {})}
+
+
+@dataclass(frozen=True)
+class OnChipReport:
+    """Results kept on chip: the plan (what is kept, where, what it saves; what is not, and why) and the same
+    network simulated with every result through DDR (cycles, DDR bytes loaded and stored)."""
+
+    plan: Any  # network_on_chip.OnChipPlan
+    ddr_cycles: int
+    ddr_loaded_bytes: int
+    ddr_stored_bytes: int
+
+    def to_json(self, cycles: int) -> dict[str, Any]:
+        """Its figures beside the simulation's `cycles` with the plan."""
+        return {**self.plan.to_json(), "cycles_through_ddr": self.ddr_cycles, "cycles": cycles,
+                "loaded_bytes_through_ddr": self.ddr_loaded_bytes, "stored_bytes_through_ddr": self.ddr_stored_bytes}
 
 
 @dataclass(frozen=True)
@@ -105,6 +131,7 @@ class NetworkSimulation:
     sram_bytes: int
     entries: tuple[EntryTiming, ...]  # in the order run (`network_trace`: data-flow order)
     sim: Any  # dsasim.timing.SimResult of the whole trace
+    on_chip: OnChipReport | None = None  # results kept on chip (`keep_on_chip=True`), else None
 
     @property
     def cycles(self) -> int:
@@ -178,6 +205,8 @@ class NetworkSimulation:
         if sim.energy_pj is not None:
             out["energy_pj"] = round(float(sim.energy_pj), 3)
             out["window_energy_pj"] = [round(float(x), 3) for x in sim.window_energy_pj.sum(axis=0)]
+        if self.on_chip is not None:
+            out["on_chip"] = self.on_chip.to_json(self.cycles)
         out["layers"] = [e.to_json() for e in self.entries]
         return out
 
@@ -193,12 +222,15 @@ def time_network_trace(network_trace: NetworkTrace, result: Any, reference: bool
     from dsasim.timing.result import build_result
     from dsasim.util import gc_paused
 
-    wrong = [s for s in network_trace.spans if s.traced_loaded_bytes - s.fence_bytes != s.model_loaded_bytes
-             or s.traced_stored_bytes != s.model_stored_bytes or s.traced_level_bytes != s.model_level_bytes]
+    # with a plan, what the kept results saved each entry (measured on the trace through DDR) is not moved
+    wrong = [s for s in network_trace.spans
+             if s.traced_loaded_bytes - s.fence_bytes != s.model_loaded_bytes - s.kept_loaded_bytes
+             or s.traced_stored_bytes != s.model_stored_bytes - s.kept_stored_bytes
+             or s.traced_level_bytes != s.model_level_bytes]
     if wrong:
         listed = "; ".join(f"{s.name}: traced {s.traced_loaded_bytes - s.fence_bytes:,} B loaded, "
                            f"{s.traced_stored_bytes:,} B stored, model {s.model_loaded_bytes:,} / "
-                           f"{s.model_stored_bytes:,}" + _levels_differ(s) for s in wrong)
+                           f"{s.model_stored_bytes:,}" + _kept_apart(s) + _levels_differ(s) for s in wrong)
         raise NetworkTraceMismatch(f"model != trace for {len(wrong)} entr{'y' if len(wrong) == 1 else 'ies'} "
                                    f"of {result.network.name}: {listed}")
     hardware, trace = network_trace.hardware, network_trace.trace
@@ -247,10 +279,18 @@ def time_network_trace(network_trace: NetworkTrace, result: Any, reference: bool
             model_loaded_bytes=s.model_loaded_bytes, model_stored_bytes=s.model_stored_bytes,
             fence_bytes=s.fence_bytes, tensorcore_busy_cycles=int(tc_busy[k]), vector_busy_cycles=int(vec_busy[k]),
             overlap_cycles=max(0, latest - start) if k else 0, shared_input_bytes=s.reads_on_chip_bytes,
-            stall_cycles=stalls[k], level_bytes=s.traced_level_bytes, model_level_bytes=s.model_level_bytes))
+            stall_cycles=stalls[k], level_bytes=s.traced_level_bytes, model_level_bytes=s.model_level_bytes,
+            kept_bytes=None if network_trace.plan is None else (s.kept_loaded_bytes, s.kept_stored_bytes)))
         latest = max(latest, end)
     return NetworkSimulation(network=result.network.name, hardware=result.hardware.name,
                              sram_bytes=result.sram_bytes, entries=tuple(timings), sim=sim)
+
+
+def _kept_apart(span: Any) -> str:
+    """' less 1,024 / 512 kept on chip' where kept results saved the entry DDR bytes."""
+    if not (span.kept_loaded_bytes or span.kept_stored_bytes):
+        return ""
+    return f" less {span.kept_loaded_bytes:,} / {span.kept_stored_bytes:,} kept on chip"
 
 
 def _levels_differ(span: Any) -> str:
@@ -287,7 +327,20 @@ def _stalls_per_entry(graph: Any, timeline: Any, entry: np.ndarray, n: int, chai
 
 
 def simulate_network(result: Any, resolve: Resolver, reference: bool = False,
-                     window_cycles: int | None = None) -> NetworkSimulation:
-    """Trace `result` (a NetworkResult: one hardware, one SRAM size) as one session and time it in one timeline;
-    NetworkTraceError (one line) for what cannot be traced, NetworkTraceMismatch where model != trace."""
-    return time_network_trace(trace_network(result, resolve), result, reference, window_cycles)
+                     window_cycles: int | None = None, keep_on_chip: bool = False) -> NetworkSimulation:
+    """Trace `result` (a NetworkResult: one hardware, one SRAM size) as one session and time it in one timeline
+    (`keep_on_chip`: twice, the second with results kept on chip; module docstring); NetworkTraceError (one line)
+    for what cannot be traced, NetworkTraceMismatch where model != trace."""
+    baseline = trace_network(result, resolve)
+    through_ddr = time_network_trace(baseline, result, reference, window_cycles)
+    if not keep_on_chip:
+        return through_ddr
+    from dataclasses import replace
+
+    from dsasim.architect.studies.network_on_chip import plan_on_chip
+
+    plan = plan_on_chip(baseline, result.sram_bytes, levels=bool(result.hardware.inner_levels))
+    kept = time_network_trace(trace_network(result, resolve, plan), result, reference, window_cycles)
+    report = OnChipReport(plan, through_ddr.cycles, int(through_ddr.sim.loaded_bytes) - through_ddr.fence_bytes,
+                          int(through_ddr.sim.stored_bytes))
+    return replace(kept, on_chip=report)

@@ -30,8 +30,13 @@ The inter-layer rules (each stated again beside its code):
   * SRAM space. Each entry's buffers are freed when its scopes close; the next entry's buffers take the bytes the
     address map gives them, and their first fill waits for the previous occupants of those bytes (their final
     STOREs included). Capacity is enforced per entry, as the search checked it.
-  * Nothing stays on chip between entries: every result is stored to DDR and loaded again by its readers (what
-    staying on chip would save is reported per boundary: `NetworkSimulation.on_chip_savings`).
+  * Results go through DDR: every result is stored to DDR and loaded again by its readers, unless a plan
+    (`network_on_chip.OnChipPlan`, made from this trace without a plan: its rules are stated there) keeps it on
+    chip. A kept result is an on-chip tensor held in one SRAM buffer at the plan's address (`Session.keep_on_chip`)
+    from before its producer runs until its last reader has run (`Session.release_kept`): the producer's output
+    tiles and every reader's tiles of it are hits in that buffer (no DMA), and the timing model's buffer rules
+    order them (a reader's compute waits for the producer's last write of the buffer: a reader of a kept result
+    starts computing when its producer has finished, never on rows already written).
   * Fused epilogues (a conv's bias, ReLU, a residual add fused into it) run on the vector unit on each output tile
     once it is final, before it is stored: their lane operations spread over the tiles in proportion to the
     tile's elements. The extra operands the model loads "beside" the schedule (the bias, a residual add's other
@@ -58,6 +63,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from dsasim.architect.search.chain_kind import KernelRef
 from dsasim.architect.studies.network import ATTENTION, CHAIN, TENSORCORE, VECTOR, NetworkLayer
+from dsasim.errors import SramOverflowError
 from dsasim.hardware import Accelerator
 
 __all__ = ["ENTRY_RUNNERS", "EntrySpan", "LEVELNEST_KERNEL", "LOOPNEST_KERNEL", "NEST_KERNELS", "NetworkTrace", "NetworkTraceError", "entry_kind",
@@ -91,6 +97,12 @@ class EntrySpan:
     # the search's model's (`LayerOutcome.level_bytes`) and the trace's; () on one-level hardware
     model_level_bytes: tuple[tuple[str, int, int], ...] = ()
     traced_level_bytes: tuple[tuple[str, int, int], ...] = ()
+    peak_sram_bytes: int = 0  # its scopes' peak SRAM bytes (ways included; results kept on chip not counted)
+    results: tuple[tuple[str, int], ...] = ()  # (name, bytes) of the result it leaves for later entries
+    # (result name, bytes loaded, bytes stored) of every result tensor it moved by DDR (its own and earlier ones)
+    result_bytes: tuple[tuple[str, int, int], ...] = ()
+    kept_loaded_bytes: int = 0  # DDR bytes a plan's kept results saved it (by the trace through DDR)
+    kept_stored_bytes: int = 0
 
 
 @dataclass(frozen=True)
@@ -101,6 +113,8 @@ class NetworkTrace:
     hardware: Accelerator
     spans: tuple[EntrySpan, ...]
     access_counts: Any = field(default=None, compare=False)
+    copied: Mapping[str, str] = field(default_factory=dict)  # result name -> the first entry that read a copy of it
+    plan: Any = None  # the OnChipPlan it ran with (None: every result through DDR)
 
 
 Resolver = Callable[[KernelRef], tuple[Callable[..., Any], Callable[..., Any]]]
@@ -136,6 +150,13 @@ class _Tracer:
         self.fence_bytes = 0
         self.on_chip_bytes = 0
         self.prefix = ""
+        self.entry = ""  # the entry running
+        self.last_result = ""  # the last result tensor made (an entry's own result is its last)
+        self.copied: dict[str, str] = {}  # result name -> the first entry that read a copy of it it needs in DDR
+        self.copies: dict[str, str] = {}  # a copy's tensor name -> the result it copies (a sliding/strided reader's)
+        self.fence_words: dict[str, int] = {}  # result name -> the fence bytes loaded of it
+        self.plan: Any = None  # an OnChipPlan, or None
+        self.kept_tiles: dict[str, Any] = {}  # kept result name -> the Tile that holds it
 
     # -- tensors ----------------------------------------------------------------------------------------------
     def fresh_input(self, name: str, shape: tuple[int, ...], role: str = "input") -> Any:
@@ -143,9 +164,16 @@ class _Tracer:
         return self.session.input(f"{self.prefix}{name}", tuple(shape), role=role)
 
     def result(self, layer_name: str, shape: tuple[int, ...]) -> Any:
-        """The DDR tensor of a layer's result (every element must be stored: `Session.output`)."""
-        arr = self.session.output(f"{layer_name}", tuple(shape))
+        """The DDR tensor of a layer's result (every element must be stored: `Session.output`); rule (results
+        kept): one the plan keeps is an on-chip tensor held whole at its address until its last reader has run."""
+        kept = self.plan.kept_named(layer_name) if self.plan is not None else None
+        if kept is None:
+            arr = self.session.output(f"{layer_name}", tuple(shape))
+        else:
+            arr = self.session.on_chip(f"{layer_name}", tuple(shape))
+            self.kept_tiles[layer_name] = self.session.keep_on_chip(arr, kept.address)
         self.values[layer_name] = arr
+        self.last_result = layer_name
         return arr
 
     def operand(self, producer: str, name: str, shape: tuple[int, ...], role: str = "input") -> Any:
@@ -161,16 +189,35 @@ class _Tracer:
             self.fence(value)
         return self.fresh_input(name, shape, role)
 
-    def fence(self, value: Any) -> None:
+    def copy(self, producer: str, name: str, shape: tuple[int, ...], role: str) -> Any:
+        """A sliding or strided reader's operand (rule: fences): a read-only copy of the producer's result fenced
+        after it; or, where the plan keeps that result on chip and the shapes agree, the kept result itself (a slide
+        or a strided box of a kept buffer is a hit: every row is on chip already)."""
+        value = self.values[producer]
+        if tuple(value.shape) != tuple(shape):
+            return self.operand(producer, name, shape, role)  # a view: fenced, needed in DDR
+        if producer in self.kept_tiles:
+            self.on_chip_bytes += value.nbytes
+            return value
+        self.fence(value, needs_ddr=False)
+        arr = self.fresh_input(name, shape, role)
+        self.copies[arr.name] = producer
+        return arr
+
+    def fence(self, value: Any, needs_ddr: bool = True) -> None:
         """One word of `value`'s last element loaded per DMA load channel (see the module docstring: every later
-        load waits for every store of `value`)."""
+        load waits for every store of `value`). `needs_ddr`: the reader needs the result in DDR (a view of another
+        shape), so it cannot be kept on chip (`network_on_chip`); a sliding or strided reader does not."""
         from dsasim import GlobalHierarchy
 
+        if needs_ddr:
+            self.copied.setdefault(value.name, self.entry)
         last = tuple((d - 1, d) for d in value.shape)
         for _ in range(self.hardware.dma_load_channels):
             with GlobalHierarchy(self.session, "fence"):
                 value[last]
             self.fence_bytes += self.hardware.word_bytes
+            self.fence_words[value.name] = self.fence_words.get(value.name, 0) + self.hardware.word_bytes
 
     # -- streaming (vector layers, extra operands) --------------------------------------------------------------
     def stream_load(self, arrays: Sequence[Any]) -> None:
@@ -312,12 +359,17 @@ def _run_nest(tracer: _Tracer, nest: Any, reads: Sequence[str], out_name: str, r
             producer = ""  # a batched layer's repeats: operands of their own (fenced once, before repeat 0)
         spec = nest.problem.tensor(name)
         strided = not sram_nest.slides(name) and any(a.is_window and a.stride > 1 for a in spec.axes)
-        if (strided or sram_nest.slides(name) or not kernel.shares_results) and producer in tracer.values:
-            # rule: a strided reader (a 1x1 stride-2 conv loads every other row) or a sliding one (a rotating
-            # buffer keeps rows on chip) reads a read-only copy, fenced after its producer: the session checks a
-            # written tensor's buffers as dense boxes only, and lets only read-only tensors slide
+        if not kernel.shares_results and producer in tracer.values:
+            # rule: on levels below the SRAM a reader reads a read-only copy fenced after its producer
             tracer.fence(tracer.values[producer])
             producer = ""
+        if (strided or sram_nest.slides(name)) and producer in tracer.values:
+            # rule: a strided reader (a 1x1 stride-2 conv loads every other row) or a sliding one (a rotating
+            # buffer keeps rows on chip) reads a read-only copy, fenced after its producer: the session checks a
+            # written tensor's buffers as dense boxes only, and lets only read-only tensors slide (a result kept
+            # on chip is read in place: `_Tracer.copy`)
+            tensors[name] = tracer.copy(producer, name, shape, role)
+            continue
         tensors[name] = (tracer.operand(producer, name, shape, role) if producer
                          else tracer.fresh_input(f"{name}#{repeat}" if repeat else name, shape, role))
     (out, shape), = workload.outputs.items()
@@ -485,11 +537,13 @@ def _run_chain(tracer: _Tracer, outcome: Any, network: Any) -> None:
             tensors = {}
             ins = list(workload.inputs.items())
             slides = getattr(nest, "halo", None) == "keep"  # its image is a rotating buffer: read-only only
-            if slides and source in tracer.values:
-                tracer.fence(tracer.values[source])  # rule: a sliding reader reads a fenced copy (see _run_nest)
             for j, (name, shape) in enumerate(ins):
-                tensors[name] = (tracer.operand("" if slides else source, name, shape) if j == 0
-                                 else tracer.fresh_input(f"{names[0]}.{name}", shape, role="weight"))
+                if j:
+                    tensors[name] = tracer.fresh_input(f"{names[0]}.{name}", shape, role="weight")
+                elif slides and source in tracer.values:  # rule: a sliding reader reads a fenced copy (_run_nest)
+                    tensors[name] = tracer.copy(source, name, shape, "input")
+                else:
+                    tensors[name] = tracer.operand("" if slides else source, name, shape)
             (oname, oshape), = workload.outputs.items()
             tensors[oname] = tracer.result(out_name, oshape)
             with _prefixed_on_chip(tracer.session, f"{layer.name}/{part_index}/"):
@@ -605,9 +659,10 @@ def _member_layers(network: Any, outcome: Any) -> list[NetworkLayer]:
     return found or [outcome.layer]
 
 
-def trace_network(result: Any, resolve: Resolver) -> NetworkTrace:
+def trace_network(result: Any, resolve: Resolver, plan: Any = None) -> NetworkTrace:
     """Run every entry of `result` (a NetworkResult) count-only in one session, in data-flow order (the rules:
-    module docstring); NetworkTraceError (one line) for a result that leaves a layer out or an entry whose schedule
+    module docstring), every result through DDR or (`plan`, a `network_on_chip.OnChipPlan`) the plan's results
+    kept on chip; NetworkTraceError (one line) for a result that leaves a layer out or an entry whose schedule
     kind has no runner. The trace's bytes per entry are checked against the search's by the caller
     (`network_simulation.simulate_network`)."""
     if result.partial:
@@ -620,8 +675,13 @@ def trace_network(result: Any, resolve: Resolver) -> NetworkTrace:
                                     f"schedule, which the network trace has no kernel for yet (known: "
                                     f"{', '.join(sorted(ENTRY_RUNNERS))}); try --no-fusion")
     tracer = _Tracer(replace_sram(result.hardware, result.sram_bytes), resolve)
+    tracer.plan = plan
+    saved = {} if plan is None else {name: (loaded, stored) for name, loaded, stored in plan.saved_by_entry}
+    releases: dict[str, list[str]] = {}  # entry -> the kept results its end releases (it is their last reader)
+    for k in (plan.kept if plan is not None else ()):
+        releases.setdefault(k.readers[-1], []).append(k.name)
     log = tracer.session.trace.log
-    spans = []
+    spans, network_peak = [], 0
     for i in _data_flow_order(result):
         x = result.layers[i]
         kind = entry_kind(x)
@@ -629,10 +689,25 @@ def trace_network(result: Any, resolve: Resolver) -> NetworkTrace:
         counters = tracer.session.counters
         loaded0, stored0 = counters.loaded_bytes, counters.stored_bytes
         levels0 = _level_bytes(tracer)
-        tracer.prefix = f"{x.layer.name}:"
-        ENTRY_RUNNERS[kind](tracer, x, result.network)
+        moved0 = _result_traffic(tracer)
+        counters.peak_sram_bytes = tracer.session.live_sram_bytes  # its own peak, measured below
+        tracer.prefix, tracer.entry, tracer.last_result = f"{x.layer.name}:", x.layer.name, ""
+        try:
+            ENTRY_RUNNERS[kind](tracer, x, result.network)
+        except SramOverflowError as err:  # only with a plan, whose fit rule should have prevented it
+            raise NetworkTraceError(f"cannot keep results on chip in {result.network.name}: entry {x.layer.name} "
+                                    f"overflows the SRAM beside them ({str(err).splitlines()[0]})") from None
+        for name in releases.get(x.layer.name, ()):
+            tracer.session.release_kept(tracer.kept_tiles.pop(name))
+        peak = int(counters.peak_sram_bytes)
+        network_peak = max(network_peak, peak)
         levels = tuple((name, loaded - b[1], stored - b[2])
                        for (name, loaded, stored), b in zip(_level_bytes(tracer), levels0))
+        moved = tuple((name, loaded - moved0.get(name, (0, 0))[0], stored - moved0.get(name, (0, 0))[1])
+                      for name, (loaded, stored) in _result_traffic(tracer).items()
+                      if (loaded, stored) != moved0.get(name, (0, 0)))
+        own = tracer.last_result
+        results = ((own, tracer.values[own].nbytes),) if own and own in tracer.values else ()
         spans.append(EntrySpan(name=x.layer.name, kind=kind, index=i, first_event=first, stop_event=len(log),
                                fence_bytes=tracer.fence_bytes - fence0, model_loaded_bytes=x.loaded_bytes,
                                model_stored_bytes=x.stored_bytes,
@@ -640,9 +715,26 @@ def trace_network(result: Any, resolve: Resolver) -> NetworkTrace:
                                traced_stored_bytes=counters.stored_bytes - stored0,
                                reads_on_chip_bytes=tracer.on_chip_bytes - onchip0,
                                model_level_bytes=_model_level_bytes(x, tracer.hardware),
-                               traced_level_bytes=levels))
+                               traced_level_bytes=levels, peak_sram_bytes=peak, results=results,
+                               result_bytes=moved, kept_loaded_bytes=saved.get(x.layer.name, (0, 0))[0],
+                               kept_stored_bytes=saved.get(x.layer.name, (0, 0))[1]))
+    tracer.session.counters.peak_sram_bytes = network_peak
     trace = tracer.session.finish()
-    return NetworkTrace(trace=trace, hardware=tracer.hardware, spans=tuple(spans))
+    return NetworkTrace(trace=trace, hardware=tracer.hardware, spans=tuple(spans), copied=dict(tracer.copied),
+                        plan=plan)
+
+
+def _result_traffic(tracer: _Tracer) -> dict[str, tuple[int, int]]:
+    """The DDR bytes (loaded, stored) moved so far of each result tensor (a layer's output in `tracer.values`): its
+    own loads (fence words apart) and stores, and the loads of its copies (a sliding or strided reader's)."""
+    per_tensor = tracer.session.counters.per_tensor
+    out = {name: (int(per_tensor[name].loaded_bytes) - tracer.fence_words.get(name, 0),
+                  int(per_tensor[name].stored_bytes)) for name in tracer.values if name in per_tensor}
+    for copy, producer in tracer.copies.items():
+        if producer in out:
+            loaded, stored = out[producer]
+            out[producer] = (loaded + int(per_tensor[copy].loaded_bytes), stored)
+    return out
 
 
 def _level_bytes(tracer: _Tracer) -> tuple[tuple[str, int, int], ...]:
