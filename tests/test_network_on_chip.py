@@ -189,3 +189,51 @@ def test_keep_on_chip_refusals(argv, message, capsys):
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert message in err and len(err.strip().splitlines()) == 1
+
+
+# ------------------------------------------------------------------------------- sliding and strided readers
+def _conv(name, reads, nest_args, **problem):
+    """A conv entry whose figures are the analytic model's (independent of the trace) for its LoopNest."""
+    from dsasim.architect.model.analytic import analyze
+    from dsasim.architect.nests.loopnest import ConvProblem, LoopNest
+    from dsasim.architect.studies.network import TENSORCORE, NetworkLayer
+    from dsasim.architect.studies.network_eval import LayerOutcome
+
+    p = ConvProblem(name=name, **problem)
+    nest = LoopNest(p, *nest_args[:1], **nest_args[1])
+    a = analyze(nest, TINY)
+    layer = NetworkLayer(name=name, op="conv", kind=TENSORCORE, shape=p.spec(), problem=p, reads=reads,
+                         out_shape=p.shape("output"))
+    image = next(t for t in a.tensors if t.name == "image")
+    return LayerOutcome(layer=layer, status="ok", loaded_bytes=a.loaded_bytes, stored_bytes=a.stored_bytes,
+                        cycles=1, schedule=nest.to_json()), image.loaded_bytes
+
+
+def test_sliding_and_strided_readers_read_a_kept_result_in_place():
+    """Rule (readers in place): c1 (1x1, 4 -> 4 channels, 6x6) is read by c2, a 3x3 conv whose image slides along
+    oh (a rotating buffer: it would read a fenced copy), and by c3, a 1x1 stride-2 conv (strided boxes: a copy
+    too). Both can read it where it is, so it is kept; what it saves is c1's store (4 x 6 x 6 = 144 B) and each
+    reader's image loads as the analytic model counts them (an independent computation)."""
+    top = {"stage": {"image": "top", "weight": "top", "output": "top"}}
+    c1, _ = _conv("c1", ("",), (("n", "oc", "oh", "ow", "ic", "kh", "kw"), top), n=1, ic=4, oc=4, h=6, w=6, kh=1)
+    c2, c2_image = _conv("c2", ("c1",), (("n", "oc", "oh", "ow", "ic", "kh", "kw"),
+                                         {"tiles": {"oh": 1}, "stage": {"image": "oh", "weight": "top",
+                                                                        "output": "oh"}, "slide": ("image",)}),
+                         n=1, ic=4, oc=4, h=6, w=6, kh=3)
+    c3, c3_image = _conv("c3", ("c1",), (("n", "oc", "oh", "ow", "ic", "kh", "kw"), top), n=1, ic=4, oc=4, h=6,
+                         w=6, kh=1, stride=2)
+    result = _result(c1, c2, c3)
+    s = simulate_network(result, import_kernel, keep_on_chip=True)
+    (kept,) = s.on_chip.plan.kept
+    assert (kept.name, kept.readers, kept.nbytes) == ("c1", ("c2", "c3"), 144)
+    assert kept.saved_stored_bytes == 144 and kept.saved_loaded_bytes == c2_image + c3_image
+    e1, e2, e3 = s.entries
+    assert e2.loaded_bytes == c2.loaded_bytes - c2_image and e3.loaded_bytes == c3.loaded_bytes - c3_image
+    assert e1.stored_bytes == 0 and s.fence_bytes == 0  # no copy, so no fence
+    # a reader of a kept result computes after its producer's last write of it (the buffer's RAW rule): a
+    # rotating buffer of its own would open zeros and start before c1 has computed anything
+    c1_last = max(r.end for r in s.sim.records() if r.kind == "tensorcore" and r.tensor == "c1")
+    for reader in ("c2", "c3"):
+        assert min(r.start for r in s.sim.records() if r.kind == "tensorcore" and r.tensor == reader) >= c1_last
+    through = simulate_network(result, import_kernel)
+    assert through.fence_bytes == 2  # the copies' fences (one word each) in the trace through DDR
