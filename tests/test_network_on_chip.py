@@ -148,8 +148,8 @@ def test_session_keep_on_chip_refusals():
         s.keep_on_chip(s.on_chip("other", (2, 4)), 4096 - 20)
     with GlobalHierarchy(s, "p"):
         assert mid[0:2, :].buffer is tile.buffer  # a hit
-        with pytest.raises(SramOverflowError):  # the scopes stay below the kept bytes
-            x[0:4, 0:4], s.scratch("big", (4081,))
+        with pytest.raises(SramOverflowError):  # the scopes stay below the kept bytes: 16 + 4,065 > 4,080
+            x[0:4, 0:4], s.scratch("big", (4065,))
     with pytest.raises(UnfinishedError, match="never released"):
         s.finish()
 
@@ -230,6 +230,9 @@ def test_sliding_and_strided_readers_read_a_kept_result_in_place():
     e1, e2, e3 = s.entries
     assert e2.loaded_bytes == c2.loaded_bytes - c2_image and e3.loaded_bytes == c3.loaded_bytes - c3_image
     assert e1.stored_bytes == 0 and s.fence_bytes == 0  # no copy, so no fence
+    # c2's slides and c3's strided boxes are hits in the kept buffer: c1's one OPEN is the kept buffer's (a rotating
+    # buffer of c2's own would open more, of zeros, with no wait for c1's computes)
+    assert [region for region, _, _ in _ops(s.sim, "c1", "open")] == [((0, 1), (0, 4), (0, 6), (0, 6))]
     # a reader of a kept result computes after its producer's last write of it (the buffer's RAW rule): a
     # rotating buffer of its own would open zeros and start before c1 has computed anything
     c1_last = max(r.end for r in s.sim.records() if r.kind == "tensorcore" and r.tensor == "c1")
