@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import io
 import os
 import sys
@@ -365,7 +366,8 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_FAILED
     print()
     print(format_simulation(simulation, args.wide))
-    write_outputs(_WithSimulation(result, simulation), json_path, plot_path, "plot_network")
+    result = dataclasses.replace(result, simulation=simulation)
+    write_outputs(result, json_path, plot_path, "plot_network")
     _write_html(html_path, result, args.top, simulation.to_json())
     if perfetto_path is not None:
         from dsasim.view.perfetto import write_perfetto
@@ -386,19 +388,6 @@ def _write_html(html_path: Any, result: NetworkResult, top: int, simulation: dic
 
     network_report(result, network_table(result, wide=True), network_notes(result, top, wide=True),
                    simulation).write(html_path)
-
-
-class _WithSimulation:
-    """The network's result whose JSON carries the simulation (`--simulate --json`); its plot is the result's."""
-
-    def __init__(self, result: NetworkResult, simulation: Any) -> None:
-        self.result, self.simulation = result, simulation
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.result, name)
-
-    def to_json(self) -> dict[str, Any]:
-        return {**self.result.to_json(), "simulation": self.simulation.to_json()}
 
 
 def _perfetto_path(args: argparse.Namespace, json_path: Any, plot_path: Any) -> Any:

@@ -120,6 +120,8 @@ class NetworkResult:
     # the chains and attention groups evaluated as their member layers because the hardware has levels below the
     # SRAM (`network_levels`), named as their entries would be
     unfused_on_levels: tuple[str, ...] = ()
+    # the network traced and timed in one timeline (`network_simulation.NetworkSimulation`, `--simulate`), or None
+    simulation: Any = field(default=None, repr=False, compare=False)
     _ok: tuple[LayerOutcome, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -237,7 +239,8 @@ class NetworkResult:
                 "macs": self.macs, "partial": self.partial, "unmodelled": self.unmodelled,
                 "unplaceable": self.unplaceable, **self.levels_json(), **energy_json(self.energy),
                 "energy_left_out": self.energy_left_out, **extra,
-                "layers": [x.to_json() for x in self.layers]}
+                "layers": [x.to_json() for x in self.layers],
+                **({"simulation": self.simulation.to_json()} if self.simulation is not None else {})}
 
 
 def _vector_outcome(layer: NetworkLayer, hardware: Accelerator) -> LayerOutcome:
