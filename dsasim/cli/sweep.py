@@ -69,7 +69,8 @@ def add_arguments(s: argparse.ArgumentParser) -> None:
     s.add_argument("--json", metavar="PATH", help="write the sweep as JSON")
     s.add_argument("--plot", metavar="PATH", help="write a PNG: traffic, bound, compulsory and cycles vs SRAM")
     s.add_argument("--html", metavar="PATH", help="write one self-contained HTML page (.html): the sweep figure with "
-                                                  "its lower bound, the sizing answers, the table")
+                                                  "its lower bound, the sizing answers, the table; with "
+                                                  "--simulate-network each size's simulation too")
     s.add_argument("--energy-plot", metavar="PATH",
                    help="write a PNG: energy per inference stacked by component (DDR, SRAM, inner levels, MACs, "
                         "vector, leakage) and area vs SRAM, the sizes with the least energy, least EDP and best "
@@ -80,7 +81,8 @@ def add_arguments(s: argparse.ArgumentParser) -> None:
     s.add_argument("--simulate-network", action="store_true",
                    help="(--network, one hardware) also trace and time the whole network in one timeline at each "
                         "size (as dsasim network --simulate): simulated cycles beside the estimate; the JSON adds "
-                        "'simulation', one object per size")
+                        "'simulation', one object per size, and the --html page a table, a figure and each size's "
+                        "timeline")
     s.add_argument("--quiet", action="store_true", help="no progress bar (work estimates are still printed)")
     s.add_argument("--force", action="store_true", help="run work estimated far beyond the usual (hours) "
                                                           "instead of refusing it; the estimate is still printed")

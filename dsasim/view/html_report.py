@@ -295,8 +295,8 @@ def add_simulated_sizes(page: HtmlPage, sweep_json: Mapping[str, Any]) -> None:
     page.figure(plot.network_sweep_simulation_figure(str(sweep_json.get("network", "the network")),
                                                      [row[0] for row in rows], [row[1] for row in rows],
                                                      [row[2] for row in rows]),
-                "At each SRAM size: the cycles simulated in one timeline beside the analytic estimate (a size not "
-                "simulated is marked on the axis).")
+                "At each SRAM size: the cycles simulated in one timeline beside the analytic estimate"
+                + (" (a size not simulated is marked on the axis)." if NOT_SIMULATED_COLUMN in header else "."))
     for simulation in sweep_json["simulation"]:
         if "not_simulated" not in simulation:
             add_network_simulation(page, simulation, f"Simulated at {format_bytes(int(simulation['sram_bytes']))}: "
