@@ -212,6 +212,14 @@ def test_the_simulated_sizes_figure_holds_the_table_s_numbers() -> None:
     assert [None if y != y else y for y in simulated.get_ydata()] == [None, 200, 150]  # NaN: a break in the line
     assert list(missing.get_xdata()) == [1] and "not simulated (1 of 3 sizes)" in missing.get_label()
     assert ax.get_ylim()[0] == 0  # a linear cycles axis from zero
+    from test_trust_plots import check_legends_cover_no_data, check_text_inside_figure
+
+    # a network named by a long path (FILE.py:ATTR) still fits: the title is not clipped, the legend is off the data
+    long_name = "/home/someone/projects/accelerator-study/models/my_network_variant.py:MyNetworkVariant"
+    for figure in (fig, network_sweep_simulation_figure(long_name, [1024, 4096], [5000, 190], [4000, 200])):
+        figure.canvas.draw()
+        check_legends_cover_no_data(figure)
+        check_text_inside_figure(figure)
     with pytest.raises(ValueError, match="3 sizes, 2 estimates"):
         network_sweep_simulation_figure("net", [1, 2, 3], [1, 2], [1, 2, 3])
 
@@ -223,11 +231,11 @@ def test_the_command_prints_the_page_s_rows() -> None:
     assert format_simulated_sizes({**SIMULATED_SWEEP, "simulation": [
         {"sram_bytes": 1024, "not_simulated": "a layer is unplaceable"}, *SIMULATED_SWEEP["simulation"][1:]]}) == (
         "\nsimulated in one timeline per size:\n"
-        "SRAM B  estimate  simulated  ratio  overlap  peak SRAM B  not simulated because \n"
+        "SRAM B  estimate  simulated  ratio  overlap  peak SRAM B  not simulated because\n"
         "------  --------  ---------  -----  -------  -----------  ----------------------\n"
         " 1,024     5,000          -      -        -            -  a layer is unplaceable\n"
-        " 4,096       190        200  1.053       20        8,192  -                     \n"
-        "16,384       190        150  0.789       10       12,288  -                     ")
+        " 4,096       190        200  1.053       20        8,192  -\n"
+        "16,384       190        150  0.789       10       12,288  -")
     everywhere = {**SIMULATED_SWEEP, "points": SIMULATED_SWEEP["points"][1:],
                   "simulation": SIMULATED_SWEEP["simulation"][1:]}
     assert "not simulated" not in format_simulated_sizes(everywhere).split("\n", 2)[2]  # no column of dashes
@@ -360,11 +368,14 @@ def test_the_network_sweep_report_in_a_browser(network_run: tuple[Path, dict], t
     monkeypatch.syspath_prepend(str(tmp))
     js, html = tmp_path / "ns.json", tmp_path / "ns.html"
     assert main(["sweep-sram", "--network", "tinyhtml:Net", "--sizes", "1KiB,64KiB", "--within", "5%", "--jobs", "1",
-                 "--quiet", "--json", str(js), "--html", str(html)]) == 1  # partial: the Upsample is left out
-    smallest = json.loads(js.read_text())["points"][0]
+                 "--simulate-network", "--quiet", "--json", str(js), "--html", str(html)]) == 1  # partial: the
+    smallest = json.loads(js.read_text())["points"][0]                                       # Upsample is left out
     row = "\t".join(f"{smallest[k]:,}" for k in ("traffic_bytes", "lower_bound_bytes", "compulsory_bytes"))
+    # a partial network is simulated at no size: each size's row says why (its estimate beside it)
+    why = "cannot simulate tinyhtml:Net: layer(s) left out of the totals (odd); only a whole network is traced"
     _check_in_browser(html, tmp_path / "network-sweep.png", f"1 KiB\t{row}", f"{smallest['cycles']:,}",
-                      "the smallest SRAM within 5% of compulsory traffic is 1 KiB", "PARTIAL")
+                      "the smallest SRAM within 5% of compulsory traffic is 1 KiB", "PARTIAL",
+                      f"1,024\t{smallest['cycles']:,}\t-\t-\t-\t-\t{why}")
 
 
 

@@ -391,7 +391,8 @@ def format_simulated_sizes(sweep_json: dict[str, Any]) -> str:
 
     header, rows = simulated_sizes_table(sweep_json)
     left = (len(header) - 1,) if NOT_SIMULATED_COLUMN in header else ()
-    return "\nsimulated in one timeline per size:\n" + format_table(header, rows, left=left)
+    table = format_table(header, rows, left=left)  # a left-aligned last column: no padding at the lines' ends
+    return "\nsimulated in one timeline per size:\n" + "\n".join(line.rstrip() for line in table.split("\n"))
 
 
 COMMAND = Command(

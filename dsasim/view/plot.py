@@ -485,7 +485,7 @@ def network_sweep_simulation_figure(network: str, sram_bytes: Sequence[int], est
     ax.set_ylabel("cycles")
     _cycles_axis_from_zero(ax)
     ax.grid(True, which="both", alpha=0.3)
-    ax.set_title(f"{network}: simulated cycles beside the estimate")
+    ax.set_title(f"{network}:\nsimulated cycles beside the estimate", fontsize=10)  # a path as name: own line
     handles, labels = ax.get_legend_handles_labels()
     _legend_below(fig, handles, labels, fontsize=8, ncol=3)
     return fig
