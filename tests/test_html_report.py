@@ -251,6 +251,27 @@ def test_a_simulated_sweep_whose_sizes_are_not_its_points_is_refused() -> None:
         add_simulated_sizes(HtmlPage("x"), {"points": []})
 
 
+
+def test_a_sweep_s_simulations_are_one_per_size_of_its_one_hardware() -> None:
+    """NetworkSweep.simulations (what the page's section is drawn from): per size of one hardware, in order."""
+    from types import SimpleNamespace
+
+    from dsasim.architect.studies.network_eval import NetworkSweep
+    from dsasim.hardware import preset
+
+    blog, sizes = preset("blog"), (1024, 4096)
+    row = tuple(SimpleNamespace(sram_bytes=b) for b in sizes)
+    net = SimpleNamespace(name="net")
+    ok = NetworkSweep(net, (blog,), sizes, (row,), simulations=("a reason", SimpleNamespace(sram_bytes=4096)))
+    assert len(ok.simulations) == 2
+    with pytest.raises(ValueError, match="one per size of one hardware: got 1 for 1 hardware x 2 sizes"):
+        NetworkSweep(net, (blog,), sizes, (row,), simulations=("a reason",))
+    with pytest.raises(ValueError, match="got 2 for 2 hardware x 2 sizes"):
+        NetworkSweep(net, (blog, blog), sizes, (row, row), simulations=("a reason", "another"))
+    with pytest.raises(ValueError, match="the simulation of a 1,024 B SRAM is given for the 4,096 B size"):
+        NetworkSweep(net, (blog,), sizes, (row,), simulations=("a reason", SimpleNamespace(sram_bytes=1024)))
+
+
 # ------------------------------------------------------------------------------------------------ the commands
 @pytest.mark.parametrize("argv, says", [
     (["simulate", "demo2", "--html", "{tmp}/report.txt"],
