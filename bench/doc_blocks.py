@@ -189,11 +189,17 @@ def _environment(root: Path) -> dict[str, str]:
 
 
 def _repository_file(word: str, root: Path) -> str:
-    """A dsasim argument naming a file of the repository (`tests/data/zigzag/small_gemm.yaml`) as its absolute
-    path, since the block runs in a temporary folder; any other argument as it is."""
-    if word.startswith("-") or "/" not in word or not (root / word).is_file():
+    """A dsasim argument naming a file of the repository (`tests/data/zigzag/small_gemm.yaml`, or a Python file
+    and a name in it: `examples/network_levels.py:TwoLinear`) with the file's absolute path, since the block runs
+    in a temporary folder; any other argument as it is."""
+    if word.startswith("-") or "/" not in word:
         return word
-    return str(root / word)
+    if (root / word).is_file():
+        return str(root / word)
+    file, colon, name = word.rpartition(":")
+    if colon and file.endswith(".py") and (root / file).is_file():
+        return f"{root / file}:{name}"
+    return word
 
 
 def argv_of(command: str, root: Path = ROOT) -> list[str]:

@@ -57,6 +57,9 @@ NETWORK_TRUST_TESTS = ("tests/test_trust_network.py",)
 BITE_SHAPES_TESTS = ("tests/test_trust_bite_shapes.py", "tests/test_shapes.py")
 BITE_LEVEL_TESTS = ("tests/test_trust_bite_levels.py", "tests/test_levels.py")
 RESULTS_TESTS = "tests/test_energy_results.py"
+# issue 30, sweephtml: the simulated sizes' section built from a stub JSON (hand-chosen figures) and the text
+SWEEPHTML_UNIT = ("tests/test_html_report.py::test_a_sweep_simulated_at_each_size_from_its_json",
+                  "tests/test_html_report.py::test_the_command_prints_the_page_s_rows")
 NETSIM_TESTS = "tests/test_network_simulation.py"
 NETLEVELS_TESTS = "tests/test_network_levels.py"
 NETSIMLV_TESTS = "tests/test_network_simulation_levels.py"
@@ -2107,6 +2110,45 @@ MUTANTS: list[Mutant] = [
     Mutant("onchip: the scopes may grow into the kept bytes", "dsasim/traced/session.py",
            "            self._sram_limit = min(start for start, _ in self._kept.values())",
            "            pass", ("tests/test_network_on_chip.py",)),
+    # -- issue 30: sweephtml --
+    Mutant("sweephtml: a size's simulated cycles swapped with its estimate", "dsasim/view/simulated_sizes.py",
+           "rows.append((sram_bytes, estimate, cycles,", "rows.append((sram_bytes, cycles, estimate,",
+           SWEEPHTML_UNIT),
+    Mutant("sweephtml: a size's ratio inverted (estimate / simulated)", "dsasim/view/simulated_sizes.py",
+           'f"{cycles / max(1, estimate):.3f}"', 'f"{estimate / max(1, cycles):.3f}"', SWEEPHTML_UNIT),
+    Mutant("sweephtml: a size not simulated loses its reason", "dsasim/view/simulated_sizes.py",
+           '                         None, str(sim["not_simulated"])))', "                         None, None))",
+           SWEEPHTML_UNIT),
+    Mutant("sweephtml: a size not simulated has no estimate", "dsasim/view/simulated_sizes.py",
+           'rows.append((sram_bytes, int(_get(point, "cycles", f"point {k} of the sweep\'s JSON")), None,',
+           "rows.append((sram_bytes, None, None,", SWEEPHTML_UNIT),
+    Mutant("sweephtml: a simulation paired with another size's point", "dsasim/view/simulated_sizes.py",
+           '        if int(_get(point, "sram_bytes", f"point {k} of the sweep\'s JSON")) != sram_bytes:',
+           "        if False:",
+           ("tests/test_html_report.py::test_a_simulated_sweep_whose_sizes_are_not_its_points_is_refused",)),
+    Mutant("sweephtml: a simulated size gets no timeline section", "dsasim/view/html_report.py",
+           '        if "not_simulated" not in simulation:\n            add_network_simulation(',
+           '        if False:\n            add_network_simulation(', SWEEPHTML_UNIT),
+    Mutant("sweephtml: every size's timeline section has the same heading", "dsasim/view/html_report.py",
+           "    page.section(heading)\n", "    page.section(NETWORK_SIMULATION_HEADING)\n", SWEEPHTML_UNIT),
+    Mutant("sweephtml: the network sweep's page leaves the simulations out", "dsasim/view/html_report.py",
+           "    if sweep.simulations:  # sweep-sram --simulate-network", "    if False:  # sweep-sram --simulate-network",
+           ("tests/test_html_report.py::test_the_same_simulated_sweep_gives_the_same_page",)),
+    Mutant("sweephtml: the figure's simulated line draws the estimates", "dsasim/view/plot.py",
+           "[np.nan if c is None else c for c in simulated_cycles]",
+           "[np.nan if c is None else e for c, e in zip(simulated_cycles, estimated_cycles)]",
+           ("tests/test_html_report.py::test_the_simulated_sizes_figure_holds_the_table_s_numbers",)),
+    Mutant("sweephtml: the sizes' figure's cycles axis from its data", "dsasim/view/plot.py",
+           '    _cycles_axis_from_zero(ax)\n    ax.grid(True, which="both", alpha=0.3)\n    ax.set_title(f"{network}:',
+           '    ax.grid(True, which="both", alpha=0.3)\n    ax.set_title(f"{network}:',
+           ("tests/test_html_report.py::test_the_simulated_sizes_figure_holds_the_table_s_numbers",)),
+    Mutant("sweephtml: the sweep's JSON leaves its simulations out", "dsasim/architect/studies/network_eval.py",
+           '        if self.simulations:\n            out["simulation"]', '        if False:\n            out["simulation"]',
+           ("tests/test_html_report.py::test_the_same_simulated_sweep_gives_the_same_page",)),
+    Mutant("sweephtml: a sweep takes a simulation of another size", "dsasim/architect/studies/network_eval.py",
+           "            if not isinstance(s, str) and s.sram_bytes != r.sram_bytes:",
+           "            if False:",
+           ("tests/test_html_report.py::test_a_sweep_s_simulations_are_one_per_size_of_its_one_hardware",)),
 ]
 
 

@@ -125,6 +125,10 @@ def test_a_dsasim_argument_naming_a_repository_file_is_given_by_its_absolute_pat
     # file of the repository and a plain word stay as written
     argv = blocks.argv_of("dsasim search tests/data/zigzag/small_gemm.yaml --json out/x.json gemm-64", ROOT)
     assert argv[3:] == ["search", f"{ROOT}/tests/data/zigzag/small_gemm.yaml", "--json", "out/x.json", "gemm-64"]
+    # FILE.py:ATTR (a network of a file): the file's path made absolute, the name kept; a name after a file that
+    # is no Python file of the repository stays as written
+    argv = blocks.argv_of("dsasim network examples/network_levels.py:TwoLinear out/x.py:Net", ROOT)
+    assert argv[3:] == ["network", f"{ROOT}/examples/network_levels.py:TwoLinear", "out/x.py:Net"]
 
 
 # last, so that a planted bug in the checker fails a fast test first (bench/mutation.py runs with -x)

@@ -20,7 +20,7 @@ import pytest
 from chromium_page import chromium_missing, open_page
 from dsasim.cli import main
 from dsasim.view.html_page import HtmlPage, figure_svg
-from dsasim.view.html_report import add_network_simulation
+from dsasim.view.html_report import add_network_simulation, add_simulated_sizes
 
 HOSTILE = "<script>alert(\"x\")</script> & 'q'"
 # HOSTILE escaped by hand: < > & " ' as character references
@@ -37,10 +37,10 @@ def _screenshot_path(tmp_path: Path, name: str) -> Path:
     return tmp_path / name
 
 
-def _check_in_browser(html: Path, shot: Path, *expected: str) -> str:
+def _check_in_browser(html: Path, shot: Path, *expected: str, height: int = 1600) -> str:
     """Open `html` in Chromium: no console error, no request but the file itself, each of `expected` in its text;
-    a PNG screenshot at `shot`. The page's text."""
-    page = open_page(html, screenshot=shot)
+    a PNG screenshot of the top `height` pixels at `shot`. The page's text."""
+    page = open_page(html, screenshot=shot, height=height)
     assert page.errors == ()
     assert page.requests == (html.resolve().as_uri(),)  # self-contained: nothing fetched, not even a favicon
     for text in expected:
@@ -148,6 +148,128 @@ def test_a_network_simulation_without_a_key_is_refused_by_name() -> None:
         add_network_simulation(HtmlPage("x"), broken)
     with pytest.raises(ValueError, match="has no 'window_cycles'.*layers"):
         add_network_simulation(HtmlPage("x"), {k: v for k, v in NETWORK_SIMULATION.items() if k != "window_cycles"})
+
+
+
+# a network sweep simulated at three sizes, as `sweep-sram --simulate-network --json` writes it (hand-chosen
+# figures): 1 KiB not simulated (the reason; its estimate is its point's 5,000 cycles); 4 KiB is NETWORK_SIMULATION
+# (200 cycles against 90 + 100 = 190 estimated, overlap 20, peak 8,192 B); 16 KiB: layer a from 0 to 60, b from 50 to
+# 150 (150 cycles; spans 60 + 100 = 160: overlap 10; the same estimate 190), peak 12,288 B
+NOT_SIMULATED = f"cannot simulate net: layer(s) left out of the totals ({HOSTILE}); only a whole network is traced"
+SIMULATED_SWEEP = {
+    "network": "net",
+    "points": [{"sram_bytes": 1024, "cycles": 5000}, {"sram_bytes": 4096, "cycles": 190},
+               {"sram_bytes": 16384, "cycles": 190}],
+    "simulation": [
+        {"sram_bytes": 1024, "not_simulated": NOT_SIMULATED},
+        {**NETWORK_SIMULATION, "sram_bytes": 4096, "estimated_cycles": 190, "overlap_cycles": 20,
+         "peak_sram_bytes": 8192, "on_chip": {"a key": "the page does not know"}},
+        {**NETWORK_SIMULATION, "sram_bytes": 16384, "cycles": 150, "estimated_cycles": 190, "overlap_cycles": 10,
+         "peak_sram_bytes": 12288, "sram_occupancy_bytes": [4096, 8192, 2048], "ddr_load_bytes": [1600, 800, 400],
+         "ddr_store_bytes": [0, 0, 100],
+         "layers": [{"name": "a", "start_cycle": 0, "end_cycle": 60, "estimated_cycles": 90},
+                    {"name": "b", "start_cycle": 50, "end_cycle": 150, "estimated_cycles": 100}]}],
+}
+
+
+def _num_cells(*values: str) -> str:
+    return "".join(f'<td class="num">{v}</td>' for v in values)
+
+
+def _simulated_sizes_page() -> HtmlPage:
+    page = HtmlPage("a network sweep, simulated")
+    add_simulated_sizes(page, SIMULATED_SWEEP)
+    return page
+
+
+def test_a_sweep_simulated_at_each_size_from_its_json() -> None:
+    html = _simulated_sizes_page().html()
+    # per size: SRAM B, estimate, simulated, ratio, overlap, peak SRAM B, why not simulated (left-aligned text).
+    # 1 KiB: its point's estimate, no simulated figure, the reason; 4 KiB: 200 / 190 = 1.0526 -> 1.053;
+    # 16 KiB: 150 / 190 = 0.7895 -> 0.789
+    assert _num_cells("1,024", "5,000", "-", "-", "-", "-") + f"<td>{NOT_SIMULATED.replace(HOSTILE, HOSTILE_ESCAPED)}" \
+           "</td>" in html
+    assert _num_cells("4,096", "190", "200", "1.053", "20", "8,192") + "<td>-</td>" in html
+    assert _num_cells("16,384", "190", "150", "0.789", "10", "12,288") + "<td>-</td>" in html
+    assert "<th>not simulated because</th>" in html and "A size not simulated says why." in html
+    # each simulated size's own timeline section, headed by its size (10 cycles of overlap: 160 - 150), and none
+    # for the size not simulated
+    assert "<h2>Simulated at 4 KiB: the network in one timeline</h2>" in html
+    assert "<h2>Simulated at 16 KiB: the network in one timeline</h2>" in html
+    assert "Simulated at 1 KiB" not in html
+    assert "10 cycles (the layers&#x27; own spans summed: 160)" in html
+    assert html.count("<svg") == 3  # the sizes' figure and two timelines
+    assert "<script" not in html
+
+
+def test_the_simulated_sizes_figure_holds_the_table_s_numbers() -> None:
+    from dsasim.view.plot import network_sweep_simulation_figure
+
+    fig = network_sweep_simulation_figure("net", [1024, 4096, 16384], [5000, 190, 190], [None, 200, 150])
+    ax = fig.axes[0]
+    estimate, simulated, missing = ax.get_lines()
+    assert list(estimate.get_xdata()) == [1, 4, 16] and list(estimate.get_ydata()) == [5000, 190, 190]  # KiB
+    assert [None if y != y else y for y in simulated.get_ydata()] == [None, 200, 150]  # NaN: a break in the line
+    assert list(missing.get_xdata()) == [1] and "not simulated (1 of 3 sizes)" in missing.get_label()
+    assert ax.get_ylim()[0] == 0  # a linear cycles axis from zero
+    from test_trust_plots import check_legends_cover_no_data, check_text_inside_figure
+
+    # a network named by a long path (FILE.py:ATTR) still fits: the title is not clipped, the legend is off the data
+    long_name = "/home/someone/projects/accelerator-study/models/my_network_variant.py:MyNetworkVariant"
+    for figure in (fig, network_sweep_simulation_figure(long_name, [1024, 4096], [5000, 190], [4000, 200])):
+        figure.canvas.draw()
+        check_legends_cover_no_data(figure)
+        check_text_inside_figure(figure)
+    with pytest.raises(ValueError, match="3 sizes, 2 estimates"):
+        network_sweep_simulation_figure("net", [1, 2, 3], [1, 2], [1, 2, 3])
+
+
+def test_the_command_prints_the_page_s_rows() -> None:
+    from dsasim.cli.sweep import format_simulated_sizes
+
+    # the rows of test_a_sweep_simulated_at_each_size_from_its_json, as text (written out by hand)
+    assert format_simulated_sizes({**SIMULATED_SWEEP, "simulation": [
+        {"sram_bytes": 1024, "not_simulated": "a layer is unplaceable"}, *SIMULATED_SWEEP["simulation"][1:]]}) == (
+        "\nsimulated in one timeline per size:\n"
+        "SRAM B  estimate  simulated  ratio  overlap  peak SRAM B  not simulated because\n"
+        "------  --------  ---------  -----  -------  -----------  ----------------------\n"
+        " 1,024     5,000          -      -        -            -  a layer is unplaceable\n"
+        " 4,096       190        200  1.053       20        8,192  -\n"
+        "16,384       190        150  0.789       10       12,288  -")
+    everywhere = {**SIMULATED_SWEEP, "points": SIMULATED_SWEEP["points"][1:],
+                  "simulation": SIMULATED_SWEEP["simulation"][1:]}
+    assert "not simulated" not in format_simulated_sizes(everywhere).split("\n", 2)[2]  # no column of dashes
+
+
+def test_a_simulated_sweep_whose_sizes_are_not_its_points_is_refused() -> None:
+    shifted = {**SIMULATED_SWEEP, "points": [{**p, "sram_bytes": 2 * p["sram_bytes"]}
+                                             for p in SIMULATED_SWEEP["points"]]}
+    with pytest.raises(ValueError, match="simulation 0 of the sweep's JSON is of a 1,024 B SRAM but point 0 of "
+                                         "2,048 B"):
+        add_simulated_sizes(HtmlPage("x"), shifted)
+    with pytest.raises(ValueError, match="has no 'simulation'.*--simulate-network"):
+        add_simulated_sizes(HtmlPage("x"), {"points": []})
+
+
+
+def test_a_sweep_s_simulations_are_one_per_size_of_its_one_hardware() -> None:
+    """NetworkSweep.simulations (what the page's section is drawn from): per size of one hardware, in order."""
+    from types import SimpleNamespace
+
+    from dsasim.architect.studies.network_eval import NetworkSweep
+    from dsasim.hardware import preset
+
+    blog, sizes = preset("blog"), (1024, 4096)
+    row = tuple(SimpleNamespace(sram_bytes=b) for b in sizes)
+    net = SimpleNamespace(name="net")
+    ok = NetworkSweep(net, (blog,), sizes, (row,), simulations=("a reason", SimpleNamespace(sram_bytes=4096)))
+    assert len(ok.simulations) == 2
+    with pytest.raises(ValueError, match="one per size of one hardware: got 1 for 1 hardware x 2 sizes"):
+        NetworkSweep(net, (blog,), sizes, (row,), simulations=("a reason",))
+    with pytest.raises(ValueError, match="got 2 for 2 hardware x 2 sizes"):
+        NetworkSweep(net, (blog, blog), sizes, (row, row), simulations=("a reason", "another"))
+    with pytest.raises(ValueError, match="the simulation of a 1,024 B SRAM is given for the 4,096 B size"):
+        NetworkSweep(net, (blog,), sizes, (row,), simulations=("a reason", SimpleNamespace(sram_bytes=1024)))
 
 
 # ------------------------------------------------------------------------------------------------ the commands
@@ -267,11 +389,54 @@ def test_the_network_sweep_report_in_a_browser(network_run: tuple[Path, dict], t
     monkeypatch.syspath_prepend(str(tmp))
     js, html = tmp_path / "ns.json", tmp_path / "ns.html"
     assert main(["sweep-sram", "--network", "tinyhtml:Net", "--sizes", "1KiB,64KiB", "--within", "5%", "--jobs", "1",
-                 "--quiet", "--json", str(js), "--html", str(html)]) == 1  # partial: the Upsample is left out
-    smallest = json.loads(js.read_text())["points"][0]
+                 "--simulate-network", "--quiet", "--json", str(js), "--html", str(html)]) == 1  # partial: the
+    smallest = json.loads(js.read_text())["points"][0]                                       # Upsample is left out
     row = "\t".join(f"{smallest[k]:,}" for k in ("traffic_bytes", "lower_bound_bytes", "compulsory_bytes"))
+    # a partial network is simulated at no size: each size's row says why (its estimate beside it)
+    why = "cannot simulate tinyhtml:Net: layer(s) left out of the totals (odd); only a whole network is traced"
     _check_in_browser(html, tmp_path / "network-sweep.png", f"1 KiB\t{row}", f"{smallest['cycles']:,}",
-                      "the smallest SRAM within 5% of compulsory traffic is 1 KiB", "PARTIAL")
+                      "the smallest SRAM within 5% of compulsory traffic is 1 KiB", "PARTIAL",
+                      f"1,024\t{smallest['cycles']:,}\t-\t-\t-\t-\t{why}")
+
+
+
+REPOSITORY = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="module")
+def simulated_sweep(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
+    """`sweep-sram --network` of examples/network_levels.py's TwoLinear (a fused chain of two linears, a softmax)
+    at 4 KiB and 64 KiB with --simulate-network, --json and --html, run twice from the repository's root (the
+    command of docs/reports.md): the first page and its JSON."""
+    tmp = tmp_path_factory.mktemp("simulated-sweep")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.chdir(REPOSITORY)
+        for k in (1, 2):
+            assert main(["sweep-sram", "--network", "examples/network_levels.py:TwoLinear", "--sizes", "4KiB,64KiB",
+                         "--simulate-network", "--jobs", "1", "--quiet", "--json", str(tmp / f"{k}.json"),
+                         "--html", str(tmp / f"{k}.html")]) == 0
+    return tmp, json.loads((tmp / "1.json").read_text())
+
+
+def test_the_same_simulated_sweep_gives_the_same_page(simulated_sweep: tuple[Path, dict]) -> None:
+    tmp, js = simulated_sweep
+    first = (tmp / "1.html").read_bytes()
+    assert first == (tmp / "2.html").read_bytes()
+    # the sweep figure, the simulated sizes' figure, one timeline per size (both simulated)
+    assert [s.get("not_simulated") for s in js["simulation"]] == [None, None]
+    assert first.count(b"<svg") == 4
+
+
+@needs_chromium
+def test_the_simulated_network_sweep_report_in_a_browser(simulated_sweep: tuple[Path, dict], tmp_path: Path) -> None:
+    tmp, js = simulated_sweep
+    rows = [f"{s['sram_bytes']:,}\t{s['estimated_cycles']:,}\t{s['cycles']:,}\t"
+            f"{s['cycles'] / s['estimated_cycles']:.3f}\t{s['overlap_cycles']:,}\t{s['peak_sram_bytes']:,}"
+            for s in js["simulation"]]
+    sections = [f"Simulated at {kib} KiB: the network in one timeline\nsimulated cycles\t{s['cycles']:,}"
+                for kib, s in zip((4, 64), js["simulation"])]
+    _check_in_browser(tmp / "1.html", _screenshot_path(tmp_path, "report-sweep-simulated.png"),
+                      "Simulated at each size", *rows, *sections, height=2300)  # down to the sizes' figure
 
 
 @needs_chromium

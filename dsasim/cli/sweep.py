@@ -31,7 +31,7 @@ from dsasim.view.table import format_table
 if TYPE_CHECKING:
     from dsasim.architect.studies.network_eval import NetworkSweep
 
-__all__ = ["COMMAND", "format_network_sweep", "network_sweep_notes", "network_sweep_table"]
+__all__ = ["COMMAND", "format_network_sweep", "format_simulated_sizes", "network_sweep_notes", "network_sweep_table"]
 
 
 def add_arguments(s: argparse.ArgumentParser) -> None:
@@ -69,7 +69,8 @@ def add_arguments(s: argparse.ArgumentParser) -> None:
     s.add_argument("--json", metavar="PATH", help="write the sweep as JSON")
     s.add_argument("--plot", metavar="PATH", help="write a PNG: traffic, bound, compulsory and cycles vs SRAM")
     s.add_argument("--html", metavar="PATH", help="write one self-contained HTML page (.html): the sweep figure with "
-                                                  "its lower bound, the sizing answers, the table")
+                                                  "its lower bound, the sizing answers, the table; with "
+                                                  "--simulate-network each size's simulation too")
     s.add_argument("--energy-plot", metavar="PATH",
                    help="write a PNG: energy per inference stacked by component (DDR, SRAM, inner levels, MACs, "
                         "vector, leakage) and area vs SRAM, the sizes with the least energy, least EDP and best "
@@ -80,7 +81,8 @@ def add_arguments(s: argparse.ArgumentParser) -> None:
     s.add_argument("--simulate-network", action="store_true",
                    help="(--network, one hardware) also trace and time the whole network in one timeline at each "
                         "size (as dsasim network --simulate): simulated cycles beside the estimate; the JSON adds "
-                        "'simulation', one object per size")
+                        "'simulation', one object per size, and the --html page a table, a figure and each size's "
+                        "timeline")
     s.add_argument("--quiet", action="store_true", help="no progress bar (work estimates are still printed)")
     s.add_argument("--force", action="store_true", help="run work estimated far beyond the usual (hours) "
                                                           "instead of refusing it; the estimate is still printed")
@@ -349,8 +351,8 @@ def _run_network(args: argparse.Namespace) -> int:
     sweep = sweeps[0]
     print(format_network_sweep(sweep))
     if args.simulate_network:
-        simulated = _simulate_sizes(sweep)
-        sweep = _SweepWithSimulation(sweep, simulated)
+        sweep = dataclasses.replace(sweep, simulations=tuple(_simulate_sizes(sweep)))
+        print(format_simulated_sizes(sweep.to_json()))
     write_outputs(sweep, json_path, plot_path, "plot_network_sweep")
     if energy_plot_path is not None:
         from dsasim.view.energy_plot import plot_energy_sweep
@@ -365,46 +367,32 @@ def _run_network(args: argparse.Namespace) -> int:
     return EXIT_FAILED if any(r.partial for r in results) else 0
 
 
-def _simulate_sizes(sweep: Any) -> list[Any]:
-    """Per SRAM size, the network traced and timed in one timeline (`simulate_network`), or the one-line reason it
-    is not (a layer unplaceable at that size); prints one table row each."""
+def _simulate_sizes(sweep: NetworkSweep) -> list[Any]:
+    """Per SRAM size of the sweep's one hardware, the network traced and timed in one timeline (`simulate_network`),
+    or the one-line reason it is not (a layer left out or unplaceable at that size)."""
     from dsasim.architect.studies.network_simulation import simulate_network
     from dsasim.architect.studies.network_trace import NetworkTraceError
     from dsasim.cli.common import import_kernel
     from dsasim.timing import TimingError
-    from dsasim.view.table import format_table
 
-    out, rows = [], []
+    out: list[Any] = []
     for r in sweep.results[0]:
         try:
-            sim = simulate_network(r, import_kernel)
+            out.append(simulate_network(r, import_kernel))
         except (NetworkTraceError, TimingError) as err:
             out.append(str(err))
-            rows.append([r.sram_bytes, r.cycles, None, None, None, "not simulated: " + str(err)[:60]])
-            continue
-        out.append(sim)
-        rows.append([r.sram_bytes, sim.estimated_cycles, sim.cycles, f"{sim.cycles / max(1, sim.estimated_cycles):.3f}",
-                     sim.overlap_cycles, int(sim.sim.peak_sram_bytes)])
-    print()
-    print("simulated in one timeline per size:")
-    print(format_table(["SRAM B", "estimate", "simulated", "ratio", "overlap", "peak SRAM B"], rows, left=()))
     return out
 
 
-class _SweepWithSimulation:
-    """A network sweep whose JSON carries, per size, its simulation (or why it has none); its plots are the
-    sweep's."""
+def format_simulated_sizes(sweep_json: dict[str, Any]) -> str:
+    """The table `sweep-sram --simulate-network` prints under the sweep's: one row per size, read from the sweep's
+    JSON (`dsasim.view.simulated_sizes`, the rows its --html page shows), a size not simulated with its reason."""
+    from dsasim.view.simulated_sizes import NOT_SIMULATED_COLUMN, simulated_sizes_table
 
-    def __init__(self, sweep: Any, simulated: list[Any]) -> None:
-        self.sweep, self.simulated = sweep, simulated
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.sweep, name)
-
-    def to_json(self) -> dict[str, Any]:
-        return {**self.sweep.to_json(), "simulation": [
-            {"sram_bytes": r.sram_bytes, "not_simulated": s} if isinstance(s, str) else s.to_json()
-            for r, s in zip(self.sweep.results[0], self.simulated)]}
+    header, rows = simulated_sizes_table(sweep_json)
+    left = (len(header) - 1,) if NOT_SIMULATED_COLUMN in header else ()
+    table = format_table(header, rows, left=left)  # a left-aligned last column: no padding at the lines' ends
+    return "\nsimulated in one timeline per size:\n" + "\n".join(line.rstrip() for line in table.split("\n"))
 
 
 COMMAND = Command(

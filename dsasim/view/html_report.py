@@ -7,7 +7,9 @@ same figures (`dsasim.view.plot`'s `X_figure`) and the same table rows as the co
   token model's layer, the layers left out named, the per-layer table and chart; with a network simulation
   (`add_network_simulation`, from its JSON) the layers' simulated start and end cycles and its timelines.
 * `sweep_report` (a layer's, chain's, attention's or level's sweep) and `network_sweep_report`: the sweep figure
-  with its lower bound, the sizing answers, the table.
+  with its lower bound, the sizing answers, the table; a network sweep simulated at each size
+  (`add_simulated_sizes`, from the sweep's JSON) adds a table and a figure of every size's simulated cycles beside
+  its estimate, and each simulated size's one-timeline section.
 
 No page holds a wall-clock time or a date: the same result gives the same bytes.
 """
@@ -28,8 +30,8 @@ if TYPE_CHECKING:
 # a table as the text output prints it: (header, rows, the left-aligned columns)
 Table = tuple[Sequence[str], Sequence[Sequence[Any]], Collection[int]]
 
-__all__ = ["NETWORK_SIMULATION_KEYS", "Table", "add_network_simulation", "network_report", "network_sweep_report",
-           "simulate_report", "sweep_report"]
+__all__ = ["NETWORK_SIMULATION_KEYS", "Table", "add_network_simulation", "add_simulated_sizes", "network_report",
+           "network_sweep_report", "simulate_report", "sweep_report"]
 
 
 def _energy_facts(energy: EnergyReport | None) -> list[tuple[str, int | str | None]]:
@@ -158,10 +160,15 @@ def _require(mapping: Mapping[str, Any], key: str, where: str) -> Any:
     return mapping[key]
 
 
-def add_network_simulation(page: HtmlPage, simulation: Mapping[str, Any]) -> None:
-    """A section for a network traced and timed in one timeline, from its JSON (NETWORK_SIMULATION_KEYS): the
-    simulated total beside the analytic estimates, each layer's start and end cycle, the layers, DDR bandwidth
-    and SRAM occupancy timelines. ValueError naming what is missing."""
+NETWORK_SIMULATION_HEADING = "Simulated: the network in one timeline"
+
+
+def add_network_simulation(page: HtmlPage, simulation: Mapping[str, Any],
+                           heading: str = NETWORK_SIMULATION_HEADING) -> None:
+    """A section under `heading` for a network traced and timed in one timeline, from its JSON
+    (NETWORK_SIMULATION_KEYS; other keys are ignored): the simulated total beside the analytic estimates, each
+    layer's start and end cycle, the layers, DDR bandwidth and SRAM occupancy timelines. ValueError naming what is
+    missing."""
     from dsasim.view import plot
 
     cycles = int(_require(simulation, "cycles", "the network simulation"))
@@ -174,7 +181,7 @@ def add_network_simulation(page: HtmlPage, simulation: Mapping[str, Any]) -> Non
         layers.append((str(_require(layer, "name", where)), int(_require(layer, "start_cycle", where)),
                        int(_require(layer, "end_cycle", where)), layer.get("estimated_cycles")))
     analytic = [a for *_, a in layers if a is not None]
-    page.section("Simulated: the network in one timeline")
+    page.section(heading)
     summed = sum(end - start for _, start, end, _ in layers)
     facts: list[tuple[str, int | str | None]] = [("simulated cycles", cycles)]
     if analytic and len(analytic) == len(layers):
@@ -264,4 +271,33 @@ def network_sweep_report(sweep: NetworkSweep, table: Table, notes: Sequence[str]
                                                   "traffic, and the estimated cycles, at each size.")
     page.section("Table")
     page.table(*table)
+    if sweep.simulations:  # sweep-sram --simulate-network: from the JSON --json writes, so the two cannot disagree
+        add_simulated_sizes(page, sweep.to_json())
     return page
+
+
+def add_simulated_sizes(page: HtmlPage, sweep_json: Mapping[str, Any]) -> None:
+    """The section "Simulated at each size" of a network sweep simulated at each SRAM size, from the sweep's JSON
+    (its 'points' and 'simulation'): the table `sweep-sram --simulate-network` prints
+    (`dsasim.view.simulated_sizes`), the figure of simulated cycles beside the estimate against SRAM size, then
+    each simulated size's one-timeline section (`add_network_simulation`, headed by its size). ValueError naming
+    what is missing."""
+    from dsasim.view import plot
+    from dsasim.view.simulated_sizes import NOT_SIMULATED_COLUMN, simulated_sizes_table
+
+    header, rows = simulated_sizes_table(sweep_json)
+    page.section("Simulated at each size")
+    page.paragraph("The whole network traced and timed in one timeline at each SRAM size: the simulated cycles "
+                   "beside the analytic estimate (the layers' estimates summed), their ratio, the cycles gained by "
+                   "running layers at once (overlap) and the SRAM's peak occupancy."
+                   + (" A size not simulated says why." if NOT_SIMULATED_COLUMN in header else ""))
+    page.table(header, rows, left=(len(header) - 1,) if NOT_SIMULATED_COLUMN in header else ())
+    page.figure(plot.network_sweep_simulation_figure(str(sweep_json.get("network", "the network")),
+                                                     [row[0] for row in rows], [row[1] for row in rows],
+                                                     [row[2] for row in rows]),
+                "At each SRAM size: the cycles simulated in one timeline beside the analytic estimate"
+                + (" (a size not simulated is marked on the axis)." if NOT_SIMULATED_COLUMN in header else "."))
+    for simulation in sweep_json["simulation"]:
+        if "not_simulated" not in simulation:
+            add_network_simulation(page, simulation, f"Simulated at {format_bytes(int(simulation['sram_bytes']))}: "
+                                                     f"the network in one timeline")

@@ -10,6 +10,7 @@
 * `plot_sram`: SRAM occupancy over time, stacked by tensor (time-averaged per window), with the peak and the
   capacity; on hardware with memory levels below the SRAM, one more panel per level, drawn the same way.
 * `plot_sweep`: an SRAM sweep's best traffic, lower bound, compulsory traffic and cycles against SRAM size.
+* `network_sweep_simulation_figure`: a network simulated at each SRAM size, simulated cycles beside the estimate.
 Each `plot_X(..., path)` returns the path it wrote (the format follows the suffix, e.g. .png or .svg); its
 `X_figure(...)` returns the matplotlib Figure unsaved (`dsasim.view.html_report` draws it inline as SVG).
 
@@ -460,6 +461,35 @@ def plot_network_sweep(sweep: Any, path: str | Path) -> Path:
     return _save(network_sweep_figure(sweep), path)
 
 
+
+def network_sweep_simulation_figure(network: str, sram_bytes: Sequence[int], estimated_cycles: Sequence[int],
+                                    simulated_cycles: Sequence[int | None]) -> Figure:
+    """A network swept over SRAM sizes and simulated at each (`sweep-sram --simulate-network`): the simulated
+    cycles beside the analytic estimate against SRAM size (log2 x); a size not simulated (None) has no simulated
+    point (the line breaks there) and is marked on the x axis."""
+    if not len(sram_bytes) == len(estimated_cycles) == len(simulated_cycles):
+        raise ValueError(f"one figure per size: {len(sram_bytes)} sizes, {len(estimated_cycles)} estimates, "
+                         f"{len(simulated_cycles)} simulations")
+    fig = _figure(8.0, 4.4)
+    ax = fig.add_subplot()
+    xs = [b / 1024 for b in sram_bytes]
+    ax.plot(xs, estimated_cycles, "o--", color="tab:blue", label="analytic estimate (layers summed)")
+    ax.plot(xs, [np.nan if c is None else c for c in simulated_cycles], "s-", color="tab:red",
+            label="simulated in one timeline")
+    missing = [x for x, c in zip(xs, simulated_cycles) if c is None]
+    if missing:
+        ax.plot(missing, [0] * len(missing), "x", color="black", markersize=8, clip_on=False,
+                label=f"not simulated ({len(missing)} of {len(xs)} sizes)")
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("SRAM (KiB)")
+    ax.set_ylabel("cycles")
+    _cycles_axis_from_zero(ax)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.set_title(f"{network}:\nsimulated cycles beside the estimate", fontsize=10)  # a path as name: own line
+    handles, labels = ax.get_legend_handles_labels()
+    _legend_below(fig, handles, labels, fontsize=8, ncol=3)
+    return fig
+
 def shapes_figure(sweep: Any) -> Figure:
     """A shape sweep (`ShapeSweep`): TensorCore utilization of each shape's best schedule (top), and the figure of
     its objective (estimated cycles for layers) of the per-shape best, the dispatch table's schedule and the single
@@ -548,7 +578,7 @@ def network_timeline_figure(layers: Sequence[tuple[str, int, int]], window_cycle
 
 
 __all__ = ["bandwidth_figure", "gantt_figure", "level_sweep_figure", "network_figure", "network_sweep_figure",
-           "network_timeline_figure",
+           "network_sweep_simulation_figure", "network_timeline_figure",
            "plot_all", "plot_bandwidth", "plot_gantt", "plot_level_sweep", "plot_network", "plot_network_sweep",
            "plot_shapes", "plot_sram", "plot_sweep", "shapes_figure", "sram_figure", "sweep_figure"]
 

@@ -509,6 +509,21 @@ class NetworkSweep:
     sizes: tuple[int, ...]
     results: tuple[tuple[NetworkResult, ...], ...]
     within: float | None = None
+    # `sweep-sram --simulate-network`: per size of the one hardware, its network simulation (a NetworkSimulation of
+    # dsasim.architect.studies.network_simulation, typed Any: that module imports this one) or the one-line reason
+    # it has none; () when the network was not simulated
+    simulations: tuple[Any, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not self.simulations:
+            return
+        if len(self.hardwares) != 1 or len(self.simulations) != len(self.results[0]):
+            raise ValueError(f"a sweep's simulations are one per size of one hardware: got {len(self.simulations)} "
+                             f"for {len(self.hardwares)} hardware x {len(self.sizes)} sizes")
+        for r, s in zip(self.results[0], self.simulations):
+            if not isinstance(s, str) and s.sram_bytes != r.sram_bytes:
+                raise ValueError(f"the simulation of a {s.sram_bytes:,} B SRAM is given for the {r.sram_bytes:,} B "
+                                 f"size; give them in the sweep's order")
 
     def energy_points(self, hardware_index: int = 0) -> list[EnergyPoint]:
         """Per SRAM size of one hardware of the grid, its cycles and energy (`NetworkResult.energy_point`)."""
@@ -527,7 +542,8 @@ class NetworkSweep:
 
     def to_json(self) -> dict[str, Any]:
         """network, sizes, hardware (each one's fields), points (one per hardware and size: totals, partial and
-        the layers left out) and, with --within, the answer per hardware (and whether it is partial)."""
+        the layers left out), with --within the answer per hardware (and whether it is partial), and with
+        simulations 'simulation': per size its simulation's JSON or {sram_bytes, not_simulated: reason}."""
         import dataclasses
 
         points = []
@@ -550,6 +566,9 @@ class NetworkSweep:
                 h.name: (None if r is None else r.sram_bytes) for h, r in answers},
                 # an answer for a network with a layer left out (unmodelled) sizes only the rest of it
                 "partial": {h.name: r is not None and r.partial for h, r in answers}}
+        if self.simulations:
+            out["simulation"] = [{"sram_bytes": r.sram_bytes, "not_simulated": s} if isinstance(s, str) else
+                                 s.to_json() for r, s in zip(self.results[0], self.simulations)]
         return out
 
 
