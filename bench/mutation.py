@@ -1844,8 +1844,8 @@ MUTANTS: list[Mutant] = [
     Mutant("zigzag: dsasim network takes a ZigZag workload for a module", "dsasim/architect/studies/network.py",
            "    NetworkSource(\"zigzag\", _is_zigzag_spec, _refuse_zigzag),\n", "", (ZIGZAG_TESTS,)),
     Mutant("zigzag: a doc block's repository file named relative to its temporary folder", "bench/doc_blocks.py",
-           "    if word.startswith(\"-\") or \"/\" not in word or not (root / word).is_file():",
-           "    if True:", ("tests/test_docs_blocks.py",)),
+           "    if (root / word).is_file():\n        return str(root / word)",
+           "    if False:\n        return str(root / word)", ("tests/test_docs_blocks.py",)),
     # -- issue 31: onnx --
     Mutant("onnx: a MatMul's bias Add stays a vector layer", "dsasim/architect/studies/network_onnx.py",
            'if len(users) == 1 and users[0].op_type == "Add" and out not in b.outputs:', "if False:", ONNX_TESTS),
