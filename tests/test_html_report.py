@@ -163,7 +163,7 @@ SIMULATED_SWEEP = {
     "simulation": [
         {"sram_bytes": 1024, "not_simulated": NOT_SIMULATED},
         {**NETWORK_SIMULATION, "sram_bytes": 4096, "estimated_cycles": 190, "overlap_cycles": 20,
-         "peak_sram_bytes": 8192, "on_chip": {"a key": "the page does not know"}},
+         "peak_sram_bytes": 8192, "a key the page does not know": {"a": 1}},
         {**NETWORK_SIMULATION, "sram_bytes": 16384, "cycles": 150, "estimated_cycles": 190, "overlap_cycles": 10,
          "peak_sram_bytes": 12288, "sram_occupancy_bytes": [4096, 8192, 2048], "ddr_load_bytes": [1600, 800, 400],
          "ddr_store_bytes": [0, 0, 100],

@@ -240,3 +240,68 @@ def test_sliding_and_strided_readers_read_a_kept_result_in_place():
         assert min(r.start for r in s.sim.records() if r.kind == "tensorcore" and r.tensor == reader) >= c1_last
     through = simulate_network(result, import_kernel)
     assert through.fence_bytes == 2  # the copies' fences (one word each) in the trace through DDR
+
+
+# ------------------------------------------------------------------------------- the sweep and the page
+def _on_chip(kept: int, not_kept: int, loaded: int, stored: int, through: int) -> dict:
+    """An 'on_chip' object as NetworkSimulation.to_json writes it (hand-chosen figures)."""
+    return {"kept": [{"name": f"k{i}"} for i in range(kept)],
+            "not_kept": [{"name": f"n{i}", "reason": "no-fit" if i else "output"} for i in range(not_kept)],
+            "saved_loaded_bytes": loaded, "saved_stored_bytes": stored, "cycles_through_ddr": through}
+
+
+def test_the_simulated_sizes_table_and_page_say_what_keeping_saved():
+    """Per size, with --keep-on-chip: kept of all, the DDR bytes saved (loaded + stored) and the cycles through
+    DDR; the page's simulation section says it in words (1 of 3 kept, 40 + 24 = 64 B saved, no-fit 1, output 1)."""
+    from dsasim.view.html_page import HtmlPage
+    from dsasim.view.html_report import add_network_simulation
+    from dsasim.view.simulated_sizes import simulated_sizes_table
+    from test_html_report import SIMULATED_SWEEP
+
+    sweep = json.loads(json.dumps(SIMULATED_SWEEP))
+    sweep["simulation"][1]["on_chip"] = _on_chip(1, 2, 40, 24, 230)
+    sweep["simulation"][2]["on_chip"] = _on_chip(2, 1, 100, 60, 170)
+    header, rows = simulated_sizes_table(sweep)
+    assert header[6:] == ("kept", "saved B", "through DDR", "not simulated because")
+    assert rows[1][6:9] == ("1/3", 64, 230) and rows[2][6:9] == ("2/3", 160, 170)
+    assert rows[0][6:9] == (None, None, None)  # not simulated
+    page = HtmlPage("kept")
+    add_network_simulation(page, sweep["simulation"][1])
+    html = page.html()
+    assert "1 of 3, saving 64 B of DDR traffic; 230 cycles with every result through DDR" in html
+    assert "no-fit 1, output 1" in html
+
+
+def test_sweep_sram_keeps_results_on_chip_at_each_size(tmp_path, capsys):
+    """`sweep-sram --network ... --simulate-network --keep-on-chip`: each size's simulation has its plan; the
+    printed table has the kept columns; the saved bytes are each size's through-DDR bytes less its traced ones."""
+    from dsasim.cli import main
+
+    js = tmp_path / "s.json"
+    assert main(["sweep-sram", "--network", "examples/network_levels.py:TwoLinear", "--sizes", "4KiB,64KiB",
+                 "--simulate-network", "--keep-on-chip", "--json", str(js), "--quiet", "--jobs", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "kept" in out and "saved B" in out and "through DDR" in out
+    sims = json.loads(js.read_text())["simulation"]
+    # at 4 KiB the first layer's own buffers leave no room for its result; at 64 KiB it is kept, stored and read
+    # once: its store and its one load saved
+    assert [len(sim["on_chip"]["kept"]) for sim in sims] == [0, 1]
+    assert sims[0]["on_chip"]["not_kept"][0]["reason"] == "no-fit"
+    (kept,) = sims[1]["on_chip"]["kept"]
+    assert kept["saved_stored_bytes"] == kept["saved_loaded_bytes"] == kept["bytes"]
+    for sim in sims:
+        plan = sim["on_chip"]
+        assert plan["loaded_bytes_through_ddr"] - plan["saved_loaded_bytes"] == sim["loaded_bytes"]
+        assert plan["stored_bytes_through_ddr"] - plan["saved_stored_bytes"] == sim["stored_bytes"]
+
+
+@pytest.mark.parametrize("extra, message", [
+    ([], "--keep-on-chip keeps results on chip in each size's simulation: add --simulate-network"),
+    (["--simulate-network", "--hardware", "blog-l1"], "levels below the SRAM"),
+])
+def test_sweep_keep_on_chip_refusals(extra, message, capsys):
+    from dsasim.cli import main
+
+    assert main(["sweep-sram", "--network", "resnet18", "--sizes", "64KiB", "--keep-on-chip", *extra]) == 2
+    err = capsys.readouterr().err
+    assert message in err and len(err.strip().splitlines()) == 1

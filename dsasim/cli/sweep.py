@@ -83,6 +83,10 @@ def add_arguments(s: argparse.ArgumentParser) -> None:
                         "size (as dsasim network --simulate): simulated cycles beside the estimate; the JSON adds "
                         "'simulation', one object per size, and the --html page a table, a figure and each size's "
                         "timeline")
+    s.add_argument("--keep-on-chip", action="store_true",
+                   help="(with --simulate-network) keep each result in the SRAM for the layers that read it where "
+                        "it fits, at each size (as dsasim network --simulate --keep-on-chip): how many are kept, the "
+                        "DDR bytes saved and the cycles through DDR beside the simulated ones")
     s.add_argument("--quiet", action="store_true", help="no progress bar (work estimates are still printed)")
     s.add_argument("--force", action="store_true", help="run work estimated far beyond the usual (hours) "
                                                           "instead of refusing it; the estimate is still printed")
@@ -96,6 +100,7 @@ _OPTIONS = {"--within": ("within", "--network sweeps"), "--input-shape": ("input
             "--verbose": ("verbose", "--network sweeps"),
             "--vary-network": ("vary_network", "--network sweeps of a preset with parameters"),
             "--simulate-network": ("simulate_network", "--network sweeps"),
+            "--keep-on-chip": ("keep_on_chip", "--network sweeps with --simulate-network"),
             "--level": ("level", "a LAYER's sweep"),
             "--no-slide": ("no_slide", "a single layer's sweep (with or without --level)"),
             "--no-simulate": ("no_simulate", "a layer's or a chain's sweep (--network and --level cycles are "
@@ -127,7 +132,7 @@ def run(args: argparse.Namespace) -> int:
     if args.layer is None:
         raise CliError("give a LAYER (or CHAIN) to sweep, or --network NAME")
     _refuse(args, ("--within", "--input-shape", "--vary", "--no-fusion", "--executor", "--jobs", "--verbose",
-                   "--vary-network", "--simulate-network"), "a LAYER's sweep")
+                   "--vary-network", "--simulate-network", "--keep-on-chip"), "a LAYER's sweep")
     options = SearchOptions(simulate=not args.no_simulate, slide=not args.no_slide, force=args.force,
                             warn=warner("sweep-sram"), kernels=kernel_runner)
     try:
@@ -299,6 +304,12 @@ def _run_network(args: argparse.Namespace) -> int:
         if energy_plot_path is not None and len(hardwares) > 1:
             raise ValueError(f"--energy-plot draws one hardware's energy; this sweep has {len(hardwares)} (a list "
                              f"or --vary): sweep one hardware for the plot, the JSON has every one's energy")
+        if args.keep_on_chip and not args.simulate_network:
+            raise ValueError("--keep-on-chip keeps results on chip in each size's simulation: add --simulate-network")
+        if args.keep_on_chip and hardwares[0].inner_levels:
+            raise ValueError(f"--keep-on-chip keeps results in the SRAM of one-level hardware; {hardwares[0].name} "
+                             f"has levels below the SRAM, where every reader stages a copy of its input by role: "
+                             f"leave out --keep-on-chip")
         if args.simulate_network and (len(hardwares) > 1 or args.vary_network is not None):
             raise ValueError("--simulate-network times one network on one hardware per size; leave out --vary, "
                              "--vary-network and the hardware list (or run one sweep per hardware)")
@@ -351,7 +362,7 @@ def _run_network(args: argparse.Namespace) -> int:
     sweep = sweeps[0]
     print(format_network_sweep(sweep))
     if args.simulate_network:
-        sweep = dataclasses.replace(sweep, simulations=tuple(_simulate_sizes(sweep)))
+        sweep = dataclasses.replace(sweep, simulations=tuple(_simulate_sizes(sweep, args.keep_on_chip)))
         print(format_simulated_sizes(sweep.to_json()))
     write_outputs(sweep, json_path, plot_path, "plot_network_sweep")
     if energy_plot_path is not None:
@@ -367,9 +378,10 @@ def _run_network(args: argparse.Namespace) -> int:
     return EXIT_FAILED if any(r.partial for r in results) else 0
 
 
-def _simulate_sizes(sweep: NetworkSweep) -> list[Any]:
-    """Per SRAM size of the sweep's one hardware, the network traced and timed in one timeline (`simulate_network`),
-    or the one-line reason it is not (a layer left out or unplaceable at that size)."""
+def _simulate_sizes(sweep: NetworkSweep, keep_on_chip: bool = False) -> list[Any]:
+    """Per SRAM size of the sweep's one hardware, the network traced and timed in one timeline (`simulate_network`;
+    `keep_on_chip`: with results kept on chip), or the one-line reason it is not (a layer left out or unplaceable
+    at that size)."""
     from dsasim.architect.studies.network_simulation import simulate_network
     from dsasim.architect.studies.network_trace import NetworkTraceError
     from dsasim.cli.common import import_kernel
@@ -378,7 +390,7 @@ def _simulate_sizes(sweep: NetworkSweep) -> list[Any]:
     out: list[Any] = []
     for r in sweep.results[0]:
         try:
-            out.append(simulate_network(r, import_kernel))
+            out.append(simulate_network(r, import_kernel, keep_on_chip=keep_on_chip))
         except (NetworkTraceError, TimingError) as err:
             out.append(str(err))
     return out

@@ -194,6 +194,18 @@ def add_network_simulation(page: HtmlPage, simulation: Mapping[str, Any],
     if stalls:
         facts.append(("TensorCore stalls", ", ".join(f"{cause} {n:,}" for cause, n in
                                                      sorted(stalls.items(), key=lambda kv: (-kv[1], kv[0])))))
+    on_chip = simulation.get("on_chip")  # results kept on chip (--keep-on-chip)
+    if on_chip:
+        kept, not_kept = on_chip["kept"], on_chip["not_kept"]
+        saved = int(on_chip["saved_loaded_bytes"]) + int(on_chip["saved_stored_bytes"])
+        facts.append(("results kept on chip", f"{len(kept)} of {len(kept) + len(not_kept)}, saving {saved:,} B of "
+                                              f"DDR traffic; {int(on_chip['cycles_through_ddr']):,} cycles with "
+                                              f"every result through DDR"))
+        reasons: dict[str, int] = {}
+        for n in not_kept:
+            reasons[n["reason"]] = reasons.get(n["reason"], 0) + 1
+        if reasons:
+            facts.append(("results not kept, by reason", ", ".join(f"{k} {v}" for k, v in sorted(reasons.items()))))
     levels = simulation.get("levels") or []  # on hardware with levels below the SRAM: traced = the level search's
     if levels:
         facts.append(("levels below the SRAM (staged in / written back, traced = the level search's)",
