@@ -274,11 +274,10 @@ def comparable(line: str) -> str:
 def run_command(command: str, root: Path = ROOT) -> tuple[int, str]:
     """Run a marker's command (`dsasim ...` as this Python's `-m dsasim.cli`; `python SCRIPT` with SCRIPT relative
     to `root`) in a fresh temporary folder, so that the files it writes land nowhere; (exit status, stdout)."""
-    words = shlex.split(command)
-    args = words[1:]
-    if words[0] == "python" and args and not args[0].startswith("-") and (root / args[0]).is_file():
-        args[0] = str(root / args[0])
-    argv = [sys.executable, "-m", "dsasim.cli", *args] if words[0] == "dsasim" else [sys.executable, *args]
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from doc_blocks import argv_of  # (one rule for naming repository files: the command blocks')
+
+    argv = argv_of(command, root)
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, (str(root), os.environ.get("PYTHONPATH")))),
                COLUMNS="200", MPLBACKEND="Agg")
     with tempfile.TemporaryDirectory(prefix="readme-figure-") as workdir:

@@ -462,21 +462,21 @@ def format_on_chip(simulation: Any) -> list[str]:
     cycles beside the same network simulated with every result through DDR."""
     from collections import Counter
 
+    from dsasim.architect.studies.network_on_chip import REASONS
+
     report, plan = simulation.on_chip, simulation.on_chip.plan
     through = report.ddr_loaded_bytes + report.ddr_stored_bytes
     saved = plan.saved_loaded_bytes + plan.saved_stored_bytes
     held = max((k.nbytes for k in plan.kept), default=0)
-    lines = [f"  results kept on chip: {len(plan.kept)} of {len(plan.kept) + len(plan.not_kept)} (the largest "
-             f"{held:,} B), saving {plan.saved_loaded_bytes:,} B loaded and {plan.saved_stored_bytes:,} B stored: "
-             f"{through - saved:,} B of DDR traffic instead of {through:,} B"
+    largest = f" (the largest {held:,} B)" if plan.kept else ""
+    lines = [f"  results kept on chip: {len(plan.kept)} of {len(plan.kept) + len(plan.not_kept)}{largest}, saving "
+             f"{plan.saved_loaded_bytes:,} B loaded and {plan.saved_stored_bytes:,} B stored: {through - saved:,} B of DDR traffic instead of {through:,} B"
              + (f" ({100 * saved / through:.1f} % less)" if through else "")]
     change = simulation.cycles - report.ddr_cycles
     lines.append(f"  {simulation.cycles:,} cycles with them kept, {report.ddr_cycles:,} with every result through "
                  f"DDR ({'+' if change >= 0 else ''}{change:,}; a reader of a kept result starts computing when its "
                  f"producer has finished)")
     for reason, count in sorted(Counter(n.reason for n in plan.not_kept).items()):
-        from dsasim.architect.studies.network_on_chip import REASONS
-
         lines.append(f"  not kept ({reason}): {count}, {REASONS[reason]}")
     return lines
 
