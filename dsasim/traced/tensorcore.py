@@ -22,7 +22,7 @@ Cost model (cycles at the accelerator clock):
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 
@@ -37,6 +37,9 @@ from dsasim.util import ceil_div, int_pair, is_int, region_elements, shape_eleme
 
 def _pair(value: int | tuple[int, int], what: str, minimum: int = 1) -> tuple[int, int]:
     """An int or (h, w) pair of ints (numpy ints too) >= minimum, as a pair of Python ints."""
+    if type(value) is tuple and len(value) == 2 and type(value[0]) is int and type(value[1]) is int \
+            and value[0] >= minimum and value[1] >= minimum:
+        return value  # (the common case, a pair of Python ints, without int_pair's checks: every conv comes here)
     pair = int_pair(value, numpy=True)
     if pair is None:
         raise ValueError(f"{what} must be an int or an (h, w) pair of ints, got {value!r}; pass e.g. "
@@ -48,6 +51,9 @@ def _pair(value: int | tuple[int, int], what: str, minimum: int = 1) -> tuple[in
 
 def _padding4(padding: object, op: str) -> tuple[int, int, int, int]:
     """(top, bottom, left, right) in elements as Python ints (negative: crop), or ValueError naming `op`."""
+    if type(padding) is tuple and len(padding) == 4 and type(padding[0]) is int and type(padding[1]) is int \
+            and type(padding[2]) is int and type(padding[3]) is int:
+        return padding  # (the common case, four Python ints: every conv comes here)
     if not isinstance(padding, (tuple, list)) or len(padding) != 4 or not all(is_int(p, numpy=True) for p in padding):
         raise ValueError(f"{op}: padding must be 4 integers (top, bottom, left, right) in elements, got "
                          f"{padding!r}; e.g. padding=(1, 1, 1, 1)")
@@ -142,6 +148,9 @@ class TensorCore:
         self.ic_block = session.hardware.tensorcore_in_channels
         self.oc_block = session.hardware.tensorcore_out_channels
         self.dataflow = DATAFLOWS[session.hardware.tensorcore_dataflow]
+        # the dataflow's operand accesses by call (pixels, taps, groups, in and out channels per group): a pure
+        # function of them, asked again at every step of a loop nest
+        self._accesses: dict[tuple[int, int, int, int, int], Any] = {}
 
     def _product(self, op: str, operands: tuple[Tile, Tile], out_shape: tuple[int, ...], macs: int, cycles: int,
                  kernel: Callable[..., np.ndarray], pixels: int, taps: int, groups: int, in_per_group: int,
@@ -150,7 +159,12 @@ class TensorCore:
         output's reads are its writes less its fresh elements, counted when it is written)."""
         product = Product(self.session, "tensorcore", op, operands, out_shape, macs, cycles,
                           cycles * self.ic_block * self.oc_block, kernel)
-        accesses = self.dataflow(pixels, taps, groups, in_per_group, out_per_group, self.ic_block, self.oc_block)
+        call = (pixels, taps, groups, in_per_group, out_per_group)
+        accesses = self._accesses.get(call)
+        if accesses is None:
+            accesses = self.dataflow(*call, self.ic_block, self.oc_block)
+            if all(type(value) is int for value in call):  # (a key equal to another of other types: not kept)
+                self._accesses[call] = accesses
         product.first_reads = accesses.input_reads
         product.second_reads = accesses.weight_reads
         product.output_writes = accesses.output_writes
