@@ -486,7 +486,7 @@ _NULL_LOG = NullLog()
 _REFUSED_WHEN_BROKEN = ("access", "slide", "scratch", "_enter_scope", "_new_tensor", "mark_written", "emit_compute",
                         "finish")
 
-_core.bind(Tile, Session, _NULL_LOG, PendingCompute)
+_core.bind(Tile, Session, _NULL_LOG, PendingCompute, SRAM_LEVEL)
 
 
 def _bind_core(compiled: bool) -> None:
