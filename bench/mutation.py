@@ -1383,7 +1383,7 @@ MUTANTS: list[Mutant] = [
     Mutant("counts: an overwrite reads the output it replaces", "dsasim/traced/sram_access.py",
            "        if not accumulate:\n            fresh = elements\n", "", COUNTS_TESTS),
     Mutant("counts: a part of a buffer written stays fresh", "dsasim/traced/sram_access.py",
-           "        mask[window] = False\n", "", COUNTS_TESTS),
+           "            view[...] = False\n", "            pass\n", COUNTS_TESTS),
     Mutant("counts: a zero-open in the SRAM is not fresh", "dsasim/traced/sram_access.py",
            "            buf.fresh_elements = elements\n            buf.fresh_mask = None\n            if self.numeric:",
            "            buf.fresh_elements = 0\n            buf.fresh_mask = None\n            if self.numeric:",

@@ -61,6 +61,18 @@ def _padding4(padding: object, op: str) -> tuple[int, int, int, int]:
     return top, bottom, left, right
 
 
+def _plain_conv_arguments(stride: object, dilation: object, groups: object, padding: object) -> bool:
+    """Whether a conv's stride, dilation (ints or pairs of them), groups (an int) and padding (4 ints) are Python ints
+    (not bools, numpy or floats): only then is a conv's plan kept, so an argument equal to a kept one but of another
+    type still meets its check."""
+    for pair in (stride, dilation):
+        if type(pair) is not int and not (type(pair) is tuple and len(pair) == 2 and type(pair[0]) is int
+                                          and type(pair[1]) is int):
+            return False
+    return type(groups) is int and type(padding) is tuple and len(padding) == 4 and type(padding[0]) is int \
+        and type(padding[1]) is int and type(padding[2]) is int and type(padding[3]) is int
+
+
 def _check_session(session: object, unit: str) -> Session:
     if not isinstance(session, Session):
         raise TypeError(f"{unit} needs the Session to trace into, got {type(session).__name__}; "
@@ -151,6 +163,9 @@ class TensorCore:
         # the dataflow's operand accesses by call (pixels, taps, groups, in and out channels per group): a pure
         # function of them, asked again at every step of a loop nest
         self._accesses: dict[tuple[int, int, int, int, int], Any] = {}
+        # a conv's checked shape, cost and kernel by its tiles' shapes and its plain arguments (`_conv_plan`): the
+        # same at every step of a loop nest
+        self._conv_plans: dict[tuple, tuple] = {}
 
     def _product(self, op: str, operands: tuple[Tile, Tile], out_shape: tuple[int, ...], macs: int, cycles: int,
                  kernel: Callable[..., np.ndarray], pixels: int, taps: int, groups: int, in_per_group: int,
@@ -180,6 +195,22 @@ class TensorCore:
         (N, G, C/G, H, W) and weight (G, OC/G, C/G, KH, KW) give an output (N, G, OC/G, OH, OW), groups = G."""
         _check_tiles(self.session, "conv2d", (x, w))
         xs, ws = x.shape, w.shape
+        plain = _plain_conv_arguments(stride, dilation, groups, padding)
+        key = (xs, ws, stride, dilation, groups, padding) if plain else None
+        plan = self._conv_plans.get(key) if plain else None
+        if plan is None:
+            plan = self._conv_plan(xs, ws, stride, dilation, groups, padding)
+            if plain:
+                self._conv_plans[key] = plan
+        out_shape, macs, cycles, kernel, call = plan
+        return self._product("conv2d", (x, w), out_shape, macs, cycles, kernel, *call)
+
+    def _conv_plan(self, xs: tuple[int, ...], ws: tuple[int, ...], stride: int | tuple[int, int],
+                   dilation: int | tuple[int, int], groups: int,
+                   padding: tuple[int, int, int, int]) -> tuple[tuple[int, ...], int, int, Callable[..., np.ndarray],
+                                                             tuple[int, int, int, int, int]]:
+        """`conv2d` of tiles of shapes xs and ws, checked: (the output's shape, MACs, cycles, the kernel computing
+        it, the dataflow's call: pixels, taps, groups, in and out channels per group)."""
         group_axis = len(xs) == 5 and len(ws) == 5
         if group_axis:  # the same conv on the NCHW views: C = G x C/G input and OC = G x OC/G output channels
             if groups != 1 or xs[1] != ws[0]:
@@ -236,14 +267,14 @@ class TensorCore:
 
         call = (n * oh * ow, kh * kw, groups, icg, ocg)  # pixels, taps, groups, in and out channels per group
         if not group_axis:
-            return self._product("conv2d", (x, w), (n, oc, oh, ow), macs, cycles, conv, *call)
+            return (n, oc, oh, ow), macs, cycles, conv, call
         out_shape = (*out5, oh, ow)
 
         def grouped_conv(x_data: np.ndarray, w_data: np.ndarray) -> np.ndarray:
             """The same arithmetic on the NCHW views of the 5-d tiles, returned in the 5-d layout."""
             return conv(x_data.reshape(xs), w_data.reshape(ws)).reshape(out_shape)
 
-        return self._product("conv2d", (x, w), out_shape, macs, cycles, grouped_conv, *call)
+        return out_shape, macs, cycles, grouped_conv, call
 
     def matmul(self, a: Tile, b: Tile) -> Product:
         """(M, K) @ (K, N): K maps to the 16 input channels, N to the 24 output channels, M to pixels."""
