@@ -12,7 +12,8 @@ tiling: layer1's 3x3 conv (84,672 steps, one output pixel x 22 channels per step
 per-step constant (`LEVEL_TRACE_SECONDS_PER_STEP`) is what this prints as "all" (trace + timing) for layer1's.
 
 Prints one line per layer and the total; `--profile N` prints cProfile's top N functions (by own time) of the
-trace of the first layer. Wall seconds of one run each (a noisy machine: compare two trees with a paired timer).
+trace of the first layer. CPU seconds (`time.process_time`), not wall time: on a shared machine the wall time grows
+with the load, the CPU time hardly (compare two trees with a paired timer all the same).
 """
 
 from __future__ import annotations
@@ -42,9 +43,9 @@ def _nests(args: argparse.Namespace, hardware) -> list:
         return [LevelNest.from_json(s, hardware) for s in data]
     nests = []
     for spec in args.layers.split(";"):
-        start = time.perf_counter()
+        start = time.process_time()
         result = search_levels(parse_layer(spec), hardware)
-        print(f"searched {spec} in {time.perf_counter() - start:.1f} s", file=sys.stderr)
+        print(f"searched {spec} in {time.process_time() - start:.1f} s (CPU)", file=sys.stderr)
         nests.append(result.best.nest)
     if args.save_nests:
         Path(args.save_nests).write_text(json.dumps([n.to_json() for n in nests]))
@@ -52,16 +53,16 @@ def _nests(args: argparse.Namespace, hardware) -> list:
 
 
 def measure(nest) -> tuple[int, float, float, int]:
-    """(TensorCore steps, trace seconds, timing seconds, simulated cycles) of one LevelNest."""
+    """(TensorCore steps, trace CPU seconds, timing CPU seconds, simulated cycles) of one LevelNest."""
     from dsasim.architect.search.level_search import estimate_level_trace_work
     from dsasim.timing import simulate
     from kernels.loopnest_kernel import run_levelnest
 
-    start = time.perf_counter()
+    start = time.process_time()
     run = run_levelnest(nest)
-    traced = time.perf_counter()
+    traced = time.process_time()
     sim = simulate(run.trace, nest.hardware)
-    timed = time.perf_counter()
+    timed = time.process_time()
     return estimate_level_trace_work(nest).traced_operations, traced - start, timed - traced, sim.cycles
 
 
@@ -83,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
         total_steps += steps
         total_trace += trace_s
         total_timing += timing_s
-        print(f"{nest.problem.name:40s} {steps:>9,} steps  trace {trace_s:7.2f} s ({trace_s / steps * 1e6:6.1f} us/step)"
+        print(f"{nest.problem.name:40s} {steps:>9,} steps  trace {trace_s:7.2f} s cpu ({trace_s / steps * 1e6:6.1f} us/step)"
               f"  timing {timing_s:6.2f} s ({timing_s / steps * 1e6:5.1f} us/step)  {cycles:,} cycles", flush=True)
     print(f"total {int(total_steps):,} steps: trace {total_trace / total_steps * 1e6:.1f} us/step, timing "
           f"{total_timing / total_steps * 1e6:.1f} us/step, all {(total_trace + total_timing) / total_steps * 1e6:.1f} "
