@@ -138,7 +138,7 @@ class Session(SramAccess):
         self._strided: dict[int, list[Buffer]] = {}
         self._levels = (LevelState(hardware, enforce_capacity)
                         if hardware.inner_levels else None)
-        if self._levels is not None:  # the pure-Python path: the compiled core models one level
+        if self._levels is not None:  # levels: `_access_levels` (the compiled core takes its hits: `_core.getitem`)
             self.counters.levels = self._levels.traffic
             self.access = self._access_levels  # type: ignore[method-assign]
             self._exit_scope = self._exit_scope_py  # type: ignore[method-assign]

@@ -45,9 +45,12 @@ from dsasim.hardware import SRAM_LEVEL, Accelerator
 __all__ = ["LevelSearchResult", "search_levels", "outer_pool", "OUTER_CANDIDATES", "COARSE_PER_DIM"]
 
 OUTER_CANDIDATES = 6  # outer nests given an inner search each
-# tracing a LevelNest runs the memory model's pure-Python path: about 50 us per TensorCore step with its accesses
-# and scopes (res2a_branch2b's best nest on blog-l1: 84,672 steps traced in 4.2 s; 2026-11-25)
-LEVEL_TRACE_SECONDS_PER_STEP = 50e-6
+# tracing (and timing) a LevelNest, per TensorCore step with its accesses and scopes: the levels' hits and computes
+# run in the compiled core, their stages, write-backs and scopes in Python. `bench/bench_level_trace.py` on its three
+# ResNet-18 layers on blog-l1 (100,940 steps; layer1's 3x3 conv, 84,672 of them, dominates): 43 to 60 us of CPU a
+# step (trace 41 to 57, timing 2 to 3) on a shared 2-core machine, 2026-11-28; 164 to 191 us before the compiled
+# level paths. The upper figure, rounded: an estimate says "about", not "at most" (ResNet-18: 4.4 M steps, ~4.4 min)
+LEVEL_TRACE_SECONDS_PER_STEP = 60e-6
 COARSE_PER_DIM = 4  # inner tile sizes per dimension in the first pass
 _REFINE_ROUNDS = 4
 # the share of a level search's time taken by its outer (SRAM) search, for progress and the work estimate; the
