@@ -390,7 +390,7 @@ def test_the_level_models_cycles_track_the_timing_simulator():
 
 def test_search_on_levels_does_not_start_a_trace_of_hours(capsys):
     """A 20,000^3 matmul's best two-level nest has 1.6 G TensorCore steps (20,000^3 / (m x n x k inner tile)):
-    at ~50 us a step its trace would take ~22 hours, so `dsasim search` says so instead of starting it."""
+    at ~60 us a step its trace would take ~27 hours, so `dsasim search` says so instead of starting it."""
     from dsasim.architect.search.level_search import LEVEL_TRACE_SECONDS_PER_STEP
     from dsasim.cli import main
 
@@ -504,3 +504,35 @@ def test_the_compiled_level_path_equals_the_python_reference_on_staged_matmuls(k
         runs.append((list(s.trace.events), s.counters, s.tensors["c"].data.copy()))
     assert runs[0][:2] == runs[1][:2]
     assert np.array_equal(runs[0][2], runs[1][2])
+
+
+@pytest.mark.parametrize("compiled", [True, False])
+def test_a_hit_below_the_sram_skips_a_stale_copy(compiled):
+    """In L1acc, c[0:8, 0:12] opens (zero-fill) in an outer scope as buffer 1, then c[0:8, 0:24] in an inner scope
+    as buffer 2 (not contained in buffer 1, which is clean: no coherence error), which a compute writes: buffer 1's
+    elements are now stale (a write into one inner copy makes the others stale), so c[0:8, 0:12] read again hits
+    buffer 2, the one holding the new values, not the lower-id buffer 1 (buffer 0: c's SRAM copy), on the compiled
+    path as on the reference."""
+    from dsasim import VectorUnit
+    from dsasim.traced import session as session_module
+    from dsasim.traced import tensorcore as tensorcore_module
+
+    session_module._bind_core(compiled)
+    tensorcore_module._bind_core(compiled)
+    try:
+        s = Session(L1, numeric=False)
+        c, vector = s.output("c", (8, 24)), VectorUnit(s)
+        with GlobalHierarchy(s, "sram"):
+            c[0:8, 0:24]
+            with GlobalHierarchy(s, "outer", level="L1acc"):
+                assert c[0:8, 0:12].buffer.id == 1
+                with GlobalHierarchy(s, "inner", level="L1acc"):
+                    o = c[0:8, 0:24]
+                    o.assign(vector.relu(o))
+                    again = c[0:8, 0:12]
+        s.finish()
+    finally:
+        session_module._bind_core(True)
+        tensorcore_module._bind_core(True)
+    assert (o.buffer.id, again.buffer.id) == (2, 2)
+    assert s.counters.levels["L1acc"].per_tensor["c"]["hits"] == 1
