@@ -536,3 +536,31 @@ def test_a_hit_below_the_sram_skips_a_stale_copy(compiled):
         tensorcore_module._bind_core(True)
     assert (o.buffer.id, again.buffer.id) == (2, 2)
     assert s.counters.levels["L1acc"].per_tensor["c"]["hits"] == 1
+
+
+@pytest.mark.parametrize("compiled", [True, False])
+@pytest.mark.parametrize("hw", [preset("blog"), L1], ids=lambda h: h.name)
+def test_a_start_stop_pair_past_the_extent_is_clamped(hw, compiled):
+    """x[(0, 2), (1, 100)] of a (2, 3) input reads columns 1 and 2 only, as the blog's tiles that run past the edge
+    do: the region is ((0, 2), (1, 3)), 4 elements (blog's word: 1 byte), on the compiled core as on the reference,
+    on one level and below the SRAM (an input in L1i)."""
+    from dsasim.traced import session as session_module
+
+    session_module._bind_core(compiled)
+    try:
+        s = Session(hw, numeric=False)
+        x = s.input("x", (2, 3))
+        with GlobalHierarchy(s, "sram"):
+            whole = x[(0, 2), (0, 3)]
+            if hw.inner_levels:
+                with GlobalHierarchy(s, "i", level="L1i"):
+                    tile = x[(0, 2), (1, 100)]
+            else:
+                tile = x[(0, 2), (1, 100)]
+        s.finish()
+    finally:
+        session_module._bind_core(True)
+    assert whole.region == ((0, 2), (0, 3)) and tile.region == ((0, 2), (1, 3))
+    assert s.counters.loaded_bytes == 6 and s.counters.blog_loaded_elements == 6 + 4
+    if hw.inner_levels:
+        assert s.counters.levels["L1i"].loaded_bytes == 4
