@@ -390,7 +390,7 @@ def test_the_level_models_cycles_track_the_timing_simulator():
 
 def test_search_on_levels_does_not_start_a_trace_of_hours(capsys):
     """A 20,000^3 matmul's best two-level nest has 1.6 G TensorCore steps (20,000^3 / (m x n x k inner tile)):
-    at ~60 us a step its trace would take ~27 hours, so `dsasim search` says so instead of starting it."""
+    at ~115 us a step its trace would take ~51 hours, so `dsasim search` says so instead of starting it."""
     from dsasim.architect.search.level_search import LEVEL_TRACE_SECONDS_PER_STEP
     from dsasim.cli import main
 

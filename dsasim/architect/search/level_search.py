@@ -46,11 +46,12 @@ __all__ = ["LevelSearchResult", "search_levels", "outer_pool", "OUTER_CANDIDATES
 
 OUTER_CANDIDATES = 6  # outer nests given an inner search each
 # tracing (and timing) a LevelNest, per TensorCore step with its accesses and scopes: the levels' hits and computes
-# run in the compiled core, their stages, write-backs and scopes in Python. `bench/bench_level_trace.py` on its three
-# ResNet-18 layers on blog-l1 (100,940 steps; layer1's 3x3 conv, 84,672 of them, dominates): 43 to 60 us of CPU a
-# step (trace 41 to 57, timing 2 to 3) on a shared 2-core machine, 2026-11-28; 164 to 191 us before the compiled
-# level paths. The upper figure, rounded: an estimate says "about", not "at most" (ResNet-18: 4.4 M steps, ~4.4 min)
-LEVEL_TRACE_SECONDS_PER_STEP = 60e-6
+# run in the compiled core, their stages, write-backs and scopes in Python. Measured on a shared 2-core machine,
+# 2026-11-28, in CPU seconds: `dsasim network resnet18 --hardware blog-l1 --simulate` took 625 s, less 120 s of its
+# level searches, for 4,416,596 steps: 114 us a step (the network's fences, fused epilogues, per-pixel L1acc scopes of
+# layer2 and the timing of one 4.4 M-step timeline included); `bench/bench_level_trace.py`'s three layers alone
+# (100,940 steps, no epilogue) take 43 to 60 us a step, 164 to 191 before the compiled level paths
+LEVEL_TRACE_SECONDS_PER_STEP = 115e-6
 COARSE_PER_DIM = 4  # inner tile sizes per dimension in the first pass
 _REFINE_ROUNDS = 4
 # the share of a level search's time taken by its outer (SRAM) search, for progress and the work estimate; the
