@@ -81,6 +81,8 @@ LIMITS_TESTS = ("tests/test_trust_limits.py",)
 OBJECTIVE_TESTS = ("tests/test_objective.py",)
 COST_TESTS = ("tests/test_cost.py", "tests/test_cost_ports.py")
 LIMITS_DASK_TESTS = ("tests/test_trust_limits_dask.py",)
+LEVELSPEED_RANDOM = "tests/test_levels.py::test_the_compiled_level_path_equals_the_python_reference_on_random_nests"
+LEVELSPEED_MATMULS = "tests/test_levels.py::test_the_compiled_level_path_equals_the_python_reference_on_staged_matmuls"
 PLOTS_TESTS = ("tests/test_trust_plots.py",)
 PLOTS_NUMBER_TESTS = ("tests/test_trust_plots_numbers.py",)
 TIMING_TESTS = ("tests/test_timing.py", "tests/test_timing_rules.py", "tests/test_timing_columnar.py",
@@ -236,8 +238,8 @@ MUTANTS: list[Mutant] = [
            '    product.apply(tile, True)\n    return tile',
            '    product.apply(tile, False)\n    return tile', TC_TESTS + MEMORY_TESTS),
     Mutant('compiled apply: a written tile loaded from DDR is no read-modify-write', 'dsasim/traced/_core.pyx',
-           '            counters.rmw_bytes += ob.load_bytes\n            arr.traffic.rmw_bytes',
-           '            arr.traffic.rmw_bytes', TC_TESTS + MEMORY_TESTS),
+           '                counters.rmw_bytes += ob.load_bytes\n                arr.traffic.rmw_bytes',
+           '                arr.traffic.rmw_bytes', TC_TESTS + MEMORY_TESTS),
     Mutant('result: fills before releases at the same cycle (SRAM peak)', 'dsasim/timing/_result.pyx',
            '            while j < n and end[oe[j]] == t:\n                held -= nbytes[oe[j]]\n                j += 1\n            while i < n and start[os[i]] == t:\n                held += nbytes[os[i]]\n                i += 1\n',
            '            while i < n and start[os[i]] == t:\n                held += nbytes[os[i]]\n                i += 1\n                if held > peak:\n                    peak = held\n            while j < n and end[oe[j]] == t:\n                held -= nbytes[oe[j]]\n                j += 1\n', TIMING_TESTS),
@@ -1384,7 +1386,7 @@ MUTANTS: list[Mutant] = [
     Mutant("counts: an overwrite reads the output it replaces", "dsasim/traced/sram_access.py",
            "        if not accumulate:\n            fresh = elements\n", "", COUNTS_TESTS),
     Mutant("counts: a part of a buffer written stays fresh", "dsasim/traced/sram_access.py",
-           "        mask[window] = False\n", "", COUNTS_TESTS),
+           "            view[...] = False\n", "            pass\n", COUNTS_TESTS),
     Mutant("counts: a zero-open in the SRAM is not fresh", "dsasim/traced/sram_access.py",
            "            buf.fresh_elements = elements\n            buf.fresh_mask = None\n            if self.numeric:",
            "            buf.fresh_elements = 0\n            buf.fresh_mask = None\n            if self.numeric:",
@@ -2158,6 +2160,47 @@ MUTANTS: list[Mutant] = [
            "                       int(plan[\"saved_loaded_bytes\"]),", ("tests/test_network_on_chip.py",)),
     Mutant("onchip: the page says nothing of the results kept", "dsasim/view/html_report.py",
            "    if on_chip:\n        kept, not_kept", "    if False:\n        kept, not_kept", ("tests/test_network_on_chip.py",)),
+    # -- issue 30: levelspeed --
+    Mutant("levelspeed: a compiled hit below the SRAM not counted in its level", "dsasim/traced/_core.pyx",
+           '    levels.traffic[name].add(arr.name, "hits", 1)\n', "", (LEVELSPEED_RANDOM,)),
+    Mutant("levelspeed: a compiled hit below the SRAM left out of the blog's counter", "dsasim/traced/_core.pyx",
+           "    traffic.blog_loaded_elements += elements  # (Session._requested", "    pass  # (",
+           (LEVELSPEED_RANDOM,)),
+    Mutant("levelspeed: a compiled level access resolved in the outermost scope holding the role",
+           "dsasim/traced/_core.pyx", "    for idx in range(len(stack) - 1, -1, -1):  # (LevelState.target",
+           "    for idx in range(len(stack)):  # (LevelState.target",
+           (LEVELSPEED_RANDOM, "tests/test_levels.py::test_a_level_below_an_inner_level_stages_through_it")),
+    Mutant("levelspeed: a compiled hit on a stale level copy", "dsasim/traced/_core.pyx",
+           "                b = <Buffer>candidate\n                if not b.stale and",
+           "                b = <Buffer>candidate\n                if",
+           ("tests/test_levels.py::test_a_hit_below_the_sram_skips_a_stale_copy",)),
+    Mutant("levelspeed: the compiled compute takes an operand from any level", "dsasim/traced/_core.pyx",
+           "        if where != deepest[role]:\n            return False", "        pass",
+           ("tests/test_levels.py::test_the_tensorcore_reads_the_innermost_level_only",)),
+    Mutant("levelspeed: the compiled compute counts a level's read-modify-write in the SRAM",
+           "dsasim/traced/_core.pyx", "            if ob.level is not None:\n                levels.count_rmw(ob)",
+           "            if False:\n                levels.count_rmw(ob)", (LEVELSPEED_RANDOM, LEVELSPEED_MATMULS)),
+    Mutant("levelspeed: the compiled compute leaves a level input's reads out", "dsasim/traced/_core.pyx",
+           "            _add_operand(levels, <Buffer>ids[0], p.first_reads, 0)\n", "            pass\n",
+           (LEVELSPEED_RANDOM,)),
+    Mutant("levelspeed: the compiled compute marks no other level copy stale", "dsasim/traced/_core.pyx",
+           "        levels.wrote(ob, region)\n", "        pass\n",
+           ("tests/test_levels.py::test_a_hit_below_the_sram_skips_a_stale_copy", LEVELSPEED_RANDOM)),
+    Mutant("levelspeed: a compiled (start, stop) key past the extent not clamped", "dsasim/traced/_core.pyx",
+           "            if b > extent:\n                b = extent\n", "",
+           ("tests/test_levels.py::test_a_start_stop_pair_past_the_extent_is_clamped",)),
+    Mutant("levelspeed: the TensorCore's operand level per role is the SRAM", "dsasim/traced/levels.py",
+           "self.deepest = {role: hardware.path(role)[-1].name for role in ROLES}",
+           "self.deepest = {role: hardware.path(role)[0].name for role in ROLES}", (LEVELSPEED_RANDOM,)),
+    Mutant("levelspeed: the dataflow's accesses kept per call without its output channels",
+           "dsasim/traced/tensorcore.py",
+           "        accesses = self._accesses.get(call)\n        if accesses is None:\n            accesses = "
+           "self.dataflow(*call, self.ic_block, self.oc_block)\n            if all(type(value) is int for value in "
+           "call):  # (a key equal to another of other types: not kept)\n                self._accesses[call] = "
+           "accesses\n",
+           "        accesses = self._accesses.get(call[:4])\n        if accesses is None:\n            accesses = "
+           "self.dataflow(*call, self.ic_block, self.oc_block)\n            self._accesses[call[:4]] = accesses\n",
+           ("tests/test_access_counts.py", "tests/test_tensorcore.py")),
 ]
 
 

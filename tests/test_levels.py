@@ -390,7 +390,7 @@ def test_the_level_models_cycles_track_the_timing_simulator():
 
 def test_search_on_levels_does_not_start_a_trace_of_hours(capsys):
     """A 20,000^3 matmul's best two-level nest has 1.6 G TensorCore steps (20,000^3 / (m x n x k inner tile)):
-    at ~50 us a step its trace would take ~22 hours, so `dsasim search` says so instead of starting it."""
+    at ~115 us a step its trace would take ~51 hours, so `dsasim search` says so instead of starting it."""
     from dsasim.architect.search.level_search import LEVEL_TRACE_SECONDS_PER_STEP
     from dsasim.cli import main
 
@@ -437,3 +437,130 @@ def test_level_state_needs_only_the_level_host_members(monkeypatch, k_chunk, reu
         assert level_figures(s, "L1acc") == (8 * 192, 16 * 192, 8 * 192, 8, 16, 0, 8, 192)
     data = s.tensors
     np.testing.assert_allclose(data["c"].data, data["a"].data @ data["b"].data, rtol=1e-5, atol=1e-4)  # (float32)
+
+
+# -- the compiled core's level paths (_core.pyx: a hit below the SRAM, a compute on level tiles) against the
+# pure-Python reference (levels.py, sram_access.py, tensorcore.py) -------------------------------------------------
+def _level_run(hw, nest, numeric: bool, compiled: bool):
+    """(events with their types, counters, level traffic in insertion order, outputs) of one traced run of `nest`,
+    a vector epilogue on each final output tile (as a network's fused ReLU), on the compiled core or the reference."""
+    from dsasim import VectorUnit
+    from dsasim.traced import session as session_module
+    from dsasim.traced import tensorcore as tensorcore_module
+
+    session_module._bind_core(compiled)
+    tensorcore_module._bind_core(compiled)
+    try:
+        s = Session(hw, numeric=numeric, enforce_capacity=False)
+        workload = loopnest_workload(nest.problem)
+        tensors = bind_tensors(s, workload, workload.make_inputs(0) if numeric else None)
+        vector = VectorUnit(s)
+        execute_levels(nest, s, tensors, epilogue=lambda out: out.assign(vector.relu(out)))
+        trace = s.finish()
+    finally:
+        session_module._bind_core(True)
+        tensorcore_module._bind_core(True)
+    events = list(trace.events)
+    levels = {name: (t.to_json(), list(t.per_tensor.items()), list(t.operand_elements.items()))
+              for name, t in s.counters.levels.items()}
+    outputs = {name: arr.data.copy() for name, arr in s.tensors.items() if numeric and arr.writable}
+    return events, [tuple(map(type, e)) for e in events], s.counters, levels, outputs
+
+
+@pytest.mark.parametrize("hw", [L1, SHARED, WEIGHTS_ONLY], ids=lambda h: h.name)
+def test_the_compiled_level_path_equals_the_python_reference_on_random_nests(hw):
+    """Every event (and its field types), every counter (per tensor, per level, the operands' reads and writes per
+    level, in the order they were first counted) and, in numeric mode, every output value of a random LevelNest's
+    trace are the same through the compiled core's level paths and through the pure-Python reference."""
+    from dsasim.architect.search.level_search import estimate_level_trace_work
+
+    rng = random.Random(7 + zlib.crc32(hw.name.encode()))
+    nests = [random_level_nest(rng, hw) for _ in range(40)]  # the 12 smallest of 40 (TensorCore steps): seconds
+    nests.sort(key=lambda nest: estimate_level_trace_work(nest).traced_operations)
+    for i, nest in enumerate(nests[:12]):
+        numeric = i % 4 == 0
+        fast, slow = (_level_run(hw, nest, numeric, compiled) for compiled in (True, False))
+        assert fast[:4] == slow[:4], nest.format()
+        for name in slow[4]:
+            assert np.array_equal(fast[4][name], slow[4][name]), (name, nest.format())
+
+
+@pytest.mark.parametrize("k_chunk, reuse_acc", [(20, False), (K, True)])
+def test_the_compiled_level_path_equals_the_python_reference_on_staged_matmuls(k_chunk, reuse_acc):
+    """The hand-written staged matmuls (partial sums staged back; a reused accumulator: the reuse flag, which the
+    compiled path hands to Python) trace the same events and counts on both paths."""
+    from dsasim.traced import session as session_module
+    from dsasim.traced import tensorcore as tensorcore_module
+
+    runs = []
+    for compiled in (True, False):
+        session_module._bind_core(compiled)
+        tensorcore_module._bind_core(compiled)
+        try:
+            s = run_matmul(numeric=True, k_chunk=k_chunk, reuse_acc=reuse_acc)
+        finally:
+            session_module._bind_core(True)
+            tensorcore_module._bind_core(True)
+        runs.append((list(s.trace.events), s.counters, s.tensors["c"].data.copy()))
+    assert runs[0][:2] == runs[1][:2]
+    assert np.array_equal(runs[0][2], runs[1][2])
+
+
+@pytest.mark.parametrize("compiled", [True, False])
+def test_a_hit_below_the_sram_skips_a_stale_copy(compiled):
+    """In L1acc, c[0:8, 0:12] opens (zero-fill) in an outer scope as buffer 1, then c[0:8, 0:24] in an inner scope
+    as buffer 2 (not contained in buffer 1, which is clean: no coherence error), which a compute writes: buffer 1's
+    elements are now stale (a write into one inner copy makes the others stale), so c[0:8, 0:12] read again hits
+    buffer 2, the one holding the new values, not the lower-id buffer 1 (buffer 0: c's SRAM copy), on the compiled
+    path as on the reference."""
+    from dsasim import VectorUnit
+    from dsasim.traced import session as session_module
+    from dsasim.traced import tensorcore as tensorcore_module
+
+    session_module._bind_core(compiled)
+    tensorcore_module._bind_core(compiled)
+    try:
+        s = Session(L1, numeric=False)
+        c, vector = s.output("c", (8, 24)), VectorUnit(s)
+        with GlobalHierarchy(s, "sram"):
+            c[0:8, 0:24]
+            with GlobalHierarchy(s, "outer", level="L1acc"):
+                assert c[0:8, 0:12].buffer.id == 1
+                with GlobalHierarchy(s, "inner", level="L1acc"):
+                    o = c[0:8, 0:24]
+                    o.assign(vector.relu(o))
+                    again = c[0:8, 0:12]
+        s.finish()
+    finally:
+        session_module._bind_core(True)
+        tensorcore_module._bind_core(True)
+    assert (o.buffer.id, again.buffer.id) == (2, 2)
+    assert s.counters.levels["L1acc"].per_tensor["c"]["hits"] == 1
+
+
+@pytest.mark.parametrize("compiled", [True, False])
+@pytest.mark.parametrize("hw", [preset("blog"), L1], ids=lambda h: h.name)
+def test_a_start_stop_pair_past_the_extent_is_clamped(hw, compiled):
+    """x[(0, 2), (1, 100)] of a (2, 3) input reads columns 1 and 2 only, as the blog's tiles that run past the edge
+    do: the region is ((0, 2), (1, 3)), 4 elements (blog's word: 1 byte), on the compiled core as on the reference,
+    on one level and below the SRAM (an input in L1i)."""
+    from dsasim.traced import session as session_module
+
+    session_module._bind_core(compiled)
+    try:
+        s = Session(hw, numeric=False)
+        x = s.input("x", (2, 3))
+        with GlobalHierarchy(s, "sram"):
+            whole = x[(0, 2), (0, 3)]
+            if hw.inner_levels:
+                with GlobalHierarchy(s, "i", level="L1i"):
+                    tile = x[(0, 2), (1, 100)]
+            else:
+                tile = x[(0, 2), (1, 100)]
+        s.finish()
+    finally:
+        session_module._bind_core(True)
+    assert whole.region == ((0, 2), (0, 3)) and tile.region == ((0, 2), (1, 3))
+    assert s.counters.loaded_bytes == 6 and s.counters.blog_loaded_elements == 6 + 4
+    if hw.inner_levels:
+        assert s.counters.levels["L1i"].loaded_bytes == 4

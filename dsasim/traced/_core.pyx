@@ -24,6 +24,7 @@ cdef object _Tile = None
 cdef object _Session = None
 cdef object _NULL_LOG = None  # a Session's log when it records nothing: the core skips the call
 cdef object _PendingCompute = None
+cdef object _SRAM_LEVEL = None  # hardware.SRAM_LEVEL: the name of the level a buffer with level None is in
 cdef object _Product = None
 cdef object _flat_dot = None
 
@@ -74,12 +75,12 @@ cdef inline int _log_free(log, Buffer b) except -1:
     return 0
 
 
-def bind(tile_type, session_type, null_log, pending_type):
-    """Give the core the Tile and Session classes, session.py's log that records nothing, and the base of compute
-    results (they are defined there, once)."""
-    global _Tile, _Session, _NULL_LOG, _PendingCompute
+def bind(tile_type, session_type, null_log, pending_type, sram_level):
+    """Give the core the Tile and Session classes, session.py's log that records nothing, the base of compute
+    results and the SRAM level's name (they are defined there, once)."""
+    global _Tile, _Session, _NULL_LOG, _PendingCompute, _SRAM_LEVEL
     _Tile, _Session, _NULL_LOG = tile_type, session_type, null_log
-    _PendingCompute = pending_type
+    _PendingCompute, _SRAM_LEVEL = pending_type, sram_level
 
 
 def bind_compute(product_type, flat_dot):
@@ -322,6 +323,21 @@ cdef tuple _plain_region(tuple shape, key, long long* elements):
                 return None
             stop = start + 1
             _set_item(region, i, (k, k + 1))
+        elif kind is tuple and len(<tuple>k) == 2:  # a (start, stop) pair, clamped to the extent as the blog's
+            a = (<tuple>k)[0]
+            b = (<tuple>k)[1]
+            if type(a) is not int or type(b) is not int:
+                return None
+            if b > extent:
+                b = extent
+            try:
+                start = a
+                stop = b
+            except OverflowError:  # (a bound past a C integer: the Python path's error)
+                return None
+            if not (0 <= start < stop):
+                return None
+            _set_item(region, i, (start, stop))
         elif kind is slice:
             if (<slice>k).step is not None:
                 return None
@@ -419,9 +435,69 @@ def getitem(ArrayFields arr, key):
     if kind is not tuple and kind is not list:  # (a list: the blog's Infer returns lists)
         return arr._getitem_py(key)
     cdef Py_ssize_t n = len(key)
-    if not n or type(key[n - 1]) is bool or session._broken is not None or session._levels is not None:
+    if not n or type(key[n - 1]) is bool or session._broken is not None:
         return arr._getitem_py(key)
+    if session._levels is not None:
+        tile = _level_hit(session, arr, key)
+        return tile if tile is not None else arr._getitem_py(key)
     return _access(session, arr, key, False)
+
+
+cdef object _level_hit(SessionFields session, ArrayFields arr, key):
+    """`Session._access_levels` when it is a hit (`LevelState.target`, then `LevelState.hit_below`) on a plain key
+    without the reuse flag or the blog's quirks: the counts, the HIT event and the tile; None (nothing changed)
+    for anything else, which the Python path resolves."""
+    cdef list stack = session._stack
+    if session.blog_quirks or not stack:
+        return None
+    cdef long long elements = 0
+    cdef tuple region = _plain_region(arr.shape, key, &elements)
+    if region is None:
+        return None
+    levels = session._levels
+    role = (<dict?>levels.roles).get(arr.id)
+    cdef dict rank = <dict?>(<dict?>levels.rank)[role]
+    cdef Py_ssize_t idx
+    cdef bint found = False
+    for idx in range(len(stack) - 1, -1, -1):  # (LevelState.target: the innermost scope whose level holds the role)
+        level = (<ScopeInstance>stack[idx]).level
+        if level in rank:
+            found = True
+            break
+    if not found:
+        return None  # (the rule's error)
+    cdef dict live_of = <dict?>levels.live
+    cdef LiveFields live
+    cdef Buffer b
+    hit = None
+    for name in (<dict?>(<dict?>levels.at_or_below)[role])[level]:  # (LevelState.hit_below: the deepest first)
+        obj = live_of.get((name, arr.id))
+        if obj is None:
+            continue
+        live = <LiveFields?>obj
+        if not live.by_id:
+            continue
+        if live.buckets is None:
+            for candidate in (<dict>live.by_id).values():
+                b = <Buffer>candidate
+                if not b.stale and _contains(b.region, region):
+                    hit = b
+                    break
+        else:
+            hit = live.containing(region)
+        if hit is not None:
+            break
+    if hit is None:
+        return None
+    b = <Buffer>hit
+    cdef TrafficFields traffic = arr.traffic
+    cdef CounterFields counters = session.counters
+    traffic.blog_loaded_elements += elements  # (Session._requested: the blog's counter, every access not reused)
+    counters.blog_loaded_elements += elements
+    levels.traffic[name].add(arr.name, "hits", 1)
+    if session._log is not _NULL_LOG:
+        _log_access(session._log, _HIT, b.id, arr, region, 0)
+    return _new_tile(b, region)
 
 
 def scope_init(ScopeFields scope, session, name=None, ways=None, buffers=None, level=None):
@@ -733,7 +809,7 @@ def product_apply(product, out, accumulate):
     """`Product.apply`: check the operands live, mark the output written, compute (numeric mode), trace it."""
     cdef ProductFields p = <ProductFields?>product
     cdef SessionFields session = <SessionFields?>p.session
-    if type(out) is not _Tile or session._broken is not None or session._levels is not None:
+    if type(out) is not _Tile or session._broken is not None:
         return product._apply_py(out, accumulate)
     cdef TileFields out_tile = <TileFields>out  # (a Tile: its fields are C fields)
     cdef Buffer ob = <Buffer?>out_tile.buffer
@@ -764,14 +840,22 @@ def product_apply(product, out, accumulate):
         if tb.generation != (<TileFields>t).generation or tb.freed or tb.stale:
             return product._apply_py(out, accumulate)
         ids.append(tb)
+    levels = session._levels
+    if levels is not None and p.unit == "tensorcore" and not _operands_in_place(levels, ids, ob):
+        return product._apply_py(out, accumulate)  # (LevelState.check_operands: the rule's error)
     session.pending_products.pop(product, None)
     cdef CounterFields counters = session.counters
     if not ob.dirty:  # (Session.mark_written)
         ob.dirty = True
         if ob.loaded_from_ddr:
             ob.loaded_from_ddr = False
-            counters.rmw_bytes += ob.load_bytes
-            arr.traffic.rmw_bytes += ob.load_bytes
+            if ob.level is not None:
+                levels.count_rmw(ob)
+            else:
+                counters.rmw_bytes += ob.load_bytes
+                arr.traffic.rmw_bytes += ob.load_bytes
+    if levels is not None:
+        levels.wrote(ob, region)
     # (Session.count_operands: the output's fresh elements are not read; an overwrite reads none of them)
     cdef long long fresh = 0
     if ob.fresh_elements:
@@ -782,13 +866,19 @@ def product_apply(product, out, accumulate):
             fresh = session.take_fresh(ob, region)
     if not accumulate:
         fresh = elements
-    cdef TrafficFields out_traffic = arr.traffic
-    out_traffic.operand_write_elements += p.output_writes
-    out_traffic.operand_read_elements += p.output_writes - fresh
-    if len(ids) > 0:
-        (<ArrayFields>(<Buffer>ids[0]).tensor).traffic.operand_read_elements += p.first_reads
-    if len(ids) > 1:
-        (<ArrayFields>(<Buffer>ids[1]).tensor).traffic.operand_read_elements += p.second_reads
+    if levels is None:
+        arr.traffic.operand_write_elements += p.output_writes
+        arr.traffic.operand_read_elements += p.output_writes - fresh
+        if len(ids) > 0:
+            (<ArrayFields>(<Buffer>ids[0]).tensor).traffic.operand_read_elements += p.first_reads
+        if len(ids) > 1:
+            (<ArrayFields>(<Buffer>ids[1]).tensor).traffic.operand_read_elements += p.second_reads
+    else:  # (Session._add_operand: each in the level its buffer is in, the output first)
+        _add_operand(levels, ob, p.output_writes - fresh, p.output_writes)
+        if len(ids) > 0:
+            _add_operand(levels, <Buffer>ids[0], p.first_reads, 0)
+        if len(ids) > 1:
+            _add_operand(levels, <Buffer>ids[1], p.second_reads, 0)
     if session.numeric:  # (Product.compute with `Tile.data` inlined: the operands were checked live above)
         result = p.kernel(*[_tile_data(<TileFields?>t) for t in inputs])
         view = _tile_data(<TileFields>out)
@@ -831,6 +921,44 @@ def product_apply(product, out, accumulate):
         else:
             log.compute(unit, op, ob.id, tuple([(<Buffer>b).id for b in ids]), macs, cycles, padded,
                         (first, second, p.output_writes - fresh, p.output_writes, lanes))
+
+
+cdef tuple _TENSORCORE_ROLES = ("input", "weight")
+
+
+cdef bint _operands_in_place(levels, list ids, Buffer ob) except -1:
+    """`LevelState.check_operands` without its errors: True when the TensorCore's two inputs and output each are in
+    the innermost level of their declared role's path (or belong to an on-chip tensor, which has none)."""
+    if len(ids) != 2:
+        return False
+    cdef dict roles = <dict?>levels.roles
+    cdef dict deepest = <dict?>levels.deepest
+    cdef Buffer b
+    for i in range(3):
+        b = <Buffer>ids[i] if i < 2 else ob
+        role = _TENSORCORE_ROLES[i] if i < 2 else "output"
+        declared = roles.get((<ArrayFields?>b.tensor).id)
+        if declared is None:
+            continue
+        if declared != role:
+            return False
+        where = b.level
+        if where is None:
+            where = _SRAM_LEVEL
+        if where != deepest[role]:
+            return False
+    return True
+
+
+cdef int _add_operand(levels, Buffer b, long long read_elements, long long write_elements) except -1:
+    """`Session._add_operand`: a compute's reads and writes of b's tensor, in the level b is in (elements)."""
+    cdef ArrayFields arr = <ArrayFields?>b.tensor
+    if b.level is None:
+        arr.traffic.operand_read_elements += read_elements
+        arr.traffic.operand_write_elements += write_elements
+    else:
+        levels.traffic[b.level].add_operand(arr.name, read_elements, write_elements)
+    return 0
 
 
 # -- the blog's Infer (bounds.py): the common case of get_input_segment / get_w_segment --------------------------

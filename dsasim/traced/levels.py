@@ -122,6 +122,8 @@ class LevelState:
         self.at_or_below = {role: {level: [lv for lv in sorted(rank, key=rank.get, reverse=True)
                                            if lv is not None and rank[lv] >= depth]
                                    for level, depth in rank.items()} for role, rank in self.rank.items()}
+        # per role, the level the TensorCore reads that operand from (rule 5): the last of its path
+        self.deepest = {role: hardware.path(role)[-1].name for role in ROLES}
 
     # -- scopes ------------------------------------------------------------------------------------------------
     def check_ways(self, path: tuple[str, ...], level: str | None, ways: int) -> None:
@@ -347,7 +349,7 @@ class LevelState:
     # -- the TensorCore ----------------------------------------------------------------------------------------
     def check_operands(self, product: Any, out: TileFields) -> None:
         """The TensorCore reads each operand from the innermost level of its role's path (rule 5)."""
-        hw = self.hardware
+        deepest_of = self.deepest
         for tile, role in ((product.inputs[0], "input"), (product.inputs[1], "weight"), (out, "output")):
             buf = tile.buffer
             arr = buf.tensor
@@ -358,12 +360,12 @@ class LevelState:
                 raise LevelError(f"tensorcore.{product.op}: {arr.name} is its {role} operand, but its role is "
                                  f"{declared!r}; declare it with s.input({arr.name!r}, data, role={role!r}) so that "
                                  f"it goes through the {role}s' levels")
-            deepest = hw.path(role)[-1].name
+            deepest = deepest_of[role]
             where = buf.level or SRAM_LEVEL
             if where != deepest:
                 raise LevelError(
                     f"tensorcore.{product.op}: operand {arr.name}{format_region(tile.region)} is in {where}, but on "
-                    f"{hw.name} the TensorCore reads {role}s from {deepest} only; take the tile inside "
+                    f"{self.hardware.name} the TensorCore reads {role}s from {deepest} only; take the tile inside "
                     f"`with GlobalHierarchy(s, name, level={deepest!r}):`")
 
 

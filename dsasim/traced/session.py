@@ -139,7 +139,7 @@ class Session(SramAccess):
         self._strided: dict[int, list[Buffer]] = {}
         self._levels = (LevelState(hardware, enforce_capacity)
                         if hardware.inner_levels else None)
-        if self._levels is not None:  # the pure-Python path: the compiled core models one level
+        if self._levels is not None:  # levels: `_access_levels` (the compiled core takes its hits: `_core.getitem`)
             self.counters.levels = self._levels.traffic
             self.access = self._access_levels  # type: ignore[method-assign]
             self._exit_scope = self._exit_scope_py  # type: ignore[method-assign]
@@ -541,7 +541,7 @@ _NULL_LOG = NullLog()
 _REFUSED_WHEN_BROKEN = ("access", "slide", "scratch", "_enter_scope", "_new_tensor", "mark_written", "emit_compute",
                         "finish")
 
-_core.bind(Tile, Session, _NULL_LOG, PendingCompute)
+_core.bind(Tile, Session, _NULL_LOG, PendingCompute, SRAM_LEVEL)
 
 
 def _bind_core(compiled: bool) -> None:

@@ -424,9 +424,10 @@ class SramAccess(_core.SessionFields):
                 buf.fresh_elements = 0
                 return region_elements(region)
             mask = buf.fresh_mask = np.ones(tuple(b - a for a, b in buf.region), bool)
-        window = tuple(slice(a - o, b - o) for (a, b), (o, _) in zip(region, buf.region))
-        fresh = int(np.count_nonzero(mask[window]))
-        mask[window] = False
+        view = mask[tuple([slice(a - o, b - o) for (a, b), (o, _) in zip(region, buf.region)])]
+        fresh = int(np.count_nonzero(view))
+        if fresh:  # (a later write of the same elements finds none: nothing to clear)
+            view[...] = False
         buf.fresh_elements -= fresh
         if not buf.fresh_elements:
             buf.fresh_mask = None

@@ -22,7 +22,7 @@ Cost model (cycles at the accelerator clock):
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 
@@ -37,6 +37,9 @@ from dsasim.util import ceil_div, int_pair, is_int, region_elements, shape_eleme
 
 def _pair(value: int | tuple[int, int], what: str, minimum: int = 1) -> tuple[int, int]:
     """An int or (h, w) pair of ints (numpy ints too) >= minimum, as a pair of Python ints."""
+    if type(value) is tuple and len(value) == 2 and type(value[0]) is int and type(value[1]) is int \
+            and value[0] >= minimum and value[1] >= minimum:
+        return value  # (the common case, a pair of Python ints, without int_pair's checks: every conv comes here)
     pair = int_pair(value, numpy=True)
     if pair is None:
         raise ValueError(f"{what} must be an int or an (h, w) pair of ints, got {value!r}; pass e.g. "
@@ -48,11 +51,26 @@ def _pair(value: int | tuple[int, int], what: str, minimum: int = 1) -> tuple[in
 
 def _padding4(padding: object, op: str) -> tuple[int, int, int, int]:
     """(top, bottom, left, right) in elements as Python ints (negative: crop), or ValueError naming `op`."""
+    if type(padding) is tuple and len(padding) == 4 and type(padding[0]) is int and type(padding[1]) is int \
+            and type(padding[2]) is int and type(padding[3]) is int:
+        return padding  # (the common case, four Python ints: every conv comes here)
     if not isinstance(padding, (tuple, list)) or len(padding) != 4 or not all(is_int(p, numpy=True) for p in padding):
         raise ValueError(f"{op}: padding must be 4 integers (top, bottom, left, right) in elements, got "
                          f"{padding!r}; e.g. padding=(1, 1, 1, 1)")
     top, bottom, left, right = (int(p) for p in padding)
     return top, bottom, left, right
+
+
+def _plain_conv_arguments(stride: object, dilation: object, groups: object, padding: object) -> bool:
+    """Whether a conv's stride, dilation (ints or pairs of them), groups (an int) and padding (4 ints) are Python ints
+    (not bools, numpy or floats): only then is a conv's plan kept, so an argument equal to a kept one but of another
+    type still meets its check."""
+    for pair in (stride, dilation):
+        if type(pair) is not int and not (type(pair) is tuple and len(pair) == 2 and type(pair[0]) is int
+                                          and type(pair[1]) is int):
+            return False
+    return type(groups) is int and type(padding) is tuple and len(padding) == 4 and type(padding[0]) is int \
+        and type(padding[1]) is int and type(padding[2]) is int and type(padding[3]) is int
 
 
 def _check_session(session: object, unit: str) -> Session:
@@ -142,6 +160,12 @@ class TensorCore:
         self.ic_block = session.hardware.tensorcore_in_channels
         self.oc_block = session.hardware.tensorcore_out_channels
         self.dataflow = DATAFLOWS[session.hardware.tensorcore_dataflow]
+        # the dataflow's operand accesses by call (pixels, taps, groups, in and out channels per group): a pure
+        # function of them, asked again at every step of a loop nest
+        self._accesses: dict[tuple[int, int, int, int, int], Any] = {}
+        # a conv's checked shape, cost and kernel by its tiles' shapes and its plain arguments (`_conv_plan`): the
+        # same at every step of a loop nest
+        self._conv_plans: dict[tuple, tuple] = {}
 
     def _product(self, op: str, operands: tuple[Tile, Tile], out_shape: tuple[int, ...], macs: int, cycles: int,
                  kernel: Callable[..., np.ndarray], pixels: int, taps: int, groups: int, in_per_group: int,
@@ -150,7 +174,12 @@ class TensorCore:
         output's reads are its writes less its fresh elements, counted when it is written)."""
         product = Product(self.session, "tensorcore", op, operands, out_shape, macs, cycles,
                           cycles * self.ic_block * self.oc_block, kernel)
-        accesses = self.dataflow(pixels, taps, groups, in_per_group, out_per_group, self.ic_block, self.oc_block)
+        call = (pixels, taps, groups, in_per_group, out_per_group)
+        accesses = self._accesses.get(call)
+        if accesses is None:
+            accesses = self.dataflow(*call, self.ic_block, self.oc_block)
+            if all(type(value) is int for value in call):  # (a key equal to another of other types: not kept)
+                self._accesses[call] = accesses
         product.first_reads = accesses.input_reads
         product.second_reads = accesses.weight_reads
         product.output_writes = accesses.output_writes
@@ -166,6 +195,22 @@ class TensorCore:
         (N, G, C/G, H, W) and weight (G, OC/G, C/G, KH, KW) give an output (N, G, OC/G, OH, OW), groups = G."""
         _check_tiles(self.session, "conv2d", (x, w))
         xs, ws = x.shape, w.shape
+        plain = _plain_conv_arguments(stride, dilation, groups, padding)
+        key = (xs, ws, stride, dilation, groups, padding) if plain else None
+        plan = self._conv_plans.get(key) if plain else None
+        if plan is None:
+            plan = self._conv_plan(xs, ws, stride, dilation, groups, padding)
+            if plain:
+                self._conv_plans[key] = plan
+        out_shape, macs, cycles, kernel, call = plan
+        return self._product("conv2d", (x, w), out_shape, macs, cycles, kernel, *call)
+
+    def _conv_plan(self, xs: tuple[int, ...], ws: tuple[int, ...], stride: int | tuple[int, int],
+                   dilation: int | tuple[int, int], groups: int,
+                   padding: tuple[int, int, int, int]) -> tuple[tuple[int, ...], int, int, Callable[..., np.ndarray],
+                                                             tuple[int, int, int, int, int]]:
+        """`conv2d` of tiles of shapes xs and ws, checked: (the output's shape, MACs, cycles, the kernel computing
+        it, the dataflow's call: pixels, taps, groups, in and out channels per group)."""
         group_axis = len(xs) == 5 and len(ws) == 5
         if group_axis:  # the same conv on the NCHW views: C = G x C/G input and OC = G x OC/G output channels
             if groups != 1 or xs[1] != ws[0]:
@@ -222,14 +267,14 @@ class TensorCore:
 
         call = (n * oh * ow, kh * kw, groups, icg, ocg)  # pixels, taps, groups, in and out channels per group
         if not group_axis:
-            return self._product("conv2d", (x, w), (n, oc, oh, ow), macs, cycles, conv, *call)
+            return (n, oc, oh, ow), macs, cycles, conv, call
         out_shape = (*out5, oh, ow)
 
         def grouped_conv(x_data: np.ndarray, w_data: np.ndarray) -> np.ndarray:
             """The same arithmetic on the NCHW views of the 5-d tiles, returned in the 5-d layout."""
             return conv(x_data.reshape(xs), w_data.reshape(ws)).reshape(out_shape)
 
-        return self._product("conv2d", (x, w), out_shape, macs, cycles, grouped_conv, *call)
+        return out_shape, macs, cycles, grouped_conv, call
 
     def matmul(self, a: Tile, b: Tile) -> Product:
         """(M, K) @ (K, N): K maps to the 16 input channels, N to the 24 output channels, M to pixels."""

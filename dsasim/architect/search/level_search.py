@@ -45,9 +45,13 @@ from dsasim.hardware import SRAM_LEVEL, Accelerator
 __all__ = ["LevelSearchResult", "search_levels", "outer_pool", "OUTER_CANDIDATES", "COARSE_PER_DIM"]
 
 OUTER_CANDIDATES = 6  # outer nests given an inner search each
-# tracing a LevelNest runs the memory model's pure-Python path: about 50 us per TensorCore step with its accesses
-# and scopes (res2a_branch2b's best nest on blog-l1: 84,672 steps traced in 4.2 s; 2026-11-25)
-LEVEL_TRACE_SECONDS_PER_STEP = 50e-6
+# tracing (and timing) a LevelNest, per TensorCore step with its accesses and scopes: the levels' hits and computes
+# run in the compiled core, their stages, write-backs and scopes in Python. Measured on a shared 2-core machine,
+# 2026-11-28, in CPU seconds: `dsasim network resnet18 --hardware blog-l1 --simulate` took 625 s, less 120 s of its
+# level searches, for 4,416,596 steps: 114 us a step (the network's fences, fused epilogues, per-pixel L1acc scopes of
+# layer2 and the timing of one 4.4 M-step timeline included); `bench/bench_level_trace.py`'s three layers alone
+# (100,940 steps, no epilogue) take 43 to 60 us a step, 164 to 191 before the compiled level paths
+LEVEL_TRACE_SECONDS_PER_STEP = 115e-6
 COARSE_PER_DIM = 4  # inner tile sizes per dimension in the first pass
 _REFINE_ROUNDS = 4
 # the share of a level search's time taken by its outer (SRAM) search, for progress and the work estimate; the

@@ -429,8 +429,9 @@ def _run_levelnest(tracer: _Tracer, outcome: Any, network: Any) -> None:
 
 def level_trace_seconds(result: Any) -> float:
     """The estimated seconds of tracing a network's LevelNest entries (`estimate_level_trace_work` per entry, times
-    its repeats): the levels below the SRAM are traced in Python, one TensorCore step at a time, so a large network
-    on levels takes minutes where the same network on one level takes seconds (0.0: no such entry)."""
+    its repeats): the levels below the SRAM are traced one TensorCore step at a time (their stages and scopes in
+    Python), so a large network on levels takes minutes where the same network on one level takes seconds (0.0: no
+    such entry)."""
     from dsasim.architect.model.hierarchy import LevelNest
     from dsasim.architect.search.level_search import estimate_level_trace_work
 
