@@ -354,7 +354,7 @@ def run(args: argparse.Namespace) -> int:
     from dsasim.architect.studies.network_trace import level_trace_seconds
 
     seconds = level_trace_seconds(result) if result.hardware.inner_levels and not result.partial else 0.0
-    if seconds > LONG_TRACE_SECONDS:  # the levels' trace runs in Python: say so before minutes pass in silence
+    if seconds > LONG_TRACE_SECONDS:  # the levels are traced a TensorCore step at a time: say so before minutes pass
         print(f"dsasim network: warning: tracing {result.network.name}'s layers on the levels below the SRAM of "
               f"{result.hardware.name} takes about {seconds / 60:.0f} min (their TensorCore steps, one at a time; "
               f"Ctrl-C stops it)", file=sys.stderr, flush=True)
