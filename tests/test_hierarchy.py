@@ -207,11 +207,14 @@ SHARED = dataclasses.replace(BLOG, name="shared-l1", inner_levels=(
 WEIGHTS_ONLY = dataclasses.replace(BLOG, name="wb", inner_levels=(MemoryLevel("wb", 8 * KIB, 16.0, holds=("weight",)),))
 
 
+# each hierarchy's 40 nests walked in four quarters (one test each: blog-l1's 40 walks take about 100 s), so xdist
+# spreads them over its workers; the nests are drawn in one sequence as before, so every one of them is walked
+@pytest.mark.parametrize("quarter", range(4))
 @pytest.mark.parametrize("hw", [L1, SHARED, WEIGHTS_ONLY], ids=lambda h: h.name)
-def test_the_model_equals_a_brute_force_walk_on_random_two_level_nests(hw):
+def test_the_model_equals_a_brute_force_walk_on_random_two_level_nests(hw, quarter):
     rng = random.Random(zlib.crc32(hw.name.encode()))
-    for _ in range(40):
-        nest = random_level_nest(rng, hw)
+    nests = [random_level_nest(rng, hw) for _ in range(40)]
+    for nest in nests[quarter::4]:
         model = analyze_levels(nest)
         seen = walk(nest)
         for lv in model.levels:
