@@ -349,25 +349,28 @@ def test_the_vectorised_model_equals_the_scalar_one(hardware):
                 assert (int(read[i]), int(write[i])) == (counts.read_bytes(level), counts.write_bytes(level))
 
 
+# one test per (dataflow, hierarchy): each traces 10 nests (about 20 s), so xdist spreads the nine over its workers
+# instead of one worker tracing 30 in a row; the same hierarchies, seeds and nests as one loop over the three
+@pytest.mark.parametrize("base_name", ["L1", "SHARED", "WEIGHTS_ONLY"])
 @pytest.mark.parametrize("dataflow", sorted(DATAFLOWS))
-def test_level_model_equals_trace_on_random_level_nests(dataflow):
-    from test_hierarchy import L1, SHARED, WEIGHTS_ONLY, random_level_nest
+def test_level_model_equals_trace_on_random_level_nests(dataflow, base_name):
+    import test_hierarchy
+    from test_hierarchy import random_level_nest
     from dsasim.architect.model.analytic import reconcile_accesses
     from dsasim.architect.model.hierarchy import analyze_levels
     from dsasim.kernels.loopnest_kernel import execute_levels, loopnest_workload
     from dsasim.traced.schedule import bind_tensors
-    for base in (L1, SHARED, WEIGHTS_ONLY):
-        hw = dataclasses.replace(base, tensorcore_dataflow=dataflow)
-        rng = random.Random(zlib.crc32(hw.name.encode()) + 28)
-        for _ in range(10):  # (the brute-force runs are slow; tests/test_levels.py draws 40 per hardware)
-            nest = random_level_nest(rng, hw)
-            s = Session(hw, numeric=False, enforce_capacity=False)
-            execute_levels(nest, s, bind_tensors(s, loopnest_workload(nest.problem), None))
-            s.finish()
-            diffs: list = []
-            reconcile_accesses(analyze_levels(nest).access_counts(), s.counters.access_counts(hw.word_bytes),
-                               lambda *d: diffs.append(d), {}, "")
-            assert not diffs, (hw.name, nest.format(), diffs)
+    hw = dataclasses.replace(getattr(test_hierarchy, base_name), tensorcore_dataflow=dataflow)
+    rng = random.Random(zlib.crc32(hw.name.encode()) + 28)
+    for _ in range(10):  # (the brute-force runs are slow; tests/test_levels.py draws 40 per hardware)
+        nest = random_level_nest(rng, hw)
+        s = Session(hw, numeric=False, enforce_capacity=False)
+        execute_levels(nest, s, bind_tensors(s, loopnest_workload(nest.problem), None))
+        s.finish()
+        diffs: list = []
+        reconcile_accesses(analyze_levels(nest).access_counts(), s.counters.access_counts(hw.word_bytes),
+                           lambda *d: diffs.append(d), {}, "")
+        assert not diffs, (hw.name, nest.format(), diffs)
 
 
 def test_fresh_outputs_skip_tiles_that_read_only_padding():

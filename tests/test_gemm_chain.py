@@ -147,30 +147,32 @@ def all_candidates(space) -> list:
     return [(n, analyze_gemm_chain(n, hw)) for n in (space.nest(i) for i in itertools.product(*map(range, space.shape)))]
 
 
-def test_space_fronts_give_the_scalar_best_under_every_capacity():
+# one test per chain (each a minute on a busy worker), so xdist runs the two side by side
+@pytest.mark.parametrize("chain, hw", [(GemmChain(40, 30, 20, 50, relu=True), BLOG),
+                                       (GemmChain(33, 10, 17, 25), NARROW)], ids=["relu-blog", "narrow"])
+def test_space_fronts_give_the_scalar_best_under_every_capacity(chain, hw):
     """The chunked evaluation (small chunks, so that fronts from many chunks merge) keeps exactly what a scan of
     every candidate by the scalar model picks: least traffic (ties: estimated cycles, then peak), least estimated
     cycles (ties: traffic, then peak) and Chimera's least DV (ties: MU), for capacities across the range."""
-    for chain, hw in ((GemmChain(40, 30, 20, 50, relu=True), BLOG), (GemmChain(33, 10, 17, 25), NARROW)):
-        space = evaluate_gemm_chain_space(chain, hw, chunk_nests=500)
-        every = all_candidates(space)
-        assert len(every) == space.evaluations
-        peaks = sorted({a.peak_sram_bytes for _, a in every})
-        for cap in [peaks[0] - 1, *peaks[:: max(1, len(peaks) // 12)], peaks[-1]]:
-            fits = [(n, a) for n, a in every if a.peak_sram_bytes <= cap]
-            for objective, key in (("traffic", lambda a: (a.traffic_bytes, a.estimated_cycles, a.peak_sram_bytes)),
-                                   ("cycles", lambda a: (a.estimated_cycles, a.traffic_bytes, a.peak_sram_bytes))):
-                best = space.best(cap, objective)
-                if not fits:
-                    assert best is None
-                    continue
-                assert key(analyze_gemm_chain(best, hw)) == min(key(a) for _, a in fits), (chain, cap, objective)
-            chimera = [(a.chimera_dv_bytes, a.chimera_mu_bytes) for _, a in every if a.chimera_mu_bytes <= cap]
-            pick = space.chimera_choice(cap)
-            assert (pick is None) == (not chimera)
-            if pick is not None:
-                a = analyze_gemm_chain(pick, hw)
-                assert (a.chimera_dv_bytes, a.chimera_mu_bytes) == min(chimera)
+    space = evaluate_gemm_chain_space(chain, hw, chunk_nests=500)
+    every = all_candidates(space)
+    assert len(every) == space.evaluations
+    peaks = sorted({a.peak_sram_bytes for _, a in every})
+    for cap in [peaks[0] - 1, *peaks[:: max(1, len(peaks) // 12)], peaks[-1]]:
+        fits = [(n, a) for n, a in every if a.peak_sram_bytes <= cap]
+        for objective, key in (("traffic", lambda a: (a.traffic_bytes, a.estimated_cycles, a.peak_sram_bytes)),
+                               ("cycles", lambda a: (a.estimated_cycles, a.traffic_bytes, a.peak_sram_bytes))):
+            best = space.best(cap, objective)
+            if not fits:
+                assert best is None
+                continue
+            assert key(analyze_gemm_chain(best, hw)) == min(key(a) for _, a in fits), (chain, cap, objective)
+        chimera = [(a.chimera_dv_bytes, a.chimera_mu_bytes) for _, a in every if a.chimera_mu_bytes <= cap]
+        pick = space.chimera_choice(cap)
+        assert (pick is None) == (not chimera)
+        if pick is not None:
+            a = analyze_gemm_chain(pick, hw)
+            assert (a.chimera_dv_bytes, a.chimera_mu_bytes) == min(chimera)
 
 
 def test_search_finds_the_least_traffic_of_a_traced_brute_force():
@@ -268,7 +270,9 @@ def test_nest_json_round_trips():
 
 
 # ---------------------------------------------------------------------------------------------- SRAM sweeps
-def test_chain_sweep_equals_a_search_per_size_and_never_worsens():
+# one test per chain (each about a minute on a busy worker), so xdist runs the two side by side
+@pytest.mark.parametrize("kind", ["gemm", "conv"])
+def test_chain_sweep_equals_a_search_per_size_and_never_worsens(kind):
     """One evaluation for all sizes (search fronts, the fused space once) gives, at every size, the traffic of a
     separate `search_chain` at that size; traffic never rises with SRAM and never drops below compulsory."""
     from dsasim.architect.problems.chain import ConvChain
@@ -277,18 +281,19 @@ def test_chain_sweep_equals_a_search_per_size_and_never_worsens():
     from dsasim.architect.studies.sweep import sweep_chain
     conv_chain = ConvChain([ConvProblem(1, 8, 8, 12, 12, 3, padding=1), ConvProblem(1, 8, 16, 12, 12, 1)],
                            relu=True)
-    for chain, sizes in ((GemmChain(96, 48, 32, 120, relu=True), [512, 4096, 65536]),
-                         (conv_chain, [256, 2048, 16384])):
-        result = sweep_chain(ChainTarget(chain.name, chain, BLOG), sizes)
-        traffic = [p.traffic_bytes for p in result.choices]
-        for size, point in zip(sizes, result.choices):
-            alone = search_chain(chain, BLOG, size)
-            want = alone.totals(alone.best, alone.fold(alone.best))
-            assert point.traffic_bytes == (want["traffic_bytes"] if want else None), (chain, size)
-            assert point.layer_by_layer_bytes == alone.totals(alone.layer_by_layer)["traffic_bytes"]
-        known = [t for t in traffic if t is not None]
-        assert known == sorted(known, reverse=True) and known[-1] >= chain.compulsory_bytes(1)
-        assert result.choices[-1].traffic_bytes == chain.compulsory_bytes(1)  # everything fits at the largest size
+    cases = {"gemm": (GemmChain(96, 48, 32, 120, relu=True), [512, 4096, 65536]),
+             "conv": (conv_chain, [256, 2048, 16384])}
+    chain, sizes = cases[kind]
+    result = sweep_chain(ChainTarget(chain.name, chain, BLOG), sizes)
+    traffic = [p.traffic_bytes for p in result.choices]
+    for size, point in zip(sizes, result.choices):
+        alone = search_chain(chain, BLOG, size)
+        want = alone.totals(alone.best, alone.fold(alone.best))
+        assert point.traffic_bytes == (want["traffic_bytes"] if want else None), (chain, size)
+        assert point.layer_by_layer_bytes == alone.totals(alone.layer_by_layer)["traffic_bytes"]
+    known = [t for t in traffic if t is not None]
+    assert known == sorted(known, reverse=True) and known[-1] >= chain.compulsory_bytes(1)
+    assert result.choices[-1].traffic_bytes == chain.compulsory_bytes(1)  # everything fits at the largest size
 
 
 def test_cli_sweep_sram_over_a_chain(tmp_path, capsys):

@@ -207,11 +207,14 @@ SHARED = dataclasses.replace(BLOG, name="shared-l1", inner_levels=(
 WEIGHTS_ONLY = dataclasses.replace(BLOG, name="wb", inner_levels=(MemoryLevel("wb", 8 * KIB, 16.0, holds=("weight",)),))
 
 
+# each hierarchy's 40 nests walked in four quarters (one test each: blog-l1's 40 walks take about 100 s), so xdist
+# spreads them over its workers; the nests are drawn in one sequence as before, so every one of them is walked
+@pytest.mark.parametrize("quarter", range(4))
 @pytest.mark.parametrize("hw", [L1, SHARED, WEIGHTS_ONLY], ids=lambda h: h.name)
-def test_the_model_equals_a_brute_force_walk_on_random_two_level_nests(hw):
+def test_the_model_equals_a_brute_force_walk_on_random_two_level_nests(hw, quarter):
     rng = random.Random(zlib.crc32(hw.name.encode()))
-    for _ in range(40):
-        nest = random_level_nest(rng, hw)
+    nests = [random_level_nest(rng, hw) for _ in range(40)]
+    for nest in nests[quarter::4]:
         model = analyze_levels(nest)
         seen = walk(nest)
         for lv in model.levels:
@@ -310,8 +313,12 @@ SMALL_LEVELS = {  # a fast DDR port, so that the inner levels decide the cost
 }
 
 
+# the space walked in three thirds by the m tile (4, 2, 1; one test each: a whole space took minutes on one xdist
+# worker): in every third the search's tiling costs no more than any that fits, and in the third holding its own m
+# tile one costs exactly as much, so over the three the least is the search's, as one walk of the whole space says
+@pytest.mark.parametrize("m_tile", [4, 2, 1])
 @pytest.mark.parametrize("levels", list(SMALL_LEVELS), ids=list(SMALL_LEVELS))
-def test_the_inner_search_finds_the_cheapest_inner_tiling_of_a_small_space(levels):
+def test_the_inner_search_finds_the_cheapest_inner_tiling_of_a_small_space(levels, m_tile):
     """Every inner tiling of one outer nest (tiles from the divisors of the outer tile, every order, every
     staging among the inner loops or in the outer nest below the SRAM staging, 1 or 2 ways per tensor), each
     analysed on its own: the search's inner tiling costs the least among those that fit every level."""
@@ -327,13 +334,13 @@ def test_the_inner_search_finds_the_cheapest_inner_tiling_of_a_small_space(level
     ddr = sram.level("SRAM")
     key, nest, evaluations = _inner_search(outer, hw, p.tensor_names, ddr.cycles, ddr.traffic_bytes, CYCLES)
     assert evaluations > 0 and nest is not None
-    found = analyze_levels(nest)
+    found, found_m_tile = analyze_levels(nest), nest.inner_tiles["m"]
     assert found.fits and key[0] == found.cycles
     assert found.bottleneck not in ("SRAM", COMPUTE)
     best = None
     stagings = [0, 1, 2, 3, "outer:n", "outer:k"]
     seen = set()
-    for tiles in itertools.product([4, 2, 1], repeat=3):
+    for tiles in itertools.product([m_tile], [4, 2, 1], [4, 2, 1]):  # (m, n, k)
         for order in itertools.permutations(p.dims):
             for stage in itertools.product(stagings, repeat=3):
                 nest = LevelNest(outer, InnerTiling(order, dict(zip(p.dims, tiles)), dict(zip(p.tensor_names, stage))),
@@ -348,7 +355,10 @@ def test_the_inner_search_finds_the_cheapest_inner_tiling_of_a_small_space(level
                                                                     dict(zip(p.tensor_names, ways))), hw))
                     if a.fits and (best is None or a.cycles < best):
                         best = a.cycles
-    assert best is not None and found.cycles == best
+    if m_tile == found_m_tile:
+        assert best is not None and found.cycles == best
+    else:
+        assert best is None or found.cycles <= best
 
 
 def test_search_levels_on_blog_l1():
