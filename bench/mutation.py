@@ -2201,6 +2201,9 @@ MUTANTS: list[Mutant] = [
            "        accesses = self._accesses.get(call[:4])\n        if accesses is None:\n            accesses = "
            "self.dataflow(*call, self.ic_block, self.oc_block)\n            self._accesses[call[:4]] = accesses\n",
            ("tests/test_access_counts.py", "tests/test_tensorcore.py")),
+    Mutant("onchip: --keep-on-chip accepted on levels below the SRAM", "dsasim/architect/studies/network_on_chip.py",
+           "    if hardware.inner_levels:\n        raise ValueError(f\"--keep-on-chip", "    if False:\n        raise ValueError(f\"--keep-on-chip",
+           ("tests/test_network_on_chip.py",)),
 ]
 
 

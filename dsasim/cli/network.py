@@ -319,10 +319,10 @@ def run(args: argparse.Namespace) -> int:
         if sram < hardware.word_bytes:
             raise ValueError(f"--sram {args.sram}: must hold at least one {hardware.word_bytes}-byte word")
         sized_hardware(hardware, sram)  # a level below the SRAM larger than it: refused before the network loads
-        if args.keep_on_chip and hardware.inner_levels:
-            raise ValueError(f"--keep-on-chip keeps results in the SRAM of one-level hardware; {hardware.name} has "
-                             f"levels below the SRAM, where every reader stages a copy of its input by role: leave "
-                             f"out --keep-on-chip")
+        if args.keep_on_chip:
+            from dsasim.architect.studies.network_on_chip import check_keep_on_chip
+
+            check_keep_on_chip(hardware)
         json_path, plot_path = json_and_plot_paths(args)
         perfetto_path = _perfetto_path(args, json_path, plot_path)
         html_path = html_output_path(args, [("--json", args.json), ("--plot", args.plot), ("--perfetto", args.perfetto),

@@ -306,10 +306,10 @@ def _run_network(args: argparse.Namespace) -> int:
                              f"or --vary): sweep one hardware for the plot, the JSON has every one's energy")
         if args.keep_on_chip and not args.simulate_network:
             raise ValueError("--keep-on-chip keeps results on chip in each size's simulation: add --simulate-network")
-        if args.keep_on_chip and hardwares[0].inner_levels:
-            raise ValueError(f"--keep-on-chip keeps results in the SRAM of one-level hardware; {hardwares[0].name} "
-                             f"has levels below the SRAM, where every reader stages a copy of its input by role: "
-                             f"leave out --keep-on-chip")
+        if args.keep_on_chip:
+            from dsasim.architect.studies.network_on_chip import check_keep_on_chip
+
+            check_keep_on_chip(hardwares[0])
         if args.simulate_network and (len(hardwares) > 1 or args.vary_network is not None):
             raise ValueError("--simulate-network times one network on one hardware per size; leave out --vary, "
                              "--vary-network and the hardware list (or run one sweep per hardware)")

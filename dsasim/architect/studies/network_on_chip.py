@@ -30,7 +30,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["KeptResult", "NotKept", "OnChipPlan", "plan_on_chip"]
+__all__ = ["KeptResult", "NotKept", "OnChipPlan", "check_keep_on_chip", "plan_on_chip"]
 
 
 @dataclass(frozen=True)
@@ -100,6 +100,15 @@ class OnChipPlan:
     def to_json(self) -> dict[str, Any]:
         return {"kept": [k.to_json() for k in self.kept], "not_kept": [n.to_json() for n in self.not_kept],
                 "saved_loaded_bytes": self.saved_loaded_bytes, "saved_stored_bytes": self.saved_stored_bytes}
+
+
+def check_keep_on_chip(hardware: Any) -> None:
+    """ValueError (one line, for the command that asked) where results cannot be kept on chip: hardware with levels
+    below the SRAM (rule: one-level hardware only)."""
+    if hardware.inner_levels:
+        raise ValueError(f"--keep-on-chip keeps results in the SRAM of one-level hardware; {hardware.name} has levels "
+                         f"below the SRAM, where every reader stages a copy of its input by role: leave out "
+                         f"--keep-on-chip")
 
 
 def plan_on_chip(trace: Any, sram_bytes: int, levels: bool = False) -> OnChipPlan:
